@@ -1,0 +1,144 @@
+"""Nsight Systems on the command line: find it, ask its version, import a .qdstrm, export SQLite.
+
+Facts this relies on (../shared/NSYS.md): Debian's nsys 2022.4 cannot find its own importer, so
+``nsys profile`` leaves a ``.qdstrm`` that we import with QdstrmImporter ourselves; ``nsys export``
+2022.4 reads no report from 2023+ ("Version not supported").
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from tracekit.errors import NsysExportError, NsysNotFoundError
+
+# Where installers put nsys when it is not on PATH (searched in this order, newest version first).
+NSYS_LOCATIONS = [
+    "/opt/nvidia/nsight-systems/*/bin/nsys",
+    "/opt/nvidia/nsight-systems-cli/*/bin/nsys",
+    "/usr/local/cuda/bin/nsys",
+    "/usr/local/cuda-*/bin/nsys",
+]
+INSTALL_HINT = ("install Nsight Systems (Debian: enable the non-free component, then `apt-get install "
+                "nsight-systems nsight-systems-target`; elsewhere NVIDIA's installer from "
+                "https://developer.nvidia.com/nsight-systems) or pass --nsys PATH")
+REPORT_MAGIC = b"NVIDIA Tegra Profiler Report"
+EXPORT_TIMEOUT_S = 600
+
+
+def find_nsys(explicit: str | os.PathLike | None = None) -> str:
+    """Path of the nsys executable: ``explicit``, else $TRACEKIT_NSYS, else PATH, else usual install places."""
+    if explicit:
+        path = shutil.which(str(explicit)) or (str(explicit) if os.access(explicit, os.X_OK) else None)
+        if not path or os.path.isdir(path):
+            raise NsysNotFoundError(f"--nsys {explicit}: no such executable; {INSTALL_HINT}")
+        return path
+    for candidate in (os.environ.get("TRACEKIT_NSYS"), shutil.which("nsys")):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    for pattern in NSYS_LOCATIONS:
+        for candidate in sorted(glob.glob(pattern), reverse=True):
+            if os.access(candidate, os.X_OK):
+                return candidate
+    raise NsysNotFoundError(f"Nsight Systems (nsys) is not installed or not on PATH: {INSTALL_HINT}")
+
+
+def nsys_version(nsys: str) -> str:
+    """Version string such as "2022.4.2.1" ("unknown" if nsys does not say)."""
+    try:
+        result = subprocess.run([nsys, "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    match = re.search(r"(\d{4}\.\d+(?:\.\d+)*)", result.stdout + result.stderr)
+    return match.group(1) if match else "unknown"
+
+
+def find_importer(nsys: str) -> str | None:
+    """QdstrmImporter that belongs to this nsys (it looks in ../host-linux-x64 beside its real binary)."""
+    real = Path(os.path.realpath(nsys))
+    candidates = [real.parent.parent / "host-linux-x64" / "QdstrmImporter",
+                  real.parent / "QdstrmImporter",
+                  Path("/usr/lib/nsight-systems/host-linux-x64/QdstrmImporter")]
+    for candidate in candidates:
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return None
+
+
+def import_qdstrm(qdstrm: Path, report: Path, nsys: str) -> Path:
+    """Turn a raw capture stream into an .nsys-rep with the importer nsys could not find itself."""
+    importer = find_importer(nsys)
+    if importer is None:
+        raise NsysExportError(
+            f"{qdstrm}: nsys left a raw .qdstrm and no Nsight Systems importer (QdstrmImporter) is installed "
+            "beside it; install the full Nsight Systems (host part) to turn it into a report")
+    result = subprocess.run([importer, "-i", str(qdstrm), "-o", str(report)], capture_output=True, text=True,
+                            timeout=EXPORT_TIMEOUT_S)
+    if result.returncode != 0 or not report.exists():
+        raise NsysExportError(f"QdstrmImporter could not import {qdstrm}: {_last_line(result)}")
+    return report
+
+
+def is_report(path: Path) -> bool:
+    """Whether a file is an nsys report (.nsys-rep / .qdrep), by its first bytes."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(len(REPORT_MAGIC)) == REPORT_MAGIC
+    except OSError:
+        return False
+
+
+def export_sqlite(report: Path, nsys: str | None = None) -> Path:
+    """SQLite export of an .nsys-rep, made once and kept beside it (or in the user cache if read-only).
+
+    An export newer than its report is reused. Raises NsysNotFoundError when nsys is missing and
+    NsysExportError when it cannot read the report (a report from a newer nsys, a damaged file).
+    """
+    report = Path(report)
+    target = _export_path(report)
+    if target.exists() and target.stat().st_mtime >= report.stat().st_mtime:
+        return target
+    nsys = find_nsys(nsys)
+    # Ends in .sqlite so that no nsys version appends the suffix itself; renamed into place when whole,
+    # so a half-written export is never mistaken for a finished one.
+    partial = target.with_name(target.stem + ".partial.sqlite")
+    partial.unlink(missing_ok=True)
+    try:
+        result = subprocess.run([nsys, "export", "--type", "sqlite", "--force-overwrite", "true",
+                                 "--output", str(partial), str(report)],
+                                capture_output=True, text=True, timeout=EXPORT_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        partial.unlink(missing_ok=True)
+        raise NsysExportError(f"nsys export of {report} did not finish in {EXPORT_TIMEOUT_S} s") from None
+    output = result.stdout + result.stderr
+    if result.returncode != 0 or not partial.exists():
+        partial.unlink(missing_ok=True)
+        if "Version not supported" in output:
+            raise NsysExportError(
+                f"{report} was recorded by a newer Nsight Systems than the installed nsys {nsys_version(nsys)} can "
+                "read; export it where it was recorded (`nsys export --type sqlite REPORT`) and pass the .sqlite, "
+                "or give a newer nsys with --nsys PATH")
+        raise NsysExportError(f"nsys export could not read {report}: {_last_line(result)}")
+    os.replace(partial, target)
+    return target
+
+
+def _export_path(report: Path) -> Path:
+    beside = report.with_suffix(".sqlite")
+    if os.access(report.parent, os.W_OK):
+        return beside
+    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "tracekit" / "exports"
+    cache.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha1(str(report.resolve()).encode()).hexdigest()[:16]
+    return cache / f"{report.stem}-{digest}.sqlite"
+
+
+def _last_line(result: subprocess.CompletedProcess) -> str:
+    lines = [line.strip() for line in (result.stderr + "\n" + result.stdout).splitlines() if line.strip()]
+    errors = [line for line in lines if "error" in line.lower()]
+    return (errors or lines or [f"exit status {result.returncode}"])[-1]

@@ -1,0 +1,65 @@
+"""Nesting of NVTX ranges on a thread: each range's parent (tightest enclosing range) and depth.
+
+A range j encloses range i when j.start <= i.start and j.end >= i.end on the same thread (nsys's
+definition in its ``nvtxgpuproj`` report). Sorted by (thread, start ascending, end descending), the
+enclosing ranges of i all come before it, and the tightest one is the nearest earlier range whose end
+is >= i.end: the "previous greater-or-equal element" of the end times. We find it for all ranges at
+once by pointer jumping (each round every unresolved range skips to its candidate's candidate), so
+the cost is a few vector passes over the table instead of a Python loop over its rows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def nest_ranges(thread: np.ndarray, start: np.ndarray, end: np.ndarray,
+                eligible: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Parent (row index, -1 for none) and depth of each range.
+
+    ``thread`` is any int64 key identifying a thread (e.g. pid << 24 | tid). Ranges where
+    ``eligible`` is False (start/end ranges closed on another thread) get depth 0, parent -1, and are
+    nobody's parent.
+    """
+    count = len(start)
+    parent = np.full(count, -1, dtype=np.int64)
+    depth = np.zeros(count, dtype=np.int32)
+    rows = np.arange(count) if eligible is None else np.flatnonzero(eligible)
+    if len(rows) == 0:
+        return parent, depth
+
+    order = rows[np.lexsort((-end[rows], start[rows], thread[rows]))]
+    sorted_thread, sorted_end = thread[order], end[order]
+    n = len(order)
+    # Invariant: every range strictly between candidate[i] and i (in sorted order) ends before i ends,
+    # so none of them can enclose i.
+    candidate = np.arange(-1, n - 1)
+    candidate[1:][sorted_thread[1:] != sorted_thread[:-1]] = -1
+    if n:
+        candidate[0] = -1
+    unresolved = np.flatnonzero(candidate >= 0)
+    unresolved = unresolved[sorted_end[candidate[unresolved]] < sorted_end[unresolved]]
+    while len(unresolved):
+        candidate[unresolved] = candidate[candidate[unresolved]]
+        still = candidate[unresolved] >= 0
+        unresolved = unresolved[still]
+        unresolved = unresolved[sorted_end[candidate[unresolved]] < sorted_end[unresolved]]
+
+    sorted_depth = _depths(candidate)
+    has_parent = candidate >= 0
+    parent[order[has_parent]] = order[candidate[has_parent]]
+    depth[order] = sorted_depth
+    return parent, depth
+
+
+def _depths(parent: np.ndarray) -> np.ndarray:
+    """Number of ancestors of each node of a forest given as a parent array (list ranking)."""
+    ancestor = parent.copy()
+    distance = (parent >= 0).astype(np.int64)
+    active = np.flatnonzero(ancestor >= 0)
+    while len(active):
+        above = ancestor[active]
+        distance[active] += distance[above]
+        ancestor[active] = ancestor[above]
+        active = active[ancestor[active] >= 0]
+    return distance.astype(np.int32)

@@ -1,0 +1,275 @@
+"""Nsight Systems SQLite export -> normalized ``Trace``.
+
+Works on every export schema seen so far (2022.4's schema 3.0.0 with ``EXPORT_META_DATA`` to 2026's
+3.25 with ``META_DATA_EXPORT``): columns are read by name, and tables that are absent (nsys writes a
+table only when it has rows) read as empty. Integer columns come through the columnar reader
+(``sqlite_columns``), so a table of millions of rows never becomes millions of Python objects.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from tracekit.errors import InvalidTraceError, NotAnExportError
+from tracekit.sources.nesting import nest_ranges
+from tracekit.sources.sqlite_columns import connect_readonly, read_int_columns, read_strings, table_columns
+from tracekit.trace import (GPU_OP_KINDS, KERNEL_COLUMNS, LAUNCH_COLUMNS, RANGE_COLUMNS, RANGE_STYLES, Trace,
+                            TraceMeta, empty_kernels, empty_launches, empty_ranges)
+
+KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
+MEMCPY_TABLE = "CUPTI_ACTIVITY_KIND_MEMCPY"
+MEMSET_TABLE = "CUPTI_ACTIVITY_KIND_MEMSET"
+RUNTIME_TABLE = "CUPTI_ACTIVITY_KIND_RUNTIME"
+NVTX_TABLE = "NVTX_EVENTS"
+GPU_TABLES = (KERNEL_TABLE, MEMCPY_TABLE, MEMSET_TABLE)
+
+# NVTX_EVENTS.eventType values (ENUM_NSYS_EVENT_TYPE); 70/71 are ranges imported from NVTXT files.
+NVTX_PUSHPOP, NVTX_STARTEND, NVTXT_PUSHPOP, NVTXT_STARTEND, NVTX_DOMAIN_CREATE = 59, 60, 70, 71, 75
+RANGE_EVENT_TYPES = (NVTX_PUSHPOP, NVTX_STARTEND, NVTXT_PUSHPOP, NVTXT_STARTEND)
+
+# Short copy directions nsys prints ("[CUDA memcpy HtoD]"), by ENUM_CUDA_MEMCPY_OPER id.
+MEMCPY_DIRECTIONS = {
+    0: "Unknown", 1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD", 7: "DtoA",
+    8: "DtoD", 9: "HtoH", 10: "PtoP", 11: "Unified HtoD", 12: "Unified DtoH", 13: "Unified DtoD",
+}
+
+# Low 24 bits of a global thread id are the tid, the next 24 the pid; the top 16 bits (hardware,
+# VM) are non-zero in real files, so mask rather than shift alone.
+ID_BITS = 0xFFFFFF
+
+
+def read_nsys_export(path: str | Path) -> Trace:
+    """Open an nsys SQLite export. Checks that it is one now; reads its tables on first use."""
+    path = Path(path)
+    tables = _check_export(path)
+    meta = _read_meta(path, tables)
+    return Trace(meta, {
+        "kernels": lambda: read_gpu_ops(path, tables),
+        "launches": lambda: read_launches(path, tables),
+        "ranges": lambda: read_ranges(path, tables),
+    })
+
+
+def _check_export(path: Path) -> frozenset[str]:
+    try:
+        with closing(connect_readonly(path)) as connection:
+            names = [row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+    except sqlite3.DatabaseError as error:
+        raise NotAnExportError(
+            f"{path} is not an SQLite database ({error}); give an nsys SQLite export "
+            "(`nsys export --type sqlite REPORT.nsys-rep`) or an .nsys-rep report") from None
+    tables = frozenset(names)
+    if "StringIds" not in tables:
+        raise NotAnExportError(
+            f"{path} is SQLite but not an Nsight Systems export: it has no StringIds table; "
+            "export a report with `nsys export --type sqlite REPORT.nsys-rep`")
+    return tables
+
+
+def _read_meta(path: Path, tables: frozenset[str]) -> TraceMeta:
+    with closing(connect_readonly(path)) as connection:
+        export = {}
+        for table in ("EXPORT_META_DATA", "META_DATA_EXPORT"):  # 2022.4 name, 2024+ name
+            if table in tables:
+                export.update(connection.execute(f"SELECT name, value FROM {table}").fetchall())
+        start = None
+        if "TARGET_INFO_SESSION_START_TIME" in tables:
+            row = connection.execute("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME").fetchone()
+            start = row[0] if row else None
+        gpus = _read_gpus(connection, tables)
+    return TraceMeta(source=str(path), tool="nsys", tool_version=export.get("EXPORT_PRODUCT_VERSION"),
+                     schema_version=export.get("EXPORT_SCHEMA_VERSION"), session_start_utc_ns=start,
+                     gpus=gpus, tables=tables)
+
+
+def _read_gpus(connection: sqlite3.Connection, tables: frozenset[str]) -> pd.DataFrame:
+    """GPU descriptions: TARGET_INFO_GPU (2021.3+), else TARGET_INFO_CUDA_DEVICE (2026) / _CUDA_GPU (old)."""
+    columns = ["id", "name", "sm_count", "memory_bytes", "compute_capability"]
+    if "TARGET_INFO_GPU" in tables:
+        have = set(table_columns(connection, "TARGET_INFO_GPU"))
+        pick = {"id": "id", "name": "name", "sm_count": "smCount", "memory_bytes": "totalMemory",
+                "major": "computeMajor", "minor": "computeMinor"}
+        select = ", ".join(f"{source if source in have else 'NULL'} AS {alias}" for alias, source in pick.items())
+        frame = pd.read_sql_query(f"SELECT DISTINCT {select} FROM TARGET_INFO_GPU ORDER BY id", connection)
+        frame["compute_capability"] = [
+            f"{major}.{minor}" if pd.notna(major) else None for major, minor in zip(frame["major"], frame["minor"])]
+        return frame[columns]
+    for table, id_column, sm_column in (("TARGET_INFO_CUDA_DEVICE", "cudaId", "numMultiprocessors"),
+                                        ("TARGET_INFO_CUDA_GPU", "cudaId", "smCount")):
+        if table in tables:
+            have = set(table_columns(connection, table))
+            ids = id_column if id_column in have else "rowid"
+            sms = sm_column if sm_column in have else "NULL"
+            names = "name" if "name" in have else "NULL"
+            frame = pd.read_sql_query(
+                f"SELECT DISTINCT {ids} AS id, {names} AS name, {sms} AS sm_count FROM {table} ORDER BY 1", connection)
+            frame["memory_bytes"] = None
+            frame["compute_capability"] = None
+            return frame[columns]
+    return pd.DataFrame(columns=columns)
+
+
+def _pid(global_id: np.ndarray) -> np.ndarray:
+    return (global_id >> 24) & ID_BITS
+
+
+def _categorical_from_ids(ids: np.ndarray, strings: dict[int, str]) -> pd.Categorical:
+    """StringIds ids -> Categorical of their values, without a Python object per row."""
+    if len(ids) == 0:
+        return pd.Categorical([])
+    present = np.flatnonzero(np.bincount(ids[ids >= 0])) if (ids >= 0).any() else np.empty(0, np.int64)
+    lookup = np.full(int(ids.max()) + 1 if len(present) else 1, -1, dtype=np.int64)
+    lookup[present] = np.arange(len(present))
+    values = [strings.get(int(i), f"<string {i}>") for i in present]
+    # Two ids may hold the same text; Categorical needs unique categories.
+    value_codes, categories = pd.factorize(pd.Series(values, dtype=object))
+    codes = np.where(ids >= 0, value_codes[lookup[np.maximum(ids, 0)]], -1)
+    return pd.Categorical.from_codes(codes.astype(np.int32), categories=pd.Index(categories, dtype=object))
+
+
+def read_gpu_ops(path: Path, tables: frozenset[str]) -> pd.DataFrame:
+    """Kernels, memcpys and memsets as one table of GPU operations (columns: trace.KERNEL_COLUMNS)."""
+    common = {"start": "start", "end": "end", "device": "deviceId", "stream": "streamId",
+              "correlation_id": "ifnull(correlationId, -1)", "global_pid": "ifnull(globalPid, 0)"}
+    narrow = {"device": "int32", "stream": "int32"}
+    parts = []  # (kind, columns dict, names Categorical, short names Categorical)
+    if KERNEL_TABLE in tables:
+        launch = {f"{axis}_{dim}": f"{axis}{dim.upper()}" for axis in ("grid", "block") for dim in "xyz"}
+        columns = read_int_columns(path, KERNEL_TABLE, {**common, "name_id": "demangledName",
+                                                        "short_id": "shortName", **launch},
+                                   dtypes={**narrow, **{key: "int32" for key in launch}})
+        strings = read_strings(path, np.concatenate([columns["name_id"], columns["short_id"]]))
+        names = _categorical_from_ids(columns.pop("name_id"), strings)
+        short = _categorical_from_ids(columns.pop("short_id"), strings)
+        parts.append(("kernel", columns, names, short))
+    if MEMCPY_TABLE in tables:
+        columns = read_int_columns(path, MEMCPY_TABLE, {**common, "bytes": "bytes", "copy_kind": "copyKind"},
+                                   dtypes=narrow)
+        kinds = columns.pop("copy_kind")
+        labels = [f"[CUDA memcpy {MEMCPY_DIRECTIONS.get(k, f'kind {k}')}]" for k in range(int(kinds.max(initial=0)) + 1)]
+        names = pd.Categorical.from_codes(kinds.astype(np.int32), categories=pd.Index(labels, dtype=object))
+        names = names.remove_unused_categories()
+        parts.append(("memcpy", columns, names, names))
+    if MEMSET_TABLE in tables:
+        columns = read_int_columns(path, MEMSET_TABLE, {**common, "bytes": "bytes"}, dtypes=narrow)
+        names = pd.Categorical.from_codes(np.zeros(len(columns["start"]), np.int32),
+                                          categories=pd.Index(["[CUDA memset]"], dtype=object))
+        parts.append(("memset", columns, names, names))
+    if not parts:
+        return empty_kernels()
+
+    lengths = [len(part[2]) for part in parts]
+    frame = pd.DataFrame(index=pd.RangeIndex(sum(lengths)))
+    for column in ("start", "end", "device", "stream", "correlation_id", "global_pid",
+                   "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "bytes"):
+        pieces = [part[1].pop(column, None) for part in parts]
+        dtype = next((piece.dtype for piece in pieces if piece is not None), np.dtype("int32"))
+        # Columns a kind does not have (grid for memcpy, bytes for kernels) are 0 for it.
+        frame[column] = np.concatenate([piece if piece is not None else np.zeros(length, dtype)
+                                        for piece, length in zip(pieces, lengths)])
+    frame["duration"] = frame["end"] - frame["start"]
+    frame["pid"] = _pid(frame.pop("global_pid").to_numpy())
+    frame["kind"] = pd.Categorical.from_codes(
+        np.concatenate([np.full(len(part[2]), GPU_OP_KINDS.index(part[0]), np.int8) for part in parts]),
+        categories=GPU_OP_KINDS)
+    frame["name"] = _concat_categoricals([part[2] for part in parts])
+    frame["short_name"] = _concat_categoricals([part[3] for part in parts])
+    _check_intervals(frame, path, "GPU operation")
+    return frame[KERNEL_COLUMNS]
+
+
+def _concat_categoricals(parts: list[pd.Categorical]) -> pd.Categorical:
+    if len(parts) == 1:
+        return parts[0]
+    return pd.api.types.union_categoricals(parts)
+
+
+def _check_intervals(frame: pd.DataFrame, path: Path, what: str) -> None:
+    bad = frame["end"].to_numpy() < frame["start"].to_numpy()
+    if bad.any():
+        raise InvalidTraceError(f"{path}: {int(bad.sum())} {what} rows end before they start; the export is damaged")
+
+
+def read_launches(path: Path, tables: frozenset[str]) -> pd.DataFrame:
+    """CUDA runtime API calls (columns: trace.LAUNCH_COLUMNS)."""
+    if RUNTIME_TABLE not in tables:
+        return empty_launches()
+    columns = read_int_columns(path, RUNTIME_TABLE, {
+        "start": "start", "end": "end", "name_id": "nameId", "correlation_id": "ifnull(correlationId, -1)",
+        "global_tid": "ifnull(globalTid, 0)"})
+    names = _categorical_from_ids(columns["name_id"], read_strings(path, columns["name_id"]))
+    global_tid = columns.pop("global_tid")
+    frame = pd.DataFrame({"start": columns["start"], "end": columns["end"],
+                          "duration": columns["end"] - columns["start"], "name": names,
+                          "correlation_id": columns["correlation_id"],
+                          "pid": _pid(global_tid), "tid": global_tid & ID_BITS})
+    _check_intervals(frame, path, "CUDA API")
+    return frame[LAUNCH_COLUMNS]
+
+
+def read_ranges(path: Path, tables: frozenset[str]) -> pd.DataFrame:
+    """NVTX push/pop and start/end ranges, named and nested as nsys does (columns: trace.RANGE_COLUMNS)."""
+    if NVTX_TABLE not in tables:
+        return empty_ranges()
+    types = ",".join(str(t) for t in RANGE_EVENT_TYPES)
+    with closing(connect_readonly(path)) as connection:
+        # nsys closes an unclosed range at the last NVTX timestamp; do the same.
+        last = connection.execute(
+            f"SELECT max(coalesce(max(start), 0), coalesce(max(end), 0)) FROM {NVTX_TABLE}").fetchone()[0]
+        domains = connection.execute(
+            f"SELECT globalTid, domainId, coalesce(text, (SELECT value FROM StringIds WHERE id = textId)) "
+            f"FROM {NVTX_TABLE} WHERE eventType = {NVTX_DOMAIN_CREATE} ORDER BY start").fetchall()
+        texts = np.fromiter((row[0] for row in connection.execute(
+            f"SELECT text FROM {NVTX_TABLE} WHERE eventType IN ({types}) ORDER BY rowid")), dtype=object)
+    columns = read_int_columns(path, NVTX_TABLE, {
+        "range_id": "rowid", "start": "start", "end": f"ifnull(end, {int(last)})", "event_type": "eventType",
+        "text_id": "ifnull(textId, -1)", "domain_id": "ifnull(domainId, 0)", "global_tid": "ifnull(globalTid, 0)",
+        "end_global_tid": "ifnull(endGlobalTid, -1)"}, where=f"eventType IN ({types})")
+    if len(columns["start"]) == 0:
+        return empty_ranges()
+
+    text_ids = columns["text_id"]
+    if (text_ids >= 0).any():
+        registered = _categorical_from_ids(text_ids, read_strings(path, text_ids))
+        texts = np.where(text_ids >= 0, np.asarray(registered, dtype=object), texts)
+    texts = np.where(pd.isna(texts), "(unnamed)", texts)
+
+    global_tid = columns["global_tid"]
+    pid = _pid(global_tid)
+    domain = _domain_names(pid, columns["domain_id"], domains)
+    names = np.where(domain != "", domain + ":" + texts.astype(str), texts)
+    end_global = columns["end_global_tid"]
+    end_tid = np.where(end_global >= 0, end_global & ID_BITS, global_tid & ID_BITS)
+    same_thread = (end_global < 0) | (end_global == global_tid)
+    parent_row, depth = nest_ranges(global_tid, columns["start"], columns["end"], same_thread)
+    range_id = columns["range_id"]
+    parent = np.where(parent_row >= 0, range_id[np.maximum(parent_row, 0)], -1)
+    style_codes = np.isin(columns["event_type"], (NVTX_STARTEND, NVTXT_STARTEND)).astype(np.int8)
+    frame = pd.DataFrame({
+        "range_id": range_id, "start": columns["start"], "end": columns["end"],
+        "duration": columns["end"] - columns["start"], "name": names.astype(object), "domain": domain,
+        "style": pd.Categorical.from_codes(style_codes, categories=RANGE_STYLES),
+        "pid": pid, "tid": global_tid & ID_BITS, "end_tid": end_tid, "depth": depth, "parent": parent,
+    })
+    _check_intervals(frame, path, "NVTX range")
+    return frame[RANGE_COLUMNS]
+
+
+def _domain_names(pid: np.ndarray, domain_id: np.ndarray, domains: list[tuple]) -> np.ndarray:
+    """Name of each row's NVTX domain ("" for the default domain 0), resolved per process."""
+    result = np.full(len(pid), "", dtype=object)
+    if not domains:
+        return result
+    created = pd.DataFrame(domains, columns=["global_tid", "domain_id", "domain"])
+    created["pid"] = _pid(created["global_tid"].to_numpy(np.int64))
+    created = created.drop_duplicates(["pid", "domain_id"])  # first creation wins
+    rows = pd.DataFrame({"pid": pid, "domain_id": domain_id})
+    merged = rows.merge(created[["pid", "domain_id", "domain"]], on=["pid", "domain_id"], how="left")
+    found = merged["domain"].notna().to_numpy() & (domain_id != 0)
+    result[found] = merged["domain"].to_numpy()[found]
+    return result
