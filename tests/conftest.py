@@ -50,3 +50,35 @@ def cli():
     def invoke(*args: str):
         return runner.invoke(main, [str(arg) for arg in args], catch_exceptions=False)
     return invoke
+
+
+NVTX_PROGRAM = """
+import time
+import nvtx
+for step in range(3):
+    with nvtx.annotate("step"):
+        with nvtx.annotate("forward"):
+            time.sleep(0.002)
+        with nvtx.annotate("backward"):
+            time.sleep(0.003)
+"""
+
+
+@pytest.fixture(scope="session")
+def real_report(nsys, tmp_path_factory) -> Path:
+    """A real .nsys-rep of a CPU-only Python program with 3 NVTX `step` ranges, made by the installed nsys."""
+    import subprocess
+    import sys
+
+    from tracekit import nsys_cli
+
+    folder = tmp_path_factory.mktemp("report")
+    program = folder / "program.py"
+    program.write_text(NVTX_PROGRAM)
+    subprocess.run([nsys, "profile", "--trace=nvtx", "--sample=none", "--cpuctxsw=none", "--force-overwrite=true",
+                    "--output", str(folder / "capture"), sys.executable, str(program)],
+                   check=True, capture_output=True, timeout=300)
+    report = folder / "capture.nsys-rep"
+    if not report.exists():  # Debian's nsys cannot find its importer: import the stream ourselves
+        nsys_cli.import_qdstrm(folder / "capture.qdstrm", report, nsys)
+    return report

@@ -24,84 +24,104 @@ NAME_COLUMNS = {"demangled": "name", "short": "short_name"}
 OPS_CHOICES = ("kernels", "all")
 
 
-def gpu_ops(trace: Trace, ops: str = "kernels") -> pd.DataFrame:
-    """The trace's GPU operations to summarize: kernels only, or with memcpy/memset ("all").
+def kernel_rows(trace: Trace, ops: str = "kernels") -> np.ndarray | None:
+    """Which GPU operations to summarize: a boolean mask (None = all of them).
 
     Raises NoGpuDataError, with what to do, when the trace recorded none.
     """
     if ops not in OPS_CHOICES:
         raise UsageError(f"unknown --ops {ops!r}; choose one of {', '.join(OPS_CHOICES)}")
-    frame = trace.kernels
-    if ops == "kernels":
-        frame = frame[(frame["kind"] == "kernel").to_numpy()]
-    if frame.empty:
+    rows = (trace.kernels["kind"] == "kernel").to_numpy() if ops == "kernels" else None
+    if not (rows.any() if rows is not None else len(trace.kernels)):
         raise NoGpuDataError(
             f"{trace.name} has no CUDA {'kernels' if ops == 'kernels' else 'GPU operations'}: the capture "
             "traced no CUDA activity (a CPU-only run, or nsys without --trace=cuda). Capture on an NVIDIA GPU "
             "with `nsys profile --trace=cuda,nvtx ...` or `tracekit capture MODEL`")
-    return frame
+    return None if rows is not None and rows.all() else rows
 
 
-def summarize_kernels(ops: pd.DataFrame, name: str = "demangled", by_launch_config: bool = False) -> pd.DataFrame:
-    """Per kernel (and launch configuration): the gpukernsum statistics.
+def summarize_kernels(ops: pd.DataFrame, name: str = "demangled", by_launch_config: bool = False,
+                      rows: np.ndarray | None = None) -> pd.DataFrame:
+    """Per kernel (and launch configuration): the gpukernsum statistics of the ``rows`` of ``ops``.
 
     Columns: Time (%), Total Time (ns), Instances, Avg (ns), Med (ns), Min (ns), Max (ns),
     StdDev (ns), [GridXYZ, BlockXYZ,] Name. Launch configurations print as nsys does ("%4d %4d %4d").
+    Rows are selected by a mask rather than copied: a 10M-row table is never duplicated.
     """
     if name not in NAME_COLUMNS:
         raise UsageError(f"unknown --name {name!r}; choose demangled or short")
-    frame = pd.DataFrame({NAME: ops[NAME_COLUMNS[name]], "duration": ops["duration"]})
-    keys = [NAME]
+    names = ops[NAME_COLUMNS[name]]
+    parts = [names.cat.codes.to_numpy()]
+    uniques = [np.asarray(names.cat.categories, dtype=object)]
     if by_launch_config:
-        # Pack each 3-D configuration into one integer key: grouping on 2 keys is far faster than on 6.
-        frame["grid_key"] = _pack_dims(ops, "grid")
-        frame["block_key"] = _pack_dims(ops, "block")
-        keys = ["grid_key", "block_key", NAME]
-    summary = stats.duration_stats(frame, keys)
+        for axis in ("grid", "block"):
+            codes, packed = pd.factorize(_pack_dims(ops, axis))
+            parts.append(codes)
+            uniques.append(np.asarray(packed))
+    combined, radices = stats.combine_codes(parts)
+    del parts
+    if rows is not None:
+        combined[~rows] = -1
+    table = stats.grouped_stats(combined, ops["duration"].to_numpy())
+    key_codes = stats.split_codes(table.index.to_numpy(), radices)
+    keys = {NAME: uniques[0][key_codes[0]]}
     if by_launch_config:
-        summary[GRID] = _format_dims(summary["grid_key"])
-        summary[BLOCK] = _format_dims(summary["block_key"])
-    summary[NAME] = summary[NAME].astype(object)
+        keys[GRID] = _format_dims(uniques[1][key_codes[1]])
+        keys[BLOCK] = _format_dims(uniques[2][key_codes[2]])
+    summary = stats.finish(table, keys)
     return summary[stats.STAT_COLUMNS + ([GRID, BLOCK] if by_launch_config else []) + [NAME]]
 
 
 def kernel_table(trace: Trace, top: int | None = None, name: str = "demangled", by_launch_config: bool = False,
                  ops: str = "kernels") -> pd.DataFrame:
     """``tracekit kernels``: the kernel summary of a whole trace, top N rows (Time % of all rows)."""
-    summary = summarize_kernels(gpu_ops(trace, ops), name=name, by_launch_config=by_launch_config)
+    rows = kernel_rows(trace, ops)
+    summary = summarize_kernels(trace.kernels, name=name, by_launch_config=by_launch_config, rows=rows)
     return summary.head(top) if top else summary
 
 
-def summarize_categories(ops: pd.DataFrame) -> pd.DataFrame:
+def summarize_categories(ops: pd.DataFrame, rows: np.ndarray | None = None) -> pd.DataFrame:
     """Share of GPU time per kernel category. Columns: Category, Time (%), Total Time (ns), Instances, Kernels.
 
-    Every category appears (zeros included) in the fixed category order, so tables of two traces line up.
+    Every category appears, zeros included, so the tables of two traces have the same rows.
     """
-    categories = categorize_ops(ops)
-    frame = pd.DataFrame({CATEGORY: categories, "duration": ops["duration"].to_numpy(),
-                          "name_code": ops["name"].cat.codes.to_numpy()})
-    grouped = frame.groupby(CATEGORY, observed=False)
-    result = pd.DataFrame({
-        stats.TOTAL: grouped["duration"].sum().astype("int64"),
-        stats.INSTANCES: grouped["duration"].count().astype("int64"),
-        KERNEL_COUNT: grouped["name_code"].nunique().astype("int64"),
-    }).reindex(CATEGORIES, fill_value=0)
-    result.insert(0, stats.TIME_PCT, stats.percent_of_total(result[stats.TOTAL]))
-    result.index.name = CATEGORY
-    return result.reset_index()
+    categories = categorize_ops(ops).codes.astype(np.int64)
+    names = ops["name"].cat.codes.to_numpy().astype(np.int64)
+    durations = ops["duration"].to_numpy()
+    if rows is not None:
+        categories, names, durations = categories[rows], names[rows], durations[rows]
+    count = len(CATEGORIES)
+    totals = np.bincount(categories, weights=durations, minlength=count).astype(np.int64)
+    instances = np.bincount(categories, minlength=count)
+    # distinct kernels per category: distinct (category, name) pairs
+    pairs = np.unique(categories * (int(names.max(initial=0)) + 1) + names) if len(names) else np.empty(0, np.int64)
+    kernels = np.bincount(pairs // (int(names.max(initial=0)) + 1), minlength=count)
+    result = pd.DataFrame({CATEGORY: CATEGORIES, stats.TIME_PCT: stats.percent_of_total(totals),
+                           stats.TOTAL: totals, stats.INSTANCES: instances, KERNEL_COUNT: kernels})
+    # Largest first; the stable sort keeps the fixed category order among equal totals (the zeros).
+    return result.sort_values(stats.TOTAL, ascending=False, kind="stable").reset_index(drop=True)
 
 
 def category_table(trace: Trace, ops: str = "kernels") -> pd.DataFrame:
     """``tracekit kernels --by category``."""
-    return summarize_categories(gpu_ops(trace, ops))
+    return summarize_categories(trace.kernels, kernel_rows(trace, ops))
 
 
 def _pack_dims(ops: pd.DataFrame, axis: str) -> np.ndarray:
-    # CUDA limits: x < 2^31, y and z < 2^16 for grids (block dims are smaller still).
-    x, y, z = (ops[f"{axis}_{dim}"].to_numpy(np.int64) for dim in "xyz")
-    return (x << 32) | (y << 16) | z
+    """x, y, z of a launch configuration as one int64 (CUDA limits: x < 2^31, y and z < 2^16).
+
+    Built in place: one extra array of the table's length at a time, not four.
+    """
+    packed = ops[f"{axis}_x"].to_numpy(np.int64)
+    packed <<= 32
+    part = ops[f"{axis}_y"].to_numpy(np.int64)
+    part <<= 16
+    packed |= part
+    del part
+    packed |= ops[f"{axis}_z"].to_numpy(np.int64)
+    return packed
 
 
-def _format_dims(packed: pd.Series) -> list[str]:
-    values = packed.to_numpy(np.int64)
+def _format_dims(packed: np.ndarray) -> list[str]:
+    values = np.asarray(packed, dtype=np.int64)
     return [f"{x:4d} {y:4d} {z:4d}" for x, y, z in zip(values >> 32, (values >> 16) & 0xFFFF, values & 0xFFFF)]

@@ -17,7 +17,7 @@ import pandas as pd
 
 from tracekit.errors import InvalidTraceError, NotAnExportError
 from tracekit.sources.nesting import nest_ranges
-from tracekit.sources.sqlite_columns import connect_readonly, read_int_columns, read_strings, table_columns
+from tracekit.sources.sqlite_columns import connect_readonly, present_ids, read_int_columns, read_strings, table_columns
 from tracekit.trace import (GPU_OP_KINDS, KERNEL_COLUMNS, LAUNCH_COLUMNS, RANGE_COLUMNS, RANGE_STYLES, Trace,
                             TraceMeta, empty_kernels, empty_launches, empty_ranges)
 
@@ -118,75 +118,99 @@ def _pid(global_id: np.ndarray) -> np.ndarray:
     return (global_id >> 24) & ID_BITS
 
 
-def _categorical_from_ids(ids: np.ndarray, strings: dict[int, str]) -> pd.Categorical:
-    """StringIds ids -> Categorical of their values, without a Python object per row."""
-    if len(ids) == 0:
-        return pd.Categorical([])
-    present = np.flatnonzero(np.bincount(ids[ids >= 0])) if (ids >= 0).any() else np.empty(0, np.int64)
-    lookup = np.full(int(ids.max()) + 1 if len(present) else 1, -1, dtype=np.int64)
-    lookup[present] = np.arange(len(present))
+def _categorical_from_ids(ids: np.ndarray, strings: dict[int, str], extra: list[str] | None = None,
+                          extra_codes: np.ndarray | None = None) -> pd.Categorical:
+    """StringIds ids -> Categorical of their values, without a Python object per row.
+
+    ``extra`` categories (e.g. memcpy labels) with their own codes are appended after the rows of
+    ``ids``, so kernels and other GPU operations share one Categorical without recoding either.
+    """
+    present = present_ids(ids)
     values = [strings.get(int(i), f"<string {i}>") for i in present]
-    # Two ids may hold the same text; Categorical needs unique categories.
-    value_codes, categories = pd.factorize(pd.Series(values, dtype=object))
-    codes = np.where(ids >= 0, value_codes[lookup[np.maximum(ids, 0)]], -1)
-    return pd.Categorical.from_codes(codes.astype(np.int32), categories=pd.Index(categories, dtype=object))
+    # Two ids may hold the same text, and categories must be unique: map ids to text codes.
+    value_codes, categories = pd.factorize(pd.Series(values + (extra or []), dtype=object))
+    id_to_code = np.full(int(present[-1]) + 1 if len(present) else 0, -1, dtype=np.int32)
+    id_to_code[present] = value_codes[:len(present)]
+    if not len(ids):
+        codes = np.empty(0, np.int32)
+    elif (ids < 0).any():  # -1 marks "no id" (e.g. an NVTX range named by text)
+        codes = np.where(ids >= 0, id_to_code[np.maximum(ids, 0)], -1).astype(np.int32)
+    else:
+        codes = id_to_code[ids]
+    if extra:
+        codes = np.concatenate([codes, value_codes[len(present):].astype(np.int32)[extra_codes]])
+    return pd.Categorical.from_codes(codes, categories=pd.Index(categories, dtype=object))
 
 
 def read_gpu_ops(path: Path, tables: frozenset[str]) -> pd.DataFrame:
-    """Kernels, memcpys and memsets as one table of GPU operations (columns: trace.KERNEL_COLUMNS)."""
+    """Kernels, memcpys and memsets as one table of GPU operations (columns: trace.KERNEL_COLUMNS).
+
+    Built column by column, each array narrowed as it is read, so that the peak memory of a 10M-row
+    export stays near the size of the table itself.
+    """
     common = {"start": "start", "end": "end", "device": "deviceId", "stream": "streamId",
               "correlation_id": "ifnull(correlationId, -1)", "global_pid": "ifnull(globalPid, 0)"}
-    narrow = {"device": "int32", "stream": "int32"}
-    parts = []  # (kind, columns dict, names Categorical, short names Categorical)
+    narrow = {"device": "int16", "stream": "int32"}
+    launch = {f"{axis}_{dim}": f"{axis}{dim.upper()}" for axis in ("grid", "block") for dim in "xyz"}
+    parts: dict[str, dict[str, np.ndarray]] = {}
     if KERNEL_TABLE in tables:
-        launch = {f"{axis}_{dim}": f"{axis}{dim.upper()}" for axis in ("grid", "block") for dim in "xyz"}
-        columns = read_int_columns(path, KERNEL_TABLE, {**common, "name_id": "demangledName",
-                                                        "short_id": "shortName", **launch},
-                                   dtypes={**narrow, **{key: "int32" for key in launch}})
-        strings = read_strings(path, np.concatenate([columns["name_id"], columns["short_id"]]))
-        names = _categorical_from_ids(columns.pop("name_id"), strings)
-        short = _categorical_from_ids(columns.pop("short_id"), strings)
-        parts.append(("kernel", columns, names, short))
+        parts["kernel"] = read_int_columns(
+            path, KERNEL_TABLE, {**common, "name_id": "demangledName", "short_id": "shortName", **launch},
+            dtypes={**narrow, "name_id": "int32", "short_id": "int32", **{key: "int32" for key in launch}})
     if MEMCPY_TABLE in tables:
-        columns = read_int_columns(path, MEMCPY_TABLE, {**common, "bytes": "bytes", "copy_kind": "copyKind"},
-                                   dtypes=narrow)
-        kinds = columns.pop("copy_kind")
-        labels = [f"[CUDA memcpy {MEMCPY_DIRECTIONS.get(k, f'kind {k}')}]" for k in range(int(kinds.max(initial=0)) + 1)]
-        names = pd.Categorical.from_codes(kinds.astype(np.int32), categories=pd.Index(labels, dtype=object))
-        names = names.remove_unused_categories()
-        parts.append(("memcpy", columns, names, names))
+        parts["memcpy"] = read_int_columns(path, MEMCPY_TABLE, {**common, "bytes": "bytes", "copy_kind": "copyKind"},
+                                           dtypes={**narrow, "copy_kind": "int32"})
     if MEMSET_TABLE in tables:
-        columns = read_int_columns(path, MEMSET_TABLE, {**common, "bytes": "bytes"}, dtypes=narrow)
-        names = pd.Categorical.from_codes(np.zeros(len(columns["start"]), np.int32),
-                                          categories=pd.Index(["[CUDA memset]"], dtype=object))
-        parts.append(("memset", columns, names, names))
+        parts["memset"] = read_int_columns(path, MEMSET_TABLE, {**common, "bytes": "bytes"}, dtypes=narrow)
     if not parts:
         return empty_kernels()
 
-    lengths = [len(part[2]) for part in parts]
-    frame = pd.DataFrame(index=pd.RangeIndex(sum(lengths)))
-    for column in ("start", "end", "device", "stream", "correlation_id", "global_pid",
-                   "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "bytes"):
-        pieces = [part[1].pop(column, None) for part in parts]
+    lengths = {kind: len(columns["start"]) for kind, columns in parts.items()}
+    names, short_names = _gpu_op_names(path, parts)
+    frame = pd.DataFrame(index=pd.RangeIndex(sum(lengths.values())))
+    for column in ("start", "end", "device", "stream", "correlation_id", "global_pid", *launch, "bytes"):
+        pieces = [columns.pop(column, None) for columns in parts.values()]
         dtype = next((piece.dtype for piece in pieces if piece is not None), np.dtype("int32"))
         # Columns a kind does not have (grid for memcpy, bytes for kernels) are 0 for it.
         frame[column] = np.concatenate([piece if piece is not None else np.zeros(length, dtype)
-                                        for piece, length in zip(pieces, lengths)])
+                                        for piece, length in zip(pieces, lengths.values())])
+        del pieces
     frame["duration"] = frame["end"] - frame["start"]
-    frame["pid"] = _pid(frame.pop("global_pid").to_numpy())
+    frame["pid"] = _pid(frame.pop("global_pid").to_numpy()).astype(np.int32)
     frame["kind"] = pd.Categorical.from_codes(
-        np.concatenate([np.full(len(part[2]), GPU_OP_KINDS.index(part[0]), np.int8) for part in parts]),
+        np.concatenate([np.full(length, GPU_OP_KINDS.index(kind), np.int8) for kind, length in lengths.items()]),
         categories=GPU_OP_KINDS)
-    frame["name"] = _concat_categoricals([part[2] for part in parts])
-    frame["short_name"] = _concat_categoricals([part[3] for part in parts])
+    frame["name"] = names
+    frame["short_name"] = short_names
     _check_intervals(frame, path, "GPU operation")
     return frame[KERNEL_COLUMNS]
 
 
-def _concat_categoricals(parts: list[pd.Categorical]) -> pd.Categorical:
-    if len(parts) == 1:
-        return parts[0]
-    return pd.api.types.union_categoricals(parts)
+def _gpu_op_names(path: Path, parts: dict[str, dict[str, np.ndarray]]) -> tuple[pd.Categorical, pd.Categorical]:
+    """Name and short name of every GPU op, in the order kernel, memcpy, memset rows.
+
+    memcpys are named by direction ("[CUDA memcpy HtoD]") and memsets "[CUDA memset]", as nsys's
+    reports name them; name and short name are the same for both.
+    """
+    labels: list[str] = []
+    label_codes = []
+    if "memcpy" in parts:
+        directions = parts["memcpy"].pop("copy_kind")
+        used = np.unique(directions)
+        labels += [f"[CUDA memcpy {MEMCPY_DIRECTIONS.get(int(kind), f'kind {kind}')}]" for kind in used]
+        label_codes.append(np.searchsorted(used, directions).astype(np.int32))
+    if "memset" in parts:
+        labels.append("[CUDA memset]")
+        label_codes.append(np.full(len(parts["memset"]["start"]), len(labels) - 1, np.int32))
+    extra_codes = np.concatenate(label_codes) if label_codes else None
+    kernel = parts.get("kernel", {})
+    name_ids = kernel.pop("name_id", np.empty(0, np.int32))
+    short_ids = kernel.pop("short_id", np.empty(0, np.int32))
+    strings = read_strings(path, name_ids, short_ids) if len(name_ids) else {}
+    names = _categorical_from_ids(name_ids, strings, labels, extra_codes)
+    del name_ids
+    short_names = _categorical_from_ids(short_ids, strings, labels, extra_codes)
+    return names, short_names
 
 
 def _check_intervals(frame: pd.DataFrame, path: Path, what: str) -> None:

@@ -28,10 +28,8 @@ READ_THREADS = 2
 def connect_readonly(path: str | Path) -> sqlite3.Connection:
     """Open an SQLite file read-only without taking locks (exports are never written while read)."""
     uri = f"file:{quote(str(Path(path).resolve()))}?mode=ro&immutable=1"
-    connection = sqlite3.connect(uri, uri=True, check_same_thread=False)
-    # Map the file instead of copying pages through SQLite's cache: fewer copies on big exports.
-    connection.execute("PRAGMA mmap_size=8589934592")
-    return connection
+    # No mmap: mapped pages of a multi-GB export would count as resident memory of the process.
+    return sqlite3.connect(uri, uri=True, check_same_thread=False)
 
 
 def read_int_columns(path: str | Path, table: str, columns: Mapping[str, str],
@@ -73,9 +71,22 @@ def read_int_columns(path: str | Path, table: str, columns: Mapping[str, str],
     return result
 
 
-def read_strings(path: str | Path, ids: np.ndarray) -> dict[int, str]:
-    """Look up ``StringIds`` values for the given ids (only those used, not the whole table)."""
-    wanted = np.unique(ids[ids >= 0]).tolist()
+def present_ids(*id_arrays: np.ndarray) -> np.ndarray:
+    """Distinct non-negative ids used in the arrays (ids are small: a bincount, not a sort)."""
+    seen = np.zeros(0, dtype=bool)
+    for ids in id_arrays:
+        valid = ids[ids >= 0] if (ids < 0).any() else ids
+        if len(valid):
+            counts = np.bincount(valid)
+            if len(counts) > len(seen):
+                seen = np.concatenate([seen, np.zeros(len(counts) - len(seen), dtype=bool)])
+            seen[:len(counts)] |= counts > 0
+    return np.flatnonzero(seen)
+
+
+def read_strings(path: str | Path, *id_arrays: np.ndarray) -> dict[int, str]:
+    """Look up ``StringIds`` values for the ids used in the arrays (not the whole table)."""
+    wanted = present_ids(*id_arrays).tolist()
     strings: dict[int, str] = {}
     with closing(connect_readonly(path)) as connection:
         for start in range(0, len(wanted), 900):  # SQLite caps bound parameters per statement
