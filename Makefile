@@ -1,0 +1,34 @@
+# tracekit: the two commands of README.md, and the benchmarks.
+#   make demo   set up .venv (and Nsight Systems on Debian), profile the tiny model on the CPU, write a report
+#   make test   set up .venv and run the test suite
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# The CPU build of torch (a local file on the project's machines). On a CUDA machine, install the
+# torch you want into .venv first; pip keeps a torch that satisfies the requirement.
+TORCH ?= torch==2.13.0
+
+.PHONY: setup demo test bench clean
+
+setup: $(BIN)/.installed
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check "$(TORCH)"
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[workloads,test]'
+	touch $@
+
+demo: setup
+	scripts/install-nsys.sh
+	$(BIN)/tracekit capture tiny --ctx 64 --batch 4 --warmup 2 --steps 5 --name demo
+	$(BIN)/tracekit report traces/demo -o reports/demo
+	@echo "report: reports/demo/report.md"
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+bench: setup
+	$(BIN)/python benchmarks/run_all.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache
