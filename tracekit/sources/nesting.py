@@ -31,18 +31,26 @@ def nest_ranges(thread: np.ndarray, start: np.ndarray, end: np.ndarray,
     order = rows[np.lexsort((-end[rows], start[rows], thread[rows]))]
     sorted_thread, sorted_end = thread[order], end[order]
     n = len(order)
+    first_on_thread = np.ones(n, dtype=bool)
+    first_on_thread[1:] = sorted_thread[1:] != sorted_thread[:-1]
+    # A range has no encloser when every earlier range on its thread ends before it does: a running
+    # maximum of ends (restarted per thread by offsetting each thread's times) finds all roots at
+    # once. Without this, a flat run of sibling ranges (every PyTorch op) makes long jump chains.
+    low = int(sorted_end.min())
+    shifted = sorted_end - low + (np.cumsum(first_on_thread) - 1) * (int(sorted_end.max()) - low + 1)
+    latest_end_before = np.empty(n, dtype=np.int64)
+    latest_end_before[0] = -1
+    latest_end_before[1:] = np.maximum.accumulate(shifted)[:-1]
+    latest_end_before[first_on_thread] = -1
     # Invariant: every range strictly between candidate[i] and i (in sorted order) ends before i ends,
     # so none of them can enclose i.
     candidate = np.arange(-1, n - 1)
-    candidate[1:][sorted_thread[1:] != sorted_thread[:-1]] = -1
-    if n:
-        candidate[0] = -1
+    candidate[first_on_thread | (latest_end_before < shifted)] = -1
     unresolved = np.flatnonzero(candidate >= 0)
     unresolved = unresolved[sorted_end[candidate[unresolved]] < sorted_end[unresolved]]
     while len(unresolved):
         candidate[unresolved] = candidate[candidate[unresolved]]
-        still = candidate[unresolved] >= 0
-        unresolved = unresolved[still]
+        unresolved = unresolved[candidate[unresolved] >= 0]
         unresolved = unresolved[sorted_end[candidate[unresolved]] < sorted_end[unresolved]]
 
     sorted_depth = _depths(candidate)

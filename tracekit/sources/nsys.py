@@ -11,13 +11,15 @@ from __future__ import annotations
 import sqlite3
 from contextlib import closing
 from pathlib import Path
+from typing import Collection
 
 import numpy as np
 import pandas as pd
 
 from tracekit.errors import InvalidTraceError, NotAnExportError
 from tracekit.sources.nesting import nest_ranges
-from tracekit.sources.sqlite_columns import connect_readonly, present_ids, read_int_columns, read_strings, table_columns
+from tracekit.sources.sqlite_columns import (connect_readonly, present_ids, read_columns, read_int_columns,
+                                             read_strings, table_columns)
 from tracekit.trace import (GPU_OP_KINDS, KERNEL_COLUMNS, LAUNCH_COLUMNS, RANGE_COLUMNS, RANGE_STYLES, Trace,
                             TraceMeta, empty_kernels, empty_launches, empty_ranges)
 
@@ -41,6 +43,7 @@ MEMCPY_DIRECTIONS = {
 # Low 24 bits of a global thread id are the tid, the next 24 the pid; the top 16 bits (hardware,
 # VM) are non-zero in real files, so mask rather than shift alone.
 ID_BITS = 0xFFFFFF
+PID_TID_MASK = (1 << 48) - 1
 
 
 def read_nsys_export(path: str | Path) -> Trace:
@@ -52,6 +55,7 @@ def read_nsys_export(path: str | Path) -> Trace:
         "kernels": lambda: read_gpu_ops(path, tables),
         "launches": lambda: read_launches(path, tables),
         "ranges": lambda: read_ranges(path, tables),
+        "ranges_named": lambda names: read_ranges(path, tables, names),
     })
 
 
@@ -236,64 +240,116 @@ def read_launches(path: Path, tables: frozenset[str]) -> pd.DataFrame:
     return frame[LAUNCH_COLUMNS]
 
 
-def read_ranges(path: Path, tables: frozenset[str]) -> pd.DataFrame:
-    """NVTX push/pop and start/end ranges, named and nested as nsys does (columns: trace.RANGE_COLUMNS)."""
+def read_ranges(path: Path, tables: frozenset[str], names: Collection[str] | None = None) -> pd.DataFrame:
+    """NVTX push/pop and start/end ranges, named and nested as nsys does (columns: trace.RANGE_COLUMNS).
+
+    A name is built once per distinct (domain, text) pair, not once per row: PyTorch traces repeat
+    a few hundred names over millions of ranges. With ``names``, only ranges of those names are read
+    (filtered in SQL), and depth/parent describe the nesting among them.
+    """
     if NVTX_TABLE not in tables:
         return empty_ranges()
-    types = ",".join(str(t) for t in RANGE_EVENT_TYPES)
-    with closing(connect_readonly(path)) as connection:
-        # nsys closes an unclosed range at the last NVTX timestamp; do the same.
-        last = connection.execute(
-            f"SELECT max(coalesce(max(start), 0), coalesce(max(end), 0)) FROM {NVTX_TABLE}").fetchone()[0]
-        domains = connection.execute(
-            f"SELECT globalTid, domainId, coalesce(text, (SELECT value FROM StringIds WHERE id = textId)) "
-            f"FROM {NVTX_TABLE} WHERE eventType = {NVTX_DOMAIN_CREATE} ORDER BY start").fetchall()
-        texts = np.fromiter((row[0] for row in connection.execute(
-            f"SELECT text FROM {NVTX_TABLE} WHERE eventType IN ({types}) ORDER BY rowid")), dtype=object)
-    columns = read_int_columns(path, NVTX_TABLE, {
-        "range_id": "rowid", "start": "start", "end": f"ifnull(end, {int(last)})", "event_type": "eventType",
-        "text_id": "ifnull(textId, -1)", "domain_id": "ifnull(domainId, 0)", "global_tid": "ifnull(globalTid, 0)",
-        "end_global_tid": "ifnull(endGlobalTid, -1)"}, where=f"eventType IN ({types})")
+    is_range = f"eventType IN ({','.join(str(t) for t in RANGE_EVENT_TYPES)})"
+    wants_domains = names is None or any(":" in name for name in names)
+    if names is not None:
+        is_range += f" AND ({_name_filter(names)})"
+        if not wants_domains:  # a range of a named domain is called "domain:text": none can match
+            is_range += " AND ifnull(domainId, 0) = 0"
+    columns = read_columns(path, NVTX_TABLE, {
+        "range_id": "rowid", "start": "start", "end": "ifnull(end, -1)", "event_type": "eventType",
+        "text_id": "ifnull(textId, -1)", "domain_id": "ifnull(domainId, 0)",
+        # pid and tid only: the hardware/VM bits above them make every value 15 digits long
+        "global_tid": f"ifnull(globalTid, 0) & {PID_TID_MASK}",
+        "end_global_tid": f"ifnull(endGlobalTid & {PID_TID_MASK}, -1)",
+    }, texts={"text": "text"}, where=is_range, dtypes={"event_type": "int16", "text_id": "int32"})
     if len(columns["start"]) == 0:
         return empty_ranges()
-
-    text_ids = columns["text_id"]
-    if (text_ids >= 0).any():
-        registered = _categorical_from_ids(text_ids, read_strings(path, text_ids))
-        texts = np.where(text_ids >= 0, np.asarray(registered, dtype=object), texts)
-    texts = np.where(pd.isna(texts), "(unnamed)", texts)
+    text_codes, texts = columns.pop("text")
+    unclosed = columns["end"] < 0
+    if unclosed.any():  # nsys closes an unclosed range at the last NVTX timestamp; do the same
+        with closing(connect_readonly(path)) as connection:
+            last = connection.execute(
+                f"SELECT max(coalesce(max(start), 0), coalesce(max(end), 0)) FROM {NVTX_TABLE}").fetchone()[0]
+        columns["end"][unclosed] = last
+    domains = []
+    if wants_domains and (columns["domain_id"] != 0).any():
+        with closing(connect_readonly(path)) as connection:
+            domains = connection.execute(
+                f"SELECT globalTid, domainId, coalesce(text, (SELECT value FROM StringIds WHERE id = textId)) "
+                f"FROM {NVTX_TABLE} WHERE eventType = {NVTX_DOMAIN_CREATE} ORDER BY start").fetchall()
 
     global_tid = columns["global_tid"]
     pid = _pid(global_tid)
-    domain = _domain_names(pid, columns["domain_id"], domains)
-    names = np.where(domain != "", domain + ":" + texts.astype(str), texts)
+    domain_codes, domain_names = _domain_codes(pid, columns["domain_id"], domains)
+    range_names = _range_names(path, columns.pop("text_id"), text_codes, texts, domain_codes, domain_names)
+    if names is not None:  # the SQL filter matched texts; keep rows whose full "domain:text" name matches
+        keep = np.asarray(range_names.isin(list(names)))
+        columns = {key: value[keep] for key, value in columns.items()}
+        global_tid, pid, domain_codes, range_names = global_tid[keep], pid[keep], domain_codes[keep], range_names[keep]
     end_global = columns["end_global_tid"]
-    end_tid = np.where(end_global >= 0, end_global & ID_BITS, global_tid & ID_BITS)
     same_thread = (end_global < 0) | (end_global == global_tid)
     parent_row, depth = nest_ranges(global_tid, columns["start"], columns["end"], same_thread)
     range_id = columns["range_id"]
-    parent = np.where(parent_row >= 0, range_id[np.maximum(parent_row, 0)], -1)
     style_codes = np.isin(columns["event_type"], (NVTX_STARTEND, NVTXT_STARTEND)).astype(np.int8)
     frame = pd.DataFrame({
         "range_id": range_id, "start": columns["start"], "end": columns["end"],
-        "duration": columns["end"] - columns["start"], "name": names.astype(object), "domain": domain,
+        "duration": columns["end"] - columns["start"], "name": range_names,
+        "domain": pd.Categorical.from_codes(domain_codes, categories=pd.Index(domain_names, dtype=object)),
         "style": pd.Categorical.from_codes(style_codes, categories=RANGE_STYLES),
-        "pid": pid, "tid": global_tid & ID_BITS, "end_tid": end_tid, "depth": depth, "parent": parent,
+        "pid": pid, "tid": global_tid & ID_BITS,
+        "end_tid": np.where(same_thread, global_tid, end_global) & ID_BITS,
+        "depth": depth, "parent": np.where(parent_row >= 0, range_id[np.maximum(parent_row, 0)], -1),
     })
     _check_intervals(frame, path, "NVTX range")
     return frame[RANGE_COLUMNS]
 
 
-def _domain_names(pid: np.ndarray, domain_id: np.ndarray, domains: list[tuple]) -> np.ndarray:
-    """Name of each row's NVTX domain ("" for the default domain 0), resolved per process."""
-    result = np.full(len(pid), "", dtype=object)
-    if not domains:
-        return result
-    created = pd.DataFrame(domains, columns=["global_tid", "domain_id", "domain"])
-    created["pid"] = _pid(created["global_tid"].to_numpy(np.int64))
-    created = created.drop_duplicates(["pid", "domain_id"])  # first creation wins
-    rows = pd.DataFrame({"pid": pid, "domain_id": domain_id})
-    merged = rows.merge(created[["pid", "domain_id", "domain"]], on=["pid", "domain_id"], how="left")
-    found = merged["domain"].notna().to_numpy() & (domain_id != 0)
-    result[found] = merged["domain"].to_numpy()[found]
-    return result
+def _name_filter(names: Collection[str]) -> str:
+    """SQL condition on NVTX_EVENTS matching ranges that may be named ``names`` ("domain:text" included)."""
+    texts = set()
+    for name in names:
+        texts.add(name)
+        if ":" in name:  # "domain:text": the row's own text is after the first colon
+            texts.add(name.split(":", 1)[1])
+    literals = ", ".join("'" + text.replace("'", "''") + "'" for text in sorted(texts)) or "NULL"
+    return f"text IN ({literals}) OR textId IN (SELECT id FROM StringIds WHERE value IN ({literals}))"
+
+
+def _range_names(path: Path, text_ids: np.ndarray, text_codes: np.ndarray, texts: list[str],
+                 domain_codes: np.ndarray, domain_names: list[str]) -> pd.Categorical:
+    """nsys's range name: registered string (textId) else text, prefixed "domain:" outside the default domain."""
+    registered = present_ids(text_ids)
+    strings = read_strings(path, text_ids) if len(registered) else {}
+    labels = [text or "(unnamed)" for text in texts] + [strings.get(int(i), f"<string {i}>") for i in registered]
+    label = text_codes.astype(np.int64)
+    if len(registered):
+        id_to_label = np.zeros(int(registered[-1]) + 1, dtype=np.int64)
+        id_to_label[registered] = len(texts) + np.arange(len(registered))
+        has_id = text_ids >= 0
+        label[has_id] = id_to_label[text_ids[has_id]]
+    pairs, unique_pairs = pd.factorize(domain_codes.astype(np.int64) * len(labels) + label)
+    pair_domain, pair_label = np.divmod(np.asarray(unique_pairs), len(labels))
+    pair_names = [f"{domain_names[d]}:{labels[l]}" if d else labels[l] for d, l in zip(pair_domain, pair_label)]
+    # Different pairs can spell the same name ("a:b" in the default domain, "b" in domain "a").
+    name_codes, names = pd.factorize(pd.Series(pair_names, dtype=object))
+    return pd.Categorical.from_codes(name_codes.astype(np.int32)[pairs], categories=pd.Index(names, dtype=object))
+
+
+def _domain_codes(pid: np.ndarray, domain_id: np.ndarray, domains: list[tuple]) -> tuple[np.ndarray, list[str]]:
+    """Per row, an index into the returned domain names ("" = the default domain), resolved per process."""
+    codes = np.zeros(len(pid), dtype=np.int32)
+    names = [""]
+    custom = np.flatnonzero(domain_id != 0)
+    if not domains or not len(custom):
+        return codes, names
+    created: dict[int, str] = {}
+    for global_tid, domain, name in domains:  # ordered by time: the first creation of an id wins
+        created.setdefault(((int(global_tid) >> 24) & ID_BITS) << 32 | int(domain), name or "")
+    keys, unique_keys = pd.factorize(pid[custom] << 32 | domain_id[custom])
+    known = [created.get(int(key)) for key in unique_keys]
+    names_index = {name: index for index, name in enumerate(names)}
+    key_to_code = np.array([names_index.setdefault(name, len(names_index)) if name else 0 for name in known],
+                           dtype=np.int32)
+    names = list(names_index)
+    codes[custom] = key_to_code[keys]
+    return codes, names

@@ -1,74 +1,119 @@
-"""Columnar reads of integer columns from SQLite, fast enough for traces of millions of rows.
+"""Columnar reads from SQLite, fast enough for traces of millions of rows.
 
 Python's sqlite3 builds one Python object per value (about 140 ns each), so a million-row kernel
 table with 14 columns costs 2 s that way. Here SQLite itself formats each column of a chunk of rows
-into one comma-separated string (``group_concat``, in C) and numpy parses it (in C): no Python
-object per value. SQLite releases the GIL while it runs the query, so chunks read on two threads
-really run in parallel. Measured on a 1M-row nsys kernel table, 14 columns: 0.74 s (fetchall: 2.0 s,
-``pandas.read_sql``: 4.5 s).
+into one separated string (``group_concat``, in C) and numpy parses it (in C): no Python object per
+value. Text columns come back as codes into their distinct values, so a name repeated a million
+times is one string. SQLite releases the GIL while it runs a query, so chunks read on two threads
+really run in parallel. Measured on a 1M-row nsys kernel table, 14 columns: 0.85 s (fetchall:
+2.0 s, ``pandas.read_sql``: 4.5 s).
 """
 
 from __future__ import annotations
 
 import sqlite3
-from contextlib import closing
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from pathlib import Path
 from typing import Mapping
 from urllib.parse import quote
 
 import numpy as np
+import pandas as pd
 
 # Rows per query: bounds the memory of one chunk's strings (about 12 bytes a value) while keeping
 # the per-query overhead small.
 CHUNK_ROWS = 500_000
 READ_THREADS = 2
+# ASCII "unit separator": joins text values; no NVTX or kernel name contains it (checked per chunk).
+TEXT_SEPARATOR = "\x1f"
 
 
 def connect_readonly(path: str | Path) -> sqlite3.Connection:
     """Open an SQLite file read-only without taking locks (exports are never written while read)."""
-    uri = f"file:{quote(str(Path(path).resolve()))}?mode=ro&immutable=1"
     # No mmap: mapped pages of a multi-GB export would count as resident memory of the process.
+    uri = f"file:{quote(str(Path(path).resolve()))}?mode=ro&immutable=1"
     return sqlite3.connect(uri, uri=True, check_same_thread=False)
 
 
-def read_int_columns(path: str | Path, table: str, columns: Mapping[str, str],
-                     dtypes: Mapping[str, str] | None = None, where: str = "") -> dict[str, np.ndarray]:
-    """Read integer SQL expressions of every row of ``table`` into numpy arrays, in rowid order.
+def rowid_bounds(connection: sqlite3.Connection, table: str) -> tuple[int | None, int | None]:
+    # Two queries: SQLite answers a lone min() or max() of the rowid from the b-tree's ends, but
+    # scans the whole table for both in one statement.
+    low = connection.execute(f"SELECT min(rowid) FROM {table}").fetchone()[0]
+    high = connection.execute(f"SELECT max(rowid) FROM {table}").fetchone()[0]
+    return low, high
 
-    ``columns`` maps an output name to an SQL expression that yields a non-NULL integer (wrap
-    nullable columns in ``ifnull(col, -1)``: ``group_concat`` skips NULLs, which would misalign the
-    arrays). ``dtypes`` narrows the stored dtype per column (default int64). ``where`` filters rows.
+
+def read_columns(path: str | Path, table: str, ints: Mapping[str, str], texts: Mapping[str, str] | None = None,
+                 dtypes: Mapping[str, str] | None = None, where: str = "") -> dict:
+    """Read SQL expressions of the rows of ``table`` (rowid order) in one scan per chunk.
+
+    ``ints`` maps an output name to an SQL expression yielding a non-NULL integer (wrap nullable
+    columns in ``ifnull(col, -1)``: ``group_concat`` skips NULLs, which would misalign the arrays);
+    they come back as numpy arrays, narrowed per ``dtypes`` (default int64). ``texts`` maps a name
+    to a text expression; it comes back as (int32 codes, list of distinct values), NULL as "".
+    ``where`` filters rows.
     """
-    dtypes = dtypes or {}
-    names = list(columns)
+    texts = dict(texts or {})
+    dtypes = dict(dtypes or {})
+    int_names, text_names = list(ints), list(texts)
     with closing(connect_readonly(path)) as connection:
-        low, high = connection.execute(f"SELECT min(rowid), max(rowid) FROM {table}").fetchone()
+        low, high = rowid_bounds(connection, table)
     if low is None:
-        return {name: np.empty(0, dtype=dtypes.get(name, "int64")) for name in names}
+        empty = {name: np.empty(0, dtype=dtypes.get(name, "int64")) for name in int_names}
+        return {**empty, **{name: (np.empty(0, np.int32), []) for name in text_names}}
 
-    select = ", ".join(f"group_concat({columns[name]})" for name in names)
+    selects = ["count(*)"] + [f"group_concat({ints[name]})" for name in int_names]
+    selects += [f"group_concat(ifnull({texts[name]}, ''), char(31))" for name in text_names]
     condition = f" AND ({where})" if where else ""
-    query = f"SELECT {select} FROM {table} WHERE rowid BETWEEN ? AND ?{condition}"
+    query = f"SELECT {', '.join(selects)} FROM {table} WHERE rowid BETWEEN ? AND ?{condition}"
     bounds = [(start, min(start + CHUNK_ROWS - 1, high)) for start in range(low, high + 1, CHUNK_ROWS)]
 
-    def read_chunk(bound: tuple[int, int]) -> list[np.ndarray]:
+    def read_chunk(bound: tuple[int, int]) -> list:
         with closing(connect_readonly(path)) as connection:
-            texts = connection.execute(query, bound).fetchone()
-        return [
-            np.fromstring(text, dtype=np.int64, sep=",").astype(dtypes.get(name, "int64"), copy=False)
-            if text else np.empty(0, dtype=dtypes.get(name, "int64"))
-            for name, text in zip(names, texts)
-        ]
+            row = connection.execute(query, bound).fetchone()
+            count, values = row[0], list(row[1:])
+            for offset, name in enumerate(text_names):
+                index = len(int_names) + offset
+                strings = values[index].split(TEXT_SEPARATOR) if count else []
+                if len(strings) != count:  # a value held the separator: fetch this column row by row
+                    strings = [r[0] for r in connection.execute(
+                        f"SELECT ifnull({texts[name]}, '') FROM {table} WHERE rowid BETWEEN ? AND ?{condition} "
+                        "ORDER BY rowid", bound)]
+                codes, uniques = pd.factorize(pd.Series(strings, dtype=object))
+                values[index] = (codes.astype(np.int32), np.asarray(uniques, dtype=object))
+        for index, name in enumerate(int_names):
+            dtype = dtypes.get(name, "int64")
+            values[index] = (np.fromstring(values[index], dtype=np.int64, sep=",").astype(dtype, copy=False)
+                             if count else np.empty(0, dtype))
+        return values
 
     with ThreadPoolExecutor(max_workers=READ_THREADS) as pool:
         chunks = list(pool.map(read_chunk, bounds))
     result = {}
-    for index, name in enumerate(names):
+    for index, name in enumerate(int_names):
         result[name] = np.concatenate([chunk[index] for chunk in chunks]) if len(chunks) > 1 else chunks[0][index]
         for chunk in chunks:  # free each chunk's piece as soon as it is joined: halves the peak
             chunk[index] = None
+    for offset, name in enumerate(text_names):
+        result[name] = _join_text_chunks([chunk[len(int_names) + offset] for chunk in chunks])
     return result
+
+
+def read_int_columns(path: str | Path, table: str, columns: Mapping[str, str],
+                     dtypes: Mapping[str, str] | None = None, where: str = "") -> dict[str, np.ndarray]:
+    """Integer columns only (see ``read_columns``)."""
+    return read_columns(path, table, columns, dtypes=dtypes, where=where)
+
+
+def _join_text_chunks(chunks: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, list[str]]:
+    """Chunks were factorized separately: map each chunk's distinct values into one shared list."""
+    all_uniques = np.concatenate([uniques for _, uniques in chunks]) if chunks else np.empty(0, object)
+    shared_codes, shared = pd.factorize(pd.Series(all_uniques, dtype=object))
+    offsets = np.cumsum([0] + [len(uniques) for _, uniques in chunks])
+    codes = [shared_codes[offset:offset + len(uniques)].astype(np.int32)[chunk_codes]
+             for (chunk_codes, uniques), offset in zip(chunks, offsets)]
+    return (np.concatenate(codes) if codes else np.empty(0, np.int32)), list(shared)
 
 
 def present_ids(*id_arrays: np.ndarray) -> np.ndarray:
