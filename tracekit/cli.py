@@ -55,6 +55,14 @@ def main():
     """Where a PyTorch training step's GPU time and memory go, from Nsight Systems traces."""
 
 
+range_option = click.option("--range", "ranges", multiple=True, metavar="SPEC",
+                            help="only GPU ops launched inside these NVTX ranges: a name (forward), a path "
+                                 "(step/backward) or a glob (layer.*); repeatable")
+same_thread_option = click.option("--same-thread", is_flag=True,
+                                  help="count only ops launched on the range's own thread (nsys nvtx_gpu_proj); "
+                                       "default: any thread of the process, so backward gets autograd's kernels")
+
+
 @main.command()
 @click.argument("trace", type=click.Path())
 @click.option("--top", type=click.IntRange(min=1), default=None, help="only the N rows with the most total time")
@@ -65,9 +73,12 @@ def main():
               help="one row per kernel, or per category (matmul, elementwise, ...)")
 @click.option("--ops", type=click.Choice(["kernels", "all"]), default="kernels", show_default=True,
               help="kernels only (nsys gpukernsum), or memcpy/memset too")
+@range_option
+@click.option("--per-instance", is_flag=True, help="divide totals and counts by the number of --range instances")
+@same_thread_option
 @nsys_option
 @output_options
-def kernels(trace, top, name, by_launch_config, by, ops, nsys, fmt, output):
+def kernels(trace, top, name, by_launch_config, by, ops, ranges, per_instance, same_thread, nsys, fmt, output):
     """Top GPU kernels of TRACE: nsys's kernel summary (gpukernsum), or time per category.
 
     TRACE is an nsys .sqlite export, an .nsys-rep report (exported with nsys, the export kept beside
@@ -76,12 +87,62 @@ def kernels(trace, top, name, by_launch_config, by, ops, nsys, fmt, output):
     from tracekit.analysis.kernels import category_table, kernel_table
     from tracekit.sources import open_trace
 
+    if per_instance and not ranges:
+        raise click.UsageError("--per-instance divides by the instances of --range: give --range too")
     opened = open_trace(trace, nsys)
+    where = f" inside {', '.join(ranges)}" + (" (per instance)" if per_instance else "") if ranges else ""
     if by == "category":
-        emit(category_table(opened, ops=ops), fmt, output, f"GPU time by category: {opened.name}")
+        table = category_table(opened, ops=ops, ranges=list(ranges), per_instance=per_instance, same_thread=same_thread)
+        emit(table, fmt, output, f"GPU time by category{where}: {opened.name}")
     else:
-        table = kernel_table(opened, top=top, name=name, by_launch_config=by_launch_config, ops=ops)
-        emit(table, fmt, output, f"GPU kernels: {opened.name}")
+        table = kernel_table(opened, top=top, name=name, by_launch_config=by_launch_config, ops=ops,
+                             ranges=list(ranges), per_instance=per_instance, same_thread=same_thread)
+        emit(table, fmt, output, f"GPU kernels{where}: {opened.name}")
+
+
+@main.command()
+@click.argument("trace", type=click.Path())
+@click.option("--top", type=click.IntRange(min=1), default=None, help="only the N range names with the most time")
+@click.option("--tree", is_flag=True, help="one instance of the outermost range as an indented tree")
+@click.option("--root", default=None, metavar="NAME", help="with --tree: the range to draw (default: the outermost "
+              "range with the most time)")
+@click.option("--instance", type=click.IntRange(min=0), default=None,
+              help="with --tree: which instance, 0-based in time order (default: the one of median duration)")
+@click.option("--max-depth", type=click.IntRange(min=0), default=None, help="with --tree: levels below the root")
+@click.option("--within", "within", default=None, metavar="SPEC",
+              help="the children of these ranges, with their share of the parents' CPU and GPU time")
+@same_thread_option
+@nsys_option
+@output_options
+def ranges(trace, top, tree, root, instance, max_depth, within, same_thread, nsys, fmt, output):
+    """NVTX ranges of TRACE: nsys's range summary (nvtxsum) plus the GPU work launched inside each."""
+    from tracekit.analysis.ranges import range_table, range_tree, range_within
+    from tracekit.sources import open_trace
+
+    opened = open_trace(trace, nsys)
+    if tree:
+        emit(range_tree(opened, root, instance, max_depth, same_thread), fmt, output, f"Range tree: {opened.name}")
+    elif within:
+        emit(range_within(opened, within, same_thread), fmt, output, f"Inside {within}: {opened.name}")
+    else:
+        emit(range_table(opened, same_thread, top), fmt, output, f"NVTX ranges: {opened.name}")
+
+
+@main.command()
+@click.argument("trace", type=click.Path())
+@click.option("--phases", default=",".join(("forward", "backward", "optimizer")), show_default=True,
+              metavar="SPEC,...", help="comma-separated range specs (names, paths, globs)")
+@same_thread_option
+@nsys_option
+@output_options
+def breakdown(trace, phases, same_thread, nsys, fmt, output):
+    """Share of GPU time by category (matmul, elementwise, softmax, ...) per phase, and GPU idle time."""
+    from tracekit.analysis.breakdown import breakdown_table
+    from tracekit.sources import open_trace
+
+    opened = open_trace(trace, nsys)
+    specs = [spec.strip() for spec in phases.split(",") if spec.strip()]
+    emit(breakdown_table(opened, specs, same_thread), fmt, output, f"GPU time by phase and category: {opened.name}")
 
 
 if __name__ == "__main__":

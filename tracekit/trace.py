@@ -35,6 +35,7 @@ nanoseconds from the start of the capture session.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from functools import cached_property
 from typing import Callable, Collection
 
@@ -107,16 +108,17 @@ class Trace:
     def ranges(self) -> pd.DataFrame:
         return self._loaders["ranges"]()
 
-    def ranges_named(self, names: Collection[str]) -> pd.DataFrame:
-        """Only the ranges with these names, nested among themselves (depth/parent within the selection).
+    def ranges_named(self, patterns: Collection[str]) -> pd.DataFrame:
+        """Only the ranges whose names match these names or glob patterns (``aten::mm*``), nested among
+        themselves (depth/parent within the selection).
 
         Readers that can filter at the source (nsys: in SQL) read just these rows: a phase breakdown
         of a trace with millions of NVTX ranges never loads the millions.
         """
-        names = set(names)
+        patterns = set(patterns)
         if "ranges" not in self.__dict__ and "ranges_named" in self._loaders:
-            return self._loaders["ranges_named"](names)
-        selected = self.ranges[self.ranges["name"].isin(names).to_numpy()].reset_index(drop=True)
+            return self._loaders["ranges_named"](patterns)
+        selected = self.ranges[names_matching(self.ranges["name"], patterns)].reset_index(drop=True)
         return renest(selected)
 
     @property
@@ -133,6 +135,21 @@ class Trace:
             "ranges": ranges if ranges is not None else empty_ranges(),
         }
         return cls(meta, {key: (lambda frame=frame: frame) for key, frame in frames.items()})
+
+
+def is_pattern(name: str) -> bool:
+    """Whether a range name given by a user is a glob pattern (``*``, ``?`` or ``[...]``)."""
+    return any(char in name for char in "*?[")
+
+
+def names_matching(names: pd.Series, patterns: Collection[str]) -> np.ndarray:
+    """Mask of a categorical name column matching any name or glob pattern (tested once per distinct name)."""
+    names = names if isinstance(names.dtype, pd.CategoricalDtype) else names.astype("category")
+    categories = [str(name) for name in names.cat.categories]
+    hit = np.array([any(fnmatchcase(name, pattern) if is_pattern(pattern) else name == pattern
+                        for pattern in patterns) for name in categories], dtype=bool)
+    codes = names.cat.codes.to_numpy()
+    return np.where(codes >= 0, hit[np.maximum(codes, 0)] if len(hit) else False, False)
 
 
 def renest(ranges: pd.DataFrame) -> pd.DataFrame:

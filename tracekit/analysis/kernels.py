@@ -73,11 +73,45 @@ def summarize_kernels(ops: pd.DataFrame, name: str = "demangled", by_launch_conf
 
 
 def kernel_table(trace: Trace, top: int | None = None, name: str = "demangled", by_launch_config: bool = False,
-                 ops: str = "kernels") -> pd.DataFrame:
-    """``tracekit kernels``: the kernel summary of a whole trace, top N rows (Time % of all rows)."""
-    rows = kernel_rows(trace, ops)
+                 ops: str = "kernels", ranges: list[str] | None = None, per_instance: bool = False,
+                 same_thread: bool = False) -> pd.DataFrame:
+    """``tracekit kernels``: the kernel summary of a trace, or of the GPU ops launched inside ``ranges``
+    (range specs; see ``analysis.ranges``). ``per_instance`` divides Total Time and Instances by the
+    number of matching range instances (nested matches count once): the per-step figure.
+    Time (%) is of all listed rows, before ``top`` cuts them.
+    """
+    rows, instances = _selected_rows(trace, ops, ranges, same_thread)
     summary = summarize_kernels(trace.kernels, name=name, by_launch_config=by_launch_config, rows=rows)
+    if per_instance:
+        summary = _per_instance(summary, instances, [stats.TOTAL, stats.INSTANCES])
     return summary.head(top) if top else summary
+
+
+def _selected_rows(trace: Trace, ops: str, ranges: list[str] | None, same_thread: bool) -> tuple[np.ndarray | None, int]:
+    """Mask of GPU ops to summarize and the number of range instances they come from (1 for a whole trace)."""
+    rows = kernel_rows(trace, ops)
+    if not ranges:
+        return rows, 1
+    from tracekit.analysis.attribution import ops_in_ranges
+    from tracekit.analysis.ranges import select_ranges
+
+    chosen = select_ranges(trace, ranges)
+    inside = ops_in_ranges(trace, chosen, same_thread)
+    if rows is not None:
+        inside &= rows
+    if not inside.any():
+        raise NoGpuDataError(f"no GPU {'kernels' if ops == 'kernels' else 'operations'} were launched inside "
+                             f"{', '.join(ranges)} in {trace.name}"
+                             + (" on the ranges' own threads (drop --same-thread to count other threads)"
+                                if same_thread else ""))
+    return inside, int(chosen["outermost"].sum())
+
+
+def _per_instance(table: pd.DataFrame, instances: int, columns: list[str]) -> pd.DataFrame:
+    table = table.copy()
+    for column in columns:
+        table[column] = stats.round_half_away(table[column].to_numpy(float) / instances)
+    return table
 
 
 def summarize_categories(ops: pd.DataFrame, rows: np.ndarray | None = None) -> pd.DataFrame:
@@ -102,9 +136,12 @@ def summarize_categories(ops: pd.DataFrame, rows: np.ndarray | None = None) -> p
     return result.sort_values(stats.TOTAL, ascending=False, kind="stable").reset_index(drop=True)
 
 
-def category_table(trace: Trace, ops: str = "kernels") -> pd.DataFrame:
-    """``tracekit kernels --by category``."""
-    return summarize_categories(trace.kernels, kernel_rows(trace, ops))
+def category_table(trace: Trace, ops: str = "kernels", ranges: list[str] | None = None, per_instance: bool = False,
+                   same_thread: bool = False) -> pd.DataFrame:
+    """``tracekit kernels --by category`` (optionally of the ops inside ``ranges``, per instance)."""
+    rows, instances = _selected_rows(trace, ops, ranges, same_thread)
+    table = summarize_categories(trace.kernels, rows)
+    return _per_instance(table, instances, [stats.TOTAL, stats.INSTANCES]) if per_instance else table
 
 
 def _pack_dims(ops: pd.DataFrame, axis: str) -> np.ndarray:

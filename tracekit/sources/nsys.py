@@ -21,7 +21,7 @@ from tracekit.sources.nesting import nest_ranges
 from tracekit.sources.sqlite_columns import (connect_readonly, present_ids, read_columns, read_int_columns,
                                              read_strings, table_columns)
 from tracekit.trace import (GPU_OP_KINDS, KERNEL_COLUMNS, LAUNCH_COLUMNS, RANGE_COLUMNS, RANGE_STYLES, Trace,
-                            TraceMeta, empty_kernels, empty_launches, empty_ranges)
+                            TraceMeta, empty_kernels, empty_launches, empty_ranges, is_pattern, names_matching)
 
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
 MEMCPY_TABLE = "CUPTI_ACTIVITY_KIND_MEMCPY"
@@ -250,7 +250,7 @@ def read_ranges(path: Path, tables: frozenset[str], names: Collection[str] | Non
     if NVTX_TABLE not in tables:
         return empty_ranges()
     is_range = f"eventType IN ({','.join(str(t) for t in RANGE_EVENT_TYPES)})"
-    wants_domains = names is None or any(":" in name for name in names)
+    wants_domains = names is None or any(_domain_part(name) for name in names)
     if names is not None:
         is_range += f" AND ({_name_filter(names)})"
         if not wants_domains:  # a range of a named domain is called "domain:text": none can match
@@ -283,7 +283,7 @@ def read_ranges(path: Path, tables: frozenset[str], names: Collection[str] | Non
     domain_codes, domain_names = _domain_codes(pid, columns["domain_id"], domains)
     range_names = _range_names(path, columns.pop("text_id"), text_codes, texts, domain_codes, domain_names)
     if names is not None:  # the SQL filter matched texts; keep rows whose full "domain:text" name matches
-        keep = np.asarray(range_names.isin(list(names)))
+        keep = names_matching(pd.Series(range_names), names)
         columns = {key: value[keep] for key, value in columns.items()}
         global_tid, pid, domain_codes, range_names = global_tid[keep], pid[keep], domain_codes[keep], range_names[keep]
     end_global = columns["end_global_tid"]
@@ -304,15 +304,28 @@ def read_ranges(path: Path, tables: frozenset[str], names: Collection[str] | Non
     return frame[RANGE_COLUMNS]
 
 
-def _name_filter(names: Collection[str]) -> str:
-    """SQL condition on NVTX_EVENTS matching ranges that may be named ``names`` ("domain:text" included)."""
+def _domain_part(name: str) -> str | None:
+    """The domain of a "domain:text" name, or None. C++ names ("aten::mm") are not a domain split."""
+    domain, colon, text = name.partition(":")
+    return domain if colon and domain and text and not text.startswith(":") else None
+
+
+def _name_filter(patterns: Collection[str]) -> str:
+    """SQL condition on NVTX_EVENTS for ranges that may be named by ``patterns`` (names or globs;
+    "domain:text" included). The exact match on full names follows in Python."""
     texts = set()
-    for name in names:
-        texts.add(name)
-        if ":" in name:  # "domain:text": the row's own text is after the first colon
-            texts.add(name.split(":", 1)[1])
-    literals = ", ".join("'" + text.replace("'", "''") + "'" for text in sorted(texts)) or "NULL"
-    return f"text IN ({literals}) OR textId IN (SELECT id FROM StringIds WHERE value IN ({literals}))"
+    for pattern in patterns:
+        texts.add(pattern)
+        if _domain_part(pattern):  # "domain:text": the row's own text is after the first colon
+            texts.add(pattern.split(":", 1)[1])
+    quote = lambda text: "'" + text.replace("'", "''") + "'"  # noqa: E731
+    exact = [quote(text) for text in sorted(texts) if not is_pattern(text)]
+    globs = [quote(text) for text in sorted(texts) if is_pattern(text)]
+    value_tests = ([f"value IN ({', '.join(exact)})"] if exact else []) + [f"value GLOB {glob}" for glob in globs]
+    text_tests = ([f"text IN ({', '.join(exact)})"] if exact else []) + [f"text GLOB {glob}" for glob in globs]
+    if not value_tests:
+        return "0"
+    return (f"{' OR '.join(text_tests)} OR textId IN (SELECT id FROM StringIds WHERE {' OR '.join(value_tests)})")
 
 
 def _range_names(path: Path, text_ids: np.ndarray, text_codes: np.ndarray, texts: list[str],

@@ -1,0 +1,238 @@
+"""GPU operations attributed to the NVTX ranges that launched them.
+
+A GPU op (kernel, memcpy, memset) is joined to the CUDA API call that launched it by correlation id
+within its process. It belongs to a range when that call happened while the range was open:
+
+- default (``same_thread=False``): the call started while the range was open, in the same process,
+  on any thread. PyTorch launches backward kernels from the autograd engine's thread, so a
+  ``backward`` range pushed on the main thread owns them only this way.
+- ``same_thread=True``: nsys's ``nvtx_gpu_proj`` rule: the call lies entirely inside the range, on
+  the range's own thread, and only ranges that start and end on one thread count.
+
+Everything is sorting and ``searchsorted`` over int64 keys (group code * span + time), no loop over
+rows: for each range the calls inside it form one contiguous run of the calls sorted by (group,
+time), so per-range sums come from prefix sums and per-range min/max from ``reduceat``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from tracekit.trace import Trace
+
+# Per-range GPU columns (one row per range instance).
+GPU_OPS = "gpu_ops"            # GPU operations launched inside the range
+GPU_LAUNCHES = "gpu_launches"  # distinct launching calls (nsys's NumGPUOps counts these)
+GPU_TIME = "gpu_time"          # sum of their durations, ns
+GPU_START = "gpu_start"        # first op start, ns (-1 when none)
+GPU_END = "gpu_end"            # last op end, ns (-1 when none)
+GPU_SPAN = "gpu_span"          # last op end - first op start, ns (0 when none)
+
+
+@dataclass
+class OpLaunches:
+    """For each GPU op of a trace (row order of ``trace.kernels``), the call that launched it."""
+
+    found: np.ndarray   # bool: a launching call was recorded
+    row: np.ndarray     # int64: the call's row in trace.launches (-1 when not found)
+    start: np.ndarray   # int64 ns: call start (-1 when not found)
+    end: np.ndarray     # int64 ns: call end
+    pid: np.ndarray     # int64
+    tid: np.ndarray     # int64
+
+
+def op_launches(trace: Trace) -> OpLaunches:
+    """Join every GPU op to its launching CUDA API call on (pid, correlation id)."""
+    ops, calls = trace.kernels, trace.launches
+    n = len(ops)
+    none = OpLaunches(np.zeros(n, bool), *(np.full(n, -1, np.int64) for _ in range(5)))
+    if n == 0 or calls.empty:
+        return none
+    call_key = _call_key(calls["pid"].to_numpy(), calls["correlation_id"].to_numpy())
+    order = np.argsort(call_key, kind="stable")
+    sorted_key = call_key[order]
+    op_key = _call_key(ops["pid"].to_numpy(), ops["correlation_id"].to_numpy())
+    position = np.minimum(np.searchsorted(sorted_key, op_key), len(sorted_key) - 1)
+    found = (sorted_key[position] == op_key) & (ops["correlation_id"].to_numpy() >= 0)
+    row = np.where(found, order[position], -1)
+    pick = lambda column: np.where(found, calls[column].to_numpy(np.int64)[np.maximum(row, 0)], -1)  # noqa: E731
+    return OpLaunches(found, row, pick("start"), pick("end"), pick("pid"), pick("tid"))
+
+
+def _call_key(pid: np.ndarray, correlation: np.ndarray) -> np.ndarray:
+    # pid < 2^24 and CUPTI correlation ids are 32-bit: one int64 key per call.
+    return (pid.astype(np.int64) << 32) | (correlation.astype(np.int64) & 0xFFFFFFFF)
+
+
+class _Groups:
+    """Joint integer codes for (pid) or (pid, tid) over calls and ranges, and keyed times.
+
+    A keyed time is ``code * span + (t - t0)``: sorting keyed times sorts by group, then time, so a
+    single ``searchsorted`` answers "calls of this group within [start, end]".
+    """
+
+    def __init__(self, same_thread: bool, call_pid, call_tid, range_pid, range_tid, times: list[np.ndarray]):
+        def key(pid, tid):
+            pid = np.asarray(pid, dtype=np.int64)
+            return (pid << 24) | np.asarray(tid, dtype=np.int64) if same_thread else pid
+        codes, _ = pd.factorize(np.concatenate([key(call_pid, call_tid), key(range_pid, range_tid)]))
+        self.call_code = codes[:len(call_pid)].astype(np.int64)
+        self.range_code = codes[len(call_pid):].astype(np.int64)
+        present = [t for t in times if len(t)]
+        self.t0 = min(int(t.min()) for t in present) if present else 0
+        self.span = (max(int(t.max()) for t in present) - self.t0 + 2) if present else 1
+
+    def calls(self, t: np.ndarray) -> np.ndarray:
+        return self.call_code * self.span + (t - self.t0)
+
+    def ranges(self, t: np.ndarray) -> np.ndarray:
+        return self.range_code * self.span + (t - self.t0)
+
+
+def range_gpu_stats(trace: Trace, ranges: pd.DataFrame, same_thread: bool = False,
+                    launches: OpLaunches | None = None) -> pd.DataFrame:
+    """GPU work of each range instance (rows aligned with ``ranges``).
+
+    Columns gpu_ops, gpu_launches, gpu_time (ns), gpu_start, gpu_end (ns, -1 when none), gpu_span (ns).
+    With ``same_thread``, ranges closed on another thread get no GPU work (as in nsys).
+    """
+    count = len(ranges)
+    result = pd.DataFrame({GPU_OPS: np.zeros(count, np.int64), GPU_LAUNCHES: np.zeros(count, np.int64),
+                           GPU_TIME: np.zeros(count, np.int64), GPU_START: np.full(count, -1, np.int64),
+                           GPU_END: np.full(count, -1, np.int64), GPU_SPAN: np.zeros(count, np.int64)},
+                          index=ranges.index)
+    launches = launches if launches is not None else op_launches(trace)
+    if count == 0 or not launches.found.any():
+        return result
+    ops = trace.kernels
+    calls = _calls_with_ops(launches, ops)
+    groups = _Groups(same_thread, calls["pid"], calls["tid"], ranges["pid"].to_numpy(), ranges["tid"].to_numpy(),
+                     [calls["start"], calls["end"], ranges["start"].to_numpy(), ranges["end"].to_numpy()])
+    call_start = groups.calls(calls["start"])
+    order = np.argsort(call_start, kind="stable")
+    call_start = call_start[order]
+    per_call = {key: calls[key][order] for key in ("ops", "time", "first", "last")}
+    range_start = groups.ranges(ranges["start"].to_numpy())
+    range_end = groups.ranges(ranges["end"].to_numpy())
+    low = np.searchsorted(call_start, range_start, side="left")
+    if same_thread:
+        # Calls on one thread never overlap, so sorted by start they are sorted by end too.
+        call_end = np.maximum.accumulate(groups.calls(calls["end"])[order])
+        high = np.maximum(np.searchsorted(call_end, range_end, side="right"), low)
+        eligible = (ranges["end_tid"] == ranges["tid"]).to_numpy()
+        high = np.where(eligible, high, low)
+    else:
+        high = np.searchsorted(call_start, range_end, side="right")
+
+    prefix = lambda values: np.concatenate(([0], np.cumsum(values)))  # noqa: E731
+    result[GPU_OPS] = (prefix(per_call["ops"])[high] - prefix(per_call["ops"])[low])
+    result[GPU_LAUNCHES] = high - low
+    result[GPU_TIME] = prefix(per_call["time"])[high] - prefix(per_call["time"])[low]
+    has_ops = high > low
+    first = _segment_reduce(np.minimum, per_call["first"], low, high)
+    last = _segment_reduce(np.maximum, per_call["last"], low, high)
+    result[GPU_START] = np.where(has_ops, first, -1)
+    result[GPU_END] = np.where(has_ops, last, -1)
+    result[GPU_SPAN] = np.where(has_ops, last - first, 0)
+    return result
+
+
+def _calls_with_ops(launches: OpLaunches, ops: pd.DataFrame) -> dict[str, np.ndarray]:
+    """One entry per launching call that has GPU ops: its ops' count, summed time, first start, last end."""
+    rows = np.flatnonzero(launches.found)
+    order = rows[np.argsort(launches.row[rows], kind="stable")]  # ops grouped by their call
+    call_rows = launches.row[order]
+    boundaries = np.flatnonzero(np.concatenate(([True], call_rows[1:] != call_rows[:-1])))
+    take = order[boundaries]
+    return {
+        "pid": launches.pid[take], "tid": launches.tid[take], "start": launches.start[take], "end": launches.end[take],
+        "ops": np.diff(np.append(boundaries, len(order))),
+        "time": np.add.reduceat(ops["duration"].to_numpy()[order], boundaries),
+        "first": np.minimum.reduceat(ops["start"].to_numpy()[order], boundaries),
+        "last": np.maximum.reduceat(ops["end"].to_numpy()[order], boundaries),
+    }
+
+
+def _segment_reduce(ufunc, values: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """ufunc.reduce over values[low[i]:high[i]] for every i (empty segments give values[low], ignore them).
+
+    ``reduceat`` over interleaved (low, high) indices: even results are the segments; sorting the
+    segments by ``low`` keeps the odd, discarded stretches disjoint, so the cost stays O(n + total
+    segment length).
+    """
+    if len(values) == 0:
+        return np.zeros(len(low), dtype=values.dtype)
+    padded = np.append(values, values[-1])  # reduceat indices must be < len
+    order = np.argsort(low, kind="stable")
+    indices = np.empty(2 * len(low), dtype=np.int64)
+    indices[0::2] = low[order]
+    indices[1::2] = np.maximum(high[order], low[order])
+    indices = np.minimum(indices, len(values))
+    reduced = ufunc.reduceat(padded, indices)[0::2]
+    result = np.empty(len(low), dtype=values.dtype)
+    result[order] = reduced
+    return result
+
+
+def ops_in_ranges(trace: Trace, ranges: pd.DataFrame, same_thread: bool = False,
+                  launches: OpLaunches | None = None) -> np.ndarray:
+    """Boolean mask over ``trace.kernels``: ops launched inside any of ``ranges`` (each op counted once)."""
+    return interval_of_ops(trace, ranges, same_thread, launches) >= 0
+
+
+def interval_of_ops(trace: Trace, ranges: pd.DataFrame, same_thread: bool = False,
+                    launches: OpLaunches | None = None) -> np.ndarray:
+    """For each GPU op, the index of the merged range interval (ranges of one group merged where they
+    overlap) whose open time covers its launch, or -1. Merged intervals are numbered in (group, start) order.
+    """
+    launches = launches if launches is not None else op_launches(trace)
+    result = np.full(len(trace.kernels), -1, dtype=np.int64)
+    if same_thread:
+        ranges = ranges[(ranges["end_tid"] == ranges["tid"]).to_numpy()]
+    if ranges.empty or not launches.found.any():
+        return result
+    rows = np.flatnonzero(launches.found)
+    groups = _Groups(same_thread, launches.pid[rows], launches.tid[rows], ranges["pid"].to_numpy(),
+                     ranges["tid"].to_numpy(), [launches.start[rows], launches.end[rows],
+                                                ranges["start"].to_numpy(), ranges["end"].to_numpy()])
+    merged_start, merged_end = merge_intervals(groups.ranges(ranges["start"].to_numpy()),
+                                               groups.ranges(ranges["end"].to_numpy()))
+    call_start = groups.calls(launches.start[rows])
+    index = np.searchsorted(merged_start, call_start, side="right") - 1
+    valid = index >= 0
+    inside = valid & (call_start <= merged_end[np.maximum(index, 0)])
+    if same_thread:
+        inside &= groups.calls(launches.end[rows]) <= merged_end[np.maximum(index, 0)]
+    result[rows[inside]] = index[inside]
+    return result
+
+
+def merge_intervals(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Union of [start, end] intervals (keyed times: groups never touch), sorted and disjoint."""
+    if len(start) == 0:
+        return start, end
+    order = np.argsort(start, kind="stable")
+    start, end = start[order], end[order]
+    reach = np.maximum.accumulate(end)
+    begins = np.concatenate(([True], start[1:] > reach[:-1]))
+    first = np.flatnonzero(begins)
+    return start[first], np.maximum.reduceat(end, first)
+
+
+def union_length(start: np.ndarray, end: np.ndarray, group: np.ndarray, groups: int) -> np.ndarray:
+    """Per group: total length of the union of its [start, end) intervals (overlaps counted once), ns."""
+    result = np.zeros(groups, dtype=np.int64)
+    if len(start) == 0:
+        return result
+    t0 = int(start.min())
+    span = int(max(end.max(), start.max())) - t0 + 2
+    keyed_start = group.astype(np.int64) * span + (start - t0)
+    keyed_end = group.astype(np.int64) * span + (end - t0)
+    merged_start, merged_end = merge_intervals(keyed_start, keyed_end)
+    owner = merged_start // span  # sorted: merged intervals come in group order
+    first = np.flatnonzero(np.concatenate(([True], owner[1:] != owner[:-1])))
+    result[owner[first]] = np.add.reduceat(merged_end - merged_start, first)
+    return result
