@@ -120,8 +120,9 @@ def split_codes(combined: np.ndarray, radices: list[int]) -> list[np.ndarray]:
     return parts[::-1]
 
 
-def finish(table: pd.DataFrame, keys: dict[str, Sequence]) -> pd.DataFrame:
-    """Key columns first, rounding and Time (%) as nsys prints them, largest total first."""
+def finish(table: pd.DataFrame, keys: dict[str, Sequence], extra: dict[str, Sequence] | None = None) -> pd.DataFrame:
+    """Key columns, the statistics rounded and Time (%) as nsys prints them, then ``extra`` columns
+    (aligned with ``table``'s rows); largest total first."""
     result = pd.DataFrame({name: list(values) if not isinstance(values, np.ndarray) else values
                            for name, values in keys.items()})
     result[TIME_PCT] = percent_of_total(table[TOTAL].to_numpy())
@@ -131,7 +132,9 @@ def finish(table: pd.DataFrame, keys: dict[str, Sequence]) -> pd.DataFrame:
         result[column] = round_half_away(table[column].to_numpy(np.float64))
     result[MIN] = table[MIN].to_numpy(np.int64)
     result[MAX] = table[MAX].to_numpy(np.int64)
-    result = result[list(keys) + STAT_COLUMNS]
+    for name, values in (extra or {}).items():
+        result[name] = np.asarray(values)
+    result = result[list(keys) + STAT_COLUMNS + list(extra or {})]
     return sort_by_total(result, list(keys))
 
 
