@@ -1,8 +1,8 @@
 """DataFrame -> text for the terminal (table), GitHub Markdown, CSV, JSON; or a Parquet file.
 
 One renderer for every command, so ``--format`` means the same thing everywhere. Table and Markdown
-are for people: integers get thousands separators, floats one decimal, long names are shortened in
-the terminal table only. CSV, JSON and Parquet are for programs: values as computed, names whole.
+are for people: integers get thousands separators, floats one decimal from 100 up (two below, three
+significant digits below 1), long names are shortened in the terminal table only. CSV, JSON and Parquet are for programs: values as computed, names whole.
 """
 
 from __future__ import annotations
@@ -61,7 +61,12 @@ def format_cell(value, for_terminal: bool = True) -> str:
     if isinstance(value, (int, np.integer)):
         return f"{int(value):,}"
     if isinstance(value, (float, np.floating)):
-        return f"{float(value):,.1f}"
+        # One decimal like nsys for large values; small ones (ms of a micro-benchmark, TFLOP/s on a
+        # CPU) keep three significant digits instead of collapsing to 0.0.
+        magnitude = abs(float(value))
+        if magnitude >= 100 or magnitude == 0 or float(value).is_integer():
+            return f"{float(value):,.1f}"
+        return f"{float(value):.2f}" if magnitude >= 1 else f"{float(value):.3g}"
     text = str(value)
     if for_terminal and len(text) > TABLE_TEXT_WIDTH:
         return text[:TABLE_TEXT_WIDTH - 1] + "…"

@@ -1,0 +1,207 @@
+"""``tracekit bench``: the model sweep and the attention, optimizer and dtype micro-benchmarks.
+
+``tracekit bench small medium --ctx 128 256`` sweeps models x contexts; lists may also be written
+``--ctx 128,256`` or ``--ctx 128 --ctx 256``. Torch is imported only when a benchmark runs.
+"""
+
+from __future__ import annotations
+
+import re
+
+import click
+
+from tracekit.cli_common import emit, output_options
+
+MODEL_NAMES = ("tiny", "small", "medium", "large", "xl", "2.7B")
+MODES = ("forward", "forward-backward", "train")
+DTYPES = ("fp32", "bf16", "fp16")
+ATTENTIONS = ("naive", "sdpa")
+OPTIMIZERS = ("single-tensor", "foreach", "fused", "compiled")
+SIZE_PATTERN = re.compile(r"^\d+(Ki|Mi|Gi)?$")
+# Options that take a list, and which words can be their values (so `--ctx 128 256 small` stops at small).
+LIST_VALUES = {
+    "--ctx": SIZE_PATTERN, "--batch": SIZE_PATTERN, "--head-dim": SIZE_PATTERN, "--seq": SIZE_PATTERN,
+    "--params": SIZE_PATTERN, "--size": SIZE_PATTERN,
+    "--mode": set(MODES), "--dtype": set(DTYPES), "--attention": set(ATTENTIONS), "--impl": set(ATTENTIONS + OPTIMIZERS),
+}
+
+
+def expand_lists(args: list[str]) -> list[str]:
+    """["--ctx", "128", "256"] -> ["--ctx", "128", "--ctx", "256"]; commas split too."""
+    expanded, index = [], 0
+    while index < len(args):
+        word = args[index]
+        index += 1
+        if word not in LIST_VALUES:
+            expanded.append(word)
+            continue
+        accepts = LIST_VALUES[word]
+        values = []
+        while index < len(args) and all(_accepts(accepts, part) for part in args[index].split(",") if part):
+            values += [part for part in args[index].split(",") if part]
+            index += 1
+        expanded += [item for value in values for item in (word, value)] or [word]
+    return expanded
+
+
+def _accepts(accepts, word: str) -> bool:
+    return bool(accepts.match(word)) if hasattr(accepts, "match") else word in accepts
+
+
+def parse_size(text: str) -> int:
+    """"64Ki" -> 65536; plain integers as they are."""
+    factor = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30}
+    for suffix, scale in factor.items():
+        if text.endswith(suffix):
+            return int(text[:-2]) * scale
+    return int(text)
+
+
+def sizes(ctx, param, values):
+    try:
+        return tuple(parse_size(part) for value in values for part in str(value).split(",") if part)
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from None
+
+
+def choices(allowed):
+    def check(ctx, param, values):
+        parts = tuple(part for value in values for part in str(value).split(",") if part)
+        unknown = [part for part in parts if part not in allowed]
+        if unknown:
+            raise click.BadParameter(f"{', '.join(unknown)}: choose from {', '.join(allowed)}")
+        return parts
+    return check
+
+
+class BenchGroup(click.Group):
+    """`tracekit bench MODEL...` (no subcommand name) runs the model sweep."""
+
+    def parse_args(self, ctx, args):
+        args = expand_lists(list(args))
+        if args and not any(arg in self.commands for arg in args) and args[0] not in ("-h", "--help"):
+            args = ["models", *args]
+        return super().parse_args(ctx, args)
+
+
+@click.group("bench", cls=BenchGroup, context_settings={"help_option_names": ["-h", "--help"]})
+def bench():
+    """Time models and kernels: `tracekit bench MODEL...` sweeps models, or run one of the
+    micro-benchmarks below. Lists (--ctx 128 256) sweep their product."""
+
+
+def device_option(function):
+    return click.option("--device", type=click.Choice(["auto", "cpu", "cuda", "mps"]), default="auto",
+                        show_default=True, help="auto: CUDA if present, then MPS, then the CPU")(function)
+
+
+def progress(total: int, label: str):
+    """A progress bar on standard error for sweeps of more than one point."""
+    if total <= 1:
+        return None
+    return click.progressbar(length=total, label=label, file=click.get_text_stream("stderr"))
+
+
+@bench.command("models")
+@click.argument("models", nargs=-1, required=True, type=click.Choice(MODEL_NAMES))
+@click.option("--ctx", multiple=True, default=("128",), callback=sizes, help="context lengths  [default: 128]")
+@click.option("--batch", multiple=True, default=("4",), callback=sizes, help="batch sizes  [default: 4]")
+@click.option("--mode", multiple=True, default=("train",), callback=choices(MODES),
+              help="forward, forward-backward or train (+ AdamW step)  [default: train]")
+@click.option("--dtype", multiple=True, default=("fp32",), callback=choices(DTYPES),
+              help="fp32, or autocast to bf16/fp16  [default: fp32]")
+@click.option("--compile", "compiled", is_flag=True, help="torch.compile the model")
+@click.option("--compare-compile", is_flag=True, help="run every configuration eager and compiled")
+@click.option("--attention", multiple=True, default=("naive",), callback=choices(ATTENTIONS),
+              help="naive (matmul, softmax, matmul) or sdpa  [default: naive]")
+@click.option("--warmup", type=click.IntRange(min=0), default=5, show_default=True, help="untimed steps first")
+@click.option("--steps", type=click.IntRange(min=1), default=10, show_default=True, help="timed steps")
+@device_option
+@click.option("--db", type=click.Path(dir_okay=False), default=None,
+              help="append every row to this SQLite results database (table runs)")
+@output_options
+def bench_models(models, ctx, batch, mode, dtype, compiled, compare_compile, attention, warmup, steps, device, db,
+                 fmt, output):
+    """Forward, backward, optimizer and step time (mean, std, median, min, max ms) per configuration."""
+    from workloads.sweep import benchmark, configurations
+
+    compiles = (False, True) if compare_compile else (compiled,)
+    configs = configurations(models, ctx, batch, mode, dtype, compiles, attention, warmup, steps, device)
+    bar = progress(len(configs), "benchmarking")
+    if bar:
+        with bar:
+            table, rows_in_db = benchmark(configs, db, on_result=lambda result: bar.update(1))
+    else:
+        table, rows_in_db = benchmark(configs, db)
+    emit(table, fmt, output, "Benchmark (ms per step phase; oom = out of memory, the sweep went on)")
+    if db:
+        click.echo(f"{db}: {rows_in_db} rows", err=True)
+
+
+@bench.command("attention")
+@click.option("--head-dim", multiple=True, default=("16", "32", "64", "128"), callback=sizes, help="head dimensions")
+@click.option("--seq", multiple=True, default=("256", "1024", "4096", "8192", "16384"), callback=sizes,
+              help="sequence lengths")
+@click.option("--batch", type=click.IntRange(min=1), default=8, show_default=True)
+@click.option("--passes", type=click.IntRange(min=1), default=100, show_default=True,
+              help="timed forward and backward passes per point")
+@click.option("--warmup", type=click.IntRange(min=0), default=5, show_default=True)
+@click.option("--impl", multiple=True, default=ATTENTIONS, callback=choices(ATTENTIONS), help="naive and/or sdpa")
+@click.option("--compile", "compiled", is_flag=True, help="torch.compile the attention function")
+@click.option("--compare-compile", is_flag=True, help="eager and compiled rows")
+@click.option("--causal/--no-causal", default=True, show_default=True)
+@device_option
+@output_options
+def bench_attention(head_dim, seq, batch, passes, warmup, impl, compiled, compare_compile, causal, device, fmt, output):
+    """Attention forward/backward time and memory before backward over head dim x sequence length."""
+    from workloads.attention import attention_table
+
+    compiles = (False, True) if compare_compile else (compiled,)
+    bar = progress(len(head_dim) * len(seq) * len(impl) * len(compiles), "attention grid")
+    arguments = dict(head_dims=head_dim, lengths=seq, implementations=impl, compiles=compiles, batch=batch,
+                     passes=passes, warmup=warmup, causal=causal, device=device)
+    if bar:
+        with bar:
+            table = attention_table(**arguments, on_row=lambda row: bar.update(1))
+    else:
+        table = attention_table(**arguments)
+    emit(table, fmt, output, f"Attention, batch {batch}, {passes} passes (oom = out of memory)")
+
+
+@bench.command("optimizer")
+@click.option("--params", multiple=True, default=("1", "2", "4", "8", "16", "32"), callback=sizes,
+              help="numbers of parameter tensors")
+@click.option("--size", multiple=True, default=("16Ki", "64Ki", "256Ki", "1Mi", "4Mi"), callback=sizes,
+              help="elements per tensor (Ki, Mi suffixes)")
+@click.option("--impl", multiple=True, default=OPTIMIZERS, callback=choices(OPTIMIZERS),
+              help="single-tensor, foreach, fused, compiled")
+@click.option("--steps", type=click.IntRange(min=1), default=50, show_default=True)
+@click.option("--warmup", type=click.IntRange(min=0), default=5, show_default=True)
+@device_option
+@output_options
+def bench_optimizer(params, size, impl, steps, warmup, device, fmt, output):
+    """AdamW step time (ms/iter) for N parameters of S elements, per implementation."""
+    from workloads.optimizers import optimizer_table
+
+    bar = progress(len(params) * len(size), "optimizer grid")
+    arguments = dict(counts=params, sizes=size, implementations=impl, warmup=warmup, steps=steps, device=device)
+    if bar:
+        with bar:
+            table = optimizer_table(**arguments, on_row=lambda row: bar.update(1))
+    else:
+        table = optimizer_table(**arguments)
+    emit(table, fmt, output, "AdamW step (ms per iteration)")
+
+
+@bench.command("dtypes")
+@click.argument("model", type=click.Choice(MODEL_NAMES), default="tiny")
+@click.option("--dtype", type=click.Choice(["bf16", "fp16"]), default="bf16", show_default=True)
+@click.option("--ctx", type=click.IntRange(min=1), default=32, show_default=True)
+@click.option("--batch", type=click.IntRange(min=1), default=2, show_default=True)
+@device_option
+@output_options
+def bench_dtypes(model, dtype, ctx, batch, device, fmt, output):
+    """The dtype of parameters, each sub-layer's output, logits, loss and gradients under autocast."""
+    from workloads.dtypes import dtype_table
+
+    emit(dtype_table(model, dtype, ctx, batch, device), fmt, output, f"Dtypes under {dtype} autocast: {model}")

@@ -1,0 +1,102 @@
+"""Attention micro-benchmark: forward and backward time of single-head attention over a grid of head
+dimensions and sequence lengths, naive (explicit matmul, softmax, matmul) against
+``scaled_dot_product_attention``, eager against ``torch.compile``; out-of-memory points are rows.
+
+Inputs are (batch, sequence, head_dim) float32 tensors. Forward and backward are each timed over
+``passes`` repetitions after warm-up, with device synchronisation around each repetition; the memory
+in use before backward is read with the graph of one forward pass alive (CUDA only).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import statistics
+import time
+from typing import Callable, Sequence
+
+import pandas as pd
+import torch
+
+from workloads.bench import is_out_of_memory, release_memory, resolve_device
+
+HEAD_DIMS = (16, 32, 64, 128)
+SEQUENCE_LENGTHS = (256, 1024, 4096, 8192, 16384)
+
+
+def naive(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> torch.Tensor:
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if causal:
+        length = q.shape[-2]
+        scores = scores.masked_fill(torch.ones(length, length, dtype=torch.bool, device=q.device).triu(1), float("-inf"))
+    return torch.softmax(scores, dim=-1) @ v
+
+
+def sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> torch.Tensor:
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+
+IMPLEMENTATIONS: dict[str, Callable] = {"naive": naive, "sdpa": sdpa}
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    elif device.type == "mps":
+        torch.mps.synchronize()
+
+
+def time_attention(function: Callable, batch: int, length: int, head_dim: int, device: torch.device, causal: bool,
+                   warmup: int, passes: int) -> dict:
+    """Mean forward and backward ms over ``passes``, and the memory in use before backward (bytes)."""
+    q, k, v = (torch.randn(batch, length, head_dim, device=device, requires_grad=True) for _ in range(3))
+    for _ in range(warmup):
+        function(q, k, v, causal).sum().backward()
+    synchronize(device)
+    forward_ms = []
+    for _ in range(passes):
+        started = time.perf_counter()
+        function(q, k, v, causal)
+        synchronize(device)
+        forward_ms.append((time.perf_counter() - started) * 1e3)
+    backward_ms = []
+    memory = None
+    for _ in range(passes):
+        loss = function(q, k, v, causal).sum()
+        synchronize(device)
+        if memory is None and device.type == "cuda":
+            memory = torch.cuda.memory_allocated(device)
+        started = time.perf_counter()
+        loss.backward()
+        synchronize(device)
+        backward_ms.append((time.perf_counter() - started) * 1e3)
+    return {"forward": statistics.fmean(forward_ms), "backward": statistics.fmean(backward_ms), "memory": memory}
+
+
+def attention_table(head_dims: Sequence[int] = HEAD_DIMS, lengths: Sequence[int] = SEQUENCE_LENGTHS,
+                    implementations: Sequence[str] = ("naive", "sdpa"), compiles: Sequence[bool] = (False,),
+                    batch: int = 8, passes: int = 100, warmup: int = 5, causal: bool = True, device: str = "auto",
+                    on_row: Callable[[dict], None] | None = None) -> pd.DataFrame:
+    """One row per (implementation, compiled, head dim, length). Columns: Implementation, Compile,
+    Head Dim, Seq Len, Status (ok | oom | error), Forward (ms), Backward (ms), Memory Before Backward (MiB)."""
+    target = resolve_device(device)
+    rows = []
+    for name, compiled, head_dim, length in itertools.product(implementations, compiles, head_dims, lengths):
+        function = IMPLEMENTATIONS[name]
+        if compiled:
+            function = torch.compile(function)
+        row = {"Implementation": name, "Compile": compiled, "Head Dim": head_dim, "Seq Len": length, "Status": "ok",
+               "Forward (ms)": None, "Backward (ms)": None, "Memory Before Backward (MiB)": None, "Error": None}
+        try:
+            timing = time_attention(function, batch, length, head_dim, target, causal, warmup, passes)
+            row.update({"Forward (ms)": timing["forward"], "Backward (ms)": timing["backward"],
+                        "Memory Before Backward (MiB)": timing["memory"] / 2**20 if timing["memory"] else None})
+        except Exception as error:  # noqa: BLE001 - a failing point is a row, the grid goes on
+            row["Status"] = "oom" if is_out_of_memory(error) else "error"
+            row["Error"] = f"{type(error).__name__}: {error}".splitlines()[0][:300]
+        finally:
+            release_memory(target)
+        rows.append(row)
+        if on_row:
+            on_row(row)
+    return pd.DataFrame(rows)

@@ -1,0 +1,225 @@
+"""The timing harness: warm-up, measured steps timed per phase with device synchronisation, raw samples
+kept, statistics derived from them; out-of-memory configurations recorded as rows, not crashes.
+
+A step is forward (model + loss), backward, optimizer (AdamW step + zero_grad); ``mode`` picks how
+much of it runs. On a CUDA device each phase is timed with CUDA events recorded between phases and
+read after the step's last event completes; on the CPU with ``perf_counter`` (CPU ops finish before
+they return); on MPS with ``perf_counter`` after ``torch.mps.synchronize()``.
+"""
+
+from __future__ import annotations
+
+import gc
+import statistics
+import time
+from contextlib import nullcontext
+from dataclasses import asdict, dataclass, field
+
+import torch
+
+from tracekit.errors import UsageError
+from workloads.annotate import CAPTURE_RANGE, nvtx_range, pop, push
+from workloads.hardware import device_name, peak_flops
+from workloads.models import build_model, flops_per_step, model_config, parameter_count
+
+MODES = ("forward", "forward-backward", "train")
+DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
+PHASES = ("forward", "backward", "optimizer", "step")
+STATS = ("mean", "std", "median", "min", "max")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One benchmark configuration. ``dtype`` other than fp32 means autocast to it (weights stay fp32)."""
+
+    model: str
+    context: int = 128
+    batch: int = 4
+    mode: str = "train"
+    dtype: str = "fp32"
+    compile: bool = False
+    attention: str = "naive"
+    warmup: int = 5
+    steps: int = 10
+    device: str = "auto"
+    seed: int = 0
+
+
+@dataclass
+class RunResult:
+    """What one configuration produced: raw per-step samples (ms) per phase, or why it failed."""
+
+    config: RunConfig
+    status: str = "ok"                  # ok | oom | error
+    error: str | None = None
+    device: str = ""
+    samples_ms: dict[str, list[float]] = field(default_factory=dict)
+    peak_memory_bytes: int | None = None
+
+
+def resolve_device(name: str) -> torch.device:
+    """"auto" is CUDA when present, else MPS, else the CPU."""
+    if name == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    device = torch.device(name)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise UsageError(f"--device cuda: this torch ({torch.__version__}) sees no CUDA device "
+                         "(a CPU build, or no GPU visible); use --device cpu or auto")
+    if device.type == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
+        raise UsageError("--device mps: no Apple GPU here; use --device cpu or auto")
+    return device
+
+
+class PhaseClock:
+    """Marks phase boundaries; durations in ms once the step is over."""
+
+    def __init__(self, device: torch.device):
+        self.device = device
+        self.marks: list = []
+
+    def mark(self) -> None:
+        if self.device.type == "cuda":
+            event = torch.cuda.Event(enable_timing=True)
+            event.record()
+            self.marks.append(event)
+            return
+        if self.device.type == "mps":
+            torch.mps.synchronize()
+        self.marks.append(time.perf_counter())
+
+    def durations_ms(self) -> list[float]:
+        if self.device.type == "cuda":
+            self.marks[-1].synchronize()
+            return [start.elapsed_time(end) for start, end in zip(self.marks, self.marks[1:])]
+        return [(end - start) * 1e3 for start, end in zip(self.marks, self.marks[1:])]
+
+
+def make_batch(config: RunConfig, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Random token ids and next-token targets (benchmarks need shapes, not text)."""
+    generator = torch.Generator().manual_seed(config.seed)
+    tokens = torch.randint(0, model_config(config.model).vocab_size, (config.batch, config.context + 1),
+                           generator=generator)
+    tokens = tokens.to(device)
+    return tokens[:, :-1], tokens[:, 1:]
+
+
+def is_out_of_memory(error: BaseException) -> bool:
+    if isinstance(error, getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError)):
+        return True
+    text = str(error).lower()
+    return isinstance(error, RuntimeError) and ("out of memory" in text or "can't allocate memory" in text)
+
+
+def run(config: RunConfig, capture_range: bool = False) -> RunResult:
+    """Run one configuration; out-of-memory becomes status "oom" (memory released), not an exception.
+
+    With ``capture_range``, the measured steps run inside the NVTX range ``tracekit-capture`` that
+    `tracekit capture` tells nsys to record, so warm-up stays out of the trace.
+    """
+    if config.mode not in MODES:
+        raise UsageError(f"unknown mode {config.mode!r}; choose one of {', '.join(MODES)}")
+    if config.dtype not in DTYPES:
+        raise UsageError(f"unknown dtype {config.dtype!r}; choose one of {', '.join(DTYPES)}")
+    device = resolve_device(config.device)
+    result = RunResult(config, device=device_name(device))
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    try:
+        result.samples_ms = _measure(config, device, capture_range)
+        if device.type == "cuda":
+            result.peak_memory_bytes = torch.cuda.max_memory_allocated(device)
+    except Exception as error:  # noqa: BLE001 - any failure of one configuration becomes its row
+        if not is_out_of_memory(error):
+            result.status, result.error = "error", f"{type(error).__name__}: {error}".splitlines()[0][:300]
+        else:
+            result.status, result.error = "oom", str(error).splitlines()[0][:300]
+    finally:
+        release_memory(device)
+    return result
+
+
+def _measure(config: RunConfig, device: torch.device, capture_range: bool) -> dict[str, list[float]]:
+    model = build_model(config.model, config.context, config.attention, device, config.seed)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    step_model = torch.compile(model) if config.compile else model
+    inputs, targets = make_batch(config, device)
+    autocast = (torch.autocast(device.type, dtype=DTYPES[config.dtype]) if DTYPES[config.dtype] is not None
+                else nullcontext())
+    samples: dict[str, list[float]] = {phase: [] for phase in PHASES}
+    for index in range(config.warmup + config.steps):
+        measured = index >= config.warmup
+        if capture_range and index == config.warmup:
+            push(CAPTURE_RANGE)
+        clock = PhaseClock(device)
+        with nvtx_range("step"):
+            clock.mark()
+            with nvtx_range("forward"), autocast:
+                logits = step_model(inputs)
+                loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(),
+                                                         targets.reshape(-1))
+            clock.mark()
+            if config.mode != "forward":
+                with nvtx_range("backward"):
+                    loss.backward()
+                clock.mark()
+            if config.mode == "train":
+                with nvtx_range("optimizer"):
+                    optimizer.step()
+                    optimizer.zero_grad(set_to_none=True)
+                clock.mark()
+        if config.mode == "forward-backward":
+            optimizer.zero_grad(set_to_none=True)  # outside the timed phases: not part of this mode
+        del logits, loss
+        durations = clock.durations_ms()
+        if measured:
+            for phase, duration in zip(PHASES, durations):
+                samples[phase].append(duration)
+            samples["step"].append(sum(durations))
+    if capture_range:
+        pop()
+    return {phase: values for phase, values in samples.items() if values}
+
+
+def release_memory(device: torch.device) -> None:
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+
+
+def describe(values: list[float]) -> dict[str, float]:
+    """mean, std (sample), median, min, max of raw samples."""
+    return {"mean": statistics.fmean(values), "std": statistics.stdev(values) if len(values) > 1 else 0.0,
+            "median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+def summarize(result: RunResult) -> dict:
+    """One row per configuration: configuration, status, size, per-phase statistics (ms), throughput."""
+    config = result.config
+    spec = model_config(config.model, config.context)
+    flops = flops_per_step(spec, config.batch, config.context, backward=config.mode != "forward")
+    row = {"Model": config.model, "Ctx": config.context, "Batch": config.batch, "Mode": config.mode,
+           "Dtype": config.dtype, "Compile": config.compile, "Attention": config.attention,
+           "Device": result.device, "Status": result.status, "Params (M)": parameter_count(spec) / 1e6,
+           "GFLOP/step": flops / 1e9, "Steps": len(result.samples_ms.get("step", []))}
+    for phase in PHASES:
+        values = result.samples_ms.get(phase)
+        for stat in STATS:
+            row[f"{phase.capitalize()} {stat.capitalize()} (ms)"] = describe(values)[stat] if values else None
+    step_ms = row["Step Mean (ms)"]
+    row["Tokens/s"] = config.batch * config.context / (step_ms / 1e3) if step_ms else None
+    row["TFLOP/s"] = flops / (step_ms / 1e3) / 1e12 if step_ms else None
+    peak = peak_flops(result.device, config.dtype)
+    row["MFU (%)"] = 100 * row["TFLOP/s"] * 1e12 / peak if peak and row["TFLOP/s"] else None
+    row["Peak Memory (MiB)"] = result.peak_memory_bytes / 2**20 if result.peak_memory_bytes else None
+    row["Error"] = result.error
+    return row
+
+
+def result_record(result: RunResult) -> dict:
+    """The configuration and raw samples, for the results database and run manifests."""
+    return {"config": asdict(result.config), "status": result.status, "error": result.error,
+            "device": result.device, "samples_ms": result.samples_ms, "peak_memory_bytes": result.peak_memory_bytes}
