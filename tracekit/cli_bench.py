@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import re
+import sys
 
 import click
 
@@ -99,7 +100,7 @@ def progress(total: int, label: str):
     """A progress bar on standard error for sweeps of more than one point."""
     if total <= 1:
         return None
-    return click.progressbar(length=total, label=label, file=click.get_text_stream("stderr"))
+    return click.progressbar(length=total, label=label, file=sys.stderr)
 
 
 @bench.command("models")

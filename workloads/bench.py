@@ -114,11 +114,13 @@ def is_out_of_memory(error: BaseException) -> bool:
     return isinstance(error, RuntimeError) and ("out of memory" in text or "can't allocate memory" in text)
 
 
-def run(config: RunConfig, capture_range: bool = False) -> RunResult:
+def run(config: RunConfig, capture_range: bool = False, memory_snapshot: str | None = None) -> RunResult:
     """Run one configuration; out-of-memory becomes status "oom" (memory released), not an exception.
 
     With ``capture_range``, the measured steps run inside the NVTX range ``tracekit-capture`` that
-    `tracekit capture` tells nsys to record, so warm-up stays out of the trace.
+    `tracekit capture` tells nsys to record, so warm-up stays out of the trace. With
+    ``memory_snapshot`` (CUDA only), allocator history is recorded over the measured steps and
+    dumped to that path (a ``torch.cuda.memory._dump_snapshot`` pickle).
     """
     if config.mode not in MODES:
         raise UsageError(f"unknown mode {config.mode!r}; choose one of {', '.join(MODES)}")
@@ -129,7 +131,7 @@ def run(config: RunConfig, capture_range: bool = False) -> RunResult:
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     try:
-        result.samples_ms = _measure(config, device, capture_range)
+        result.samples_ms = _measure(config, device, capture_range, memory_snapshot)
         if device.type == "cuda":
             result.peak_memory_bytes = torch.cuda.max_memory_allocated(device)
     except Exception as error:  # noqa: BLE001 - any failure of one configuration becomes its row
@@ -142,7 +144,8 @@ def run(config: RunConfig, capture_range: bool = False) -> RunResult:
     return result
 
 
-def _measure(config: RunConfig, device: torch.device, capture_range: bool) -> dict[str, list[float]]:
+def _measure(config: RunConfig, device: torch.device, capture_range: bool,
+             memory_snapshot: str | None) -> dict[str, list[float]]:
     model = build_model(config.model, config.context, config.attention, device, config.seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     step_model = torch.compile(model) if config.compile else model
@@ -152,8 +155,8 @@ def _measure(config: RunConfig, device: torch.device, capture_range: bool) -> di
     samples: dict[str, list[float]] = {phase: [] for phase in PHASES}
     for index in range(config.warmup + config.steps):
         measured = index >= config.warmup
-        if capture_range and index == config.warmup:
-            push(CAPTURE_RANGE)
+        if index == config.warmup:
+            _start_measuring(device, capture_range, memory_snapshot)
         clock = PhaseClock(device)
         with nvtx_range("step"):
             clock.mark()
@@ -179,9 +182,23 @@ def _measure(config: RunConfig, device: torch.device, capture_range: bool) -> di
             for phase, duration in zip(PHASES, durations):
                 samples[phase].append(duration)
             samples["step"].append(sum(durations))
+    _stop_measuring(device, capture_range, memory_snapshot)
+    return {phase: values for phase, values in samples.items() if values}
+
+
+def _start_measuring(device: torch.device, capture_range: bool, memory_snapshot: str | None) -> None:
+    if memory_snapshot and device.type == "cuda":
+        torch.cuda.memory._record_memory_history(max_entries=1_000_000)
+    if capture_range:
+        push(CAPTURE_RANGE)
+
+
+def _stop_measuring(device: torch.device, capture_range: bool, memory_snapshot: str | None) -> None:
     if capture_range:
         pop()
-    return {phase: values for phase, values in samples.items() if values}
+    if memory_snapshot and device.type == "cuda":
+        torch.cuda.memory._dump_snapshot(memory_snapshot)
+        torch.cuda.memory._record_memory_history(enabled=None)
 
 
 def release_memory(device: torch.device) -> None:

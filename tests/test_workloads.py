@@ -1,0 +1,137 @@
+"""Workloads on the CPU with the tiny model: model sizes, the timing harness, sweeps, OOM rows,
+the results database, the micro-benchmarks, and NVTX ranges recorded by nsys."""
+
+import io
+import json
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from workloads import bench  # noqa: E402
+from workloads.models import SIZES, TransformerLM, model_config  # noqa: E402
+from workloads.sweep import configurations, record, results_table, run_sweep  # noqa: E402
+
+
+@pytest.mark.parametrize("name", list(SIZES))
+def test_parameter_count_matches_closed_form(name):
+    config = model_config(name)
+    with torch.device("meta"):  # shapes only: the 2.7B model costs no memory
+        model = TransformerLM(config)
+    counted = sum(parameter.numel() for parameter in model.parameters())
+    d, ff, layers, vocab = config.d_model, config.d_ff, config.num_layers, config.vocab_size
+    embedding_and_head = 2 * vocab * d
+    per_layer = 4 * d * d + 3 * d * ff + 2 * d  # q,k,v,o; gate, up, down; two RMSNorm weights
+    assert counted == embedding_and_head + layers * per_layer + d
+    expected_sizes = {"small": (768, 3072, 12, 12), "medium": (1024, 4096, 24, 16), "large": (1280, 5120, 36, 20),
+                      "xl": (1600, 6400, 48, 25), "2.7B": (2560, 10240, 32, 32)}
+    if name in expected_sizes:
+        assert (d, ff, layers, config.num_heads) == expected_sizes[name]
+
+
+def test_modes_time_in_order_with_raw_samples():
+    results = run_sweep(configurations(["tiny"], [64], modes=["forward", "forward-backward", "train"],
+                                       warmup=2, steps=5, device="cpu"))
+    table = results_table(results).set_index("Mode")
+    assert len(table) == 3 and (table["Status"] == "ok").all()
+    assert (table["Steps"] == 5).all()
+    for result in results:
+        assert all(len(samples) == 5 and min(samples) > 0 for samples in result.samples_ms.values())
+    step = table["Step Mean (ms)"]
+    assert step["forward"] < step["forward-backward"] < step["train"]
+    assert pd.isna(table.loc["forward", "Backward Mean (ms)"]) and table.loc["train", "Optimizer Mean (ms)"] > 0
+    # the step is the sum of its phases, sample by sample
+    train = next(result for result in results if result.config.mode == "train").samples_ms
+    assert train["step"] == pytest.approx([f + b + o for f, b, o in zip(train["forward"], train["backward"],
+                                                                          train["optimizer"])])
+    assert table.loc["train", "GFLOP/step"] == pytest.approx(3 * table.loc["forward", "GFLOP/step"])
+
+
+def test_out_of_memory_becomes_a_row_and_the_sweep_goes_on(monkeypatch):
+    real = bench.build_model
+
+    def build(name, context, *args, **kwargs):
+        if context == 64:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB")
+        return real(name, context, *args, **kwargs)
+
+    monkeypatch.setattr(bench, "build_model", build)
+    results = run_sweep(configurations(["tiny"], [32, 64, 16], warmup=1, steps=2, device="cpu"))
+    table = results_table(results)
+    assert table["Ctx"].tolist() == [32, 64, 16]
+    assert table["Status"].tolist() == ["ok", "oom", "ok"]
+    assert pd.isna(table.loc[1, "Step Mean (ms)"]) and "Tried to allocate" in table.loc[1, "Error"]
+
+
+def test_results_database_accumulates(tmp_path):
+    import sqlite_utils
+
+    db = tmp_path / "results.db"
+    results = run_sweep(configurations(["tiny"], [16, 32], warmup=0, steps=2, device="cpu"))
+    assert record(db, results) == 2
+    assert record(db, results[:1]) == 3
+    rows = list(sqlite_utils.Database(db)["runs"].rows)
+    assert [row["ctx"] for row in rows] == [16, 32, 16]
+    assert rows[0]["torch_version"] == str(torch.__version__) and rows[0]["time_utc"]
+    assert len(json.loads(rows[0]["samples_ms"])["step"]) == 2
+    assert rows[0]["step_mean_ms"] > 0
+
+
+def test_cli_sweep(cli, tmp_path):
+    db = tmp_path / "results.db"
+    result = cli("bench", "tiny", "--ctx", "16", "32", "--mode", "forward", "--warmup", "0", "--steps", "2",
+                 "--device", "cpu", "--format", "csv", "--db", db)
+    assert result.exit_code == 0, result.output
+    table = pd.read_csv(io.StringIO(result.output[result.output.index("Model,"):].split("\n" + str(db))[0]))
+    assert table["Ctx"].tolist() == [16, 32] and (table["Status"] == "ok").all()
+    unknown = cli("bench", "tiny", "--mode", "sideways")
+    assert unknown.exit_code == 2 and "choose from" in unknown.output
+
+
+def test_cli_micro_benchmarks(cli):
+    attention = cli("bench", "attention", "--head-dim", "16", "--seq", "32", "64", "--passes", "2", "--warmup", "0",
+                    "--device", "cpu", "--format", "json")
+    rows = json.loads(attention.output[attention.output.index("["):])
+    assert [(row["Implementation"], row["Seq Len"]) for row in rows] == [("naive", 32), ("naive", 64),
+                                                                      ("sdpa", 32), ("sdpa", 64)]
+    assert all(row["Status"] == "ok" and row["Forward (ms)"] > 0 and row["Backward (ms)"] > 0 for row in rows)
+    optimizer = cli("bench", "optimizer", "--params", "1", "4", "--size", "1Ki", "--impl", "single-tensor,foreach",
+                    "--steps", "2", "--warmup", "1", "--device", "cpu", "--format", "json")
+    rows = json.loads(optimizer.output[optimizer.output.index("["):])
+    assert [(row["Params"], row["Elements Each"]) for row in rows] == [(1, 1024), (4, 1024)]
+    assert all(row["single-tensor (ms)"] > 0 and row["foreach (ms)"] > 0 for row in rows)
+
+
+def test_dtypes_under_bf16_autocast(cli):
+    rows = json.loads(cli("bench", "dtypes", "tiny", "--dtype", "bf16", "--device", "cpu", "--format", "json").output)
+    dtypes = {row["Tensor"]: row["Dtype"] for row in rows}
+    assert dtypes["parameters"] == "torch.float32" and dtypes["gradients"] == "torch.float32"
+    assert dtypes["layers.0.attention.qkv output"] == "torch.bfloat16"
+    assert dtypes["layers.0.attention_norm output"] == "torch.float32"  # RMSNorm keeps its input's dtype
+    assert dtypes["logits"] == "torch.bfloat16" and dtypes["loss"] == "torch.float32"
+
+
+@pytest.mark.nsys
+def test_ranges_recorded_under_nsys(nsys, tmp_path):
+    """The tiny model under nsys 2022.4 on the CPU: every range, warm-up included (no capture range)."""
+    pytest.importorskip("nvtx")
+    from tracekit import nsys_cli
+    from tracekit.sources.nsys import read_nsys_export
+
+    warmup, steps, layers = 2, 3, model_config("tiny").num_layers
+    subprocess.run([nsys, "profile", "--trace=nvtx", "--sample=none", "--cpuctxsw=none", "--force-overwrite=true",
+                    "--output", str(tmp_path / "run"), sys.executable, "-m", "workloads", "tiny", "--ctx", "16",
+                    "--warmup", str(warmup), "--steps", str(steps), "--device", "cpu"],
+                   check=True, capture_output=True, timeout=300)
+    report = tmp_path / "run.nsys-rep"
+    if not report.exists():
+        nsys_cli.import_qdstrm(tmp_path / "run.qdstrm", report, nsys)
+    counts = read_nsys_export(nsys_cli.export_sqlite(report, nsys)).ranges["name"].astype(str).value_counts()
+    runs = warmup + steps
+    for name in ("step", "forward", "backward", "optimizer", "layer.0", f"layer.{layers - 1}"):
+        assert counts[name] == runs, name
+    for name in ("attention scores", "softmax", "attention output"):
+        assert counts[name] == runs * layers, name
