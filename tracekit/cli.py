@@ -10,6 +10,7 @@ import click
 
 from tracekit import __version__
 from tracekit.cli_bench import bench
+from tracekit.cli_capture import capture
 from tracekit.cli_common import TracekitGroup, emit, output_options
 
 
@@ -114,6 +115,7 @@ def breakdown(trace, phases, same_thread, nsys, fmt, output):
 
 
 main.add_command(bench)
+main.add_command(capture)
 
 if __name__ == "__main__":
     main()

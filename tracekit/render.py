@@ -66,7 +66,10 @@ def format_cell(value, for_terminal: bool = True) -> str:
         magnitude = abs(float(value))
         if magnitude >= 100 or magnitude == 0 or float(value).is_integer():
             return f"{float(value):,.1f}"
-        return f"{float(value):.2f}" if magnitude >= 1 else f"{float(value):.3g}"
+        if magnitude >= 1:
+            text = f"{float(value):.2f}"
+            return text[:-1] if text.endswith("0") else text  # 31.20 -> 31.2 (nsys rounds to 0.1)
+        return f"{float(value):.3g}"
     text = str(value)
     if for_terminal and len(text) > TABLE_TEXT_WIDTH:
         return text[:TABLE_TEXT_WIDTH - 1] + "…"

@@ -10,6 +10,7 @@ they return); on MPS with ``perf_counter`` after ``torch.mps.synchronize()``.
 from __future__ import annotations
 
 import gc
+import platform
 import statistics
 import time
 from contextlib import nullcontext
@@ -18,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 import torch
 
 from tracekit.errors import UsageError
-from workloads.annotate import CAPTURE_RANGE, nvtx_range, pop, push
+from workloads.annotate import BACKEND, CAPTURE_RANGE, nvtx_range, pop, push
 from workloads.hardware import device_name, peak_flops
 from workloads.models import build_model, flops_per_step, model_config, parameter_count
 
@@ -53,6 +54,7 @@ class RunResult:
     status: str = "ok"                  # ok | oom | error
     error: str | None = None
     device: str = ""
+    device_type: str = ""
     samples_ms: dict[str, list[float]] = field(default_factory=dict)
     peak_memory_bytes: int | None = None
 
@@ -127,7 +129,7 @@ def run(config: RunConfig, capture_range: bool = False, memory_snapshot: str | N
     if config.dtype not in DTYPES:
         raise UsageError(f"unknown dtype {config.dtype!r}; choose one of {', '.join(DTYPES)}")
     device = resolve_device(config.device)
-    result = RunResult(config, device=device_name(device))
+    result = RunResult(config, device=device_name(device), device_type=device.type)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     try:
@@ -237,6 +239,8 @@ def summarize(result: RunResult) -> dict:
 
 
 def result_record(result: RunResult) -> dict:
-    """The configuration and raw samples, for the results database and run manifests."""
+    """The configuration, raw samples and environment, for the results database and run manifests."""
     return {"config": asdict(result.config), "status": result.status, "error": result.error,
-            "device": result.device, "samples_ms": result.samples_ms, "peak_memory_bytes": result.peak_memory_bytes}
+            "device": result.device, "device_type": result.device_type, "samples_ms": result.samples_ms,
+            "peak_memory_bytes": result.peak_memory_bytes, "torch_version": str(torch.__version__),
+            "python_version": platform.python_version(), "nvtx_backend": BACKEND}

@@ -1,0 +1,44 @@
+"""A stand-in for nsys in tests of what tracekit does when nsys misbehaves.
+
+FAKE_NSYS_MODE:
+  agent  run the program, write the report, leave a spinning "agent" of this session, exit 0
+  hang   run the program, write the report, then never exit
+  slow   run the program, then wait for Ctrl-C (SIGINT): write the report and exit 130
+FAKE_NSYS_REPORT and FAKE_NSYS_EXPORT are the files `profile` and `export` copy into place.
+"""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+args = sys.argv[1:]
+mode = os.environ.get("FAKE_NSYS_MODE", "agent")
+if args[:1] == ["--version"]:
+    print("NVIDIA Nsight Systems version 2099.1.0-fake")
+elif args[:1] == ["export"]:
+    shutil.copy(os.environ["FAKE_NSYS_EXPORT"], args[args.index("--output") + 1])
+elif args[:1] == ["profile"]:
+    output = args[args.index("--output") + 1]
+    rest = args[args.index("--output") + 2:]
+    program = rest[next(index for index, arg in enumerate(rest) if not arg.startswith("-")):]
+    report = output + ".nsys-rep"
+    interrupted = []
+    signal.signal(signal.SIGINT, lambda *_: interrupted.append(True))
+    child = subprocess.Popen(program)
+    child.wait()
+    if mode == "slow":
+        open(output + ".profiling", "w").close()
+        while not interrupted:
+            time.sleep(0.05)
+        shutil.copy(os.environ["FAKE_NSYS_REPORT"], report)
+        sys.exit(130)
+    shutil.copy(os.environ["FAKE_NSYS_REPORT"], report)
+    if mode == "agent":  # a detached process named as nsys names its agents, spinning
+        subprocess.Popen([sys.executable, "-c", "while True: pass", f"--session-name=profile-python-{os.getpid()}"],
+                         start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if mode == "hang":
+        while True:
+            time.sleep(1)

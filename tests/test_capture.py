@@ -1,0 +1,141 @@
+"""`tracekit capture`: the real nsys on the CPU (the CI integration test), and a fake nsys that
+hangs, leaves an agent behind, or is interrupted; and no nsys at all."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from nsys_builder import ExportBuilder
+from tracekit import nsys_cli, runs, watchdog
+from tracekit.sources.nsys import read_nsys_export
+
+pytest.importorskip("torch")
+FAKE = Path(__file__).with_name("fake_nsys.py")
+
+
+@pytest.mark.nsys
+@pytest.mark.slow
+def test_capture_tiny_on_cpu(cli, nsys, tmp_path):
+    """The CI integration test: a complete run folder whose trace holds exactly the measured steps."""
+    pytest.importorskip("nvtx")
+    result = cli("capture", "tiny", "--ctx", "32", "--warmup", "2", "--steps", "3", "--out", tmp_path,
+                 "--memory")
+    assert result.exit_code == 0, result.output
+    assert "memory snapshots need CUDA" in result.output and "no CUDA kernels" in result.output
+    latest = tmp_path / "latest"
+    folder = latest.resolve()
+    assert folder.parent == tmp_path and folder.name.startswith("tiny-ctx32-train-fp32-")
+    assert {path.name for path in folder.iterdir()} >= {"trace.nsys-rep", "trace.sqlite", "run.json"}
+    assert not (folder / "memory.pickle").exists()
+    manifest = json.loads((folder / "run.json").read_text())
+    assert manifest["status"] == "complete" and manifest["trace"] == "nvtx"
+    assert manifest["config"]["steps"] == 3 and manifest["versions"]["nsys"] == nsys_cli.nsys_version(nsys)
+    assert len(manifest["samples_ms"]["step"]) == 3 and manifest["timings_ms"]["step"]["mean"] > 0
+    assert manifest["versions_program"]["torch"] and manifest["wall_s"]["total"] > 0
+
+    ranges = read_nsys_export(folder / "trace.sqlite").ranges
+    steps = ranges[ranges["name"] == "step"]
+    assert len(steps) == 3  # warm-up stayed out of the capture
+    for _, step in steps.iterrows():
+        children = set(ranges.loc[ranges["parent"] == step["range_id"], "name"].astype(str))
+        assert children == {"forward", "backward", "optimizer"}
+    table = cli("ranges", latest, "--format", "json")
+    counts = {row["Range"]: row["Instances"] for row in json.loads(table.output)}
+    assert counts["step"] == counts["forward"] == counts["backward"] == counts["optimizer"] == 3
+    assert counts["softmax"] == 3 * 2  # two layers
+
+
+@pytest.fixture
+def fake_nsys(tmp_path, monkeypatch, real_report):
+    """A fake `nsys` on PATH; the report and export it hands out are real ones."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    shim = bin_dir / "nsys"
+    shim.write_text(f"#!/bin/sh\nexec {sys.executable} {FAKE} \"$@\"\n")
+    shim.chmod(0o755)
+    b = ExportBuilder("2022.4")
+    for step in range(3):
+        b.push_pop(step * 100, step * 100 + 90, "step")
+    monkeypatch.setenv("FAKE_NSYS_REPORT", str(real_report))
+    monkeypatch.setenv("FAKE_NSYS_EXPORT", str(b.write(tmp_path / "fake-export.sqlite")))
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    return shim
+
+
+def test_watchdog_stops_a_lingering_agent(cli, fake_nsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("FAKE_NSYS_MODE", "agent")
+    out = tmp_path / "traces"
+    result = cli("capture", "tiny", "--ctx", "16", "--warmup", "0", "--steps", "1", "--device", "cpu", "--out", out,
+                 "--nsys", fake_nsys, "--name", "agent")
+    assert result.exit_code == 0, result.output
+    assert "the nsys agent (pid" in result.output and "kept running after the program ended" in result.output
+    manifest = runs.read_manifest(out / "agent")
+    assert manifest["status"] == "complete"
+    (killed,) = manifest["watchdog"]["killed_agents"]
+    assert not watchdog._alive(killed)
+
+
+def test_watchdog_stops_nsys_that_never_exits(cli, fake_nsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("FAKE_NSYS_MODE", "hang")
+    started = time.monotonic()
+    result = cli("capture", "tiny", "--ctx", "16", "--warmup", "0", "--steps", "1", "--device", "cpu",
+                 "--out", tmp_path / "traces", "--nsys", fake_nsys, "--name", "hang", "--nsys-grace", "1")
+    assert result.exit_code == 0, result.output
+    assert time.monotonic() - started < 60
+    assert "did not exit 1 s after the program ended; the watchdog stopped it" in result.output
+    assert runs.read_manifest(tmp_path / "traces" / "hang")["watchdog"]["killed_nsys"] is True
+
+
+def test_ctrl_c_stops_cleanly(fake_nsys, tmp_path):
+    out = tmp_path / "traces"
+    environment = {**os.environ, "FAKE_NSYS_MODE": "slow"}
+    process = subprocess.Popen([sys.executable, "-m", "tracekit.cli", "capture", "tiny", "--ctx", "16", "--warmup", "0",
+                                "--steps", "1", "--device", "cpu", "--out", str(out), "--nsys", str(fake_nsys),
+                                "--name", "stopped"], env=environment, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, start_new_session=True)
+    marker = out / "stopped" / "trace.profiling"
+    deadline = time.monotonic() + 120
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    os.killpg(process.pid, signal.SIGINT)  # what a terminal does on Ctrl-C: the whole process group
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == 1
+    assert "capture interrupted" in stderr and "Traceback" not in stderr
+    manifest = runs.read_manifest(out / "stopped")
+    assert manifest["status"] == "interrupted"
+    assert (out / "stopped" / "trace.nsys-rep").exists()
+
+
+def test_missing_nsys(cli, tmp_path, monkeypatch):
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    monkeypatch.delenv("TRACEKIT_NSYS", raising=False)
+    monkeypatch.setattr(nsys_cli, "NSYS_LOCATIONS", [])
+    result = cli("capture", "tiny", "--out", tmp_path / "traces")
+    assert result.exit_code == 1
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "nsys) is not installed" in lines[0]
+    assert "apt-get install nsight-systems" in lines[0] and "https://developer.nvidia.com/nsight-systems" in lines[0]
+    assert "--nsys PATH" in lines[0]
+    assert not (tmp_path / "traces").exists()
+
+
+def test_default_names_and_replacing(tmp_path):
+    from datetime import datetime
+
+    name = runs.default_name("xl", 256, "train", "bf16", True, "naive", datetime(2026, 11, 22, 14, 3))
+    assert name == "xl-ctx256-train-bf16-compiled-20261122-1403"
+    first = runs.prepare(tmp_path, name, replace=False)
+    second = runs.prepare(tmp_path, name, replace=False)
+    assert second.name == name + "-2" and first.exists()
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "thesis.tex").write_text("not a run")
+    with pytest.raises(Exception, match="not a tracekit run folder"):
+        runs.prepare(tmp_path, "mine", replace=True)
