@@ -114,6 +114,45 @@ def breakdown(trace, phases, same_thread, nsys, fmt, output):
     emit(breakdown_table(opened, specs, same_thread), fmt, output, f"GPU time by phase and category: {opened.name}")
 
 
+@main.command()
+@click.argument("snapshots", nargs=-1, required=True, type=click.Path())
+@click.option("--top", type=click.IntRange(min=1), default=20, show_default=True, help="rows of the table")
+@click.option("--by", "by", type=click.Choice(["allocation", "frame"]), default="allocation", show_default=True,
+              help="largest live allocations at the peak, or their total per allocating frame")
+@click.option("--plot", type=click.Path(dir_okay=False), default=None,
+              help="write the active-memory timeline picture here (.png or .svg)")
+@click.option("--compare", is_flag=True, help="two snapshots: peak delta and the frames that grew or shrank")
+@click.option("--device", type=click.IntRange(min=0), default=None, help="CUDA device (default: highest peak)")
+@output_options
+def memory(snapshots, top, by, plot, compare, device, fmt, output):
+    """Peak memory of a CUDA memory snapshot (torch.cuda.memory._dump_snapshot pickle, or a run
+    folder's memory.pickle): when it happened, what was live, which code allocated it."""
+    from tracekit.analysis.memory import compare as compare_snapshots, memory_tables
+    from tracekit.sources.snapshot import load_snapshot
+
+    if compare or len(snapshots) == 2:
+        if len(snapshots) != 2:
+            raise click.UsageError("--compare takes two snapshots: A B")
+        first, second = (load_snapshot(path) for path in snapshots)
+        emit(compare_snapshots(first, second, device), fmt, output, f"Memory at the peak: A={snapshots[0]}  "
+             f"B={snapshots[1]}")
+        return
+    if len(snapshots) > 1:
+        raise click.UsageError("give one snapshot, or two with --compare")
+    trace = load_snapshot(snapshots[0])
+    summary, table, replayed = memory_tables(trace, top, by, device)
+    if fmt in ("table", "md"):
+        emit(summary, fmt, None, f"Memory snapshot: {trace.source}")
+        click.echo()
+    heading = "Largest allocations live at the peak" if by == "allocation" else "What holds the memory at the peak"
+    emit(table, fmt, output, heading)
+    if plot:
+        from tracekit.plots import memory_timeline, save
+
+        save(memory_timeline(trace, replayed, min(top, 12)), plot)
+        click.echo(f"timeline: {plot}", err=True)
+
+
 main.add_command(bench)
 main.add_command(capture)
 

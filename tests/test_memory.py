@@ -1,0 +1,207 @@
+"""Memory snapshots: safe loading, replay against an independent one, peaks, holders, pictures."""
+
+import io
+import json
+import os
+import pickle
+
+import numpy as np
+import pytest
+
+from snapshot_builder import SnapshotBuilder, stack
+from tracekit.analysis.memory import compare, holders_at_peak, largest_at_peak, phases, replay
+from tracekit.errors import SnapshotError
+from tracekit.sources.snapshot import load_snapshot
+
+MIB = 2 ** 20
+WEIGHTS = stack("model/init.py:10 build")
+ACTIVATION = stack("model/layers.py:39 forward", "train.py:5 main")
+SCORES = stack("model/attention.py:12 softmax", "model/layers.py:41 forward")
+
+
+def independent_replay(path):
+    """A few lines, separate from tracekit: what was live before the trace, the peak with it, the peak
+    of traced allocations alone, and the largest allocation live at the peak."""
+    class Data(pickle.Unpickler):
+        def find_class(self, module, name):
+            raise pickle.UnpicklingError(name)
+    data = Data(open(path, "rb")).load()
+    events = data["device_traces"][0]
+    open_at_end = {}  # traced allocations never freed: their blocks count at the traced (requested) size
+    for e in events:
+        if e["action"] == "alloc":
+            open_at_end[e["addr"]] = e["size"]
+        elif e["action"] == "free_completed":
+            open_at_end.pop(e["addr"], None)
+    active_end = sum(open_at_end.get(b["address"], b["size"]) for s in data["segments"] for b in s["blocks"]
+                     if b["state"].startswith("active"))
+    net = sum(e["size"] if e["action"] == "alloc" else -e["size"] for e in events
+              if e["action"] in ("alloc", "free_completed"))
+    current = peak = start = active_end - net
+    traced, traced_total, traced_peak, peak_at = {}, 0, 0, -1
+    for index, e in enumerate(events):
+        if e["action"] == "alloc":
+            current += e["size"]
+            traced[e["addr"]] = e["size"]
+            traced_total += e["size"]
+        elif e["action"] == "free_completed":
+            current -= e["size"]
+            traced_total -= traced.pop(e["addr"], 0)
+        traced_peak = max(traced_peak, traced_total)
+        if current > peak:
+            peak, peak_at = current, index
+    live = {}
+    for index, e in enumerate(events[:peak_at + 1]):  # replay to the peak: traced allocations live then
+        if e["action"] == "alloc":
+            live[e["addr"]] = e["size"]
+        elif e["action"] == "free_completed":
+            live.pop(e["addr"], None)
+    later_frees, allocated_in_trace = [], set()  # frees after the peak of allocations made before the trace
+    for index, e in enumerate(events):
+        if e["action"] == "alloc":
+            allocated_in_trace.add(e["addr"])
+        elif e["action"] == "free_completed" and e["addr"] not in allocated_in_trace and index > peak_at:
+            later_frees.append(e["size"])
+    throughout = [b["size"] for s in data["segments"] for b in s["blocks"]  # active before and after the trace
+                  if b["state"].startswith("active") and b["address"] not in open_at_end]
+    largest = max(list(live.values()) + later_frees + throughout + [0])
+    return start, peak, traced_peak, largest
+
+
+@pytest.mark.parametrize("name", ["cs336_medium_ctx128_train_step", "cs336_medium_ctx512_train_step",
+                                  "cs336_medium_ctx512_forward"])
+def test_real_snapshots_match_an_independent_replay(shared_memory, name):
+    path = shared_memory / f"{name}.pickle"
+    start, peak, traced_peak, largest = independent_replay(path)
+    trace = load_snapshot(path)
+    memory = replay(trace)
+    assert memory.timeline["allocated"].iloc[0] == start > 0
+    assert memory.peak_allocated == peak
+    assert memory.timeline["allocated_in_trace"].max() == traced_peak
+    assert memory.live_at_peak["size"].sum() == peak  # what is live at the peak adds up to it
+    assert largest_at_peak(trace, memory, 1)["Size (MiB)"].iloc[0] * MIB == largest
+
+
+def test_train_step_holders_and_phases(shared_memory):
+    trace = load_snapshot(shared_memory / "cs336_medium_ctx512_train_step.pickle")
+    memory = replay(trace)
+    holders = holders_at_peak(trace, memory).set_index("Frame")
+    assert holders.index[0] == "(allocated before the trace began)"
+    assert "cs336_basics/nn_utils.py:6 softmax" in holders.index  # attention's softmax holds memory at the peak
+    assert holders["Total (MiB)"].sum() * MIB == pytest.approx(memory.peak_allocated)
+    assert phases(trace, memory)["Phase"].tolist() == ["Optimizer.step#AdamW.step"]
+    table = largest_at_peak(trace, memory, None)
+    assert (table["Frame"] != "(no stack recorded)").all()
+
+
+def test_known_snapshot(tmp_path):
+    b = SnapshotBuilder()
+    b.alloc(0x2000, 4 * MIB, 100, ACTIVATION)          # index 0
+    b.segment_event("segment_alloc", 0x9000, 20 * MIB, 150)
+    b.alloc(0x3000, 8 * MIB, 200, SCORES)              # index 2: peak here (1 + 4 + 8 MiB + 2 MiB early)
+    b.free(0x3000, 8 * MIB, 300)                        # 3, 4
+    b.free(0x1000, 2 * MIB, 400)                        # 5, 6: allocated before the trace began
+    b.alloc(0x4000, 1 * MIB, 500, ACTIVATION)          # 7
+    b.segment(0x0, 20 * MIB, [(0x0, MIB, "active_allocated", WEIGHTS), (0x2000, 4 * MIB, "active_allocated"),
+                              (0x4000, MIB, "active_pending_free"), (0x5000, 6 * MIB, "inactive")])
+    b.segment(0x9000, 20 * MIB, [(0x9000, 20 * MIB, "inactive")])
+    b.annotate("Optimizer.step#AdamW.step", 350, 450)
+    trace = load_snapshot(b.dump(tmp_path / "s.pickle"))
+    memory = replay(trace)
+    timeline = memory.timeline.set_index("index")
+    # active at snapshot: 1 + 4 + 1 = 6 MiB; trace net: +4 +8 -8 -2 +1 = +3 MiB; so 3 MiB before the trace
+    assert timeline.loc[-1, "allocated"] == 3 * MIB
+    assert memory.peak_allocated == 15 * MIB and memory.peak_index == 2
+    assert timeline["allocated_in_trace"].max() == 12 * MIB
+    assert timeline.loc[-1, "reserved"] == 20 * MIB and timeline["reserved"].max() == 40 * MIB
+    assert timeline.loc[2, "x"] == pytest.approx(0.1)  # ms after the first event
+    table = largest_at_peak(trace, memory, None)
+    assert table["Size (MiB)"].tolist() == [8, 4, 2, 1]
+    assert table["Frame"].tolist() == ["model/attention.py:12 softmax", "model/layers.py:39 forward",
+                                       "(allocated before the trace began)", "model/init.py:10 build"]
+    assert table["Freed At (ms)"].tolist()[0] == pytest.approx(0.2)
+    holders = holders_at_peak(trace, memory)
+    assert holders["Share (%)"].tolist() == [53.3, 26.7, 13.3, 6.7]
+    assert phases(trace, memory).values.tolist() == [["Optimizer.step#AdamW.step", 0.25, 0.35]]
+
+
+def test_without_timestamps_several_devices_and_empty_trace(tmp_path):
+    b = SnapshotBuilder(with_time=False, devices=2)
+    b.alloc(0x10, 2 * MIB, 0, ACTIVATION, device=0)
+    b.alloc(0x20, 5 * MIB, 0, SCORES, device=1)
+    b.free(0x20, 5 * MIB, 0, device=1)
+    b.segment(0x10, 2 * MIB, [(0x10, 2 * MIB, "active_allocated")], device=0)
+    trace = load_snapshot(b.dump(tmp_path / "devices.pickle"))
+    memory = replay(trace)
+    assert memory.device == 1 and memory.peak_allocated == 5 * MIB and not memory.has_time
+    assert memory.timeline["x"].tolist() == [-1.0, 0.0, 1.0, 2.0]  # event index stands in for time
+    assert replay(trace, device=0).peak_allocated == 2 * MIB
+    empty = SnapshotBuilder()
+    empty.traces = [[]]
+    empty.segment(0x0, 4 * MIB, [(0x0, 3 * MIB, "active_allocated", WEIGHTS)])
+    state_only = load_snapshot(empty.dump(tmp_path / "empty.pickle"))
+    memory = replay(state_only)
+    assert memory.peak_allocated == 3 * MIB and len(memory.timeline) == 1
+    assert holders_at_peak(state_only, memory)["Frame"].tolist() == ["model/init.py:10 build"]
+
+
+class Exploit:
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_malicious_pickle_runs_nothing(tmp_path, cli):
+    marker = tmp_path / "pwned"
+    path = tmp_path / "evil.pickle"
+    path.write_bytes(pickle.dumps({"segments": [], "device_traces": [[Exploit(marker)]]}))
+    with pytest.raises(SnapshotError, match=r"asks to load the Python object (posix|os)\.system"):
+        load_snapshot(path)
+    result = cli("memory", path)
+    assert result.exit_code == 1 and "refused without running anything" in result.output
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("content,message", [
+    (pickle.dumps({"segments": [], "device_traces": [[]]})[:-5], "truncated"),
+    (pickle.dumps([{"address": 0}]), "pickle of a list"),
+    (pickle.dumps({"segments": []}), "no allocation history"),
+    (pickle.dumps({"hello": 1}), "without 'segments'"),
+    (b"not a pickle at all", "not a readable pickle"),
+])
+def test_bad_files(tmp_path, cli, content, message):
+    path = tmp_path / "bad.pickle"
+    path.write_bytes(content)
+    with pytest.raises(SnapshotError, match=message):
+        load_snapshot(path)
+    result = cli("memory", path)
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code == 1 and len(lines) == 1 and message in lines[0]
+
+
+def test_cli_plot_compare_and_run_folder(cli, tmp_path, shared_memory):
+    import matplotlib.image
+
+    forward = shared_memory / "cs336_medium_ctx512_forward.pickle"
+    picture = tmp_path / "timeline.png"
+    result = cli("memory", forward, "--plot", picture, "--top", "3", "--format", "json")
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.output[result.output.index("["):result.output.rindex("]") + 1])
+    assert len(rows) == 3 and rows[0]["Size (MiB)"] == 64.0
+    pixels = matplotlib.image.imread(picture)
+    assert pixels.shape[0] >= 500 and pixels.shape[1] >= 1000 and pixels.std() > 0.05
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "memory.pickle").write_bytes(forward.read_bytes())
+    by_frame = cli("memory", run, "--by", "frame", "--format", "csv")
+    assert "(allocated before the trace began)" in by_frame.output
+    empty_run = tmp_path / "cpu-run"
+    empty_run.mkdir()
+    missing = cli("memory", empty_run)
+    assert missing.exit_code == 1 and "snapshots need CUDA" in missing.output
+    table = compare(load_snapshot(forward), load_snapshot(shared_memory / "cs336_medium_ctx512_train_step.pickle"))
+    peak = table.set_index("Holder").loc["(peak allocated)"]
+    assert peak["Delta (MiB)"] == pytest.approx(peak["B (MiB)"] - peak["A (MiB)"]) and peak["Delta (MiB)"] > 9000
+    assert np.isfinite(peak["Ratio"])
