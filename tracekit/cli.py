@@ -153,6 +153,26 @@ def memory(snapshots, top, by, plot, compare, device, fmt, output):
         click.echo(f"timeline: {plot}", err=True)
 
 
+@main.command("export")
+@click.argument("trace", type=click.Path())
+@click.option("--parquet", "folder", required=True, type=click.Path(file_okay=False),
+              help="folder for kernels.parquet, launches.parquet, ranges.parquet, meta.json")
+@click.option("--memory", "snapshot", type=click.Path(dir_okay=False), default=None,
+              help="also a memory snapshot's events and allocations (default: a run folder's memory.pickle)")
+@nsys_option
+def export(trace, folder, snapshot, nsys):
+    """Write TRACE's normalized tables as Parquet files for notebooks."""
+    from pathlib import Path
+
+    from tracekit.export import export_parquet
+    from tracekit.sources import open_trace
+
+    if snapshot is None and Path(trace).is_dir() and (Path(trace) / "memory.pickle").exists():
+        snapshot = Path(trace) / "memory.pickle"
+    written = export_parquet(open_trace(trace, nsys), Path(folder), Path(snapshot) if snapshot else None)
+    emit(written, "table", None, f"Wrote {folder}/")
+
+
 main.add_command(bench)
 main.add_command(capture)
 

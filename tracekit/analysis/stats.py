@@ -49,25 +49,27 @@ def grouped_stats(codes: np.ndarray, values: np.ndarray) -> pd.DataFrame:
     """nsys statistics of ``values`` (non-negative int64 ns) per group code; rows with code < 0 are left out.
 
     Returns one row per present code (the index), columns Total Time (ns) .. StdDev (ns), unrounded
-    Avg/Med/StdDev as float; no Time (%).
+    Avg/Med/StdDev as float; no Time (%). Excluded rows are not copied out first: their negative
+    codes sort before every group and are sliced off.
     """
     codes = np.asarray(codes)
     values = np.asarray(values, dtype=np.int64)
-    keep = codes >= 0
-    if not keep.all():
-        codes, values = codes[keep], values[keep]
-    if len(values) == 0:
+    if len(values) == 0 or codes.max(initial=-1) < 0:
         return pd.DataFrame(columns=[TOTAL, INSTANCES, AVG, MED, MIN, MAX, STDDEV], index=pd.Index([], dtype=np.int64))
-    group, ordered = _sort_by_group_then_value(codes.astype(np.int64, copy=False), values)
+    group, ordered = _sort_by_group_then_value(codes, values)
     starts = np.flatnonzero(np.concatenate(([True], group[1:] != group[:-1])))
+    index = group[starts]
+    del group
     counts = np.diff(np.append(starts, len(ordered)))
     totals = np.add.reduceat(ordered, starts)
     means = totals / counts
     middle_low = ordered[starts + (counts - 1) // 2]
     middle_high = ordered[starts + counts // 2]
+    minima, maxima = ordered[starts], ordered[starts + counts - 1]
     # Two passes (deviations from the group mean) keep the sample variance exact for long durations,
     # where sum-of-squares minus squared-sum would cancel catastrophically.
     deviations = ordered.astype(np.float64)
+    del ordered
     deviations -= np.repeat(means, counts)
     deviations *= deviations
     squares = np.add.reduceat(deviations, starts)
@@ -76,19 +78,22 @@ def grouped_stats(codes: np.ndarray, values: np.ndarray) -> pd.DataFrame:
         stddev = np.where(counts > 1, np.sqrt(squares / np.maximum(counts - 1, 1)), 0.0)
     return pd.DataFrame({
         TOTAL: totals, INSTANCES: counts, AVG: means, MED: (middle_low + middle_high) / 2.0,
-        MIN: ordered[starts], MAX: ordered[starts + counts - 1], STDDEV: stddev,
-    }, index=pd.Index(group[starts], dtype=np.int64))
+        MIN: minima, MAX: maxima, STDDEV: stddev,
+    }, index=pd.Index(index, dtype=np.int64))
 
 
 def _sort_by_group_then_value(codes: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(group, value) pairs sorted by group then value, as two arrays."""
+    """(group, value) pairs of rows with a code >= 0, sorted by group then value, as two arrays."""
     span = int(values.max()) + 1 if len(values) else 1
     if int(codes.max()) < (2 ** 62) // span:
-        packed = codes * span  # one int64 key: an in-place sort of it beats an argsort plus gathers
+        packed = codes.astype(np.int64) * span  # one int64 key: an in-place sort beats an argsort plus gathers
         packed += values
         packed.sort()
-        group, ordered = np.divmod(packed, span)
+        kept = packed[np.searchsorted(packed, 0):]  # code -1 packs below zero: the excluded rows come first
+        group, ordered = np.divmod(kept, span)
         return group, ordered
+    keep = codes >= 0
+    codes, values = codes[keep], values[keep]
     order = np.lexsort((values, codes))
     return codes[order], values[order]
 

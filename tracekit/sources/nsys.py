@@ -17,11 +17,13 @@ import numpy as np
 import pandas as pd
 
 from tracekit.errors import InvalidTraceError, NotAnExportError
+from tracekit.sources.cache import TableCache
 from tracekit.sources.nesting import nest_ranges
 from tracekit.sources.sqlite_columns import (connect_readonly, present_ids, read_columns, read_int_columns,
                                              read_strings, table_columns)
 from tracekit.trace import (GPU_OP_KINDS, KERNEL_COLUMNS, LAUNCH_COLUMNS, RANGE_COLUMNS, RANGE_STYLES, Trace,
-                            TraceMeta, empty_kernels, empty_launches, empty_ranges, is_pattern, names_matching)
+                            TraceMeta, empty_kernels, empty_launches, empty_ranges, is_pattern, names_matching,
+                            renest)
 
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
 MEMCPY_TABLE = "CUPTI_ACTIVITY_KIND_MEMCPY"
@@ -51,12 +53,24 @@ def read_nsys_export(path: str | Path) -> Trace:
     path = Path(path)
     tables = _check_export(path)
     meta = _read_meta(path, tables)
-    return Trace(meta, {
+    loaders = {
         "kernels": lambda: read_gpu_ops(path, tables),
         "launches": lambda: read_launches(path, tables),
         "ranges": lambda: read_ranges(path, tables),
         "ranges_named": lambda names: read_ranges(path, tables, names),
-    })
+    }
+    cache = TableCache.for_export(path)
+    if cache is not None:
+        for table in ("kernels", "launches", "ranges"):
+            loaders[table] = cache.wrap(table, loaders[table])
+        # With the whole range table cached, selecting from it beats a filtered scan of SQLite.
+        loaders["ranges_named"] = lambda names: (_select_ranges(cache.load("ranges"), names) if cache.has("ranges")
+                                                 else read_ranges(path, tables, names))
+    return Trace(meta, loaders)
+
+
+def _select_ranges(ranges: pd.DataFrame, names) -> pd.DataFrame:
+    return renest(ranges[names_matching(ranges["name"], names)].reset_index(drop=True))
 
 
 def _check_export(path: Path) -> frozenset[str]:

@@ -1,0 +1,72 @@
+"""The table cache beside large exports, and `tracekit export --parquet`."""
+
+import os
+import time
+
+import pandas as pd
+import pytest
+
+from nsys_builder import ExportBuilder
+from test_ranges import build_step
+from tracekit.analysis.kernels import kernel_table
+from tracekit.sources import cache as cache_module
+from tracekit.sources.nsys import read_nsys_export
+
+
+@pytest.fixture
+def export(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRACEKIT_CACHE_MIN_BYTES", "0")  # cache even tiny exports
+    b = ExportBuilder("2026.2")
+    build_step(b, 0)
+    build_step(b, 2000)
+    b.domain(1, "NCCL", tid=100)
+    b.push_pop(50, 60, "allreduce", tid=100, domain_id=1)
+    return b.write(tmp_path / "steps.sqlite")
+
+
+def test_second_read_comes_from_the_cache_and_equals_the_first(export):
+    first = read_nsys_export(export)
+    tables = {name: getattr(first, name) for name in ("kernels", "launches", "ranges")}
+    folder = export.with_name(export.name + cache_module.SUFFIX)
+    assert {path.name for path in folder.iterdir()} == {"key.json", "kernels", "launches", "ranges"}
+    second = read_nsys_export(export)
+    for name, frame in tables.items():
+        pd.testing.assert_frame_equal(getattr(second, name), frame, check_categorical=False)
+        assert list(getattr(second, name).dtypes.astype(str)) == list(frame.dtypes.astype(str))
+    assert kernel_table(second).equals(kernel_table(first))
+    selected = second.ranges_named(["forward", "NCCL:*"])  # served from the cached range table
+    assert sorted(selected["name"].astype(str)) == ["NCCL:allreduce", "forward", "forward"]
+
+
+def test_cache_is_thrown_away_when_the_export_changes(export):
+    read_nsys_export(export).kernels
+    b = ExportBuilder("2026.2")
+    b.kernel(0, 999, "only_kernel")
+    time.sleep(0.01)
+    b.write(export)  # same path, new contents
+    assert read_nsys_export(export).kernels["name"].tolist() == ["only_kernel"]
+
+
+def test_read_only_folder_uses_the_user_cache(export, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setattr(os, "access", lambda path, mode: False)
+    read_nsys_export(export).kernels
+    assert not export.with_name(export.name + cache_module.SUFFIX).exists()
+    assert any((tmp_path / "xdg" / "tracekit").iterdir())
+
+
+def test_small_exports_and_switch(export, monkeypatch):
+    monkeypatch.setenv("TRACEKIT_CACHE", "0")
+    read_nsys_export(export).kernels
+    assert not export.with_name(export.name + cache_module.SUFFIX).exists()
+
+
+def test_export_parquet(cli, export, tmp_path):
+    out = tmp_path / "tables"
+    result = cli("export", export, "--parquet", out)
+    assert result.exit_code == 0, result.output
+    kernels = pd.read_parquet(out / "kernels.parquet")
+    assert len(kernels) == 14 and kernels["duration"].sum() == 2 * 450
+    ranges = pd.read_parquet(out / "ranges.parquet")
+    assert set(ranges["name"].astype(str)) >= {"step", "forward", "NCCL:allreduce"}
+    assert (out / "meta.json").exists() and len(pd.read_parquet(out / "launches.parquet")) == 14
