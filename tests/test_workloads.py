@@ -133,5 +133,5 @@ def test_ranges_recorded_under_nsys(nsys, tmp_path):
     runs = warmup + steps
     for name in ("step", "forward", "backward", "optimizer", "layer.0", f"layer.{layers - 1}"):
         assert counts[name] == runs, name
-    for name in ("attention scores", "softmax", "attention output"):
+    for name in ("attention", "attention scores", "softmax", "attention output"):
         assert counts[name] == runs * layers, name

@@ -27,6 +27,8 @@ def main():
 range_option = click.option("--range", "ranges", multiple=True, metavar="SPEC",
                             help="only GPU ops launched inside these NVTX ranges: a name (forward), a path "
                                  "(step/backward) or a glob (layer.*); repeatable")
+unit_option = click.option("--unit", type=click.Choice(["ns", "us", "ms", "s"]), default="ns", show_default=True,
+                           help="unit of the time columns (nsys prints ns)")
 same_thread_option = click.option("--same-thread", is_flag=True,
                                   help="count only ops launched on the range's own thread (nsys nvtx_gpu_proj); "
                                        "default: any thread of the process, so backward gets autograd's kernels")
@@ -45,15 +47,17 @@ same_thread_option = click.option("--same-thread", is_flag=True,
 @range_option
 @click.option("--per-instance", is_flag=True, help="divide totals and counts by the number of --range instances")
 @same_thread_option
+@unit_option
 @nsys_option
 @output_options
-def kernels(trace, top, name, by_launch_config, by, ops, ranges, per_instance, same_thread, nsys, fmt, output):
+def kernels(trace, top, name, by_launch_config, by, ops, ranges, per_instance, same_thread, unit, nsys, fmt, output):
     """Top GPU kernels of TRACE: nsys's kernel summary (gpukernsum), or time per category.
 
     TRACE is an nsys .sqlite export, an .nsys-rep report (exported with nsys, the export kept beside
     it), or a tracekit run folder.
     """
     from tracekit.analysis.kernels import category_table, kernel_table
+    from tracekit.analysis.stats import in_unit
     from tracekit.sources import open_trace
 
     if per_instance and not ranges:
@@ -62,11 +66,11 @@ def kernels(trace, top, name, by_launch_config, by, ops, ranges, per_instance, s
     where = f" inside {', '.join(ranges)}" + (" (per instance)" if per_instance else "") if ranges else ""
     if by == "category":
         table = category_table(opened, ops=ops, ranges=list(ranges), per_instance=per_instance, same_thread=same_thread)
-        emit(table, fmt, output, f"GPU time by category{where}: {opened.name}")
+        emit(in_unit(table, unit), fmt, output, f"GPU time by category{where}: {opened.name}")
     else:
         table = kernel_table(opened, top=top, name=name, by_launch_config=by_launch_config, ops=ops,
                              ranges=list(ranges), per_instance=per_instance, same_thread=same_thread)
-        emit(table, fmt, output, f"GPU kernels{where}: {opened.name}")
+        emit(in_unit(table, unit), fmt, output, f"GPU kernels{where}: {opened.name}")
 
 
 @main.command()
@@ -81,20 +85,23 @@ def kernels(trace, top, name, by_launch_config, by, ops, ranges, per_instance, s
 @click.option("--within", "within", default=None, metavar="SPEC",
               help="the children of these ranges, with their share of the parents' CPU and GPU time")
 @same_thread_option
+@unit_option
 @nsys_option
 @output_options
-def ranges(trace, top, tree, root, instance, max_depth, within, same_thread, nsys, fmt, output):
+def ranges(trace, top, tree, root, instance, max_depth, within, same_thread, unit, nsys, fmt, output):
     """NVTX ranges of TRACE: nsys's range summary (nvtxsum) plus the GPU work launched inside each."""
     from tracekit.analysis.ranges import range_table, range_tree, range_within
+    from tracekit.analysis.stats import in_unit
     from tracekit.sources import open_trace
 
     opened = open_trace(trace, nsys)
     if tree:
-        emit(range_tree(opened, root, instance, max_depth, same_thread), fmt, output, f"Range tree: {opened.name}")
+        table, title = range_tree(opened, root, instance, max_depth, same_thread), f"Range tree: {opened.name}"
     elif within:
-        emit(range_within(opened, within, same_thread), fmt, output, f"Inside {within}: {opened.name}")
+        table, title = range_within(opened, within, same_thread), f"Inside {within}: {opened.name}"
     else:
-        emit(range_table(opened, same_thread, top), fmt, output, f"NVTX ranges: {opened.name}")
+        table, title = range_table(opened, same_thread, top), f"NVTX ranges: {opened.name}"
+    emit(in_unit(table, unit), fmt, output, title)
 
 
 @main.command()
@@ -151,6 +158,77 @@ def memory(snapshots, top, by, plot, compare, device, fmt, output):
 
         save(memory_timeline(trace, replayed, min(top, 12)), plot)
         click.echo(f"timeline: {plot}", err=True)
+
+
+@main.command()
+@click.argument("a", type=click.Path())
+@click.argument("b", type=click.Path())
+@click.option("--phases", default="forward,backward,optimizer", show_default=True, metavar="SPEC,...",
+              help="range specs compared besides the whole trace")
+@click.option("--by", "by", type=click.Choice(["category", "kernel"]), default=None,
+              help="only one table (for csv/json): per phase and category, or the kernels that changed most")
+@click.option("--top", type=click.IntRange(min=1), default=15, show_default=True, help="kernels listed")
+@click.option("--ops", type=click.Choice(["kernels", "all"]), default="kernels", show_default=True,
+              help="kernels only, or memcpy/memset too")
+@same_thread_option
+@nsys_option
+@output_options
+def diff(a, b, phases, by, top, ops, same_thread, nsys, fmt, output):
+    """Where GPU time moved from A to B (runs or traces): per phase and category, the kernels that
+    changed most, and the memory peak when both runs have a snapshot."""
+    from tracekit.analysis.diff import diff_categories, diff_kernels
+    from tracekit.sources import open_trace
+
+    first, second = open_trace(a, nsys), open_trace(b, nsys)
+    specs = [spec.strip() for spec in phases.split(",") if spec.strip()]
+    if by is None and fmt not in ("table", "md"):
+        by = "category"  # machine formats get one table
+    if by in (None, "category"):
+        emit(diff_categories(first, second, specs, ops, same_thread), fmt, output if by else None,
+             f"GPU time by phase and category: A={a}  B={b}")
+    if by is None:
+        click.echo()
+    if by in (None, "kernel"):
+        emit(diff_kernels(first, second, top, ops=ops), fmt, output if by else None, "Kernels that changed most")
+    if by is None:
+        _memory_peaks(a, b, fmt)
+
+
+def _memory_peaks(a: str, b: str, fmt: str) -> None:
+    from pathlib import Path
+
+    snapshots = [Path(path) / "memory.pickle" for path in (a, b)]
+    if all(path.is_file() for path in snapshots):
+        from tracekit.analysis.memory import compare
+        from tracekit.sources.snapshot import load_snapshot
+
+        click.echo()
+        table = compare(*(load_snapshot(path) for path in snapshots))
+        emit(table.head(10), fmt, None, "Memory at the peak")
+
+
+@main.command()
+@click.argument("inputs", nargs=-1, type=click.Path())
+@click.option("--output", "-o", "out", type=click.Path(file_okay=False), default=None,
+              help="report folder (default: reports/<name>)")
+@click.option("--bench", "bench_db", type=click.Path(dir_okay=False), default=None,
+              help="report a `tracekit bench --db` results database instead")
+@nsys_option
+def report(inputs, out, bench_db, nsys):
+    """Write reports/<name>/report.md with pictures for run folders or traces (two: a comparison too)."""
+    from tracekit.report import write_bench_report, write_report
+
+    if bench_db:
+        if inputs:
+            raise click.UsageError("--bench reports a results database; give no runs with it")
+        path = write_bench_report(bench_db, out)
+    elif not inputs:
+        raise click.UsageError("give one or more run folders or traces (or --bench results.db)")
+    else:
+        path = write_report(list(inputs), out, nsys)
+    pictures = sorted(picture.name for picture in path.parent.glob("*.png"))
+    count = len(pictures)
+    click.echo(f"report: {path}" + (f" ({count} picture{'s' if count != 1 else ''})" if count else ""))
 
 
 @main.command("export")

@@ -12,7 +12,9 @@ matplotlib.use("Agg")  # files only: no display needed, none opened
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
+from tracekit.analysis.categories import CATEGORIES  # noqa: E402
 from tracekit.analysis.memory import MIB, DeviceMemory, phases, user_frame  # noqa: E402
 from tracekit.sources.snapshot import MemoryTrace  # noqa: E402
 
@@ -110,9 +112,12 @@ def category_bars(table: pd.DataFrame, title: str) -> Figure:
     axes = figure.add_subplot()
     left = np.zeros(len(table))
     colors = matplotlib.colormaps["tab10"].colors
-    for number, column in enumerate(shares):
+    for column in shares:
         values = table[column].to_numpy(float)
-        axes.barh(table["Phase"], values, left=left, label=column.replace(" (%)", ""), color=colors[number % 10])
+        category = column.replace(" (%)", "")
+        # a category keeps its colour in every picture, so two runs' bars compare at a glance
+        color = colors[CATEGORIES.index(category) % 10] if category in CATEGORIES else "grey"
+        axes.barh(table["Phase"], values, left=left, label=category, color=color)
         for row, (start, width) in enumerate(zip(left, values)):
             if width >= 6:
                 axes.text(start + width / 2, row, f"{width:.0f}%", ha="center", va="center", fontsize=8, color="white")
@@ -122,4 +127,42 @@ def category_bars(table: pd.DataFrame, title: str) -> Figure:
     axes.set_xlabel("share of kernel time (%)")
     axes.set_title(title)
     axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    return figure
+
+
+def step_times(samples_ms: dict[str, list[float]], title: str) -> Figure:
+    """Per measured step, the time of each phase (ms): drift, outliers and warm-up left-overs show up."""
+    figure = Figure(figsize=(9, 4), layout="constrained")
+    axes = figure.add_subplot()
+    for phase in ("step", "forward", "backward", "optimizer"):
+        values = samples_ms.get(phase)
+        if values:
+            axes.plot(range(1, len(values) + 1), values, marker="o", label=phase,
+                      linewidth=2 if phase == "step" else 1)
+    axes.set_xlabel("measured step")
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+    axes.set_ylabel("time (ms)")
+    axes.set_ylim(bottom=0)
+    axes.set_title(title)
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=8)
+    return figure
+
+
+def bench_scaling(table: pd.DataFrame, title: str) -> Figure:
+    """Step time (ms) against context length, one line per model and variant (columns Model, Ctx,
+    Variant, Step Mean (ms), Step Std (ms)), error bars one std; log-log."""
+    figure = Figure(figsize=(9, 5), layout="constrained")
+    axes = figure.add_subplot()
+    for (model, variant), group in table.groupby(["Model", "Variant"], sort=False):
+        group = group.sort_values("Ctx")
+        axes.errorbar(group["Ctx"], group["Step Mean (ms)"], yerr=group["Step Std (ms)"], marker="o", capsize=3,
+                      label=f"{model} {variant}")
+    axes.set_xscale("log", base=2)
+    axes.set_yscale("log")
+    axes.set_xlabel("context length (tokens)")
+    axes.set_ylabel("step time (ms)")
+    axes.set_title(title)
+    axes.grid(alpha=0.3, which="both")
+    axes.legend(fontsize=8)
     return figure

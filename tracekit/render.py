@@ -1,8 +1,8 @@
 """DataFrame -> text for the terminal (table), GitHub Markdown, CSV, JSON; or a Parquet file.
 
 One renderer for every command, so ``--format`` means the same thing everywhere. Table and Markdown
-are for people: integers get thousands separators, floats one decimal from 100 up (two below, three
-significant digits below 1), long names are shortened in the terminal table only. CSV, JSON and Parquet are for programs: values as computed, names whole.
+are for people: integers get thousands separators, floats one precision per column (see
+``column_decimals``), long names are shortened in the terminal table only. CSV, JSON and Parquet are for programs: values as computed, names whole.
 """
 
 from __future__ import annotations
@@ -52,8 +52,11 @@ def write(frame: pd.DataFrame, fmt: str, output: str | Path | None, title: str |
     return None
 
 
-def format_cell(value, for_terminal: bool = True) -> str:
-    """A value as people read it: 1,234,567 / 12.3 / text (shortened in the terminal)."""
+def format_cell(value, for_terminal: bool = True, decimals: int | None = 1) -> str:
+    """A value as people read it: 1,234,567 / 12.3 / text (shortened in the terminal).
+
+    ``decimals`` is the float precision chosen for the value's column (None: three significant digits).
+    """
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
     if isinstance(value, (bool, np.bool_)):
@@ -61,19 +64,25 @@ def format_cell(value, for_terminal: bool = True) -> str:
     if isinstance(value, (int, np.integer)):
         return f"{int(value):,}"
     if isinstance(value, (float, np.floating)):
-        # One decimal like nsys for large values; small ones (ms of a micro-benchmark, TFLOP/s on a
-        # CPU) keep three significant digits instead of collapsing to 0.0.
-        magnitude = abs(float(value))
-        if magnitude >= 100 or magnitude == 0 or float(value).is_integer():
-            return f"{float(value):,.1f}"
-        if magnitude >= 1:
-            text = f"{float(value):.2f}"
-            return text[:-1] if text.endswith("0") else text  # 31.20 -> 31.2 (nsys rounds to 0.1)
-        return f"{float(value):.3g}"
+        return f"{float(value):,.{decimals}f}" if decimals is not None else f"{float(value):.3g}"
     text = str(value)
     if for_terminal and len(text) > TABLE_TEXT_WIDTH:
         return text[:TABLE_TEXT_WIDTH - 1] + "…"
     return text
+
+
+def column_decimals(series: pd.Series) -> int | None:
+    """One precision per float column, so its numbers line up: one decimal when the values are
+    already rounded to 0.1 (nsys's numbers) or reach 100, two below that, three significant digits
+    when every value is below 1."""
+    values = pd.to_numeric(series, errors="coerce").to_numpy(dtype=float)
+    values = values[np.isfinite(values)]
+    if len(values) == 0:
+        return 1
+    largest = np.abs(values).max()
+    if largest >= 100 or np.allclose(values * 10, np.round(values * 10), atol=1e-9):
+        return 1
+    return 2 if largest >= 1 else None
 
 
 def _is_numeric(series: pd.Series) -> bool:
@@ -84,7 +93,8 @@ def _table(frame: pd.DataFrame) -> str:
     if frame.empty:
         return "(no rows)"
     headers = [str(column) for column in frame.columns]
-    columns = [[format_cell(value) for value in frame[column].tolist()] for column in frame.columns]
+    columns = [[format_cell(value, decimals=column_decimals(frame[column])) for value in frame[column].tolist()]
+               for column in frame.columns]
     widths = [max(len(header), *(len(cell) for cell in cells)) for header, cells in zip(headers, columns)]
     numeric = [_is_numeric(frame[column]) for column in frame.columns]
 
@@ -102,8 +112,11 @@ def _markdown(frame: pd.DataFrame) -> str:
     numeric = [_is_numeric(frame[column]) for column in frame.columns]
     rows = ["| " + " | ".join(_md_escape(header) for header in headers) + " |",
             "|" + "|".join("---:" if right else ":---" for right in numeric) + "|"]
+    decimals = [column_decimals(frame[column]) if pd.api.types.is_float_dtype(frame[column].dtype) else 1
+                for column in frame.columns]
     for record in frame.itertuples(index=False):
-        rows.append("| " + " | ".join(_md_escape(format_cell(value, for_terminal=False)) for value in record) + " |")
+        rows.append("| " + " | ".join(_md_escape(format_cell(value, for_terminal=False, decimals=places))
+                                      for value, places in zip(record, decimals)) + " |")
     return "\n".join(rows)
 
 

@@ -121,11 +121,11 @@ class CausalSelfAttention(nn.Module):
         batch, length, _ = x.shape
         q, k, v = self.qkv(x).view(batch, length, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
         q, k = self.rope(q), self.rope(k)
-        if self.attention == "sdpa":
-            with nvtx_range("attention"):
+        with nvtx_range("attention"):
+            if self.attention == "sdpa":
                 mixed = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
-        else:
-            mixed = naive_attention(q, k, v)
+            else:
+                mixed = naive_attention(q, k, v)
         return self.output(mixed.transpose(1, 2).reshape(batch, length, -1))
 
 

@@ -17,6 +17,7 @@ from tracekit.analysis import stats
 from tracekit.analysis.attribution import interval_of_ops, op_launches, union_length
 from tracekit.analysis.categories import CATEGORIES, categorize_ops
 from tracekit.analysis.kernels import kernel_rows
+from tracekit.analysis.ranges import match_spec, spec_names
 from tracekit.errors import UsageError
 from tracekit.trace import Trace
 
@@ -34,17 +35,11 @@ def breakdown_table(trace: Trace, phases: list[str] | None = None, same_thread: 
     kernel_rows(trace, ops="all")  # raises a clear error for a trace without GPU work
     ops = trace.kernels
     categories = categorize_ops(ops).codes.astype(np.int64)
-    launches = op_launches(trace)
     rows = []
-    selection = trace.ranges_named(_phase_names(phases))
-    from tracekit.analysis.ranges import match_spec  # one module each way would be a cycle
-
     found_any = False
-    for phase in phases:
-        chosen = selection[match_spec(selection, phase)] if not selection.empty else selection
-        found_any |= not chosen.empty
-        interval = interval_of_ops(trace, chosen, same_thread, launches)
-        rows.append(_phase_row(phase, len(chosen), ops, categories, interval))
+    for phase, (instances, interval) in phase_intervals(trace, phases, same_thread).items():
+        found_any |= instances > 0
+        rows.append(_phase_row(phase, instances, ops, categories, interval))
     if not found_any and phases != list(DEFAULT_PHASES):
         raise UsageError(f"no NVTX range matches {', '.join(phases)} in {trace.name}")
     whole = np.zeros(len(ops), dtype=np.int64)  # every op in one interval
@@ -55,8 +50,16 @@ def breakdown_table(trace: Trace, phases: list[str] | None = None, same_thread: 
     return table[ordered + shares]
 
 
-def _phase_names(phases: list[str]) -> set[str]:
-    return {part for phase in phases for part in phase.split("/") if part}
+def phase_intervals(trace: Trace, phases: list[str], same_thread: bool = False) -> dict[str, tuple[int, np.ndarray]]:
+    """Per phase spec: its number of range instances, and for every GPU op the merged phase interval
+    its launch fell in (-1 outside the phase). Reads only the ranges the specs name."""
+    launches = op_launches(trace)
+    selection = trace.ranges_named(spec_names(phases))
+    result = {}
+    for phase in phases:
+        chosen = selection[match_spec(selection, phase)] if not selection.empty else selection
+        result[phase] = (len(chosen), interval_of_ops(trace, chosen, same_thread, launches))
+    return result
 
 
 def _phase_row(phase: str, instances: int, ops: pd.DataFrame, categories: np.ndarray, interval: np.ndarray) -> dict:

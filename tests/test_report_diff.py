@@ -1,0 +1,120 @@
+"""`tracekit diff` and `tracekit report` (traces, run folders, a benchmark database)."""
+
+import io
+import json
+import re
+import shutil
+
+import matplotlib.image
+import pandas as pd
+import pytest
+
+from tracekit import runs
+
+A = "h100_videogen_2gpu_a_nsys2026.2.sqlite"
+B = "h100_videogen_2gpu_b_nsys2026.2.sqlite"
+
+
+def read_csv(text):
+    return pd.read_csv(io.StringIO(text), keep_default_na=False)
+
+
+def test_diff_categories_equal_the_difference_of_category_tables(cli, shared_traces):
+    a, b = shared_traces / A, shared_traces / B
+    diff = read_csv(cli("diff", a, b, "--format", "csv").output)
+    whole = diff[diff["Phase"] == "(whole trace)"].set_index("Category")
+    table_a = read_csv(cli("kernels", a, "--by", "category", "--format", "csv").output).set_index("Category")
+    table_b = read_csv(cli("kernels", b, "--by", "category", "--format", "csv").output).set_index("Category")
+    expected = (table_b["Total Time (ns)"] - table_a["Total Time (ns)"]) / 1e6
+    expected = expected[(table_a["Total Time (ns)"] > 0) | (table_b["Total Time (ns)"] > 0)]
+    assert set(whole.index) == set(expected.index) and len(whole) >= 5
+    for category, delta in expected.items():
+        assert whole.loc[category, "Delta (ms)"] == pytest.approx(delta, abs=1e-9)
+        assert whole.loc[category, "A (ms)"] == pytest.approx(table_a.loc[category, "Total Time (ns)"] / 1e6)
+    kernels = read_csv(cli("diff", a, b, "--by", "kernel", "--top", "3", "--format", "csv").output)
+    assert kernels["Name"].tolist()[0] == "flash_fwd_kernel" and kernels["A (ms)"].tolist()[0] == 0
+
+
+def markdown_table_after(text: str, marker: str) -> str:
+    block = text[text.index(marker):]
+    lines = block.splitlines()
+    start = next(index for index, line in enumerate(lines) if line.startswith("|"))
+    end = next(index for index in range(start, len(lines)) if not lines[index].startswith("|"))
+    return "\n".join(lines[start:end])
+
+
+def test_report_of_real_traces_has_the_kernels_tables(cli, shared_traces, tmp_path):
+    a = shared_traces / A
+    result = cli("report", a, shared_traces / B, "-o", tmp_path / "report")
+    assert result.exit_code == 0, result.output
+    text = (tmp_path / "report" / "report.md").read_text()
+    printed = cli("kernels", a, "--top", "10", "--name", "short", "--unit", "ms", "--format", "md").output
+    expected = "\n".join(line for line in printed.splitlines() if line.startswith("|"))
+    assert markdown_table_after(text, "### Top kernels") == expected
+    assert "## Comparison: B against A" in text
+    check_pictures(tmp_path / "report", text)
+
+
+def check_pictures(folder, text):
+    links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
+    assert links, "the report links pictures"
+    for link in links:
+        assert link.endswith(".png") and "/" not in link
+        pixels = matplotlib.image.imread(folder / link)
+        assert pixels.shape[0] > 200 and pixels.shape[1] > 400 and pixels.std() > 0.02
+
+
+@pytest.mark.nsys
+@pytest.mark.slow
+def test_capture_then_report(cli, nsys, tmp_path):
+    """The CI test: capture tiny on the CPU, then report it."""
+    pytest.importorskip("torch")
+    pytest.importorskip("nvtx")
+    traces = tmp_path / "traces"
+    capture = cli("capture", "tiny", "--ctx", "32", "--warmup", "2", "--steps", "3", "--out", traces,
+                  "--name", "tiny")
+    assert capture.exit_code == 0, capture.output
+    result = cli("report", traces / "latest", "-o", tmp_path / "report")
+    assert result.exit_code == 0, result.output
+    text = (tmp_path / "report" / "report.md").read_text()
+    table = markdown_table_after(text, "### NVTX ranges")
+    step = next(line for line in table.splitlines() if line.startswith("| step |"))
+    assert step.split("|")[2].strip() == "3"  # Instances
+    assert "No CUDA kernels in this trace" in text and "### Step phases (harness)" in text
+    assert "### Inside attention" in text and "| softmax |" in text
+    check_pictures(tmp_path / "report", text)
+    # a run folder for diff and export too
+    assert cli("export", traces / "tiny", "--parquet", tmp_path / "tables").exit_code == 0
+    assert len(pd.read_parquet(tmp_path / "tables" / "ranges.parquet")) > 0
+
+
+def test_report_with_memory_snapshot(cli, shared_traces, shared_memory, tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copy(shared_traces / A, run / runs.EXPORT)
+    shutil.copy(shared_memory / "cs336_medium_ctx128_train_step.pickle", run / runs.MEMORY)
+    runs.write_manifest(run, {"status": "complete", "config": {"model": "medium", "context": 128}, "trace": "cuda,nvtx",
+                              "device": {"name": "NVIDIA H100", "type": "cuda"},
+                              "timings_ms": {"step": {"mean": 10.0, "std": 1.0}},
+                              "samples_ms": {"step": [9.0, 10.0, 11.0]}})
+    result = cli("report", run, "-o", tmp_path / "report")
+    assert result.exit_code == 0, result.output
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "### Memory" in text and "peak allocated (MiB) | 6,690.3" in text
+    assert "memory_timeline.png" in text
+    check_pictures(tmp_path / "report", text)
+
+
+def test_bench_report(cli, tmp_path):
+    pytest.importorskip("torch")
+    db = tmp_path / "results.db"
+    assert cli("bench", "tiny", "--ctx", "16", "32", "--warmup", "0", "--steps", "2", "--device", "cpu",
+               "--db", db).exit_code == 0
+    result = cli("report", "--bench", db, "-o", tmp_path / "bench")
+    assert result.exit_code == 0, result.output
+    text = (tmp_path / "bench" / "report.md").read_text()
+    rows = [line for line in text.splitlines() if line.startswith("| tiny |")]
+    assert len(rows) == 2 and all("±" in row for row in rows)
+    check_pictures(tmp_path / "bench", text)
+    missing = cli("report", "--bench", tmp_path / "none.db")
+    assert missing.exit_code == 1 and "no such results database" in missing.output
