@@ -54,7 +54,8 @@ def main() -> None:
     parser.add_argument("--nsys", action="append", default=[], help="nsys stats report name (repeatable)")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    tracekit = shutil.which("tracekit") or str(Path(sys.executable).parent / "tracekit")
+    sibling = Path(sys.executable).parent / "tracekit"  # the tracekit of this environment first
+    tracekit = str(sibling) if sibling.exists() else shutil.which("tracekit")
     rows = []
     for spec in args.tracekit:
         words = shlex.split(spec)

@@ -67,18 +67,12 @@ for step in range(3):
 @pytest.fixture(scope="session")
 def real_report(nsys, tmp_path_factory) -> Path:
     """A real .nsys-rep of a CPU-only Python program with 3 NVTX `step` ranges, made by the installed nsys."""
-    import subprocess
     import sys
 
-    from tracekit import nsys_cli
+    from nsys_stats import profile_under_nsys
 
     folder = tmp_path_factory.mktemp("report")
     program = folder / "program.py"
     program.write_text(NVTX_PROGRAM)
-    subprocess.run([nsys, "profile", "--trace=nvtx", "--sample=none", "--cpuctxsw=none", "--force-overwrite=true",
-                    "--output", str(folder / "capture"), sys.executable, str(program)],
-                   check=True, capture_output=True, timeout=300)
-    report = folder / "capture.nsys-rep"
-    if not report.exists():  # Debian's nsys cannot find its importer: import the stream ourselves
-        nsys_cli.import_qdstrm(folder / "capture.qdstrm", report, nsys)
+    report = profile_under_nsys(nsys, [sys.executable, str(program)], folder / "capture")
     return report

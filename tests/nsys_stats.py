@@ -13,3 +13,19 @@ def nsys_stats(nsys: str, report: str, export) -> pd.DataFrame:
     result = subprocess.run([nsys, "stats", "-q", "-r", report, "-f", "csv", str(export)],
                             capture_output=True, text=True, timeout=600, check=True)
     return pd.read_csv(io.StringIO(result.stdout), keep_default_na=False, dtype={"GridXYZ": str, "BlockXYZ": str})
+
+
+def profile_under_nsys(nsys: str, program: list[str], output) -> "Path":
+    """Profile ``program`` with nsys (NVTX only, the flags that avoid the 2022.4 hang) into
+    ``output``.nsys-rep, importing the raw stream when nsys cannot find its importer (Debian's)."""
+    from pathlib import Path
+
+    from tracekit import nsys_cli
+
+    output = Path(output)
+    subprocess.run([nsys, "profile", "--trace=nvtx", "--sample=none", "--cpuctxsw=none", "--force-overwrite=true",
+                    "--output", str(output), *program], check=True, capture_output=True, timeout=300)
+    report = output.with_name(output.name + ".nsys-rep")
+    if not report.exists():
+        nsys_cli.import_qdstrm(output.with_name(output.name + ".qdstrm"), report, nsys)
+    return report

@@ -1,7 +1,6 @@
 """`tracekit ranges` reproduces nsys's nvtxsum; with --same-thread, its projection nvtxgpuproj."""
 
 import io
-import subprocess
 from concurrent.futures import ThreadPoolExecutor
 import sys
 
@@ -10,7 +9,7 @@ import pandas as pd
 import pytest
 
 from conftest import SHARED_TRACES, shared_export_paths
-from nsys_stats import nsys_stats
+from nsys_stats import nsys_stats, profile_under_nsys
 from tracekit.analysis.attribution import range_gpu_stats
 from tracekit.sources.nsys import read_nsys_export
 
@@ -62,13 +61,7 @@ def test_nvtxsum_on_a_cpu_torch_loop_captured_here(cli, nsys, tmp_path):
     pytest.importorskip("nvtx")
     program = tmp_path / "loop.py"
     program.write_text(TORCH_LOOP)
-    subprocess.run([nsys, "profile", "--trace=nvtx", "--sample=none", "--cpuctxsw=none", "--force-overwrite=true",
-                    "--output", str(tmp_path / "loop"), sys.executable, str(program)],
-                   check=True, capture_output=True, timeout=300)
-    report = tmp_path / "loop.nsys-rep"
-    if not report.exists():
-        from tracekit import nsys_cli
-        nsys_cli.import_qdstrm(tmp_path / "loop.qdstrm", report, nsys)
+    report = profile_under_nsys(nsys, [sys.executable, str(program)], tmp_path / "loop")
     ours = compare_nvtxsum(cli, nsys, _export(nsys, report)).set_index("Range")
     assert ours.loc[["step", "forward", "backward", "optimizer"], "Instances"].tolist() == [5, 5, 5, 5]
     assert ours.loc["forward", "Depth"] == 1

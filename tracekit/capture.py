@@ -16,7 +16,7 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -24,6 +24,7 @@ import pandas as pd
 
 from tracekit import __version__, nsys_cli, runs, watchdog
 from tracekit.errors import CaptureError, NoGpuDataError
+from workloads.config import RunConfig
 
 CAPTURE_RANGE = "tracekit-capture"  # the same name as workloads.annotate.CAPTURE_RANGE (no torch import here)
 GPU_TRACE = "cuda,nvtx,osrt"
@@ -34,19 +35,10 @@ LOG = "nsys.log"
 
 @dataclass
 class CaptureOptions:
-    """What to run and how to record it (see ``tracekit capture --help``)."""
+    """What to run (the workload configuration) and how to record it (see ``tracekit capture --help``)."""
 
-    model: str
-    context: int = 256
-    batch: int = 4
-    mode: str = "train"
-    dtype: str = "fp32"
-    compile: bool = False
-    attention: str = "naive"
-    warmup: int = 5
-    steps: int = 10
+    run: RunConfig
     memory: bool = False
-    device: str = "auto"
     out: Path = Path("traces")
     name: str | None = None
     nsys: str | None = None
@@ -82,12 +74,8 @@ def gpu_present() -> bool:
 
 
 def program_command(options: CaptureOptions, folder: Path) -> list[str]:
-    command = [sys.executable, "-m", "workloads", options.model, "--ctx", str(options.context),
-               "--batch", str(options.batch), "--mode", options.mode, "--dtype", options.dtype,
-               "--attention", options.attention, "--warmup", str(options.warmup), "--steps", str(options.steps),
-               "--device", options.device, "--capture-range", "--result", str(folder / runs.RESULT)]
-    if options.compile:
-        command.append("--compile")
+    command = [sys.executable, "-m", "workloads", *options.run.arguments(), "--capture-range",
+               "--result", str(folder / runs.RESULT)]
     if options.memory:
         command += ["--memory", str(folder / runs.MEMORY)]
     return command
@@ -105,8 +93,8 @@ def capture(options: CaptureOptions) -> Capture:
     started = time.monotonic()
     nsys = nsys_cli.find_nsys(options.nsys)
     trace = options.trace or (GPU_TRACE if gpu_present() else CPU_TRACE)
-    name = options.name or runs.default_name(options.model, options.context, options.mode, options.dtype,
-                                             options.compile, options.attention)
+    run = options.run
+    name = options.name or runs.default_name(run.model, run.context, run.mode, run.dtype, run.compile, run.attention)
     folder = runs.prepare(Path(options.out), name, replace=options.name is not None)
     command = nsys_command(nsys, trace, folder, tuple(options.nsys_args), program_command(options, folder))
     # nsys matches capture-range names against registered NVTX strings only unless told otherwise;
@@ -179,9 +167,7 @@ def _finish(folder: Path, manifest: dict, status: str, notes: list[str], started
 
 
 def _config(options: CaptureOptions) -> dict:
-    return {"model": options.model, "context": options.context, "batch": options.batch, "mode": options.mode,
-            "dtype": options.dtype, "compile": options.compile, "attention": options.attention,
-            "warmup": options.warmup, "steps": options.steps, "device": options.device, "memory": options.memory}
+    return {**asdict(options.run), "memory": options.memory}
 
 
 def _read_result(folder: Path) -> dict:

@@ -39,9 +39,10 @@ def capture(model, ctx, batch, mode, dtype, compiled, attention, warmup, steps, 
     """Run MODEL under Nsight Systems and write traces/<name>/ with the report, its SQLite export,
     run.json and (CUDA, --memory) a memory snapshot. Extra nsys arguments go after `--`."""
     from tracekit.capture import CaptureOptions, capture as run_capture
+    from workloads.config import RunConfig
 
-    options = CaptureOptions(model, ctx, batch, mode, dtype, compiled, attention, warmup, steps, memory, device,
-                             Path(out), name, nsys, trace, tuple(nsys_args), nsys_grace)
+    run = RunConfig(model, ctx, batch, mode, dtype, compiled, attention, warmup, steps, device)
+    options = CaptureOptions(run, memory, Path(out), name, nsys, trace, tuple(nsys_args), nsys_grace)
     result = run_capture(options)
     manifest = result.manifest
     device_text = f"{manifest['device'].get('name')} ({manifest['device'].get('type')})"

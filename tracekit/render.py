@@ -52,10 +52,10 @@ def write(frame: pd.DataFrame, fmt: str, output: str | Path | None, title: str |
     return None
 
 
-def format_cell(value, for_terminal: bool = True, decimals: int | None = 1) -> str:
+def format_cell(value, for_terminal: bool = True, decimals: int = 1) -> str:
     """A value as people read it: 1,234,567 / 12.3 / text (shortened in the terminal).
 
-    ``decimals`` is the float precision chosen for the value's column (None: three significant digits).
+    ``decimals`` is the float precision chosen for the value's column.
     """
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
@@ -64,25 +64,26 @@ def format_cell(value, for_terminal: bool = True, decimals: int | None = 1) -> s
     if isinstance(value, (int, np.integer)):
         return f"{int(value):,}"
     if isinstance(value, (float, np.floating)):
-        return f"{float(value):,.{decimals}f}" if decimals is not None else f"{float(value):.3g}"
+        return f"{float(value):,.{decimals}f}"
     text = str(value)
     if for_terminal and len(text) > TABLE_TEXT_WIDTH:
         return text[:TABLE_TEXT_WIDTH - 1] + "…"
     return text
 
 
-def column_decimals(series: pd.Series) -> int | None:
+def column_decimals(series: pd.Series) -> int:
     """One precision per float column, so its numbers line up: one decimal when the values are
-    already rounded to 0.1 (nsys's numbers) or reach 100, two below that, three significant digits
-    when every value is below 1."""
+    already rounded to 0.1 (nsys's numbers); otherwise enough decimals for two significant digits of
+    the column's smallest non-zero value (2 to 6), or 1 for a column of large numbers."""
     values = pd.to_numeric(series, errors="coerce").to_numpy(dtype=float)
     values = values[np.isfinite(values)]
-    if len(values) == 0:
+    if len(values) == 0 or np.allclose(values * 10, np.round(values * 10), atol=1e-9):
         return 1
-    largest = np.abs(values).max()
-    if largest >= 100 or np.allclose(values * 10, np.round(values * 10), atol=1e-9):
-        return 1
-    return 2 if largest >= 1 else None
+    nonzero = np.abs(values[values != 0])
+    smallest = nonzero.min() if len(nonzero) else 1.0
+    if smallest >= 1:
+        return 1 if np.abs(values).max() >= 100 else 2
+    return int(min(6, max(2, math.ceil(-math.log10(smallest)) + 1)))
 
 
 def _is_numeric(series: pd.Series) -> bool:

@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--result", metavar="PATH", help="write the result (configuration, samples, summary) here")
     args = parser.parse_args(argv)
     config = RunConfig(args.model, args.ctx, args.batch, args.mode, args.dtype, args.compile, args.attention,
-                       args.warmup, args.steps, args.device)
+                       args.warmup, args.steps, args.device)  # the inverse of RunConfig.arguments()
     try:
         result = run(config, capture_range=args.capture_range, memory_snapshot=args.memory)
     except Exception as error:  # noqa: BLE001 - report bad options in one line, as tracekit does

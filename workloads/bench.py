@@ -19,31 +19,14 @@ from dataclasses import asdict, dataclass, field
 import torch
 
 from tracekit.errors import UsageError
+from workloads.config import MODES, RunConfig  # noqa: F401 - re-exported for callers
 from workloads.annotate import BACKEND, CAPTURE_RANGE, nvtx_range, pop, push
 from workloads.hardware import device_name, peak_flops
 from workloads.models import build_model, flops_per_step, model_config, parameter_count
 
-MODES = ("forward", "forward-backward", "train")
 DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 PHASES = ("forward", "backward", "optimizer", "step")
 STATS = ("mean", "std", "median", "min", "max")
-
-
-@dataclass(frozen=True)
-class RunConfig:
-    """One benchmark configuration. ``dtype`` other than fp32 means autocast to it (weights stay fp32)."""
-
-    model: str
-    context: int = 128
-    batch: int = 4
-    mode: str = "train"
-    dtype: str = "fp32"
-    compile: bool = False
-    attention: str = "naive"
-    warmup: int = 5
-    steps: int = 10
-    device: str = "auto"
-    seed: int = 0
 
 
 @dataclass

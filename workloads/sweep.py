@@ -16,7 +16,8 @@ from typing import Callable, Iterable, Sequence
 import pandas as pd
 import torch
 
-from workloads.bench import RunConfig, RunResult, result_record, run, summarize
+from workloads.bench import RunResult, result_record, run, summarize
+from workloads.config import RunConfig
 
 RESULTS_TABLE = "runs"
 
