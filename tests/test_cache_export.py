@@ -38,6 +38,15 @@ def test_second_read_comes_from_the_cache_and_equals_the_first(export):
     assert sorted(selected["name"].astype(str)) == ["NCCL:allreduce", "forward", "forward"]
 
 
+def test_named_selections_are_cached_too(export):
+    first = read_nsys_export(export).ranges_named(["step", "*ward"])
+    folder = export.with_name(export.name + cache_module.SUFFIX)
+    assert any(path.name.startswith("ranges_named-") for path in folder.iterdir())
+    second = read_nsys_export(export).ranges_named(["*ward", "step"])  # same patterns, any order
+    pd.testing.assert_frame_equal(second, first, check_categorical=False)
+    assert sorted(second["name"].astype(str)) == ["backward", "backward", "forward", "forward", "step", "step"]
+
+
 def test_cache_is_thrown_away_when_the_export_changes(export):
     read_nsys_export(export).kernels
     b = ExportBuilder("2026.2")

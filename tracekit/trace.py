@@ -34,6 +34,7 @@ nanoseconds from the start of the capture session.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from functools import cached_property
@@ -120,6 +121,20 @@ class Trace:
             return self._loaders["ranges_named"](patterns)
         selected = self.ranges[names_matching(self.ranges["name"], patterns)].reset_index(drop=True)
         return renest(selected)
+
+    def load_together(self, tables: Collection[str], patterns: Collection[str] | None = None) -> pd.DataFrame | None:
+        """Load several tables (and ``ranges_named(patterns)``) at once, on threads.
+
+        Readers spend most of their time inside SQLite, which runs without the GIL, so reading the
+        GPU ops, the API calls and the ranges side by side overlaps their Python parts. Returns the
+        named ranges, or None without ``patterns``.
+        """
+        with ThreadPoolExecutor(max_workers=len(tables) + 1) as pool:
+            loads = [pool.submit(getattr, self, table) for table in tables]
+            selection = pool.submit(self.ranges_named, patterns) if patterns is not None else None
+            for load in loads:
+                load.result()
+            return selection.result() if selection is not None else None
 
     @property
     def name(self) -> str:

@@ -32,12 +32,13 @@ def breakdown_table(trace: Trace, phases: list[str] | None = None, same_thread: 
     category that has time anywhere (matmul first: the headline).
     """
     phases = list(phases or DEFAULT_PHASES)
+    intervals = phase_intervals(trace, phases, same_thread)  # loads the tables together: first
     kernel_rows(trace, ops="all")  # raises a clear error for a trace without GPU work
     ops = trace.kernels
     categories = categorize_ops(ops).codes.astype(np.int64)
     rows = []
     found_any = False
-    for phase, (instances, interval) in phase_intervals(trace, phases, same_thread).items():
+    for phase, (instances, interval) in intervals.items():
         found_any |= instances > 0
         rows.append(_phase_row(phase, instances, ops, categories, interval))
     if not found_any and phases != list(DEFAULT_PHASES):
@@ -53,8 +54,8 @@ def breakdown_table(trace: Trace, phases: list[str] | None = None, same_thread: 
 def phase_intervals(trace: Trace, phases: list[str], same_thread: bool = False) -> dict[str, tuple[int, np.ndarray]]:
     """Per phase spec: its number of range instances, and for every GPU op the merged phase interval
     its launch fell in (-1 outside the phase). Reads only the ranges the specs name."""
+    selection = trace.load_together(["kernels", "launches"], spec_names(phases))
     launches = op_launches(trace)
-    selection = trace.ranges_named(spec_names(phases))
     result = {}
     for phase in phases:
         chosen = selection[match_spec(selection, phase)] if not selection.empty else selection

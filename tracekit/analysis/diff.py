@@ -22,12 +22,13 @@ MS = 1e6
 
 def category_times(trace: Trace, phases: list[str], ops: str = "kernels", same_thread: bool = False) -> pd.DataFrame:
     """Summed GPU time (ns) per (Phase, Category): the whole trace, then each phase that has ranges."""
+    intervals = phase_intervals(trace, phases, same_thread)  # loads the tables together: first
     rows = kernel_rows(trace, ops)
     selected = np.ones(len(trace.kernels), dtype=bool) if rows is None else rows
     categories = categorize_ops(trace.kernels).codes.astype(np.int64)
     durations = trace.kernels["duration"].to_numpy()
     masks = {WHOLE: selected}
-    for phase, (instances, interval) in phase_intervals(trace, phases, same_thread).items():
+    for phase, (instances, interval) in intervals.items():
         if instances:
             masks[phase] = selected & (interval >= 0)
     records = []

@@ -35,7 +35,9 @@ def connect_readonly(path: str | Path) -> sqlite3.Connection:
     """Open an SQLite file read-only without taking locks (exports are never written while read)."""
     # No mmap: mapped pages of a multi-GB export would count as resident memory of the process.
     uri = f"file:{quote(str(Path(path).resolve()))}?mode=ro&immutable=1"
-    return sqlite3.connect(uri, uri=True, check_same_thread=False)
+    connection = sqlite3.connect(uri, uri=True, check_same_thread=False)
+    connection.execute("PRAGMA case_sensitive_like = ON")  # LIKE filters on names must match GLOB's rules
+    return connection
 
 
 def rowid_bounds(connection: sqlite3.Connection, table: str) -> tuple[int | None, int | None]:
