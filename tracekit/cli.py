@@ -109,16 +109,19 @@ def ranges(trace, top, tree, root, instance, max_depth, within, same_thread, uni
 @click.option("--phases", default=",".join(("forward", "backward", "optimizer")), show_default=True,
               metavar="SPEC,...", help="comma-separated range specs (names, paths, globs)")
 @same_thread_option
+@unit_option
 @nsys_option
 @output_options
-def breakdown(trace, phases, same_thread, nsys, fmt, output):
+def breakdown(trace, phases, same_thread, unit, nsys, fmt, output):
     """Share of GPU time by category (matmul, elementwise, softmax, ...) per phase, and GPU idle time."""
     from tracekit.analysis.breakdown import breakdown_table
+    from tracekit.analysis.stats import in_unit
     from tracekit.sources import open_trace
 
     opened = open_trace(trace, nsys)
     specs = [spec.strip() for spec in phases.split(",") if spec.strip()]
-    emit(breakdown_table(opened, specs, same_thread), fmt, output, f"GPU time by phase and category: {opened.name}")
+    emit(in_unit(breakdown_table(opened, specs, same_thread), unit), fmt, output,
+         f"GPU time by phase and category: {opened.name}")
 
 
 @main.command()
@@ -248,7 +251,7 @@ def export(trace, folder, snapshot, nsys):
     if snapshot is None and Path(trace).is_dir() and (Path(trace) / "memory.pickle").exists():
         snapshot = Path(trace) / "memory.pickle"
     written = export_parquet(open_trace(trace, nsys), Path(folder), Path(snapshot) if snapshot else None)
-    emit(written, "table", None, f"Wrote {folder}/")
+    emit(written, "table", None, f"Wrote {Path(folder)}")
 
 
 main.add_command(bench)

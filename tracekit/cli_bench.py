@@ -120,11 +120,12 @@ def progress(total: int, label: str):
 @device_option
 @click.option("--db", type=click.Path(dir_okay=False), default=None,
               help="append every row to this SQLite results database (table runs)")
+@click.option("--wide", is_flag=True, help="table/md: every statistic (csv, json and --db always have them)")
 @output_options
 def bench_models(models, ctx, batch, mode, dtype, compiled, compare_compile, attention, warmup, steps, device, db,
-                 fmt, output):
+                 wide, fmt, output):
     """Forward, backward, optimizer and step time (mean, std, median, min, max ms) per configuration."""
-    from workloads.sweep import benchmark, configurations
+    from workloads.sweep import benchmark, compact_table, configurations
 
     compiles = (False, True) if compare_compile else (compiled,)
     configs = configurations(models, ctx, batch, mode, dtype, compiles, attention, warmup, steps, device)
@@ -134,6 +135,8 @@ def bench_models(models, ctx, batch, mode, dtype, compiled, compare_compile, att
             table, rows_in_db = benchmark(configs, db, on_result=lambda result: bar.update(1))
     else:
         table, rows_in_db = benchmark(configs, db)
+    if fmt in ("table", "md") and not wide:
+        table = compact_table(table)
     emit(table, fmt, output, "Benchmark (ms per step phase; oom = out of memory, the sweep went on)")
     if db:
         click.echo(f"{db}: {rows_in_db} rows", err=True)

@@ -42,8 +42,12 @@ def dtype_table(model_name: str = "tiny", dtype: str = "bf16", context: int = 32
 
 
 def _recorder(rows: list, label: str):
+    calls = []
+
     def hook(module, inputs, output):
-        rows.append((label, str(output.dtype) if isinstance(output, torch.Tensor) else type(output).__name__))
+        calls.append(1)  # a module called twice per step (RoPE: queries, then keys) gets numbered rows
+        name = label if len(calls) == 1 else f"{label} (call {len(calls)})"
+        rows.append((name, str(output.dtype) if isinstance(output, torch.Tensor) else type(output).__name__))
     return hook
 
 

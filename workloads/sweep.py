@@ -55,6 +55,23 @@ def results_table(results: Sequence[RunResult]) -> pd.DataFrame:
     return pd.DataFrame([summarize(result) for result in results])
 
 
+COMPACT_KEYS = ["Model", "Ctx", "Batch", "Mode", "Dtype", "Compile", "Attention", "Status", "Params (M)"]
+
+
+def compact_table(table: pd.DataFrame) -> pd.DataFrame:
+    """The sweep for reading: per phase "mean ± std" (ms), the step's median/min/max, throughput.
+    Every statistic stays in the full table (CSV, JSON, the results database)."""
+    compact = table[[key for key in COMPACT_KEYS if key in table.columns]].copy()
+    for phase in ("Forward", "Backward", "Optimizer", "Step"):
+        mean, std = table[f"{phase} Mean (ms)"], table[f"{phase} Std (ms)"]
+        compact[f"{phase} (ms)"] = [f"{m:,.2f} ± {s:,.2f}" if pd.notna(m) else "" for m, s in zip(mean, std)]
+    for column in ("Step Median (ms)", "Step Min (ms)", "Step Max (ms)", "Tokens/s", "TFLOP/s", "MFU (%)",
+                   "Peak Memory (MiB)", "Error"):
+        if column in table.columns and table[column].notna().any():
+            compact[column] = table[column]
+    return compact
+
+
 def record(db_path: str | Path, results: Sequence[RunResult]) -> int:
     """Append the runs to the SQLite database ``db_path`` (table ``runs``) with where and when they ran.
 
