@@ -137,3 +137,21 @@ def test_ranges_recorded_under_nsys(nsys, tmp_path):
         assert counts[name] == runs, name
     for name in ("attention", "attention scores", "softmax", "attention output"):
         assert counts[name] == runs * layers, name
+
+
+def test_ranges_stay_out_of_compiled_graphs(monkeypatch):
+    from workloads import annotate
+
+    calls = []
+    monkeypatch.setattr(annotate, "push", lambda name: calls.append(name))
+    monkeypatch.setattr(annotate, "pop", lambda: None)
+
+    def layer(x):
+        with annotate.nvtx_range("layer.0"):
+            return x * 2 + 1
+
+    compiled = torch.compile(layer, backend="eager", fullgraph=True)  # fullgraph: a range would break it
+    assert torch.equal(compiled(torch.ones(3)), torch.full((3,), 3.0))
+    assert calls == []
+    layer(torch.ones(3))
+    assert calls == ["layer.0"]  # eager code still gets its range

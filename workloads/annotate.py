@@ -41,9 +41,28 @@ def _backend() -> tuple[str, Callable[[str], None], Callable[[], None]]:
 BACKEND, push, pop = _backend()
 
 
+def _compiling() -> Callable[[], bool]:
+    try:
+        import torch
+
+        return getattr(torch.compiler, "is_compiling", lambda: False)
+    except ImportError:
+        return lambda: False
+
+
+is_compiling = _compiling()
+
+
 @contextmanager
 def nvtx_range(name: str) -> Iterator[None]:
-    """A push/pop NVTX range around the block (default domain, so nsys names it just ``name``)."""
+    """A push/pop NVTX range around the block (default domain, so nsys names it just ``name``).
+
+    Inside code that ``torch.compile`` traces it does nothing: a Python call to NVTX there would split
+    the compiled graph at every range (and the compiled kernels no longer follow the layer structure).
+    """
+    if is_compiling():
+        yield
+        return
     push(name)
     try:
         yield
