@@ -4,6 +4,7 @@ FAKE_NSYS_MODE:
   agent  run the program, write the report, leave a spinning "agent" of this session, exit 0
   hang   run the program, write the report, then never exit
   slow   run the program, then wait for Ctrl-C (SIGINT): write the report and exit 130
+  stream run the program, leave only a raw .qdstrm (an nsys without its importer)
 FAKE_NSYS_REPORT and FAKE_NSYS_EXPORT are the files `profile` and `export` copy into place.
 """
 
@@ -35,6 +36,10 @@ elif args[:1] == ["profile"]:
             time.sleep(0.05)
         shutil.copy(os.environ["FAKE_NSYS_REPORT"], report)
         sys.exit(130)
+    if mode == "stream":
+        with open(output + ".qdstrm", "wb") as handle:
+            handle.write(b"raw capture stream")
+        sys.exit(0)
     shutil.copy(os.environ["FAKE_NSYS_REPORT"], report)
     if mode == "agent":  # a detached process named as nsys names its agents, spinning
         subprocess.Popen([sys.executable, "-c", "while True: pass", f"--session-name=profile-python-{os.getpid()}"],

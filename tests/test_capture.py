@@ -112,6 +112,19 @@ def test_ctrl_c_stops_cleanly(fake_nsys, tmp_path):
     assert (out / "stopped" / "trace.nsys-rep").exists()
 
 
+def test_stream_without_importer(cli, fake_nsys, tmp_path, monkeypatch):
+    """What the borrowed H100 machines have: an nsys that writes a .qdstrm and no importer anywhere."""
+    monkeypatch.setenv("FAKE_NSYS_MODE", "stream")
+    monkeypatch.setattr(nsys_cli, "IMPORTER_LOCATIONS", [])
+    result = cli("capture", "tiny", "--ctx", "16", "--warmup", "0", "--steps", "1", "--device", "cpu",
+                 "--out", tmp_path / "traces", "--nsys", fake_nsys, "--name", "stream")
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code == 1 and len(lines) == 1
+    assert "no Nsight Systems importer (QdstrmImporter)" in lines[0] and "QdstrmImporter -i" in lines[0]
+    assert runs.read_manifest(tmp_path / "traces" / "stream")["status"] == "failed"
+    assert (tmp_path / "traces" / "stream" / "trace.qdstrm").exists()  # kept, to import elsewhere
+
+
 def test_missing_nsys(cli, tmp_path, monkeypatch):
     empty = tmp_path / "bin"
     empty.mkdir()

@@ -23,7 +23,7 @@ from pathlib import Path
 import pandas as pd
 
 from tracekit import __version__, nsys_cli, runs, watchdog
-from tracekit.errors import CaptureError, NoGpuDataError
+from tracekit.errors import CaptureError, NoGpuDataError, TracekitError
 from workloads.config import RunConfig
 
 CAPTURE_RANGE = "tracekit-capture"  # the same name as workloads.annotate.CAPTURE_RANGE (no torch import here)
@@ -149,7 +149,11 @@ def _report(folder: Path, nsys: str, manifest: dict, notes: list[str], started: 
     """The .nsys-rep, importing the .qdstrm when nsys could not (Debian's nsys lacks its importer path)."""
     report, stream = folder / runs.REPORT, folder / runs.STREAM
     if not report.exists() and stream.exists():
-        nsys_cli.import_qdstrm(stream, report, nsys)
+        try:
+            nsys_cli.import_qdstrm(stream, report, nsys)
+        except TracekitError:
+            _finish(folder, manifest, "failed", notes, started, profiled)  # the folder says what happened
+            raise
         stream.unlink()
     if not report.exists():
         _finish(folder, manifest, "failed", notes, started, profiled)

@@ -23,6 +23,13 @@ NSYS_LOCATIONS = [
     "/opt/nvidia/nsight-systems-cli/*/bin/nsys",
     "/usr/local/cuda/bin/nsys",
     "/usr/local/cuda-*/bin/nsys",
+    # Nsight Compute ships an nsys too; it records, but its install has no importer for the .qdstrm
+    "/opt/nvidia/nsight-compute/*/host/target-linux-x64/nsys",
+]
+IMPORTER_LOCATIONS = [
+    "/usr/lib/nsight-systems/host-linux-x64/QdstrmImporter",
+    "/opt/nvidia/nsight-systems/*/host-linux-x64/QdstrmImporter",
+    "/opt/nvidia/nsight-systems-cli/*/host-linux-x64/QdstrmImporter",
 ]
 INSTALL_HINT = ("install Nsight Systems (Debian: enable the non-free component, then `apt-get install "
                 "nsight-systems nsight-systems-target`; elsewhere NVIDIA's installer from "
@@ -61,9 +68,8 @@ def nsys_version(nsys: str) -> str:
 def find_importer(nsys: str) -> str | None:
     """QdstrmImporter that belongs to this nsys (it looks in ../host-linux-x64 beside its real binary)."""
     real = Path(os.path.realpath(nsys))
-    candidates = [real.parent.parent / "host-linux-x64" / "QdstrmImporter",
-                  real.parent / "QdstrmImporter",
-                  Path("/usr/lib/nsight-systems/host-linux-x64/QdstrmImporter")]
+    candidates = [real.parent.parent / "host-linux-x64" / "QdstrmImporter", real.parent / "QdstrmImporter"]
+    candidates += [Path(path) for pattern in IMPORTER_LOCATIONS for path in sorted(glob.glob(pattern), reverse=True)]
     for candidate in candidates:
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return str(candidate)
@@ -76,7 +82,8 @@ def import_qdstrm(qdstrm: Path, report: Path, nsys: str) -> Path:
     if importer is None:
         raise NsysExportError(
             f"{qdstrm}: nsys left a raw .qdstrm and no Nsight Systems importer (QdstrmImporter) is installed "
-            "beside it; install the full Nsight Systems (host part) to turn it into a report")
+            f"(looked beside {nsys} and in {', '.join(IMPORTER_LOCATIONS)}); install Nsight Systems (its host "
+            "part has the importer), then `QdstrmImporter -i FILE.qdstrm -o FILE.nsys-rep`")
     result = subprocess.run([importer, "-i", str(qdstrm), "-o", str(report)], capture_output=True, text=True,
                             timeout=EXPORT_TIMEOUT_S)
     if result.returncode != 0 or not report.exists():
