@@ -143,22 +143,6 @@ def finish(table: pd.DataFrame, keys: dict[str, Sequence], extra: dict[str, Sequ
     return sort_by_total(result, list(keys))
 
 
-def duration_stats(frame: pd.DataFrame, keys: list[str], value: str = "duration") -> pd.DataFrame:
-    """Per distinct ``keys``: the nsys summary statistics of ``value`` (ns), largest total first.
-
-    Output columns: the keys, then Time (%), Total Time (ns), Instances, Avg (ns), Med (ns),
-    Min (ns), Max (ns), StdDev (ns). Ties in total are ordered by the keys, so output is stable.
-    """
-    if frame.empty:
-        return pd.DataFrame(columns=keys + STAT_COLUMNS)
-    factorized = [pd.factorize(frame[key], use_na_sentinel=True) for key in keys]
-    combined, radices = combine_codes([codes for codes, _ in factorized])
-    table = grouped_stats(combined, frame[value].to_numpy())
-    key_codes = split_codes(table.index.to_numpy(), radices)
-    key_values = {key: np.asarray(uniques)[codes] for key, (_, uniques), codes in zip(keys, factorized, key_codes)}
-    return finish(table, key_values)
-
-
 def sort_by_total(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """Largest ``Total Time (ns)`` first; ties broken by the key columns (as text) for stable output."""
     tie_break = [frame[key].astype(str).to_numpy() for key in keys]
