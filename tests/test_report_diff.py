@@ -118,3 +118,22 @@ def test_bench_report(cli, tmp_path):
     check_pictures(tmp_path / "bench", text)
     missing = cli("report", "--bench", tmp_path / "none.db")
     assert missing.exit_code == 1 and "no such results database" in missing.output
+
+
+def test_diff_and_export_of_runs_with_snapshots(cli, shared_traces, shared_memory, tmp_path):
+    folders = []
+    for name, export, snapshot in (("fwd", A, "cs336_medium_ctx512_forward"), ("train", B, "cs336_medium_ctx512_train_step")):
+        folder = tmp_path / name
+        folder.mkdir()
+        shutil.copy(shared_traces / export, folder / runs.EXPORT)
+        shutil.copy(shared_memory / f"{snapshot}.pickle", folder / runs.MEMORY)
+        folders.append(folder)
+    result = cli("diff", *folders)
+    assert result.exit_code == 0, result.output
+    memory = result.output[result.output.index("Memory at the peak"):]
+    peak = next(line for line in memory.splitlines() if line.startswith("(peak allocated)")).split()
+    assert peak[2:5] == ["1,860.9", "11,852.8", "9,991.9"]  # A, B, delta in MiB
+    result = cli("export", folders[1], "--parquet", tmp_path / "tables")
+    assert result.exit_code == 0, result.output
+    events = pd.read_parquet(tmp_path / "tables" / "memory_events.parquet")
+    assert len(events) == 22_332 and (tmp_path / "tables" / "memory_allocations.parquet").exists()

@@ -142,7 +142,7 @@ def capture(options: CaptureOptions) -> Capture:
     if status == "failed":
         reason = manifest["program"]["error"] or _last_log_line(folder)
         raise CaptureError(f"the workload failed: {reason} (run folder {folder}, log {folder / LOG})")
-    return Capture(folder, manifest, phase_table(manifest), top_kernels, notes)
+    return Capture(folder, manifest, runs.phase_table(manifest), top_kernels, notes)
 
 
 def _report(folder: Path, nsys: str, manifest: dict, notes: list[str], started: float, profiled: float) -> Path:
@@ -193,13 +193,6 @@ def _from_result(result: dict) -> dict:
                                  "nvtx_backend": result.get("nvtx_backend")},
             "timings_ms": timings, "samples_ms": result.get("samples_ms", {}),
             "peak_memory_bytes": result.get("peak_memory_bytes")}
-
-
-def phase_table(manifest: dict) -> pd.DataFrame:
-    """Per-phase step times (ms) the harness measured: Phase, Mean, Std, Median, Min, Max."""
-    rows = [{"Phase": phase, **{f"{stat.capitalize()} (ms)": value for stat, value in stats.items()}}
-            for phase, stats in manifest.get("timings_ms", {}).items()]
-    return pd.DataFrame(rows, columns=["Phase", "Mean (ms)", "Std (ms)", "Median (ms)", "Min (ms)", "Max (ms)"])
 
 
 def _top_kernels(export: Path, notes: list[str]) -> pd.DataFrame | None:

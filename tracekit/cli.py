@@ -179,7 +179,7 @@ def memory(snapshots, top, by, plot, compare, device, fmt, output):
 def diff(a, b, phases, by, top, ops, same_thread, nsys, fmt, output):
     """Where GPU time moved from A to B (runs or traces): per phase and category, the kernels that
     changed most, and the memory peak when both runs have a snapshot."""
-    from tracekit.analysis.diff import diff_categories, diff_kernels
+    from tracekit.analysis.diff import diff_categories, diff_kernels, diff_memory
     from tracekit.sources import open_trace
 
     first, second = open_trace(a, nsys), open_trace(b, nsys)
@@ -193,21 +193,10 @@ def diff(a, b, phases, by, top, ops, same_thread, nsys, fmt, output):
         click.echo()
     if by in (None, "kernel"):
         emit(diff_kernels(first, second, top, ops=ops), fmt, output if by else None, "Kernels that changed most")
-    if by is None:
-        _memory_peaks(a, b, fmt)
-
-
-def _memory_peaks(a: str, b: str, fmt: str) -> None:
-    from pathlib import Path
-
-    snapshots = [Path(path) / "memory.pickle" for path in (a, b)]
-    if all(path.is_file() for path in snapshots):
-        from tracekit.analysis.memory import compare
-        from tracekit.sources.snapshot import load_snapshot
-
+    memory = diff_memory(a, b) if by is None else None
+    if memory is not None:
         click.echo()
-        table = compare(*(load_snapshot(path) for path in snapshots))
-        emit(table.head(10), fmt, None, "Memory at the peak")
+        emit(memory, fmt, None, "Memory at the peak")
 
 
 @main.command()
@@ -245,12 +234,11 @@ def export(trace, folder, snapshot, nsys):
     """Write TRACE's normalized tables as Parquet files for notebooks."""
     from pathlib import Path
 
-    from tracekit.export import export_parquet
+    from tracekit.export import export_parquet, run_snapshot
     from tracekit.sources import open_trace
 
-    if snapshot is None and Path(trace).is_dir() and (Path(trace) / "memory.pickle").exists():
-        snapshot = Path(trace) / "memory.pickle"
-    written = export_parquet(open_trace(trace, nsys), Path(folder), Path(snapshot) if snapshot else None)
+    snapshot = Path(snapshot) if snapshot else run_snapshot(trace)
+    written = export_parquet(open_trace(trace, nsys), Path(folder), snapshot)
     emit(written, "table", None, f"Wrote {Path(folder)}")
 
 

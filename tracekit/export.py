@@ -30,6 +30,14 @@ def write_parquet(frame: pd.DataFrame, path: Path) -> None:
             writer.close()
 
 
+def run_snapshot(path: str | Path) -> Path | None:
+    """The memory snapshot of a run folder, if it has one."""
+    from tracekit.runs import MEMORY
+
+    candidate = Path(path) / MEMORY
+    return candidate if Path(path).is_dir() and candidate.is_file() else None
+
+
 def export_parquet(trace: Trace, folder: Path, snapshot: Path | None = None) -> pd.DataFrame:
     """Write kernels, launches, ranges (+ memory events and allocations) and meta.json to ``folder``.
     Returns what was written: File, Rows, Size (MiB)."""

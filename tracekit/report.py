@@ -127,9 +127,7 @@ def _run_section(section: Section, manifest: dict) -> None:
     if timings:
         section.text("### Step phases (harness)", "Wall time per phase of the measured steps, timed with device "
                      "synchronisation by the benchmark harness.")
-        table = pd.DataFrame([{"Phase": phase, **{f"{stat.capitalize()} (ms)": value for stat, value in values.items()}}
-                              for phase, values in timings.items()])
-        section.table(table)
+        section.table(runs.phase_table(manifest))
         section.picture(plots.step_times(manifest.get("samples_ms", {}), "Time per measured step"), "step_times",
                         "time per measured step")
     for note in manifest.get("notes", []):

@@ -13,6 +13,8 @@ import shutil
 from datetime import datetime
 from pathlib import Path
 
+import pandas as pd
+
 from tracekit.errors import CaptureError
 
 MANIFEST = "run.json"
@@ -79,3 +81,10 @@ def point_latest(folder: Path) -> Path:
     temporary.symlink_to(folder.name, target_is_directory=True)
     os.replace(temporary, link)
     return link
+
+
+def phase_table(manifest: dict) -> pd.DataFrame:
+    """Per-phase step times (ms) the harness measured: Phase, Mean, Std, Median, Min, Max."""
+    rows = [{"Phase": phase, **{f"{stat.capitalize()} (ms)": value for stat, value in stats.items()}}
+            for phase, stats in manifest.get("timings_ms", {}).items()]
+    return pd.DataFrame(rows, columns=["Phase", "Mean (ms)", "Std (ms)", "Median (ms)", "Min (ms)", "Max (ms)"])

@@ -96,6 +96,14 @@ class Trace:
     def __init__(self, meta: TraceMeta, loaders: dict[str, Callable[[], pd.DataFrame]]):
         self.meta = meta
         self._loaders = loaders
+        self._derived: dict[str, object] = {}
+
+    def derived(self, key: str, compute: Callable[[], object]):
+        """Something analyses compute from the tables (the GPU-op-to-launch join, say), computed once
+        per trace however many analyses of one command or report ask for it."""
+        if key not in self._derived:
+            self._derived[key] = compute()
+        return self._derived[key]
 
     @cached_property
     def kernels(self) -> pd.DataFrame:
@@ -119,8 +127,7 @@ class Trace:
         patterns = set(patterns)
         if "ranges" not in self.__dict__ and "ranges_named" in self._loaders:
             return self._loaders["ranges_named"](patterns)
-        selected = self.ranges[names_matching(self.ranges["name"], patterns)].reset_index(drop=True)
-        return renest(selected)
+        return select_named(self.ranges, patterns)
 
     def load_together(self, tables: Collection[str], patterns: Collection[str] | None = None) -> pd.DataFrame | None:
         """Load several tables (and ``ranges_named(patterns)``) at once, on threads.
@@ -165,6 +172,11 @@ def names_matching(names: pd.Series, patterns: Collection[str]) -> np.ndarray:
                         for pattern in patterns) for name in categories], dtype=bool)
     codes = names.cat.codes.to_numpy()
     return np.where(codes >= 0, hit[np.maximum(codes, 0)] if len(hit) else False, False)
+
+
+def select_named(ranges: pd.DataFrame, patterns: Collection[str]) -> pd.DataFrame:
+    """The ranges whose names match ``patterns``, nested among themselves."""
+    return renest(ranges[names_matching(ranges["name"], patterns)].reset_index(drop=True))
 
 
 def renest(ranges: pd.DataFrame) -> pd.DataFrame:

@@ -45,7 +45,11 @@ class OpLaunches:
 
 
 def op_launches(trace: Trace) -> OpLaunches:
-    """Join every GPU op to its launching CUDA API call on (pid, correlation id)."""
+    """Join every GPU op to its launching CUDA API call on (pid, correlation id); once per trace."""
+    return trace.derived("op_launches", lambda: _join_launches(trace))
+
+
+def _join_launches(trace: Trace) -> OpLaunches:
     ops, calls = trace.kernels, trace.launches
     n = len(ops)
     none = OpLaunches(np.zeros(n, bool), *(np.full(n, -1, np.int64) for _ in range(5)))
@@ -92,8 +96,7 @@ class _Groups:
         return self.range_code * self.span + (t - self.t0)
 
 
-def range_gpu_stats(trace: Trace, ranges: pd.DataFrame, same_thread: bool = False,
-                    launches: OpLaunches | None = None) -> pd.DataFrame:
+def range_gpu_stats(trace: Trace, ranges: pd.DataFrame, same_thread: bool = False) -> pd.DataFrame:
     """GPU work of each range instance (rows aligned with ``ranges``).
 
     Columns gpu_ops, gpu_launches, gpu_time (ns), gpu_start, gpu_end (ns, -1 when none), gpu_span (ns).
@@ -104,7 +107,7 @@ def range_gpu_stats(trace: Trace, ranges: pd.DataFrame, same_thread: bool = Fals
                            GPU_TIME: np.zeros(count, np.int64), GPU_START: np.full(count, -1, np.int64),
                            GPU_END: np.full(count, -1, np.int64), GPU_SPAN: np.zeros(count, np.int64)},
                           index=ranges.index)
-    launches = launches if launches is not None else op_launches(trace)
+    launches = op_launches(trace)
     if count == 0 or not launches.found.any():
         return result
     ops = trace.kernels
@@ -177,18 +180,16 @@ def _segment_reduce(ufunc, values: np.ndarray, low: np.ndarray, high: np.ndarray
     return result
 
 
-def ops_in_ranges(trace: Trace, ranges: pd.DataFrame, same_thread: bool = False,
-                  launches: OpLaunches | None = None) -> np.ndarray:
+def ops_in_ranges(trace: Trace, ranges: pd.DataFrame, same_thread: bool = False) -> np.ndarray:
     """Boolean mask over ``trace.kernels``: ops launched inside any of ``ranges`` (each op counted once)."""
-    return interval_of_ops(trace, ranges, same_thread, launches) >= 0
+    return interval_of_ops(trace, ranges, same_thread) >= 0
 
 
-def interval_of_ops(trace: Trace, ranges: pd.DataFrame, same_thread: bool = False,
-                    launches: OpLaunches | None = None) -> np.ndarray:
+def interval_of_ops(trace: Trace, ranges: pd.DataFrame, same_thread: bool = False) -> np.ndarray:
     """For each GPU op, the index of the merged range interval (ranges of one group merged where they
     overlap) whose open time covers its launch, or -1. Merged intervals are numbered in (group, start) order.
     """
-    launches = launches if launches is not None else op_launches(trace)
+    launches = op_launches(trace)
     result = np.full(len(trace.kernels), -1, dtype=np.int64)
     if same_thread:
         ranges = ranges[(ranges["end_tid"] == ranges["tid"]).to_numpy()]

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis import stats
-from tracekit.analysis.attribution import interval_of_ops, op_launches, union_length
+from tracekit.analysis.attribution import interval_of_ops, union_length
 from tracekit.analysis.categories import CATEGORIES, categorize_ops
 from tracekit.analysis.kernels import kernel_rows
 from tracekit.analysis.ranges import match_spec, spec_names
@@ -55,11 +55,10 @@ def phase_intervals(trace: Trace, phases: list[str], same_thread: bool = False) 
     """Per phase spec: its number of range instances, and for every GPU op the merged phase interval
     its launch fell in (-1 outside the phase). Reads only the ranges the specs name."""
     selection = trace.load_together(["kernels", "launches"], spec_names(phases))
-    launches = op_launches(trace)
     result = {}
     for phase in phases:
         chosen = selection[match_spec(selection, phase)] if not selection.empty else selection
-        result[phase] = (len(chosen), interval_of_ops(trace, chosen, same_thread, launches))
+        result[phase] = (len(chosen), interval_of_ops(trace, chosen, same_thread))
     return result
 
 

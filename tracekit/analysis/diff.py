@@ -78,3 +78,17 @@ def diff_kernels(a: Trace, b: Trace, top: int = 15, name: str = "short", ops: st
     table = table.reindex(table["Delta (ms)"].abs().sort_values(ascending=False, kind="stable").index)
     table.index.name = NAME
     return table.head(top).reset_index()
+
+
+def diff_memory(a, b, top: int = 10) -> pd.DataFrame | None:
+    """The memory peaks of two run folders that both hold a snapshot (``memory.compare``), else None."""
+    from pathlib import Path
+
+    from tracekit.analysis.memory import compare
+    from tracekit.runs import MEMORY
+    from tracekit.sources.snapshot import load_snapshot
+
+    snapshots = [Path(path) / MEMORY for path in (a, b)]
+    if not all(path.is_file() for path in snapshots):
+        return None
+    return compare(*(load_snapshot(path) for path in snapshots)).head(top)

@@ -24,7 +24,7 @@ from tracekit.sources.sqlite_columns import (connect_readonly, present_ids, read
                                              read_strings, table_columns)
 from tracekit.trace import (GPU_OP_KINDS, KERNEL_COLUMNS, LAUNCH_COLUMNS, RANGE_COLUMNS, RANGE_STYLES, Trace,
                             TraceMeta, empty_kernels, empty_launches, empty_ranges, is_pattern, names_matching,
-                            renest)
+                            select_named)
 
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
 MEMCPY_TABLE = "CUPTI_ACTIVITY_KIND_MEMCPY"
@@ -73,13 +73,10 @@ def _cached_selection(cache: TableCache, path: Path, tables: frozenset[str], pat
     filter beats a scan of SQLite), else from a cached earlier selection of the same patterns, else
     a filtered read that is cached for next time (a breakdown's phases are asked for again)."""
     if cache.has("ranges"):
-        return _select_ranges(cache.load("ranges"), patterns)
+        return select_named(cache.load("ranges"), patterns)
     key = "ranges_named-" + hashlib.sha1("\0".join(sorted(patterns)).encode()).hexdigest()[:16]
     return cache.wrap(key, lambda: read_ranges(path, tables, patterns))()
 
-
-def _select_ranges(ranges: pd.DataFrame, names) -> pd.DataFrame:
-    return renest(ranges[names_matching(ranges["name"], names)].reset_index(drop=True))
 
 
 def _check_export(path: Path) -> frozenset[str]:
