@@ -28,6 +28,27 @@ KNOWN = {
     "unsigned int, (int)1, (int)128, (int)1, (int)16, (int)4>(char *, at::native::<unnamed>::CatArrInputTensorMetadata"
     "<T1, T2, (int)128, (int)1>, at::native::<unnamed>::TensorSizeStride<T2, (unsigned int)4>, int, T2)": "memory",
     "matmul_kernel(float *, float *, float *, int, int, int)": "matmul",
+    # a100_video_sr_cudnn_conv and a100_small_lm_trainstep (cuDNN convolution, layout, pooling, sort)
+    "sm80_xmma_fprop_implicit_gemm_indexed_tf32f32_tf32f32_f32_nhwckrsc_nchw_tilesize64x32x64_stage5_warpsize2x2x1_"
+    "g1_tensor16x8x8_alignc4_execute_kernel_cudnn_infer": "convolution",
+    "void cutlass_cudnn_infer::Kernel<cutlass_tensorop_s1688fprop_optimized_tf32_64x64_32x5_nhwc_align4>(T1::Params)":
+        "convolution",
+    "void fft2d_r2c_32x32<float, (bool)0, (unsigned int)1, (bool)0>(float2 *, const T1 *, int, int, int, int, int, "
+    "int, int, int, int, cudnn::reduced_divisor, bool, int2, int, int)": "convolution",
+    "void flip_filter<float, float>(T2 *, const T1 *, int, int, int, int)": "convolution",
+    "void deformable_im2col_gpu_kernel<float>(int, const T1 *, const T1 *, int, int, int, int, int, int, int, int, int, "
+    "int, int, int, int, int, int, int, T1 *)": "convolution",
+    "void cudnn::ops::nchwToNhwcKernel<float, float, float, (bool)0, (bool)1, (cudnnKernelDataType_t)2>("
+    "cudnn::ops::nchw2nhwc_params_t<T3>, const T1 *, T2 *)": "memory",
+    "void cudnn::ops::nhwcToNchwKernel<float, float, float, (bool)1, (bool)0, (cudnnKernelDataType_t)0>("
+    "cudnn::ops::nhwc2nchw_params_t<T3>, const T1 *, T2 *)": "memory",
+    "void at::native::<unnamed>::avg_pool3d_cuda_update_output<(int)2, float, float>(at::GenericPackedTensorAccessor"
+    "<T2, (unsigned long)4, at::DefaultPtrTraits, long>, int, int, int, int, int, int, int, int, int, int)": "reduction",
+    "void at::native::<unnamed>::upsample_bilinear2d_out_frame<float, float>(int, T2, T2, bool, "
+    "at::GenericPackedTensorAccessor<T1, (unsigned long)4, at::DefaultPtrTraits, long>)": "elementwise",
+    "void at_cuda_detail::cub::detail::radix_sort::DeviceRadixSortSingleTileKernel<at_cuda_detail::cub::detail::"
+    "radix::policy_hub<long, at::cuda::cub::detail::OpaqueType<(int)8>, int>::Policy900, (bool)0, long>(const T3 *, "
+    "T3 *, const T4 *, T4 *, T5, int, int, T6)": "reduction",
     # other libraries users meet
     "void multi_tensor_apply_kernel<TensorListMetadata<4>, FusedAdamMathFunctor<float, 4>, float*>(long, int*, "
     "TensorListMetadata<4>, FusedAdamMathFunctor<float, 4>, float*)": "optimizer",
@@ -53,7 +74,8 @@ def test_known_names(name, category):
 
 
 def test_rules_are_ordered_data():
-    assert [category for category, _ in CATEGORY_RULES][:4] == ["communication", "optimizer", "attention", "matmul"]
+    assert [category for category, _ in CATEGORY_RULES][:5] == ["communication", "optimizer", "attention",
+                                                                 "convolution", "matmul"]
     assert CATEGORIES[-1] == "other"
 
 
