@@ -33,24 +33,44 @@ def wall_seconds(command: list[str]) -> float:
 def peak_rss_mib(command: list[str]) -> float:
     """Peak resident memory of one run. RUSAGE_CHILDREN keeps the largest child ever seen, so each
     measurement runs from a fresh Python process that has no other children."""
-    probe = subprocess.run([sys.executable, "-c", (
-        "import resource, subprocess, sys; subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True); "
-        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"), *command],
-        capture_output=True, text=True, check=True)
+    probe = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import resource, subprocess, sys; subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True); "
+                "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+            ),
+            *command,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return int(probe.stdout.strip()) / 1024  # Linux reports KiB
 
 
 def measure(label: str, command: list[str], repeat: int) -> dict:
     times = [wall_seconds(command) for _ in range(repeat)]
-    return {"label": label, "median_s": statistics.median(times), "min_s": min(times), "max_s": max(times),
-            "peak_mib": peak_rss_mib(command), "runs": repeat}
+    return {
+        "label": label,
+        "median_s": statistics.median(times),
+        "min_s": min(times),
+        "max_s": max(times),
+        "peak_mib": peak_rss_mib(command),
+        "runs": repeat,
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("export", type=Path)
-    parser.add_argument("--tracekit", action="append", default=[], help="tracekit arguments after the command name, "
-                        "the export is inserted after the first word (repeatable)")
+    parser.add_argument(
+        "--tracekit",
+        action="append",
+        default=[],
+        help="tracekit arguments after the command name, the export is inserted after the first word (repeatable)",
+    )
     parser.add_argument("--nsys", action="append", default=[], help="nsys stats report name (repeatable)")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
@@ -65,13 +85,20 @@ def main() -> None:
         if nsys is None:
             print(f"nsys not installed: skipping nsys stats -r {report}")
             continue
-        rows.append(measure(f"nsys stats -r {report}",
-                            [nsys, "stats", "-q", "-r", report, "-f", "csv", str(args.export)], args.repeat))
+        rows.append(
+            measure(
+                f"nsys stats -r {report}",
+                [nsys, "stats", "-q", "-r", report, "-f", "csv", str(args.export)],
+                args.repeat,
+            )
+        )
     size = args.export.stat().st_size / 1e6
     print(f"{args.export} ({size:.0f} MB), median of {args.repeat} runs each, peak RSS of one run")
     print(f"{'command':70} {'median s':>9} {'min s':>7} {'max s':>7} {'peak MiB':>9}")
     for row in rows:
-        print(f"{row['label']:70} {row['median_s']:9.2f} {row['min_s']:7.2f} {row['max_s']:7.2f} {row['peak_mib']:9.0f}")
+        print(
+            f"{row['label']:70} {row['median_s']:9.2f} {row['min_s']:7.2f} {row['max_s']:7.2f} {row['peak_mib']:9.0f}"
+        )
     if len(rows) >= 2:
         print(f"ratio {rows[0]['label']} / {rows[-1]['label']}: {rows[0]['median_s'] / rows[-1]['median_s']:.2f}")
 

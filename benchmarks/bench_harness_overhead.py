@@ -101,12 +101,17 @@ def main() -> None:
         harness.append(harness_loop(config))
     ratios = [h / b - 1 for h, b in zip(harness, bare)]
     steps = config.warmup + config.steps
-    print(f"{args.model} ctx {args.ctx} batch {args.batch}, {steps} steps per run, {args.rounds} rounds, "
-          f"NVTX backend: {BACKEND}, torch threads: {torch.get_num_threads()}")
+    print(
+        f"{args.model} ctx {args.ctx} batch {args.batch}, {steps} steps per run, {args.rounds} rounds, "
+        f"NVTX backend: {BACKEND}, torch threads: {torch.get_num_threads()}"
+    )
     print(f"bare loop:    median {statistics.median(bare) / steps * 1e3:.2f} ms/step")
     print(f"harness loop: median {statistics.median(harness) / steps * 1e3:.2f} ms/step")
-    print(f"A/B overhead: median {statistics.median(ratios) * 100:+.2f}% (per round: "
-          + ", ".join(f"{ratio * 100:+.2f}%" for ratio in ratios) + ")")
+    print(
+        f"A/B overhead: median {statistics.median(ratios) * 100:+.2f}% (per round: "
+        + ", ".join(f"{ratio * 100:+.2f}%" for ratio in ratios)
+        + ")"
+    )
     own = bookkeeping_us(torch.device("cpu"))
     step_ms = statistics.median(harness) / steps * 1e3
     print(f"harness's own work: {own:.1f} us per step = {own / (step_ms * 1e3) * 100:.3f}% of a {step_ms:.1f} ms step")

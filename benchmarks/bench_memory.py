@@ -40,10 +40,15 @@ print(f"{loaded - started:.2f} {analysed - loaded:.2f} {time.perf_counter() - an
 
 def build(entries: int, path: Path, seed: int = 0) -> dict:
     random.seed(seed)
-    stacks = [[{"filename": "??", "line": 0, "name": "torch::unwind::unwind()"},
-               {"filename": "CUDACachingAllocator.cpp", "line": 0, "name": "DeviceCachingAllocator::malloc"},
-               {"filename": f"/home/user/model/layer{k % 40}.py", "line": 10 + k, "name": f"forward_{k}"},
-               {"filename": "/home/user/train.py", "line": 88, "name": "main"}] for k in range(500)]
+    stacks = [
+        [
+            {"filename": "??", "line": 0, "name": "torch::unwind::unwind()"},
+            {"filename": "CUDACachingAllocator.cpp", "line": 0, "name": "DeviceCachingAllocator::malloc"},
+            {"filename": f"/home/user/model/layer{k % 40}.py", "line": 10 + k, "name": f"forward_{k}"},
+            {"filename": "/home/user/train.py", "line": 88, "name": "main"},
+        ]
+        for k in range(500)
+    ]
     trace, time_us, address = [], 1_700_000_000_000_000, 1 << 32
     weights = [(address + i * (64 << 20), 48 << 20) for i in range(50)]
     while len(trace) < entries:
@@ -52,23 +57,63 @@ def build(entries: int, path: Path, seed: int = 0) -> dict:
             size = random.choice((512, 4096, 1 << 20, 8 << 20, 32 << 20))
             address += size + 512
             time_us += random.randint(1, 50)
-            trace.append({"action": "alloc", "addr": address, "size": size, "stream": 0, "time_us": time_us,
-                          "frames": random.choice(stacks), "compile_context": "N/A", "user_metadata": ""})
+            trace.append(
+                {
+                    "action": "alloc",
+                    "addr": address,
+                    "size": size,
+                    "stream": 0,
+                    "time_us": time_us,
+                    "frames": random.choice(stacks),
+                    "compile_context": "N/A",
+                    "user_metadata": "",
+                }
+            )
             live.append((address, size))
         for addr, size in reversed(live):  # backward: freed in reverse order
             for action in ("free_requested", "free_completed"):
                 time_us += random.randint(1, 20)
-                trace.append({"action": action, "addr": addr, "size": size, "stream": 0, "time_us": time_us,
-                              "frames": [], "compile_context": "N/A", "user_metadata": ""})
-    blocks = [{"address": addr, "size": size, "requested_size": size, "state": "active_allocated",
-               "frames": stacks[0]} for addr, size in weights]
-    blocks += [{"address": addr + size, "size": (64 << 20) - size, "requested_size": 0, "state": "inactive",
-                "frames": []} for addr, size in weights]  # the rest of each 64 MiB stretch, free
-    snapshot = {"segments": [{"device": 0, "address": weights[0][0], "total_size": 50 * (64 << 20),
-                              "allocated_size": 50 * (48 << 20), "active_size": 50 * (48 << 20),
-                              "requested_size": 50 * (48 << 20), "stream": 0, "segment_type": "large",
-                              "segment_pool_id": (0, 0), "is_expandable": False, "frames": [], "blocks": blocks}],
-                "device_traces": [trace], "allocator_settings": {}, "external_annotations": []}
+                trace.append(
+                    {
+                        "action": action,
+                        "addr": addr,
+                        "size": size,
+                        "stream": 0,
+                        "time_us": time_us,
+                        "frames": [],
+                        "compile_context": "N/A",
+                        "user_metadata": "",
+                    }
+                )
+    blocks = [
+        {"address": addr, "size": size, "requested_size": size, "state": "active_allocated", "frames": stacks[0]}
+        for addr, size in weights
+    ]
+    blocks += [
+        {"address": addr + size, "size": (64 << 20) - size, "requested_size": 0, "state": "inactive", "frames": []}
+        for addr, size in weights
+    ]  # the rest of each 64 MiB stretch, free
+    snapshot = {
+        "segments": [
+            {
+                "device": 0,
+                "address": weights[0][0],
+                "total_size": 50 * (64 << 20),
+                "allocated_size": 50 * (48 << 20),
+                "active_size": 50 * (48 << 20),
+                "requested_size": 50 * (48 << 20),
+                "stream": 0,
+                "segment_type": "large",
+                "segment_pool_id": (0, 0),
+                "is_expandable": False,
+                "frames": [],
+                "blocks": blocks,
+            }
+        ],
+        "device_traces": [trace],
+        "allocator_settings": {},
+        "external_annotations": [],
+    }
     with open(path, "wb") as handle:
         pickle.dump(snapshot, handle, protocol=4)
     return {"entries": len(trace), "mb": path.stat().st_size / 1e6}
@@ -93,14 +138,20 @@ def main() -> None:
     print(f"snapshot: {info['entries']:,} trace entries, {info['mb']:.0f} MB")
     wall, out = timed([sys.executable, "-c", ANALYSIS, str(path), "noplot"])
     load, analyse, _, peak = out.split()
-    print(f"tracekit peak + top 20 + holders + timeline data: {wall:.2f} s wall (load {load} s, analysis {analyse} s),"
-          f" peak {int(peak) / 2**30:.2f} GiB")
+    print(
+        f"tracekit peak + top 20 + holders + timeline data: {wall:.2f} s wall (load {load} s, analysis {analyse} s),"
+        f" peak {int(peak) / 2**30:.2f} GiB"
+    )
     picture = folder / "timeline.png"
     wall_plot, out = timed([sys.executable, "-c", ANALYSIS, str(path), "plot", str(picture)])
-    print(f"tracekit with the PNG: {wall_plot:.2f} s wall (PNG {out.split()[2]} s, {picture.stat().st_size // 1024} KiB)")
+    print(
+        f"tracekit with the PNG: {wall_plot:.2f} s wall (PNG {out.split()[2]} s, {picture.stat().st_size // 1024} KiB)"
+    )
     for command in ("stats", "trace"):
         wall_torch, out = timed([sys.executable, "-m", "torch.cuda._memory_viz", command, str(path)])
-        print(f"torch _memory_viz {command}: {wall_torch:.2f} s wall" + ("" if wall_torch == wall_torch else f" ({out})"))
+        print(
+            f"torch _memory_viz {command}: {wall_torch:.2f} s wall" + ("" if wall_torch == wall_torch else f" ({out})")
+        )
 
 
 if __name__ == "__main__":

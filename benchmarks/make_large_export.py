@@ -29,13 +29,19 @@ def replicate(source: Path, target: Path, kernels: int, with_ranges: bool) -> di
     base = connection.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
     copies = max(1, -(-kernels // base))  # ceil
     # One copy spans from the first to the last timestamp of the source, plus a gap.
-    span = connection.execute(
-        "SELECT max(end) - min(start) + 1000000 FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
+    span = connection.execute("SELECT max(end) - min(start) + 1000000 FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
     if with_ranges and "NVTX_EVENTS" in tables:
-        span = max(span, connection.execute(
-            "SELECT max(coalesce(end, start)) - min(start) + 1000000 FROM NVTX_EVENTS").fetchone()[0])
-    correlation_step = 1 + max(connection.execute(f"SELECT coalesce(max(correlationId), 0) FROM {table}").fetchone()[0]
-                               for table in GPU_TABLES + ["CUPTI_ACTIVITY_KIND_RUNTIME"] if table in tables)
+        span = max(
+            span,
+            connection.execute("SELECT max(coalesce(end, start)) - min(start) + 1000000 FROM NVTX_EVENTS").fetchone()[
+                0
+            ],
+        )
+    correlation_step = 1 + max(
+        connection.execute(f"SELECT coalesce(max(correlationId), 0) FROM {table}").fetchone()[0]
+        for table in GPU_TABLES + ["CUPTI_ACTIVITY_KIND_RUNTIME"]
+        if table in tables
+    )
     connection.execute("CREATE TEMP TABLE copies (i INTEGER)")
     connection.executemany("INSERT INTO copies VALUES (?)", [(i,) for i in range(1, copies)])
     for table in GPU_TABLES + (RANGE_TABLES if with_ranges else []):
@@ -52,12 +58,17 @@ def replicate(source: Path, target: Path, kernels: int, with_ranges: bool) -> di
                 shifted.append(column)
         where = "WHERE eventType IN (59, 60, 70, 71)" if table == "NVTX_EVENTS" else ""
         connection.execute(f"CREATE TEMP TABLE original AS SELECT * FROM {table} {where}")
-        connection.execute(f"INSERT INTO {table} ({', '.join(columns)}) "
-                           f"SELECT {', '.join(shifted)} FROM original, copies ORDER BY copies.i")
+        connection.execute(
+            f"INSERT INTO {table} ({', '.join(columns)}) "
+            f"SELECT {', '.join(shifted)} FROM original, copies ORDER BY copies.i"
+        )
         connection.execute("DROP TABLE original")
         connection.commit()
-    counts = {table: connection.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-              for table in GPU_TABLES + RANGE_TABLES if table in tables}
+    counts = {
+        table: connection.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+        for table in GPU_TABLES + RANGE_TABLES
+        if table in tables
+    }
     connection.execute("VACUUM")
     connection.close()
     return counts

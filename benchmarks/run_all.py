@@ -31,8 +31,15 @@ def run(*args: str, env: dict | None = None) -> None:
 def export(name: str, kernels: int, ranges: bool = False) -> Path:
     path = DATA / name
     if not path.exists():
-        run(PYTHON, str(HERE / "make_large_export.py"), str(SOURCE), str(path), "--kernels", str(kernels),
-            *(["--with-ranges"] if ranges else []))
+        run(
+            PYTHON,
+            str(HERE / "make_large_export.py"),
+            str(SOURCE),
+            str(path),
+            "--kernels",
+            str(kernels),
+            *(["--with-ranges"] if ranges else []),
+        )
     return path
 
 
@@ -42,11 +49,16 @@ def cache_speedup(path: Path) -> None:
     times = []
     for _ in range(2):
         started = time.perf_counter()
-        subprocess.run([tracekit, "kernels", str(path), "--by-launch-config", "--format", "csv"],
-                       check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [tracekit, "kernels", str(path), "--by-launch-config", "--format", "csv"],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         times.append(time.perf_counter() - started)
-    print(f"\ntracekit kernels on {path.name}: first {times[0]:.2f} s (writes the cache), second {times[1]:.2f} s, "
-          f"{times[0] / times[1]:.1f}x faster")
+    print(
+        f"\ntracekit kernels on {path.name}: first {times[0]:.2f} s (writes the cache), second {times[1]:.2f} s, "
+        f"{times[0] / times[1]:.1f}x faster"
+    )
 
 
 def main() -> None:
@@ -57,11 +69,30 @@ def main() -> None:
     one, ten = export("kernels_1m.sqlite", 1_000_000), export("kernels_10m.sqlite", 10_000_000)
     with_ranges = export("ranges_1m.sqlite", 1_000_000, ranges=True)
     for path, repeat in ((one, "5"), (ten, "1")):
-        run(PYTHON, str(HERE / "bench_commands.py"), str(path), "--tracekit", "kernels --by-launch-config --format csv",
-            "--nsys", "gpukernsum", "--repeat", repeat, env=no_cache)
-    run(PYTHON, str(HERE / "bench_commands.py"), str(with_ranges), "--tracekit", "kernels --format csv",
-        "--tracekit", "breakdown --phases aten::linear*,aten::layer_norm*,FSDP* --format csv", "--repeat", "3",
-        env=no_cache)
+        run(
+            PYTHON,
+            str(HERE / "bench_commands.py"),
+            str(path),
+            "--tracekit",
+            "kernels --by-launch-config --format csv",
+            "--nsys",
+            "gpukernsum",
+            "--repeat",
+            repeat,
+            env=no_cache,
+        )
+    run(
+        PYTHON,
+        str(HERE / "bench_commands.py"),
+        str(with_ranges),
+        "--tracekit",
+        "kernels --format csv",
+        "--tracekit",
+        "breakdown --phases aten::linear*,aten::layer_norm*,FSDP* --format csv",
+        "--repeat",
+        "3",
+        env=no_cache,
+    )
     cache_speedup(ten)
     run(PYTHON, str(HERE / "bench_memory.py"), "--keep", str(DATA / "snapshot_1m.pickle"))
     run(PYTHON, str(HERE / "bench_harness_overhead.py"))

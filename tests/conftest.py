@@ -49,6 +49,7 @@ def cli():
 
     def invoke(*args: str):
         return runner.invoke(main, [str(arg) for arg in args], catch_exceptions=False)
+
     return invoke
 
 

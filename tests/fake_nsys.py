@@ -23,8 +23,8 @@ elif args[:1] == ["export"]:
     shutil.copy(os.environ["FAKE_NSYS_EXPORT"], args[args.index("--output") + 1])
 elif args[:1] == ["profile"]:
     output = args[args.index("--output") + 1]
-    rest = args[args.index("--output") + 2:]
-    program = rest[next(index for index, arg in enumerate(rest) if not arg.startswith("-")):]
+    rest = args[args.index("--output") + 2 :]
+    program = rest[next(index for index, arg in enumerate(rest) if not arg.startswith("-")) :]
     report = output + ".nsys-rep"
     interrupted = []
     signal.signal(signal.SIGINT, lambda *_: interrupted.append(True))
@@ -42,8 +42,12 @@ elif args[:1] == ["profile"]:
         sys.exit(0)
     shutil.copy(os.environ["FAKE_NSYS_REPORT"], report)
     if mode == "agent":  # a detached process named as nsys names its agents, spinning
-        subprocess.Popen([sys.executable, "-c", "while True: pass", f"--session-name=profile-python-{os.getpid()}"],
-                         start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.Popen(
+            [sys.executable, "-c", "while True: pass", f"--session-name=profile-python-{os.getpid()}"],
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
     if mode == "hang":
         while True:
             time.sleep(1)

@@ -11,48 +11,78 @@ import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
-_KERNEL_2022 = ("start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, "
-                "streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, demangledName INTEGER NOT NULL, "
-                "shortName INTEGER NOT NULL, mangledName INTEGER, launchType INTEGER, cacheConfig INTEGER, "
-                "registersPerThread INTEGER NOT NULL, gridX INTEGER NOT NULL, gridY INTEGER NOT NULL, "
-                "gridZ INTEGER NOT NULL, blockX INTEGER NOT NULL, blockY INTEGER NOT NULL, blockZ INTEGER NOT NULL, "
-                "staticSharedMemory INTEGER NOT NULL, dynamicSharedMemory INTEGER NOT NULL, "
-                "localMemoryPerThread INTEGER NOT NULL, localMemoryTotal INTEGER NOT NULL, gridId INTEGER NOT NULL, "
-                "sharedMemoryExecuted INTEGER, graphNodeId INTEGER, sharedMemoryLimitConfig INTEGER")
-_KERNEL_2026 = (_KERNEL_2022.replace("contextId INTEGER NOT NULL, ", "contextId INTEGER NOT NULL, greenContextId INTEGER, ")
-                + ", qmdBulkReleaseDone INTEGER, qmdPreexitDone INTEGER, qmdLastCtaDone INTEGER, graphId INTEGER, "
-                "clusterX INTEGER, clusterY INTEGER, clusterZ INTEGER, clusterSchedulingPolicy INTEGER, "
-                "maxPotentialClusterSize INTEGER, maxActiveClusters INTEGER, sharedMemoryRequestedPercentage INTEGER, "
-                "tensorSizeMinusOneElements TEXT NOT NULL")
-_RUNTIME = ("start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER NOT NULL, globalTid INTEGER, "
-            "correlationId INTEGER, nameId INTEGER NOT NULL, returnValue INTEGER NOT NULL, callchainId INTEGER")
-_MEMCPY_2022 = ("start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, "
-                "streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, bytes INTEGER NOT NULL, "
-                "copyKind INTEGER NOT NULL, deprecatedSrcId INTEGER, srcKind INTEGER, dstKind INTEGER, "
-                "srcDeviceId INTEGER, srcContextId INTEGER, dstDeviceId INTEGER, dstContextId INTEGER, "
-                "migrationCause INTEGER, graphNodeId INTEGER, virtualAddress INTEGER")
-_MEMCPY_2026 = (_MEMCPY_2022.replace("contextId INTEGER NOT NULL, streamId", "contextId INTEGER NOT NULL, "
-                                     "greenContextId INTEGER, streamId") + ", copyCount INTEGER")
-_MEMSET_2026 = ("start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, "
-                "greenContextId INTEGER, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, "
-                "value INTEGER NOT NULL, bytes INTEGER NOT NULL, graphNodeId INTEGER, memKind INTEGER")
+_KERNEL_2022 = (
+    "start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, "
+    "streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, demangledName INTEGER NOT NULL, "
+    "shortName INTEGER NOT NULL, mangledName INTEGER, launchType INTEGER, cacheConfig INTEGER, "
+    "registersPerThread INTEGER NOT NULL, gridX INTEGER NOT NULL, gridY INTEGER NOT NULL, "
+    "gridZ INTEGER NOT NULL, blockX INTEGER NOT NULL, blockY INTEGER NOT NULL, blockZ INTEGER NOT NULL, "
+    "staticSharedMemory INTEGER NOT NULL, dynamicSharedMemory INTEGER NOT NULL, "
+    "localMemoryPerThread INTEGER NOT NULL, localMemoryTotal INTEGER NOT NULL, gridId INTEGER NOT NULL, "
+    "sharedMemoryExecuted INTEGER, graphNodeId INTEGER, sharedMemoryLimitConfig INTEGER"
+)
+_KERNEL_2026 = (
+    _KERNEL_2022.replace("contextId INTEGER NOT NULL, ", "contextId INTEGER NOT NULL, greenContextId INTEGER, ")
+    + ", qmdBulkReleaseDone INTEGER, qmdPreexitDone INTEGER, qmdLastCtaDone INTEGER, graphId INTEGER, "
+    "clusterX INTEGER, clusterY INTEGER, clusterZ INTEGER, clusterSchedulingPolicy INTEGER, "
+    "maxPotentialClusterSize INTEGER, maxActiveClusters INTEGER, sharedMemoryRequestedPercentage INTEGER, "
+    "tensorSizeMinusOneElements TEXT NOT NULL"
+)
+_RUNTIME = (
+    "start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER NOT NULL, globalTid INTEGER, "
+    "correlationId INTEGER, nameId INTEGER NOT NULL, returnValue INTEGER NOT NULL, callchainId INTEGER"
+)
+_MEMCPY_2022 = (
+    "start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, "
+    "streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, bytes INTEGER NOT NULL, "
+    "copyKind INTEGER NOT NULL, deprecatedSrcId INTEGER, srcKind INTEGER, dstKind INTEGER, "
+    "srcDeviceId INTEGER, srcContextId INTEGER, dstDeviceId INTEGER, dstContextId INTEGER, "
+    "migrationCause INTEGER, graphNodeId INTEGER, virtualAddress INTEGER"
+)
+_MEMCPY_2026 = (
+    _MEMCPY_2022.replace(
+        "contextId INTEGER NOT NULL, streamId", "contextId INTEGER NOT NULL, greenContextId INTEGER, streamId"
+    )
+    + ", copyCount INTEGER"
+)
+_MEMSET_2026 = (
+    "start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, "
+    "greenContextId INTEGER, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, "
+    "value INTEGER NOT NULL, bytes INTEGER NOT NULL, graphNodeId INTEGER, memKind INTEGER"
+)
 _MEMSET_2022 = _MEMSET_2026.replace("greenContextId INTEGER, ", "")
-_NVTX_2022 = ("start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL, rangeId INTEGER, category INTEGER, "
-              "color INTEGER, text TEXT, globalTid INTEGER, endGlobalTid INTEGER, textId INTEGER, domainId INTEGER, "
-              "uint64Value INTEGER, int64Value INTEGER, doubleValue REAL, uint32Value INTEGER, int32Value INTEGER, "
-              "floatValue REAL, jsonTextId INTEGER, jsonText TEXT")
+_NVTX_2022 = (
+    "start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL, rangeId INTEGER, category INTEGER, "
+    "color INTEGER, text TEXT, globalTid INTEGER, endGlobalTid INTEGER, textId INTEGER, domainId INTEGER, "
+    "uint64Value INTEGER, int64Value INTEGER, doubleValue REAL, uint32Value INTEGER, int32Value INTEGER, "
+    "floatValue REAL, jsonTextId INTEGER, jsonText TEXT"
+)
 _NVTX_2026 = _NVTX_2022 + ", binaryData TEXT"
-_GPU = ("vmId INTEGER NOT NULL, id INTEGER NOT NULL, name TEXT, busLocation TEXT, isDiscrete INTEGER, "
-        "l2CacheSize INTEGER, totalMemory INTEGER, memoryBandwidth INTEGER, clockRate INTEGER, smCount INTEGER, "
-        "chipName TEXT, computeMajor INTEGER, computeMinor INTEGER")
+_GPU = (
+    "vmId INTEGER NOT NULL, id INTEGER NOT NULL, name TEXT, busLocation TEXT, isDiscrete INTEGER, "
+    "l2CacheSize INTEGER, totalMemory INTEGER, memoryBandwidth INTEGER, clockRate INTEGER, smCount INTEGER, "
+    "chipName TEXT, computeMajor INTEGER, computeMinor INTEGER"
+)
 
 GENERATIONS = {
-    "2022.4": {"meta_table": "EXPORT_META_DATA", "version": "2022.4.2.1", "schema": "3.0.0",
-               "CUPTI_ACTIVITY_KIND_KERNEL": _KERNEL_2022, "CUPTI_ACTIVITY_KIND_MEMCPY": _MEMCPY_2022,
-               "CUPTI_ACTIVITY_KIND_MEMSET": _MEMSET_2022, "NVTX_EVENTS": _NVTX_2022},
-    "2026.2": {"meta_table": "META_DATA_EXPORT", "version": "2026.2.1.210", "schema": "3.25.0",
-               "CUPTI_ACTIVITY_KIND_KERNEL": _KERNEL_2026, "CUPTI_ACTIVITY_KIND_MEMCPY": _MEMCPY_2026,
-               "CUPTI_ACTIVITY_KIND_MEMSET": _MEMSET_2026, "NVTX_EVENTS": _NVTX_2026},
+    "2022.4": {
+        "meta_table": "EXPORT_META_DATA",
+        "version": "2022.4.2.1",
+        "schema": "3.0.0",
+        "CUPTI_ACTIVITY_KIND_KERNEL": _KERNEL_2022,
+        "CUPTI_ACTIVITY_KIND_MEMCPY": _MEMCPY_2022,
+        "CUPTI_ACTIVITY_KIND_MEMSET": _MEMSET_2022,
+        "NVTX_EVENTS": _NVTX_2022,
+    },
+    "2026.2": {
+        "meta_table": "META_DATA_EXPORT",
+        "version": "2026.2.1.210",
+        "schema": "3.25.0",
+        "CUPTI_ACTIVITY_KIND_KERNEL": _KERNEL_2026,
+        "CUPTI_ACTIVITY_KIND_MEMCPY": _MEMCPY_2026,
+        "CUPTI_ACTIVITY_KIND_MEMSET": _MEMSET_2026,
+        "NVTX_EVENTS": _NVTX_2026,
+    },
 }
 HIGH_BITS = 1 << 48  # real exports carry a non-zero hardware/VM id above pid and tid
 
@@ -81,56 +111,160 @@ class ExportBuilder:
     def _add(self, table: str, **values) -> None:
         self.rows.setdefault(table, []).append(values)
 
-    def kernel(self, start: int, end: int, name: str, short: str | None = None, grid=(1, 1, 1), block=(128, 1, 1),
-               device: int = 0, stream: int = 7, pid: int = 100, tid: int | None = None,
-               launch_at: int | None = None, launch_end: int | None = None) -> int:
+    def kernel(
+        self,
+        start: int,
+        end: int,
+        name: str,
+        short: str | None = None,
+        grid=(1, 1, 1),
+        block=(128, 1, 1),
+        device: int = 0,
+        stream: int = 7,
+        pid: int = 100,
+        tid: int | None = None,
+        launch_at: int | None = None,
+        launch_end: int | None = None,
+    ) -> int:
         """A kernel and (unless launch_at is None and tid is None) the runtime call that launched it."""
         correlation = self.next_correlation
         self.next_correlation += 1
-        self._add("CUPTI_ACTIVITY_KIND_KERNEL", start=start, end=end, deviceId=device, streamId=stream,
-                  correlationId=correlation, globalPid=global_pid(pid), demangledName=self.string(name),
-                  shortName=self.string(short or name.split("<")[0].split("(")[0]),
-                  gridX=grid[0], gridY=grid[1], gridZ=grid[2], blockX=block[0], blockY=block[1], blockZ=block[2])
+        self._add(
+            "CUPTI_ACTIVITY_KIND_KERNEL",
+            start=start,
+            end=end,
+            deviceId=device,
+            streamId=stream,
+            correlationId=correlation,
+            globalPid=global_pid(pid),
+            demangledName=self.string(name),
+            shortName=self.string(short or name.split("<")[0].split("(")[0]),
+            gridX=grid[0],
+            gridY=grid[1],
+            gridZ=grid[2],
+            blockX=block[0],
+            blockY=block[1],
+            blockZ=block[2],
+        )
         if launch_at is not None:
-            self.runtime(launch_at, launch_end if launch_end is not None else launch_at + 5, "cudaLaunchKernel_v7000",
-                         correlation, pid, tid if tid is not None else pid)
+            self.runtime(
+                launch_at,
+                launch_end if launch_end is not None else launch_at + 5,
+                "cudaLaunchKernel_v7000",
+                correlation,
+                pid,
+                tid if tid is not None else pid,
+            )
         return correlation
 
-    def memcpy(self, start: int, end: int, copy_kind: int = 1, size: int = 1024, device: int = 0, stream: int = 7,
-               pid: int = 100, tid: int | None = None, launch_at: int | None = None) -> int:
+    def memcpy(
+        self,
+        start: int,
+        end: int,
+        copy_kind: int = 1,
+        size: int = 1024,
+        device: int = 0,
+        stream: int = 7,
+        pid: int = 100,
+        tid: int | None = None,
+        launch_at: int | None = None,
+    ) -> int:
         correlation = self.next_correlation
         self.next_correlation += 1
-        self._add("CUPTI_ACTIVITY_KIND_MEMCPY", start=start, end=end, deviceId=device, streamId=stream,
-                  correlationId=correlation, globalPid=global_pid(pid), bytes=size, copyKind=copy_kind)
+        self._add(
+            "CUPTI_ACTIVITY_KIND_MEMCPY",
+            start=start,
+            end=end,
+            deviceId=device,
+            streamId=stream,
+            correlationId=correlation,
+            globalPid=global_pid(pid),
+            bytes=size,
+            copyKind=copy_kind,
+        )
         if launch_at is not None:
-            self.runtime(launch_at, launch_at + 5, "cudaMemcpyAsync_v3020", correlation, pid,
-                         tid if tid is not None else pid)
+            self.runtime(
+                launch_at, launch_at + 5, "cudaMemcpyAsync_v3020", correlation, pid, tid if tid is not None else pid
+            )
         return correlation
 
-    def memset(self, start: int, end: int, size: int = 1024, device: int = 0, stream: int = 7, pid: int = 100,
-               tid: int | None = None, launch_at: int | None = None) -> int:
+    def memset(
+        self,
+        start: int,
+        end: int,
+        size: int = 1024,
+        device: int = 0,
+        stream: int = 7,
+        pid: int = 100,
+        tid: int | None = None,
+        launch_at: int | None = None,
+    ) -> int:
         correlation = self.next_correlation
         self.next_correlation += 1
-        self._add("CUPTI_ACTIVITY_KIND_MEMSET", start=start, end=end, deviceId=device, streamId=stream,
-                  correlationId=correlation, globalPid=global_pid(pid), value=0, bytes=size)
+        self._add(
+            "CUPTI_ACTIVITY_KIND_MEMSET",
+            start=start,
+            end=end,
+            deviceId=device,
+            streamId=stream,
+            correlationId=correlation,
+            globalPid=global_pid(pid),
+            value=0,
+            bytes=size,
+        )
         if launch_at is not None:
-            self.runtime(launch_at, launch_at + 5, "cudaMemsetAsync_v3020", correlation, pid,
-                         tid if tid is not None else pid)
+            self.runtime(
+                launch_at, launch_at + 5, "cudaMemsetAsync_v3020", correlation, pid, tid if tid is not None else pid
+            )
         return correlation
 
     def runtime(self, start: int, end: int, name: str, correlation: int, pid: int = 100, tid: int = 100) -> None:
-        self._add("CUPTI_ACTIVITY_KIND_RUNTIME", start=start, end=end, eventClass=0,
-                  globalTid=global_tid(pid, tid), correlationId=correlation, nameId=self.string(name), returnValue=0)
+        self._add(
+            "CUPTI_ACTIVITY_KIND_RUNTIME",
+            start=start,
+            end=end,
+            eventClass=0,
+            globalTid=global_tid(pid, tid),
+            correlationId=correlation,
+            nameId=self.string(name),
+            returnValue=0,
+        )
 
-    def push_pop(self, start: int, end: int | None, text: str, pid: int = 100, tid: int = 100,
-                 domain_id: int = 0, registered: bool = False) -> None:
+    def push_pop(
+        self,
+        start: int,
+        end: int | None,
+        text: str,
+        pid: int = 100,
+        tid: int = 100,
+        domain_id: int = 0,
+        registered: bool = False,
+    ) -> None:
         """A push/pop range; ``registered`` names it through StringIds (textId) as the nvtx package does."""
         self._nvtx(59, start, end, text, pid, tid, domain_id, registered)
 
-    def start_end(self, start: int, end: int, text: str, pid: int = 100, tid: int = 100,
-                  end_tid: int | None = None, domain_id: int = 0, registered: bool = False) -> None:
-        self._nvtx(60, start, end, text, pid, tid, domain_id, registered,
-                   end_global_tid=global_tid(pid, end_tid) if end_tid is not None and end_tid != tid else None)
+    def start_end(
+        self,
+        start: int,
+        end: int,
+        text: str,
+        pid: int = 100,
+        tid: int = 100,
+        end_tid: int | None = None,
+        domain_id: int = 0,
+        registered: bool = False,
+    ) -> None:
+        self._nvtx(
+            60,
+            start,
+            end,
+            text,
+            pid,
+            tid,
+            domain_id,
+            registered,
+            end_global_tid=global_tid(pid, end_tid) if end_tid is not None and end_tid != tid else None,
+        )
 
     def domain(self, domain_id: int, name: str, at: int = 0, pid: int = 100, tid: int = 100) -> None:
         self._add("NVTX_EVENTS", start=at, eventType=75, text=name, globalTid=global_tid(pid, tid), domainId=domain_id)
@@ -140,12 +274,29 @@ class ExportBuilder:
 
     def _nvtx(self, event_type, start, end, text, pid, tid, domain_id, registered, end_global_tid=None):
         naming = {"textId": self.string(text)} if registered else {"text": text}
-        self._add("NVTX_EVENTS", start=start, end=end, eventType=event_type, globalTid=global_tid(pid, tid),
-                  endGlobalTid=end_global_tid, domainId=domain_id, **naming)
+        self._add(
+            "NVTX_EVENTS",
+            start=start,
+            end=end,
+            eventType=event_type,
+            globalTid=global_tid(pid, tid),
+            endGlobalTid=end_global_tid,
+            domainId=domain_id,
+            **naming,
+        )
 
     def gpu(self, gpu_id: int, name: str, sm_count: int, memory: int, major: int, minor: int) -> None:
-        self.gpus.append({"vmId": HIGH_BITS, "id": gpu_id, "name": name, "smCount": sm_count,
-                          "totalMemory": memory, "computeMajor": major, "computeMinor": minor})
+        self.gpus.append(
+            {
+                "vmId": HIGH_BITS,
+                "id": gpu_id,
+                "name": name,
+                "smCount": sm_count,
+                "totalMemory": memory,
+                "computeMajor": major,
+                "computeMinor": minor,
+            }
+        )
 
     def write(self, path: str | Path) -> Path:
         """Write the export; like nsys, only tables with rows are created (plus StringIds and metadata)."""
@@ -154,15 +305,25 @@ class ExportBuilder:
         layout = GENERATIONS[self.generation]
         with sqlite3.connect(path) as connection:
             connection.execute("CREATE TABLE StringIds (id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL)")
-            connection.executemany("INSERT INTO StringIds VALUES (?, ?)",
-                                   [(i, text) for text, i in self.strings.items()])
+            connection.executemany(
+                "INSERT INTO StringIds VALUES (?, ?)", [(i, text) for text, i in self.strings.items()]
+            )
             meta = layout["meta_table"]
             connection.execute(f"CREATE TABLE {meta} (name TEXT NOT NULL, value TEXT)")
-            connection.executemany(f"INSERT INTO {meta} VALUES (?, ?)", [
-                ("EXPORT_PRODUCT_NAME", "NVIDIA Nsight Systems"), ("EXPORT_PRODUCT_VERSION", layout["version"]),
-                ("EXPORT_SCHEMA_VERSION", layout["schema"])])
-            connection.execute("CREATE TABLE TARGET_INFO_SESSION_START_TIME (utcEpochNs INTEGER, utcTime TEXT, localTime TEXT)")
-            connection.execute("INSERT INTO TARGET_INFO_SESSION_START_TIME VALUES (1763820000000000000, '2025-11-22T14:00:00', '')")
+            connection.executemany(
+                f"INSERT INTO {meta} VALUES (?, ?)",
+                [
+                    ("EXPORT_PRODUCT_NAME", "NVIDIA Nsight Systems"),
+                    ("EXPORT_PRODUCT_VERSION", layout["version"]),
+                    ("EXPORT_SCHEMA_VERSION", layout["schema"]),
+                ],
+            )
+            connection.execute(
+                "CREATE TABLE TARGET_INFO_SESSION_START_TIME (utcEpochNs INTEGER, utcTime TEXT, localTime TEXT)"
+            )
+            connection.execute(
+                "INSERT INTO TARGET_INFO_SESSION_START_TIME VALUES (1763820000000000000, '2025-11-22T14:00:00', '')"
+            )
             tables = {name: columns for name, columns in layout.items() if name.isupper() and "_" in name}
             tables["CUPTI_ACTIVITY_KIND_RUNTIME"] = _RUNTIME
             if self.gpus:
@@ -174,9 +335,12 @@ class ExportBuilder:
                 columns = tables[table]
                 connection.execute(f"CREATE TABLE {table} ({columns})")
                 names = [part.split()[0] for part in columns.split(", ")]
-                defaults = {part.split()[0]: ("" if "TEXT" in part else 0) if "NOT NULL" in part else None
-                            for part in columns.split(", ")}
+                defaults = {
+                    part.split()[0]: ("" if "TEXT" in part else 0) if "NOT NULL" in part else None
+                    for part in columns.split(", ")
+                }
                 connection.executemany(
                     f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
-                    [[row.get(name, defaults[name]) for name in names] for row in rows])
+                    [[row.get(name, defaults[name]) for name in names] for row in rows],
+                )
         return path

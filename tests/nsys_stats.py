@@ -10,8 +10,13 @@ import pandas as pd
 
 def nsys_stats(nsys: str, report: str, export) -> pd.DataFrame:
     """`nsys stats -r REPORT -f csv EXPORT` as a DataFrame (text columns kept as written)."""
-    result = subprocess.run([nsys, "stats", "-q", "-r", report, "-f", "csv", str(export)],
-                            capture_output=True, text=True, timeout=600, check=True)
+    result = subprocess.run(
+        [nsys, "stats", "-q", "-r", report, "-f", "csv", str(export)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
     return pd.read_csv(io.StringIO(result.stdout), keep_default_na=False, dtype={"GridXYZ": str, "BlockXYZ": str})
 
 
@@ -23,8 +28,22 @@ def profile_under_nsys(nsys: str, program: list[str], output) -> "Path":
     from tracekit import nsys_cli
 
     output = Path(output)
-    subprocess.run([nsys, "profile", "--trace=nvtx", "--sample=none", "--cpuctxsw=none", "--force-overwrite=true",
-                    "--output", str(output), *program], check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [
+            nsys,
+            "profile",
+            "--trace=nvtx",
+            "--sample=none",
+            "--cpuctxsw=none",
+            "--force-overwrite=true",
+            "--output",
+            str(output),
+            *program,
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     report = output.with_name(output.name + ".nsys-rep")
     if not report.exists():
         nsys_cli.import_qdstrm(output.with_name(output.name + ".qdstrm"), report, nsys)

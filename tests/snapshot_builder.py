@@ -5,9 +5,14 @@ from __future__ import annotations
 import pickle
 from pathlib import Path
 
-ALLOCATOR = [{"filename": "??", "line": 0, "name": "torch::unwind::unwind()"},
-             {"filename": "CUDACachingAllocator.cpp", "line": 0,
-              "name": "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(unsigned long)"}]
+ALLOCATOR = [
+    {"filename": "??", "line": 0, "name": "torch::unwind::unwind()"},
+    {
+        "filename": "CUDACachingAllocator.cpp",
+        "line": 0,
+        "name": "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(unsigned long)",
+    },
+]
 
 
 def stack(*python_frames: str) -> list[dict]:
@@ -45,20 +50,41 @@ class SnapshotBuilder:
 
     def segment(self, address: int, total: int, blocks: list[tuple], device: int = 0) -> None:
         """blocks: (address, size, state[, frames]) at snapshot time."""
-        rows = [{"address": b[0], "size": b[1], "requested_size": b[1], "state": b[2],
-                 "frames": b[3] if len(b) > 3 else []} for b in blocks]
+        rows = [
+            {"address": b[0], "size": b[1], "requested_size": b[1], "state": b[2], "frames": b[3] if len(b) > 3 else []}
+            for b in blocks
+        ]
         active = sum(b["size"] for b in rows if b["state"].startswith("active"))
-        self.segments.append({"device": device, "address": address, "total_size": total, "allocated_size": active,
-                              "active_size": active, "requested_size": active, "stream": 0, "segment_type": "large",
-                              "segment_pool_id": (0, 0), "is_expandable": False, "frames": [], "blocks": rows})
+        self.segments.append(
+            {
+                "device": device,
+                "address": address,
+                "total_size": total,
+                "allocated_size": active,
+                "active_size": active,
+                "requested_size": active,
+                "stream": 0,
+                "segment_type": "large",
+                "segment_pool_id": (0, 0),
+                "is_expandable": False,
+                "frames": [],
+                "blocks": rows,
+            }
+        )
 
     def annotate(self, name: str, start_us: int, end_us: int, device: int = 0) -> None:
-        self.annotations += [{"stage": "START", "name": name, "device": device, "time_us": start_us},
-                             {"stage": "END", "name": name, "device": device, "time_us": end_us}]
+        self.annotations += [
+            {"stage": "START", "name": name, "device": device, "time_us": start_us},
+            {"stage": "END", "name": name, "device": device, "time_us": end_us},
+        ]
 
     def dump(self, path: str | Path) -> Path:
-        data = {"segments": self.segments, "device_traces": self.traces,
-                "allocator_settings": {"PYTORCH_CUDA_ALLOC_CONF": ""}, "external_annotations": self.annotations}
+        data = {
+            "segments": self.segments,
+            "device_traces": self.traces,
+            "allocator_settings": {"PYTORCH_CUDA_ALLOC_CONF": ""},
+            "external_annotations": self.annotations,
+        }
         with open(path, "wb") as handle:
             pickle.dump(data, handle)
         return Path(path)

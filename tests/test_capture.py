@@ -24,8 +24,7 @@ FAKE = Path(__file__).with_name("fake_nsys.py")
 def test_capture_tiny_on_cpu(cli, nsys, tmp_path):
     """The CI integration test: a complete run folder whose trace holds exactly the measured steps."""
     pytest.importorskip("nvtx")
-    result = cli("capture", "tiny", "--ctx", "32", "--warmup", "2", "--steps", "3", "--out", tmp_path,
-                 "--memory")
+    result = cli("capture", "tiny", "--ctx", "32", "--warmup", "2", "--steps", "3", "--out", tmp_path, "--memory")
     assert result.exit_code == 0, result.output
     assert "memory snapshots need CUDA" in result.output and "no CUDA kernels" in result.output
     latest = tmp_path / "latest"
@@ -57,7 +56,7 @@ def fake_nsys(tmp_path, monkeypatch, real_report):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     shim = bin_dir / "nsys"
-    shim.write_text(f"#!/bin/sh\nexec {sys.executable} {FAKE} \"$@\"\n")
+    shim.write_text(f'#!/bin/sh\nexec {sys.executable} {FAKE} "$@"\n')
     shim.chmod(0o755)
     b = ExportBuilder("2022.4")
     for step in range(3):
@@ -71,8 +70,24 @@ def fake_nsys(tmp_path, monkeypatch, real_report):
 def test_watchdog_stops_a_lingering_agent(cli, fake_nsys, tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_NSYS_MODE", "agent")
     out = tmp_path / "traces"
-    result = cli("capture", "tiny", "--ctx", "16", "--warmup", "0", "--steps", "1", "--device", "cpu", "--out", out,
-                 "--nsys", fake_nsys, "--name", "agent")
+    result = cli(
+        "capture",
+        "tiny",
+        "--ctx",
+        "16",
+        "--warmup",
+        "0",
+        "--steps",
+        "1",
+        "--device",
+        "cpu",
+        "--out",
+        out,
+        "--nsys",
+        fake_nsys,
+        "--name",
+        "agent",
+    )
     assert result.exit_code == 0, result.output
     assert "the nsys agent (pid" in result.output and "kept running after the program ended" in result.output
     manifest = runs.read_manifest(out / "agent")
@@ -84,8 +99,26 @@ def test_watchdog_stops_a_lingering_agent(cli, fake_nsys, tmp_path, monkeypatch)
 def test_watchdog_stops_nsys_that_never_exits(cli, fake_nsys, tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_NSYS_MODE", "hang")
     started = time.monotonic()
-    result = cli("capture", "tiny", "--ctx", "16", "--warmup", "0", "--steps", "1", "--device", "cpu",
-                 "--out", tmp_path / "traces", "--nsys", fake_nsys, "--name", "hang", "--nsys-grace", "1")
+    result = cli(
+        "capture",
+        "tiny",
+        "--ctx",
+        "16",
+        "--warmup",
+        "0",
+        "--steps",
+        "1",
+        "--device",
+        "cpu",
+        "--out",
+        tmp_path / "traces",
+        "--nsys",
+        fake_nsys,
+        "--name",
+        "hang",
+        "--nsys-grace",
+        "1",
+    )
     assert result.exit_code == 0, result.output
     assert time.monotonic() - started < 60
     assert "did not exit 1 s after the program ended; the watchdog stopped it" in result.output
@@ -95,10 +128,34 @@ def test_watchdog_stops_nsys_that_never_exits(cli, fake_nsys, tmp_path, monkeypa
 def test_ctrl_c_stops_cleanly(fake_nsys, tmp_path):
     out = tmp_path / "traces"
     environment = {**os.environ, "FAKE_NSYS_MODE": "slow"}
-    process = subprocess.Popen([sys.executable, "-m", "tracekit.cli", "capture", "tiny", "--ctx", "16", "--warmup", "0",
-                                "--steps", "1", "--device", "cpu", "--out", str(out), "--nsys", str(fake_nsys),
-                                "--name", "stopped"], env=environment, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, start_new_session=True)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tracekit.cli",
+            "capture",
+            "tiny",
+            "--ctx",
+            "16",
+            "--warmup",
+            "0",
+            "--steps",
+            "1",
+            "--device",
+            "cpu",
+            "--out",
+            str(out),
+            "--nsys",
+            str(fake_nsys),
+            "--name",
+            "stopped",
+        ],
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     marker = out / "stopped" / "trace.profiling"
     deadline = time.monotonic() + 120
     while not marker.exists() and time.monotonic() < deadline:
@@ -116,8 +173,24 @@ def test_stream_without_importer(cli, fake_nsys, tmp_path, monkeypatch):
     """What the borrowed H100 machines have: an nsys that writes a .qdstrm and no importer anywhere."""
     monkeypatch.setenv("FAKE_NSYS_MODE", "stream")
     monkeypatch.setattr(nsys_cli, "IMPORTER_LOCATIONS", [])
-    result = cli("capture", "tiny", "--ctx", "16", "--warmup", "0", "--steps", "1", "--device", "cpu",
-                 "--out", tmp_path / "traces", "--nsys", fake_nsys, "--name", "stream")
+    result = cli(
+        "capture",
+        "tiny",
+        "--ctx",
+        "16",
+        "--warmup",
+        "0",
+        "--steps",
+        "1",
+        "--device",
+        "cpu",
+        "--out",
+        tmp_path / "traces",
+        "--nsys",
+        fake_nsys,
+        "--name",
+        "stream",
+    )
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert result.exit_code == 1 and len(lines) == 1
     assert "no Nsight Systems importer (QdstrmImporter)" in lines[0] and "QdstrmImporter -i" in lines[0]

@@ -31,8 +31,7 @@ KNOWN = {
     # a100_video_sr_cudnn_conv and a100_small_lm_trainstep (cuDNN convolution, layout, pooling, sort)
     "sm80_xmma_fprop_implicit_gemm_indexed_tf32f32_tf32f32_f32_nhwckrsc_nchw_tilesize64x32x64_stage5_warpsize2x2x1_"
     "g1_tensor16x8x8_alignc4_execute_kernel_cudnn_infer": "convolution",
-    "void cutlass_cudnn_infer::Kernel<cutlass_tensorop_s1688fprop_optimized_tf32_64x64_32x5_nhwc_align4>(T1::Params)":
-        "convolution",
+    "void cutlass_cudnn_infer::Kernel<cutlass_tensorop_s1688fprop_optimized_tf32_64x64_32x5_nhwc_align4>(T1::Params)": "convolution",
     "void fft2d_r2c_32x32<float, (bool)0, (unsigned int)1, (bool)0>(float2 *, const T1 *, int, int, int, int, int, "
     "int, int, int, int, cudnn::reduced_divisor, bool, int2, int, int)": "convolution",
     "void flip_filter<float, float>(T2 *, const T1 *, int, int, int, int)": "convolution",
@@ -74,8 +73,13 @@ def test_known_names(name, category):
 
 
 def test_rules_are_ordered_data():
-    assert [category for category, _ in CATEGORY_RULES][:5] == ["communication", "optimizer", "attention",
-                                                                 "convolution", "matmul"]
+    assert [category for category, _ in CATEGORY_RULES][:5] == [
+        "communication",
+        "optimizer",
+        "attention",
+        "convolution",
+        "matmul",
+    ]
     assert CATEGORIES[-1] == "other"
 
 

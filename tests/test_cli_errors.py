@@ -56,8 +56,9 @@ def test_report_without_nsys(cli, tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(empty))
     monkeypatch.delenv("TRACEKIT_NSYS", raising=False)
     monkeypatch.setattr(nsys_cli, "NSYS_LOCATIONS", [])
-    assert_one_line_error(cli("kernels", report), "nsys) is not installed", "apt-get install nsight-systems",
-                          "--nsys PATH")
+    assert_one_line_error(
+        cli("kernels", report), "nsys) is not installed", "apt-get install nsight-systems", "--nsys PATH"
+    )
     assert_one_line_error(cli("kernels", report, "--nsys", tmp_path / "no-such-nsys"), "no such executable")
 
 

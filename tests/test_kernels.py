@@ -18,10 +18,18 @@ def export(tmp_path):
     for duration in (100, 200, 300, 400):  # total 1000, mean 250, median 250, sample std 129.099...
         b.kernel(0, duration, "ampere_sgemm_128x64_tn", grid=(4, 1, 1))
     b.kernel(0, 500, "ampere_sgemm_128x64_tn", grid=(8, 1, 1))
-    b.kernel(0, 250, "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>()",
-             short="vectorized_elementwise_kernel")
-    b.kernel(0, 250, "void at::native::vectorized_elementwise_kernel<4, at::native::MulFunctor<float>>()",
-             short="vectorized_elementwise_kernel")
+    b.kernel(
+        0,
+        250,
+        "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>()",
+        short="vectorized_elementwise_kernel",
+    )
+    b.kernel(
+        0,
+        250,
+        "void at::native::vectorized_elementwise_kernel<4, at::native::MulFunctor<float>>()",
+        short="vectorized_elementwise_kernel",
+    )
     b.memcpy(0, 1000, copy_kind=1)
     return b.write(tmp_path / "k.sqlite")
 
@@ -33,7 +41,7 @@ def test_summary_by_name(export):
     assert top[["Total Time (ns)", "Instances", "Min (ns)", "Max (ns)"]].tolist() == [1500, 5, 100, 500]
     assert top["Avg (ns)"] == 300.0 and top["Med (ns)"] == 300.0
     assert top["StdDev (ns)"] == 158.1  # sample standard deviation of 100..500
-    assert top["Time (%)"] == 75.0      # 1500 of 2000 ns of kernels (the memcpy is not a kernel)
+    assert top["Time (%)"] == 75.0  # 1500 of 2000 ns of kernels (the memcpy is not a kernel)
     assert table["Time (%)"].tolist() == [75.0, 12.5, 12.5]
     assert table["StdDev (ns)"].tolist()[1:] == [0.0, 0.0]  # one instance: 0, as nsys prints
 

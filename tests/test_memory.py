@@ -13,7 +13,7 @@ from tracekit.analysis.memory import compare, holders_at_peak, largest_at_peak, 
 from tracekit.errors import SnapshotError
 from tracekit.sources.snapshot import load_snapshot
 
-MIB = 2 ** 20
+MIB = 2**20
 WEIGHTS = stack("model/init.py:10 build")
 ACTIVATION = stack("model/layers.py:39 forward", "train.py:5 main")
 SCORES = stack("model/attention.py:12 softmax", "model/layers.py:41 forward")
@@ -22,9 +22,11 @@ SCORES = stack("model/attention.py:12 softmax", "model/layers.py:41 forward")
 def independent_replay(path):
     """A few lines, separate from tracekit: what was live before the trace, the peak with it, the peak
     of traced allocations alone, and the largest allocation live at the peak."""
+
     class Data(pickle.Unpickler):
         def find_class(self, module, name):
             raise pickle.UnpicklingError(name)
+
     data = Data(open(path, "rb")).load()
     events = data["device_traces"][0]
     open_at_end = {}  # traced allocations never freed: their blocks count at the traced (requested) size
@@ -33,10 +35,17 @@ def independent_replay(path):
             open_at_end[e["addr"]] = e["size"]
         elif e["action"] == "free_completed":
             open_at_end.pop(e["addr"], None)
-    active_end = sum(open_at_end.get(b["address"], b["size"]) for s in data["segments"] for b in s["blocks"]
-                     if b["state"].startswith("active"))
-    net = sum(e["size"] if e["action"] == "alloc" else -e["size"] for e in events
-              if e["action"] in ("alloc", "free_completed"))
+    active_end = sum(
+        open_at_end.get(b["address"], b["size"])
+        for s in data["segments"]
+        for b in s["blocks"]
+        if b["state"].startswith("active")
+    )
+    net = sum(
+        e["size"] if e["action"] == "alloc" else -e["size"]
+        for e in events
+        if e["action"] in ("alloc", "free_completed")
+    )
     current = peak = start = active_end - net
     traced, traced_total, traced_peak, peak_at = {}, 0, 0, -1
     for index, e in enumerate(events):
@@ -51,7 +60,7 @@ def independent_replay(path):
         if current > peak:
             peak, peak_at = current, index
     live = {}
-    for index, e in enumerate(events[:peak_at + 1]):  # replay to the peak: traced allocations live then
+    for index, e in enumerate(events[: peak_at + 1]):  # replay to the peak: traced allocations live then
         if e["action"] == "alloc":
             live[e["addr"]] = e["size"]
         elif e["action"] == "free_completed":
@@ -62,14 +71,19 @@ def independent_replay(path):
             allocated_in_trace.add(e["addr"])
         elif e["action"] == "free_completed" and e["addr"] not in allocated_in_trace and index > peak_at:
             later_frees.append(e["size"])
-    throughout = [b["size"] for s in data["segments"] for b in s["blocks"]  # active before and after the trace
-                  if b["state"].startswith("active") and b["address"] not in open_at_end]
+    throughout = [
+        b["size"]
+        for s in data["segments"]
+        for b in s["blocks"]  # active before and after the trace
+        if b["state"].startswith("active") and b["address"] not in open_at_end
+    ]
     largest = max(list(live.values()) + later_frees + throughout + [0])
     return start, peak, traced_peak, largest
 
 
-@pytest.mark.parametrize("name", ["cs336_medium_ctx128_train_step", "cs336_medium_ctx512_train_step",
-                                  "cs336_medium_ctx512_forward"])
+@pytest.mark.parametrize(
+    "name", ["cs336_medium_ctx128_train_step", "cs336_medium_ctx512_train_step", "cs336_medium_ctx512_forward"]
+)
 def test_real_snapshots_match_an_independent_replay(shared_memory, name):
     path = shared_memory / f"{name}.pickle"
     start, peak, traced_peak, largest = independent_replay(path)
@@ -96,14 +110,22 @@ def test_train_step_holders_and_phases(shared_memory):
 
 def test_known_snapshot(tmp_path):
     b = SnapshotBuilder()
-    b.alloc(0x2000, 4 * MIB, 100, ACTIVATION)          # index 0
+    b.alloc(0x2000, 4 * MIB, 100, ACTIVATION)  # index 0
     b.segment_event("segment_alloc", 0x9000, 20 * MIB, 150)
-    b.alloc(0x3000, 8 * MIB, 200, SCORES)              # index 2: peak here (1 + 4 + 8 MiB + 2 MiB early)
-    b.free(0x3000, 8 * MIB, 300)                        # 3, 4
-    b.free(0x1000, 2 * MIB, 400)                        # 5, 6: allocated before the trace began
-    b.alloc(0x4000, 1 * MIB, 500, ACTIVATION)          # 7
-    b.segment(0x0, 20 * MIB, [(0x0, MIB, "active_allocated", WEIGHTS), (0x2000, 4 * MIB, "active_allocated"),
-                              (0x4000, MIB, "active_pending_free"), (0x5000, 6 * MIB, "inactive")])
+    b.alloc(0x3000, 8 * MIB, 200, SCORES)  # index 2: peak here (1 + 4 + 8 MiB + 2 MiB early)
+    b.free(0x3000, 8 * MIB, 300)  # 3, 4
+    b.free(0x1000, 2 * MIB, 400)  # 5, 6: allocated before the trace began
+    b.alloc(0x4000, 1 * MIB, 500, ACTIVATION)  # 7
+    b.segment(
+        0x0,
+        20 * MIB,
+        [
+            (0x0, MIB, "active_allocated", WEIGHTS),
+            (0x2000, 4 * MIB, "active_allocated"),
+            (0x4000, MIB, "active_pending_free"),
+            (0x5000, 6 * MIB, "inactive"),
+        ],
+    )
     b.segment(0x9000, 20 * MIB, [(0x9000, 20 * MIB, "inactive")])
     b.annotate("Optimizer.step#AdamW.step", 350, 450)
     trace = load_snapshot(b.dump(tmp_path / "s.pickle"))
@@ -117,8 +139,12 @@ def test_known_snapshot(tmp_path):
     assert timeline.loc[2, "x"] == pytest.approx(0.1)  # ms after the first event
     table = largest_at_peak(trace, memory, None)
     assert table["Size (MiB)"].tolist() == [8, 4, 2, 1]
-    assert table["Frame"].tolist() == ["model/attention.py:12 softmax", "model/layers.py:39 forward",
-                                       "(allocated before the trace began)", "model/init.py:10 build"]
+    assert table["Frame"].tolist() == [
+        "model/attention.py:12 softmax",
+        "model/layers.py:39 forward",
+        "(allocated before the trace began)",
+        "model/init.py:10 build",
+    ]
     assert table["Freed At (ms)"].tolist()[0] == pytest.approx(0.2)
     holders = holders_at_peak(trace, memory)
     assert holders["Share (%)"].tolist() == [53.3, 26.7, 13.3, 6.7]
@@ -164,13 +190,16 @@ def test_malicious_pickle_runs_nothing(tmp_path, cli):
     assert not marker.exists()
 
 
-@pytest.mark.parametrize("content,message", [
-    (pickle.dumps({"segments": [], "device_traces": [[]]})[:-5], "truncated"),
-    (pickle.dumps([{"address": 0}]), "pickle of a list"),
-    (pickle.dumps({"segments": []}), "no allocation history"),
-    (pickle.dumps({"hello": 1}), "without 'segments'"),
-    (b"not a pickle at all", "not a readable pickle"),
-])
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        (pickle.dumps({"segments": [], "device_traces": [[]]})[:-5], "truncated"),
+        (pickle.dumps([{"address": 0}]), "pickle of a list"),
+        (pickle.dumps({"segments": []}), "no allocation history"),
+        (pickle.dumps({"hello": 1}), "without 'segments'"),
+        (b"not a pickle at all", "not a readable pickle"),
+    ],
+)
 def test_bad_files(tmp_path, cli, content, message):
     path = tmp_path / "bad.pickle"
     path.write_bytes(content)
@@ -188,7 +217,7 @@ def test_cli_plot_compare_and_run_folder(cli, tmp_path, shared_memory):
     picture = tmp_path / "timeline.png"
     result = cli("memory", forward, "--plot", picture, "--top", "3", "--format", "json")
     assert result.exit_code == 0, result.output
-    rows = json.loads(result.output[result.output.index("["):result.output.rindex("]") + 1])
+    rows = json.loads(result.output[result.output.index("[") : result.output.rindex("]") + 1])
     assert len(rows) == 3 and rows[0]["Size (MiB)"] == 64.0
     pixels = matplotlib.image.imread(picture)
     assert pixels.shape[0] >= 500 and pixels.shape[1] >= 1000 and pixels.std() > 0.05

@@ -12,8 +12,19 @@ GENERATIONS = ["2022.4", "2026.2"]
 def build_small(generation: str, path):
     b = ExportBuilder(generation)
     b.gpu(0, "NVIDIA H100 80GB HBM3", 132, 85_000_000_000, 9, 0)
-    b.kernel(1_000, 1_300, "void gemm_kernel<float>(float*)", short="gemm_kernel", grid=(2, 3, 4), block=(128, 2, 1),
-             device=0, stream=7, pid=4242, tid=4243, launch_at=900)
+    b.kernel(
+        1_000,
+        1_300,
+        "void gemm_kernel<float>(float*)",
+        short="gemm_kernel",
+        grid=(2, 3, 4),
+        block=(128, 2, 1),
+        device=0,
+        stream=7,
+        pid=4242,
+        tid=4243,
+        launch_at=900,
+    )
     b.kernel(2_000, 2_050, "elementwise_kernel", device=1, stream=13, pid=4242, launch_at=1_950)
     b.memcpy(3_000, 3_400, copy_kind=1, size=4096, pid=4242, launch_at=2_990)
     b.memcpy(3_500, 3_600, copy_kind=8, size=512, pid=4242)
@@ -34,8 +45,13 @@ def test_gpu_ops_have_exact_values(tmp_path, generation):
     ops = trace.kernels.sort_values("start").reset_index(drop=True)
     assert ops["kind"].tolist() == ["kernel", "kernel", "memcpy", "memcpy", "memset"]
     assert ops["duration"].tolist() == [300, 50, 400, 100, 10]
-    assert ops["name"].tolist() == ["void gemm_kernel<float>(float*)", "elementwise_kernel", "[CUDA memcpy HtoD]",
-                                    "[CUDA memcpy DtoD]", "[CUDA memset]"]
+    assert ops["name"].tolist() == [
+        "void gemm_kernel<float>(float*)",
+        "elementwise_kernel",
+        "[CUDA memcpy HtoD]",
+        "[CUDA memcpy DtoD]",
+        "[CUDA memset]",
+    ]
     assert ops["short_name"].tolist()[0] == "gemm_kernel"
     assert ops.loc[0, ["grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"]].tolist() == [2, 3, 4, 128, 2, 1]
     assert ops["device"].tolist() == [0, 1, 0, 0, 0]
@@ -58,8 +74,15 @@ def test_launches_and_metadata(tmp_path, generation):
     meta = trace.meta
     assert meta.tool_version == ("2022.4.2.1" if generation == "2022.4" else "2026.2.1.210")
     assert meta.schema_version == ("3.0.0" if generation == "2022.4" else "3.25.0")
-    assert meta.gpus.to_dict("records") == [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "sm_count": 132,
-                                             "memory_bytes": 85_000_000_000, "compute_capability": "9.0"}]
+    assert meta.gpus.to_dict("records") == [
+        {
+            "id": 0,
+            "name": "NVIDIA H100 80GB HBM3",
+            "sm_count": 132,
+            "memory_bytes": 85_000_000_000,
+            "compute_capability": "9.0",
+        }
+    ]
     assert meta.session_start_utc_ns == 1763820000000000000
 
 
@@ -68,9 +91,9 @@ def test_ranges_are_named_nested_and_closed(tmp_path, generation):
     trace = read_nsys_export(build_small(generation, tmp_path / "t.sqlite"))
     ranges = trace.ranges.set_index("name")
     assert sorted(ranges.index) == ["NCCL:allreduce", "data", "forward", "step", "unclosed"]
-    assert ranges.loc["step", "duration"] == 4_900          # registered name (textId) resolved
+    assert ranges.loc["step", "duration"] == 4_900  # registered name (textId) resolved
     assert ranges.loc["NCCL:allreduce", "domain"] == "NCCL"  # non-default domain prefixed as nsys does
-    assert ranges.loc["unclosed", "end"] == 6_000             # closed at the last NVTX timestamp
+    assert ranges.loc["unclosed", "end"] == 6_000  # closed at the last NVTX timestamp
     assert ranges.loc["data", "style"] == "startend"
     assert ranges.loc["data", "end_tid"] == 4250
     # nesting: step > forward > allreduce; the cross-thread start/end range is outside the nesting
@@ -93,6 +116,7 @@ def test_cpu_only_export_reads_as_empty_gpu_tables(tmp_path):
 def test_reads_in_chunks_across_threads(tmp_path, monkeypatch):
     """Many rows, small chunks: the columnar reader must keep rows aligned and in order."""
     from tracekit.sources import sqlite_columns
+
     monkeypatch.setattr(sqlite_columns, "CHUNK_ROWS", 7)
     b = ExportBuilder("2026.2")
     for i in range(100):
@@ -106,6 +130,7 @@ def test_reads_in_chunks_across_threads(tmp_path, monkeypatch):
 
 def test_nesting_of_partially_overlapping_and_equal_ranges():
     from tracekit.sources.nesting import nest_ranges
+
     thread = np.array([1, 1, 1, 1, 2, 2])
     start = np.array([0, 10, 20, 50, 0, 5])
     end = np.array([100, 60, 30, 70, 10, 10])

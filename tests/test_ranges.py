@@ -64,8 +64,13 @@ def by_name(trace, same_thread=False):
 
 def test_backward_owns_autograd_thread_kernels_by_default(trace):
     rows = by_name(trace)
-    assert rows.loc["backward", ["gpu_ops", "gpu_time", "gpu_start", "gpu_end", "gpu_span"]].tolist() == \
-        [3, 260, 410, 750, 340]
+    assert rows.loc["backward", ["gpu_ops", "gpu_time", "gpu_start", "gpu_end", "gpu_span"]].tolist() == [
+        3,
+        260,
+        410,
+        750,
+        340,
+    ]
     assert rows.loc["step", ["gpu_ops", "gpu_time"]].tolist() == [7, 450]
     assert rows.loc["attention", ["gpu_ops", "gpu_time", "gpu_span"]].tolist() == [1, 20, 20]
 
@@ -88,8 +93,9 @@ def test_paths_and_specs(trace):
 
 def test_range_table(trace):
     table = range_table(trace).set_index("Range")
-    assert table.loc["backward", ["Instances", "Total Time (ns)", "GPU Ops", "GPU Time (ns)", "GPU Span (ns)"]].tolist() \
-        == [1, 400, 3, 260, 340]
+    assert table.loc[
+        "backward", ["Instances", "Total Time (ns)", "GPU Ops", "GPU Time (ns)", "GPU Span (ns)"]
+    ].tolist() == [1, 400, 3, 260, 340]
     assert table.loc["attention", "Depth"] == 2 and table.loc["step", "Style"] == "PushPop"
     # nvtxsum's Time (%): each range's share of all ranges' summed durations (1000+390+200+400+150)
     assert table.loc["step", "Time (%)"] == 46.7
@@ -109,6 +115,7 @@ def test_kernels_inside_ranges(trace):
 def without_main_thread_backward_kernel(trace):
     """The same trace without the one kernel main launches in backward: same-thread finds nothing there."""
     from tracekit.trace import Trace
+
     ops = trace.kernels[trace.kernels["name"] != FILL].reset_index(drop=True)
     return Trace.from_frames(trace.meta, ops, trace.launches, trace.ranges)
 
@@ -123,16 +130,26 @@ def test_per_instance(two_steps):
 def test_breakdown(trace):
     table = breakdown_table(trace).set_index("Phase")
     forward = table.loc["forward"]
-    assert forward[["GPU Ops", "Kernel Time (ns)", "GPU Busy (ns)", "GPU Span (ns)", "GPU Idle (ns)"]].tolist() == \
-        [3, 160, 160, 170, 10]
+    assert forward[["GPU Ops", "Kernel Time (ns)", "GPU Busy (ns)", "GPU Span (ns)", "GPU Idle (ns)"]].tolist() == [
+        3,
+        160,
+        160,
+        170,
+        10,
+    ]
     assert forward[["matmul (%)", "softmax (%)"]].tolist() == [62.5, 37.5]
     backward = table.loc["backward"]
     assert backward[["Kernel Time (ns)", "GPU Span (ns)", "GPU Idle (ns)"]].tolist() == [260, 340, 80]
     assert backward[["matmul (%)", "elementwise (%)", "memory (%)"]].tolist() == [76.9, 19.2, 3.8]
     assert table.loc["optimizer", "optimizer (%)"] == 100.0
     whole = table.loc["(whole trace)"]
-    assert whole[["GPU Ops", "Kernel Time (ns)", "GPU Busy (ns)", "GPU Span (ns)", "GPU Idle (ns)"]].tolist() == \
-        [8, 455, 455, 1055, 600]
+    assert whole[["GPU Ops", "Kernel Time (ns)", "GPU Busy (ns)", "GPU Span (ns)", "GPU Idle (ns)"]].tolist() == [
+        8,
+        455,
+        455,
+        1055,
+        600,
+    ]
     same = breakdown_table(trace, same_thread=True).set_index("Phase")
     assert same.loc["backward", "Kernel Time (ns)"] == 10
 
@@ -140,7 +157,11 @@ def test_breakdown(trace):
 def test_tree_and_within(trace):
     tree = range_tree(trace)
     assert tree["Range"].tolist() == ["step", "  forward", "    attention", "  backward", "  optimizer"]
-    assert tree.set_index("Range").loc["  backward", ["Start (ns)", "CPU (ns)", "GPU Time (ns)"]].tolist() == [400, 400, 260]
+    assert tree.set_index("Range").loc["  backward", ["Start (ns)", "CPU (ns)", "GPU Time (ns)"]].tolist() == [
+        400,
+        400,
+        260,
+    ]
     within = range_within(trace, "step").set_index("Range")
     assert within.loc["forward", ["CPU (ns)", "CPU (%)", "GPU Time (ns)"]].tolist() == [390, 39.0, 160]
     assert within.loc["backward", "GPU (%)"] == 57.8  # 260 of 450

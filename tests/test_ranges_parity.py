@@ -69,6 +69,7 @@ def test_nvtxsum_on_a_cpu_torch_loop_captured_here(cli, nsys, tmp_path):
 
 def _export(nsys, report):
     from tracekit.nsys_cli import export_sqlite
+
     return export_sqlite(report, nsys)
 
 
@@ -95,12 +96,21 @@ def test_same_thread_projection_equals_nvtxgpuproj(projections, name):
     theirs = projections[name].set_index("RangeId")
     assert sorted(ours.index) == sorted(theirs.index) and len(ours) > 1000
     theirs = theirs.loc[ours.index]
-    same = {"Projected Start (ns)": "gpu_start", "Projected Duration (ns)": "gpu_span", "Orig Start (ns)": "start",
-            "Orig Duration (ns)": "duration", "NumGPUOps": "gpu_launches", "PID": "pid", "TID": "tid"}
+    same = {
+        "Projected Start (ns)": "gpu_start",
+        "Projected Duration (ns)": "gpu_span",
+        "Orig Start (ns)": "start",
+        "Orig Duration (ns)": "duration",
+        "NumGPUOps": "gpu_launches",
+        "PID": "pid",
+        "TID": "tid",
+    }
     for nsys_column, column in same.items():
         assert (theirs[nsys_column].astype(np.int64).to_numpy() == ours[column].to_numpy()).all(), nsys_column
     assert (theirs["Name"].to_numpy() == ours["name"].astype(str).to_numpy()).all()
-    assert (theirs["Style"].to_numpy() == ours["style"].map({"pushpop": "PushPop", "startend": "StartEnd"}).to_numpy()).all()
+    assert (
+        theirs["Style"].to_numpy() == ours["style"].map({"pushpop": "PushPop", "startend": "StartEnd"}).to_numpy()
+    ).all()
 
     # Structure: nsys finds parents through an SQLite R*Tree, whose coordinates are 32-bit floats
     # (16 us apart at t = 155 s). Where it disagrees with us, ours must be a true encloser on the
@@ -118,4 +128,4 @@ def test_same_thread_projection_equals_nvtxgpuproj(projections, name):
             tight = lambda p: (child["start"] - p["start"]) + (p["end"] - child["end"])  # noqa: E731
             assert tight(parent) <= tight(other)
         # every disagreement sits within the R*Tree's float32 resolution
-        assert min(child["start"] - parent["start"], parent["end"] - child["end"]) < 2 ** 15
+        assert min(child["start"] - parent["start"], parent["end"] - child["end"]) < 2**15

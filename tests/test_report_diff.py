@@ -36,7 +36,7 @@ def test_diff_categories_equal_the_difference_of_category_tables(cli, shared_tra
 
 
 def markdown_table_after(text: str, marker: str) -> str:
-    block = text[text.index(marker):]
+    block = text[text.index(marker) :]
     lines = block.splitlines()
     start = next(index for index, line in enumerate(lines) if line.startswith("|"))
     end = next(index for index in range(start, len(lines)) if not lines[index].startswith("|"))
@@ -71,8 +71,7 @@ def test_capture_then_report(cli, nsys, tmp_path):
     pytest.importorskip("torch")
     pytest.importorskip("nvtx")
     traces = tmp_path / "traces"
-    capture = cli("capture", "tiny", "--ctx", "32", "--warmup", "2", "--steps", "3", "--out", traces,
-                  "--name", "tiny")
+    capture = cli("capture", "tiny", "--ctx", "32", "--warmup", "2", "--steps", "3", "--out", traces, "--name", "tiny")
     assert capture.exit_code == 0, capture.output
     result = cli("report", traces / "latest", "-o", tmp_path / "report")
     assert result.exit_code == 0, result.output
@@ -93,10 +92,17 @@ def test_report_with_memory_snapshot(cli, shared_traces, shared_memory, tmp_path
     run.mkdir()
     shutil.copy(shared_traces / A, run / runs.EXPORT)
     shutil.copy(shared_memory / "cs336_medium_ctx128_train_step.pickle", run / runs.MEMORY)
-    runs.write_manifest(run, {"status": "complete", "config": {"model": "medium", "context": 128}, "trace": "cuda,nvtx",
-                              "device": {"name": "NVIDIA H100", "type": "cuda"},
-                              "timings_ms": {"step": {"mean": 10.0, "std": 1.0}},
-                              "samples_ms": {"step": [9.0, 10.0, 11.0]}})
+    runs.write_manifest(
+        run,
+        {
+            "status": "complete",
+            "config": {"model": "medium", "context": 128},
+            "trace": "cuda,nvtx",
+            "device": {"name": "NVIDIA H100", "type": "cuda"},
+            "timings_ms": {"step": {"mean": 10.0, "std": 1.0}},
+            "samples_ms": {"step": [9.0, 10.0, 11.0]},
+        },
+    )
     result = cli("report", run, "-o", tmp_path / "report")
     assert result.exit_code == 0, result.output
     text = (tmp_path / "report" / "report.md").read_text()
@@ -108,8 +114,12 @@ def test_report_with_memory_snapshot(cli, shared_traces, shared_memory, tmp_path
 def test_bench_report(cli, tmp_path):
     pytest.importorskip("torch")
     db = tmp_path / "results.db"
-    assert cli("bench", "tiny", "--ctx", "16", "32", "--warmup", "0", "--steps", "2", "--device", "cpu",
-               "--db", db).exit_code == 0
+    assert (
+        cli(
+            "bench", "tiny", "--ctx", "16", "32", "--warmup", "0", "--steps", "2", "--device", "cpu", "--db", db
+        ).exit_code
+        == 0
+    )
     result = cli("report", "--bench", db, "-o", tmp_path / "bench")
     assert result.exit_code == 0, result.output
     text = (tmp_path / "bench" / "report.md").read_text()
@@ -122,7 +132,10 @@ def test_bench_report(cli, tmp_path):
 
 def test_diff_and_export_of_runs_with_snapshots(cli, shared_traces, shared_memory, tmp_path):
     folders = []
-    for name, export, snapshot in (("fwd", A, "cs336_medium_ctx512_forward"), ("train", B, "cs336_medium_ctx512_train_step")):
+    for name, export, snapshot in (
+        ("fwd", A, "cs336_medium_ctx512_forward"),
+        ("train", B, "cs336_medium_ctx512_train_step"),
+    ):
         folder = tmp_path / name
         folder.mkdir()
         shutil.copy(shared_traces / export, folder / runs.EXPORT)
@@ -130,7 +143,7 @@ def test_diff_and_export_of_runs_with_snapshots(cli, shared_traces, shared_memor
         folders.append(folder)
     result = cli("diff", *folders)
     assert result.exit_code == 0, result.output
-    memory = result.output[result.output.index("Memory at the peak"):]
+    memory = result.output[result.output.index("Memory at the peak") :]
     peak = next(line for line in memory.splitlines() if line.startswith("(peak allocated)")).split()
     assert peak[2:5] == ["1,860.9", "11,852.8", "9,991.9"]  # A, B, delta in MiB
     result = cli("export", folders[1], "--parquet", tmp_path / "tables")

@@ -26,8 +26,13 @@ def test_parameter_count_matches_closed_form(name):
     embedding_and_head = 2 * vocab * d
     per_layer = 4 * d * d + 3 * d * ff + 2 * d  # q,k,v,o; gate, up, down; two RMSNorm weights
     assert counted == embedding_and_head + layers * per_layer + d
-    expected_sizes = {"small": (768, 3072, 12, 12), "medium": (1024, 4096, 24, 16), "large": (1280, 5120, 36, 20),
-                      "xl": (1600, 6400, 48, 25), "2.7B": (2560, 10240, 32, 32)}
+    expected_sizes = {
+        "small": (768, 3072, 12, 12),
+        "medium": (1024, 4096, 24, 16),
+        "large": (1280, 5120, 36, 20),
+        "xl": (1600, 6400, 48, 25),
+        "2.7B": (2560, 10240, 32, 32),
+    }
     if name in expected_sizes:
         assert (d, ff, layers, config.num_heads) == expected_sizes[name]
 
@@ -36,8 +41,17 @@ def test_modes_time_in_order_with_raw_samples():
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # torch's own pool on a 2-core machine adds noise of the size being measured
     try:
-        results = run_sweep(configurations(["tiny"], [32], batches=[2], modes=["forward", "forward-backward", "train"],
-                                           warmup=2, steps=8, device="cpu"))
+        results = run_sweep(
+            configurations(
+                ["tiny"],
+                [32],
+                batches=[2],
+                modes=["forward", "forward-backward", "train"],
+                warmup=2,
+                steps=8,
+                device="cpu",
+            )
+        )
     finally:
         torch.set_num_threads(threads)
     table = results_table(results).set_index("Mode")
@@ -52,8 +66,9 @@ def test_modes_time_in_order_with_raw_samples():
     assert pd.isna(table.loc["forward", "Backward Mean (ms)"]) and table.loc["train", "Optimizer Mean (ms)"] > 0
     # the step is the sum of its phases, sample by sample
     train = next(result for result in results if result.config.mode == "train").samples_ms
-    assert train["step"] == pytest.approx([f + b + o for f, b, o in zip(train["forward"], train["backward"],
-                                                                          train["optimizer"])])
+    assert train["step"] == pytest.approx(
+        [f + b + o for f, b, o in zip(train["forward"], train["backward"], train["optimizer"])]
+    )
     assert table.loc["train", "GFLOP/step"] == pytest.approx(3 * table.loc["forward", "GFLOP/step"])
 
 
@@ -89,25 +104,78 @@ def test_results_database_accumulates(tmp_path):
 
 def test_cli_sweep(cli, tmp_path):
     db = tmp_path / "results.db"
-    result = cli("bench", "tiny", "--ctx", "16", "32", "--mode", "forward", "--warmup", "0", "--steps", "2",
-                 "--device", "cpu", "--format", "csv", "--db", db)
+    result = cli(
+        "bench",
+        "tiny",
+        "--ctx",
+        "16",
+        "32",
+        "--mode",
+        "forward",
+        "--warmup",
+        "0",
+        "--steps",
+        "2",
+        "--device",
+        "cpu",
+        "--format",
+        "csv",
+        "--db",
+        db,
+    )
     assert result.exit_code == 0, result.output
-    table = pd.read_csv(io.StringIO(result.output[result.output.index("Model,"):].split("\n" + str(db))[0]))
+    table = pd.read_csv(io.StringIO(result.output[result.output.index("Model,") :].split("\n" + str(db))[0]))
     assert table["Ctx"].tolist() == [16, 32] and (table["Status"] == "ok").all()
     unknown = cli("bench", "tiny", "--mode", "sideways")
     assert unknown.exit_code == 2 and "choose from" in unknown.output
 
 
 def test_cli_micro_benchmarks(cli):
-    attention = cli("bench", "attention", "--head-dim", "16", "--seq", "32", "64", "--passes", "2", "--warmup", "0",
-                    "--device", "cpu", "--format", "json")
-    rows = json.loads(attention.output[attention.output.index("["):])
-    assert [(row["Implementation"], row["Seq Len"]) for row in rows] == [("naive", 32), ("naive", 64),
-                                                                      ("sdpa", 32), ("sdpa", 64)]
+    attention = cli(
+        "bench",
+        "attention",
+        "--head-dim",
+        "16",
+        "--seq",
+        "32",
+        "64",
+        "--passes",
+        "2",
+        "--warmup",
+        "0",
+        "--device",
+        "cpu",
+        "--format",
+        "json",
+    )
+    rows = json.loads(attention.output[attention.output.index("[") :])
+    assert [(row["Implementation"], row["Seq Len"]) for row in rows] == [
+        ("naive", 32),
+        ("naive", 64),
+        ("sdpa", 32),
+        ("sdpa", 64),
+    ]
     assert all(row["Status"] == "ok" and row["Forward (ms)"] > 0 and row["Backward (ms)"] > 0 for row in rows)
-    optimizer = cli("bench", "optimizer", "--params", "1", "4", "--size", "1Ki", "--impl", "single-tensor,foreach",
-                    "--steps", "2", "--warmup", "1", "--device", "cpu", "--format", "json")
-    rows = json.loads(optimizer.output[optimizer.output.index("["):])
+    optimizer = cli(
+        "bench",
+        "optimizer",
+        "--params",
+        "1",
+        "4",
+        "--size",
+        "1Ki",
+        "--impl",
+        "single-tensor,foreach",
+        "--steps",
+        "2",
+        "--warmup",
+        "1",
+        "--device",
+        "cpu",
+        "--format",
+        "json",
+    )
+    rows = json.loads(optimizer.output[optimizer.output.index("[") :])
     assert [(row["Params"], row["Elements Each"]) for row in rows] == [(1, 1024), (4, 1024)]
     assert all(row["single-tensor (ms)"] > 0 and row["foreach (ms)"] > 0 for row in rows)
 
@@ -129,8 +197,24 @@ def test_ranges_recorded_under_nsys(nsys, tmp_path):
     from tracekit.sources.nsys import read_nsys_export
 
     warmup, steps, layers = 2, 3, model_config("tiny").num_layers
-    report = profile_under_nsys(nsys, [sys.executable, "-m", "workloads", "tiny", "--ctx", "16", "--warmup", str(warmup),
-                           "--steps", str(steps), "--device", "cpu"], tmp_path / "run")
+    report = profile_under_nsys(
+        nsys,
+        [
+            sys.executable,
+            "-m",
+            "workloads",
+            "tiny",
+            "--ctx",
+            "16",
+            "--warmup",
+            str(warmup),
+            "--steps",
+            str(steps),
+            "--device",
+            "cpu",
+        ],
+        tmp_path / "run",
+    )
     counts = read_nsys_export(nsys_cli.export_sqlite(report, nsys)).ranges["name"].astype(str).value_counts()
     runs = warmup + steps
     for name in ("step", "forward", "backward", "optimizer", "layer.0", f"layer.{layers - 1}"):

@@ -74,17 +74,36 @@ def gpu_present() -> bool:
 
 
 def program_command(options: CaptureOptions, folder: Path) -> list[str]:
-    command = [sys.executable, "-m", "workloads", *options.run.arguments(), "--capture-range",
-               "--result", str(folder / runs.RESULT)]
+    command = [
+        sys.executable,
+        "-m",
+        "workloads",
+        *options.run.arguments(),
+        "--capture-range",
+        "--result",
+        str(folder / runs.RESULT),
+    ]
     if options.memory:
         command += ["--memory", str(folder / runs.MEMORY)]
     return command
 
 
 def nsys_command(nsys: str, trace: str, folder: Path, extra: tuple[str, ...], program: list[str]) -> list[str]:
-    return [nsys, "profile", f"--trace={trace}", "--sample=none", "--cpuctxsw=none",
-            "--capture-range=nvtx", f"--nvtx-capture={CAPTURE_RANGE}", "--capture-range-end=stop",
-            "--force-overwrite=true", "--output", str(folder / "trace"), *extra, *program]
+    return [
+        nsys,
+        "profile",
+        f"--trace={trace}",
+        "--sample=none",
+        "--cpuctxsw=none",
+        "--capture-range=nvtx",
+        f"--nvtx-capture={CAPTURE_RANGE}",
+        "--capture-range-end=stop",
+        "--force-overwrite=true",
+        "--output",
+        str(folder / "trace"),
+        *extra,
+        *program,
+    ]
 
 
 def capture(options: CaptureOptions) -> Capture:
@@ -100,25 +119,37 @@ def capture(options: CaptureOptions) -> Capture:
     # nsys matches capture-range names against registered NVTX strings only unless told otherwise;
     # torch.cuda.nvtx (the fallback when the nvtx package is missing) does not register them.
     environment = {**os.environ, "NSYS_NVTX_PROFILER_REGISTER_ONLY": "0", "PYTHONUNBUFFERED": "1"}
-    manifest = {"status": "running", "name": folder.name, "created_utc": _now(), "config": _config(options),
-                "trace": trace, "command": command,
-                "versions": {"tracekit": __version__, "nsys": nsys_cli.nsys_version(nsys),
-                             "python": sys.version.split()[0]}}
+    manifest = {
+        "status": "running",
+        "name": folder.name,
+        "created_utc": _now(),
+        "config": _config(options),
+        "trace": trace,
+        "command": command,
+        "versions": {"tracekit": __version__, "nsys": nsys_cli.nsys_version(nsys), "python": sys.version.split()[0]},
+    }
     notes: list[str] = []
     with open(folder / LOG, "w") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=environment)
         watched = watchdog.watch(process, sys.executable, str(folder / runs.RESULT), options.exit_grace_s)
     profiled = time.monotonic()
     if watched.killed_nsys:
-        notes.append(f"nsys (pid {process.pid}) did not exit {options.exit_grace_s:.0f} s after the program "
-                     "ended; the watchdog stopped it")
+        notes.append(
+            f"nsys (pid {process.pid}) did not exit {options.exit_grace_s:.0f} s after the program "
+            "ended; the watchdog stopped it"
+        )
     if watched.killed_agents:
-        notes.append(f"the nsys agent (pid {', '.join(map(str, watched.killed_agents))}) kept running after the "
-                     "program ended; the watchdog stopped it")
+        notes.append(
+            f"the nsys agent (pid {', '.join(map(str, watched.killed_agents))}) kept running after the "
+            "program ended; the watchdog stopped it"
+        )
     result = _read_result(folder)
     manifest.update(_from_result(result))
-    manifest["program"] = {"status": result.get("status", "failed"), "error": result.get("error"),
-                           "nsys_exit_status": watched.returncode}
+    manifest["program"] = {
+        "status": result.get("status", "failed"),
+        "error": result.get("error"),
+        "nsys_exit_status": watched.returncode,
+    }
     manifest["watchdog"] = {"killed_nsys": watched.killed_nsys, "killed_agents": watched.killed_agents}
     if watched.interrupted:
         _finish(folder, manifest, "interrupted", notes, started, profiled)
@@ -128,12 +159,18 @@ def capture(options: CaptureOptions) -> Capture:
     imported = time.monotonic()
     export = nsys_cli.export_sqlite(report, nsys)
     manifest["wall_s"] = {"import": round(imported - profiled, 3), "export": round(time.monotonic() - imported, 3)}
-    manifest["files"] = {"report": report.name, "export": export.name,
-                         "memory": runs.MEMORY if (folder / runs.MEMORY).exists() else None}
+    manifest["files"] = {
+        "report": report.name,
+        "export": export.name,
+        "memory": runs.MEMORY if (folder / runs.MEMORY).exists() else None,
+    }
     if options.memory and not (folder / runs.MEMORY).exists():
         device_type = manifest["device"].get("type") or "unknown device"
-        notes.append(f"memory snapshots need CUDA: this run was on the {device_type}, so there is no memory.pickle"
-                     if device_type != "cuda" else "the program wrote no memory snapshot")
+        notes.append(
+            f"memory snapshots need CUDA: this run was on the {device_type}, so there is no memory.pickle"
+            if device_type != "cuda"
+            else "the program wrote no memory snapshot"
+        )
     status = {"ok": "complete", "oom": "oom"}.get(manifest["program"]["status"], "failed")
     top_kernels = _top_kernels(export, notes)
     _finish(folder, manifest, status, notes, started, profiled)
@@ -157,8 +194,10 @@ def _report(folder: Path, nsys: str, manifest: dict, notes: list[str], started: 
         stream.unlink()
     if not report.exists():
         _finish(folder, manifest, "failed", notes, started, profiled)
-        raise CaptureError(f"nsys wrote no report in {folder}: {_last_log_line(folder)} (full log: {folder / LOG})"
-                           + "".join(f"; {note}" for note in notes))
+        raise CaptureError(
+            f"nsys wrote no report in {folder}: {_last_log_line(folder)} (full log: {folder / LOG})"
+            + "".join(f"; {note}" for note in notes)
+        )
     return report
 
 
@@ -185,14 +224,25 @@ def _read_result(folder: Path) -> dict:
 def _from_result(result: dict) -> dict:
     """The harness's measurements and environment, as run.json keeps them."""
     summary = result.get("summary", {})
-    timings = {phase: {stat: summary.get(f"{phase.capitalize()} {stat.capitalize()} (ms)")
-                       for stat in ("mean", "std", "median", "min", "max")}
-               for phase in PHASES if summary.get(f"{phase.capitalize()} Mean (ms)") is not None}
-    return {"device": {"name": result.get("device"), "type": result.get("device_type")},
-            "versions_program": {"torch": result.get("torch_version"), "python": result.get("python_version"),
-                                 "nvtx_backend": result.get("nvtx_backend")},
-            "timings_ms": timings, "samples_ms": result.get("samples_ms", {}),
-            "peak_memory_bytes": result.get("peak_memory_bytes")}
+    timings = {
+        phase: {
+            stat: summary.get(f"{phase.capitalize()} {stat.capitalize()} (ms)")
+            for stat in ("mean", "std", "median", "min", "max")
+        }
+        for phase in PHASES
+        if summary.get(f"{phase.capitalize()} Mean (ms)") is not None
+    }
+    return {
+        "device": {"name": result.get("device"), "type": result.get("device_type")},
+        "versions_program": {
+            "torch": result.get("torch_version"),
+            "python": result.get("python_version"),
+            "nvtx_backend": result.get("nvtx_backend"),
+        },
+        "timings_ms": timings,
+        "samples_ms": result.get("samples_ms", {}),
+        "peak_memory_bytes": result.get("peak_memory_bytes"),
+    }
 
 
 def _top_kernels(export: Path, notes: list[str]) -> pd.DataFrame | None:

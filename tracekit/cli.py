@@ -14,8 +14,13 @@ from tracekit.cli_capture import capture
 from tracekit.cli_common import TracekitGroup, emit, output_options
 
 
-nsys_option = click.option("--nsys", "nsys", default=None, metavar="PATH",
-                           help="nsys executable, to export an .nsys-rep (default: PATH, then usual install places)")
+nsys_option = click.option(
+    "--nsys",
+    "nsys",
+    default=None,
+    metavar="PATH",
+    help="nsys executable, to export an .nsys-rep (default: PATH, then usual install places)",
+)
 
 
 @click.group(cls=TracekitGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -24,26 +29,55 @@ def main():
     """Where a PyTorch training step's GPU time and memory go, from Nsight Systems traces."""
 
 
-range_option = click.option("--range", "ranges", multiple=True, metavar="SPEC",
-                            help="only GPU ops launched inside these NVTX ranges: a name (forward), a path "
-                                 "(step/backward) or a glob (layer.*); repeatable")
-unit_option = click.option("--unit", type=click.Choice(["ns", "us", "ms", "s"]), default="ns", show_default=True,
-                           help="unit of the time columns (nsys prints ns)")
-same_thread_option = click.option("--same-thread", is_flag=True,
-                                  help="count only ops launched on the range's own thread (nsys nvtx_gpu_proj); "
-                                       "default: any thread of the process, so backward gets autograd's kernels")
+range_option = click.option(
+    "--range",
+    "ranges",
+    multiple=True,
+    metavar="SPEC",
+    help="only GPU ops launched inside these NVTX ranges: a name (forward), a path "
+    "(step/backward) or a glob (layer.*); repeatable",
+)
+unit_option = click.option(
+    "--unit",
+    type=click.Choice(["ns", "us", "ms", "s"]),
+    default="ns",
+    show_default=True,
+    help="unit of the time columns (nsys prints ns)",
+)
+same_thread_option = click.option(
+    "--same-thread",
+    is_flag=True,
+    help="count only ops launched on the range's own thread (nsys nvtx_gpu_proj); "
+    "default: any thread of the process, so backward gets autograd's kernels",
+)
 
 
 @main.command()
 @click.argument("trace", type=click.Path())
 @click.option("--top", type=click.IntRange(min=1), default=None, help="only the N rows with the most total time")
-@click.option("--name", type=click.Choice(["demangled", "short"]), default="demangled", show_default=True,
-              help="group by the full templated name or the base name")
+@click.option(
+    "--name",
+    type=click.Choice(["demangled", "short"]),
+    default="demangled",
+    show_default=True,
+    help="group by the full templated name or the base name",
+)
 @click.option("--by-launch-config", is_flag=True, help="also split by grid and block dimensions (as nsys 2022.4)")
-@click.option("--by", "by", type=click.Choice(["kernel", "category"]), default="kernel", show_default=True,
-              help="one row per kernel, or per category (matmul, elementwise, ...)")
-@click.option("--ops", type=click.Choice(["kernels", "all"]), default="kernels", show_default=True,
-              help="kernels only (nsys gpukernsum), or memcpy/memset too")
+@click.option(
+    "--by",
+    "by",
+    type=click.Choice(["kernel", "category"]),
+    default="kernel",
+    show_default=True,
+    help="one row per kernel, or per category (matmul, elementwise, ...)",
+)
+@click.option(
+    "--ops",
+    type=click.Choice(["kernels", "all"]),
+    default="kernels",
+    show_default=True,
+    help="kernels only (nsys gpukernsum), or memcpy/memset too",
+)
 @range_option
 @click.option("--per-instance", is_flag=True, help="divide totals and counts by the number of --range instances")
 @same_thread_option
@@ -68,8 +102,16 @@ def kernels(trace, top, name, by_launch_config, by, ops, ranges, per_instance, s
         table = category_table(opened, ops=ops, ranges=list(ranges), per_instance=per_instance, same_thread=same_thread)
         emit(in_unit(table, unit), fmt, output, f"GPU time by category{where}: {opened.name}")
     else:
-        table = kernel_table(opened, top=top, name=name, by_launch_config=by_launch_config, ops=ops,
-                             ranges=list(ranges), per_instance=per_instance, same_thread=same_thread)
+        table = kernel_table(
+            opened,
+            top=top,
+            name=name,
+            by_launch_config=by_launch_config,
+            ops=ops,
+            ranges=list(ranges),
+            per_instance=per_instance,
+            same_thread=same_thread,
+        )
         emit(in_unit(table, unit), fmt, output, f"GPU kernels{where}: {opened.name}")
 
 
@@ -77,13 +119,26 @@ def kernels(trace, top, name, by_launch_config, by, ops, ranges, per_instance, s
 @click.argument("trace", type=click.Path())
 @click.option("--top", type=click.IntRange(min=1), default=None, help="only the N range names with the most time")
 @click.option("--tree", is_flag=True, help="one instance of the outermost range as an indented tree")
-@click.option("--root", default=None, metavar="NAME", help="with --tree: the range to draw (default: the outermost "
-              "range with the most time)")
-@click.option("--instance", type=click.IntRange(min=0), default=None,
-              help="with --tree: which instance, 0-based in time order (default: the one of median duration)")
+@click.option(
+    "--root",
+    default=None,
+    metavar="NAME",
+    help="with --tree: the range to draw (default: the outermost range with the most time)",
+)
+@click.option(
+    "--instance",
+    type=click.IntRange(min=0),
+    default=None,
+    help="with --tree: which instance, 0-based in time order (default: the one of median duration)",
+)
 @click.option("--max-depth", type=click.IntRange(min=0), default=None, help="with --tree: levels below the root")
-@click.option("--within", "within", default=None, metavar="SPEC",
-              help="the children of these ranges, with their share of the parents' CPU and GPU time")
+@click.option(
+    "--within",
+    "within",
+    default=None,
+    metavar="SPEC",
+    help="the children of these ranges, with their share of the parents' CPU and GPU time",
+)
 @same_thread_option
 @unit_option
 @nsys_option
@@ -106,8 +161,13 @@ def ranges(trace, top, tree, root, instance, max_depth, within, same_thread, uni
 
 @main.command()
 @click.argument("trace", type=click.Path())
-@click.option("--phases", default=",".join(("forward", "backward", "optimizer")), show_default=True,
-              metavar="SPEC,...", help="comma-separated range specs (names, paths, globs)")
+@click.option(
+    "--phases",
+    default=",".join(("forward", "backward", "optimizer")),
+    show_default=True,
+    metavar="SPEC,...",
+    help="comma-separated range specs (names, paths, globs)",
+)
 @same_thread_option
 @unit_option
 @nsys_option
@@ -120,17 +180,31 @@ def breakdown(trace, phases, same_thread, unit, nsys, fmt, output):
 
     opened = open_trace(trace, nsys)
     specs = [spec.strip() for spec in phases.split(",") if spec.strip()]
-    emit(in_unit(breakdown_table(opened, specs, same_thread), unit), fmt, output,
-         f"GPU time by phase and category: {opened.name}")
+    emit(
+        in_unit(breakdown_table(opened, specs, same_thread), unit),
+        fmt,
+        output,
+        f"GPU time by phase and category: {opened.name}",
+    )
 
 
 @main.command()
 @click.argument("snapshots", nargs=-1, required=True, type=click.Path())
 @click.option("--top", type=click.IntRange(min=1), default=20, show_default=True, help="rows of the table")
-@click.option("--by", "by", type=click.Choice(["allocation", "frame"]), default="allocation", show_default=True,
-              help="largest live allocations at the peak, or their total per allocating frame")
-@click.option("--plot", type=click.Path(dir_okay=False), default=None,
-              help="write the active-memory timeline picture here (.png or .svg)")
+@click.option(
+    "--by",
+    "by",
+    type=click.Choice(["allocation", "frame"]),
+    default="allocation",
+    show_default=True,
+    help="largest live allocations at the peak, or their total per allocating frame",
+)
+@click.option(
+    "--plot",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="write the active-memory timeline picture here (.png or .svg)",
+)
 @click.option("--compare", is_flag=True, help="two snapshots: peak delta and the frames that grew or shrank")
 @click.option("--device", type=click.IntRange(min=0), default=None, help="CUDA device (default: highest peak)")
 @output_options
@@ -144,8 +218,12 @@ def memory(snapshots, top, by, plot, compare, device, fmt, output):
         if len(snapshots) != 2:
             raise click.UsageError("--compare takes two snapshots: A B")
         first, second = (load_snapshot(path) for path in snapshots)
-        emit(compare_snapshots(first, second, device), fmt, output, f"Memory at the peak: A={snapshots[0]}  "
-             f"B={snapshots[1]}")
+        emit(
+            compare_snapshots(first, second, device),
+            fmt,
+            output,
+            f"Memory at the peak: A={snapshots[0]}  B={snapshots[1]}",
+        )
         return
     if len(snapshots) > 1:
         raise click.UsageError("give one snapshot, or two with --compare")
@@ -166,13 +244,28 @@ def memory(snapshots, top, by, plot, compare, device, fmt, output):
 @main.command()
 @click.argument("a", type=click.Path())
 @click.argument("b", type=click.Path())
-@click.option("--phases", default="forward,backward,optimizer", show_default=True, metavar="SPEC,...",
-              help="range specs compared besides the whole trace")
-@click.option("--by", "by", type=click.Choice(["category", "kernel"]), default=None,
-              help="only one table (for csv/json): per phase and category, or the kernels that changed most")
+@click.option(
+    "--phases",
+    default="forward,backward,optimizer",
+    show_default=True,
+    metavar="SPEC,...",
+    help="range specs compared besides the whole trace",
+)
+@click.option(
+    "--by",
+    "by",
+    type=click.Choice(["category", "kernel"]),
+    default=None,
+    help="only one table (for csv/json): per phase and category, or the kernels that changed most",
+)
 @click.option("--top", type=click.IntRange(min=1), default=15, show_default=True, help="kernels listed")
-@click.option("--ops", type=click.Choice(["kernels", "all"]), default="kernels", show_default=True,
-              help="kernels only, or memcpy/memset too")
+@click.option(
+    "--ops",
+    type=click.Choice(["kernels", "all"]),
+    default="kernels",
+    show_default=True,
+    help="kernels only, or memcpy/memset too",
+)
 @same_thread_option
 @nsys_option
 @output_options
@@ -187,8 +280,12 @@ def diff(a, b, phases, by, top, ops, same_thread, nsys, fmt, output):
     if by is None and fmt not in ("table", "md"):
         by = "category"  # machine formats get one table
     if by in (None, "category"):
-        emit(diff_categories(first, second, specs, ops, same_thread), fmt, output if by else None,
-             f"GPU time by phase and category: A={a}  B={b}")
+        emit(
+            diff_categories(first, second, specs, ops, same_thread),
+            fmt,
+            output if by else None,
+            f"GPU time by phase and category: A={a}  B={b}",
+        )
     if by is None:
         click.echo()
     if by in (None, "kernel"):
@@ -201,10 +298,21 @@ def diff(a, b, phases, by, top, ops, same_thread, nsys, fmt, output):
 
 @main.command()
 @click.argument("inputs", nargs=-1, type=click.Path())
-@click.option("--output", "-o", "out", type=click.Path(file_okay=False), default=None,
-              help="report folder (default: reports/<name>)")
-@click.option("--bench", "bench_db", type=click.Path(dir_okay=False), default=None,
-              help="report a `tracekit bench --db` results database instead")
+@click.option(
+    "--output",
+    "-o",
+    "out",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="report folder (default: reports/<name>)",
+)
+@click.option(
+    "--bench",
+    "bench_db",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="report a `tracekit bench --db` results database instead",
+)
 @nsys_option
 def report(inputs, out, bench_db, nsys):
     """Write reports/<name>/report.md with pictures for run folders or traces (two: a comparison too)."""
@@ -225,10 +333,20 @@ def report(inputs, out, bench_db, nsys):
 
 @main.command("export")
 @click.argument("trace", type=click.Path())
-@click.option("--parquet", "folder", required=True, type=click.Path(file_okay=False),
-              help="folder for kernels.parquet, launches.parquet, ranges.parquet, meta.json")
-@click.option("--memory", "snapshot", type=click.Path(dir_okay=False), default=None,
-              help="also a memory snapshot's events and allocations (default: a run folder's memory.pickle)")
+@click.option(
+    "--parquet",
+    "folder",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="folder for kernels.parquet, launches.parquet, ranges.parquet, meta.json",
+)
+@click.option(
+    "--memory",
+    "snapshot",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="also a memory snapshot's events and allocations (default: a run folder's memory.pickle)",
+)
 @nsys_option
 def export(trace, folder, snapshot, nsys):
     """Write TRACE's normalized tables as Parquet files for notebooks."""

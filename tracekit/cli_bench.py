@@ -21,9 +21,16 @@ OPTIMIZERS = ("single-tensor", "foreach", "fused", "compiled")
 SIZE_PATTERN = re.compile(r"^\d+(Ki|Mi|Gi)?$")
 # Options that take a list, and which words can be their values (so `--ctx 128 256 small` stops at small).
 LIST_VALUES = {
-    "--ctx": SIZE_PATTERN, "--batch": SIZE_PATTERN, "--head-dim": SIZE_PATTERN, "--seq": SIZE_PATTERN,
-    "--params": SIZE_PATTERN, "--size": SIZE_PATTERN,
-    "--mode": set(MODES), "--dtype": set(DTYPES), "--attention": set(ATTENTIONS), "--impl": set(ATTENTIONS + OPTIMIZERS),
+    "--ctx": SIZE_PATTERN,
+    "--batch": SIZE_PATTERN,
+    "--head-dim": SIZE_PATTERN,
+    "--seq": SIZE_PATTERN,
+    "--params": SIZE_PATTERN,
+    "--size": SIZE_PATTERN,
+    "--mode": set(MODES),
+    "--dtype": set(DTYPES),
+    "--attention": set(ATTENTIONS),
+    "--impl": set(ATTENTIONS + OPTIMIZERS),
 }
 
 
@@ -50,7 +57,7 @@ def _accepts(accepts, word: str) -> bool:
 
 
 def parse_size(text: str) -> int:
-    """"64Ki" -> 65536; plain integers as they are."""
+    """ "64Ki" -> 65536; plain integers as they are."""
     factor = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30}
     for suffix, scale in factor.items():
         if text.endswith(suffix):
@@ -72,6 +79,7 @@ def choices(allowed):
         if unknown:
             raise click.BadParameter(f"{', '.join(unknown)}: choose from {', '.join(allowed)}")
         return parts
+
     return check
 
 
@@ -92,8 +100,13 @@ def bench():
 
 
 def device_option(function):
-    return click.option("--device", type=click.Choice(["auto", "cpu", "cuda", "mps"]), default="auto",
-                        show_default=True, help="auto: CUDA if present, then MPS, then the CPU")(function)
+    return click.option(
+        "--device",
+        type=click.Choice(["auto", "cpu", "cuda", "mps"]),
+        default="auto",
+        show_default=True,
+        help="auto: CUDA if present, then MPS, then the CPU",
+    )(function)
 
 
 def progress(total: int, label: str):
@@ -107,23 +120,43 @@ def progress(total: int, label: str):
 @click.argument("models", nargs=-1, required=True, type=click.Choice(MODEL_NAMES))
 @click.option("--ctx", multiple=True, default=("128",), callback=sizes, help="context lengths  [default: 128]")
 @click.option("--batch", multiple=True, default=("4",), callback=sizes, help="batch sizes  [default: 4]")
-@click.option("--mode", multiple=True, default=("train",), callback=choices(MODES),
-              help="forward, forward-backward or train (+ AdamW step)  [default: train]")
-@click.option("--dtype", multiple=True, default=("fp32",), callback=choices(DTYPES),
-              help="fp32, or autocast to bf16/fp16  [default: fp32]")
+@click.option(
+    "--mode",
+    multiple=True,
+    default=("train",),
+    callback=choices(MODES),
+    help="forward, forward-backward or train (+ AdamW step)  [default: train]",
+)
+@click.option(
+    "--dtype",
+    multiple=True,
+    default=("fp32",),
+    callback=choices(DTYPES),
+    help="fp32, or autocast to bf16/fp16  [default: fp32]",
+)
 @click.option("--compile", "compiled", is_flag=True, help="torch.compile the model")
 @click.option("--compare-compile", is_flag=True, help="run every configuration eager and compiled")
-@click.option("--attention", multiple=True, default=("naive",), callback=choices(ATTENTIONS),
-              help="naive (matmul, softmax, matmul) or sdpa  [default: naive]")
+@click.option(
+    "--attention",
+    multiple=True,
+    default=("naive",),
+    callback=choices(ATTENTIONS),
+    help="naive (matmul, softmax, matmul) or sdpa  [default: naive]",
+)
 @click.option("--warmup", type=click.IntRange(min=0), default=5, show_default=True, help="untimed steps first")
 @click.option("--steps", type=click.IntRange(min=1), default=10, show_default=True, help="timed steps")
 @device_option
-@click.option("--db", type=click.Path(dir_okay=False), default=None,
-              help="append every row to this SQLite results database (table runs)")
+@click.option(
+    "--db",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="append every row to this SQLite results database (table runs)",
+)
 @click.option("--wide", is_flag=True, help="table/md: every statistic (csv, json and --db always have them)")
 @output_options
-def bench_models(models, ctx, batch, mode, dtype, compiled, compare_compile, attention, warmup, steps, device, db,
-                 wide, fmt, output):
+def bench_models(
+    models, ctx, batch, mode, dtype, compiled, compare_compile, attention, warmup, steps, device, db, wide, fmt, output
+):
     """Forward, backward, optimizer and step time (mean, std, median, min, max ms) per configuration."""
     from workloads.sweep import benchmark, compact_table, configurations
 
@@ -144,11 +177,17 @@ def bench_models(models, ctx, batch, mode, dtype, compiled, compare_compile, att
 
 @bench.command("attention")
 @click.option("--head-dim", multiple=True, default=("16", "32", "64", "128"), callback=sizes, help="head dimensions")
-@click.option("--seq", multiple=True, default=("256", "1024", "4096", "8192", "16384"), callback=sizes,
-              help="sequence lengths")
+@click.option(
+    "--seq", multiple=True, default=("256", "1024", "4096", "8192", "16384"), callback=sizes, help="sequence lengths"
+)
 @click.option("--batch", type=click.IntRange(min=1), default=8, show_default=True)
-@click.option("--passes", type=click.IntRange(min=1), default=100, show_default=True,
-              help="timed forward and backward passes per point")
+@click.option(
+    "--passes",
+    type=click.IntRange(min=1),
+    default=100,
+    show_default=True,
+    help="timed forward and backward passes per point",
+)
 @click.option("--warmup", type=click.IntRange(min=0), default=5, show_default=True)
 @click.option("--impl", multiple=True, default=ATTENTIONS, callback=choices(ATTENTIONS), help="naive and/or sdpa")
 @click.option("--compile", "compiled", is_flag=True, help="torch.compile the attention function")
@@ -162,8 +201,17 @@ def bench_attention(head_dim, seq, batch, passes, warmup, impl, compiled, compar
 
     compiles = (False, True) if compare_compile else (compiled,)
     bar = progress(len(head_dim) * len(seq) * len(impl) * len(compiles), "attention grid")
-    arguments = dict(head_dims=head_dim, lengths=seq, implementations=impl, compiles=compiles, batch=batch,
-                     passes=passes, warmup=warmup, causal=causal, device=device)
+    arguments = dict(
+        head_dims=head_dim,
+        lengths=seq,
+        implementations=impl,
+        compiles=compiles,
+        batch=batch,
+        passes=passes,
+        warmup=warmup,
+        causal=causal,
+        device=device,
+    )
     if bar:
         with bar:
             table = attention_table(**arguments, on_row=lambda row: bar.update(1))
@@ -173,12 +221,27 @@ def bench_attention(head_dim, seq, batch, passes, warmup, impl, compiled, compar
 
 
 @bench.command("optimizer")
-@click.option("--params", multiple=True, default=("1", "2", "4", "8", "16", "32"), callback=sizes,
-              help="numbers of parameter tensors")
-@click.option("--size", multiple=True, default=("16Ki", "64Ki", "256Ki", "1Mi", "4Mi"), callback=sizes,
-              help="elements per tensor (Ki, Mi suffixes)")
-@click.option("--impl", multiple=True, default=OPTIMIZERS, callback=choices(OPTIMIZERS),
-              help="single-tensor, foreach, fused, compiled")
+@click.option(
+    "--params",
+    multiple=True,
+    default=("1", "2", "4", "8", "16", "32"),
+    callback=sizes,
+    help="numbers of parameter tensors",
+)
+@click.option(
+    "--size",
+    multiple=True,
+    default=("16Ki", "64Ki", "256Ki", "1Mi", "4Mi"),
+    callback=sizes,
+    help="elements per tensor (Ki, Mi suffixes)",
+)
+@click.option(
+    "--impl",
+    multiple=True,
+    default=OPTIMIZERS,
+    callback=choices(OPTIMIZERS),
+    help="single-tensor, foreach, fused, compiled",
+)
 @click.option("--steps", type=click.IntRange(min=1), default=50, show_default=True)
 @click.option("--warmup", type=click.IntRange(min=0), default=5, show_default=True)
 @device_option

@@ -16,26 +16,64 @@ MODEL_NAMES = ("tiny", "small", "medium", "large", "xl", "2.7B")
 @click.option("--ctx", type=click.IntRange(min=1), default=256, show_default=True, help="context length")
 @click.option("--batch", type=click.IntRange(min=1), default=4, show_default=True)
 @click.option("--mode", type=click.Choice(["forward", "forward-backward", "train"]), default="train", show_default=True)
-@click.option("--dtype", type=click.Choice(["fp32", "bf16", "fp16"]), default="fp32", show_default=True,
-              help="fp32, or autocast to bf16/fp16")
+@click.option(
+    "--dtype",
+    type=click.Choice(["fp32", "bf16", "fp16"]),
+    default="fp32",
+    show_default=True,
+    help="fp32, or autocast to bf16/fp16",
+)
 @click.option("--compile", "compiled", is_flag=True, help="torch.compile the model")
 @click.option("--attention", type=click.Choice(["naive", "sdpa"]), default="naive", show_default=True)
-@click.option("--warmup", type=click.IntRange(min=0), default=5, show_default=True,
-              help="steps run before the capture starts (not in the trace)")
+@click.option(
+    "--warmup",
+    type=click.IntRange(min=0),
+    default=5,
+    show_default=True,
+    help="steps run before the capture starts (not in the trace)",
+)
 @click.option("--steps", type=click.IntRange(min=1), default=10, show_default=True, help="captured steps")
 @click.option("--memory", is_flag=True, help="also record a CUDA memory snapshot of the captured steps")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda", "mps"]), default="auto", show_default=True)
-@click.option("--out", type=click.Path(file_okay=False), default="traces", show_default=True,
-              help="where run folders go")
+@click.option(
+    "--out", type=click.Path(file_okay=False), default="traces", show_default=True, help="where run folders go"
+)
 @click.option("--name", default=None, help="run folder name (default: what ran and when); replaces an earlier run")
 @click.option("--nsys", default=None, metavar="PATH", help="nsys executable (default: PATH, then usual places)")
-@click.option("--trace", "trace", default=None, metavar="APIS",
-              help="nsys --trace list (default: cuda,nvtx,osrt with a GPU, nvtx without)")
-@click.option("--nsys-grace", type=click.FloatRange(min=0), default=600.0, show_default=True,
-              help="seconds nsys may take to finish after the program ended before the watchdog stops it")
+@click.option(
+    "--trace",
+    "trace",
+    default=None,
+    metavar="APIS",
+    help="nsys --trace list (default: cuda,nvtx,osrt with a GPU, nvtx without)",
+)
+@click.option(
+    "--nsys-grace",
+    type=click.FloatRange(min=0),
+    default=600.0,
+    show_default=True,
+    help="seconds nsys may take to finish after the program ended before the watchdog stops it",
+)
 @click.argument("nsys_args", nargs=-1, type=click.UNPROCESSED)
-def capture(model, ctx, batch, mode, dtype, compiled, attention, warmup, steps, memory, device, out, name, nsys,
-            trace, nsys_grace, nsys_args):
+def capture(
+    model,
+    ctx,
+    batch,
+    mode,
+    dtype,
+    compiled,
+    attention,
+    warmup,
+    steps,
+    memory,
+    device,
+    out,
+    name,
+    nsys,
+    trace,
+    nsys_grace,
+    nsys_args,
+):
     """Run MODEL under Nsight Systems and write traces/<name>/ with the report, its SQLite export,
     run.json and (CUDA, --memory) a memory snapshot. Extra nsys arguments go after `--`."""
     from tracekit.capture import CaptureOptions, capture as run_capture
@@ -46,18 +84,25 @@ def capture(model, ctx, batch, mode, dtype, compiled, attention, warmup, steps, 
     result = run_capture(options)
     manifest = result.manifest
     device_text = f"{manifest['device'].get('name')} ({manifest['device'].get('type')})"
-    click.echo(f"Captured {model} ctx {ctx} batch {batch} {mode} {dtype}{' compiled' if compiled else ''} on "
-               f"{device_text}: {steps} steps after {warmup} warm-up, nsys {manifest['versions']['nsys']}, "
-               f"--trace={manifest['trace']}\n")
+    click.echo(
+        f"Captured {model} ctx {ctx} batch {batch} {mode} {dtype}{' compiled' if compiled else ''} on "
+        f"{device_text}: {steps} steps after {warmup} warm-up, nsys {manifest['versions']['nsys']}, "
+        f"--trace={manifest['trace']}\n"
+    )
     if not result.phases.empty:
         click.echo(render.render(result.phases, "table", "Step phases (harness, ms)") + "\n")
     if result.top_kernels is not None:
         click.echo(render.render(result.top_kernels, "table", "Top 5 kernels") + "\n")
     for note in result.notes:
         click.echo(f"note: {note}")
-    files = [name for name in (manifest["files"]["report"], manifest["files"]["export"], "run.json",
-                               manifest["files"]["memory"]) if name]
+    files = [
+        name
+        for name in (manifest["files"]["report"], manifest["files"]["export"], "run.json", manifest["files"]["memory"])
+        if name
+    ]
     click.echo(f"written: {result.folder}/ ({', '.join(files)}); {Path(out) / 'latest'} points here")
     if manifest["status"] == "oom":
-        raise click.ClickException(f"the workload ran out of memory ({manifest['program']['error']}); the trace "
-                                   f"of what ran is in {result.folder}")
+        raise click.ClickException(
+            f"the workload ran out of memory ({manifest['program']['error']}); the trace "
+            f"of what ran is in {result.folder}"
+        )

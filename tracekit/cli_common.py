@@ -25,13 +25,26 @@ class TracekitGroup(click.Group):
 
 def output_options(function):
     """--format and --output, shared by every command that prints a table."""
-    @click.option("--format", "fmt", type=click.Choice(render.FORMATS), default="table", show_default=True,
-                  help="table and md for people; csv, json, parquet (needs --output) for programs")
-    @click.option("--output", "-o", type=click.Path(dir_okay=False), default=None,
-                  help="write to this file instead of standard output")
+
+    @click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(render.FORMATS),
+        default="table",
+        show_default=True,
+        help="table and md for people; csv, json, parquet (needs --output) for programs",
+    )
+    @click.option(
+        "--output",
+        "-o",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="write to this file instead of standard output",
+    )
     @functools.wraps(function)
     def wrapper(*args, **kwargs):
         return function(*args, **kwargs)
+
     return wrapper
 
 

@@ -21,7 +21,7 @@ def write_parquet(frame: pd.DataFrame, path: Path) -> None:
     writer = None
     try:
         for start in range(0, max(len(frame), 1), ROWS_PER_SLICE):
-            table = pa.Table.from_pandas(frame.iloc[start:start + ROWS_PER_SLICE], preserve_index=False)
+            table = pa.Table.from_pandas(frame.iloc[start : start + ROWS_PER_SLICE], preserve_index=False)
             if writer is None:
                 writer = pq.ParquetWriter(path, table.schema, compression="zstd")
             writer.write_table(table)
@@ -54,8 +54,8 @@ def export_parquet(trace: Trace, folder: Path, snapshot: Path | None = None) -> 
     for name, frame in tables.items():
         path = folder / f"{name}.parquet"
         write_parquet(frame, path)
-        rows.append((path.name, len(frame), path.stat().st_size / 2 ** 20))
+        rows.append((path.name, len(frame), path.stat().st_size / 2**20))
     meta = folder / "meta.json"
     meta.write_text(json.dumps(trace.meta.as_dict(), indent=2, default=str) + "\n")
-    rows.append((meta.name, 1, meta.stat().st_size / 2 ** 20))
+    rows.append((meta.name, 1, meta.stat().st_size / 2**20))
     return pd.DataFrame(rows, columns=["File", "Rows", "Size (MiB)"])

@@ -31,9 +31,11 @@ IMPORTER_LOCATIONS = [
     "/opt/nvidia/nsight-systems/*/host-linux-x64/QdstrmImporter",
     "/opt/nvidia/nsight-systems-cli/*/host-linux-x64/QdstrmImporter",
 ]
-INSTALL_HINT = ("install Nsight Systems (Debian: enable the non-free component, then `apt-get install "
-                "nsight-systems nsight-systems-target`; elsewhere NVIDIA's installer from "
-                "https://developer.nvidia.com/nsight-systems) or pass --nsys PATH")
+INSTALL_HINT = (
+    "install Nsight Systems (Debian: enable the non-free component, then `apt-get install "
+    "nsight-systems nsight-systems-target`; elsewhere NVIDIA's installer from "
+    "https://developer.nvidia.com/nsight-systems) or pass --nsys PATH"
+)
 REPORT_MAGIC = b"NVIDIA Tegra Profiler Report"
 EXPORT_TIMEOUT_S = 600
 
@@ -83,9 +85,11 @@ def import_qdstrm(qdstrm: Path, report: Path, nsys: str) -> Path:
         raise NsysExportError(
             f"{qdstrm}: nsys left a raw .qdstrm and no Nsight Systems importer (QdstrmImporter) is installed "
             f"(looked beside {nsys} and in {', '.join(IMPORTER_LOCATIONS)}); install Nsight Systems (its host "
-            "part has the importer), then `QdstrmImporter -i FILE.qdstrm -o FILE.nsys-rep`")
-    result = subprocess.run([importer, "-i", str(qdstrm), "-o", str(report)], capture_output=True, text=True,
-                            timeout=EXPORT_TIMEOUT_S)
+            "part has the importer), then `QdstrmImporter -i FILE.qdstrm -o FILE.nsys-rep`"
+        )
+    result = subprocess.run(
+        [importer, "-i", str(qdstrm), "-o", str(report)], capture_output=True, text=True, timeout=EXPORT_TIMEOUT_S
+    )
     if result.returncode != 0 or not report.exists():
         raise NsysExportError(f"QdstrmImporter could not import {qdstrm}: {_last_line(result)}")
     return report
@@ -116,9 +120,12 @@ def export_sqlite(report: Path, nsys: str | None = None) -> Path:
     partial = target.with_name(target.stem + ".partial.sqlite")
     partial.unlink(missing_ok=True)
     try:
-        result = subprocess.run([nsys, "export", "--type", "sqlite", "--force-overwrite", "true",
-                                 "--output", str(partial), str(report)],
-                                capture_output=True, text=True, timeout=EXPORT_TIMEOUT_S)
+        result = subprocess.run(
+            [nsys, "export", "--type", "sqlite", "--force-overwrite", "true", "--output", str(partial), str(report)],
+            capture_output=True,
+            text=True,
+            timeout=EXPORT_TIMEOUT_S,
+        )
     except subprocess.TimeoutExpired:
         partial.unlink(missing_ok=True)
         raise NsysExportError(f"nsys export of {report} did not finish in {EXPORT_TIMEOUT_S} s") from None
@@ -129,7 +136,8 @@ def export_sqlite(report: Path, nsys: str | None = None) -> Path:
             raise NsysExportError(
                 f"{report} was recorded by a newer Nsight Systems than the installed nsys {nsys_version(nsys)} can "
                 "read; export it where it was recorded (`nsys export --type sqlite REPORT`) and pass the .sqlite, "
-                "or give a newer nsys with --nsys PATH")
+                "or give a newer nsys with --nsys PATH"
+            )
         raise NsysExportError(f"nsys export could not read {report}: {_last_line(result)}")
     os.replace(partial, target)
     return target

@@ -29,11 +29,16 @@ def _bucket_extremes(values: np.ndarray, buckets: int) -> np.ndarray:
     width = -(-len(values) // buckets)
     high = np.full(width * buckets, np.iinfo(np.int64).min, dtype=np.int64)
     low = np.full(width * buckets, np.iinfo(np.int64).max, dtype=np.int64)
-    high[:len(values)] = values
-    low[:len(values)] = values
+    high[: len(values)] = values
+    low[: len(values)] = values
     offsets = np.arange(buckets) * width
-    picks = np.concatenate((high.reshape(buckets, width).argmax(axis=1) + offsets,
-                            low.reshape(buckets, width).argmin(axis=1) + offsets, [0, len(values) - 1]))
+    picks = np.concatenate(
+        (
+            high.reshape(buckets, width).argmax(axis=1) + offsets,
+            low.reshape(buckets, width).argmin(axis=1) + offsets,
+            [0, len(values) - 1],
+        )
+    )
     return np.unique(picks[picks < len(values)])
 
 
@@ -49,15 +54,18 @@ def memory_timeline(trace: MemoryTrace, memory: DeviceMemory, top: int = 10, tit
     grid = np.unique(np.append(grid, peak_row))
     index = timeline["index"].to_numpy()[grid]
     x = timeline["x"].to_numpy()[grid]
-    scale, unit = (2 ** 30, "GiB") if allocated.max(initial=0) >= 4 * 2 ** 30 else (MIB, "MiB")
+    scale, unit = (2**30, "GiB") if allocated.max(initial=0) >= 4 * 2**30 else (MIB, "MiB")
 
     largest = memory.live_at_peak.head(top)
     bands, labels = [], []
     for allocation in largest.itertuples():
         alive = (index >= allocation.start) & (index < allocation.end)
         bands.append(np.where(alive, allocation.size, 0) / scale)
-        who = "(before the trace)" if allocation.before_trace and allocation.stack == 0 else \
-            user_frame(trace.stacks[allocation.stack])
+        who = (
+            "(before the trace)"
+            if allocation.before_trace and allocation.stack == 0
+            else user_frame(trace.stacks[allocation.stack])
+        )
         labels.append(f"{allocation.size / MIB:,.0f} MiB  {who[:60]}")
     before = _before_trace_bytes(memory, index, exclude=largest.index) / scale
     rest = allocated[grid] / scale - before - (np.sum(bands, axis=0) if bands else 0)
@@ -65,28 +73,61 @@ def memory_timeline(trace: MemoryTrace, memory: DeviceMemory, top: int = 10, tit
     figure = Figure(figsize=(12, 6), layout="constrained")
     axes = figure.add_subplot()
     colors = matplotlib.colormaps["tab20"].colors
-    axes.stackplot(x, before, np.maximum(rest, 0), *bands, step="post",
-                   labels=["allocated before the trace began", "all other allocations"] + labels,
-                   colors=["#8c8c8c", "#c8c8c8"] + [colors[i % len(colors)] for i in range(len(bands))], linewidth=0)
-    axes.step(x, timeline["reserved"].to_numpy()[grid] / scale, where="post", color="black", linestyle="--",
-              linewidth=1, label="reserved (segments)")
+    axes.stackplot(
+        x,
+        before,
+        np.maximum(rest, 0),
+        *bands,
+        step="post",
+        labels=["allocated before the trace began", "all other allocations"] + labels,
+        colors=["#8c8c8c", "#c8c8c8"] + [colors[i % len(colors)] for i in range(len(bands))],
+        linewidth=0,
+    )
+    axes.step(
+        x,
+        timeline["reserved"].to_numpy()[grid] / scale,
+        where="post",
+        color="black",
+        linestyle="--",
+        linewidth=1,
+        label="reserved (segments)",
+    )
     peak_x = timeline["x"].iloc[peak_row]
     peak_value = memory.peak_allocated / scale
     axes.axvline(peak_x, color="crimson", linewidth=1)
-    axes.annotate(f"peak {peak_value:,.2f} {unit}", (peak_x, peak_value), xytext=(6, 6), textcoords="offset points",
-                  color="crimson", fontsize=10, fontweight="bold",
-                  bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "edgecolor": "none", "alpha": 0.8})
+    axes.annotate(
+        f"peak {peak_value:,.2f} {unit}",
+        (peak_x, peak_value),
+        xytext=(6, 6),
+        textcoords="offset points",
+        color="crimson",
+        fontsize=10,
+        fontweight="bold",
+        bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "edgecolor": "none", "alpha": 0.8},
+    )
     for number, phase in enumerate(phases(trace, memory).itertuples()):
         axes.axvspan(phase[2], phase[3], color="tab:blue", alpha=0.08, label=phase[1] if number == 0 else None)
-        axes.text(phase[2], 0.01, f" {phase[1]}", va="bottom", fontsize=8, color="tab:blue",
-                  transform=axes.get_xaxis_transform())
+        axes.text(
+            phase[2],
+            0.01,
+            f" {phase[1]}",
+            va="bottom",
+            fontsize=8,
+            color="tab:blue",
+            transform=axes.get_xaxis_transform(),
+        )
     axes.set_xlabel("time (ms)" if memory.has_time else "allocator event")
     axes.set_ylabel(f"active memory ({unit})")
     axes.set_title(title or f"Active memory timeline, cuda:{memory.device}")
     axes.set_xlim(x.min(), x.max() if x.max() > x.min() else x.min() + 1)
     axes.set_ylim(bottom=0)
     axes.grid(alpha=0.3)
-    axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, title=f"largest at peak (of {len(memory.live_at_peak):,})")
+    axes.legend(
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        fontsize=8,
+        title=f"largest at peak (of {len(memory.live_at_peak):,})",
+    )
     return figure
 
 
@@ -137,8 +178,7 @@ def step_times(samples_ms: dict[str, list[float]], title: str) -> Figure:
     for phase in ("step", "forward", "backward", "optimizer"):
         values = samples_ms.get(phase)
         if values:
-            axes.plot(range(1, len(values) + 1), values, marker="o", label=phase,
-                      linewidth=2 if phase == "step" else 1)
+            axes.plot(range(1, len(values) + 1), values, marker="o", label=phase, linewidth=2 if phase == "step" else 1)
     axes.set_xlabel("measured step")
     axes.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes.set_ylabel("time (ms)")
@@ -156,8 +196,14 @@ def bench_scaling(table: pd.DataFrame, title: str) -> Figure:
     axes = figure.add_subplot()
     for (model, variant), group in table.groupby(["Model", "Variant"], sort=False):
         group = group.sort_values("Ctx")
-        axes.errorbar(group["Ctx"], group["Step Mean (ms)"], yerr=group["Step Std (ms)"], marker="o", capsize=3,
-                      label=f"{model} {variant}")
+        axes.errorbar(
+            group["Ctx"],
+            group["Step Mean (ms)"],
+            yerr=group["Step Std (ms)"],
+            marker="o",
+            capsize=3,
+            label=f"{model} {variant}",
+        )
     axes.set_xscale("log", base=2)
     axes.set_yscale("log")
     axes.set_xlabel("context length (tokens)")

@@ -67,7 +67,7 @@ def format_cell(value, for_terminal: bool = True, decimals: int = 1) -> str:
         return f"{float(value):,.{decimals}f}"
     text = str(value)
     if for_terminal and len(text) > TABLE_TEXT_WIDTH:
-        return text[:TABLE_TEXT_WIDTH - 1] + "…"
+        return text[: TABLE_TEXT_WIDTH - 1] + "…"
     return text
 
 
@@ -94,14 +94,17 @@ def _table(frame: pd.DataFrame) -> str:
     if frame.empty:
         return "(no rows)"
     headers = [str(column) for column in frame.columns]
-    columns = [[format_cell(value, decimals=column_decimals(frame[column])) for value in frame[column].tolist()]
-               for column in frame.columns]
+    columns = [
+        [format_cell(value, decimals=column_decimals(frame[column])) for value in frame[column].tolist()]
+        for column in frame.columns
+    ]
     widths = [max(len(header), *(len(cell) for cell in cells)) for header, cells in zip(headers, columns)]
     numeric = [_is_numeric(frame[column]) for column in frame.columns]
 
     def line(cells):
-        return "  ".join(cell.rjust(width) if right else cell.ljust(width)
-                         for cell, width, right in zip(cells, widths, numeric)).rstrip()
+        return "  ".join(
+            cell.rjust(width) if right else cell.ljust(width) for cell, width, right in zip(cells, widths, numeric)
+        ).rstrip()
 
     rows = [line(headers), line(["-" * width for width in widths])]
     rows += [line(cells) for cells in zip(*columns)]
@@ -111,13 +114,23 @@ def _table(frame: pd.DataFrame) -> str:
 def _markdown(frame: pd.DataFrame) -> str:
     headers = [str(column) for column in frame.columns]
     numeric = [_is_numeric(frame[column]) for column in frame.columns]
-    rows = ["| " + " | ".join(_md_escape(header) for header in headers) + " |",
-            "|" + "|".join("---:" if right else ":---" for right in numeric) + "|"]
-    decimals = [column_decimals(frame[column]) if pd.api.types.is_float_dtype(frame[column].dtype) else 1
-                for column in frame.columns]
+    rows = [
+        "| " + " | ".join(_md_escape(header) for header in headers) + " |",
+        "|" + "|".join("---:" if right else ":---" for right in numeric) + "|",
+    ]
+    decimals = [
+        column_decimals(frame[column]) if pd.api.types.is_float_dtype(frame[column].dtype) else 1
+        for column in frame.columns
+    ]
     for record in frame.itertuples(index=False):
-        rows.append("| " + " | ".join(_md_escape(format_cell(value, for_terminal=False, decimals=places))
-                                      for value, places in zip(record, decimals)) + " |")
+        rows.append(
+            "| "
+            + " | ".join(
+                _md_escape(format_cell(value, for_terminal=False, decimals=places))
+                for value, places in zip(record, decimals)
+            )
+            + " |"
+        )
     return "\n".join(rows)
 
 

@@ -27,8 +27,9 @@ RESULT = "result.json"
 RUN_FILES = {MANIFEST, REPORT, EXPORT, MEMORY, STREAM, RESULT}
 
 
-def default_name(model: str, context: int, mode: str, dtype: str, compiled: bool, attention: str,
-                 now: datetime | None = None) -> str:
+def default_name(
+    model: str, context: int, mode: str, dtype: str, compiled: bool, attention: str, now: datetime | None = None
+) -> str:
     """What was run, then when: "xl-ctx256-train-bf16-compiled-20261122-1403"."""
     parts = [model, f"ctx{context}", mode, dtype]
     if compiled:
@@ -85,6 +86,8 @@ def point_latest(folder: Path) -> Path:
 
 def phase_table(manifest: dict) -> pd.DataFrame:
     """Per-phase step times (ms) the harness measured: Phase, Mean, Std, Median, Min, Max."""
-    rows = [{"Phase": phase, **{f"{stat.capitalize()} (ms)": value for stat, value in stats.items()}}
-            for phase, stats in manifest.get("timings_ms", {}).items()]
+    rows = [
+        {"Phase": phase, **{f"{stat.capitalize()} (ms)": value for stat, value in stats.items()}}
+        for phase, stats in manifest.get("timings_ms", {}).items()
+    ]
     return pd.DataFrame(rows, columns=["Phase", "Mean (ms)", "Std (ms)", "Median (ms)", "Min (ms)", "Max (ms)"])

@@ -44,13 +44,38 @@ import numpy as np
 import pandas as pd
 
 KERNEL_COLUMNS = [
-    "start", "end", "duration", "kind", "name", "short_name", "device", "stream", "correlation_id",
-    "pid", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "bytes",
+    "start",
+    "end",
+    "duration",
+    "kind",
+    "name",
+    "short_name",
+    "device",
+    "stream",
+    "correlation_id",
+    "pid",
+    "grid_x",
+    "grid_y",
+    "grid_z",
+    "block_x",
+    "block_y",
+    "block_z",
+    "bytes",
 ]
 LAUNCH_COLUMNS = ["start", "end", "duration", "name", "correlation_id", "pid", "tid"]
 RANGE_COLUMNS = [
-    "range_id", "start", "end", "duration", "name", "domain", "style", "pid", "tid", "end_tid",
-    "depth", "parent",
+    "range_id",
+    "start",
+    "end",
+    "duration",
+    "name",
+    "domain",
+    "style",
+    "pid",
+    "tid",
+    "end_tid",
+    "depth",
+    "parent",
 ]
 
 GPU_OP_KINDS = ["kernel", "memcpy", "memset"]
@@ -70,8 +95,9 @@ class TraceMeta:
     tool_version: str | None = None
     schema_version: str | None = None
     session_start_utc_ns: int | None = None
-    gpus: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
-        columns=["id", "name", "sm_count", "memory_bytes", "compute_capability"]))
+    gpus: pd.DataFrame = field(
+        default_factory=lambda: pd.DataFrame(columns=["id", "name", "sm_count", "memory_bytes", "compute_capability"])
+    )
     tables: frozenset[str] = frozenset()
 
     def as_dict(self) -> dict:
@@ -148,8 +174,13 @@ class Trace:
         return self.meta.source
 
     @classmethod
-    def from_frames(cls, meta: TraceMeta, kernels: pd.DataFrame | None = None,
-                    launches: pd.DataFrame | None = None, ranges: pd.DataFrame | None = None) -> "Trace":
+    def from_frames(
+        cls,
+        meta: TraceMeta,
+        kernels: pd.DataFrame | None = None,
+        launches: pd.DataFrame | None = None,
+        ranges: pd.DataFrame | None = None,
+    ) -> "Trace":
         """A trace over tables already in memory (tests, caches, other readers)."""
         frames = {
             "kernels": kernels if kernels is not None else empty_kernels(),
@@ -168,8 +199,13 @@ def names_matching(names: pd.Series, patterns: Collection[str]) -> np.ndarray:
     """Mask of a categorical name column matching any name or glob pattern (tested once per distinct name)."""
     names = names if isinstance(names.dtype, pd.CategoricalDtype) else names.astype("category")
     categories = [str(name) for name in names.cat.categories]
-    hit = np.array([any(fnmatchcase(name, pattern) if is_pattern(pattern) else name == pattern
-                        for pattern in patterns) for name in categories], dtype=bool)
+    hit = np.array(
+        [
+            any(fnmatchcase(name, pattern) if is_pattern(pattern) else name == pattern for pattern in patterns)
+            for name in categories
+        ],
+        dtype=bool,
+    )
     codes = names.cat.codes.to_numpy()
     return np.where(codes >= 0, hit[np.maximum(codes, 0)] if len(hit) else False, False)
 

@@ -53,9 +53,14 @@ def find_program(executable: str, marker: str, exclude: set[int]) -> list[int]:
     and nsys (in ``exclude``) is left out.
     """
     name = os.path.basename(executable)
-    return [pid for pid, argv in command_lines().items()
-            if pid not in exclude and pid != os.getpid() and (argv[0] == executable or os.path.basename(argv[0]) == name)
-            and any(marker in arg for arg in argv[1:])]
+    return [
+        pid
+        for pid, argv in command_lines().items()
+        if pid not in exclude
+        and pid != os.getpid()
+        and (argv[0] == executable or os.path.basename(argv[0]) == name)
+        and any(marker in arg for arg in argv[1:])
+    ]
 
 
 def agent_processes(nsys_pid: int) -> list[int]:
@@ -87,8 +92,9 @@ def _alive(pid: int) -> bool:
     return state != "Z"  # a zombie has ended; only its parent's wait is missing
 
 
-def watch(process: subprocess.Popen, program: str, program_marker: str, exit_grace_s: float,
-          agent_grace_s: float = 3.0) -> WatchResult:
+def watch(
+    process: subprocess.Popen, program: str, program_marker: str, exit_grace_s: float, agent_grace_s: float = 3.0
+) -> WatchResult:
     """Wait for ``process`` (nsys profile); stop it if it outlives the profiled program (``program``
     with ``program_marker`` in its arguments) by ``exit_grace_s``, then stop any agent of its session
     still running ``agent_grace_s`` later.

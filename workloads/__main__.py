@@ -19,8 +19,9 @@ EXIT_OOM = 3
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m workloads", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m workloads", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("model", choices=list(SIZES))
     parser.add_argument("--ctx", type=int, default=256)
     parser.add_argument("--batch", type=int, default=4)
@@ -31,13 +32,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--device", default="auto")
-    parser.add_argument("--capture-range", action="store_true",
-                        help="wrap the measured steps in the NVTX range nsys is told to capture")
+    parser.add_argument(
+        "--capture-range", action="store_true", help="wrap the measured steps in the NVTX range nsys is told to capture"
+    )
     parser.add_argument("--memory", metavar="PATH", help="dump a CUDA memory snapshot of the measured steps here")
     parser.add_argument("--result", metavar="PATH", help="write the result (configuration, samples, summary) here")
     args = parser.parse_args(argv)
-    config = RunConfig(args.model, args.ctx, args.batch, args.mode, args.dtype, args.compile, args.attention,
-                       args.warmup, args.steps, args.device)  # the inverse of RunConfig.arguments()
+    config = RunConfig(
+        args.model,
+        args.ctx,
+        args.batch,
+        args.mode,
+        args.dtype,
+        args.compile,
+        args.attention,
+        args.warmup,
+        args.steps,
+        args.device,
+    )  # the inverse of RunConfig.arguments()
     try:
         result = run(config, capture_range=args.capture_range, memory_snapshot=args.memory)
     except Exception as error:  # noqa: BLE001 - report bad options in one line, as tracekit does

@@ -28,7 +28,9 @@ def naive(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> to
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
     if causal:
         length = q.shape[-2]
-        scores = scores.masked_fill(torch.ones(length, length, dtype=torch.bool, device=q.device).triu(1), float("-inf"))
+        scores = scores.masked_fill(
+            torch.ones(length, length, dtype=torch.bool, device=q.device).triu(1), float("-inf")
+        )
     return torch.softmax(scores, dim=-1) @ v
 
 
@@ -46,8 +48,16 @@ def synchronize(device: torch.device) -> None:
         torch.mps.synchronize()
 
 
-def time_attention(function: Callable, batch: int, length: int, head_dim: int, device: torch.device, causal: bool,
-                   warmup: int, passes: int) -> dict:
+def time_attention(
+    function: Callable,
+    batch: int,
+    length: int,
+    head_dim: int,
+    device: torch.device,
+    causal: bool,
+    warmup: int,
+    passes: int,
+) -> dict:
     """Mean forward and backward ms over ``passes``, and the memory in use before backward (bytes)."""
     q, k, v = (torch.randn(batch, length, head_dim, device=device, requires_grad=True) for _ in range(3))
     for _ in range(warmup):
@@ -73,10 +83,18 @@ def time_attention(function: Callable, batch: int, length: int, head_dim: int, d
     return {"forward": statistics.fmean(forward_ms), "backward": statistics.fmean(backward_ms), "memory": memory}
 
 
-def attention_table(head_dims: Sequence[int] = HEAD_DIMS, lengths: Sequence[int] = SEQUENCE_LENGTHS,
-                    implementations: Sequence[str] = ("naive", "sdpa"), compiles: Sequence[bool] = (False,),
-                    batch: int = 8, passes: int = 100, warmup: int = 5, causal: bool = True, device: str = "auto",
-                    on_row: Callable[[dict], None] | None = None) -> pd.DataFrame:
+def attention_table(
+    head_dims: Sequence[int] = HEAD_DIMS,
+    lengths: Sequence[int] = SEQUENCE_LENGTHS,
+    implementations: Sequence[str] = ("naive", "sdpa"),
+    compiles: Sequence[bool] = (False,),
+    batch: int = 8,
+    passes: int = 100,
+    warmup: int = 5,
+    causal: bool = True,
+    device: str = "auto",
+    on_row: Callable[[dict], None] | None = None,
+) -> pd.DataFrame:
     """One row per (implementation, compiled, head dim, length). Columns: Implementation, Compile,
     Head Dim, Seq Len, Status (ok | oom | error), Forward (ms), Backward (ms), Memory Before Backward (MiB)."""
     target = resolve_device(device)
@@ -85,12 +103,26 @@ def attention_table(head_dims: Sequence[int] = HEAD_DIMS, lengths: Sequence[int]
         function = IMPLEMENTATIONS[name]
         if compiled:
             function = torch.compile(function)
-        row = {"Implementation": name, "Compile": compiled, "Head Dim": head_dim, "Seq Len": length, "Status": "ok",
-               "Forward (ms)": None, "Backward (ms)": None, "Memory Before Backward (MiB)": None, "Error": None}
+        row = {
+            "Implementation": name,
+            "Compile": compiled,
+            "Head Dim": head_dim,
+            "Seq Len": length,
+            "Status": "ok",
+            "Forward (ms)": None,
+            "Backward (ms)": None,
+            "Memory Before Backward (MiB)": None,
+            "Error": None,
+        }
         try:
             timing = time_attention(function, batch, length, head_dim, target, causal, warmup, passes)
-            row.update({"Forward (ms)": timing["forward"], "Backward (ms)": timing["backward"],
-                        "Memory Before Backward (MiB)": timing["memory"] / 2**20 if timing["memory"] else None})
+            row.update(
+                {
+                    "Forward (ms)": timing["forward"],
+                    "Backward (ms)": timing["backward"],
+                    "Memory Before Backward (MiB)": timing["memory"] / 2**20 if timing["memory"] else None,
+                }
+            )
         except Exception as error:  # noqa: BLE001 - a failing point is a row, the grid goes on
             row["Status"] = "oom" if is_out_of_memory(error) else "error"
             row["Error"] = f"{type(error).__name__}: {error}".splitlines()[0][:300]

@@ -34,7 +34,7 @@ class RunResult:
     """What one configuration produced: raw per-step samples (ms) per phase, or why it failed."""
 
     config: RunConfig
-    status: str = "ok"                  # ok | oom | error
+    status: str = "ok"  # ok | oom | error
     error: str | None = None
     device: str = ""
     device_type: str = ""
@@ -43,7 +43,7 @@ class RunResult:
 
 
 def resolve_device(name: str) -> torch.device:
-    """"auto" is CUDA when present, else MPS, else the CPU."""
+    """ "auto" is CUDA when present, else MPS, else the CPU."""
     if name == "auto":
         if torch.cuda.is_available():
             return torch.device("cuda")
@@ -52,8 +52,10 @@ def resolve_device(name: str) -> torch.device:
         return torch.device("cpu")
     device = torch.device(name)
     if device.type == "cuda" and not torch.cuda.is_available():
-        raise UsageError(f"--device cuda: this torch ({torch.__version__}) sees no CUDA device "
-                         "(a CPU build, or no GPU visible); use --device cpu or auto")
+        raise UsageError(
+            f"--device cuda: this torch ({torch.__version__}) sees no CUDA device "
+            "(a CPU build, or no GPU visible); use --device cpu or auto"
+        )
     if device.type == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
         raise UsageError("--device mps: no Apple GPU here; use --device cpu or auto")
     return device
@@ -86,8 +88,9 @@ class PhaseClock:
 def make_batch(config: RunConfig, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     """Random token ids and next-token targets (benchmarks need shapes, not text)."""
     generator = torch.Generator().manual_seed(config.seed)
-    tokens = torch.randint(0, model_config(config.model).vocab_size, (config.batch, config.context + 1),
-                           generator=generator)
+    tokens = torch.randint(
+        0, model_config(config.model).vocab_size, (config.batch, config.context + 1), generator=generator
+    )
     tokens = tokens.to(device)
     return tokens[:, :-1], tokens[:, 1:]
 
@@ -129,14 +132,16 @@ def run(config: RunConfig, capture_range: bool = False, memory_snapshot: str | N
     return result
 
 
-def _measure(config: RunConfig, device: torch.device, capture_range: bool,
-             memory_snapshot: str | None) -> dict[str, list[float]]:
+def _measure(
+    config: RunConfig, device: torch.device, capture_range: bool, memory_snapshot: str | None
+) -> dict[str, list[float]]:
     model = build_model(config.model, config.context, config.attention, device, config.seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     step_model = torch.compile(model) if config.compile else model
     inputs, targets = make_batch(config, device)
-    autocast = (torch.autocast(device.type, dtype=DTYPES[config.dtype]) if DTYPES[config.dtype] is not None
-                else nullcontext())
+    autocast = (
+        torch.autocast(device.type, dtype=DTYPES[config.dtype]) if DTYPES[config.dtype] is not None else nullcontext()
+    )
     samples: dict[str, list[float]] = {phase: [] for phase in PHASES}
     for index in range(config.warmup + config.steps):
         measured = index >= config.warmup
@@ -147,8 +152,9 @@ def _measure(config: RunConfig, device: torch.device, capture_range: bool,
             clock.mark()
             with nvtx_range("forward"), autocast:
                 logits = step_model(inputs)
-                loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(),
-                                                         targets.reshape(-1))
+                loss = torch.nn.functional.cross_entropy(
+                    logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1)
+                )
             clock.mark()
             if config.mode != "forward":
                 with nvtx_range("backward"):
@@ -194,8 +200,13 @@ def release_memory(device: torch.device) -> None:
 
 def describe(values: list[float]) -> dict[str, float]:
     """mean, std (sample), median, min, max of raw samples."""
-    return {"mean": statistics.fmean(values), "std": statistics.stdev(values) if len(values) > 1 else 0.0,
-            "median": statistics.median(values), "min": min(values), "max": max(values)}
+    return {
+        "mean": statistics.fmean(values),
+        "std": statistics.stdev(values) if len(values) > 1 else 0.0,
+        "median": statistics.median(values),
+        "min": min(values),
+        "max": max(values),
+    }
 
 
 def summarize(result: RunResult) -> dict:
@@ -203,10 +214,20 @@ def summarize(result: RunResult) -> dict:
     config = result.config
     spec = model_config(config.model, config.context)
     flops = flops_per_step(spec, config.batch, config.context, backward=config.mode != "forward")
-    row = {"Model": config.model, "Ctx": config.context, "Batch": config.batch, "Mode": config.mode,
-           "Dtype": config.dtype, "Compile": config.compile, "Attention": config.attention,
-           "Device": result.device, "Status": result.status, "Params (M)": parameter_count(spec) / 1e6,
-           "GFLOP/step": flops / 1e9, "Steps": len(result.samples_ms.get("step", []))}
+    row = {
+        "Model": config.model,
+        "Ctx": config.context,
+        "Batch": config.batch,
+        "Mode": config.mode,
+        "Dtype": config.dtype,
+        "Compile": config.compile,
+        "Attention": config.attention,
+        "Device": result.device,
+        "Status": result.status,
+        "Params (M)": parameter_count(spec) / 1e6,
+        "GFLOP/step": flops / 1e9,
+        "Steps": len(result.samples_ms.get("step", [])),
+    }
     for phase in PHASES:
         values = result.samples_ms.get(phase)
         for stat in STATS:
@@ -223,7 +244,15 @@ def summarize(result: RunResult) -> dict:
 
 def result_record(result: RunResult) -> dict:
     """The configuration, raw samples and environment, for the results database and run manifests."""
-    return {"config": asdict(result.config), "status": result.status, "error": result.error,
-            "device": result.device, "device_type": result.device_type, "samples_ms": result.samples_ms,
-            "peak_memory_bytes": result.peak_memory_bytes, "torch_version": str(torch.__version__),
-            "python_version": platform.python_version(), "nvtx_backend": BACKEND}
+    return {
+        "config": asdict(result.config),
+        "status": result.status,
+        "error": result.error,
+        "device": result.device,
+        "device_type": result.device_type,
+        "samples_ms": result.samples_ms,
+        "peak_memory_bytes": result.peak_memory_bytes,
+        "torch_version": str(torch.__version__),
+        "python_version": platform.python_version(),
+        "nvtx_backend": BACKEND,
+    }

@@ -27,7 +27,23 @@ class RunConfig:
 
     def arguments(self) -> list[str]:
         """The configuration as ``python -m workloads`` arguments."""
-        words = [self.model, "--ctx", str(self.context), "--batch", str(self.batch), "--mode", self.mode,
-                 "--dtype", self.dtype, "--attention", self.attention, "--warmup", str(self.warmup),
-                 "--steps", str(self.steps), "--device", self.device]
+        words = [
+            self.model,
+            "--ctx",
+            str(self.context),
+            "--batch",
+            str(self.batch),
+            "--mode",
+            self.mode,
+            "--dtype",
+            self.dtype,
+            "--attention",
+            self.attention,
+            "--warmup",
+            str(self.warmup),
+            "--steps",
+            str(self.steps),
+            "--device",
+            self.device,
+        ]
         return words + (["--compile"] if self.compile else [])

@@ -15,8 +15,9 @@ from workloads.bench import DTYPES, RunConfig, make_batch, resolve_device
 from workloads.models import build_model
 
 
-def dtype_table(model_name: str = "tiny", dtype: str = "bf16", context: int = 32, batch: int = 2,
-                device: str = "auto") -> pd.DataFrame:
+def dtype_table(
+    model_name: str = "tiny", dtype: str = "bf16", context: int = 32, batch: int = 2, device: str = "auto"
+) -> pd.DataFrame:
     """Rows of (Tensor, Dtype) in the order a step creates them."""
     if DTYPES.get(dtype) is None:
         raise UsageError(f"--dtype {dtype}: choose a low-precision autocast dtype (bf16 or fp16)")
@@ -48,6 +49,7 @@ def _recorder(rows: list, label: str):
         calls.append(1)  # a module called twice per step (RoPE: queries, then keys) gets numbered rows
         name = label if len(calls) == 1 else f"{label} (call {len(calls)})"
         rows.append((name, str(output.dtype) if isinstance(output, torch.Tensor) else type(output).__name__))
+
     return hook
 
 

@@ -23,7 +23,7 @@ PEAK_FLOPS = [
 
 
 def device_name(device: torch.device) -> str:
-    """"NVIDIA H100 80GB HBM3", "Apple MPS", or the CPU model."""
+    """ "NVIDIA H100 80GB HBM3", "Apple MPS", or the CPU model."""
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
     if device.type == "mps":

@@ -184,8 +184,9 @@ class TransformerLM(nn.Module):
         return self.lm_head(self.final_norm(x))
 
 
-def build_model(name: str, context_length: int, attention: str = "naive", device: str | torch.device = "cpu",
-                seed: int = 0) -> TransformerLM:
+def build_model(
+    name: str, context_length: int, attention: str = "naive", device: str | torch.device = "cpu", seed: int = 0
+) -> TransformerLM:
     """A freshly initialized model of the named size on ``device`` (float32 weights)."""
     torch.manual_seed(seed)
     return TransformerLM(model_config(name, context_length), attention).to(device)

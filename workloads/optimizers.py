@@ -23,8 +23,12 @@ IMPLEMENTATIONS = ("single-tensor", "foreach", "fused", "compiled")
 
 
 def make_step(implementation: str, parameters: list[torch.Tensor]) -> Callable[[], None]:
-    options = {"single-tensor": {"foreach": False}, "foreach": {"foreach": True}, "fused": {"fused": True},
-               "compiled": {"foreach": False}}[implementation]
+    options = {
+        "single-tensor": {"foreach": False},
+        "foreach": {"foreach": True},
+        "fused": {"fused": True},
+        "compiled": {"foreach": False},
+    }[implementation]
     optimizer = torch.optim.AdamW(parameters, lr=1e-3, **options)
     if implementation == "compiled":
         return torch.compile(optimizer.step)
@@ -47,9 +51,15 @@ def time_step(implementation: str, count: int, size: int, device: torch.device, 
     return (time.perf_counter() - started) * 1e3 / steps
 
 
-def optimizer_table(counts: Sequence[int] = COUNTS, sizes: Sequence[int] = SIZES,
-                    implementations: Sequence[str] = IMPLEMENTATIONS, warmup: int = 5, steps: int = 50,
-                    device: str = "auto", on_row: Callable[[dict], None] | None = None) -> pd.DataFrame:
+def optimizer_table(
+    counts: Sequence[int] = COUNTS,
+    sizes: Sequence[int] = SIZES,
+    implementations: Sequence[str] = IMPLEMENTATIONS,
+    warmup: int = 5,
+    steps: int = 50,
+    device: str = "auto",
+    on_row: Callable[[dict], None] | None = None,
+) -> pd.DataFrame:
     """One row per (count, size): Params, Elements Each, then "<implementation> (ms)" for each; cells
     that failed hold None and the reason goes to the Notes column."""
     target = resolve_device(device)

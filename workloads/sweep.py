@@ -22,14 +22,25 @@ from workloads.config import RunConfig
 RESULTS_TABLE = "runs"
 
 
-def configurations(models: Sequence[str], contexts: Sequence[int], batches: Sequence[int] = (4,),
-                   modes: Sequence[str] = ("train",), dtypes: Sequence[str] = ("fp32",),
-                   compiles: Sequence[bool] = (False,), attentions: Sequence[str] = ("naive",), warmup: int = 5,
-                   steps: int = 10, device: str = "auto") -> list[RunConfig]:
+def configurations(
+    models: Sequence[str],
+    contexts: Sequence[int],
+    batches: Sequence[int] = (4,),
+    modes: Sequence[str] = ("train",),
+    dtypes: Sequence[str] = ("fp32",),
+    compiles: Sequence[bool] = (False,),
+    attentions: Sequence[str] = ("naive",),
+    warmup: int = 5,
+    steps: int = 10,
+    device: str = "auto",
+) -> list[RunConfig]:
     """Every combination of the lists, in a stable order (model outermost, attention innermost)."""
-    return [RunConfig(model, context, batch, mode, dtype, compiled, attention, warmup, steps, device)
-            for model, context, batch, mode, dtype, compiled, attention
-            in itertools.product(models, contexts, batches, modes, dtypes, compiles, attentions)]
+    return [
+        RunConfig(model, context, batch, mode, dtype, compiled, attention, warmup, steps, device)
+        for model, context, batch, mode, dtype, compiled, attention in itertools.product(
+            models, contexts, batches, modes, dtypes, compiles, attentions
+        )
+    ]
 
 
 def run_sweep(configs: Iterable[RunConfig], on_result: Callable[[RunResult], None] | None = None) -> list[RunResult]:
@@ -43,8 +54,9 @@ def run_sweep(configs: Iterable[RunConfig], on_result: Callable[[RunResult], Non
     return results
 
 
-def benchmark(configs: Sequence[RunConfig], db: str | Path | None = None,
-              on_result: Callable[[RunResult], None] | None = None) -> tuple[pd.DataFrame, int | None]:
+def benchmark(
+    configs: Sequence[RunConfig], db: str | Path | None = None, on_result: Callable[[RunResult], None] | None = None
+) -> tuple[pd.DataFrame, int | None]:
     """Run a sweep; its table, and (with ``db``) the number of rows the results database now holds."""
     results = run_sweep(configs, on_result)
     return results_table(results), (record(db, results) if db else None)
@@ -65,8 +77,16 @@ def compact_table(table: pd.DataFrame) -> pd.DataFrame:
     for phase in ("Forward", "Backward", "Optimizer", "Step"):
         mean, std = table[f"{phase} Mean (ms)"], table[f"{phase} Std (ms)"]
         compact[f"{phase} (ms)"] = [f"{m:,.2f} ± {s:,.2f}" if pd.notna(m) else "" for m, s in zip(mean, std)]
-    for column in ("Step Median (ms)", "Step Min (ms)", "Step Max (ms)", "Tokens/s", "TFLOP/s", "MFU (%)",
-                   "Peak Memory (MiB)", "Error"):
+    for column in (
+        "Step Median (ms)",
+        "Step Min (ms)",
+        "Step Max (ms)",
+        "Tokens/s",
+        "TFLOP/s",
+        "MFU (%)",
+        "Peak Memory (MiB)",
+        "Error",
+    ):
         if column in table.columns and table[column].notna().any():
             compact[column] = table[column]
     return compact
@@ -82,8 +102,13 @@ def record(db_path: str | Path, results: Sequence[RunResult]) -> int:
 
     from tracekit import __version__
 
-    context = {"time_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"), "host": platform.node(),
-               "torch_version": str(torch.__version__), "tracekit_version": __version__, "git_revision": git_revision()}
+    context = {
+        "time_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "host": platform.node(),
+        "torch_version": str(torch.__version__),
+        "tracekit_version": __version__,
+        "git_revision": git_revision(),
+    }
     rows = []
     for result in results:
         row = {column_name(key): value for key, value in summarize(result).items()}
@@ -96,7 +121,7 @@ def record(db_path: str | Path, results: Sequence[RunResult]) -> int:
 
 
 def column_name(label: str) -> str:
-    """"Step Mean (ms)" -> "step_mean_ms", "MFU (%)" -> "mfu_pct"."""
+    """ "Step Mean (ms)" -> "step_mean_ms", "MFU (%)" -> "mfu_pct"."""
     label = label.replace("%", "pct").replace("/", "_per_")
     return re.sub(r"[^0-9a-z]+", "_", label.lower()).strip("_")
 
@@ -104,8 +129,13 @@ def column_name(label: str) -> str:
 def git_revision() -> str | None:
     """Short commit of the tracekit checkout these workloads run from (None outside git)."""
     try:
-        result = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).parent,
-                                capture_output=True, text=True, timeout=10)
+        result = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=Path(__file__).parent,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return result.stdout.strip() or None if result.returncode == 0 else None

@@ -24,24 +24,24 @@ import pandas as pd
 from tracekit.trace import Trace
 
 # Per-range GPU columns (one row per range instance).
-GPU_OPS = "gpu_ops"            # GPU operations launched inside the range
+GPU_OPS = "gpu_ops"  # GPU operations launched inside the range
 GPU_LAUNCHES = "gpu_launches"  # distinct launching calls (nsys's NumGPUOps counts these)
-GPU_TIME = "gpu_time"          # sum of their durations, ns
-GPU_START = "gpu_start"        # first op start, ns (-1 when none)
-GPU_END = "gpu_end"            # last op end, ns (-1 when none)
-GPU_SPAN = "gpu_span"          # last op end - first op start, ns (0 when none)
+GPU_TIME = "gpu_time"  # sum of their durations, ns
+GPU_START = "gpu_start"  # first op start, ns (-1 when none)
+GPU_END = "gpu_end"  # last op end, ns (-1 when none)
+GPU_SPAN = "gpu_span"  # last op end - first op start, ns (0 when none)
 
 
 @dataclass
 class OpLaunches:
     """For each GPU op of a trace (row order of ``trace.kernels``), the call that launched it."""
 
-    found: np.ndarray   # bool: a launching call was recorded
-    row: np.ndarray     # int64: the call's row in trace.launches (-1 when not found)
-    start: np.ndarray   # int64 ns: call start (-1 when not found)
-    end: np.ndarray     # int64 ns: call end
-    pid: np.ndarray     # int64
-    tid: np.ndarray     # int64
+    found: np.ndarray  # bool: a launching call was recorded
+    row: np.ndarray  # int64: the call's row in trace.launches (-1 when not found)
+    start: np.ndarray  # int64 ns: call start (-1 when not found)
+    end: np.ndarray  # int64 ns: call end
+    pid: np.ndarray  # int64
+    tid: np.ndarray  # int64
 
 
 def op_launches(trace: Trace) -> OpLaunches:
@@ -82,9 +82,10 @@ class _Groups:
         def key(pid, tid):
             pid = np.asarray(pid, dtype=np.int64)
             return (pid << 24) | np.asarray(tid, dtype=np.int64) if same_thread else pid
+
         codes, _ = pd.factorize(np.concatenate([key(call_pid, call_tid), key(range_pid, range_tid)]))
-        self.call_code = codes[:len(call_pid)].astype(np.int64)
-        self.range_code = codes[len(call_pid):].astype(np.int64)
+        self.call_code = codes[: len(call_pid)].astype(np.int64)
+        self.range_code = codes[len(call_pid) :].astype(np.int64)
         present = [t for t in times if len(t)]
         self.t0 = min(int(t.min()) for t in present) if present else 0
         self.span = (max(int(t.max()) for t in present) - self.t0 + 2) if present else 1
@@ -103,17 +104,30 @@ def range_gpu_stats(trace: Trace, ranges: pd.DataFrame, same_thread: bool = Fals
     With ``same_thread``, ranges closed on another thread get no GPU work (as in nsys).
     """
     count = len(ranges)
-    result = pd.DataFrame({GPU_OPS: np.zeros(count, np.int64), GPU_LAUNCHES: np.zeros(count, np.int64),
-                           GPU_TIME: np.zeros(count, np.int64), GPU_START: np.full(count, -1, np.int64),
-                           GPU_END: np.full(count, -1, np.int64), GPU_SPAN: np.zeros(count, np.int64)},
-                          index=ranges.index)
+    result = pd.DataFrame(
+        {
+            GPU_OPS: np.zeros(count, np.int64),
+            GPU_LAUNCHES: np.zeros(count, np.int64),
+            GPU_TIME: np.zeros(count, np.int64),
+            GPU_START: np.full(count, -1, np.int64),
+            GPU_END: np.full(count, -1, np.int64),
+            GPU_SPAN: np.zeros(count, np.int64),
+        },
+        index=ranges.index,
+    )
     launches = op_launches(trace)
     if count == 0 or not launches.found.any():
         return result
     ops = trace.kernels
     calls = _calls_with_ops(launches, ops)
-    groups = _Groups(same_thread, calls["pid"], calls["tid"], ranges["pid"].to_numpy(), ranges["tid"].to_numpy(),
-                     [calls["start"], calls["end"], ranges["start"].to_numpy(), ranges["end"].to_numpy()])
+    groups = _Groups(
+        same_thread,
+        calls["pid"],
+        calls["tid"],
+        ranges["pid"].to_numpy(),
+        ranges["tid"].to_numpy(),
+        [calls["start"], calls["end"], ranges["start"].to_numpy(), ranges["end"].to_numpy()],
+    )
     call_start = groups.calls(calls["start"])
     order = np.argsort(call_start, kind="stable")
     call_start = call_start[order]
@@ -131,7 +145,7 @@ def range_gpu_stats(trace: Trace, ranges: pd.DataFrame, same_thread: bool = Fals
         high = np.searchsorted(call_start, range_end, side="right")
 
     prefix = lambda values: np.concatenate(([0], np.cumsum(values)))  # noqa: E731
-    result[GPU_OPS] = (prefix(per_call["ops"])[high] - prefix(per_call["ops"])[low])
+    result[GPU_OPS] = prefix(per_call["ops"])[high] - prefix(per_call["ops"])[low]
     result[GPU_LAUNCHES] = high - low
     result[GPU_TIME] = prefix(per_call["time"])[high] - prefix(per_call["time"])[low]
     has_ops = high > low
@@ -151,7 +165,10 @@ def _calls_with_ops(launches: OpLaunches, ops: pd.DataFrame) -> dict[str, np.nda
     boundaries = np.flatnonzero(np.concatenate(([True], call_rows[1:] != call_rows[:-1])))
     take = order[boundaries]
     return {
-        "pid": launches.pid[take], "tid": launches.tid[take], "start": launches.start[take], "end": launches.end[take],
+        "pid": launches.pid[take],
+        "tid": launches.tid[take],
+        "start": launches.start[take],
+        "end": launches.end[take],
         "ops": np.diff(np.append(boundaries, len(order))),
         "time": np.add.reduceat(ops["duration"].to_numpy()[order], boundaries),
         "first": np.minimum.reduceat(ops["start"].to_numpy()[order], boundaries),
@@ -196,11 +213,17 @@ def interval_of_ops(trace: Trace, ranges: pd.DataFrame, same_thread: bool = Fals
     if ranges.empty or not launches.found.any():
         return result
     rows = np.flatnonzero(launches.found)
-    groups = _Groups(same_thread, launches.pid[rows], launches.tid[rows], ranges["pid"].to_numpy(),
-                     ranges["tid"].to_numpy(), [launches.start[rows], launches.end[rows],
-                                                ranges["start"].to_numpy(), ranges["end"].to_numpy()])
-    merged_start, merged_end = merge_intervals(groups.ranges(ranges["start"].to_numpy()),
-                                               groups.ranges(ranges["end"].to_numpy()))
+    groups = _Groups(
+        same_thread,
+        launches.pid[rows],
+        launches.tid[rows],
+        ranges["pid"].to_numpy(),
+        ranges["tid"].to_numpy(),
+        [launches.start[rows], launches.end[rows], ranges["start"].to_numpy(), ranges["end"].to_numpy()],
+    )
+    merged_start, merged_end = merge_intervals(
+        groups.ranges(ranges["start"].to_numpy()), groups.ranges(ranges["end"].to_numpy())
+    )
     call_start = groups.calls(launches.start[rows])
     index = np.searchsorted(merged_start, call_start, side="right") - 1
     valid = index >= 0

@@ -38,15 +38,24 @@ CATEGORY_RULES: list[tuple[str, str]] = [
     ("communication", r"nccl|all_?reduce|all_?gather|reduce_?scatter|sendrecv"),
     ("optimizer", r"multi_tensor_apply|fused_?adam|_adam|adamw?_|fused_?sgd|lamb_kernel|_foreach_"),
     ("attention", r"flash|fmha|attention|sdpa|xformers|mem_eff"),
-    ("convolution", r"convolve|convolution|conv[123]d|fprop|dgrad|wgrad|winograd|im2col|col2im|vol2col|"
-                    r"flip_filter|fft2d_[rc]2[rc]|depthwise"),
+    (
+        "convolution",
+        r"convolve|convolution|conv[123]d|fprop|dgrad|wgrad|winograd|im2col|col2im|vol2col|"
+        r"flip_filter|fft2d_[rc]2[rc]|depthwise",
+    ),
     ("matmul", r"gemm|gemv|nvjet|cublas|cutlass|xmma|matmul|splitkreduce|triton_tem_\w*mm|\bbmm|_mm_"),
     ("softmax", r"softmax"),
     ("normalization", r"layer_?norm|rms_?norm|batch_?norm|group_?norm|instance_?norm"),
-    ("memory", r"copy|memcpy|memset|catarray|fill|gather|scatter|index_select|indexing|nchw_?to_?nhwc|"
-               r"nhwc_?to_?nchw|transpose"),
-    ("reduction", r"reduce|reduction|triton_red_|triton_per_|argmax|argmin|cumsum|scan_kernel|pool|radix_?sort|"
-                  r"segmented_?sort|sort_kernel"),
+    (
+        "memory",
+        r"copy|memcpy|memset|catarray|fill|gather|scatter|index_select|indexing|nchw_?to_?nhwc|"
+        r"nhwc_?to_?nchw|transpose",
+    ),
+    (
+        "reduction",
+        r"reduce|reduction|triton_red_|triton_per_|argmax|argmin|cumsum|scan_kernel|pool|radix_?sort|"
+        r"segmented_?sort|sort_kernel",
+    ),
     ("elementwise", r"elementwise|triton_poi_|functor|pointwise|upsample|interpolat|grid_?sampler"),
 ]
 CATEGORIES = [category for category, _ in CATEGORY_RULES] + ["other"]
@@ -68,8 +77,9 @@ def categorize_ops(ops: pd.DataFrame) -> pd.Categorical:
         names = names.astype("category")
     by_name = np.array([CATEGORIES.index(categorize_name(str(name))) for name in names.cat.categories], dtype=np.int8)
     codes = names.cat.codes.to_numpy()
-    category_codes = np.where(codes >= 0, by_name[np.maximum(codes, 0)] if len(by_name) else 0,
-                              CATEGORIES.index("other")).astype(np.int8)
+    category_codes = np.where(
+        codes >= 0, by_name[np.maximum(codes, 0)] if len(by_name) else 0, CATEGORIES.index("other")
+    ).astype(np.int8)
     # memcpy / memset operations are memory whatever their name.
     category_codes[(ops["kind"] != "kernel").to_numpy()] = CATEGORIES.index("memory")
     return pd.Categorical.from_codes(category_codes, categories=CATEGORIES)

@@ -47,8 +47,9 @@ def _compare(a: pd.Series, b: pd.Series, scale: float) -> pd.DataFrame:
     return table
 
 
-def diff_categories(a: Trace, b: Trace, phases: list[str], ops: str = "kernels",
-                    same_thread: bool = False) -> pd.DataFrame:
+def diff_categories(
+    a: Trace, b: Trace, phases: list[str], ops: str = "kernels", same_thread: bool = False
+) -> pd.DataFrame:
     """Per phase and category: A (ms), B (ms), Delta (ms) = B - A, Ratio = B / A. Rows where both are
     zero are left out; phases present in only one trace show zeros for the other."""
     times_a = category_times(a, phases, ops, same_thread).set_index(["Phase", "Category"])["Time (ns)"]
@@ -58,17 +59,20 @@ def diff_categories(a: Trace, b: Trace, phases: list[str], ops: str = "kernels",
     order = {phase: number for number, phase in enumerate([WHOLE, *phases])}
     table = table.reset_index()
     table["order"] = table["Phase"].map(order)
-    table = table.sort_values(["order", "Delta (ms)"], key=lambda column: column if column.name == "order"
-                              else -column.abs(), kind="stable")
+    table = table.sort_values(
+        ["order", "Delta (ms)"], key=lambda column: column if column.name == "order" else -column.abs(), kind="stable"
+    )
     return table.drop(columns="order").reset_index(drop=True)
 
 
 def diff_kernels(a: Trace, b: Trace, top: int = 15, name: str = "short", ops: str = "kernels") -> pd.DataFrame:
     """The kernels whose total time changed most: Name, A (ms), B (ms), Delta (ms), Ratio,
     A Instances, B Instances; largest absolute delta first."""
+
     def totals(trace: Trace) -> pd.DataFrame:
         table = summarize_kernels(trace.kernels, name=name, rows=kernel_rows(trace, ops))
         return table.set_index(NAME)[[stats.TOTAL, stats.INSTANCES]]
+
     if name not in NAME_COLUMNS:
         raise ValueError(name)
     left, right = totals(a), totals(b)

@@ -36,12 +36,14 @@ def kernel_rows(trace: Trace, ops: str = "kernels") -> np.ndarray | None:
         raise NoGpuDataError(
             f"{trace.name} has no CUDA {'kernels' if ops == 'kernels' else 'GPU operations'}: the capture "
             "traced no CUDA activity (a CPU-only run, or nsys without --trace=cuda). Capture on an NVIDIA GPU "
-            "with `nsys profile --trace=cuda,nvtx ...` or `tracekit capture MODEL`")
+            "with `nsys profile --trace=cuda,nvtx ...` or `tracekit capture MODEL`"
+        )
     return None if rows is not None and rows.all() else rows
 
 
-def summarize_kernels(ops: pd.DataFrame, name: str = "demangled", by_launch_config: bool = False,
-                      rows: np.ndarray | None = None) -> pd.DataFrame:
+def summarize_kernels(
+    ops: pd.DataFrame, name: str = "demangled", by_launch_config: bool = False, rows: np.ndarray | None = None
+) -> pd.DataFrame:
     """Per kernel (and launch configuration): the gpukernsum statistics of the ``rows`` of ``ops``.
 
     Columns: Time (%), Total Time (ns), Instances, Avg (ns), Med (ns), Min (ns), Max (ns),
@@ -73,9 +75,16 @@ def summarize_kernels(ops: pd.DataFrame, name: str = "demangled", by_launch_conf
     return summary[stats.STAT_COLUMNS + ([GRID, BLOCK] if by_launch_config else []) + [NAME]]
 
 
-def kernel_table(trace: Trace, top: int | None = None, name: str = "demangled", by_launch_config: bool = False,
-                 ops: str = "kernels", ranges: list[str] | None = None, per_instance: bool = False,
-                 same_thread: bool = False) -> pd.DataFrame:
+def kernel_table(
+    trace: Trace,
+    top: int | None = None,
+    name: str = "demangled",
+    by_launch_config: bool = False,
+    ops: str = "kernels",
+    ranges: list[str] | None = None,
+    per_instance: bool = False,
+    same_thread: bool = False,
+) -> pd.DataFrame:
     """``tracekit kernels``: the kernel summary of a trace, or of the GPU ops launched inside ``ranges``
     (range specs; see ``analysis.ranges``). ``per_instance`` divides Total Time and Instances by the
     number of matching range instances (nested matches count once): the per-step figure.
@@ -88,7 +97,9 @@ def kernel_table(trace: Trace, top: int | None = None, name: str = "demangled", 
     return summary.head(top) if top else summary
 
 
-def _selected_rows(trace: Trace, ops: str, ranges: list[str] | None, same_thread: bool) -> tuple[np.ndarray | None, int]:
+def _selected_rows(
+    trace: Trace, ops: str, ranges: list[str] | None, same_thread: bool
+) -> tuple[np.ndarray | None, int]:
     """Mask of GPU ops to summarize and the number of range instances they come from (1 for a whole trace)."""
     rows = kernel_rows(trace, ops)
     if not ranges:
@@ -101,10 +112,11 @@ def _selected_rows(trace: Trace, ops: str, ranges: list[str] | None, same_thread
     if rows is not None:
         inside &= rows
     if not inside.any():
-        raise NoGpuDataError(f"no GPU {'kernels' if ops == 'kernels' else 'operations'} were launched inside "
-                             f"{', '.join(ranges)} in {trace.name}"
-                             + (" on the ranges' own threads (drop --same-thread to count other threads)"
-                                if same_thread else ""))
+        raise NoGpuDataError(
+            f"no GPU {'kernels' if ops == 'kernels' else 'operations'} were launched inside "
+            f"{', '.join(ranges)} in {trace.name}"
+            + (" on the ranges' own threads (drop --same-thread to count other threads)" if same_thread else "")
+        )
     return inside, int(chosen["outermost"].sum())
 
 
@@ -131,14 +143,26 @@ def summarize_categories(ops: pd.DataFrame, rows: np.ndarray | None = None) -> p
     # distinct kernels per category: distinct (category, name) pairs
     pairs = np.unique(categories * (int(names.max(initial=0)) + 1) + names) if len(names) else np.empty(0, np.int64)
     kernels = np.bincount(pairs // (int(names.max(initial=0)) + 1), minlength=count)
-    result = pd.DataFrame({CATEGORY: CATEGORIES, stats.TIME_PCT: stats.percent_of_total(totals),
-                           stats.TOTAL: totals, stats.INSTANCES: instances, KERNEL_COUNT: kernels})
+    result = pd.DataFrame(
+        {
+            CATEGORY: CATEGORIES,
+            stats.TIME_PCT: stats.percent_of_total(totals),
+            stats.TOTAL: totals,
+            stats.INSTANCES: instances,
+            KERNEL_COUNT: kernels,
+        }
+    )
     # Largest first; the stable sort keeps the fixed category order among equal totals (the zeros).
     return result.sort_values(stats.TOTAL, ascending=False, kind="stable").reset_index(drop=True)
 
 
-def category_table(trace: Trace, ops: str = "kernels", ranges: list[str] | None = None, per_instance: bool = False,
-                   same_thread: bool = False) -> pd.DataFrame:
+def category_table(
+    trace: Trace,
+    ops: str = "kernels",
+    ranges: list[str] | None = None,
+    per_instance: bool = False,
+    same_thread: bool = False,
+) -> pd.DataFrame:
     """``tracekit kernels --by category`` (optionally of the ops inside ``ranges``, per instance)."""
     rows, instances = _selected_rows(trace, ops, ranges, same_thread)
     table = summarize_categories(trace.kernels, rows)

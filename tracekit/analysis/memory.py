@@ -29,17 +29,47 @@ import pandas as pd
 from tracekit.errors import UsageError
 from tracekit.sources.snapshot import ACTIVE_STATES, MemoryTrace
 
-MIB = 2 ** 20
+MIB = 2**20
 BEFORE_TRACE = "(allocated before the trace began)"
 NO_STACK = "(no stack recorded)"
 # Frames of the allocator and the unwinder say nothing about who allocated.
-SKIP_FUNCTIONS = ("unwind::unwind", "CapturedTraceback::gather", "gather_with_cpp", "CUDACachingAllocator",
-                  "NativeCachingAllocator", "empty_generic", "empty_cuda", "empty_strided", "_start",
-                  "__libc_start_main", "Py_RunMain", "Py_BytesMain", "_PyEval", "PyEval_", "PyObject_",
-                  "PyFunction_", "PyMethod_", "PyCMethod_", "PyType_", "PyRun_", "_PyRun", "_Py", "__clone",
-                  "pthread_", "std::error_code")
-SKIP_FILES = ("core/boxing", "/Register", "/Redispatch", "pythonrun.c", "Modules/main.c", "Objects/call.c",
-              "ceval.c", "cpython/abstract.h")
+SKIP_FUNCTIONS = (
+    "unwind::unwind",
+    "CapturedTraceback::gather",
+    "gather_with_cpp",
+    "CUDACachingAllocator",
+    "NativeCachingAllocator",
+    "empty_generic",
+    "empty_cuda",
+    "empty_strided",
+    "_start",
+    "__libc_start_main",
+    "Py_RunMain",
+    "Py_BytesMain",
+    "_PyEval",
+    "PyEval_",
+    "PyObject_",
+    "PyFunction_",
+    "PyMethod_",
+    "PyCMethod_",
+    "PyType_",
+    "PyRun_",
+    "_PyRun",
+    "_Py",
+    "__clone",
+    "pthread_",
+    "std::error_code",
+)
+SKIP_FILES = (
+    "core/boxing",
+    "/Register",
+    "/Redispatch",
+    "pythonrun.c",
+    "Modules/main.c",
+    "Objects/call.c",
+    "ceval.c",
+    "cpython/abstract.h",
+)
 LIBRARY_PATHS = ("/site-packages/", "/dist-packages/", "<frozen", "/lib/python3.")
 AUTOGRAD_NODE = re.compile(r"torch::autograd::(?:generated::)?(\w+)::(?:apply|accumulateGrad)")
 ATEN_OP = re.compile(r"at::_ops::(\w+)::call")
@@ -99,31 +129,41 @@ def _replay(trace: MemoryTrace, device: int) -> DeviceMemory:
     notes: list[str] = []
 
     delta = np.where(is_alloc, size, 0) - np.where(is_free, size, 0)
-    allocations, paired_free = _allocations(addr, size, is_alloc, is_free, events["stack"].to_numpy(), active_blocks,
-                                            count)
+    allocations, paired_free = _allocations(
+        addr, size, is_alloc, is_free, events["stack"].to_numpy(), active_blocks, count
+    )
     # Blocks are rounded up (to 512 B, or 2 MiB for large ones) while the trace records the size asked
     # for, so a block held by a traced allocation counts at its traced size: one unit throughout.
     rounding = _rounding_of_traced(allocations, active_blocks, count)
     start_amount = int(active_blocks["size"].sum()) - rounding - int(delta.sum())
     if rounding:
-        notes.append(f"{rounding / MIB:,.1f} MiB of the snapshot's active blocks is allocator rounding of allocations "
-                     "made during the trace (blocks are rounded up; the trace records requested sizes)")
+        notes.append(
+            f"{rounding / MIB:,.1f} MiB of the snapshot's active blocks is allocator rounding of allocations "
+            "made during the trace (blocks are rounded up; the trace records requested sizes)"
+        )
     if start_amount < 0:
-        notes.append(f"the snapshot's active blocks are {-start_amount:,} bytes short of what the trace leaves "
-                     "allocated; the timeline starts at 0")
+        notes.append(
+            f"the snapshot's active blocks are {-start_amount:,} bytes short of what the trace leaves "
+            "allocated; the timeline starts at 0"
+        )
         start_amount = 0
     in_trace_delta = np.where(is_alloc, size, 0) - np.where(paired_free, size, 0)
-    segment_sign = np.select([np.isin(action, ["segment_alloc", "segment_map"]),
-                              np.isin(action, ["segment_free", "segment_unmap"])], [1, -1], 0)
+    segment_sign = np.select(
+        [np.isin(action, ["segment_alloc", "segment_map"]), np.isin(action, ["segment_free", "segment_unmap"])],
+        [1, -1],
+        0,
+    )
     reserved_delta = segment_sign * size
     reserved_start = max(int(segments["total_size"].sum()) - int(reserved_delta.sum()), 0)
 
-    timeline = pd.DataFrame({
-        "index": np.arange(-1, count),
-        "allocated": start_amount + np.concatenate(([0], np.cumsum(delta))),
-        "allocated_in_trace": np.concatenate(([0], np.cumsum(in_trace_delta))),
-        "reserved": reserved_start + np.concatenate(([0], np.cumsum(reserved_delta))),
-    })
+    timeline = pd.DataFrame(
+        {
+            "index": np.arange(-1, count),
+            "allocated": start_amount + np.concatenate(([0], np.cumsum(delta))),
+            "allocated_in_trace": np.concatenate(([0], np.cumsum(in_trace_delta))),
+            "reserved": reserved_start + np.concatenate(([0], np.cumsum(reserved_delta))),
+        }
+    )
     times = events["time_us"].to_numpy()
     has_time = trace.has_time and count > 0 and not np.isnan(times).all()
     if has_time:
@@ -150,25 +190,56 @@ def _allocations(addr, size, is_alloc, is_free, stacks, active_blocks: pd.DataFr
 
     alloc_rows = np.flatnonzero(is_alloc)
     ends = end_of[alloc_rows]
-    traced = pd.DataFrame({"addr": addr[alloc_rows], "size": size[alloc_rows], "start": alloc_rows, "end": ends,
-                           "stack": stacks[alloc_rows], "before_trace": False})
+    traced = pd.DataFrame(
+        {
+            "addr": addr[alloc_rows],
+            "size": size[alloc_rows],
+            "start": alloc_rows,
+            "end": ends,
+            "stack": stacks[alloc_rows],
+            "before_trace": False,
+        }
+    )
     orphan_frees = np.flatnonzero(is_free & ~paired_free)
-    freed_before = pd.DataFrame({"addr": addr[orphan_frees], "size": size[orphan_frees], "start": -1,
-                                 "end": orphan_frees, "stack": 0, "before_trace": True})
+    freed_before = pd.DataFrame(
+        {
+            "addr": addr[orphan_frees],
+            "size": size[orphan_frees],
+            "start": -1,
+            "end": orphan_frees,
+            "stack": 0,
+            "before_trace": True,
+        }
+    )
     # Active blocks at snapshot time that no traced allocation still holds were there all along.
     open_addresses = set(traced.loc[traced["end"] == count, "addr"].tolist())
     untraced = active_blocks[~active_blocks["address"].isin(open_addresses).to_numpy()]
-    alive_throughout = pd.DataFrame({"addr": untraced["address"].to_numpy(), "size": untraced["size"].to_numpy(),
-                                     "start": -1, "end": count, "stack": untraced["stack"].to_numpy(),
-                                     "before_trace": True})
+    alive_throughout = pd.DataFrame(
+        {
+            "addr": untraced["address"].to_numpy(),
+            "size": untraced["size"].to_numpy(),
+            "start": -1,
+            "end": count,
+            "stack": untraced["stack"].to_numpy(),
+            "before_trace": True,
+        }
+    )
     allocations = pd.concat([traced, freed_before, alive_throughout], ignore_index=True)
     requested = dict(zip(active_blocks["address"].tolist(), active_blocks["requested_size"].tolist()))
     still_active = (allocations["end"] == count).to_numpy()
     requested_sizes = np.full(len(allocations), -1, dtype=np.int64)
     requested_sizes[still_active] = [requested.get(a, -1) for a in allocations.loc[still_active, "addr"].tolist()]
     allocations["requested_size"] = requested_sizes
-    return allocations.astype({"addr": "int64", "size": "int64", "start": "int64", "end": "int64",
-                               "stack": "int64", "requested_size": "int64"}), paired_free
+    return allocations.astype(
+        {
+            "addr": "int64",
+            "size": "int64",
+            "start": "int64",
+            "end": "int64",
+            "stack": "int64",
+            "requested_size": "int64",
+        }
+    ), paired_free
 
 
 def _rounding_of_traced(allocations: pd.DataFrame, active_blocks: pd.DataFrame, count: int) -> int:
@@ -227,16 +298,26 @@ def short_stack(stack: list[dict], depth: int = 4) -> str:
     """
     if not stack:
         return ""
-    python = [f"{_short(frame['filename'])}:{frame.get('line', 0)} {frame.get('name', '')}"
-              for frame in stack if str(frame.get("filename", "")).endswith(".py")]
+    python = [
+        f"{_short(frame['filename'])}:{frame.get('line', 0)} {frame.get('name', '')}"
+        for frame in stack
+        if str(frame.get("filename", "")).endswith(".py")
+    ]
     if python:
         return " < ".join(python[:depth])
     names: list[str] = []
     for frame in stack:
         name = frame.get("name", "")
         node, op = AUTOGRAD_NODE.search(name), ATEN_OP.search(name)
-        label = node.group(1) if node else f"aten::{op.group(1)}" if op else \
-            "autograd engine" if "autograd::Engine" in name else None
+        label = (
+            node.group(1)
+            if node
+            else f"aten::{op.group(1)}"
+            if op
+            else "autograd engine"
+            if "autograd::Engine" in name
+            else None
+        )
         if label and (not names or names[-1] != label):
             names.append(label)
         if label == "autograd engine" or len(names) == depth:
@@ -292,14 +373,18 @@ def largest_at_peak(trace: MemoryTrace, memory: DeviceMemory, top: int | None = 
     x = memory.timeline.set_index("index")["x"]
     events = len(memory.timeline) - 1
     unit = "ms" if memory.has_time else "event"
-    return pd.DataFrame({
-        "Size (MiB)": live["size"].to_numpy() / MIB,
-        "Requested (MiB)": np.where(live["requested_size"].to_numpy() >= 0, live["requested_size"].to_numpy() / MIB,
-                                    np.nan),
-        f"Allocated At ({unit})": [x[start] if start >= 0 else None for start in live["start"].tolist()],
-        f"Freed At ({unit})": [x[end] if end < events else None for end in live["end"].tolist()],
-        "Frame": frames, "Stack": stacks,
-    })
+    return pd.DataFrame(
+        {
+            "Size (MiB)": live["size"].to_numpy() / MIB,
+            "Requested (MiB)": np.where(
+                live["requested_size"].to_numpy() >= 0, live["requested_size"].to_numpy() / MIB, np.nan
+            ),
+            f"Allocated At ({unit})": [x[start] if start >= 0 else None for start in live["start"].tolist()],
+            f"Freed At ({unit})": [x[end] if end < events else None for end in live["end"].tolist()],
+            "Frame": frames,
+            "Stack": stacks,
+        }
+    )
 
 
 def holders_at_peak(trace: MemoryTrace, memory: DeviceMemory) -> pd.DataFrame:
@@ -310,9 +395,14 @@ def holders_at_peak(trace: MemoryTrace, memory: DeviceMemory) -> pd.DataFrame:
     grouped = pd.DataFrame({"Frame": frames, "size": live["size"].to_numpy()}).groupby("Frame", sort=False)["size"]
     table = pd.DataFrame({"Allocations": grouped.size(), "bytes": grouped.sum()}).sort_values("bytes", ascending=False)
     peak = max(memory.peak_allocated, 1)
-    return pd.DataFrame({"Frame": table.index.astype(object), "Allocations": table["Allocations"].to_numpy(np.int64),
-                         "Total (MiB)": table["bytes"].to_numpy() / MIB,
-                         "Share (%)": np.round(table["bytes"].to_numpy() * 100.0 / peak, 1)})
+    return pd.DataFrame(
+        {
+            "Frame": table.index.astype(object),
+            "Allocations": table["Allocations"].to_numpy(np.int64),
+            "Total (MiB)": table["bytes"].to_numpy() / MIB,
+            "Share (%)": np.round(table["bytes"].to_numpy() * 100.0 / peak, 1),
+        }
+    )
 
 
 def phases(trace: MemoryTrace, memory: DeviceMemory) -> pd.DataFrame:
@@ -341,8 +431,10 @@ def compare(trace_a: MemoryTrace, trace_b: MemoryTrace, device: int | None = Non
     groups = pd.concat([a.rename("A (MiB)"), b.rename("B (MiB)")], axis=1).fillna(0.0)
     groups["Delta (MiB)"] = groups["B (MiB)"] - groups["A (MiB)"]
     groups = groups.reindex(groups["Delta (MiB)"].abs().sort_values(ascending=False, kind="stable").index)
-    peak = pd.DataFrame({"A (MiB)": [memory_a.peak_allocated / MIB], "B (MiB)": [memory_b.peak_allocated / MIB]},
-                        index=["(peak allocated)"])
+    peak = pd.DataFrame(
+        {"A (MiB)": [memory_a.peak_allocated / MIB], "B (MiB)": [memory_b.peak_allocated / MIB]},
+        index=["(peak allocated)"],
+    )
     peak["Delta (MiB)"] = peak["B (MiB)"] - peak["A (MiB)"]
     table = pd.concat([peak, groups])
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -351,8 +443,9 @@ def compare(trace_a: MemoryTrace, trace_b: MemoryTrace, device: int | None = Non
     return table.reset_index()
 
 
-def memory_tables(trace: MemoryTrace, top: int | None = 20, by: str = "allocation",
-                  device: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame, DeviceMemory]:
+def memory_tables(
+    trace: MemoryTrace, top: int | None = 20, by: str = "allocation", device: int | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame, DeviceMemory]:
     """``tracekit memory``: the peak summary, and the largest allocations live at the peak (``by``
     "allocation") or what holds the memory at the peak grouped by frame (``by`` "frame")."""
     if by not in ("allocation", "frame"):

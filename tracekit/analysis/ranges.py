@@ -31,7 +31,9 @@ def spec_names(specs: list[str]) -> set[str]:
     for spec in specs:
         parts = [part for part in spec.split("/") if part]
         if not parts:
-            raise UsageError(f"empty range spec {spec!r}: give a range name such as forward, or a path such as step/backward")
+            raise UsageError(
+                f"empty range spec {spec!r}: give a range name such as forward, or a path such as step/backward"
+            )
         names.update(parts)
     return names
 
@@ -49,7 +51,9 @@ def match_spec(ranges: pd.DataFrame, spec: str) -> np.ndarray:
     row_of_id = pd.Series(position, index=ranges["range_id"].to_numpy())
     parent_row = row_of_id.reindex(ranges["parent"].to_numpy()).fillna(-1).to_numpy(np.int64)
     for part in reversed(parts[:-1]):
-        ancestor = _nearest_ancestor_named(parent_row, names_matching(ranges["name"], [part]), ranges["depth"].to_numpy())
+        ancestor = _nearest_ancestor_named(
+            parent_row, names_matching(ranges["name"], [part]), ranges["depth"].to_numpy()
+        )
         found = ancestor[current] >= 0
         matched &= found
         current = np.where(found, ancestor[current], current)
@@ -144,16 +148,20 @@ def range_table(trace: Trace, same_thread: bool = False, top: int | None = None)
     """
     ranges = trace.ranges
     if ranges.empty:
-        raise UsageError(f"{trace.name} has no NVTX ranges: capture with nsys --trace=nvtx and annotate the code "
-                         "(the workloads here do; `tracekit capture` records them)")
+        raise UsageError(
+            f"{trace.name} has no NVTX ranges: capture with nsys --trace=nvtx and annotate the code "
+            "(the workloads here do; `tracekit capture` records them)"
+        )
     gpu = range_gpu_stats(trace, ranges, same_thread)
     # Group on integer codes (name code * 2 + style code): factorizing millions of strings costs seconds.
     style_codes = ranges["style"].cat.codes.to_numpy().astype(np.int64)
     group = ranges["name"].cat.codes.to_numpy().astype(np.int64) * 2 + style_codes
     table = stats.grouped_stats(group, ranges["duration"].to_numpy())
     codes = table.index.to_numpy()
-    sums = {column: np.bincount(group, weights=gpu[source].to_numpy(), minlength=int(codes.max()) + 1)[codes]
-            for column, source in ((GPU_OPS_COLUMN, GPU_OPS), (GPU_TIME_COLUMN, GPU_TIME), (GPU_SPAN_COLUMN, GPU_SPAN))}
+    sums = {
+        column: np.bincount(group, weights=gpu[source].to_numpy(), minlength=int(codes.max()) + 1)[codes]
+        for column, source in ((GPU_OPS_COLUMN, GPU_OPS), (GPU_TIME_COLUMN, GPU_TIME), (GPU_SPAN_COLUMN, GPU_SPAN))
+    }
     depth = pd.Series(ranges["depth"].to_numpy()).groupby(group).min().reindex(codes).to_numpy()
     names = np.asarray(ranges["name"].cat.categories, dtype=object)[codes // 2]
     styles = np.array([NSYS_STYLES[style] for style in ranges["style"].cat.categories], dtype=object)[codes % 2]
@@ -163,8 +171,13 @@ def range_table(trace: Trace, same_thread: bool = False, top: int | None = None)
     return table.head(top) if top else table
 
 
-def range_tree(trace: Trace, root: str | None = None, instance: int | None = None, max_depth: int | None = None,
-               same_thread: bool = False) -> pd.DataFrame:
+def range_tree(
+    trace: Trace,
+    root: str | None = None,
+    instance: int | None = None,
+    max_depth: int | None = None,
+    same_thread: bool = False,
+) -> pd.DataFrame:
     """One instance of an outermost range as an indented tree (columns Range, Start (ns) from the
     root's start, CPU (ns), GPU Ops, GPU Time (ns), GPU Span (ns)).
 
@@ -192,13 +205,16 @@ def range_tree(trace: Trace, root: str | None = None, instance: int | None = Non
     order = _preorder(subtree)
     subtree, gpu = subtree.iloc[order], gpu.iloc[order]
     indent = (subtree["depth"] - top["depth"]).to_numpy()
-    return pd.DataFrame({
-        RANGE: ["  " * level + str(name) for level, name in zip(indent, subtree["name"])],
-        "Start (ns)": (subtree["start"] - top["start"]).to_numpy(),
-        "CPU (ns)": subtree["duration"].to_numpy(),
-        GPU_OPS_COLUMN: gpu[GPU_OPS].to_numpy(), GPU_TIME_COLUMN: gpu[GPU_TIME].to_numpy(),
-        GPU_SPAN_COLUMN: gpu[GPU_SPAN].to_numpy(),
-    })
+    return pd.DataFrame(
+        {
+            RANGE: ["  " * level + str(name) for level, name in zip(indent, subtree["name"])],
+            "Start (ns)": (subtree["start"] - top["start"]).to_numpy(),
+            "CPU (ns)": subtree["duration"].to_numpy(),
+            GPU_OPS_COLUMN: gpu[GPU_OPS].to_numpy(),
+            GPU_TIME_COLUMN: gpu[GPU_TIME].to_numpy(),
+            GPU_SPAN_COLUMN: gpu[GPU_SPAN].to_numpy(),
+        }
+    )
 
 
 def _subtree(ranges: pd.DataFrame, root_id: int) -> pd.DataFrame:
@@ -233,20 +249,35 @@ def range_within(trace: Trace, parent_spec: str, same_thread: bool = False) -> p
     children = ranges[np.isin(ranges["parent"].to_numpy(), parents["range_id"].to_numpy())]
     both = pd.concat([parents, children])
     gpu = range_gpu_stats(trace, both, same_thread)
-    parent_gpu = gpu.iloc[:len(parents)]
-    child_gpu = gpu.iloc[len(parents):]
+    parent_gpu = gpu.iloc[: len(parents)]
+    child_gpu = gpu.iloc[len(parents) :]
     cpu_total = float(parents["duration"].sum())
     gpu_total = float(parent_gpu[GPU_TIME].sum())
-    frame = pd.DataFrame({RANGE: children["name"].astype(object).to_numpy(),
-                          "cpu": children["duration"].to_numpy(), "gpu": child_gpu[GPU_TIME].to_numpy()})
+    frame = pd.DataFrame(
+        {
+            RANGE: children["name"].astype(object).to_numpy(),
+            "cpu": children["duration"].to_numpy(),
+            "gpu": child_gpu[GPU_TIME].to_numpy(),
+        }
+    )
     grouped = frame.groupby(RANGE, sort=False).agg(Instances=("cpu", "size"), cpu=("cpu", "sum"), gpu=("gpu", "sum"))
-    rest = pd.DataFrame({"Instances": [len(parents)], "cpu": [cpu_total - grouped["cpu"].sum()],
-                         "gpu": [gpu_total - grouped["gpu"].sum()]}, index=[f"(in {parent_spec} itself)"])
+    rest = pd.DataFrame(
+        {
+            "Instances": [len(parents)],
+            "cpu": [cpu_total - grouped["cpu"].sum()],
+            "gpu": [gpu_total - grouped["gpu"].sum()],
+        },
+        index=[f"(in {parent_spec} itself)"],
+    )
     grouped = pd.concat([grouped.sort_values("cpu", ascending=False), rest])
     share = lambda part, whole: stats.round_half_away(part * 100.0 / whole) if whole else np.zeros(len(part))  # noqa: E731
-    return pd.DataFrame({
-        RANGE: grouped.index.astype(object), "Instances": grouped["Instances"].to_numpy(np.int64),
-        "CPU (ns)": grouped["cpu"].to_numpy(np.int64), "CPU (%)": share(grouped["cpu"].to_numpy(float), cpu_total),
-        GPU_TIME_COLUMN: grouped["gpu"].to_numpy(np.int64),
-        "GPU (%)": share(grouped["gpu"].to_numpy(float), gpu_total),
-    })
+    return pd.DataFrame(
+        {
+            RANGE: grouped.index.astype(object),
+            "Instances": grouped["Instances"].to_numpy(np.int64),
+            "CPU (ns)": grouped["cpu"].to_numpy(np.int64),
+            "CPU (%)": share(grouped["cpu"].to_numpy(float), cpu_total),
+            GPU_TIME_COLUMN: grouped["gpu"].to_numpy(np.int64),
+            "GPU (%)": share(grouped["gpu"].to_numpy(float), gpu_total),
+        }
+    )

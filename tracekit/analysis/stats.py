@@ -31,7 +31,7 @@ STAT_COLUMNS = [TIME_PCT, TOTAL, INSTANCES, AVG, MED, MIN, MAX, STDDEV]
 
 def round_half_away(values, decimals: int = 1):
     """Round like SQLite's ``round(x, n)``: halves go away from zero."""
-    scale = 10.0 ** decimals
+    scale = 10.0**decimals
     values = np.asarray(values, dtype=float)
     return np.sign(values) * np.floor(np.abs(values) * scale + 0.5) / scale
 
@@ -76,20 +76,28 @@ def grouped_stats(codes: np.ndarray, values: np.ndarray) -> pd.DataFrame:
     del deviations
     with np.errstate(invalid="ignore", divide="ignore"):
         stddev = np.where(counts > 1, np.sqrt(squares / np.maximum(counts - 1, 1)), 0.0)
-    return pd.DataFrame({
-        TOTAL: totals, INSTANCES: counts, AVG: means, MED: (middle_low + middle_high) / 2.0,
-        MIN: minima, MAX: maxima, STDDEV: stddev,
-    }, index=pd.Index(index, dtype=np.int64))
+    return pd.DataFrame(
+        {
+            TOTAL: totals,
+            INSTANCES: counts,
+            AVG: means,
+            MED: (middle_low + middle_high) / 2.0,
+            MIN: minima,
+            MAX: maxima,
+            STDDEV: stddev,
+        },
+        index=pd.Index(index, dtype=np.int64),
+    )
 
 
 def _sort_by_group_then_value(codes: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(group, value) pairs of rows with a code >= 0, sorted by group then value, as two arrays."""
     span = int(values.max()) + 1 if len(values) else 1
-    if int(codes.max()) < (2 ** 62) // span:
+    if int(codes.max()) < (2**62) // span:
         packed = codes.astype(np.int64) * span  # one int64 key: an in-place sort beats an argsort plus gathers
         packed += values
         packed.sort()
-        kept = packed[np.searchsorted(packed, 0):]  # code -1 packs below zero: the excluded rows come first
+        kept = packed[np.searchsorted(packed, 0) :]  # code -1 packs below zero: the excluded rows come first
         group, ordered = np.divmod(kept, span)
         return group, ordered
     keep = codes >= 0
@@ -128,8 +136,9 @@ def split_codes(combined: np.ndarray, radices: list[int]) -> list[np.ndarray]:
 def finish(table: pd.DataFrame, keys: dict[str, Sequence], extra: dict[str, Sequence] | None = None) -> pd.DataFrame:
     """Key columns, the statistics rounded and Time (%) as nsys prints them, then ``extra`` columns
     (aligned with ``table``'s rows); largest total first."""
-    result = pd.DataFrame({name: list(values) if not isinstance(values, np.ndarray) else values
-                           for name, values in keys.items()})
+    result = pd.DataFrame(
+        {name: list(values) if not isinstance(values, np.ndarray) else values for name, values in keys.items()}
+    )
     result[TIME_PCT] = percent_of_total(table[TOTAL].to_numpy())
     result[TOTAL] = table[TOTAL].to_numpy(np.int64)
     result[INSTANCES] = table[INSTANCES].to_numpy(np.int64)
@@ -164,5 +173,5 @@ def in_unit(table: pd.DataFrame, unit: str) -> pd.DataFrame:
     for column in table.columns:
         if isinstance(column, str) and column.endswith(" (ns)"):
             table[column] = table[column].astype(float) / UNITS[unit]
-            renames[column] = column[:-len("(ns)")] + f"({unit})"
+            renames[column] = column[: -len("(ns)")] + f"({unit})"
     return table.rename(columns=renames)

@@ -22,7 +22,8 @@ def resolve_trace_file(path: str | Path) -> Path:
             if (path / name).is_file():
                 return path / name
         raise InputNotFoundError(
-            f"{path} is a folder without trace.sqlite or trace.nsys-rep: not a tracekit run folder")
+            f"{path} is a folder without trace.sqlite or trace.nsys-rep: not a tracekit run folder"
+        )
     return path
 
 
@@ -34,7 +35,8 @@ def open_trace(path: str | Path, nsys: str | None = None) -> Trace:
     if file.suffix == ".qdstrm":
         raise NotAnExportError(
             f"{file} is a raw capture stream, not a report: import it with QdstrmImporter "
-            "(`tracekit capture` does this for you) and export the .nsys-rep")
+            "(`tracekit capture` does this for you) and export the .nsys-rep"
+        )
     if file.suffix in REPORT_SUFFIXES or nsys_cli.is_report(file):
         file = nsys_cli.export_sqlite(file, nsys)
     return read_nsys_export(file)

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 FORMAT = 2
-MIN_BYTES = 32 * 2 ** 20
+MIN_BYTES = 32 * 2**20
 SUFFIX = ".tracekit-cache"
 
 
@@ -36,8 +36,12 @@ class TableCache:
         self.export = export
         self.folder = folder
         stat = export.stat()
-        self.key = {"format": FORMAT, "export": str(export.resolve()), "size": stat.st_size,
-                    "mtime_ns": stat.st_mtime_ns}
+        self.key = {
+            "format": FORMAT,
+            "export": str(export.resolve()),
+            "size": stat.st_size,
+            "mtime_ns": stat.st_mtime_ns,
+        }
 
     @classmethod
     def for_export(cls, export: Path) -> "TableCache | None":
@@ -51,7 +55,9 @@ class TableCache:
             folder = export.with_name(export.name + SUFFIX)
         else:
             digest = hashlib.sha1(str(export.resolve()).encode()).hexdigest()[:16]
-            folder = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "tracekit" / f"{export.stem}-{digest}"
+            folder = (
+                Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "tracekit" / f"{export.stem}-{digest}"
+            )
         return cls(export, folder)
 
     def _valid(self) -> bool:
@@ -72,8 +78,11 @@ class TableCache:
             frame = pd.DataFrame(index=pd.RangeIndex(layout["rows"]))
             for column, categories in layout["columns"]:
                 values = np.load(folder / f"{column}.npy", allow_pickle=False)
-                frame[column] = values if categories is None else pd.Categorical.from_codes(
-                    values, categories=pd.Index(categories, dtype=object))
+                frame[column] = (
+                    values
+                    if categories is None
+                    else pd.Categorical.from_codes(values, categories=pd.Index(categories, dtype=object))
+                )
             return frame
         except (OSError, ValueError, KeyError):  # a damaged cache is only a slower start
             return None
@@ -108,6 +117,7 @@ class TableCache:
 
     def wrap(self, table: str, loader: Callable[[], pd.DataFrame]) -> Callable[[], pd.DataFrame]:
         """A loader that reads the cached table when there is one, else loads and caches it."""
+
         def load() -> pd.DataFrame:
             cached = self.load(table)
             if cached is not None:
@@ -115,4 +125,5 @@ class TableCache:
             frame = loader()
             self.store(table, frame)
             return frame
+
         return load

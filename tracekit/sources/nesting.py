@@ -13,8 +13,9 @@ from __future__ import annotations
 import numpy as np
 
 
-def nest_ranges(thread: np.ndarray, start: np.ndarray, end: np.ndarray,
-                eligible: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def nest_ranges(
+    thread: np.ndarray, start: np.ndarray, end: np.ndarray, eligible: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Parent (row index, -1 for none) and depth of each range.
 
     ``thread`` is any int64 key identifying a thread (e.g. pid << 24 | tid). Ranges where

@@ -20,11 +20,29 @@ import pandas as pd
 from tracekit.errors import InvalidTraceError, NotAnExportError
 from tracekit.sources.cache import TableCache
 from tracekit.sources.nesting import nest_ranges
-from tracekit.sources.sqlite_columns import (connect_readonly, present_ids, read_columns, read_int_columns,
-                                             read_strings, table_columns)
-from tracekit.trace import (GPU_OP_KINDS, KERNEL_COLUMNS, LAUNCH_COLUMNS, RANGE_COLUMNS, RANGE_STYLES, Trace,
-                            TraceMeta, empty_kernels, empty_launches, empty_ranges, is_pattern, names_matching,
-                            select_named)
+from tracekit.sources.sqlite_columns import (
+    connect_readonly,
+    present_ids,
+    read_columns,
+    read_int_columns,
+    read_strings,
+    table_columns,
+)
+from tracekit.trace import (
+    GPU_OP_KINDS,
+    KERNEL_COLUMNS,
+    LAUNCH_COLUMNS,
+    RANGE_COLUMNS,
+    RANGE_STYLES,
+    Trace,
+    TraceMeta,
+    empty_kernels,
+    empty_launches,
+    empty_ranges,
+    is_pattern,
+    names_matching,
+    select_named,
+)
 
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
 MEMCPY_TABLE = "CUPTI_ACTIVITY_KIND_MEMCPY"
@@ -39,8 +57,20 @@ RANGE_EVENT_TYPES = (NVTX_PUSHPOP, NVTX_STARTEND, NVTXT_PUSHPOP, NVTXT_STARTEND)
 
 # Short copy directions nsys prints ("[CUDA memcpy HtoD]"), by ENUM_CUDA_MEMCPY_OPER id.
 MEMCPY_DIRECTIONS = {
-    0: "Unknown", 1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD", 7: "DtoA",
-    8: "DtoD", 9: "HtoH", 10: "PtoP", 11: "Unified HtoD", 12: "Unified DtoH", 13: "Unified DtoD",
+    0: "Unknown",
+    1: "HtoD",
+    2: "DtoH",
+    3: "HtoA",
+    4: "AtoH",
+    5: "AtoA",
+    6: "AtoD",
+    7: "DtoA",
+    8: "DtoD",
+    9: "HtoH",
+    10: "PtoP",
+    11: "Unified HtoD",
+    12: "Unified DtoH",
+    13: "Unified DtoD",
 }
 
 # Low 24 bits of a global thread id are the tid, the next 24 the pid; the top 16 bits (hardware,
@@ -78,7 +108,6 @@ def _cached_selection(cache: TableCache, path: Path, tables: frozenset[str], pat
     return cache.wrap(key, lambda: read_ranges(path, tables, patterns))()
 
 
-
 def _check_export(path: Path) -> frozenset[str]:
     try:
         with closing(connect_readonly(path)) as connection:
@@ -86,12 +115,14 @@ def _check_export(path: Path) -> frozenset[str]:
     except sqlite3.DatabaseError as error:
         raise NotAnExportError(
             f"{path} is not an SQLite database ({error}); give an nsys SQLite export "
-            "(`nsys export --type sqlite REPORT.nsys-rep`) or an .nsys-rep report") from None
+            "(`nsys export --type sqlite REPORT.nsys-rep`) or an .nsys-rep report"
+        ) from None
     tables = frozenset(names)
     if "StringIds" not in tables:
         raise NotAnExportError(
             f"{path} is SQLite but not an Nsight Systems export: it has no StringIds table; "
-            "export a report with `nsys export --type sqlite REPORT.nsys-rep`")
+            "export a report with `nsys export --type sqlite REPORT.nsys-rep`"
+        )
     return tables
 
 
@@ -106,9 +137,15 @@ def _read_meta(path: Path, tables: frozenset[str]) -> TraceMeta:
             row = connection.execute("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME").fetchone()
             start = row[0] if row else None
         gpus = _read_gpus(connection, tables)
-    return TraceMeta(source=str(path), tool="nsys", tool_version=export.get("EXPORT_PRODUCT_VERSION"),
-                     schema_version=export.get("EXPORT_SCHEMA_VERSION"), session_start_utc_ns=start,
-                     gpus=gpus, tables=tables)
+    return TraceMeta(
+        source=str(path),
+        tool="nsys",
+        tool_version=export.get("EXPORT_PRODUCT_VERSION"),
+        schema_version=export.get("EXPORT_SCHEMA_VERSION"),
+        session_start_utc_ns=start,
+        gpus=gpus,
+        tables=tables,
+    )
 
 
 def _read_gpus(connection: sqlite3.Connection, tables: frozenset[str]) -> pd.DataFrame:
@@ -116,22 +153,32 @@ def _read_gpus(connection: sqlite3.Connection, tables: frozenset[str]) -> pd.Dat
     columns = ["id", "name", "sm_count", "memory_bytes", "compute_capability"]
     if "TARGET_INFO_GPU" in tables:
         have = set(table_columns(connection, "TARGET_INFO_GPU"))
-        pick = {"id": "id", "name": "name", "sm_count": "smCount", "memory_bytes": "totalMemory",
-                "major": "computeMajor", "minor": "computeMinor"}
+        pick = {
+            "id": "id",
+            "name": "name",
+            "sm_count": "smCount",
+            "memory_bytes": "totalMemory",
+            "major": "computeMajor",
+            "minor": "computeMinor",
+        }
         select = ", ".join(f"{source if source in have else 'NULL'} AS {alias}" for alias, source in pick.items())
         frame = pd.read_sql_query(f"SELECT DISTINCT {select} FROM TARGET_INFO_GPU ORDER BY id", connection)
         frame["compute_capability"] = [
-            f"{major}.{minor}" if pd.notna(major) else None for major, minor in zip(frame["major"], frame["minor"])]
+            f"{major}.{minor}" if pd.notna(major) else None for major, minor in zip(frame["major"], frame["minor"])
+        ]
         return frame[columns]
-    for table, id_column, sm_column in (("TARGET_INFO_CUDA_DEVICE", "cudaId", "numMultiprocessors"),
-                                        ("TARGET_INFO_CUDA_GPU", "cudaId", "smCount")):
+    for table, id_column, sm_column in (
+        ("TARGET_INFO_CUDA_DEVICE", "cudaId", "numMultiprocessors"),
+        ("TARGET_INFO_CUDA_GPU", "cudaId", "smCount"),
+    ):
         if table in tables:
             have = set(table_columns(connection, table))
             ids = id_column if id_column in have else "rowid"
             sms = sm_column if sm_column in have else "NULL"
             names = "name" if "name" in have else "NULL"
             frame = pd.read_sql_query(
-                f"SELECT DISTINCT {ids} AS id, {names} AS name, {sms} AS sm_count FROM {table} ORDER BY 1", connection)
+                f"SELECT DISTINCT {ids} AS id, {names} AS name, {sms} AS sm_count FROM {table} ORDER BY 1", connection
+            )
             frame["memory_bytes"] = None
             frame["compute_capability"] = None
             return frame[columns]
@@ -142,8 +189,9 @@ def _pid(global_id: np.ndarray) -> np.ndarray:
     return (global_id >> 24) & ID_BITS
 
 
-def _categorical_from_ids(ids: np.ndarray, strings: dict[int, str], extra: list[str] | None = None,
-                          extra_codes: np.ndarray | None = None) -> pd.Categorical:
+def _categorical_from_ids(
+    ids: np.ndarray, strings: dict[int, str], extra: list[str] | None = None, extra_codes: np.ndarray | None = None
+) -> pd.Categorical:
     """StringIds ids -> Categorical of their values, without a Python object per row.
 
     ``extra`` categories (e.g. memcpy labels) with their own codes are appended after the rows of
@@ -154,7 +202,7 @@ def _categorical_from_ids(ids: np.ndarray, strings: dict[int, str], extra: list[
     # Two ids may hold the same text, and categories must be unique: map ids to text codes.
     value_codes, categories = pd.factorize(pd.Series(values + (extra or []), dtype=object))
     id_to_code = np.full(int(present[-1]) + 1 if len(present) else 0, -1, dtype=np.int32)
-    id_to_code[present] = value_codes[:len(present)]
+    id_to_code[present] = value_codes[: len(present)]
     if not len(ids):
         codes = np.empty(0, np.int32)
     elif (ids < 0).any():  # -1 marks "no id" (e.g. an NVTX range named by text)
@@ -162,7 +210,7 @@ def _categorical_from_ids(ids: np.ndarray, strings: dict[int, str], extra: list[
     else:
         codes = id_to_code[ids]
     if extra:
-        codes = np.concatenate([codes, value_codes[len(present):].astype(np.int32)[extra_codes]])
+        codes = np.concatenate([codes, value_codes[len(present) :].astype(np.int32)[extra_codes]])
     return pd.Categorical.from_codes(codes, categories=pd.Index(categories, dtype=object))
 
 
@@ -174,17 +222,30 @@ def read_gpu_ops(path: Path, tables: frozenset[str]) -> pd.DataFrame:
     """
     # Few, short values per row: SQLite formats every value as text for the columnar reader, so the
     # pid is taken out of the 15-digit global id, and small ids share one value (unpacked in numpy).
-    common = {"start": "start", "end": "end", "device_stream": "(deviceId << 32) | streamId",
-              "correlation_id": "ifnull(correlationId, -1)", "pid": f"(ifnull(globalPid, 0) >> 24) & {ID_BITS}"}
+    common = {
+        "start": "start",
+        "end": "end",
+        "device_stream": "(deviceId << 32) | streamId",
+        "correlation_id": "ifnull(correlationId, -1)",
+        "pid": f"(ifnull(globalPid, 0) >> 24) & {ID_BITS}",
+    }
     parts: dict[str, dict[str, np.ndarray]] = {}
     if KERNEL_TABLE in tables:
-        parts["kernel"] = read_int_columns(path, KERNEL_TABLE, {
-            **common, "name_ids": "(demangledName << 32) | shortName",
-            "grid": "(gridX << 32) | (gridY << 16) | gridZ", "block": "(blockX << 32) | (blockY << 16) | blockZ"})
+        parts["kernel"] = read_int_columns(
+            path,
+            KERNEL_TABLE,
+            {
+                **common,
+                "name_ids": "(demangledName << 32) | shortName",
+                "grid": "(gridX << 32) | (gridY << 16) | gridZ",
+                "block": "(blockX << 32) | (blockY << 16) | blockZ",
+            },
+        )
         _unpack_launch_config(parts["kernel"])
     if MEMCPY_TABLE in tables:
-        parts["memcpy"] = read_int_columns(path, MEMCPY_TABLE, {**common, "bytes": "bytes", "copy_kind": "copyKind"},
-                                           dtypes={"copy_kind": "int32"})
+        parts["memcpy"] = read_int_columns(
+            path, MEMCPY_TABLE, {**common, "bytes": "bytes", "copy_kind": "copyKind"}, dtypes={"copy_kind": "int32"}
+        )
     if MEMSET_TABLE in tables:
         parts["memset"] = read_int_columns(path, MEMSET_TABLE, {**common, "bytes": "bytes"})
     for columns in parts.values():
@@ -201,13 +262,15 @@ def read_gpu_ops(path: Path, tables: frozenset[str]) -> pd.DataFrame:
         pieces = [columns.pop(column, None) for columns in parts.values()]
         dtype = next((piece.dtype for piece in pieces if piece is not None), np.dtype("int32"))
         # Columns a kind does not have (grid for memcpy, bytes for kernels) are 0 for it.
-        frame[column] = np.concatenate([piece if piece is not None else np.zeros(length, dtype)
-                                        for piece, length in zip(pieces, lengths.values())])
+        frame[column] = np.concatenate(
+            [piece if piece is not None else np.zeros(length, dtype) for piece, length in zip(pieces, lengths.values())]
+        )
         del pieces
     frame["duration"] = frame["end"] - frame["start"]
     frame["kind"] = pd.Categorical.from_codes(
         np.concatenate([np.full(length, GPU_OP_KINDS.index(kind), np.int8) for kind, length in lengths.items()]),
-        categories=GPU_OP_KINDS)
+        categories=GPU_OP_KINDS,
+    )
     frame["name"] = names
     frame["short_name"] = short_names
     _check_intervals(frame, path, "GPU operation")
@@ -264,11 +327,17 @@ def read_launches(path: Path, tables: frozenset[str]) -> pd.DataFrame:
     """CUDA runtime API calls (columns: trace.LAUNCH_COLUMNS)."""
     if RUNTIME_TABLE not in tables:
         return empty_launches()
-    columns = read_int_columns(path, RUNTIME_TABLE, {
-        "start": "start", "end": "end",
-        # name id and correlation id (32-bit in CUPTI) in one value; pid and tid without the HW/VM bits
-        "name_correlation": "(nameId << 32) | (ifnull(correlationId, 4294967295) & 4294967295)",
-        "thread": f"ifnull(globalTid, 0) & {PID_TID_MASK}"})
+    columns = read_int_columns(
+        path,
+        RUNTIME_TABLE,
+        {
+            "start": "start",
+            "end": "end",
+            # name id and correlation id (32-bit in CUPTI) in one value; pid and tid without the HW/VM bits
+            "name_correlation": "(nameId << 32) | (ifnull(correlationId, 4294967295) & 4294967295)",
+            "thread": f"ifnull(globalTid, 0) & {PID_TID_MASK}",
+        },
+    )
     packed = columns.pop("name_correlation")
     columns["name_id"] = (packed >> 32).astype(np.int32)
     correlation = packed & 0xFFFFFFFF
@@ -276,9 +345,17 @@ def read_launches(path: Path, tables: frozenset[str]) -> pd.DataFrame:
     thread = columns.pop("thread")
     columns["pid"], columns["tid"] = _pid(thread), thread & ID_BITS
     names = _categorical_from_ids(columns["name_id"], read_strings(path, columns["name_id"]))
-    frame = pd.DataFrame({"start": columns["start"], "end": columns["end"],
-                          "duration": columns["end"] - columns["start"], "name": names,
-                          "correlation_id": columns["correlation_id"], "pid": columns["pid"], "tid": columns["tid"]})
+    frame = pd.DataFrame(
+        {
+            "start": columns["start"],
+            "end": columns["end"],
+            "duration": columns["end"] - columns["start"],
+            "name": names,
+            "correlation_id": columns["correlation_id"],
+            "pid": columns["pid"],
+            "tid": columns["tid"],
+        }
+    )
     _check_intervals(frame, path, "CUDA API")
     return frame[LAUNCH_COLUMNS]
 
@@ -298,13 +375,24 @@ def read_ranges(path: Path, tables: frozenset[str], names: Collection[str] | Non
         is_range += f" AND ({_name_filter(names)})"
         if not wants_domains:  # a range of a named domain is called "domain:text": none can match
             is_range += " AND ifnull(domainId, 0) = 0"
-    columns = read_columns(path, NVTX_TABLE, {
-        "range_id": "rowid", "start": "start", "end": "ifnull(end, -1)", "event_type": "eventType",
-        "text_id": "ifnull(textId, -1)", "domain_id": "ifnull(domainId, 0)",
-        # pid and tid only: the hardware/VM bits above them make every value 15 digits long
-        "global_tid": f"ifnull(globalTid, 0) & {PID_TID_MASK}",
-        "end_global_tid": f"ifnull(endGlobalTid & {PID_TID_MASK}, -1)",
-    }, texts={"text": "text"}, where=is_range, dtypes={"event_type": "int16", "text_id": "int32"})
+    columns = read_columns(
+        path,
+        NVTX_TABLE,
+        {
+            "range_id": "rowid",
+            "start": "start",
+            "end": "ifnull(end, -1)",
+            "event_type": "eventType",
+            "text_id": "ifnull(textId, -1)",
+            "domain_id": "ifnull(domainId, 0)",
+            # pid and tid only: the hardware/VM bits above them make every value 15 digits long
+            "global_tid": f"ifnull(globalTid, 0) & {PID_TID_MASK}",
+            "end_global_tid": f"ifnull(endGlobalTid & {PID_TID_MASK}, -1)",
+        },
+        texts={"text": "text"},
+        where=is_range,
+        dtypes={"event_type": "int16", "text_id": "int32"},
+    )
     if len(columns["start"]) == 0:
         return empty_ranges()
     text_codes, texts = columns.pop("text")
@@ -312,14 +400,16 @@ def read_ranges(path: Path, tables: frozenset[str], names: Collection[str] | Non
     if unclosed.any():  # nsys closes an unclosed range at the last NVTX timestamp; do the same
         with closing(connect_readonly(path)) as connection:
             last = connection.execute(
-                f"SELECT max(coalesce(max(start), 0), coalesce(max(end), 0)) FROM {NVTX_TABLE}").fetchone()[0]
+                f"SELECT max(coalesce(max(start), 0), coalesce(max(end), 0)) FROM {NVTX_TABLE}"
+            ).fetchone()[0]
         columns["end"][unclosed] = last
     domains = []
     if wants_domains and (columns["domain_id"] != 0).any():
         with closing(connect_readonly(path)) as connection:
             domains = connection.execute(
                 f"SELECT globalTid, domainId, coalesce(text, (SELECT value FROM StringIds WHERE id = textId)) "
-                f"FROM {NVTX_TABLE} WHERE eventType = {NVTX_DOMAIN_CREATE} ORDER BY start").fetchall()
+                f"FROM {NVTX_TABLE} WHERE eventType = {NVTX_DOMAIN_CREATE} ORDER BY start"
+            ).fetchall()
 
     global_tid = columns["global_tid"]
     pid = _pid(global_tid)
@@ -334,15 +424,22 @@ def read_ranges(path: Path, tables: frozenset[str], names: Collection[str] | Non
     parent_row, depth = nest_ranges(global_tid, columns["start"], columns["end"], same_thread)
     range_id = columns["range_id"]
     style_codes = np.isin(columns["event_type"], (NVTX_STARTEND, NVTXT_STARTEND)).astype(np.int8)
-    frame = pd.DataFrame({
-        "range_id": range_id, "start": columns["start"], "end": columns["end"],
-        "duration": columns["end"] - columns["start"], "name": range_names,
-        "domain": pd.Categorical.from_codes(domain_codes, categories=pd.Index(domain_names, dtype=object)),
-        "style": pd.Categorical.from_codes(style_codes, categories=RANGE_STYLES),
-        "pid": pid, "tid": global_tid & ID_BITS,
-        "end_tid": np.where(same_thread, global_tid, end_global) & ID_BITS,
-        "depth": depth, "parent": np.where(parent_row >= 0, range_id[np.maximum(parent_row, 0)], -1),
-    })
+    frame = pd.DataFrame(
+        {
+            "range_id": range_id,
+            "start": columns["start"],
+            "end": columns["end"],
+            "duration": columns["end"] - columns["start"],
+            "name": range_names,
+            "domain": pd.Categorical.from_codes(domain_codes, categories=pd.Index(domain_names, dtype=object)),
+            "style": pd.Categorical.from_codes(style_codes, categories=RANGE_STYLES),
+            "pid": pid,
+            "tid": global_tid & ID_BITS,
+            "end_tid": np.where(same_thread, global_tid, end_global) & ID_BITS,
+            "depth": depth,
+            "parent": np.where(parent_row >= 0, range_id[np.maximum(parent_row, 0)], -1),
+        }
+    )
     _check_intervals(frame, path, "NVTX range")
     return frame[RANGE_COLUMNS]
 
@@ -369,8 +466,11 @@ def _name_filter(patterns: Collection[str]) -> str:
     tests = [f"{{column}} IN ({', '.join(exact)})"] if exact else []
     for text in sorted(texts):
         if is_pattern(text):
-            tests.append(f"{{column}} GLOB {_quote(text)}" if "[" in text else
-                         f"{{column}} LIKE {_quote(_like(text))} ESCAPE '\\'")
+            tests.append(
+                f"{{column}} GLOB {_quote(text)}"
+                if "[" in text
+                else f"{{column}} LIKE {_quote(_like(text))} ESCAPE '\\'"
+            )
     if not tests:
         return "0"
     on = lambda column: " OR ".join(test.format(column=column) for test in tests)  # noqa: E731
@@ -387,8 +487,14 @@ def _like(glob: str) -> str:
     return escaped.replace("*", "%").replace("?", "_")
 
 
-def _range_names(path: Path, text_ids: np.ndarray, text_codes: np.ndarray, texts: list[str],
-                 domain_codes: np.ndarray, domain_names: list[str]) -> pd.Categorical:
+def _range_names(
+    path: Path,
+    text_ids: np.ndarray,
+    text_codes: np.ndarray,
+    texts: list[str],
+    domain_codes: np.ndarray,
+    domain_names: list[str],
+) -> pd.Categorical:
     """nsys's range name: registered string (textId) else text, prefixed "domain:" outside the default domain."""
     registered = present_ids(text_ids)
     strings = read_strings(path, text_ids) if len(registered) else {}
@@ -420,8 +526,9 @@ def _domain_codes(pid: np.ndarray, domain_id: np.ndarray, domains: list[tuple]) 
     keys, unique_keys = pd.factorize(pid[custom] << 32 | domain_id[custom])
     known = [created.get(int(key)) for key in unique_keys]
     names_index = {name: index for index, name in enumerate(names)}
-    key_to_code = np.array([names_index.setdefault(name, len(names_index)) if name else 0 for name in known],
-                           dtype=np.int32)
+    key_to_code = np.array(
+        [names_index.setdefault(name, len(names_index)) if name else 0 for name in known], dtype=np.int32
+    )
     names = list(names_index)
     codes[custom] = key_to_code[keys]
     return codes, names

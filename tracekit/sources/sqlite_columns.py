@@ -48,8 +48,14 @@ def rowid_bounds(connection: sqlite3.Connection, table: str) -> tuple[int | None
     return low, high
 
 
-def read_columns(path: str | Path, table: str, ints: Mapping[str, str], texts: Mapping[str, str] | None = None,
-                 dtypes: Mapping[str, str] | None = None, where: str = "") -> dict:
+def read_columns(
+    path: str | Path,
+    table: str,
+    ints: Mapping[str, str],
+    texts: Mapping[str, str] | None = None,
+    dtypes: Mapping[str, str] | None = None,
+    where: str = "",
+) -> dict:
     """Read SQL expressions of the rows of ``table`` (rowid order) in one scan per chunk.
 
     ``ints`` maps an output name to an SQL expression yielding a non-NULL integer (wrap nullable
@@ -81,16 +87,29 @@ def read_columns(path: str | Path, table: str, ints: Mapping[str, str], texts: M
                 index = len(int_names) + offset
                 strings = _split_text(values[index]) if count else pa.array([], pa.large_string())
                 if len(strings) != count:  # a value held the separator: fetch this column row by row
-                    strings = pa.array([r[0] for r in connection.execute(
-                        f"SELECT ifnull({texts[name]}, '') FROM {table} WHERE rowid BETWEEN ? AND ?{condition} "
-                        "ORDER BY rowid", bound)], pa.large_string())
+                    strings = pa.array(
+                        [
+                            r[0]
+                            for r in connection.execute(
+                                f"SELECT ifnull({texts[name]}, '') FROM {table} WHERE rowid BETWEEN ? AND ?{condition} "
+                                "ORDER BY rowid",
+                                bound,
+                            )
+                        ],
+                        pa.large_string(),
+                    )
                 encoded = strings.dictionary_encode()
-                values[index] = (encoded.indices.to_numpy(zero_copy_only=False).astype(np.int32),
-                                 np.asarray(encoded.dictionary.to_pylist(), dtype=object))
+                values[index] = (
+                    encoded.indices.to_numpy(zero_copy_only=False).astype(np.int32),
+                    np.asarray(encoded.dictionary.to_pylist(), dtype=object),
+                )
         for index, name in enumerate(int_names):
             dtype = dtypes.get(name, "int64")
-            values[index] = (np.fromstring(values[index], dtype=np.int64, sep=",").astype(dtype, copy=False)
-                             if count else np.empty(0, dtype))
+            values[index] = (
+                np.fromstring(values[index], dtype=np.int64, sep=",").astype(dtype, copy=False)
+                if count
+                else np.empty(0, dtype)
+            )
         return values
 
     with ThreadPoolExecutor(max_workers=READ_THREADS) as pool:
@@ -110,8 +129,9 @@ def _split_text(joined: str) -> pa.Array:
     return pc.split_pattern(pa.array([joined], pa.large_string()), TEXT_SEPARATOR).flatten()
 
 
-def read_int_columns(path: str | Path, table: str, columns: Mapping[str, str],
-                     dtypes: Mapping[str, str] | None = None, where: str = "") -> dict[str, np.ndarray]:
+def read_int_columns(
+    path: str | Path, table: str, columns: Mapping[str, str], dtypes: Mapping[str, str] | None = None, where: str = ""
+) -> dict[str, np.ndarray]:
     """Integer columns only (see ``read_columns``)."""
     return read_columns(path, table, columns, dtypes=dtypes, where=where)
 
@@ -121,8 +141,10 @@ def _join_text_chunks(chunks: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.n
     all_uniques = np.concatenate([uniques for _, uniques in chunks]) if chunks else np.empty(0, object)
     shared_codes, shared = pd.factorize(pd.Series(all_uniques, dtype=object))
     offsets = np.cumsum([0] + [len(uniques) for _, uniques in chunks])
-    codes = [shared_codes[offset:offset + len(uniques)].astype(np.int32)[chunk_codes]
-             for (chunk_codes, uniques), offset in zip(chunks, offsets)]
+    codes = [
+        shared_codes[offset : offset + len(uniques)].astype(np.int32)[chunk_codes]
+        for (chunk_codes, uniques), offset in zip(chunks, offsets)
+    ]
     return (np.concatenate(codes) if codes else np.empty(0, np.int32)), list(shared)
 
 
@@ -135,7 +157,7 @@ def present_ids(*id_arrays: np.ndarray) -> np.ndarray:
             counts = np.bincount(valid)
             if len(counts) > len(seen):
                 seen = np.concatenate([seen, np.zeros(len(counts) - len(seen), dtype=bool)])
-            seen[:len(counts)] |= counts > 0
+            seen[: len(counts)] |= counts > 0
     return np.flatnonzero(seen)
 
 
@@ -145,10 +167,11 @@ def read_strings(path: str | Path, *id_arrays: np.ndarray) -> dict[int, str]:
     strings: dict[int, str] = {}
     with closing(connect_readonly(path)) as connection:
         for start in range(0, len(wanted), 900):  # SQLite caps bound parameters per statement
-            batch = wanted[start:start + 900]
+            batch = wanted[start : start + 900]
             marks = ",".join("?" * len(batch))
-            strings.update(connection.execute(
-                f"SELECT id, value FROM StringIds WHERE id IN ({marks})", batch).fetchall())
+            strings.update(
+                connection.execute(f"SELECT id, value FROM StringIds WHERE id IN ({marks})", batch).fetchall()
+            )
     return strings
 
 
