@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import subprocess
+from pathlib import Path
 
 import pandas as pd
 
@@ -20,12 +21,10 @@ def nsys_stats(nsys: str, report: str, export) -> pd.DataFrame:
     return pd.read_csv(io.StringIO(result.stdout), keep_default_na=False, dtype={"GridXYZ": str, "BlockXYZ": str})
 
 
-def profile_under_nsys(nsys: str, program: list[str], output) -> "Path":
+def profile_under_nsys(nsys: str, program: list[str], output) -> Path:
     """Profile ``program`` with nsys (NVTX only, the flags that avoid the 2022.4 hang) into
     ``output``.nsys-rep, importing the raw stream when nsys cannot find its importer (Debian's)."""
-    from pathlib import Path
-
-    from tracekit import nsys_cli
+    from tracekit import nsys_tool
 
     output = Path(output)
     subprocess.run(
@@ -46,5 +45,5 @@ def profile_under_nsys(nsys: str, program: list[str], output) -> "Path":
     )
     report = output.with_name(output.name + ".nsys-rep")
     if not report.exists():
-        nsys_cli.import_qdstrm(output.with_name(output.name + ".qdstrm"), report, nsys)
+        nsys_tool.import_qdstrm(output.with_name(output.name + ".qdstrm"), report, nsys)
     return report

@@ -5,12 +5,12 @@ import time
 
 import pandas as pd
 import pytest
-
 from nsys_builder import ExportBuilder
 from test_ranges import build_step
+
 from tracekit.analysis.kernels import kernel_table
 from tracekit.sources import cache as cache_module
-from tracekit.sources.nsys import read_nsys_export
+from tracekit.sources import open_trace
 
 
 @pytest.fixture
@@ -25,11 +25,11 @@ def export(tmp_path, monkeypatch):
 
 
 def test_second_read_comes_from_the_cache_and_equals_the_first(export):
-    first = read_nsys_export(export)
-    tables = {name: getattr(first, name) for name in ("kernels", "launches", "ranges")}
+    first = open_trace(export)
+    tables = {name: getattr(first, name) for name in ("gpu_ops", "launches", "ranges")}
     folder = export.with_name(export.name + cache_module.SUFFIX)
-    assert {path.name for path in folder.iterdir()} == {"key.json", "kernels", "launches", "ranges"}
-    second = read_nsys_export(export)
+    assert {path.name for path in folder.iterdir()} == {"key.json", "gpu_ops", "launches", "ranges"}
+    second = open_trace(export)
     for name, frame in tables.items():
         pd.testing.assert_frame_equal(getattr(second, name), frame, check_categorical=False)
         assert list(getattr(second, name).dtypes.astype(str)) == list(frame.dtypes.astype(str))
@@ -39,34 +39,34 @@ def test_second_read_comes_from_the_cache_and_equals_the_first(export):
 
 
 def test_named_selections_are_cached_too(export):
-    first = read_nsys_export(export).ranges_named(["step", "*ward"])
+    first = open_trace(export).ranges_named(["step", "*ward"])
     folder = export.with_name(export.name + cache_module.SUFFIX)
     assert any(path.name.startswith("ranges_named-") for path in folder.iterdir())
-    second = read_nsys_export(export).ranges_named(["*ward", "step"])  # same patterns, any order
+    second = open_trace(export).ranges_named(["*ward", "step"])  # same patterns, any order
     pd.testing.assert_frame_equal(second, first, check_categorical=False)
     assert sorted(second["name"].astype(str)) == ["backward", "backward", "forward", "forward", "step", "step"]
 
 
 def test_cache_is_thrown_away_when_the_export_changes(export):
-    read_nsys_export(export).kernels
+    assert len(open_trace(export).gpu_ops) == 14
     b = ExportBuilder("2026.2")
     b.kernel(0, 999, "only_kernel")
     time.sleep(0.01)
     b.write(export)  # same path, new contents
-    assert read_nsys_export(export).kernels["name"].tolist() == ["only_kernel"]
+    assert open_trace(export).gpu_ops["name"].tolist() == ["only_kernel"]
 
 
 def test_read_only_folder_uses_the_user_cache(export, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     monkeypatch.setattr(os, "access", lambda path, mode: False)
-    read_nsys_export(export).kernels
+    assert len(open_trace(export).gpu_ops) == 14
     assert not export.with_name(export.name + cache_module.SUFFIX).exists()
     assert any((tmp_path / "xdg" / "tracekit").iterdir())
 
 
 def test_small_exports_and_switch(export, monkeypatch):
     monkeypatch.setenv("TRACEKIT_CACHE", "0")
-    read_nsys_export(export).kernels
+    assert len(open_trace(export).gpu_ops) == 14
     assert not export.with_name(export.name + cache_module.SUFFIX).exists()
 
 
@@ -74,7 +74,7 @@ def test_export_parquet(cli, export, tmp_path):
     out = tmp_path / "tables"
     result = cli("export", export, "--parquet", out)
     assert result.exit_code == 0, result.output
-    kernels = pd.read_parquet(out / "kernels.parquet")
+    kernels = pd.read_parquet(out / "gpu_ops.parquet")
     assert len(kernels) == 14 and kernels["duration"].sum() == 2 * 450
     ranges = pd.read_parquet(out / "ranges.parquet")
     assert set(ranges["name"].astype(str)) >= {"step", "forward", "NCCL:allreduce"}

@@ -10,9 +10,10 @@ import time
 from pathlib import Path
 
 import pytest
-
 from nsys_builder import ExportBuilder
-from tracekit import nsys_cli, runs, watchdog
+
+from tracekit import nsys_tool, runs
+from tracekit.capture import watchdog
 from tracekit.sources.nsys import read_nsys_export
 
 pytest.importorskip("torch")
@@ -34,7 +35,7 @@ def test_capture_tiny_on_cpu(cli, nsys, tmp_path):
     assert not (folder / "memory.pickle").exists()
     manifest = json.loads((folder / "run.json").read_text())
     assert manifest["status"] == "complete" and manifest["trace"] == "nvtx"
-    assert manifest["config"]["steps"] == 3 and manifest["versions"]["nsys"] == nsys_cli.nsys_version(nsys)
+    assert manifest["config"]["steps"] == 3 and manifest["versions"]["nsys"] == nsys_tool.nsys_version(nsys)
     assert len(manifest["samples_ms"]["step"]) == 3 and manifest["timings_ms"]["step"]["mean"] > 0
     assert manifest["versions_program"]["torch"] and manifest["wall_s"]["total"] > 0
 
@@ -90,7 +91,7 @@ def test_watchdog_stops_a_lingering_agent(cli, fake_nsys, tmp_path, monkeypatch)
     )
     assert result.exit_code == 0, result.output
     assert "the nsys agent (pid" in result.output and "kept running after the program ended" in result.output
-    manifest = runs.read_manifest(out / "agent")
+    manifest = runs.Run(out / "agent").manifest
     assert manifest["status"] == "complete"
     (killed,) = manifest["watchdog"]["killed_agents"]
     assert not watchdog._alive(killed)
@@ -122,7 +123,7 @@ def test_watchdog_stops_nsys_that_never_exits(cli, fake_nsys, tmp_path, monkeypa
     assert result.exit_code == 0, result.output
     assert time.monotonic() - started < 60
     assert "did not exit 1 s after the program ended; the watchdog stopped it" in result.output
-    assert runs.read_manifest(tmp_path / "traces" / "hang")["watchdog"]["killed_nsys"] is True
+    assert runs.Run(tmp_path / "traces" / "hang").manifest["watchdog"]["killed_nsys"] is True
 
 
 def test_ctrl_c_stops_cleanly(fake_nsys, tmp_path):
@@ -164,7 +165,7 @@ def test_ctrl_c_stops_cleanly(fake_nsys, tmp_path):
     stdout, stderr = process.communicate(timeout=120)
     assert process.returncode == 1
     assert "capture interrupted" in stderr and "Traceback" not in stderr
-    manifest = runs.read_manifest(out / "stopped")
+    manifest = runs.Run(out / "stopped").manifest
     assert manifest["status"] == "interrupted"
     assert (out / "stopped" / "trace.nsys-rep").exists()
 
@@ -172,7 +173,7 @@ def test_ctrl_c_stops_cleanly(fake_nsys, tmp_path):
 def test_stream_without_importer(cli, fake_nsys, tmp_path, monkeypatch):
     """What the borrowed H100 machines have: an nsys that writes a .qdstrm and no importer anywhere."""
     monkeypatch.setenv("FAKE_NSYS_MODE", "stream")
-    monkeypatch.setattr(nsys_cli, "IMPORTER_LOCATIONS", [])
+    monkeypatch.setattr(nsys_tool, "IMPORTER_LOCATIONS", [])
     result = cli(
         "capture",
         "tiny",
@@ -194,7 +195,7 @@ def test_stream_without_importer(cli, fake_nsys, tmp_path, monkeypatch):
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert result.exit_code == 1 and len(lines) == 1
     assert "no Nsight Systems importer (QdstrmImporter)" in lines[0] and "QdstrmImporter -i" in lines[0]
-    assert runs.read_manifest(tmp_path / "traces" / "stream")["status"] == "failed"
+    assert runs.Run(tmp_path / "traces" / "stream").manifest["status"] == "failed"
     assert (tmp_path / "traces" / "stream" / "trace.qdstrm").exists()  # kept, to import elsewhere
 
 
@@ -203,7 +204,7 @@ def test_missing_nsys(cli, tmp_path, monkeypatch):
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
     monkeypatch.delenv("TRACEKIT_NSYS", raising=False)
-    monkeypatch.setattr(nsys_cli, "NSYS_LOCATIONS", [])
+    monkeypatch.setattr(nsys_tool, "NSYS_LOCATIONS", [])
     result = cli("capture", "tiny", "--out", tmp_path / "traces")
     assert result.exit_code == 1
     lines = [line for line in result.output.splitlines() if line.strip()]
@@ -218,10 +219,10 @@ def test_default_names_and_replacing(tmp_path):
 
     name = runs.default_name("xl", 256, "train", "bf16", True, "naive", datetime(2026, 11, 22, 14, 3))
     assert name == "xl-ctx256-train-bf16-compiled-20261122-1403"
-    first = runs.prepare(tmp_path, name, replace=False)
-    second = runs.prepare(tmp_path, name, replace=False)
+    first = runs.Run.create(tmp_path, name, replace=False).folder
+    second = runs.Run.create(tmp_path, name, replace=False).folder
     assert second.name == name + "-2" and first.exists()
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "thesis.tex").write_text("not a run")
     with pytest.raises(Exception, match="not a tracekit run folder"):
-        runs.prepare(tmp_path, "mine", replace=True)
+        runs.Run.create(tmp_path, "mine", replace=True)

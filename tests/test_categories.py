@@ -85,7 +85,7 @@ def test_rules_are_ordered_data():
 
 def test_every_real_kernel_gets_a_category(shared_traces):
     for export in sorted(shared_traces.glob("*.sqlite")):
-        names = read_nsys_export(export).kernels["name"].cat.categories
+        names = read_nsys_export(export).gpu_ops["name"].cat.categories
         categories = {name: categorize_name(name) for name in names}
         # every kernel of these real traces is something we can name
         assert "other" not in set(categories.values()), [n for n, c in categories.items() if c == "other"]

@@ -5,9 +5,9 @@ import shutil
 import sqlite3
 
 import pytest
-
 from nsys_builder import ExportBuilder
-from tracekit import nsys_cli
+
+from tracekit import nsys_tool
 
 
 def assert_one_line_error(result, *fragments):
@@ -50,12 +50,12 @@ def test_folder_that_is_not_a_run(cli, tmp_path):
 
 def test_report_without_nsys(cli, tmp_path, monkeypatch):
     report = tmp_path / "capture.nsys-rep"
-    report.write_bytes(nsys_cli.REPORT_MAGIC + b" 1.\n")
+    report.write_bytes(nsys_tool.REPORT_MAGIC + b" 1.\n")
     empty = tmp_path / "bin"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
     monkeypatch.delenv("TRACEKIT_NSYS", raising=False)
-    monkeypatch.setattr(nsys_cli, "NSYS_LOCATIONS", [])
+    monkeypatch.setattr(nsys_tool, "NSYS_LOCATIONS", [])
     assert_one_line_error(
         cli("kernels", report), "nsys) is not installed", "apt-get install nsight-systems", "--nsys PATH"
     )

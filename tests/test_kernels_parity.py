@@ -4,7 +4,6 @@ import io
 
 import pandas as pd
 import pytest
-
 from conftest import shared_export_paths
 from nsys_builder import ExportBuilder
 from nsys_stats import nsys_stats

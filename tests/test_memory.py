@@ -1,15 +1,15 @@
 """Memory snapshots: safe loading, replay against an independent one, peaks, holders, pictures."""
 
-import io
 import json
 import os
 import pickle
 
 import numpy as np
 import pytest
-
 from snapshot_builder import SnapshotBuilder, stack
-from tracekit.analysis.memory import compare, holders_at_peak, largest_at_peak, phases, replay
+
+from tracekit.analysis.memory import replay
+from tracekit.analysis.memory_tables import compare, holders_at_peak, largest_at_peak, phases
 from tracekit.errors import SnapshotError
 from tracekit.sources.snapshot import load_snapshot
 
@@ -60,7 +60,7 @@ def independent_replay(path):
         if current > peak:
             peak, peak_at = current, index
     live = {}
-    for index, e in enumerate(events[: peak_at + 1]):  # replay to the peak: traced allocations live then
+    for e in events[: peak_at + 1]:  # replay to the peak: traced allocations live then
         if e["action"] == "alloc":
             live[e["addr"]] = e["size"]
         elif e["action"] == "free_completed":
@@ -217,8 +217,11 @@ def test_cli_plot_compare_and_run_folder(cli, tmp_path, shared_memory):
     picture = tmp_path / "timeline.png"
     result = cli("memory", forward, "--plot", picture, "--top", "3", "--format", "json")
     assert result.exit_code == 0, result.output
-    rows = json.loads(result.output[result.output.index("[") : result.output.rindex("]") + 1])
+    tables = json.loads(result.output[: result.output.rindex("}") + 1])
+    rows = tables["allocations"]
     assert len(rows) == 3 and rows[0]["Size (MiB)"] == 64.0
+    summary = {row["Quantity"]: row["Value"] for row in tables["summary"]}  # json keeps the summary too
+    assert summary["device"] == "cuda:0" and float(summary["peak allocated (MiB)"].replace(",", "")) > 0
     pixels = matplotlib.image.imread(picture)
     assert pixels.shape[0] >= 500 and pixels.shape[1] >= 1000 and pixels.std() > 0.05
     run = tmp_path / "run"

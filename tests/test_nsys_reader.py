@@ -2,8 +2,8 @@
 
 import numpy as np
 import pytest
-
 from nsys_builder import ExportBuilder
+
 from tracekit.sources.nsys import read_nsys_export
 
 GENERATIONS = ["2022.4", "2026.2"]
@@ -42,7 +42,7 @@ def build_small(generation: str, path):
 @pytest.mark.parametrize("generation", GENERATIONS)
 def test_gpu_ops_have_exact_values(tmp_path, generation):
     trace = read_nsys_export(build_small(generation, tmp_path / "t.sqlite"))
-    ops = trace.kernels.sort_values("start").reset_index(drop=True)
+    ops = trace.gpu_ops.sort_values("start").reset_index(drop=True)
     assert ops["kind"].tolist() == ["kernel", "kernel", "memcpy", "memcpy", "memset"]
     assert ops["duration"].tolist() == [300, 50, 400, 100, 10]
     assert ops["name"].tolist() == [
@@ -68,7 +68,7 @@ def test_launches_and_metadata(tmp_path, generation):
     assert launches["start"].tolist() == [900, 1_950, 2_990]
     assert launches["tid"].tolist() == [4243, 4242, 4242]
     assert launches["name"].tolist()[0] == "cudaLaunchKernel_v7000"
-    ops = trace.kernels
+    ops = trace.gpu_ops
     # every launch correlates with exactly one GPU op
     assert set(launches["correlation_id"]) <= set(ops["correlation_id"])
     meta = trace.meta
@@ -108,9 +108,9 @@ def test_cpu_only_export_reads_as_empty_gpu_tables(tmp_path):
     b = ExportBuilder("2022.4")
     b.push_pop(0, 10, "step")
     trace = read_nsys_export(b.write(tmp_path / "cpu.sqlite"))
-    assert trace.kernels.empty and trace.launches.empty
+    assert trace.gpu_ops.empty and trace.launches.empty
     assert trace.ranges["name"].tolist() == ["step"]
-    assert list(trace.kernels.columns)[:4] == ["start", "end", "duration", "kind"]
+    assert list(trace.gpu_ops.columns)[:4] == ["start", "end", "duration", "kind"]
 
 
 def test_reads_in_chunks_across_threads(tmp_path, monkeypatch):
@@ -122,14 +122,14 @@ def test_reads_in_chunks_across_threads(tmp_path, monkeypatch):
     for i in range(100):
         b.kernel(i * 100, i * 100 + i, f"k{i % 3}", grid=(i + 1, 1, 1))
     trace = read_nsys_export(b.write(tmp_path / "many.sqlite"))
-    ops = trace.kernels
+    ops = trace.gpu_ops
     assert ops["duration"].tolist() == list(range(100))
     assert ops["grid_x"].tolist() == list(range(1, 101))
     assert ops["name"].tolist() == [f"k{i % 3}" for i in range(100)]
 
 
 def test_nesting_of_partially_overlapping_and_equal_ranges():
-    from tracekit.sources.nesting import nest_ranges
+    from tracekit.model.nesting import nest_ranges
 
     thread = np.array([1, 1, 1, 1, 2, 2])
     start = np.array([0, 10, 20, 50, 0, 5])

@@ -8,13 +8,14 @@ import io
 
 import pandas as pd
 import pytest
-
 from nsys_builder import ExportBuilder
+
 from tracekit.analysis.attribution import range_gpu_stats
 from tracekit.analysis.breakdown import breakdown_table
 from tracekit.analysis.kernels import category_table, kernel_table
-from tracekit.analysis.ranges import range_paths, range_table, range_tree, range_within, select_ranges
+from tracekit.analysis.ranges import range_table, range_tree, range_within
 from tracekit.errors import NoGpuDataError, UsageError
+from tracekit.model.selection import select_ranges
 from tracekit.sources.nsys import read_nsys_export
 
 GEMM = "ampere_sgemm_128x64_tn"
@@ -83,8 +84,6 @@ def test_same_thread_is_nsys_projection(trace):
 
 
 def test_paths_and_specs(trace):
-    paths = dict(zip(trace.ranges["name"].astype(str), range_paths(trace.ranges).astype(str)))
-    assert paths["attention"] == "step/forward/attention"
     assert set(select_ranges(trace, ["step/attention"])["name"]) == {"attention"}  # nested at any depth
     assert set(select_ranges(trace, ["*ward"])["name"]) == {"forward", "backward"}
     with pytest.raises(UsageError, match="no NVTX range matches backward/forward"):
@@ -114,9 +113,9 @@ def test_kernels_inside_ranges(trace):
 
 def without_main_thread_backward_kernel(trace):
     """The same trace without the one kernel main launches in backward: same-thread finds nothing there."""
-    from tracekit.trace import Trace
+    from tracekit.model.trace import Trace
 
-    ops = trace.kernels[trace.kernels["name"] != FILL].reset_index(drop=True)
+    ops = trace.gpu_ops[trace.gpu_ops["name"] != FILL].reset_index(drop=True)
     return Trace.from_frames(trace.meta, ops, trace.launches, trace.ranges)
 
 

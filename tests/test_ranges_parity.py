@@ -1,15 +1,15 @@
 """`tracekit ranges` reproduces nsys's nvtxsum; with --same-thread, its projection nvtxgpuproj."""
 
 import io
-from concurrent.futures import ThreadPoolExecutor
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pandas as pd
 import pytest
-
 from conftest import SHARED_TRACES, shared_export_paths
 from nsys_stats import nsys_stats, profile_under_nsys
+
 from tracekit.analysis.attribution import range_gpu_stats
 from tracekit.sources.nsys import read_nsys_export
 
@@ -68,7 +68,7 @@ def test_nvtxsum_on_a_cpu_torch_loop_captured_here(cli, nsys, tmp_path):
 
 
 def _export(nsys, report):
-    from tracekit.nsys_cli import export_sqlite
+    from tracekit.nsys_tool import export_sqlite
 
     return export_sqlite(report, nsys)
 
@@ -125,7 +125,7 @@ def test_same_thread_projection_equals_nvtxgpuproj(projections, name):
         assert parent["start"] <= child["start"] and parent["end"] >= child["end"] and parent["tid"] == child["tid"]
         if theirs_id >= 0:
             other = by_id.loc[theirs_id]
-            tight = lambda p: (child["start"] - p["start"]) + (p["end"] - child["end"])  # noqa: E731
+            tight = lambda p, child=child: (child["start"] - p["start"]) + (p["end"] - child["end"])
             assert tight(parent) <= tight(other)
         # every disagreement sits within the R*Tree's float32 resolution
         assert min(child["start"] - parent["start"], parent["end"] - child["end"]) < 2**15

@@ -1,7 +1,6 @@
 """`tracekit diff` and `tracekit report` (traces, run folders, a benchmark database)."""
 
 import io
-import json
 import re
 import shutil
 
@@ -21,7 +20,7 @@ def read_csv(text):
 
 def test_diff_categories_equal_the_difference_of_category_tables(cli, shared_traces):
     a, b = shared_traces / A, shared_traces / B
-    diff = read_csv(cli("diff", a, b, "--format", "csv").output)
+    diff = read_csv(cli("diff", a, b, "--by", "category", "--format", "csv").output)
     whole = diff[diff["Phase"] == "(whole trace)"].set_index("Category")
     table_a = read_csv(cli("kernels", a, "--by", "category", "--format", "csv").output).set_index("Category")
     table_b = read_csv(cli("kernels", b, "--by", "category", "--format", "csv").output).set_index("Category")
@@ -92,8 +91,7 @@ def test_report_with_memory_snapshot(cli, shared_traces, shared_memory, tmp_path
     run.mkdir()
     shutil.copy(shared_traces / A, run / runs.EXPORT)
     shutil.copy(shared_memory / "cs336_medium_ctx128_train_step.pickle", run / runs.MEMORY)
-    runs.write_manifest(
-        run,
+    runs.Run(run).write_manifest(
         {
             "status": "complete",
             "config": {"model": "medium", "context": 128},

@@ -11,6 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from nsys_stats import profile_under_nsys  # noqa: E402
+
 from workloads import bench  # noqa: E402
 from workloads.models import SIZES, TransformerLM, model_config  # noqa: E402
 from workloads.sweep import configurations, record, results_table, run_sweep  # noqa: E402
@@ -124,7 +125,8 @@ def test_cli_sweep(cli, tmp_path):
         db,
     )
     assert result.exit_code == 0, result.output
-    table = pd.read_csv(io.StringIO(result.output[result.output.index("Model,") :].split("\n" + str(db))[0]))
+    table = pd.read_csv(io.StringIO(result.stdout))
+    assert f"note: {db}: 2 rows" in result.stderr
     assert table["Ctx"].tolist() == [16, 32] and (table["Status"] == "ok").all()
     unknown = cli("bench", "tiny", "--mode", "sideways")
     assert unknown.exit_code == 2 and "choose from" in unknown.output
@@ -193,7 +195,7 @@ def test_dtypes_under_bf16_autocast(cli):
 def test_ranges_recorded_under_nsys(nsys, tmp_path):
     """The tiny model under nsys 2022.4 on the CPU: every range, warm-up included (no capture range)."""
     pytest.importorskip("nvtx")
-    from tracekit import nsys_cli
+    from tracekit import nsys_tool
     from tracekit.sources.nsys import read_nsys_export
 
     warmup, steps, layers = 2, 3, model_config("tiny").num_layers
@@ -215,7 +217,7 @@ def test_ranges_recorded_under_nsys(nsys, tmp_path):
         ],
         tmp_path / "run",
     )
-    counts = read_nsys_export(nsys_cli.export_sqlite(report, nsys)).ranges["name"].astype(str).value_counts()
+    counts = read_nsys_export(nsys_tool.export_sqlite(report, nsys)).ranges["name"].astype(str).value_counts()
     runs = warmup + steps
     for name in ("step", "forward", "backward", "optimizer", "layer.0", f"layer.{layers - 1}"):
         assert counts[name] == runs, name

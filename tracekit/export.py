@@ -1,61 +1,66 @@
 """``tracekit export``: the normalized tables of a trace (and of its memory snapshot) as Parquet files,
-for notebooks: ``pd.read_parquet("out/kernels.parquet")``. Columns are those of ``tracekit.trace``
-(and ``tracekit.sources.snapshot`` / ``tracekit.analysis.memory`` for memory)."""
+for notebooks: ``pd.read_parquet("out/gpu_ops.parquet")``. Columns are those of the column contract
+(``tracekit.model.schema``); memory allocations are those of ``analysis.memory.DeviceMemory``."""
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tracekit.trace import Trace
+from tracekit.model.result import Result
+from tracekit.model.trace import TABLES, Trace
+
+if TYPE_CHECKING:
+    from tracekit.model.memory import MemoryTrace
 
 ROWS_PER_SLICE = 1_000_000
 
 
 def write_parquet(frame: pd.DataFrame, path: Path) -> None:
-    """One row group per slice: converting a 10M-row frame to Arrow at once would double its memory."""
+    """One row group per slice (converting a 10M-row frame to Arrow at once would double its memory),
+    written to a temporary name and renamed when whole."""
+    partial = path.with_name(f".{path.name}.partial")
     writer = None
     try:
         for start in range(0, max(len(frame), 1), ROWS_PER_SLICE):
             table = pa.Table.from_pandas(frame.iloc[start : start + ROWS_PER_SLICE], preserve_index=False)
             if writer is None:
-                writer = pq.ParquetWriter(path, table.schema, compression="zstd")
+                writer = pq.ParquetWriter(partial, table.schema, compression="zstd")
             writer.write_table(table)
+        if writer is not None:
+            writer.close()
+            writer = None
+        os.replace(partial, path)
     finally:
         if writer is not None:
             writer.close()
+        partial.unlink(missing_ok=True)
 
 
-def run_snapshot(path: str | Path) -> Path | None:
-    """The memory snapshot of a run folder, if it has one."""
-    from tracekit.runs import MEMORY
-
-    candidate = Path(path) / MEMORY
-    return candidate if Path(path).is_dir() and candidate.is_file() else None
-
-
-def export_parquet(trace: Trace, folder: Path, snapshot: Path | None = None) -> pd.DataFrame:
-    """Write kernels, launches, ranges (+ memory events and allocations) and meta.json to ``folder``.
+def export_parquet(trace: Trace, folder: Path, snapshot: MemoryTrace | None = None) -> Result:
+    """Write gpu_ops, launches, ranges (+ memory events and allocations) and meta.json to ``folder``.
     Returns what was written: File, Rows, Size (MiB)."""
     folder.mkdir(parents=True, exist_ok=True)
-    tables = {"kernels": trace.kernels, "launches": trace.launches, "ranges": trace.ranges}
+    tables = {table: getattr(trace, table) for table in TABLES}
     if snapshot is not None:
         from tracekit.analysis.memory import replay
-        from tracekit.sources.snapshot import load_snapshot
 
-        memory_trace = load_snapshot(snapshot)
-        tables["memory_events"] = memory_trace.events
-        tables["memory_allocations"] = replay(memory_trace).allocations
+        tables["memory_events"] = snapshot.events
+        tables["memory_allocations"] = replay(snapshot).allocations
     rows = []
     for name, frame in tables.items():
         path = folder / f"{name}.parquet"
         write_parquet(frame, path)
         rows.append((path.name, len(frame), path.stat().st_size / 2**20))
     meta = folder / "meta.json"
-    meta.write_text(json.dumps(trace.meta.as_dict(), indent=2, default=str) + "\n")
+    partial = folder / ".meta.json.partial"
+    partial.write_text(json.dumps(trace.meta.as_dict(), indent=2, default=str) + "\n")
+    os.replace(partial, meta)
     rows.append((meta.name, 1, meta.stat().st_size / 2**20))
-    return pd.DataFrame(rows, columns=["File", "Rows", "Size (MiB)"])
+    return Result.of("written", pd.DataFrame(rows, columns=["File", "Rows", "Size (MiB)"]), f"Wrote {folder}")

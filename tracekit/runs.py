@@ -1,8 +1,9 @@
-"""Run folders: ``traces/<name>/`` with trace.nsys-rep, trace.sqlite, run.json (written last), and
-memory.pickle; ``traces/latest`` pointing at the newest.
+"""Run folders, the one place that knows one: ``traces/<name>/`` holding trace.nsys-rep, trace.sqlite,
+run.json (written last), memory.pickle, nsys.log; ``traces/latest`` pointing at the newest.
 
 A run folder is complete when its run.json says ``"status": "complete"``; run.json is written only
-once everything else is in place, so a folder without one is a capture that did not finish.
+once everything else is in place, so a folder without one is a capture that did not finish. Nothing
+outside this module builds a run folder's paths or reads its run.json.
 """
 
 from __future__ import annotations
@@ -11,20 +12,184 @@ import json
 import os
 import shutil
 from datetime import datetime
+from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
+from tracekit.errors import CaptureError, InputNotFoundError
 
-from tracekit.errors import CaptureError
+if TYPE_CHECKING:
+    import pandas as pd
 
 MANIFEST = "run.json"
 REPORT = "trace.nsys-rep"
 EXPORT = "trace.sqlite"
 MEMORY = "memory.pickle"
-LATEST = "latest"
 STREAM = "trace.qdstrm"
 RESULT = "result.json"
-RUN_FILES = {MANIFEST, REPORT, EXPORT, MEMORY, STREAM, RESULT}
+LOG = "nsys.log"
+LATEST = "latest"
+RUN_FILES = {MANIFEST, REPORT, EXPORT, MEMORY, STREAM, RESULT, LOG}
+PHASE_COLUMNS = ["Phase", "Mean (ms)", "Std (ms)", "Median (ms)", "Min (ms)", "Max (ms)"]
+
+
+class Run:
+    """A run folder: its files (each None when absent) and its manifest."""
+
+    def __init__(self, folder: str | Path):
+        self.folder = Path(folder)
+
+    @classmethod
+    def at(cls, path: str | Path) -> Run | None:
+        """The run whose folder ``path`` is, or None when ``path`` is not a folder."""
+        path = Path(path)
+        return cls(path) if path.is_dir() else None
+
+    def _file(self, name: str) -> Path | None:
+        path = self.folder / name
+        return path if path.is_file() else None
+
+    @property
+    def name(self) -> str:
+        return self.folder.resolve().name
+
+    @property
+    def export(self) -> Path | None:
+        """trace.sqlite, the nsys SQLite export."""
+        return self._file(EXPORT)
+
+    @property
+    def report(self) -> Path | None:
+        """trace.nsys-rep, the nsys report."""
+        return self._file(REPORT)
+
+    @property
+    def snapshot(self) -> Path | None:
+        """memory.pickle, the CUDA memory snapshot (CUDA captures with --memory only)."""
+        return self._file(MEMORY)
+
+    @property
+    def trace_file(self) -> Path | None:
+        """The trace to read: the export, else the report (exported on first use)."""
+        return self.export or self.report
+
+    def require_trace(self) -> Path:
+        found = self.trace_file
+        if found is None:
+            raise InputNotFoundError(
+                f"{self.folder} is a folder without {EXPORT} or {REPORT}: not a tracekit run folder"
+            )
+        return found
+
+    def require_snapshot(self) -> Path:
+        found = self.snapshot
+        if found is None:
+            raise InputNotFoundError(
+                f"{self.folder} has no {MEMORY}: capture with `tracekit capture MODEL --memory` on a CUDA GPU "
+                "(snapshots need CUDA)"
+            )
+        return found
+
+    @cached_property
+    def manifest(self) -> dict:
+        """run.json ({} when there is none, or it is not JSON)."""
+        try:
+            data = json.loads((self.folder / MANIFEST).read_text())
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    @property
+    def status(self) -> str | None:
+        return self.manifest.get("status")
+
+    @property
+    def timings_ms(self) -> dict:
+        """Per phase, the harness's mean/std/median/min/max step time (ms)."""
+        return self.manifest.get("timings_ms") or {}
+
+    @property
+    def samples_ms(self) -> dict:
+        """Per phase, the raw per-step times (ms)."""
+        return self.manifest.get("samples_ms") or {}
+
+    def phases(self) -> pd.DataFrame:
+        """Per-phase step times (ms) the harness measured: Phase, Mean, Std, Median, Min, Max."""
+        import pandas as pd
+
+        rows = [
+            {"Phase": phase, **{f"{stat.capitalize()} (ms)": value for stat, value in stats.items()}}
+            for phase, stats in self.timings_ms.items()
+        ]
+        return pd.DataFrame(rows, columns=PHASE_COLUMNS)
+
+    # Writing: capture makes the folder, writes its manifest, points `latest` at it.
+
+    @property
+    def stream(self) -> Path:
+        """Where nsys leaves its raw stream when it cannot import it."""
+        return self.folder / STREAM
+
+    @property
+    def result_file(self) -> Path:
+        """Where the workload writes its measurements (merged into run.json, then removed)."""
+        return self.folder / RESULT
+
+    @property
+    def log(self) -> Path:
+        return self.folder / LOG
+
+    @property
+    def output_base(self) -> Path:
+        """The name nsys is told to write to (it adds .nsys-rep / .qdstrm)."""
+        return self.folder / Path(REPORT).stem
+
+    def snapshot_target(self) -> Path:
+        return self.folder / MEMORY
+
+    def export_target(self) -> Path:
+        return self.folder / EXPORT
+
+    def report_target(self) -> Path:
+        return self.folder / REPORT
+
+    @classmethod
+    def create(cls, out: str | Path, name: str, replace: bool) -> Run:
+        """Create the run folder ``out/name``. A default name that exists gets a suffix (-2, -3, ...); an
+        explicit ``--name`` replaces an earlier tracekit run of that name but never a folder of
+        something else."""
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        folder = out / name
+        if folder.exists() and replace:
+            names = {path.name for path in folder.iterdir()}
+            if names and not names & RUN_FILES:
+                raise CaptureError(f"{folder} exists and is not a tracekit run folder; choose another --name")
+            shutil.rmtree(folder)
+        suffix = 2
+        while folder.exists():
+            folder = out / f"{name}-{suffix}"
+            suffix += 1
+        folder.mkdir()
+        return cls(folder)
+
+    def write_manifest(self, manifest: dict) -> Path:
+        """Write run.json atomically (a reader never sees half of it)."""
+        path = self.folder / MANIFEST
+        partial = self.folder / (MANIFEST + ".partial")
+        partial.write_text(json.dumps(manifest, indent=2, default=str) + "\n")
+        os.replace(partial, path)
+        self.__dict__["manifest"] = manifest
+        return path
+
+    def point_latest(self) -> Path:
+        """Make ``<out>/latest`` a relative symlink to this folder (replaced atomically)."""
+        link = self.folder.parent / LATEST
+        temporary = self.folder.parent / f".{LATEST}.{os.getpid()}"
+        temporary.unlink(missing_ok=True)
+        temporary.symlink_to(self.folder.name, target_is_directory=True)
+        os.replace(temporary, link)
+        return link
 
 
 def default_name(
@@ -38,56 +203,3 @@ def default_name(
         parts.append(attention)
     parts.append((now or datetime.now()).strftime("%Y%m%d-%H%M"))
     return "-".join(parts)
-
-
-def prepare(out: Path, name: str, replace: bool) -> Path:
-    """Create the run folder. A default name that exists gets a suffix (-2, -3, ...); an explicit
-    ``--name`` replaces an earlier tracekit run of that name but never a folder of something else."""
-    out.mkdir(parents=True, exist_ok=True)
-    folder = out / name
-    if folder.exists() and replace:
-        names = {path.name for path in folder.iterdir()}
-        if names and not names & RUN_FILES:
-            raise CaptureError(f"{folder} exists and is not a tracekit run folder; choose another --name")
-        shutil.rmtree(folder)
-    suffix = 2
-    while folder.exists():
-        folder = out / f"{name}-{suffix}"
-        suffix += 1
-    folder.mkdir()
-    return folder
-
-
-def write_manifest(folder: Path, manifest: dict) -> Path:
-    """Write run.json atomically (a reader never sees half of it)."""
-    path = folder / MANIFEST
-    partial = folder / (MANIFEST + ".partial")
-    partial.write_text(json.dumps(manifest, indent=2, default=str) + "\n")
-    os.replace(partial, path)
-    return path
-
-
-def read_manifest(folder: Path) -> dict | None:
-    path = Path(folder) / MANIFEST
-    if not path.exists():
-        return None
-    return json.loads(path.read_text())
-
-
-def point_latest(folder: Path) -> Path:
-    """Make ``<out>/latest`` a relative symlink to the run folder (replaced atomically)."""
-    link = folder.parent / LATEST
-    temporary = folder.parent / f".{LATEST}.{os.getpid()}"
-    temporary.unlink(missing_ok=True)
-    temporary.symlink_to(folder.name, target_is_directory=True)
-    os.replace(temporary, link)
-    return link
-
-
-def phase_table(manifest: dict) -> pd.DataFrame:
-    """Per-phase step times (ms) the harness measured: Phase, Mean, Std, Median, Min, Max."""
-    rows = [
-        {"Phase": phase, **{f"{stat.capitalize()} (ms)": value for stat, value in stats.items()}}
-        for phase, stats in manifest.get("timings_ms", {}).items()
-    ]
-    return pd.DataFrame(rows, columns=["Phase", "Mean (ms)", "Std (ms)", "Median (ms)", "Min (ms)", "Max (ms)"])

@@ -12,7 +12,8 @@ import argparse
 import json
 import sys
 
-from workloads.bench import DTYPES, MODES, RunConfig, result_record, run, summarize
+from workloads.bench import DTYPES, result_record, run, summarize
+from workloads.config import MODES, RunConfig
 from workloads.models import ATTENTION_KINDS, SIZES
 
 EXIT_OOM = 3
@@ -52,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     )  # the inverse of RunConfig.arguments()
     try:
         result = run(config, capture_range=args.capture_range, memory_snapshot=args.memory)
-    except Exception as error:  # noqa: BLE001 - report bad options in one line, as tracekit does
+    except Exception as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     record = {**result_record(result), "summary": summarize(result)}

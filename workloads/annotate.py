@@ -12,8 +12,8 @@ costs about 2 us through the ``nvtx`` package (a 48-layer forward pushes about 2
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Callable, Iterator
 
 # The NVTX capture range `tracekit capture` asks nsys to record: the measured steps, not warm-up.
 CAPTURE_RANGE = "tracekit-capture"

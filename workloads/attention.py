@@ -13,11 +13,12 @@ import itertools
 import math
 import statistics
 import time
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import pandas as pd
 import torch
 
+from tracekit.model.result import Result
 from workloads.bench import is_out_of_memory, release_memory, resolve_device
 
 HEAD_DIMS = (16, 32, 64, 128)
@@ -83,7 +84,7 @@ def time_attention(
     return {"forward": statistics.fmean(forward_ms), "backward": statistics.fmean(backward_ms), "memory": memory}
 
 
-def attention_table(
+def attention_grid(
     head_dims: Sequence[int] = HEAD_DIMS,
     lengths: Sequence[int] = SEQUENCE_LENGTHS,
     implementations: Sequence[str] = ("naive", "sdpa"),
@@ -94,7 +95,7 @@ def attention_table(
     causal: bool = True,
     device: str = "auto",
     on_row: Callable[[dict], None] | None = None,
-) -> pd.DataFrame:
+) -> Result:
     """One row per (implementation, compiled, head dim, length). Columns: Implementation, Compile,
     Head Dim, Seq Len, Status (ok | oom | error), Forward (ms), Backward (ms), Memory Before Backward (MiB)."""
     target = resolve_device(device)
@@ -123,7 +124,7 @@ def attention_table(
                     "Memory Before Backward (MiB)": timing["memory"] / 2**20 if timing["memory"] else None,
                 }
             )
-        except Exception as error:  # noqa: BLE001 - a failing point is a row, the grid goes on
+        except Exception as error:
             row["Status"] = "oom" if is_out_of_memory(error) else "error"
             row["Error"] = f"{type(error).__name__}: {error}".splitlines()[0][:300]
         finally:
@@ -131,4 +132,6 @@ def attention_table(
         rows.append(row)
         if on_row:
             on_row(row)
-    return pd.DataFrame(rows)
+    return Result.of(
+        "attention", pd.DataFrame(rows), f"Attention, batch {batch}, {passes} passes (oom = out of memory)"
+    )

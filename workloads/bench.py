@@ -19,14 +19,13 @@ from dataclasses import asdict, dataclass, field
 import torch
 
 from tracekit.errors import UsageError
-from workloads.config import MODES, RunConfig  # noqa: F401 - re-exported for callers
+from workloads import config as fields
 from workloads.annotate import BACKEND, CAPTURE_RANGE, nvtx_range, pop, push
+from workloads.config import MODES, PHASES, STATS, RunConfig
 from workloads.hardware import device_name, peak_flops
 from workloads.models import build_model, flops_per_step, model_config, parameter_count
 
 DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
-PHASES = ("forward", "backward", "optimizer", "step")
-STATS = ("mean", "std", "median", "min", "max")
 
 
 @dataclass
@@ -122,7 +121,7 @@ def run(config: RunConfig, capture_range: bool = False, memory_snapshot: str | N
         result.samples_ms = _measure(config, device, capture_range, memory_snapshot)
         if device.type == "cuda":
             result.peak_memory_bytes = torch.cuda.max_memory_allocated(device)
-    except Exception as error:  # noqa: BLE001 - any failure of one configuration becomes its row
+    except Exception as error:
         if not is_out_of_memory(error):
             result.status, result.error = "error", f"{type(error).__name__}: {error}".splitlines()[0][:300]
         else:
@@ -210,35 +209,38 @@ def describe(values: list[float]) -> dict[str, float]:
 
 
 def summarize(result: RunResult) -> dict:
-    """One row per configuration: configuration, status, size, per-phase statistics (ms), throughput."""
+    """One row per configuration, keyed by ``config.Field.key``: configuration, status, size, per-phase
+    statistics (ms), throughput."""
     config = result.config
     spec = model_config(config.model, config.context)
     flops = flops_per_step(spec, config.batch, config.context, backward=config.mode != "forward")
     row = {
-        "Model": config.model,
-        "Ctx": config.context,
-        "Batch": config.batch,
-        "Mode": config.mode,
-        "Dtype": config.dtype,
-        "Compile": config.compile,
-        "Attention": config.attention,
-        "Device": result.device,
-        "Status": result.status,
-        "Params (M)": parameter_count(spec) / 1e6,
-        "GFLOP/step": flops / 1e9,
-        "Steps": len(result.samples_ms.get("step", [])),
+        fields.MODEL.key: config.model,
+        fields.CTX.key: config.context,
+        fields.BATCH.key: config.batch,
+        fields.MODE.key: config.mode,
+        fields.DTYPE.key: config.dtype,
+        fields.COMPILE.key: config.compile,
+        fields.ATTENTION.key: config.attention,
+        fields.DEVICE.key: result.device,
+        fields.STATUS.key: result.status,
+        fields.PARAMS.key: parameter_count(spec) / 1e6,
+        fields.GFLOP.key: flops / 1e9,
+        fields.STEPS.key: len(result.samples_ms.get("step", [])),
     }
     for phase in PHASES:
         values = result.samples_ms.get(phase)
+        described = describe(values) if values else {}
         for stat in STATS:
-            row[f"{phase.capitalize()} {stat.capitalize()} (ms)"] = describe(values)[stat] if values else None
-    step_ms = row["Step Mean (ms)"]
-    row["Tokens/s"] = config.batch * config.context / (step_ms / 1e3) if step_ms else None
-    row["TFLOP/s"] = flops / (step_ms / 1e3) / 1e12 if step_ms else None
+            row[fields.phase_field(phase, stat).key] = described.get(stat)
+    step_ms = row[fields.phase_field("step", "mean").key]
+    tflops = flops / (step_ms / 1e3) / 1e12 if step_ms else None
     peak = peak_flops(result.device, config.dtype)
-    row["MFU (%)"] = 100 * row["TFLOP/s"] * 1e12 / peak if peak and row["TFLOP/s"] else None
-    row["Peak Memory (MiB)"] = result.peak_memory_bytes / 2**20 if result.peak_memory_bytes else None
-    row["Error"] = result.error
+    row[fields.TOKENS.key] = config.batch * config.context / (step_ms / 1e3) if step_ms else None
+    row[fields.TFLOPS.key] = tflops
+    row[fields.MFU.key] = 100 * tflops * 1e12 / peak if peak and tflops else None
+    row[fields.PEAK_MEMORY.key] = result.peak_memory_bytes / 2**20 if result.peak_memory_bytes else None
+    row[fields.ERROR.key] = result.error
     return row
 
 

@@ -1,12 +1,25 @@
-"""A benchmark configuration, importable without torch (``tracekit capture`` builds one in a process
-that never imports torch: it only passes it to the workload it profiles)."""
+"""The benchmark vocabulary, importable without torch: what can be run (models, modes, dtypes,
+attention and optimizer implementations), one configuration (``RunConfig``), and the columns a run
+produces (``Field``: the key a program reads, the label a person reads).
+
+``tracekit capture`` builds a ``RunConfig`` in a process that never imports torch (it only passes it
+to the workload it profiles), and the CLI offers these names as choices without importing torch.
+Results are keyed by ``Field.key`` everywhere (rows, the results database, run.json); labels are for
+display only and never parsed back.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+MODEL_NAMES = ("tiny", "small", "medium", "large", "xl", "2.7B")
 MODES = ("forward", "forward-backward", "train")
 DTYPE_NAMES = ("fp32", "bf16", "fp16")
+ATTENTIONS = ("naive", "sdpa")
+OPTIMIZERS = ("single-tensor", "foreach", "fused", "compiled")
+PHASES = ("forward", "backward", "optimizer", "step")
+RESULTS_TABLE = "runs"  # the table of a results database (`tracekit bench --db`)
+STATS = ("mean", "std", "median", "min", "max")
 
 
 @dataclass(frozen=True)
@@ -47,3 +60,39 @@ class RunConfig:
             self.device,
         ]
         return words + (["--compile"] if self.compile else [])
+
+
+@dataclass(frozen=True)
+class Field:
+    """One column of a benchmark result: ``key`` in rows, the results database and run.json
+    ("step_mean_ms"); ``label`` in tables for people ("Step Mean (ms)")."""
+
+    key: str
+    label: str
+
+
+def phase_field(phase: str, stat: str) -> Field:
+    """The column of one statistic of one phase's step times, in ms."""
+    return Field(f"{phase}_{stat}_ms", f"{phase.capitalize()} {stat.capitalize()} (ms)")
+
+
+MODEL, CTX, BATCH, MODE, DTYPE, COMPILE, ATTENTION, DEVICE, STATUS = (
+    Field("model", "Model"),
+    Field("ctx", "Ctx"),
+    Field("batch", "Batch"),
+    Field("mode", "Mode"),
+    Field("dtype", "Dtype"),
+    Field("compile", "Compile"),
+    Field("attention", "Attention"),
+    Field("device", "Device"),
+    Field("status", "Status"),
+)
+PARAMS, GFLOP, STEPS = Field("params_m", "Params (M)"), Field("gflop_per_step", "GFLOP/step"), Field("steps", "Steps")
+TOKENS, TFLOPS, MFU = Field("tokens_per_s", "Tokens/s"), Field("tflop_per_s", "TFLOP/s"), Field("mfu_pct", "MFU (%)")
+PEAK_MEMORY, ERROR = Field("peak_memory_mib", "Peak Memory (MiB)"), Field("error", "Error")
+
+CONFIG_FIELDS = (MODEL, CTX, BATCH, MODE, DTYPE, COMPILE, ATTENTION, DEVICE, STATUS, PARAMS, GFLOP, STEPS)
+PHASE_FIELDS = tuple(phase_field(phase, stat) for phase in PHASES for stat in STATS)
+RESULT_FIELDS = (TOKENS, TFLOPS, MFU, PEAK_MEMORY, ERROR)
+FIELDS = CONFIG_FIELDS + PHASE_FIELDS + RESULT_FIELDS
+LABELS = {field.key: field.label for field in FIELDS}

@@ -11,13 +11,15 @@ import pandas as pd
 import torch
 
 from tracekit.errors import UsageError
-from workloads.bench import DTYPES, RunConfig, make_batch, resolve_device
+from tracekit.model.result import Result
+from workloads.bench import DTYPES, make_batch, resolve_device
+from workloads.config import RunConfig
 from workloads.models import build_model
 
 
 def dtype_table(
     model_name: str = "tiny", dtype: str = "bf16", context: int = 32, batch: int = 2, device: str = "auto"
-) -> pd.DataFrame:
+) -> Result:
     """Rows of (Tensor, Dtype) in the order a step creates them."""
     if DTYPES.get(dtype) is None:
         raise UsageError(f"--dtype {dtype}: choose a low-precision autocast dtype (bf16 or fp16)")
@@ -39,7 +41,9 @@ def dtype_table(
         for handle in handles:
             handle.remove()
     rows.append(("gradients", _distinct(parameter.grad.dtype for parameter in model.parameters())))
-    return pd.DataFrame(rows, columns=["Tensor", "Dtype"])
+    return Result.of(
+        "dtypes", pd.DataFrame(rows, columns=["Tensor", "Dtype"]), f"Dtypes under {dtype} autocast: {model_name}"
+    )
 
 
 def _recorder(rows: list, label: str):

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import itertools
 import time
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import pandas as pd
 import torch
 
+from tracekit.model.result import Result
 from workloads.attention import synchronize
 from workloads.bench import is_out_of_memory, release_memory, resolve_device
 
@@ -51,7 +52,7 @@ def time_step(implementation: str, count: int, size: int, device: torch.device, 
     return (time.perf_counter() - started) * 1e3 / steps
 
 
-def optimizer_table(
+def optimizer_grid(
     counts: Sequence[int] = COUNTS,
     sizes: Sequence[int] = SIZES,
     implementations: Sequence[str] = IMPLEMENTATIONS,
@@ -59,7 +60,7 @@ def optimizer_table(
     steps: int = 50,
     device: str = "auto",
     on_row: Callable[[dict], None] | None = None,
-) -> pd.DataFrame:
+) -> Result:
     """One row per (count, size): Params, Elements Each, then "<implementation> (ms)" for each; cells
     that failed hold None and the reason goes to the Notes column."""
     target = resolve_device(device)
@@ -70,7 +71,7 @@ def optimizer_table(
         for implementation in implementations:
             try:
                 row[f"{implementation} (ms)"] = time_step(implementation, count, size, target, warmup, steps)
-            except Exception as error:  # noqa: BLE001 - one unsupported implementation is a note, not a failure
+            except Exception as error:
                 row[f"{implementation} (ms)"] = None
                 reason = "out of memory" if is_out_of_memory(error) else f"{type(error).__name__}: {error}"
                 notes.append(f"{implementation}: {reason.splitlines()[0][:120]}")
@@ -80,4 +81,4 @@ def optimizer_table(
         rows.append(row)
         if on_row:
             on_row(row)
-    return pd.DataFrame(rows)
+    return Result.of("optimizer", pd.DataFrame(rows), "AdamW step (ms per iteration)")

@@ -7,19 +7,38 @@ from __future__ import annotations
 import itertools
 import json
 import platform
-import re
 import subprocess
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
 
 import pandas as pd
 import torch
 
+from tracekit.model.result import Result
 from workloads.bench import RunResult, result_record, run, summarize
-from workloads.config import RunConfig
-
-RESULTS_TABLE = "runs"
+from workloads.config import (
+    ATTENTION,
+    BATCH,
+    COMPILE,
+    CTX,
+    DTYPE,
+    ERROR,
+    FIELDS,
+    LABELS,
+    MFU,
+    MODE,
+    MODEL,
+    PARAMS,
+    PEAK_MEMORY,
+    PHASES,
+    RESULTS_TABLE,
+    STATUS,
+    TFLOPS,
+    TOKENS,
+    RunConfig,
+    phase_field,
+)
 
 
 def configurations(
@@ -55,47 +74,59 @@ def run_sweep(configs: Iterable[RunConfig], on_result: Callable[[RunResult], Non
 
 
 def benchmark(
-    configs: Sequence[RunConfig], db: str | Path | None = None, on_result: Callable[[RunResult], None] | None = None
-) -> tuple[pd.DataFrame, int | None]:
-    """Run a sweep; its table, and (with ``db``) the number of rows the results database now holds."""
+    configs: Sequence[RunConfig],
+    db: str | Path | None = None,
+    on_result: Callable[[RunResult], None] | None = None,
+    compact: bool = False,
+) -> Result:
+    """Run a sweep: its table (``compact``: one "mean ± std" column per phase), and with ``db`` the runs
+    appended to that results database (a note says how many rows it now holds)."""
     results = run_sweep(configs, on_result)
-    return results_table(results), (record(db, results) if db else None)
+    table = results_table(results)
+    notes = [f"{db}: {record(db, results)} rows"] if db else []
+    title = "Benchmark (ms per step phase; oom = out of memory, the sweep went on)"
+    return Result.of("benchmark", compact_table(table) if compact else table, title, notes)
 
 
 def results_table(results: Sequence[RunResult]) -> pd.DataFrame:
-    """One row per configuration (see ``bench.summarize`` for the columns)."""
-    return pd.DataFrame([summarize(result) for result in results])
+    """One row per configuration, every statistic, columns labelled for people (``config.FIELDS``)."""
+    return pd.DataFrame([summarize(result) for result in results], columns=[f.key for f in FIELDS]).rename(
+        columns=LABELS
+    )
 
 
-COMPACT_KEYS = ["Model", "Ctx", "Batch", "Mode", "Dtype", "Compile", "Attention", "Status", "Params (M)"]
+COMPACT_KEYS = (MODEL, CTX, BATCH, MODE, DTYPE, COMPILE, ATTENTION, STATUS, PARAMS)
+COMPACT_EXTRA = (
+    phase_field("step", "median"),
+    phase_field("step", "min"),
+    phase_field("step", "max"),
+    TOKENS,
+    TFLOPS,
+    MFU,
+    PEAK_MEMORY,
+    ERROR,
+)
 
 
 def compact_table(table: pd.DataFrame) -> pd.DataFrame:
-    """The sweep for reading: per phase "mean ± std" (ms), the step's median/min/max, throughput.
-    Every statistic stays in the full table (CSV, JSON, the results database)."""
-    compact = table[[key for key in COMPACT_KEYS if key in table.columns]].copy()
-    for phase in ("Forward", "Backward", "Optimizer", "Step"):
-        mean, std = table[f"{phase} Mean (ms)"], table[f"{phase} Std (ms)"]
-        compact[f"{phase} (ms)"] = [f"{m:,.2f} ± {s:,.2f}" if pd.notna(m) else "" for m, s in zip(mean, std)]
-    for column in (
-        "Step Median (ms)",
-        "Step Min (ms)",
-        "Step Max (ms)",
-        "Tokens/s",
-        "TFLOP/s",
-        "MFU (%)",
-        "Peak Memory (MiB)",
-        "Error",
-    ):
-        if column in table.columns and table[column].notna().any():
-            compact[column] = table[column]
+    """The sweep for reading (``table`` is ``results_table``'s): per phase "mean ± std" (ms), the step's
+    median/min/max, throughput. Every statistic stays in the full table (CSV, JSON, the database)."""
+    compact = table[[field.label for field in COMPACT_KEYS]].copy()
+    for phase in PHASES:
+        mean, std = table[phase_field(phase, "mean").label], table[phase_field(phase, "std").label]
+        compact[f"{phase.capitalize()} (ms)"] = [
+            f"{m:,.2f} ± {s:,.2f}" if pd.notna(m) else "" for m, s in zip(mean, std)
+        ]
+    for field in COMPACT_EXTRA:
+        if table[field.label].notna().any():
+            compact[field.label] = table[field.label]
     return compact
 
 
 def record(db_path: str | Path, results: Sequence[RunResult]) -> int:
     """Append the runs to the SQLite database ``db_path`` (table ``runs``) with where and when they ran.
 
-    Columns are the summary's in snake_case, plus time_utc, host, torch_version, tracekit_version,
+    Columns are the summary's keys (``config.FIELDS``), plus time_utc, host, torch_version, tracekit_version,
     git_revision and the raw samples as JSON. Returns the number of rows the table now holds.
     """
     import sqlite_utils
@@ -111,19 +142,13 @@ def record(db_path: str | Path, results: Sequence[RunResult]) -> int:
     }
     rows = []
     for result in results:
-        row = {column_name(key): value for key, value in summarize(result).items()}
+        row = summarize(result)
         row.update(context)
         row["samples_ms"] = json.dumps(result_record(result)["samples_ms"])
         rows.append(row)
     database = sqlite_utils.Database(db_path)
     database[RESULTS_TABLE].insert_all(rows, alter=True)
     return database[RESULTS_TABLE].count
-
-
-def column_name(label: str) -> str:
-    """ "Step Mean (ms)" -> "step_mean_ms", "MFU (%)" -> "mfu_pct"."""
-    label = label.replace("%", "pct").replace("/", "_per_")
-    return re.sub(r"[^0-9a-z]+", "_", label.lower()).strip("_")
 
 
 def git_revision() -> str | None:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from tracekit.trace import Trace
+from tracekit.model.trace import Trace
 
 # Per-range GPU columns (one row per range instance).
 GPU_OPS = "gpu_ops"  # GPU operations launched inside the range
@@ -34,7 +34,7 @@ GPU_SPAN = "gpu_span"  # last op end - first op start, ns (0 when none)
 
 @dataclass
 class OpLaunches:
-    """For each GPU op of a trace (row order of ``trace.kernels``), the call that launched it."""
+    """For each GPU op of a trace (row order of ``trace.gpu_ops``), the call that launched it."""
 
     found: np.ndarray  # bool: a launching call was recorded
     row: np.ndarray  # int64: the call's row in trace.launches (-1 when not found)
@@ -50,7 +50,7 @@ def op_launches(trace: Trace) -> OpLaunches:
 
 
 def _join_launches(trace: Trace) -> OpLaunches:
-    ops, calls = trace.kernels, trace.launches
+    ops, calls = trace.gpu_ops, trace.launches
     n = len(ops)
     none = OpLaunches(np.zeros(n, bool), *(np.full(n, -1, np.int64) for _ in range(5)))
     if n == 0 or calls.empty:
@@ -62,7 +62,7 @@ def _join_launches(trace: Trace) -> OpLaunches:
     position = np.minimum(np.searchsorted(sorted_key, op_key), len(sorted_key) - 1)
     found = (sorted_key[position] == op_key) & (ops["correlation_id"].to_numpy() >= 0)
     row = np.where(found, order[position], -1)
-    pick = lambda column: np.where(found, calls[column].to_numpy(np.int64)[np.maximum(row, 0)], -1)  # noqa: E731
+    pick = lambda column: np.where(found, calls[column].to_numpy(np.int64)[np.maximum(row, 0)], -1)
     return OpLaunches(found, row, pick("start"), pick("end"), pick("pid"), pick("tid"))
 
 
@@ -118,7 +118,7 @@ def range_gpu_stats(trace: Trace, ranges: pd.DataFrame, same_thread: bool = Fals
     launches = op_launches(trace)
     if count == 0 or not launches.found.any():
         return result
-    ops = trace.kernels
+    ops = trace.gpu_ops
     calls = _calls_with_ops(launches, ops)
     groups = _Groups(
         same_thread,
@@ -144,7 +144,7 @@ def range_gpu_stats(trace: Trace, ranges: pd.DataFrame, same_thread: bool = Fals
     else:
         high = np.searchsorted(call_start, range_end, side="right")
 
-    prefix = lambda values: np.concatenate(([0], np.cumsum(values)))  # noqa: E731
+    prefix = lambda values: np.concatenate(([0], np.cumsum(values)))
     result[GPU_OPS] = prefix(per_call["ops"])[high] - prefix(per_call["ops"])[low]
     result[GPU_LAUNCHES] = high - low
     result[GPU_TIME] = prefix(per_call["time"])[high] - prefix(per_call["time"])[low]
@@ -198,7 +198,7 @@ def _segment_reduce(ufunc, values: np.ndarray, low: np.ndarray, high: np.ndarray
 
 
 def ops_in_ranges(trace: Trace, ranges: pd.DataFrame, same_thread: bool = False) -> np.ndarray:
-    """Boolean mask over ``trace.kernels``: ops launched inside any of ``ranges`` (each op counted once)."""
+    """Boolean mask over ``trace.gpu_ops``: ops launched inside any of ``ranges`` (each op counted once)."""
     return interval_of_ops(trace, ranges, same_thread) >= 0
 
 
@@ -207,7 +207,7 @@ def interval_of_ops(trace: Trace, ranges: pd.DataFrame, same_thread: bool = Fals
     overlap) whose open time covers its launch, or -1. Merged intervals are numbered in (group, start) order.
     """
     launches = op_launches(trace)
-    result = np.full(len(trace.kernels), -1, dtype=np.int64)
+    result = np.full(len(trace.gpu_ops), -1, dtype=np.int64)
     if same_thread:
         ranges = ranges[(ranges["end_tid"] == ranges["tid"]).to_numpy()]
     if ranges.empty or not launches.found.any():

@@ -16,10 +16,11 @@ import pandas as pd
 from tracekit.analysis import stats
 from tracekit.analysis.attribution import interval_of_ops, union_length
 from tracekit.analysis.categories import CATEGORIES, categorize_ops
-from tracekit.analysis.kernels import kernel_rows
-from tracekit.analysis.ranges import match_spec, spec_names
+from tracekit.analysis.kernels import kernel_mask
 from tracekit.errors import UsageError
-from tracekit.trace import Trace
+from tracekit.model.result import Chart, Result
+from tracekit.model.selection import select
+from tracekit.model.trace import Trace
 
 DEFAULT_PHASES = ("forward", "backward", "optimizer")
 WHOLE = "(whole trace)"
@@ -33,8 +34,8 @@ def breakdown_table(trace: Trace, phases: list[str] | None = None, same_thread: 
     """
     phases = list(phases or DEFAULT_PHASES)
     intervals = phase_intervals(trace, phases, same_thread)  # loads the tables together: first
-    kernel_rows(trace, ops="all")  # raises a clear error for a trace without GPU work
-    ops = trace.kernels
+    kernel_mask(trace, ops="all")  # raises a clear error for a trace without GPU work
+    ops = trace.gpu_ops
     categories = categorize_ops(ops).codes.astype(np.int64)
     rows = []
     found_any = False
@@ -54,10 +55,10 @@ def breakdown_table(trace: Trace, phases: list[str] | None = None, same_thread: 
 def phase_intervals(trace: Trace, phases: list[str], same_thread: bool = False) -> dict[str, tuple[int, np.ndarray]]:
     """Per phase spec: its number of range instances, and for every GPU op the merged phase interval
     its launch fell in (-1 outside the phase). Reads only the ranges the specs name."""
-    selection = trace.load_together(["kernels", "launches"], spec_names(phases))
+    selection = select(trace, phases, load_too=["gpu_ops", "launches"])
     result = {}
     for phase in phases:
-        chosen = selection[match_spec(selection, phase)] if not selection.empty else selection
+        chosen = selection.of(phase)
         result[phase] = (len(chosen), interval_of_ops(trace, chosen, same_thread))
     return result
 
@@ -85,3 +86,15 @@ def _phase_row(phase: str, instances: int, ops: pd.DataFrame, categories: np.nda
     shares = stats.round_half_away(by_category * 100.0 / kernel_time) if kernel_time else np.zeros(len(CATEGORIES))
     row.update({f"{category} (%)": share for category, share in zip(CATEGORIES, shares)})
     return row
+
+
+def phase_breakdown(trace: Trace, phases: list[str] | None = None, same_thread: bool = False) -> Result:
+    """``tracekit breakdown``: the phase x category table, and a chart of the shares of the phases found."""
+    table = breakdown_table(trace, phases, same_thread)
+    result = Result.of("breakdown", table, f"GPU time by phase and category: {trace.name}")
+    present = table[(table["Instances"] > 0) | (table[PHASE] == WHOLE)]
+    if present["Kernel Time (ns)"].sum() > 0:
+        result.charts["categories"] = Chart(
+            "category_bars", "Share of kernel time by category", {"table": present, "categories": CATEGORIES}
+        )
+    return result

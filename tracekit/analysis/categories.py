@@ -32,8 +32,6 @@ import re
 import numpy as np
 import pandas as pd
 
-from tracekit.trace import Trace
-
 CATEGORY_RULES: list[tuple[str, str]] = [
     ("communication", r"nccl|all_?reduce|all_?gather|reduce_?scatter|sendrecv"),
     ("optimizer", r"multi_tensor_apply|fused_?adam|_adam|adamw?_|fused_?sgd|lamb_kernel|_foreach_"),
@@ -83,10 +81,3 @@ def categorize_ops(ops: pd.DataFrame) -> pd.Categorical:
     # memcpy / memset operations are memory whatever their name.
     category_codes[(ops["kind"] != "kernel").to_numpy()] = CATEGORIES.index("memory")
     return pd.Categorical.from_codes(category_codes, categories=CATEGORIES)
-
-
-def with_categories(trace: Trace) -> pd.DataFrame:
-    """The trace's GPU operations with a ``category`` column."""
-    ops = trace.kernels.copy(deep=False)
-    ops["category"] = categorize_ops(ops)
-    return ops

@@ -1,32 +1,46 @@
-"""Two traces side by side: where GPU time moved between them (fp32 vs bf16, eager vs compiled,
-before vs after an optimisation).
+"""Traces side by side: where GPU time moved between them (fp32 vs bf16, eager vs compiled, before vs
+after an optimisation), for two traces (``tracekit diff``) or more (``tracekit report`` of N runs).
 
 Time per (phase, category) is summed kernel time, as ``tracekit kernels --by category`` and
-``breakdown`` count it; the whole-trace rows equal the difference of the two ``--by category``
-tables. Kernels are matched by name.
+``breakdown`` count it; the whole-trace rows equal the differences of the ``--by category`` tables.
+Kernels are matched by name. The first trace is the baseline: with two, Delta = B - A and
+Ratio = B / A; with more, one "<label> - A (ms)" column per later trace.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 
+from tracekit.analysis import stats
 from tracekit.analysis.breakdown import WHOLE, phase_intervals
 from tracekit.analysis.categories import CATEGORIES, categorize_ops
-from tracekit.analysis.kernels import NAME, NAME_COLUMNS, kernel_rows, summarize_kernels
-from tracekit.analysis import stats
-from tracekit.trace import Trace
+from tracekit.analysis.kernels import NAME, NAME_COLUMNS, kernel_mask, summarize_kernels
+from tracekit.errors import UsageError
+from tracekit.model.result import Result, Table
+from tracekit.model.trace import Trace
+
+if TYPE_CHECKING:
+    from tracekit.model.memory import MemoryTrace
 
 MS = 1e6
 
 
-def category_times(trace: Trace, phases: list[str], ops: str = "kernels", same_thread: bool = False) -> pd.DataFrame:
+def labels_for(count: int) -> list[str]:
+    """A, B, C, ... for the inputs in order."""
+    return [chr(65 + number) for number in range(count)]
+
+
+def category_times(trace: Trace, phases: list[str], ops: str = "kernels", same_thread: bool = False) -> pd.Series:
     """Summed GPU time (ns) per (Phase, Category): the whole trace, then each phase that has ranges."""
     intervals = phase_intervals(trace, phases, same_thread)  # loads the tables together: first
-    rows = kernel_rows(trace, ops)
-    selected = np.ones(len(trace.kernels), dtype=bool) if rows is None else rows
-    categories = categorize_ops(trace.kernels).codes.astype(np.int64)
-    durations = trace.kernels["duration"].to_numpy()
+    rows = kernel_mask(trace, ops)
+    selected = np.ones(len(trace.gpu_ops), dtype=bool) if rows is None else rows
+    categories = categorize_ops(trace.gpu_ops).codes.astype(np.int64)
+    durations = trace.gpu_ops["duration"].to_numpy()
     masks = {WHOLE: selected}
     for phase, (instances, interval) in intervals.items():
         if instances:
@@ -35,64 +49,86 @@ def category_times(trace: Trace, phases: list[str], ops: str = "kernels", same_t
     for phase, mask in masks.items():
         totals = np.bincount(categories[mask], weights=durations[mask], minlength=len(CATEGORIES)).astype(np.int64)
         records += [(phase, category, total) for category, total in zip(CATEGORIES, totals)]
-    return pd.DataFrame(records, columns=["Phase", "Category", "Time (ns)"])
+    frame = pd.DataFrame(records, columns=["Phase", "Category", "Time (ns)"])
+    return frame.set_index(["Phase", "Category"])["Time (ns)"]
 
 
-def _compare(a: pd.Series, b: pd.Series, scale: float) -> pd.DataFrame:
-    both = pd.concat([a.rename("A"), b.rename("B")], axis=1).fillna(0)
-    table = pd.DataFrame({"A (ms)": both["A"] / scale, "B (ms)": both["B"] / scale})
-    table["Delta (ms)"] = table["B (ms)"] - table["A (ms)"]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        table["Ratio"] = np.where(table["A (ms)"] > 0, table["B (ms)"] / table["A (ms)"], np.nan)
+def _side_by_side(values: Sequence[pd.Series], labels: list[str], scale: float) -> pd.DataFrame:
+    """One "<label> (ms)" column per input (0 where an input lacks the row), then the changes against
+    the first: Delta (ms) and Ratio for two inputs, "<label> - A (ms)" for more."""
+    both = pd.concat([series.rename(label) for series, label in zip(values, labels)], axis=1).fillna(0)
+    table = pd.DataFrame({f"{label} (ms)": both[label] / scale for label in labels})
+    base = table[f"{labels[0]} (ms)"]
+    if len(labels) == 2:
+        table["Delta (ms)"] = table[f"{labels[1]} (ms)"] - base
+        with np.errstate(divide="ignore", invalid="ignore"):
+            table["Ratio"] = np.where(base > 0, table[f"{labels[1]} (ms)"] / base, np.nan)
+    else:
+        for label in labels[1:]:
+            table[f"{label} - {labels[0]} (ms)"] = table[f"{label} (ms)"] - base
     return table
 
 
-def diff_categories(
-    a: Trace, b: Trace, phases: list[str], ops: str = "kernels", same_thread: bool = False
+def _largest_change(table: pd.DataFrame, labels: list[str]) -> pd.Series:
+    """Per row, the largest absolute change against the first input."""
+    deltas = [column for column in table.columns if column == "Delta (ms)" or column.endswith(f" - {labels[0]} (ms)")]
+    return table[deltas].abs().max(axis=1)
+
+
+def compare_categories(
+    traces: Sequence[Trace], phases: list[str], ops: str = "kernels", same_thread: bool = False
 ) -> pd.DataFrame:
-    """Per phase and category: A (ms), B (ms), Delta (ms) = B - A, Ratio = B / A. Rows where both are
-    zero are left out; phases present in only one trace show zeros for the other."""
-    times_a = category_times(a, phases, ops, same_thread).set_index(["Phase", "Category"])["Time (ns)"]
-    times_b = category_times(b, phases, ops, same_thread).set_index(["Phase", "Category"])["Time (ns)"]
-    table = _compare(times_a, times_b, MS)
-    table = table[(table["A (ms)"] > 0) | (table["B (ms)"] > 0)]
+    """Per phase and category, each trace's time and the change against the first (see the module
+    docstring). Rows zero in every trace are left out; a phase missing from a trace is 0 there."""
+    labels = labels_for(len(traces))
+    table = _side_by_side([category_times(trace, phases, ops, same_thread) for trace in traces], labels, MS)
+    table = table[(table[[f"{label} (ms)" for label in labels]] > 0).any(axis=1)].reset_index()
     order = {phase: number for number, phase in enumerate([WHOLE, *phases])}
-    table = table.reset_index()
     table["order"] = table["Phase"].map(order)
-    table = table.sort_values(
-        ["order", "Delta (ms)"], key=lambda column: column if column.name == "order" else -column.abs(), kind="stable"
-    )
-    return table.drop(columns="order").reset_index(drop=True)
+    table["change"] = -_largest_change(table, labels)
+    table = table.sort_values(["order", "change"], kind="stable")
+    return table.drop(columns=["order", "change"]).reset_index(drop=True)
 
 
-def diff_kernels(a: Trace, b: Trace, top: int = 15, name: str = "short", ops: str = "kernels") -> pd.DataFrame:
-    """The kernels whose total time changed most: Name, A (ms), B (ms), Delta (ms), Ratio,
-    A Instances, B Instances; largest absolute delta first."""
-
-    def totals(trace: Trace) -> pd.DataFrame:
-        table = summarize_kernels(trace.kernels, name=name, rows=kernel_rows(trace, ops))
-        return table.set_index(NAME)[[stats.TOTAL, stats.INSTANCES]]
-
+def compare_kernels(traces: Sequence[Trace], top: int = 15, name: str = "short", ops: str = "kernels") -> pd.DataFrame:
+    """The kernels whose total time changed most: Name, each trace's time (ms), the change, and each
+    trace's instance count; largest absolute change first."""
     if name not in NAME_COLUMNS:
-        raise ValueError(name)
-    left, right = totals(a), totals(b)
-    table = _compare(left[stats.TOTAL], right[stats.TOTAL], MS)
-    table["A Instances"] = left[stats.INSTANCES].reindex(table.index).fillna(0).astype(np.int64)
-    table["B Instances"] = right[stats.INSTANCES].reindex(table.index).fillna(0).astype(np.int64)
-    table = table.reindex(table["Delta (ms)"].abs().sort_values(ascending=False, kind="stable").index)
+        raise UsageError(f"unknown --name {name!r}; choose demangled or short")
+    labels = labels_for(len(traces))
+    summaries = [
+        summarize_kernels(trace.gpu_ops, name=name, rows=kernel_mask(trace, ops)).set_index(NAME) for trace in traces
+    ]
+    table = _side_by_side([summary[stats.TOTAL] for summary in summaries], labels, MS)
+    for label, summary in zip(labels, summaries):
+        table[f"{label} Instances"] = summary[stats.INSTANCES].reindex(table.index).fillna(0).astype(np.int64)
+    table = table.loc[_largest_change(table, labels).sort_values(ascending=False, kind="stable").index]
     table.index.name = NAME
     return table.head(top).reset_index()
 
 
-def diff_memory(a, b, top: int = 10) -> pd.DataFrame | None:
-    """The memory peaks of two run folders that both hold a snapshot (``memory.compare``), else None."""
-    from pathlib import Path
+def trace_diff(
+    a: Trace,
+    b: Trace,
+    phases: list[str],
+    by: str | None = None,
+    top: int = 15,
+    ops: str = "kernels",
+    same_thread: bool = False,
+    snapshots: tuple[MemoryTrace, MemoryTrace] | None = None,
+) -> Result:
+    """``tracekit diff``: per phase and category (``by`` "category"), the kernels that changed most
+    ("kernel"), or both, with the memory peaks of two snapshots when given."""
+    if by not in (None, "category", "kernel"):
+        raise UsageError(f"unknown --by {by!r}; choose category or kernel")
+    tables = []
+    if by in (None, "category"):
+        table = compare_categories([a, b], phases, ops, same_thread)
+        tables.append(Table("categories", table, f"GPU time by phase and category: A={a.name}  B={b.name}"))
+    if by in (None, "kernel"):
+        tables.append(Table("kernels", compare_kernels([a, b], top, ops=ops), "Kernels that changed most"))
+    if by is None and snapshots is not None:
+        from tracekit.analysis.memory_tables import compare
 
-    from tracekit.analysis.memory import compare
-    from tracekit.runs import MEMORY
-    from tracekit.sources.snapshot import load_snapshot
-
-    snapshots = [Path(path) / MEMORY for path in (a, b)]
-    if not all(path.is_file() for path in snapshots):
-        return None
-    return compare(*(load_snapshot(path) for path in snapshots)).head(top)
+        tables.append(Table("memory", compare(*snapshots).head(10), "Memory at the peak"))
+    return Result(tables)

@@ -11,9 +11,12 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis import stats
+from tracekit.analysis.attribution import ops_in_ranges
 from tracekit.analysis.categories import CATEGORIES, categorize_ops
 from tracekit.errors import NoGpuDataError, UsageError
-from tracekit.trace import Trace
+from tracekit.model.result import Result
+from tracekit.model.selection import select_ranges
+from tracekit.model.trace import Trace
 
 NAME = "Name"
 GRID = "GridXYZ"
@@ -24,15 +27,15 @@ NAME_COLUMNS = {"demangled": "name", "short": "short_name"}
 OPS_CHOICES = ("kernels", "all")
 
 
-def kernel_rows(trace: Trace, ops: str = "kernels") -> np.ndarray | None:
+def kernel_mask(trace: Trace, ops: str = "kernels") -> np.ndarray | None:
     """Which GPU operations to summarize: a boolean mask (None = all of them).
 
     Raises NoGpuDataError, with what to do, when the trace recorded none.
     """
     if ops not in OPS_CHOICES:
         raise UsageError(f"unknown --ops {ops!r}; choose one of {', '.join(OPS_CHOICES)}")
-    rows = (trace.kernels["kind"] == "kernel").to_numpy() if ops == "kernels" else None
-    if not (rows.any() if rows is not None else len(trace.kernels)):
+    rows = (trace.gpu_ops["kind"] == "kernel").to_numpy() if ops == "kernels" else None
+    if not (rows.any() if rows is not None else len(trace.gpu_ops)):
         raise NoGpuDataError(
             f"{trace.name} has no CUDA {'kernels' if ops == 'kernels' else 'GPU operations'}: the capture "
             "traced no CUDA activity (a CPU-only run, or nsys without --trace=cuda). Capture on an NVIDIA GPU "
@@ -86,12 +89,12 @@ def kernel_table(
     same_thread: bool = False,
 ) -> pd.DataFrame:
     """``tracekit kernels``: the kernel summary of a trace, or of the GPU ops launched inside ``ranges``
-    (range specs; see ``analysis.ranges``). ``per_instance`` divides Total Time and Instances by the
+    (range specs; see ``model.selection``). ``per_instance`` divides Total Time and Instances by the
     number of matching range instances (nested matches count once): the per-step figure.
     Time (%) is of all listed rows, before ``top`` cuts them.
     """
     rows, instances = _selected_rows(trace, ops, ranges, same_thread)
-    summary = summarize_kernels(trace.kernels, name=name, by_launch_config=by_launch_config, rows=rows)
+    summary = summarize_kernels(trace.gpu_ops, name=name, by_launch_config=by_launch_config, rows=rows)
     if per_instance:
         summary = _per_instance(summary, instances, [stats.TOTAL, stats.INSTANCES])
     return summary.head(top) if top else summary
@@ -101,12 +104,9 @@ def _selected_rows(
     trace: Trace, ops: str, ranges: list[str] | None, same_thread: bool
 ) -> tuple[np.ndarray | None, int]:
     """Mask of GPU ops to summarize and the number of range instances they come from (1 for a whole trace)."""
-    rows = kernel_rows(trace, ops)
+    rows = kernel_mask(trace, ops)
     if not ranges:
         return rows, 1
-    from tracekit.analysis.attribution import ops_in_ranges
-    from tracekit.analysis.ranges import select_ranges
-
     chosen = select_ranges(trace, ranges)
     inside = ops_in_ranges(trace, chosen, same_thread)
     if rows is not None:
@@ -165,7 +165,7 @@ def category_table(
 ) -> pd.DataFrame:
     """``tracekit kernels --by category`` (optionally of the ops inside ``ranges``, per instance)."""
     rows, instances = _selected_rows(trace, ops, ranges, same_thread)
-    table = summarize_categories(trace.kernels, rows)
+    table = summarize_categories(trace.gpu_ops, rows)
     return _per_instance(table, instances, [stats.TOTAL, stats.INSTANCES]) if per_instance else table
 
 
@@ -187,3 +187,37 @@ def _pack_dims(ops: pd.DataFrame, axis: str) -> np.ndarray:
 def _format_dims(packed: np.ndarray) -> list[str]:
     values = np.asarray(packed, dtype=np.int64)
     return [f"{x:4d} {y:4d} {z:4d}" for x, y, z in zip(values >> 32, (values >> 16) & 0xFFFF, values & 0xFFFF)]
+
+
+def kernel_summary(
+    trace: Trace,
+    by: str = "kernel",
+    top: int | None = None,
+    name: str = "demangled",
+    by_launch_config: bool = False,
+    ops: str = "kernels",
+    ranges: list[str] | None = None,
+    per_instance: bool = False,
+    same_thread: bool = False,
+) -> Result:
+    """``tracekit kernels``: the kernel summary (``by`` "kernel") or the time per category ("category")."""
+    ranges = list(ranges or [])
+    if per_instance and not ranges:
+        raise UsageError("--per-instance divides by the instances of --range: give --range too")
+    where = f" inside {', '.join(ranges)}" + (" (per instance)" if per_instance else "") if ranges else ""
+    if by == "category":
+        table = category_table(trace, ops=ops, ranges=ranges, per_instance=per_instance, same_thread=same_thread)
+        return Result.of("categories", table, f"GPU time by category{where}: {trace.name}")
+    if by != "kernel":
+        raise UsageError(f"unknown --by {by!r}; choose kernel or category")
+    table = kernel_table(
+        trace,
+        top=top,
+        name=name,
+        by_launch_config=by_launch_config,
+        ops=ops,
+        ranges=ranges,
+        per_instance=per_instance,
+        same_thread=same_thread,
+    )
+    return Result.of("kernels", table, f"GPU kernels{where}: {trace.name}")

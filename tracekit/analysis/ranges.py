@@ -1,9 +1,7 @@
-"""NVTX ranges: nsys's ``nvtxsum`` statistics plus the GPU work each range launched; one step as a
-tree; the children of a range and their shares.
+"""NVTX ranges: nsys's ``nvtxsum`` statistics plus the GPU work each range launched; one instance of
+an outermost range as a tree; the children of a range and their shares.
 
-Range specs name ranges for ``kernels --range`` and ``breakdown --phases``: ``forward`` is every
-range named forward; ``step/backward`` is every backward range nested (at any depth) inside a step
-range, on the same thread; each part may be a glob (``aten::linear*``, ``layer.*``).
+Ranges are named by specs (``model.selection``): a name, a glob, or a path such as ``step/backward``.
 """
 
 from __future__ import annotations
@@ -14,7 +12,9 @@ import pandas as pd
 from tracekit.analysis import stats
 from tracekit.analysis.attribution import GPU_OPS, GPU_SPAN, GPU_TIME, range_gpu_stats
 from tracekit.errors import UsageError
-from tracekit.trace import Trace, names_matching
+from tracekit.model.result import Result
+from tracekit.model.selection import known_names, match, subtree
+from tracekit.model.trace import Trace
 
 RANGE = "Range"
 STYLE = "Style"
@@ -23,122 +23,6 @@ GPU_OPS_COLUMN = "GPU Ops"
 GPU_TIME_COLUMN = "GPU Time (ns)"
 GPU_SPAN_COLUMN = "GPU Span (ns)"
 NSYS_STYLES = {"pushpop": "PushPop", "startend": "StartEnd"}
-
-
-def spec_names(specs: list[str]) -> set[str]:
-    """All range names a list of specs mentions (what a selective read must load)."""
-    names = set()
-    for spec in specs:
-        parts = [part for part in spec.split("/") if part]
-        if not parts:
-            raise UsageError(
-                f"empty range spec {spec!r}: give a range name such as forward, or a path such as step/backward"
-            )
-        names.update(parts)
-    return names
-
-
-def match_spec(ranges: pd.DataFrame, spec: str) -> np.ndarray:
-    """Mask of ranges matching ``spec``: named its last part, inside ranges named the earlier parts in order.
-
-    ``ranges`` must carry depth/parent (any selection that contains the spec's names will do).
-    """
-    parts = [part for part in spec.split("/") if part]
-    matched = names_matching(ranges["name"], [parts[-1]])
-    position = np.arange(len(ranges))
-    # "current" holds, per candidate, the row from which to look further up for the next part.
-    current = position.copy()
-    row_of_id = pd.Series(position, index=ranges["range_id"].to_numpy())
-    parent_row = row_of_id.reindex(ranges["parent"].to_numpy()).fillna(-1).to_numpy(np.int64)
-    for part in reversed(parts[:-1]):
-        ancestor = _nearest_ancestor_named(
-            parent_row, names_matching(ranges["name"], [part]), ranges["depth"].to_numpy()
-        )
-        found = ancestor[current] >= 0
-        matched &= found
-        current = np.where(found, ancestor[current], current)
-    return matched
-
-
-def _nearest_ancestor_named(parent_row: np.ndarray, is_named: np.ndarray, depth: np.ndarray) -> np.ndarray:
-    """Per row, the nearest strict ancestor whose ``is_named`` is set (row index), or -1. One pass per level."""
-    nearest = np.full(len(parent_row), -1, dtype=np.int64)
-    for level in range(1, int(depth.max(initial=0)) + 1):
-        rows = np.flatnonzero(depth == level)
-        parents = parent_row[rows]
-        valid = parents >= 0
-        rows, parents = rows[valid], parents[valid]
-        nearest[rows] = np.where(is_named[parents], parents, nearest[parents])
-    return nearest
-
-
-def select_ranges(trace: Trace, specs: list[str]) -> pd.DataFrame:
-    """Range instances matching any of ``specs``, with an ``outermost`` column (not inside another match).
-
-    Reads only the ranges the specs name. Raises UsageError listing the trace's range names when
-    nothing matches.
-    """
-    selection = trace.ranges_named(spec_names(specs))
-    matched = np.zeros(len(selection), dtype=bool)
-    for spec in specs:
-        matched |= match_spec(selection, spec)
-    if not matched.any():
-        raise UsageError(f"no NVTX range matches {', '.join(specs)} in {trace.name}; {_known_names(trace)}")
-    chosen = selection[matched].copy()
-    chosen["outermost"] = ~_inside_other(selection, matched)[matched]
-    return chosen
-
-
-def _inside_other(selection: pd.DataFrame, matched: np.ndarray) -> np.ndarray:
-    """Per row: has an ancestor that is itself matched (so counting both would count one instance twice)."""
-    position = pd.Series(np.arange(len(selection)), index=selection["range_id"].to_numpy())
-    parent_row = position.reindex(selection["parent"].to_numpy()).fillna(-1).to_numpy(np.int64)
-    depth = selection["depth"].to_numpy()
-    inside = np.zeros(len(selection), dtype=bool)
-    for level in range(1, int(depth.max(initial=0)) + 1):
-        rows = np.flatnonzero((depth == level) & (parent_row >= 0))
-        parents = parent_row[rows]
-        inside[rows] = matched[parents] | inside[parents]
-    return inside
-
-
-def _known_names(trace: Trace) -> str:
-    names = trace.ranges["name"].value_counts()
-    if names.empty:
-        return "it has no NVTX ranges (capture with --trace=nvtx and annotate the code)"
-    shown = ", ".join(str(name) for name in names.index[:8])
-    return f"its ranges include: {shown}" + (" ..." if len(names) > 8 else "")
-
-
-def range_paths(ranges: pd.DataFrame) -> pd.Categorical:
-    """Each range's path from its outermost enclosing range, e.g. "step/forward/layer.3/attention".
-
-    Built per distinct (parent path, name) pair, level by level, so strings are made once per path.
-    """
-    count = len(ranges)
-    position = pd.Series(np.arange(count), index=ranges["range_id"].to_numpy())
-    parent_row = position.reindex(ranges["parent"].to_numpy()).fillna(-1).to_numpy(np.int64)
-    name_codes = ranges["name"].cat.codes.to_numpy().astype(np.int64)
-    name_values = np.asarray(ranges["name"].cat.categories, dtype=object)
-    depth = ranges["depth"].to_numpy()
-    path_code = np.full(count, -1, dtype=np.int64)
-    paths: list[str] = []
-    index: dict[tuple[int, int], int] = {}
-    for level in range(int(depth.max(initial=0)) + 1):
-        rows = np.flatnonzero(depth == level)
-        parents = np.where(parent_row[rows] >= 0, path_code[np.maximum(parent_row[rows], 0)], -1)
-        pairs, unique_pairs = pd.factorize(parents * (len(name_values) + 1) + name_codes[rows])
-        codes = []
-        for pair in unique_pairs:
-            parent_path, name = divmod(int(pair), len(name_values) + 1)
-            key = (parent_path, name)
-            if key not in index:
-                index[key] = len(paths)
-                prefix = paths[parent_path] + "/" if parent_path >= 0 else ""
-                paths.append(prefix + str(name_values[name]))
-            codes.append(index[key])
-        path_code[rows] = np.asarray(codes, dtype=np.int64)[pairs] if len(rows) else path_code[rows]
-    return pd.Categorical.from_codes(path_code, categories=pd.Index(paths, dtype=object))
 
 
 def range_table(trace: Trace, same_thread: bool = False, top: int | None = None) -> pd.DataFrame:
@@ -192,24 +76,24 @@ def range_tree(
         root = str(outer.groupby("name", observed=True)["duration"].sum().idxmax())
     candidates = ranges[(ranges["name"] == root).to_numpy()].sort_values("start")
     if candidates.empty:
-        raise UsageError(f"no NVTX range named {root!r} in {trace.name}; {_known_names(trace)}")
+        raise UsageError(f"no NVTX range named {root!r} in {trace.name}; {known_names(trace)}")
     if instance is None:
         instance = int(np.argsort(candidates["duration"].to_numpy(), kind="stable")[(len(candidates) - 1) // 2])
     if not 0 <= instance < len(candidates):
         raise UsageError(f"{root!r} has {len(candidates)} instances: --instance takes 0 to {len(candidates) - 1}")
     top = candidates.iloc[instance]
-    subtree = _subtree(ranges, int(top["range_id"]))
+    tree = subtree(ranges, int(top["range_id"]))
     if max_depth is not None:
-        subtree = subtree[(subtree["depth"] - top["depth"]).to_numpy() <= max_depth]
-    gpu = range_gpu_stats(trace, subtree, same_thread)
-    order = _preorder(subtree)
-    subtree, gpu = subtree.iloc[order], gpu.iloc[order]
-    indent = (subtree["depth"] - top["depth"]).to_numpy()
+        tree = tree[(tree["depth"] - top["depth"]).to_numpy() <= max_depth]
+    gpu = range_gpu_stats(trace, tree, same_thread)
+    order = _preorder(tree)
+    tree, gpu = tree.iloc[order], gpu.iloc[order]
+    indent = (tree["depth"] - top["depth"]).to_numpy()
     return pd.DataFrame(
         {
-            RANGE: ["  " * level + str(name) for level, name in zip(indent, subtree["name"])],
-            "Start (ns)": (subtree["start"] - top["start"]).to_numpy(),
-            "CPU (ns)": subtree["duration"].to_numpy(),
+            RANGE: ["  " * level + str(name) for level, name in zip(indent, tree["name"])],
+            "Start (ns)": (tree["start"] - top["start"]).to_numpy(),
+            "CPU (ns)": tree["duration"].to_numpy(),
             GPU_OPS_COLUMN: gpu[GPU_OPS].to_numpy(),
             GPU_TIME_COLUMN: gpu[GPU_TIME].to_numpy(),
             GPU_SPAN_COLUMN: gpu[GPU_SPAN].to_numpy(),
@@ -217,23 +101,10 @@ def range_tree(
     )
 
 
-def _subtree(ranges: pd.DataFrame, root_id: int) -> pd.DataFrame:
-    """The range and every range nested inside it (by parent links)."""
-    keep = ranges["range_id"].to_numpy() == root_id
-    frontier = {root_id}
-    parents = ranges["parent"].to_numpy()
-    ids = ranges["range_id"].to_numpy()
-    while frontier:  # one pass per nesting level
-        children = np.isin(parents, list(frontier)) & ~keep
-        keep |= children
-        frontier = set(ids[children].tolist())
-    return ranges[keep]
-
-
-def _preorder(subtree: pd.DataFrame) -> np.ndarray:
+def _preorder(tree: pd.DataFrame) -> np.ndarray:
     """Row order that prints parents before their children and siblings by start time."""
     # Sorting by (start, -end) is a pre-order walk for properly nested ranges of one thread.
-    return np.lexsort((-subtree["end"].to_numpy(), subtree["start"].to_numpy()))
+    return np.lexsort((-tree["end"].to_numpy(), tree["start"].to_numpy()))
 
 
 def range_within(trace: Trace, parent_spec: str, same_thread: bool = False) -> pd.DataFrame:
@@ -243,9 +114,9 @@ def range_within(trace: Trace, parent_spec: str, same_thread: bool = False) -> p
     Columns: Range, Instances, CPU (ns), CPU (%), GPU Time (ns), GPU (%) of the parents' totals.
     """
     ranges = trace.ranges
-    parents = ranges[match_spec(ranges, parent_spec)] if not ranges.empty else ranges
+    parents = ranges[match(ranges, parent_spec)] if not ranges.empty else ranges
     if parents.empty:
-        raise UsageError(f"no NVTX range matches {parent_spec!r} in {trace.name}; {_known_names(trace)}")
+        raise UsageError(f"no NVTX range matches {parent_spec!r} in {trace.name}; {known_names(trace)}")
     children = ranges[np.isin(ranges["parent"].to_numpy(), parents["range_id"].to_numpy())]
     both = pd.concat([parents, children])
     gpu = range_gpu_stats(trace, both, same_thread)
@@ -270,7 +141,7 @@ def range_within(trace: Trace, parent_spec: str, same_thread: bool = False) -> p
         index=[f"(in {parent_spec} itself)"],
     )
     grouped = pd.concat([grouped.sort_values("cpu", ascending=False), rest])
-    share = lambda part, whole: stats.round_half_away(part * 100.0 / whole) if whole else np.zeros(len(part))  # noqa: E731
+    share = lambda part, whole: stats.round_half_away(part * 100.0 / whole) if whole else np.zeros(len(part))
     return pd.DataFrame(
         {
             RANGE: grouped.index.astype(object),
@@ -281,3 +152,22 @@ def range_within(trace: Trace, parent_spec: str, same_thread: bool = False) -> p
             "GPU (%)": share(grouped["gpu"].to_numpy(float), gpu_total),
         }
     )
+
+
+def range_summary(
+    trace: Trace,
+    top: int | None = None,
+    tree: bool = False,
+    root: str | None = None,
+    instance: int | None = None,
+    max_depth: int | None = None,
+    within: str | None = None,
+    same_thread: bool = False,
+) -> Result:
+    """``tracekit ranges``: the range table, or (``tree``) one instance as a tree, or (``within``) the
+    children of the matching ranges."""
+    if tree:
+        return Result.of("tree", range_tree(trace, root, instance, max_depth, same_thread), f"Range tree: {trace.name}")
+    if within:
+        return Result.of("within", range_within(trace, within, same_thread), f"Inside {within}: {trace.name}")
+    return Result.of("ranges", range_table(trace, same_thread, top), f"NVTX ranges: {trace.name}")

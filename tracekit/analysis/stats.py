@@ -13,7 +13,7 @@ stays a few arrays of the table's length (a 10M-kernel trace summarizes in about
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -157,21 +157,3 @@ def sort_by_total(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     tie_break = [frame[key].astype(str).to_numpy() for key in keys]
     order = np.lexsort([*reversed(tie_break), -frame[TOTAL].to_numpy()])
     return frame.iloc[order].reset_index(drop=True)
-
-
-UNITS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
-
-
-def in_unit(table: pd.DataFrame, unit: str) -> pd.DataFrame:
-    """Time columns "... (ns)" converted to ``unit`` (ns, us, ms, s) and renamed to say so."""
-    if unit not in UNITS:
-        raise ValueError(f"unknown unit {unit!r}")
-    if unit == "ns":
-        return table
-    table = table.copy()
-    renames = {}
-    for column in table.columns:
-        if isinstance(column, str) and column.endswith(" (ns)"):
-            table[column] = table[column].astype(float) / UNITS[unit]
-            renames[column] = column[: -len("(ns)")] + f"({unit})"
-    return table.rename(columns=renames)

@@ -1,42 +1,127 @@
-"""Readers: whatever the user points at (export, report, run folder) becomes a ``Trace``."""
+"""The registry of readers: whatever a user points at becomes a ``Trace`` or a ``MemoryTrace``.
+
+``open_trace(path)`` chooses a reader by the file's content (its first bytes), not its name: an nsys
+SQLite export, an Nsight Systems report (exported with nsys on first use, the export kept beside
+it), or a tracekit run folder (its export or report). Large exports are cached (``cache``): the
+cache is the registry's, so every reader gets it. ``open_snapshot(path)`` reads a CUDA memory
+snapshot or a run folder's. Anything else gets one line saying what it looks like and what is read.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from tracekit import nsys_cli
-from tracekit.errors import InputNotFoundError, NotAnExportError
-from tracekit.trace import Trace
+from tracekit.errors import InputNotFoundError, NotAnExportError, SnapshotError
+from tracekit.nsys_tool import REPORT_MAGIC
+from tracekit.runs import Run
 
-RUN_TRACE_FILES = ("trace.sqlite", "trace.nsys-rep")
+if TYPE_CHECKING:
+    from tracekit.model.memory import MemoryTrace
+    from tracekit.model.trace import Trace
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
 REPORT_SUFFIXES = (".nsys-rep", ".qdrep")
+PICKLE_PROTOCOL_2_PLUS = b"\x80"
+GZIP_MAGIC = b"\x1f\x8b"
+HEAD_BYTES = 64
 
 
-def resolve_trace_file(path: str | Path) -> Path:
-    """The export or report behind a path: a file as given, or the trace of a run folder."""
+@dataclass(frozen=True)
+class Reader:
+    """One kind of input: how to recognise it from its first bytes, and how to open it."""
+
+    kind: str
+    describes: str
+    sniff: Callable[[Path, bytes], bool]
+    open: Callable[[Path, str | None], Trace]
+
+
+def _open_nsys_sqlite(path: Path, nsys: str | None) -> Trace:
+    from tracekit.sources.nsys import read_nsys_export
+
+    return read_nsys_export(path)
+
+
+def _open_nsys_report(path: Path, nsys: str | None) -> Trace:
+    from tracekit import nsys_tool
+
+    return _open_nsys_sqlite(nsys_tool.export_sqlite(path, nsys), nsys)
+
+
+TRACE_READERS = [
+    Reader("nsys-sqlite", "an nsys SQLite export (.sqlite)", lambda path, head: head.startswith(SQLITE_MAGIC),
+           _open_nsys_sqlite),
+    # A report is known by its first bytes; one named .nsys-rep without them goes to nsys too, whose
+    # verdict on a damaged or foreign file is the most useful one.
+    Reader("nsys-report", "an Nsight Systems report (.nsys-rep)",
+           lambda path, head: head.startswith(REPORT_MAGIC) or path.suffix in REPORT_SUFFIXES, _open_nsys_report),
+]  # fmt: skip
+ACCEPTED = ", ".join(reader.describes for reader in TRACE_READERS) + " or a tracekit run folder"
+
+
+def _head(path: Path) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read(HEAD_BYTES)
+
+
+def trace_file(path: str | Path) -> Path:
+    """The file behind a trace argument: the file itself, or a run folder's export (else its report)."""
     path = Path(path)
     if not path.exists():
         raise InputNotFoundError(f"{path}: no such file or folder")
-    if path.is_dir():
-        for name in RUN_TRACE_FILES:
-            if (path / name).is_file():
-                return path / name
-        raise InputNotFoundError(
-            f"{path} is a folder without trace.sqlite or trace.nsys-rep: not a tracekit run folder"
-        )
-    return path
+    run = Run.at(path)
+    return run.require_trace() if run is not None else path
 
 
 def open_trace(path: str | Path, nsys: str | None = None) -> Trace:
-    """Open an nsys SQLite export, an .nsys-rep (exported on the fly with nsys, export kept), or a run folder."""
-    from tracekit.sources.nsys import read_nsys_export  # keeps `tracekit --help` free of pandas
+    """The trace at ``path`` (see the module docstring); ``nsys`` is the executable that exports reports."""
+    from tracekit.sources.cache import cached_trace
 
-    file = resolve_trace_file(path)
+    file = trace_file(path)
+    head = _head(file)
+    for reader in TRACE_READERS:
+        if reader.sniff(file, head):
+            trace = reader.open(file, nsys)
+            return cached_trace(trace, Path(trace.meta.source))
+    raise NotAnExportError(f"{file} {_looks_like(file, head)}; tracekit reads {ACCEPTED}")
+
+
+def _looks_like(file: Path, head: bytes) -> str:
+    """What an unreadable input seems to be, so the error says what to do with it."""
     if file.suffix == ".qdstrm":
-        raise NotAnExportError(
-            f"{file} is a raw capture stream, not a report: import it with QdstrmImporter "
-            "(`tracekit capture` does this for you) and export the .nsys-rep"
+        return (
+            "is a raw nsys capture stream, not a report: import it with QdstrmImporter "
+            "(`tracekit capture` does this for you), then export the .nsys-rep"
         )
-    if file.suffix in REPORT_SUFFIXES or nsys_cli.is_report(file):
-        file = nsys_cli.export_sqlite(file, nsys)
-    return read_nsys_export(file)
+    if head.startswith(PICKLE_PROTOCOL_2_PLUS):
+        return "is a pickle (a memory snapshot? read it with `tracekit memory`), not a trace"
+    if head.startswith(GZIP_MAGIC) or head.lstrip()[:1] in (b"{", b"["):
+        return "looks like JSON (a torch.profiler or Chrome trace?), which tracekit does not read yet"
+    what = "an empty file" if not head else "not an SQLite database"
+    return f"is {what} (export a report with `nsys export --type sqlite REPORT.nsys-rep`)"
+
+
+def open_snapshot(path: str | Path) -> MemoryTrace:
+    """A ``torch.cuda.memory._dump_snapshot`` pickle, or a run folder's memory.pickle, read without
+    executing anything from it."""
+    from tracekit.sources.snapshot import load_snapshot
+
+    path = Path(path)
+    if not path.exists():
+        raise InputNotFoundError(f"{path}: no such file or folder")
+    run = Run.at(path)
+    file = run.require_snapshot() if run is not None else path
+    head = _head(file)
+    if any(reader.sniff(file, head) for reader in TRACE_READERS):
+        raise SnapshotError(f"{file} is an Nsight Systems trace, not a memory snapshot: `tracekit kernels` and "
+                            "`tracekit ranges` read it")  # fmt: skip
+    return load_snapshot(file)
+
+
+def run_snapshot(path: str | Path) -> MemoryTrace | None:
+    """The memory snapshot of a run folder, or None when ``path`` is not a run with one."""
+    run = Run.at(path)
+    return open_snapshot(run.folder) if run is not None and run.snapshot is not None else None

@@ -1,6 +1,6 @@
 """A cache of a large export's normalized tables, so that later commands skip SQLite.
 
-The first command that loads a table (kernels, launches, ranges) of an export of at least
+The first command that loads a table (gpu_ops, launches, ranges) of an export of at least
 ``MIN_BYTES`` writes it beside the export in ``<export>.tracekit-cache/<table>/``, or under
 ``$XDG_CACHE_HOME/tracekit`` when that folder is read-only. ``key.json`` records the export's size
 and modification time and the cache format: when the export changes, the cache is thrown away.
@@ -18,13 +18,16 @@ import hashlib
 import json
 import os
 import shutil
+from collections.abc import Callable, Collection
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import pandas as pd
 
-FORMAT = 2
+from tracekit.model.selection import select_named
+from tracekit.model.trace import TABLES, Trace
+
+FORMAT = 3  # 3: the GPU-op table is called gpu_ops
 MIN_BYTES = 32 * 2**20
 SUFFIX = ".tracekit-cache"
 
@@ -44,7 +47,7 @@ class TableCache:
         }
 
     @classmethod
-    def for_export(cls, export: Path) -> "TableCache | None":
+    def for_export(cls, export: Path) -> TableCache | None:
         """The cache of ``export``, or None when caching is off or the export is small."""
         if os.environ.get("TRACEKIT_CACHE", "1") == "0":
             return None
@@ -127,3 +130,28 @@ class TableCache:
             return frame
 
         return load
+
+
+def cached_trace(trace: Trace, export: Path) -> Trace:
+    """``trace`` (read from ``export``) with its tables read from and written to the export's cache, or
+    ``trace`` itself when the export is small or caching is off."""
+    cache = TableCache.for_export(export)
+    if cache is None:
+        return trace
+    loaders = dict(trace.loaders)
+    for table in TABLES:
+        loaders[table] = cache.wrap(table, trace.loaders[table])
+    if "ranges_named" in trace.loaders:
+        loaders["ranges_named"] = lambda patterns: _cached_selection(cache, trace.loaders["ranges_named"], patterns)
+    return Trace(trace.meta, loaders)
+
+
+def _cached_selection(cache: TableCache, read_named: Callable, patterns: Collection[str]) -> pd.DataFrame:
+    """Named ranges on a cached export: from the whole cached range table when there is one (a
+    filter beats a scan of SQLite), else from a cached earlier selection of the same patterns, else
+    a filtered read that is cached for next time (a breakdown's phases are asked for again)."""
+    whole = cache.load("ranges")
+    if whole is not None:
+        return select_named(whole, patterns)
+    key = "ranges_named-" + hashlib.sha1("\0".join(sorted(patterns)).encode()).hexdigest()[:16]
+    return cache.wrap(key, lambda: read_named(patterns))()

@@ -8,52 +8,29 @@ table only when it has rows) read as empty. Integer columns come through the col
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 from contextlib import closing
 from pathlib import Path
-from typing import Collection
 
 import numpy as np
 import pandas as pd
 
-from tracekit.errors import InvalidTraceError, NotAnExportError
-from tracekit.sources.cache import TableCache
-from tracekit.sources.nesting import nest_ranges
+from tracekit.errors import NotAnExportError
+from tracekit.model.schema import GPU_OP_KINDS, GPU_OPS, GPUS, LAUNCHES
+from tracekit.model.trace import Trace, TraceMeta
 from tracekit.sources.sqlite_columns import (
     connect_readonly,
     present_ids,
-    read_columns,
     read_int_columns,
     read_strings,
     table_columns,
-)
-from tracekit.trace import (
-    GPU_OP_KINDS,
-    KERNEL_COLUMNS,
-    LAUNCH_COLUMNS,
-    RANGE_COLUMNS,
-    RANGE_STYLES,
-    Trace,
-    TraceMeta,
-    empty_kernels,
-    empty_launches,
-    empty_ranges,
-    is_pattern,
-    names_matching,
-    select_named,
 )
 
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
 MEMCPY_TABLE = "CUPTI_ACTIVITY_KIND_MEMCPY"
 MEMSET_TABLE = "CUPTI_ACTIVITY_KIND_MEMSET"
 RUNTIME_TABLE = "CUPTI_ACTIVITY_KIND_RUNTIME"
-NVTX_TABLE = "NVTX_EVENTS"
-GPU_TABLES = (KERNEL_TABLE, MEMCPY_TABLE, MEMSET_TABLE)
 
-# NVTX_EVENTS.eventType values (ENUM_NSYS_EVENT_TYPE); 70/71 are ranges imported from NVTXT files.
-NVTX_PUSHPOP, NVTX_STARTEND, NVTXT_PUSHPOP, NVTXT_STARTEND, NVTX_DOMAIN_CREATE = 59, 60, 70, 71, 75
-RANGE_EVENT_TYPES = (NVTX_PUSHPOP, NVTX_STARTEND, NVTXT_PUSHPOP, NVTXT_STARTEND)
 
 # Short copy directions nsys prints ("[CUDA memcpy HtoD]"), by ENUM_CUDA_MEMCPY_OPER id.
 MEMCPY_DIRECTIONS = {
@@ -80,35 +57,23 @@ PID_TID_MASK = (1 << 48) - 1
 
 
 def read_nsys_export(path: str | Path) -> Trace:
-    """Open an nsys SQLite export. Checks that it is one now; reads its tables on first use."""
+    """Open an nsys SQLite export (uncached; ``sources.open_trace`` adds the cache). Checks that it is
+    one now; reads its tables on first use."""
+    from tracekit.sources.nsys_ranges import read_ranges
+
     path = Path(path)
-    tables = _check_export(path)
+    tables = check_export(path)
     meta = _read_meta(path, tables)
     loaders = {
-        "kernels": lambda: read_gpu_ops(path, tables),
+        "gpu_ops": lambda: read_gpu_ops(path, tables),
         "launches": lambda: read_launches(path, tables),
         "ranges": lambda: read_ranges(path, tables),
         "ranges_named": lambda names: read_ranges(path, tables, names),
     }
-    cache = TableCache.for_export(path)
-    if cache is not None:
-        for table in ("kernels", "launches", "ranges"):
-            loaders[table] = cache.wrap(table, loaders[table])
-        loaders["ranges_named"] = lambda names: _cached_selection(cache, path, tables, names)
     return Trace(meta, loaders)
 
 
-def _cached_selection(cache: TableCache, path: Path, tables: frozenset[str], patterns) -> pd.DataFrame:
-    """Named ranges on a cached export: from the whole cached range table when there is one (a
-    filter beats a scan of SQLite), else from a cached earlier selection of the same patterns, else
-    a filtered read that is cached for next time (a breakdown's phases are asked for again)."""
-    if cache.has("ranges"):
-        return select_named(cache.load("ranges"), patterns)
-    key = "ranges_named-" + hashlib.sha1("\0".join(sorted(patterns)).encode()).hexdigest()[:16]
-    return cache.wrap(key, lambda: read_ranges(path, tables, patterns))()
-
-
-def _check_export(path: Path) -> frozenset[str]:
+def check_export(path: Path) -> frozenset[str]:
     try:
         with closing(connect_readonly(path)) as connection:
             names = [row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")]
@@ -144,13 +109,12 @@ def _read_meta(path: Path, tables: frozenset[str]) -> TraceMeta:
         schema_version=export.get("EXPORT_SCHEMA_VERSION"),
         session_start_utc_ns=start,
         gpus=gpus,
-        tables=tables,
     )
 
 
 def _read_gpus(connection: sqlite3.Connection, tables: frozenset[str]) -> pd.DataFrame:
-    """GPU descriptions: TARGET_INFO_GPU (2021.3+), else TARGET_INFO_CUDA_DEVICE (2026) / _CUDA_GPU (old)."""
-    columns = ["id", "name", "sm_count", "memory_bytes", "compute_capability"]
+    """GPU descriptions (``schema.GPUS``): TARGET_INFO_GPU (2021.3+), else TARGET_INFO_CUDA_DEVICE (2026) or
+    TARGET_INFO_CUDA_GPU (older)."""
     if "TARGET_INFO_GPU" in tables:
         have = set(table_columns(connection, "TARGET_INFO_GPU"))
         pick = {
@@ -164,9 +128,10 @@ def _read_gpus(connection: sqlite3.Connection, tables: frozenset[str]) -> pd.Dat
         select = ", ".join(f"{source if source in have else 'NULL'} AS {alias}" for alias, source in pick.items())
         frame = pd.read_sql_query(f"SELECT DISTINCT {select} FROM TARGET_INFO_GPU ORDER BY id", connection)
         frame["compute_capability"] = [
-            f"{major}.{minor}" if pd.notna(major) else None for major, minor in zip(frame["major"], frame["minor"])
+            f"{int(major)}.{int(minor)}" if pd.notna(major) else None
+            for major, minor in zip(frame["major"], frame["minor"])
         ]
-        return frame[columns]
+        return _as_gpus(frame)
     for table, id_column, sm_column in (
         ("TARGET_INFO_CUDA_DEVICE", "cudaId", "numMultiprocessors"),
         ("TARGET_INFO_CUDA_GPU", "cudaId", "smCount"),
@@ -181,11 +146,25 @@ def _read_gpus(connection: sqlite3.Connection, tables: frozenset[str]) -> pd.Dat
             )
             frame["memory_bytes"] = None
             frame["compute_capability"] = None
-            return frame[columns]
-    return pd.DataFrame(columns=columns)
+            return _as_gpus(frame)
+    return GPUS.empty()
 
 
-def _pid(global_id: np.ndarray) -> np.ndarray:
+def _as_gpus(frame: pd.DataFrame) -> pd.DataFrame:
+    """The contract's dtypes: counts that may be unknown as nullable integers, text as objects."""
+    result = pd.DataFrame(
+        {
+            "id": frame["id"].astype("int64"),
+            "name": frame["name"].astype(object).where(frame["name"].notna(), None),
+            "sm_count": pd.to_numeric(frame["sm_count"]).astype("Int64"),
+            "memory_bytes": pd.to_numeric(frame["memory_bytes"]).astype("Int64"),
+            "compute_capability": frame["compute_capability"].astype(object),
+        }
+    )
+    return result[GPUS.names]
+
+
+def pid_of(global_id: np.ndarray) -> np.ndarray:
     return (global_id >> 24) & ID_BITS
 
 
@@ -215,7 +194,7 @@ def _categorical_from_ids(
 
 
 def read_gpu_ops(path: Path, tables: frozenset[str]) -> pd.DataFrame:
-    """Kernels, memcpys and memsets as one table of GPU operations (columns: trace.KERNEL_COLUMNS).
+    """Kernels, memcpys and memsets as one table of GPU operations (``schema.GPU_OPS``).
 
     Built column by column, each array narrowed as it is read, so that the peak memory of a 10M-row
     export stays near the size of the table itself.
@@ -253,17 +232,20 @@ def read_gpu_ops(path: Path, tables: frozenset[str]) -> pd.DataFrame:
         columns["device"], columns["stream"] = (packed >> 32).astype(np.int16), (packed & 0xFFFFFFFF).astype(np.int32)
         columns["pid"] = columns["pid"].astype(np.int32)
     if not parts:
-        return empty_kernels()
+        return GPU_OPS.empty()
 
     lengths = {kind: len(columns["start"]) for kind, columns in parts.items()}
     names, short_names = _gpu_op_names(path, parts)
     frame = pd.DataFrame(index=pd.RangeIndex(sum(lengths.values())))
     for column in ("start", "end", "device", "stream", "correlation_id", "pid", *LAUNCH_CONFIG, "bytes"):
         pieces = [columns.pop(column, None) for columns in parts.values()]
-        dtype = next((piece.dtype for piece in pieces if piece is not None), np.dtype("int32"))
+        dtype = np.dtype(GPU_OPS.column(column).dtype)
         # Columns a kind does not have (grid for memcpy, bytes for kernels) are 0 for it.
         frame[column] = np.concatenate(
-            [piece if piece is not None else np.zeros(length, dtype) for piece, length in zip(pieces, lengths.values())]
+            [
+                piece.astype(dtype, copy=False) if piece is not None else np.zeros(length, dtype)
+                for piece, length in zip(pieces, lengths.values())
+            ]
         )
         del pieces
     frame["duration"] = frame["end"] - frame["start"]
@@ -273,8 +255,7 @@ def read_gpu_ops(path: Path, tables: frozenset[str]) -> pd.DataFrame:
     )
     frame["name"] = names
     frame["short_name"] = short_names
-    _check_intervals(frame, path, "GPU operation")
-    return frame[KERNEL_COLUMNS]
+    return frame[GPU_OPS.names]
 
 
 LAUNCH_CONFIG = ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")
@@ -317,16 +298,10 @@ def _gpu_op_names(path: Path, parts: dict[str, dict[str, np.ndarray]]) -> tuple[
     return names, short_names
 
 
-def _check_intervals(frame: pd.DataFrame, path: Path, what: str) -> None:
-    bad = frame["end"].to_numpy() < frame["start"].to_numpy()
-    if bad.any():
-        raise InvalidTraceError(f"{path}: {int(bad.sum())} {what} rows end before they start; the export is damaged")
-
-
 def read_launches(path: Path, tables: frozenset[str]) -> pd.DataFrame:
-    """CUDA runtime API calls (columns: trace.LAUNCH_COLUMNS)."""
+    """CUDA runtime API calls (``schema.LAUNCHES``)."""
     if RUNTIME_TABLE not in tables:
-        return empty_launches()
+        return LAUNCHES.empty()
     columns = read_int_columns(
         path,
         RUNTIME_TABLE,
@@ -343,7 +318,7 @@ def read_launches(path: Path, tables: frozenset[str]) -> pd.DataFrame:
     correlation = packed & 0xFFFFFFFF
     columns["correlation_id"] = np.where(correlation == 0xFFFFFFFF, -1, correlation)
     thread = columns.pop("thread")
-    columns["pid"], columns["tid"] = _pid(thread), thread & ID_BITS
+    columns["pid"], columns["tid"] = pid_of(thread), thread & ID_BITS
     names = _categorical_from_ids(columns["name_id"], read_strings(path, columns["name_id"]))
     frame = pd.DataFrame(
         {
@@ -356,179 +331,4 @@ def read_launches(path: Path, tables: frozenset[str]) -> pd.DataFrame:
             "tid": columns["tid"],
         }
     )
-    _check_intervals(frame, path, "CUDA API")
-    return frame[LAUNCH_COLUMNS]
-
-
-def read_ranges(path: Path, tables: frozenset[str], names: Collection[str] | None = None) -> pd.DataFrame:
-    """NVTX push/pop and start/end ranges, named and nested as nsys does (columns: trace.RANGE_COLUMNS).
-
-    A name is built once per distinct (domain, text) pair, not once per row: PyTorch traces repeat
-    a few hundred names over millions of ranges. With ``names``, only ranges of those names are read
-    (filtered in SQL), and depth/parent describe the nesting among them.
-    """
-    if NVTX_TABLE not in tables:
-        return empty_ranges()
-    is_range = f"eventType IN ({','.join(str(t) for t in RANGE_EVENT_TYPES)})"
-    wants_domains = names is None or any(_domain_part(name) for name in names)
-    if names is not None:
-        is_range += f" AND ({_name_filter(names)})"
-        if not wants_domains:  # a range of a named domain is called "domain:text": none can match
-            is_range += " AND ifnull(domainId, 0) = 0"
-    columns = read_columns(
-        path,
-        NVTX_TABLE,
-        {
-            "range_id": "rowid",
-            "start": "start",
-            "end": "ifnull(end, -1)",
-            "event_type": "eventType",
-            "text_id": "ifnull(textId, -1)",
-            "domain_id": "ifnull(domainId, 0)",
-            # pid and tid only: the hardware/VM bits above them make every value 15 digits long
-            "global_tid": f"ifnull(globalTid, 0) & {PID_TID_MASK}",
-            "end_global_tid": f"ifnull(endGlobalTid & {PID_TID_MASK}, -1)",
-        },
-        texts={"text": "text"},
-        where=is_range,
-        dtypes={"event_type": "int16", "text_id": "int32"},
-    )
-    if len(columns["start"]) == 0:
-        return empty_ranges()
-    text_codes, texts = columns.pop("text")
-    unclosed = columns["end"] < 0
-    if unclosed.any():  # nsys closes an unclosed range at the last NVTX timestamp; do the same
-        with closing(connect_readonly(path)) as connection:
-            last = connection.execute(
-                f"SELECT max(coalesce(max(start), 0), coalesce(max(end), 0)) FROM {NVTX_TABLE}"
-            ).fetchone()[0]
-        columns["end"][unclosed] = last
-    domains = []
-    if wants_domains and (columns["domain_id"] != 0).any():
-        with closing(connect_readonly(path)) as connection:
-            domains = connection.execute(
-                f"SELECT globalTid, domainId, coalesce(text, (SELECT value FROM StringIds WHERE id = textId)) "
-                f"FROM {NVTX_TABLE} WHERE eventType = {NVTX_DOMAIN_CREATE} ORDER BY start"
-            ).fetchall()
-
-    global_tid = columns["global_tid"]
-    pid = _pid(global_tid)
-    domain_codes, domain_names = _domain_codes(pid, columns["domain_id"], domains)
-    range_names = _range_names(path, columns.pop("text_id"), text_codes, texts, domain_codes, domain_names)
-    if names is not None:  # the SQL filter matched texts; keep rows whose full "domain:text" name matches
-        keep = names_matching(pd.Series(range_names), names)
-        columns = {key: value[keep] for key, value in columns.items()}
-        global_tid, pid, domain_codes, range_names = global_tid[keep], pid[keep], domain_codes[keep], range_names[keep]
-    end_global = columns["end_global_tid"]
-    same_thread = (end_global < 0) | (end_global == global_tid)
-    parent_row, depth = nest_ranges(global_tid, columns["start"], columns["end"], same_thread)
-    range_id = columns["range_id"]
-    style_codes = np.isin(columns["event_type"], (NVTX_STARTEND, NVTXT_STARTEND)).astype(np.int8)
-    frame = pd.DataFrame(
-        {
-            "range_id": range_id,
-            "start": columns["start"],
-            "end": columns["end"],
-            "duration": columns["end"] - columns["start"],
-            "name": range_names,
-            "domain": pd.Categorical.from_codes(domain_codes, categories=pd.Index(domain_names, dtype=object)),
-            "style": pd.Categorical.from_codes(style_codes, categories=RANGE_STYLES),
-            "pid": pid,
-            "tid": global_tid & ID_BITS,
-            "end_tid": np.where(same_thread, global_tid, end_global) & ID_BITS,
-            "depth": depth,
-            "parent": np.where(parent_row >= 0, range_id[np.maximum(parent_row, 0)], -1),
-        }
-    )
-    _check_intervals(frame, path, "NVTX range")
-    return frame[RANGE_COLUMNS]
-
-
-def _domain_part(name: str) -> str | None:
-    """The domain of a "domain:text" name, or None. C++ names ("aten::mm") are not a domain split."""
-    domain, colon, text = name.partition(":")
-    return domain if colon and domain and text and not text.startswith(":") else None
-
-
-def _name_filter(patterns: Collection[str]) -> str:
-    """SQL condition on NVTX_EVENTS for ranges that may be named by ``patterns`` (names or globs;
-    "domain:text" included). The exact match on full names follows in Python.
-
-    Globs of only * and ? become LIKE patterns (the connection makes LIKE case-sensitive): SQLite
-    evaluates LIKE about a third faster than GLOB on millions of rows.
-    """
-    texts = set()
-    for pattern in patterns:
-        texts.add(pattern)
-        if _domain_part(pattern):  # "domain:text": the row's own text is after the first colon
-            texts.add(pattern.split(":", 1)[1])
-    exact = [_quote(text) for text in sorted(texts) if not is_pattern(text)]
-    tests = [f"{{column}} IN ({', '.join(exact)})"] if exact else []
-    for text in sorted(texts):
-        if is_pattern(text):
-            tests.append(
-                f"{{column}} GLOB {_quote(text)}"
-                if "[" in text
-                else f"{{column}} LIKE {_quote(_like(text))} ESCAPE '\\'"
-            )
-    if not tests:
-        return "0"
-    on = lambda column: " OR ".join(test.format(column=column) for test in tests)  # noqa: E731
-    return f"{on('text')} OR textId IN (SELECT id FROM StringIds WHERE {on('value')})"
-
-
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
-def _like(glob: str) -> str:
-    """A glob of * and ? as a LIKE pattern with \\ escaping LIKE's own wildcards."""
-    escaped = glob.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return escaped.replace("*", "%").replace("?", "_")
-
-
-def _range_names(
-    path: Path,
-    text_ids: np.ndarray,
-    text_codes: np.ndarray,
-    texts: list[str],
-    domain_codes: np.ndarray,
-    domain_names: list[str],
-) -> pd.Categorical:
-    """nsys's range name: registered string (textId) else text, prefixed "domain:" outside the default domain."""
-    registered = present_ids(text_ids)
-    strings = read_strings(path, text_ids) if len(registered) else {}
-    labels = [text or "(unnamed)" for text in texts] + [strings.get(int(i), f"<string {i}>") for i in registered]
-    label = text_codes.astype(np.int64)
-    if len(registered):
-        id_to_label = np.zeros(int(registered[-1]) + 1, dtype=np.int64)
-        id_to_label[registered] = len(texts) + np.arange(len(registered))
-        has_id = text_ids >= 0
-        label[has_id] = id_to_label[text_ids[has_id]]
-    pairs, unique_pairs = pd.factorize(domain_codes.astype(np.int64) * len(labels) + label)
-    pair_domain, pair_label = np.divmod(np.asarray(unique_pairs), len(labels))
-    pair_names = [f"{domain_names[d]}:{labels[l]}" if d else labels[l] for d, l in zip(pair_domain, pair_label)]
-    # Different pairs can spell the same name ("a:b" in the default domain, "b" in domain "a").
-    name_codes, names = pd.factorize(pd.Series(pair_names, dtype=object))
-    return pd.Categorical.from_codes(name_codes.astype(np.int32)[pairs], categories=pd.Index(names, dtype=object))
-
-
-def _domain_codes(pid: np.ndarray, domain_id: np.ndarray, domains: list[tuple]) -> tuple[np.ndarray, list[str]]:
-    """Per row, an index into the returned domain names ("" = the default domain), resolved per process."""
-    codes = np.zeros(len(pid), dtype=np.int32)
-    names = [""]
-    custom = np.flatnonzero(domain_id != 0)
-    if not domains or not len(custom):
-        return codes, names
-    created: dict[int, str] = {}
-    for global_tid, domain, name in domains:  # ordered by time: the first creation of an id wins
-        created.setdefault(((int(global_tid) >> 24) & ID_BITS) << 32 | int(domain), name or "")
-    keys, unique_keys = pd.factorize(pid[custom] << 32 | domain_id[custom])
-    known = [created.get(int(key)) for key in unique_keys]
-    names_index = {name: index for index, name in enumerate(names)}
-    key_to_code = np.array(
-        [names_index.setdefault(name, len(names_index)) if name else 0 for name in known], dtype=np.int32
-    )
-    names = list(names_index)
-    codes[custom] = key_to_code[keys]
-    return codes, names
+    return frame[LAUNCHES.names]

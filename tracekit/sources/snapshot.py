@@ -8,41 +8,22 @@ it: event order stands in for time), ``external_annotations`` (2.5+), ``compile_
 ``active_awaiting_free`` and ``inactive``, several devices, a trace that is empty (state only), and
 a ring buffer that dropped its earliest events.
 
-``MemoryTrace`` tables (one row per item, all devices):
-    events      device, index (position in its device's trace), action (category), addr, size (bytes),
-                stream, time_us (float, NaN without timestamps), stack (id into ``stacks``)
-    blocks      device, address, size, requested_size (bytes), state, stack
-    segments    device, address, total_size, allocated_size, active_size (bytes), stream
-    annotations device, name, stage (START/END), time_us
-``stacks[i]`` is one captured stack: a list of {filename, line, name} frames, innermost first.
+Tables and their columns: ``tracekit.model.memory`` and ``tracekit.model.schema``.
 """
 
 from __future__ import annotations
 
 import pickle
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from tracekit.errors import InputNotFoundError, SnapshotError
+from tracekit.errors import SnapshotError
+from tracekit.model.memory import MemoryTrace
+from tracekit.model.schema import MEMORY_ACTIONS, MEMORY_ANNOTATIONS, MEMORY_EVENTS
 
-SNAPSHOT_FILE = "memory.pickle"
-ACTIONS = [
-    "alloc",
-    "free_requested",
-    "free_completed",
-    "segment_alloc",
-    "segment_free",
-    "segment_map",
-    "segment_unmap",
-    "oom",
-    "snapshot",
-    "other",
-]
-ACTION_CODES = {action: code for code, action in enumerate(ACTIONS)}
-ACTIVE_STATES = ("active_allocated", "active_pending_free", "active_awaiting_free")
+ACTION_CODES = {action: code for code, action in enumerate(MEMORY_ACTIONS)}
 
 
 class RefusingUnpickler(pickle.Unpickler):
@@ -59,43 +40,9 @@ class RefusingUnpickler(pickle.Unpickler):
         raise SnapshotError(f"{self.source} uses persistent references: not a memory snapshot")
 
 
-@dataclass
-class MemoryTrace:
-    """A memory snapshot as tables (see the module docstring for the columns)."""
-
-    source: str
-    events: pd.DataFrame
-    blocks: pd.DataFrame
-    segments: pd.DataFrame
-    annotations: pd.DataFrame
-    stacks: list[list[dict]]
-    has_time: bool
-    settings: dict = field(default_factory=dict)
-
-    @property
-    def devices(self) -> list[int]:
-        seen = set(self.events["device"].unique()) | set(self.blocks["device"].unique())
-        return sorted(int(device) for device in seen)
-
-
-def resolve_snapshot(path: str | Path) -> Path:
-    """A snapshot file, or the memory.pickle of a run folder."""
-    path = Path(path)
-    if not path.exists():
-        raise InputNotFoundError(f"{path}: no such file or folder")
-    if path.is_dir():
-        if (path / SNAPSHOT_FILE).is_file():
-            return path / SNAPSHOT_FILE
-        raise InputNotFoundError(
-            f"{path} has no {SNAPSHOT_FILE}: capture with `tracekit capture MODEL --memory` "
-            "on a CUDA GPU (snapshots need CUDA)"
-        )
-    return path
-
-
 def load_snapshot(path: str | Path) -> MemoryTrace:
-    """Read a snapshot pickle (or a run folder's) without executing anything from it."""
-    file = resolve_snapshot(path)
+    """Read a snapshot pickle without executing anything from it."""
+    file = Path(path)
     data = _unpickle(file)
     if isinstance(data, list):  # torch < 2.0 dumped the segment list alone
         raise SnapshotError(
@@ -114,17 +61,22 @@ def load_snapshot(path: str | Path) -> MemoryTrace:
     if not isinstance(traces, list) or not all(isinstance(trace, list) for trace in traces):
         raise SnapshotError(f"{file}: device_traces is not a list of per-device event lists")
     stacks = _Stacks()
-    events, has_time = _events(traces, stacks)
-    blocks, segments = _state(data["segments"], stacks)
+    try:
+        events, has_time = _events(traces, stacks)
+        blocks, segments = _state(data["segments"], stacks)
+        annotations = _annotations(data.get("external_annotations") or [])
+    except (TypeError, ValueError, OverflowError, AttributeError) as error:  # a field of the wrong type
+        raise SnapshotError(f"{file} has a field of an unexpected type ({error}): not a memory snapshot") from None
+    settings = data.get("allocator_settings")
     return MemoryTrace(
         str(file),
         events,
         blocks,
         segments,
-        _annotations(data.get("external_annotations") or []),
+        annotations,
         stacks.lists,
         has_time,
-        data.get("allocator_settings") or {},
+        settings if isinstance(settings, dict) else {},
     )
 
 
@@ -197,7 +149,7 @@ def _events(traces: list[list], stacks: _Stacks) -> tuple[pd.DataFrame, bool]:
                 "index": np.arange(len(trace), dtype=np.int64),
                 "action": pd.Categorical.from_codes(
                     np.array([ACTION_CODES.get(entry.get("action"), other) for entry in trace], dtype=np.int8),
-                    categories=ACTIONS,
+                    categories=list(MEMORY_ACTIONS),
                 ),
                 "addr": np.array([entry.get("addr") or 0 for entry in trace], dtype=np.int64),
                 "size": np.array([entry.get("size") or 0 for entry in trace], dtype=np.int64),
@@ -208,18 +160,7 @@ def _events(traces: list[list], stacks: _Stacks) -> tuple[pd.DataFrame, bool]:
         )
         frames.append(frame)
     if not frames:
-        return pd.DataFrame(
-            {
-                "device": pd.Series(dtype=np.int16),
-                "index": pd.Series(dtype=np.int64),
-                "action": pd.Categorical([], categories=ACTIONS),
-                "addr": pd.Series(dtype=np.int64),
-                "size": pd.Series(dtype=np.int64),
-                "stream": pd.Series(dtype=np.int64),
-                "time_us": pd.Series(dtype=np.float64),
-                "stack": pd.Series(dtype=np.int64),
-            }
-        ), False
+        return MEMORY_EVENTS.empty(), False
     return pd.concat(frames, ignore_index=True), has_time
 
 
@@ -269,4 +210,5 @@ def _annotations(entries: list) -> pd.DataFrame:
         for entry in entries
         if isinstance(entry, dict)
     ]
-    return pd.DataFrame(rows, columns=["device", "name", "stage", "time_us"])
+    frame = pd.DataFrame(rows, columns=MEMORY_ANNOTATIONS.names)
+    return frame.astype({"device": "int64", "name": object, "stage": object, "time_us": "float64"})

@@ -12,10 +12,10 @@ really run in parallel. Measured on a 1M-row nsys kernel table, 14 columns: 0.85
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from pathlib import Path
-from typing import Mapping
 from urllib.parse import quote
 
 import numpy as np

@@ -11,13 +11,10 @@ import sys
 
 import click
 
-from tracekit.cli_common import emit, output_options
+from tracekit.cli.common import emit, output_options
+from workloads.config import ATTENTIONS, MODEL_NAMES, MODES, OPTIMIZERS
+from workloads.config import DTYPE_NAMES as DTYPES
 
-MODEL_NAMES = ("tiny", "small", "medium", "large", "xl", "2.7B")
-MODES = ("forward", "forward-backward", "train")
-DTYPES = ("fp32", "bf16", "fp16")
-ATTENTIONS = ("naive", "sdpa")
-OPTIMIZERS = ("single-tensor", "foreach", "fused", "compiled")
 SIZE_PATTERN = re.compile(r"^\d+(Ki|Mi|Gi)?$")
 # Options that take a list, and which words can be their values (so `--ctx 128 256 small` stops at small).
 LIST_VALUES = {
@@ -158,21 +155,18 @@ def bench_models(
     models, ctx, batch, mode, dtype, compiled, compare_compile, attention, warmup, steps, device, db, wide, fmt, output
 ):
     """Forward, backward, optimizer and step time (mean, std, median, min, max ms) per configuration."""
-    from workloads.sweep import benchmark, compact_table, configurations
+    from workloads.sweep import benchmark, configurations
 
     compiles = (False, True) if compare_compile else (compiled,)
     configs = configurations(models, ctx, batch, mode, dtype, compiles, attention, warmup, steps, device)
+    compact = fmt in ("table", "md") and not wide
     bar = progress(len(configs), "benchmarking")
     if bar:
         with bar:
-            table, rows_in_db = benchmark(configs, db, on_result=lambda result: bar.update(1))
+            result = benchmark(configs, db, on_result=lambda result: bar.update(1), compact=compact)
     else:
-        table, rows_in_db = benchmark(configs, db)
-    if fmt in ("table", "md") and not wide:
-        table = compact_table(table)
-    emit(table, fmt, output, "Benchmark (ms per step phase; oom = out of memory, the sweep went on)")
-    if db:
-        click.echo(f"{db}: {rows_in_db} rows", err=True)
+        result = benchmark(configs, db, compact=compact)
+    emit(result, fmt, output)
 
 
 @bench.command("attention")
@@ -197,7 +191,7 @@ def bench_models(
 @output_options
 def bench_attention(head_dim, seq, batch, passes, warmup, impl, compiled, compare_compile, causal, device, fmt, output):
     """Attention forward/backward time and memory before backward over head dim x sequence length."""
-    from workloads.attention import attention_table
+    from workloads.attention import attention_grid
 
     compiles = (False, True) if compare_compile else (compiled,)
     bar = progress(len(head_dim) * len(seq) * len(impl) * len(compiles), "attention grid")
@@ -214,10 +208,10 @@ def bench_attention(head_dim, seq, batch, passes, warmup, impl, compiled, compar
     )
     if bar:
         with bar:
-            table = attention_table(**arguments, on_row=lambda row: bar.update(1))
+            result = attention_grid(**arguments, on_row=lambda row: bar.update(1))
     else:
-        table = attention_table(**arguments)
-    emit(table, fmt, output, f"Attention, batch {batch}, {passes} passes (oom = out of memory)")
+        result = attention_grid(**arguments)
+    emit(result, fmt, output)
 
 
 @bench.command("optimizer")
@@ -248,16 +242,16 @@ def bench_attention(head_dim, seq, batch, passes, warmup, impl, compiled, compar
 @output_options
 def bench_optimizer(params, size, impl, steps, warmup, device, fmt, output):
     """AdamW step time (ms/iter) for N parameters of S elements, per implementation."""
-    from workloads.optimizers import optimizer_table
+    from workloads.optimizers import optimizer_grid
 
     bar = progress(len(params) * len(size), "optimizer grid")
     arguments = dict(counts=params, sizes=size, implementations=impl, warmup=warmup, steps=steps, device=device)
     if bar:
         with bar:
-            table = optimizer_table(**arguments, on_row=lambda row: bar.update(1))
+            result = optimizer_grid(**arguments, on_row=lambda row: bar.update(1))
     else:
-        table = optimizer_table(**arguments)
-    emit(table, fmt, output, "AdamW step (ms per iteration)")
+        result = optimizer_grid(**arguments)
+    emit(result, fmt, output)
 
 
 @bench.command("dtypes")
@@ -271,4 +265,4 @@ def bench_dtypes(model, dtype, ctx, batch, device, fmt, output):
     """The dtype of parameters, each sub-layer's output, logits, loss and gradients under autocast."""
     from workloads.dtypes import dtype_table
 
-    emit(dtype_table(model, dtype, ctx, batch, device), fmt, output, f"Dtypes under {dtype} autocast: {model}")
+    emit(dtype_table(model, dtype, ctx, batch, device), fmt, output)

@@ -1,4 +1,4 @@
-"""Nsight Systems on the command line: find it, ask its version, import a .qdstrm, export SQLite.
+"""The Nsight Systems executable: find it, ask its version, import a .qdstrm, export SQLite.
 
 Facts this relies on (../shared/NSYS.md): Debian's nsys 2022.4 cannot find its own importer, so
 ``nsys profile`` leaves a ``.qdstrm`` that we import with QdstrmImporter ourselves; ``nsys export``
@@ -36,7 +36,7 @@ INSTALL_HINT = (
     "nsight-systems nsight-systems-target`; elsewhere NVIDIA's installer from "
     "https://developer.nvidia.com/nsight-systems) or pass --nsys PATH"
 )
-REPORT_MAGIC = b"NVIDIA Tegra Profiler Report"
+REPORT_MAGIC = b"NVIDIA Tegra Profiler Report"  # the first bytes of .nsys-rep and .qdrep files
 EXPORT_TIMEOUT_S = 600
 
 
@@ -93,15 +93,6 @@ def import_qdstrm(qdstrm: Path, report: Path, nsys: str) -> Path:
     if result.returncode != 0 or not report.exists():
         raise NsysExportError(f"QdstrmImporter could not import {qdstrm}: {_last_line(result)}")
     return report
-
-
-def is_report(path: Path) -> bool:
-    """Whether a file is an nsys report (.nsys-rep / .qdrep), by its first bytes."""
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(len(REPORT_MAGIC)) == REPORT_MAGIC
-    except OSError:
-        return False
 
 
 def export_sqlite(report: Path, nsys: str | None = None) -> Path:

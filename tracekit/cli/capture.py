@@ -6,25 +6,23 @@ from pathlib import Path
 
 import click
 
-from tracekit import render
-
-MODEL_NAMES = ("tiny", "small", "medium", "large", "xl", "2.7B")
+from workloads.config import ATTENTIONS, DTYPE_NAMES, MODEL_NAMES, MODES
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("model", type=click.Choice(MODEL_NAMES))
 @click.option("--ctx", type=click.IntRange(min=1), default=256, show_default=True, help="context length")
 @click.option("--batch", type=click.IntRange(min=1), default=4, show_default=True)
-@click.option("--mode", type=click.Choice(["forward", "forward-backward", "train"]), default="train", show_default=True)
+@click.option("--mode", type=click.Choice(MODES), default="train", show_default=True)
 @click.option(
     "--dtype",
-    type=click.Choice(["fp32", "bf16", "fp16"]),
+    type=click.Choice(DTYPE_NAMES),
     default="fp32",
     show_default=True,
     help="fp32, or autocast to bf16/fp16",
 )
 @click.option("--compile", "compiled", is_flag=True, help="torch.compile the model")
-@click.option("--attention", type=click.Choice(["naive", "sdpa"]), default="naive", show_default=True)
+@click.option("--attention", type=click.Choice(ATTENTIONS), default="naive", show_default=True)
 @click.option(
     "--warmup",
     type=click.IntRange(min=0),
@@ -76,33 +74,39 @@ def capture(
 ):
     """Run MODEL under Nsight Systems and write traces/<name>/ with the report, its SQLite export,
     run.json and (CUDA, --memory) a memory snapshot. Extra nsys arguments go after `--`."""
-    from tracekit.capture import CaptureOptions, capture as run_capture
+    from tracekit.analysis.kernels import kernel_summary
+    from tracekit.capture.nsys import CaptureOptions
+    from tracekit.capture.nsys import capture as run_capture
+    from tracekit.errors import NoGpuDataError
+    from tracekit.model.result import Result
+    from tracekit.render.tables import render_text
+    from tracekit.sources import open_trace
     from workloads.config import RunConfig
 
-    run = RunConfig(model, ctx, batch, mode, dtype, compiled, attention, warmup, steps, device)
-    options = CaptureOptions(run, memory, Path(out), name, nsys, trace, tuple(nsys_args), nsys_grace)
-    result = run_capture(options)
-    manifest = result.manifest
+    config = RunConfig(model, ctx, batch, mode, dtype, compiled, attention, warmup, steps, device)
+    options = CaptureOptions(config, memory, Path(out), name, nsys, trace, tuple(nsys_args), nsys_grace)
+    captured = run_capture(options)
+    run, manifest, notes = captured.run, captured.run.manifest, list(captured.notes)
     device_text = f"{manifest['device'].get('name')} ({manifest['device'].get('type')})"
     click.echo(
         f"Captured {model} ctx {ctx} batch {batch} {mode} {dtype}{' compiled' if compiled else ''} on "
         f"{device_text}: {steps} steps after {warmup} warm-up, nsys {manifest['versions']['nsys']}, "
         f"--trace={manifest['trace']}\n"
     )
-    if not result.phases.empty:
-        click.echo(render.render(result.phases, "table", "Step phases (harness, ms)") + "\n")
-    if result.top_kernels is not None:
-        click.echo(render.render(result.top_kernels, "table", "Top 5 kernels") + "\n")
-    for note in result.notes:
+    phases = run.phases()
+    if not phases.empty:
+        click.echo(render_text(Result.of("phases", phases, "Step phases (harness, ms)"), "table") + "\n")
+    try:
+        top = kernel_summary(open_trace(run.folder), top=5, name="short")
+        click.echo(render_text(Result.of("kernels", top.frame, "Top 5 kernels"), "table") + "\n")
+    except NoGpuDataError:
+        notes.append("no CUDA kernels in this trace (a CPU run): it holds the NVTX ranges only")
+    for note in notes:
         click.echo(f"note: {note}")
-    files = [
-        name
-        for name in (manifest["files"]["report"], manifest["files"]["export"], "run.json", manifest["files"]["memory"])
-        if name
-    ]
-    click.echo(f"written: {result.folder}/ ({', '.join(files)}); {Path(out) / 'latest'} points here")
-    if manifest["status"] == "oom":
+    files = [manifest["files"][key] for key in ("report", "export") if manifest["files"][key]]
+    files += ["run.json"] + ([manifest["files"]["memory"]] if manifest["files"]["memory"] else [])
+    click.echo(f"written: {run.folder}/ ({', '.join(files)}); {Path(out) / 'latest'} points here")
+    if run.status == "oom":
         raise click.ClickException(
-            f"the workload ran out of memory ({manifest['program']['error']}); the trace "
-            f"of what ran is in {result.folder}"
+            f"the workload ran out of memory ({manifest['program']['error']}); the trace of what ran is in {run.folder}"
         )

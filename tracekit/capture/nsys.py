@@ -20,17 +20,15 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-import pandas as pd
-
-from tracekit import __version__, nsys_cli, runs, watchdog
-from tracekit.errors import CaptureError, NoGpuDataError, TracekitError
-from workloads.config import RunConfig
+from tracekit import __version__, nsys_tool
+from tracekit.capture import watchdog
+from tracekit.errors import CaptureError, TracekitError
+from tracekit.runs import Run, default_name
+from workloads.config import PHASES, STATS, RunConfig, phase_field
 
 CAPTURE_RANGE = "tracekit-capture"  # the same name as workloads.annotate.CAPTURE_RANGE (no torch import here)
 GPU_TRACE = "cuda,nvtx,osrt"
 CPU_TRACE = "nvtx"
-PHASES = ("forward", "backward", "optimizer", "step")
-LOG = "nsys.log"
 
 
 @dataclass
@@ -49,12 +47,9 @@ class CaptureOptions:
 
 @dataclass
 class Capture:
-    """A finished capture: its folder, manifest, per-phase times, top kernels (None without kernels)."""
+    """A finished capture: its run folder (manifest, files, harness phases) and what to tell the user."""
 
-    folder: Path
-    manifest: dict
-    phases: pd.DataFrame
-    top_kernels: pd.DataFrame | None = None
+    run: Run
     notes: list[str] = field(default_factory=list)
 
 
@@ -73,7 +68,7 @@ def gpu_present() -> bool:
     return False
 
 
-def program_command(options: CaptureOptions, folder: Path) -> list[str]:
+def program_command(options: CaptureOptions, run: Run) -> list[str]:
     command = [
         sys.executable,
         "-m",
@@ -81,14 +76,14 @@ def program_command(options: CaptureOptions, folder: Path) -> list[str]:
         *options.run.arguments(),
         "--capture-range",
         "--result",
-        str(folder / runs.RESULT),
+        str(run.result_file),
     ]
     if options.memory:
-        command += ["--memory", str(folder / runs.MEMORY)]
+        command += ["--memory", str(run.snapshot_target())]
     return command
 
 
-def nsys_command(nsys: str, trace: str, folder: Path, extra: tuple[str, ...], program: list[str]) -> list[str]:
+def nsys_command(nsys: str, trace: str, run: Run, extra: tuple[str, ...], program: list[str]) -> list[str]:
     return [
         nsys,
         "profile",
@@ -100,38 +95,40 @@ def nsys_command(nsys: str, trace: str, folder: Path, extra: tuple[str, ...], pr
         "--capture-range-end=stop",
         "--force-overwrite=true",
         "--output",
-        str(folder / "trace"),
+        str(run.output_base),
         *extra,
         *program,
     ]
 
 
 def capture(options: CaptureOptions) -> Capture:
-    """Profile one workload configuration; returns the run folder's contents. Raises NsysNotFoundError
-    (with how to install nsys) and CaptureError (nsys wrote no report, Ctrl-C, ...)."""
+    """Profile one workload configuration into a run folder. Raises NsysNotFoundError (with how to
+    install nsys) and CaptureError (nsys wrote no report, Ctrl-C, the workload failed, ...)."""
     started = time.monotonic()
-    nsys = nsys_cli.find_nsys(options.nsys)
+    nsys = nsys_tool.find_nsys(options.nsys)
     trace = options.trace or (GPU_TRACE if gpu_present() else CPU_TRACE)
-    run = options.run
-    name = options.name or runs.default_name(run.model, run.context, run.mode, run.dtype, run.compile, run.attention)
-    folder = runs.prepare(Path(options.out), name, replace=options.name is not None)
-    command = nsys_command(nsys, trace, folder, tuple(options.nsys_args), program_command(options, folder))
+    config = options.run
+    name = options.name or default_name(
+        config.model, config.context, config.mode, config.dtype, config.compile, config.attention
+    )
+    run = Run.create(options.out, name, replace=options.name is not None)
+    command = nsys_command(nsys, trace, run, tuple(options.nsys_args), program_command(options, run))
     # nsys matches capture-range names against registered NVTX strings only unless told otherwise;
     # torch.cuda.nvtx (the fallback when the nvtx package is missing) does not register them.
     environment = {**os.environ, "NSYS_NVTX_PROFILER_REGISTER_ONLY": "0", "PYTHONUNBUFFERED": "1"}
     manifest = {
         "status": "running",
-        "name": folder.name,
+        "name": run.folder.name,
         "created_utc": _now(),
         "config": _config(options),
         "trace": trace,
         "command": command,
-        "versions": {"tracekit": __version__, "nsys": nsys_cli.nsys_version(nsys), "python": sys.version.split()[0]},
+        "versions": {"tracekit": __version__, "nsys": nsys_tool.nsys_version(nsys), "python": sys.version.split()[0]},
     }
     notes: list[str] = []
-    with open(folder / LOG, "w") as log:
+    with open(run.log, "w") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=environment)
-        watched = watchdog.watch(process, sys.executable, str(folder / runs.RESULT), options.exit_grace_s)
+        watched = watchdog.watch(process, sys.executable, str(run.result_file), options.exit_grace_s)
     profiled = time.monotonic()
     if watched.killed_nsys:
         notes.append(
@@ -143,7 +140,7 @@ def capture(options: CaptureOptions) -> Capture:
             f"the nsys agent (pid {', '.join(map(str, watched.killed_agents))}) kept running after the "
             "program ended; the watchdog stopped it"
         )
-    result = _read_result(folder)
+    result = _read_result(run)
     manifest.update(_from_result(result))
     manifest["program"] = {
         "status": result.get("status", "failed"),
@@ -152,19 +149,16 @@ def capture(options: CaptureOptions) -> Capture:
     }
     manifest["watchdog"] = {"killed_nsys": watched.killed_nsys, "killed_agents": watched.killed_agents}
     if watched.interrupted:
-        _finish(folder, manifest, "interrupted", notes, started, profiled)
-        raise CaptureError(f"capture interrupted (Ctrl-C); what nsys saved is in {folder} (run.json: interrupted)")
+        _finish(run, manifest, "interrupted", notes, started, profiled)
+        raise CaptureError(f"capture interrupted (Ctrl-C); what nsys saved is in {run.folder} (run.json: interrupted)")
 
-    report = _report(folder, nsys, manifest, notes, started, profiled)
+    report = _report(run, nsys, manifest, notes, started, profiled)
     imported = time.monotonic()
-    export = nsys_cli.export_sqlite(report, nsys)
+    export = nsys_tool.export_sqlite(report, nsys)
     manifest["wall_s"] = {"import": round(imported - profiled, 3), "export": round(time.monotonic() - imported, 3)}
-    manifest["files"] = {
-        "report": report.name,
-        "export": export.name,
-        "memory": runs.MEMORY if (folder / runs.MEMORY).exists() else None,
-    }
-    if options.memory and not (folder / runs.MEMORY).exists():
+    snapshot = run.snapshot
+    manifest["files"] = {"report": report.name, "export": export.name, "memory": snapshot.name if snapshot else None}
+    if options.memory and snapshot is None:
         device_type = manifest["device"].get("type") or "unknown device"
         notes.append(
             f"memory snapshots need CUDA: this run was on the {device_type}, so there is no memory.pickle"
@@ -172,52 +166,51 @@ def capture(options: CaptureOptions) -> Capture:
             else "the program wrote no memory snapshot"
         )
     status = {"ok": "complete", "oom": "oom"}.get(manifest["program"]["status"], "failed")
-    top_kernels = _top_kernels(export, notes)
-    _finish(folder, manifest, status, notes, started, profiled)
-    runs.point_latest(folder)
-    (folder / runs.RESULT).unlink(missing_ok=True)  # merged into run.json
+    _finish(run, manifest, status, notes, started, profiled)
+    run.point_latest()
+    run.result_file.unlink(missing_ok=True)  # merged into run.json
     if status == "failed":
-        reason = manifest["program"]["error"] or _last_log_line(folder)
-        raise CaptureError(f"the workload failed: {reason} (run folder {folder}, log {folder / LOG})")
-    return Capture(folder, manifest, runs.phase_table(manifest), top_kernels, notes)
+        reason = manifest["program"]["error"] or _last_log_line(run)
+        raise CaptureError(f"the workload failed: {reason} (run folder {run.folder}, log {run.log})")
+    return Capture(run, notes)
 
 
-def _report(folder: Path, nsys: str, manifest: dict, notes: list[str], started: float, profiled: float) -> Path:
-    """The .nsys-rep, importing the .qdstrm when nsys could not (Debian's nsys lacks its importer path)."""
-    report, stream = folder / runs.REPORT, folder / runs.STREAM
+def _report(run: Run, nsys: str, manifest: dict, notes: list[str], started: float, profiled: float) -> Path:
+    """The .nsys-rep, importing the .qdstrm when nsys could not (Debian's nsys 2022.4 looks for its
+    importer in ../host-linux-x64 beside its binary, where Debian's package does not put it)."""
+    report, stream = run.report_target(), run.stream
     if not report.exists() and stream.exists():
         try:
-            nsys_cli.import_qdstrm(stream, report, nsys)
+            nsys_tool.import_qdstrm(stream, report, nsys)
         except TracekitError:
-            _finish(folder, manifest, "failed", notes, started, profiled)  # the folder says what happened
+            _finish(run, manifest, "failed", notes, started, profiled)  # the folder says what happened
             raise
         stream.unlink()
     if not report.exists():
-        _finish(folder, manifest, "failed", notes, started, profiled)
+        _finish(run, manifest, "failed", notes, started, profiled)
         raise CaptureError(
-            f"nsys wrote no report in {folder}: {_last_log_line(folder)} (full log: {folder / LOG})"
+            f"nsys wrote no report in {run.folder}: {_last_log_line(run)} (full log: {run.log})"
             + "".join(f"; {note}" for note in notes)
         )
     return report
 
 
-def _finish(folder: Path, manifest: dict, status: str, notes: list[str], started: float, profiled: float) -> None:
+def _finish(run: Run, manifest: dict, status: str, notes: list[str], started: float, profiled: float) -> None:
     manifest["status"] = status
     manifest["notes"] = notes
     manifest.setdefault("wall_s", {})
     manifest["wall_s"].update({"profile": round(profiled - started, 3), "total": round(time.monotonic() - started, 3)})
-    runs.write_manifest(folder, manifest)
+    run.write_manifest(manifest)
 
 
 def _config(options: CaptureOptions) -> dict:
     return {**asdict(options.run), "memory": options.memory}
 
 
-def _read_result(folder: Path) -> dict:
-    path = folder / runs.RESULT
+def _read_result(run: Run) -> dict:
     try:
-        return json.loads(path.read_text()) if path.exists() else {}
-    except json.JSONDecodeError:
+        return json.loads(run.result_file.read_text()) if run.result_file.exists() else {}
+    except (OSError, json.JSONDecodeError):
         return {}
 
 
@@ -225,12 +218,9 @@ def _from_result(result: dict) -> dict:
     """The harness's measurements and environment, as run.json keeps them."""
     summary = result.get("summary", {})
     timings = {
-        phase: {
-            stat: summary.get(f"{phase.capitalize()} {stat.capitalize()} (ms)")
-            for stat in ("mean", "std", "median", "min", "max")
-        }
+        phase: {stat: summary.get(phase_field(phase, stat).key) for stat in STATS}
         for phase in PHASES
-        if summary.get(f"{phase.capitalize()} Mean (ms)") is not None
+        if summary.get(phase_field(phase, "mean").key) is not None
     }
     return {
         "device": {"name": result.get("device"), "type": result.get("device_type")},
@@ -245,20 +235,9 @@ def _from_result(result: dict) -> dict:
     }
 
 
-def _top_kernels(export: Path, notes: list[str]) -> pd.DataFrame | None:
-    from tracekit.analysis.kernels import kernel_table
-    from tracekit.sources.nsys import read_nsys_export
-
+def _last_log_line(run: Run) -> str:
     try:
-        return kernel_table(read_nsys_export(export), top=5, name="short")
-    except NoGpuDataError:
-        notes.append("no CUDA kernels in this trace (a CPU run): it holds the NVTX ranges only")
-        return None
-
-
-def _last_log_line(folder: Path) -> str:
-    try:
-        lines = [line.strip() for line in (folder / LOG).read_text(errors="replace").splitlines() if line.strip()]
+        lines = [line.strip() for line in run.log.read_text(errors="replace").splitlines() if line.strip()]
     except OSError:
         return "no log"
     errors = [line for line in lines if "error" in line.lower()]

@@ -1,0 +1,216 @@
+"""Memory tables: the peak and what was live at it, who holds it, phases, two snapshots compared,
+and the timeline picture's data; ``memory_summary`` is ``tracekit memory``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from tracekit.analysis.memory import MIB, DeviceMemory, replay
+from tracekit.analysis.memory_frames import frames_of, user_frame
+from tracekit.errors import UsageError
+from tracekit.model.memory import MemoryTrace
+from tracekit.model.result import Chart, Result, Table
+
+
+def peak_summary(trace: MemoryTrace, memory: DeviceMemory) -> pd.DataFrame:
+    """Key facts as (Quantity, Value) rows: peak allocated (MiB, with what was allocated before the
+    trace), when, the peak of traced allocations alone, reserved memory, event counts."""
+    timeline = memory.timeline
+    at_peak = timeline[timeline["index"] == memory.peak_index].iloc[0]
+    unit = "ms" if memory.has_time else "event"
+    live = memory.live_at_peak
+    rows = [
+        ("device", f"cuda:{memory.device}"),
+        ("peak allocated (MiB)", f"{memory.peak_allocated / MIB:,.1f}"),
+        ("peak at", f"{at_peak['x']:,.3f} {unit}" if memory.has_time else f"event {memory.peak_index:,}"),
+        ("allocated before the trace began (MiB)", f"{timeline['allocated'].iloc[0] / MIB:,.1f}"),
+        ("peak of allocations made during the trace (MiB)", f"{timeline['allocated_in_trace'].max() / MIB:,.1f}"),
+        ("reserved at peak (MiB)", f"{at_peak['reserved'] / MIB:,.1f}"),
+        ("max reserved (MiB)", f"{timeline['reserved'].max() / MIB:,.1f}"),
+        ("allocations live at peak", f"{len(live):,}"),
+        ("trace events", f"{len(timeline) - 1:,}"),
+    ]
+    rows += [("note", note) for note in memory.notes]
+    return pd.DataFrame(rows, columns=["Quantity", "Value"])
+
+
+def largest_at_peak(trace: MemoryTrace, memory: DeviceMemory, top: int | None = 20) -> pd.DataFrame:
+    """The largest allocations live at the peak. Columns: Size (MiB), Requested (MiB, when known),
+    Allocated At, Freed At (ms, or event index without timestamps; blank = before / after the trace),
+    Frame (who allocated), Stack (innermost first)."""
+    live = memory.live_at_peak
+    live = live.head(top) if top else live
+    frames, stacks = frames_of(trace, live["stack"], live["before_trace"])
+    x = memory.timeline.set_index("index")["x"]
+    events = len(memory.timeline) - 1
+    unit = "ms" if memory.has_time else "event"
+    return pd.DataFrame(
+        {
+            "Size (MiB)": live["size"].to_numpy() / MIB,
+            "Requested (MiB)": np.where(
+                live["requested_size"].to_numpy() >= 0, live["requested_size"].to_numpy() / MIB, np.nan
+            ),
+            f"Allocated At ({unit})": [x[start] if start >= 0 else None for start in live["start"].tolist()],
+            f"Freed At ({unit})": [x[end] if end < events else None for end in live["end"].tolist()],
+            "Frame": frames,
+            "Stack": stacks,
+        }
+    )
+
+
+def holders_at_peak(trace: MemoryTrace, memory: DeviceMemory) -> pd.DataFrame:
+    """What holds the memory at the peak, grouped by the allocating frame: Frame, Allocations,
+    Total (MiB), Share (%) of the peak, largest first."""
+    live = memory.live_at_peak
+    frames, _ = frames_of(trace, live["stack"], live["before_trace"])
+    grouped = pd.DataFrame({"Frame": frames, "size": live["size"].to_numpy()}).groupby("Frame", sort=False)["size"]
+    table = pd.DataFrame({"Allocations": grouped.size(), "bytes": grouped.sum()}).sort_values("bytes", ascending=False)
+    peak = max(memory.peak_allocated, 1)
+    return pd.DataFrame(
+        {
+            "Frame": table.index.astype(object),
+            "Allocations": table["Allocations"].to_numpy(np.int64),
+            "Total (MiB)": table["bytes"].to_numpy() / MIB,
+            "Share (%)": np.round(table["bytes"].to_numpy() * 100.0 / peak, 1),
+        }
+    )
+
+
+def phases(trace: MemoryTrace, memory: DeviceMemory) -> pd.DataFrame:
+    """Phases from the snapshot's annotations (e.g. Optimizer.step#AdamW.step): Phase, Start, End (ms)."""
+    notes = trace.annotations
+    notes = notes[(notes["device"] == memory.device).to_numpy()] if not notes.empty else notes
+    if notes.empty or not memory.has_time:
+        return pd.DataFrame(columns=["Phase", "Start (ms)", "End (ms)"])
+    t0 = trace.events.loc[trace.events["device"] == memory.device, "time_us"].min()
+    rows = []
+    for name, group in notes.sort_values("time_us").groupby("name", sort=False):
+        starts = group.loc[group["stage"] == "START", "time_us"].tolist()
+        ends = group.loc[group["stage"] == "END", "time_us"].tolist()
+        rows += [(name, (start - t0) / 1e3, (end - t0) / 1e3) for start, end in zip(starts, ends)]
+    return pd.DataFrame(rows, columns=["Phase", "Start (ms)", "End (ms)"])
+
+
+def compare(trace_a: MemoryTrace, trace_b: MemoryTrace, device: int | None = None) -> pd.DataFrame:
+    """Peak of B against A and the allocation groups (by frame) that grew or shrank at the peak.
+
+    Columns: Holder, A (MiB), B (MiB), Delta (MiB), Ratio; the first row is the whole peak.
+    """
+    memory_a, memory_b = replay(trace_a, device), replay(trace_b, device)
+    a = holders_at_peak(trace_a, memory_a).set_index("Frame")["Total (MiB)"]
+    b = holders_at_peak(trace_b, memory_b).set_index("Frame")["Total (MiB)"]
+    groups = pd.concat([a.rename("A (MiB)"), b.rename("B (MiB)")], axis=1).fillna(0.0)
+    groups["Delta (MiB)"] = groups["B (MiB)"] - groups["A (MiB)"]
+    groups = groups.reindex(groups["Delta (MiB)"].abs().sort_values(ascending=False, kind="stable").index)
+    peak = pd.DataFrame(
+        {"A (MiB)": [memory_a.peak_allocated / MIB], "B (MiB)": [memory_b.peak_allocated / MIB]},
+        index=["(peak allocated)"],
+    )
+    peak["Delta (MiB)"] = peak["B (MiB)"] - peak["A (MiB)"]
+    table = pd.concat([peak, groups])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        table["Ratio"] = np.where(table["A (MiB)"] > 0, table["B (MiB)"] / table["A (MiB)"], np.nan)
+    table.index.name = "Holder"
+    return table.reset_index()
+
+
+def memory_summary(
+    trace: MemoryTrace, top: int | None = 20, by: str = "allocation", device: int | None = None, bands: int = 12
+) -> Result:
+    """``tracekit memory``: the peak summary, then the largest allocations live at the peak (``by``
+    "allocation"), or what holds the memory at the peak grouped by frame ("frame"), or both ("both");
+    the timeline chart with the ``bands`` largest allocations drawn apart."""
+    if by not in ("allocation", "frame", "both"):
+        raise UsageError(f"unknown --by {by!r}; choose allocation or frame")
+    memory = replay(trace, device)
+    tables = [Table("summary", peak_summary(trace, memory), f"Memory snapshot: {trace.source}")]
+    if by in ("frame", "both"):
+        tables.append(Table("holders", holders_at_peak(trace, memory).head(top), "What holds the memory at the peak"))
+    if by in ("allocation", "both"):
+        tables.append(Table("allocations", largest_at_peak(trace, memory, top), "Largest allocations live at the peak"))
+    return Result(tables, charts={"timeline": timeline_chart(trace, memory, min(top or bands, bands))})
+
+
+def compare_snapshots(a: MemoryTrace, b: MemoryTrace, device: int | None = None) -> Result:
+    """``tracekit memory A B --compare``."""
+    return Result.of("compare", compare(a, b, device), f"Memory at the peak: A={a.source}  B={b.source}")
+
+
+MAX_POINTS = 3000  # more points than a picture's width in pixels add time, not detail
+
+
+def timeline_chart(trace: MemoryTrace, memory: DeviceMemory, top: int = 10, title: str | None = None) -> Chart:
+    """The active-memory timeline to draw, stacked: the ``top`` largest allocations live at the peak as
+    bands of their own (each present from its alloc to its free), what was allocated before the trace
+    and everything else as two bands below; reserved memory, the peak, annotated phases. x in ms
+    (event index without timestamps), thinned to at most ``MAX_POINTS`` points that keep every spike."""
+    timeline = memory.timeline
+    allocated = timeline["allocated"].to_numpy(np.int64)
+    peak_row = int(np.flatnonzero(timeline["index"].to_numpy() == memory.peak_index)[0])
+    grid = np.unique(np.append(_bucket_extremes(allocated, MAX_POINTS // 2), peak_row))
+    index = timeline["index"].to_numpy()[grid]
+    scale, unit = (2**30, "GiB") if allocated.max(initial=0) >= 4 * 2**30 else (MIB, "MiB")
+    largest = memory.live_at_peak.head(top)
+    bands, labels = [], []
+    for allocation in largest.itertuples():
+        alive = (index >= allocation.start) & (index < allocation.end)
+        bands.append(np.where(alive, allocation.size, 0) / scale)
+        who = (
+            "(before the trace)"
+            if allocation.before_trace and allocation.stack == 0
+            else user_frame(trace.stacks[int(allocation.stack)])
+        )
+        labels.append(f"{allocation.size / MIB:,.0f} MiB  {who[:60]}")
+    before = _before_trace_bytes(memory, index, exclude=largest.index) / scale
+    rest = allocated[grid] / scale - before - (np.sum(bands, axis=0) if bands else 0)
+    return Chart(
+        "memory_timeline",
+        title or f"Active memory timeline, cuda:{memory.device}",
+        {
+            "x": timeline["x"].to_numpy()[grid],
+            "before": before,
+            "rest": np.maximum(rest, 0),
+            "bands": bands,
+            "labels": labels,
+            "reserved": timeline["reserved"].to_numpy()[grid] / scale,
+            "peak_x": float(timeline["x"].iloc[peak_row]),
+            "peak": memory.peak_allocated / scale,
+            "unit": unit,
+            "x_label": "time (ms)" if memory.has_time else "allocator event",
+            "phases": list(phases(trace, memory).itertuples(index=False, name=None)),
+            "live_count": len(memory.live_at_peak),
+        },
+    )
+
+
+def _bucket_extremes(values: np.ndarray, buckets: int) -> np.ndarray:
+    """Indices of the smallest and the largest value in each of ``buckets`` equal runs, in order:
+    thinned this way, a dense stretch still draws its whole min-max envelope and every spike survives."""
+    if len(values) <= 2 * buckets:
+        return np.arange(len(values))
+    width = -(-len(values) // buckets)
+    high = np.full(width * buckets, np.iinfo(np.int64).min, dtype=np.int64)
+    low = np.full(width * buckets, np.iinfo(np.int64).max, dtype=np.int64)
+    high[: len(values)] = values
+    low[: len(values)] = values
+    offsets = np.arange(buckets) * width
+    picks = np.concatenate(
+        (
+            high.reshape(buckets, width).argmax(axis=1) + offsets,
+            low.reshape(buckets, width).argmin(axis=1) + offsets,
+            [0, len(values) - 1],
+        )
+    )
+    return np.unique(picks[picks < len(values)])
+
+
+def _before_trace_bytes(memory: DeviceMemory, index: np.ndarray, exclude) -> np.ndarray:
+    """Bytes of allocations made before the trace began still active at each event index (those
+    drawn as their own band excluded): all of them minus those freed by then."""
+    allocations = memory.allocations.drop(index=exclude)
+    early = allocations[allocations["before_trace"].to_numpy()]
+    ends = np.sort(early["end"].to_numpy())
+    freed = np.concatenate(([0], np.cumsum(early["size"].to_numpy()[np.argsort(early["end"].to_numpy())])))
+    return early["size"].sum() - freed[np.searchsorted(ends, index, side="right")]

@@ -1,0 +1,110 @@
+"""What every command shares: library errors as one-line messages, the options several commands take
+(each defined once, as a decorator), and ``emit``, which hands a Result to the one renderer."""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING
+
+import click
+
+from tracekit.errors import TracekitError, UsageError
+from tracekit.render import FILE_FORMATS, FORMATS, TIME_UNITS
+
+if TYPE_CHECKING:
+    from tracekit.model.result import Result
+
+
+class TracekitGroup(click.Group):
+    """Turns library errors and unreadable files into one-line messages instead of tracebacks."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except TracekitError as error:
+            raise click.ClickException(str(error)) from None
+        except OSError as error:
+            where = f": {error.filename}" if error.filename else ""
+            raise click.ClickException(f"{error.strerror or error}{where}") from None
+
+
+def output_options(function):
+    """--format and --output, shared by every command that prints tables."""
+
+    @click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(FORMATS),
+        default="table",
+        show_default=True,
+        help="table and md for people; csv, json, parquet (needs --output) for programs",
+    )
+    @click.option(
+        "--output",
+        "-o",
+        type=click.Path(),
+        default=None,
+        help="write to this file instead of standard output (csv/parquet of several tables: one file each, "
+        "FILE's name + the table's name)",
+    )
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        return function(*args, **kwargs)
+
+    return wrapper
+
+
+nsys_option = click.option(
+    "--nsys",
+    "nsys",
+    default=None,
+    metavar="PATH",
+    help="nsys executable, to export an .nsys-rep (default: PATH, then usual install places)",
+)
+range_option = click.option(
+    "--range",
+    "ranges",
+    multiple=True,
+    metavar="SPEC",
+    help="only GPU ops launched inside these NVTX ranges: a name (forward), a path (step/backward) or a glob "
+    "(layer.*); repeatable",
+)
+unit_option = click.option(
+    "--unit",
+    type=click.Choice(TIME_UNITS),
+    default="ns",
+    show_default=True,
+    help="unit of the time columns (nsys prints ns)",
+)
+same_thread_option = click.option(
+    "--same-thread",
+    is_flag=True,
+    help="count only ops launched on the range's own thread (nsys nvtx_gpu_proj); default: any thread of the "
+    "process, so backward gets autograd's kernels",
+)
+top_option = click.option(
+    "--top", type=click.IntRange(min=1), default=None, help="only the N rows with the most total time"
+)
+
+
+def split_specs(text: str) -> list[str]:
+    """ "forward, backward" -> ["forward", "backward"]."""
+    return [spec.strip() for spec in text.split(",") if spec.strip()]
+
+
+def emit(result: Result, fmt: str, output: str | None, unit: str = "ns") -> None:
+    """Render a result to standard output, or write it to --output; notes that the chosen format does
+    not carry (csv, json, parquet) go to standard error."""
+    from tracekit.render.tables import render_text, write
+
+    if output is not None:
+        written = write(result, fmt, output, unit)
+        if len(written) > 1:
+            click.echo(f"wrote {', '.join(str(path) for path in written)}", err=True)
+    elif fmt in FILE_FORMATS:
+        raise UsageError(f"--format {fmt} writes a file: give it with --output PATH")
+    else:
+        click.echo(render_text(result, fmt, unit))
+    if fmt not in ("table", "md"):
+        for note in result.notes:
+            click.echo(f"note: {note}", err=True)

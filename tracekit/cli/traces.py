@@ -1,0 +1,203 @@
+"""Commands on traces: ``kernels``, ``ranges``, ``breakdown``, ``diff``, ``export``.
+
+A TRACE is an nsys .sqlite export, an .nsys-rep report (exported with nsys, the export kept beside
+it), or a tracekit run folder.
+"""
+
+from __future__ import annotations
+
+import click
+
+from tracekit.cli.common import (
+    emit,
+    nsys_option,
+    output_options,
+    range_option,
+    same_thread_option,
+    split_specs,
+    top_option,
+    unit_option,
+)
+
+DEFAULT_PHASES = "forward,backward,optimizer"
+
+
+@click.command()
+@click.argument("trace", type=click.Path())
+@top_option
+@click.option(
+    "--name",
+    type=click.Choice(["demangled", "short"]),
+    default="demangled",
+    show_default=True,
+    help="group by the full templated name or the base name",
+)
+@click.option("--by-launch-config", is_flag=True, help="also split by grid and block dimensions (as nsys 2022.4)")
+@click.option(
+    "--by",
+    "by",
+    type=click.Choice(["kernel", "category"]),
+    default="kernel",
+    show_default=True,
+    help="one row per kernel, or per category (matmul, elementwise, ...)",
+)
+@click.option(
+    "--ops",
+    type=click.Choice(["kernels", "all"]),
+    default="kernels",
+    show_default=True,
+    help="kernels only (nsys gpukernsum), or memcpy/memset too",
+)
+@range_option
+@click.option("--per-instance", is_flag=True, help="divide totals and counts by the number of --range instances")
+@same_thread_option
+@unit_option
+@nsys_option
+@output_options
+def kernels(trace, top, name, by_launch_config, by, ops, ranges, per_instance, same_thread, unit, nsys, fmt, output):
+    """Top GPU kernels of TRACE: nsys's kernel summary (gpukernsum), or time per category."""
+    from tracekit.analysis.kernels import kernel_summary
+    from tracekit.sources import open_trace
+
+    if per_instance and not ranges:
+        raise click.UsageError("--per-instance divides by the instances of --range: give --range too")
+    result = kernel_summary(
+        open_trace(trace, nsys),
+        by=by,
+        top=top,
+        name=name,
+        by_launch_config=by_launch_config,
+        ops=ops,
+        ranges=list(ranges),
+        per_instance=per_instance,
+        same_thread=same_thread,
+    )
+    emit(result, fmt, output, unit)
+
+
+@click.command()
+@click.argument("trace", type=click.Path())
+@click.option("--top", type=click.IntRange(min=1), default=None, help="only the N range names with the most time")
+@click.option("--tree", is_flag=True, help="one instance of the outermost range as an indented tree")
+@click.option(
+    "--root",
+    default=None,
+    metavar="NAME",
+    help="with --tree: the range to draw (default: the outermost range with the most time)",
+)
+@click.option(
+    "--instance",
+    type=click.IntRange(min=0),
+    default=None,
+    help="with --tree: which instance, 0-based in time order (default: the one of median duration)",
+)
+@click.option("--max-depth", type=click.IntRange(min=0), default=None, help="with --tree: levels below the root")
+@click.option(
+    "--within",
+    "within",
+    default=None,
+    metavar="SPEC",
+    help="the children of these ranges, with their share of the parents' CPU and GPU time",
+)
+@same_thread_option
+@unit_option
+@nsys_option
+@output_options
+def ranges(trace, top, tree, root, instance, max_depth, within, same_thread, unit, nsys, fmt, output):
+    """NVTX ranges of TRACE: nsys's range summary (nvtxsum) plus the GPU work launched inside each."""
+    from tracekit.analysis.ranges import range_summary
+    from tracekit.sources import open_trace
+
+    result = range_summary(open_trace(trace, nsys), top, tree, root, instance, max_depth, within, same_thread)
+    emit(result, fmt, output, unit)
+
+
+@click.command()
+@click.argument("trace", type=click.Path())
+@click.option(
+    "--phases",
+    default=DEFAULT_PHASES,
+    show_default=True,
+    metavar="SPEC,...",
+    help="comma-separated range specs (names, paths, globs)",
+)
+@same_thread_option
+@unit_option
+@nsys_option
+@output_options
+def breakdown(trace, phases, same_thread, unit, nsys, fmt, output):
+    """Share of GPU time by category (matmul, elementwise, softmax, ...) per phase, and GPU idle time."""
+    from tracekit.analysis.breakdown import phase_breakdown
+    from tracekit.sources import open_trace
+
+    emit(phase_breakdown(open_trace(trace, nsys), split_specs(phases), same_thread), fmt, output, unit)
+
+
+@click.command()
+@click.argument("a", type=click.Path())
+@click.argument("b", type=click.Path())
+@click.option(
+    "--phases",
+    default=DEFAULT_PHASES,
+    show_default=True,
+    metavar="SPEC,...",
+    help="range specs compared besides the whole trace",
+)
+@click.option(
+    "--by",
+    "by",
+    type=click.Choice(["category", "kernel"]),
+    default=None,
+    help="only one table: per phase and category, or the kernels that changed most",
+)
+@click.option("--top", type=click.IntRange(min=1), default=15, show_default=True, help="kernels listed")
+@click.option(
+    "--ops",
+    type=click.Choice(["kernels", "all"]),
+    default="kernels",
+    show_default=True,
+    help="kernels only, or memcpy/memset too",
+)
+@same_thread_option
+@nsys_option
+@output_options
+def diff(a, b, phases, by, top, ops, same_thread, nsys, fmt, output):
+    """Where GPU time moved from A to B (runs or traces): per phase and category, the kernels that
+    changed most, and the memory peak when both runs have a snapshot."""
+    from tracekit.analysis.diff import trace_diff
+    from tracekit.sources import open_trace, run_snapshot
+
+    first, second = open_trace(a, nsys), open_trace(b, nsys)
+    snapshots = None
+    if by is None:
+        memory = (run_snapshot(a), run_snapshot(b))
+        snapshots = (memory[0], memory[1]) if memory[0] is not None and memory[1] is not None else None
+    emit(trace_diff(first, second, split_specs(phases), by, top, ops, same_thread, snapshots), fmt, output)
+
+
+@click.command("export")
+@click.argument("trace", type=click.Path())
+@click.option(
+    "--parquet",
+    "folder",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="folder for gpu_ops.parquet, launches.parquet, ranges.parquet, meta.json",
+)
+@click.option(
+    "--memory",
+    "snapshot",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="also a memory snapshot's events and allocations (default: a run folder's memory.pickle)",
+)
+@nsys_option
+def export(trace, folder, snapshot, nsys):
+    """Write TRACE's normalized tables as Parquet files for notebooks."""
+    from pathlib import Path
+
+    from tracekit.export import export_parquet
+    from tracekit.sources import open_snapshot, open_trace, run_snapshot
+
+    memory = open_snapshot(snapshot) if snapshot else run_snapshot(trace)
+    emit(export_parquet(open_trace(trace, nsys), Path(folder), memory), "table", None)

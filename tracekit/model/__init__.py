@@ -1,0 +1,11 @@
+"""The normalized model: what every reader produces and every analysis consumes.
+
+``schema``     the column contract (one declared schema per table, checked once per load)
+``trace``      ``Trace``: GPU ops, launches, NVTX ranges and metadata of one profile
+``memory``     ``MemoryTrace``: a CUDA memory snapshot as tables
+``selection``  range specs: grammar, name matching, nesting lookups (the one place that selects ranges)
+``nesting``    parent and depth of ranges on a thread
+``result``     ``Result``: what an analysis returns (named tables, notes, figures)
+
+Nothing here imports from ``sources``, ``analysis``, ``render`` or ``cli``.
+"""

@@ -1,0 +1,72 @@
+"""``Result``: what an analysis hands to the renderer and to the report.
+
+A result is one or more named tables, notes for the reader, and charts. A table is a DataFrame whose
+column names carry their units ("Total Time (ns)", "Size (MiB)", "Time (%)"): the renderer converts
+time columns to the unit a user asks for and decides each column's format once. A chart is the data
+of a picture and the kind of picture it is; ``tracekit.render.plots`` draws it, so an analysis decides
+what to show without importing matplotlib.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+UNIT = re.compile(r"\(([^()]+)\)$")
+
+
+def column_unit(column: str) -> str | None:
+    """The unit a column name ends with: "Total Time (ns)" -> "ns"; None without one."""
+    found = UNIT.search(column)
+    return found.group(1) if found else None
+
+
+@dataclass
+class Table:
+    """One named table: ``name`` is its key in JSON and its file name; ``title`` heads it for people."""
+
+    name: str
+    frame: pd.DataFrame
+    title: str = ""
+
+
+@dataclass
+class Chart:
+    """A picture to draw: ``kind`` names the drawing function in ``render.plots``, ``data`` its inputs."""
+
+    kind: str
+    title: str
+    data: dict[str, Any]
+
+
+@dataclass
+class Result:
+    """Named tables (in display order), notes, and charts by name."""
+
+    tables: list[Table]
+    notes: list[str] = field(default_factory=list)
+    charts: dict[str, Chart] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, name: str, frame: pd.DataFrame, title: str = "", notes: list[str] | None = None) -> Result:
+        """A result of one table."""
+        return cls([Table(name, frame, title)], list(notes or []))
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        """The first table (the only one, for most commands)."""
+        return self.tables[0].frame
+
+    def table(self, name: str) -> pd.DataFrame:
+        for table in self.tables:
+            if table.name == name:
+                return table.frame
+        raise KeyError(f"no table {name!r}; this result has {', '.join(t.name for t in self.tables)}")
+
+    @property
+    def names(self) -> list[str]:
+        return [table.name for table in self.tables]

@@ -1,0 +1,252 @@
+"""The column contract: one declared schema per table, the one agreement between readers and analyses.
+
+Every reader (nsys SQLite today, torch.profiler JSON next) fills these tables with exactly these
+columns, in this order, with these dtypes; what a source cannot provide is left empty and said so in
+the trace's metadata, never invented. Times are int64 nanoseconds from the trace's own time zero
+(memory snapshots keep torch's float microseconds), sizes are bytes. ``Schema.check`` runs once when a
+table loads: O(columns) for names and dtypes, one vector comparison for ``end >= start``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from tracekit.errors import InvalidTraceError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+GPU_OP_KINDS = ("kernel", "memcpy", "memset")
+RANGE_STYLES = ("pushpop", "startend")
+MEMORY_ACTIONS = (
+    "alloc",
+    "free_requested",
+    "free_completed",
+    "segment_alloc",
+    "segment_free",
+    "segment_map",
+    "segment_unmap",
+    "oom",
+    "snapshot",
+    "other",
+)
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column: its dtype (a numpy dtype name, "category", a pandas nullable "Int64", or "text": Python
+    strings, held as object (pandas 2) or pandas' string dtype (pandas 3)),
+    its unit ("ns", "us", "bytes"; "" for none), the fixed categories of a closed vocabulary, and what it
+    holds."""
+
+    name: str
+    dtype: str
+    unit: str = ""
+    doc: str = ""
+    categories: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Schema:
+    """The declared columns of one table."""
+
+    table: str
+    columns: tuple[Column, ...]
+    doc: str = ""
+    interval: bool = False  # has start/end columns, and end >= start must hold
+
+    @property
+    def names(self) -> list[str]:
+        return [column.name for column in self.columns]
+
+    def column(self, name: str) -> Column:
+        return next(column for column in self.columns if column.name == name)
+
+    def check(self, frame: pd.DataFrame, source: str) -> pd.DataFrame:
+        """The frame itself when it fills this schema; InvalidTraceError (naming the table, the column
+        and what is wrong) when a column is missing, extra, out of order or of another dtype."""
+        have = [str(column) for column in frame.columns]
+        if have != self.names:
+            missing = [name for name in self.names if name not in have]
+            extra = [name for name in have if name not in self.names]
+            what = (
+                f"missing {', '.join(missing)}"
+                if missing
+                else f"unexpected {', '.join(extra)}"
+                if extra
+                else "columns out of order"
+            )
+            raise InvalidTraceError(f"{source}: the {self.table} table breaks tracekit's column contract ({what})")
+        for column in self.columns:
+            dtype = frame[column.name].dtype
+            if not _dtype_fits(dtype, column.dtype):
+                raise InvalidTraceError(
+                    f"{source}: {self.table}.{column.name} is {dtype}, the column contract says {column.dtype}"
+                )
+            if column.categories is not None and tuple(frame[column.name].cat.categories) != column.categories:
+                raise InvalidTraceError(
+                    f"{source}: {self.table}.{column.name} has categories "
+                    f"{list(frame[column.name].cat.categories)}, the contract says {list(column.categories)}"
+                )
+        if self.interval and len(frame):
+            bad = frame["end"].to_numpy() < frame["start"].to_numpy()
+            if bad.any():
+                raise InvalidTraceError(
+                    f"{source}: {int(bad.sum())} rows of {self.table} end before they start; the input is damaged"
+                )
+        return frame
+
+    def empty(self) -> pd.DataFrame:
+        """A table of no rows with every declared column and dtype."""
+        import pandas as pd
+
+        frame = pd.DataFrame(index=pd.RangeIndex(0))
+        for column in self.columns:
+            if column.dtype == "category":
+                frame[column.name] = pd.Categorical([], categories=list(column.categories or ()))
+            elif column.dtype == "text":
+                frame[column.name] = pd.Series([], dtype=object)
+            else:
+                frame[column.name] = pd.Series([], dtype=column.dtype)
+        return frame
+
+
+def _dtype_fits(dtype, declared: str) -> bool:
+    if declared == "text":
+        import numpy as np
+        import pandas as pd
+
+        return dtype == np.dtype(object) or isinstance(dtype, pd.StringDtype)
+    return str(dtype) == declared
+
+
+def _times(what: str) -> tuple[Column, ...]:
+    return (
+        Column("start", "int64", "ns", f"when the {what} started"),
+        Column("end", "int64", "ns", f"when the {what} ended (>= start)"),
+        Column("duration", "int64", "ns", "end - start"),
+    )
+
+
+_LAUNCH_CONFIG = tuple(
+    Column(f"{axis}_{dim}", "int32", "", f"{axis} dimension {dim} (0 for memcpy/memset)")
+    for axis in ("grid", "block")
+    for dim in ("x", "y", "z")
+)
+
+GPU_OPS = Schema(
+    "gpu_ops",
+    (
+        *_times("GPU operation"),
+        Column("kind", "category", "", "kernel, memcpy or memset: an analysis of kernels selects them", GPU_OP_KINDS),
+        Column("name", "category", "", 'demangled kernel name; "[CUDA memcpy HtoD]", "[CUDA memset]"'),
+        Column("short_name", "category", "", "base kernel name (the name itself for memcpy/memset)"),
+        Column("device", "int16", "", "GPU index"),
+        Column("stream", "int32", "", "stream id"),
+        Column("correlation_id", "int64", "", "joins the host call that launched it (-1 when unknown)"),
+        Column("pid", "int32", "", "process that launched it"),
+        *_LAUNCH_CONFIG,
+        Column("bytes", "int64", "bytes", "bytes copied or set (0 for kernels)"),
+    ),
+    "Kernels, memory copies and memory sets on the GPUs.",
+    interval=True,
+)
+
+LAUNCHES = Schema(
+    "launches",
+    (
+        *_times("host API call"),
+        Column("name", "category", "", 'API function, e.g. "cudaLaunchKernel_v7000"'),
+        Column("correlation_id", "int64", "", "joins the GPU operations it launched (-1 when none)"),
+        Column("pid", "int64", "", "process"),
+        Column("tid", "int64", "", "thread"),
+    ),
+    "Host calls of the CUDA runtime and driver (launches, copies, synchronisations).",
+    interval=True,
+)
+
+RANGES = Schema(
+    "ranges",
+    (
+        Column("range_id", "int64", "", "stable id of the range within its source"),
+        *_times("range"),
+        Column("name", "category", "", '"domain:text" outside the default domain, else the text (as nsys names it)'),
+        Column("domain", "category", "", 'domain name, "" for the default domain'),
+        Column("style", "category", "", "pushpop or startend", RANGE_STYLES),
+        Column("pid", "int64", "", "process"),
+        Column("tid", "int64", "", "thread that opened the range"),
+        Column("end_tid", "int64", "", "thread that closed it (tid unless a start/end range crossed threads)"),
+        Column("depth", "int32", "", "0 for an outermost range on its thread"),
+        Column("parent", "int64", "", "range_id of the tightest enclosing range on the thread, -1 if none"),
+    ),
+    "NVTX ranges (or record_function annotations); an unclosed range ends at the trace's last timestamp.",
+    interval=True,
+)
+
+GPUS = Schema(
+    "gpus",
+    (
+        Column("id", "int64", "", "device index as the GPU ops' device column uses it"),
+        Column("name", "text", "", 'e.g. "NVIDIA H100 80GB HBM3" (None when not recorded)'),
+        Column("sm_count", "Int64", "", "streaming multiprocessors (<NA> when not recorded)"),
+        Column("memory_bytes", "Int64", "bytes", "device memory (<NA> when not recorded)"),
+        Column("compute_capability", "text", "", '"9.0" (None when not recorded)'),
+    ),
+    "The GPUs a trace describes (may be empty: some sources carry no description).",
+)
+
+MEMORY_EVENTS = Schema(
+    "memory_events",
+    (
+        Column("device", "int16", "", "CUDA device"),
+        Column("index", "int64", "", "position in its device's trace"),
+        Column("action", "category", "", "allocator action", MEMORY_ACTIONS),
+        Column("addr", "int64", "", "address"),
+        Column("size", "int64", "bytes", "bytes (requested size for alloc/free)"),
+        Column("stream", "int64", "", "stream"),
+        Column("time_us", "float64", "us", "torch's timestamp (NaN without timestamps)"),
+        Column("stack", "int64", "", "index into MemoryTrace.stacks (0: none recorded)"),
+    ),
+    "Allocator events of a CUDA memory snapshot, all devices.",
+)
+
+MEMORY_BLOCKS = Schema(
+    "memory_blocks",
+    (
+        Column("device", "int64", "", "CUDA device"),
+        Column("address", "int64", "", "address"),
+        Column("size", "int64", "bytes", "block size (rounded up by the allocator)"),
+        Column("requested_size", "int64", "bytes", "size asked for"),
+        Column("state", "text", "", "active_allocated, active_pending_free, inactive, ..."),
+        Column("stack", "int64", "", "index into MemoryTrace.stacks"),
+    ),
+    "Blocks of the allocator's segments at snapshot time.",
+)
+
+MEMORY_SEGMENTS = Schema(
+    "memory_segments",
+    (
+        Column("device", "int64", "", "CUDA device"),
+        Column("address", "int64", "", "address"),
+        Column("total_size", "int64", "bytes", "reserved bytes"),
+        Column("allocated_size", "int64", "bytes", "bytes in allocated blocks"),
+        Column("active_size", "int64", "bytes", "bytes in active blocks"),
+        Column("stream", "int64", "", "stream"),
+    ),
+    "Segments (memory reserved from CUDA) at snapshot time.",
+)
+
+MEMORY_ANNOTATIONS = Schema(
+    "memory_annotations",
+    (
+        Column("device", "int64", "", "CUDA device"),
+        Column("name", "text", "", 'annotated region, e.g. "Optimizer.step#AdamW.step"'),
+        Column("stage", "text", "", "START or END"),
+        Column("time_us", "float64", "us", "torch's timestamp"),
+    ),
+    "Annotations torch recorded beside the allocator events.",
+)
+
+TRACE_TABLES = (GPU_OPS, LAUNCHES, RANGES)
+ALL = (*TRACE_TABLES, GPUS, MEMORY_EVENTS, MEMORY_BLOCKS, MEMORY_SEGMENTS, MEMORY_ANNOTATIONS)

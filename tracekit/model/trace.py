@@ -1,0 +1,135 @@
+"""``Trace``: one profile as the tables of ``schema`` (gpu_ops, launches, ranges) plus metadata.
+
+Tables load on first use, so a command that needs only GPU kernels never reads NVTX events, and each
+is checked against its schema as it loads: an analysis can rely on every column and dtype.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import pandas as pd
+
+from tracekit.model import schema
+
+TABLES = tuple(table.table for table in schema.TRACE_TABLES)
+SCHEMAS = {table.table: table for table in schema.TRACE_TABLES}
+Loader = Callable[[], pd.DataFrame]
+
+
+@dataclass
+class TraceMeta:
+    """What a trace says about itself.
+
+    ``source`` is the file read; ``tool``/``tool_version``/``schema_version`` the profiler and its
+    export format; ``session_start_utc_ns`` anchors time zero (None when unknown); ``gpus`` follows
+    ``schema.GPUS``.
+    """
+
+    source: str
+    tool: str = "nsys"
+    tool_version: str | None = None
+    schema_version: str | None = None
+    session_start_utc_ns: int | None = None
+    gpus: pd.DataFrame = field(default_factory=schema.GPUS.empty)
+
+    def __post_init__(self):
+        schema.GPUS.check(self.gpus, self.source)
+
+    def as_dict(self) -> dict:
+        """Plain JSON-friendly form (for run manifests and exports)."""
+        gpus = self.gpus.astype(object).where(self.gpus.notna(), None)
+        return {
+            "source": self.source,
+            "tool": self.tool,
+            "tool_version": self.tool_version,
+            "schema_version": self.schema_version,
+            "session_start_utc_ns": self.session_start_utc_ns,
+            "gpus": gpus.to_dict(orient="records"),
+        }
+
+
+class Trace:
+    """A profile's tables and metadata.
+
+    ``loaders`` maps each of ``TABLES`` to a zero-argument function returning that table; it may also
+    hold "ranges_named", a function of a set of names/globs returning only those ranges (a reader that
+    can filter at the source, as nsys's does in SQL, so that a phase breakdown of a trace with millions
+    of NVTX ranges never loads the millions).
+    """
+
+    def __init__(self, meta: TraceMeta, loaders: dict[str, Callable]):
+        self.meta = meta
+        self.loaders = loaders
+        self._derived: dict[str, object] = {}
+
+    def _load(self, table: str) -> pd.DataFrame:
+        return SCHEMAS[table].check(self.loaders[table](), self.meta.source)
+
+    @cached_property
+    def gpu_ops(self) -> pd.DataFrame:
+        """Kernels, memcpys and memsets (``schema.GPU_OPS``): select ``kind == "kernel"`` for kernels."""
+        return self._load("gpu_ops")
+
+    @cached_property
+    def launches(self) -> pd.DataFrame:
+        """Host API calls (``schema.LAUNCHES``)."""
+        return self._load("launches")
+
+    @cached_property
+    def ranges(self) -> pd.DataFrame:
+        """NVTX ranges (``schema.RANGES``)."""
+        return self._load("ranges")
+
+    def ranges_named(self, patterns: Collection[str]) -> pd.DataFrame:
+        """Only the ranges whose names match these names or globs, nested among themselves."""
+        from tracekit.model.selection import select_named
+
+        patterns = set(patterns)
+        if "ranges" not in self.__dict__ and "ranges_named" in self.loaders:
+            return SCHEMAS["ranges"].check(self.loaders["ranges_named"](patterns), self.meta.source)
+        return select_named(self.ranges, patterns)
+
+    def load_together(self, tables: Collection[str], patterns: Collection[str] | None = None) -> pd.DataFrame | None:
+        """Load several tables (and ``ranges_named(patterns)``) at once, on threads.
+
+        Readers spend most of their time inside SQLite, which runs without the GIL, so reading the
+        GPU ops, the API calls and the ranges side by side overlaps their Python parts. Returns the
+        named ranges, or None without ``patterns``.
+        """
+        with ThreadPoolExecutor(max_workers=len(tables) + 1) as pool:
+            loads = [pool.submit(getattr, self, table) for table in tables]
+            selection = pool.submit(self.ranges_named, patterns) if patterns is not None else None
+            for load in loads:
+                load.result()
+            return selection.result() if selection is not None else None
+
+    def derived(self, key: str, compute: Callable[[], object]):
+        """Something analyses compute from the tables (the GPU-op-to-launch join, say), computed once
+        per trace however many analyses of one command or report ask for it."""
+        if key not in self._derived:
+            self._derived[key] = compute()
+        return self._derived[key]
+
+    @property
+    def name(self) -> str:
+        return self.meta.source
+
+    @classmethod
+    def from_frames(
+        cls,
+        meta: TraceMeta,
+        gpu_ops: pd.DataFrame | None = None,
+        launches: pd.DataFrame | None = None,
+        ranges: pd.DataFrame | None = None,
+    ) -> Trace:
+        """A trace over tables already in memory (tests, other readers); missing tables are empty."""
+        given = {"gpu_ops": gpu_ops, "launches": launches, "ranges": ranges}
+        loaders = {
+            table: (lambda frame=frame, table=table: frame if frame is not None else SCHEMAS[table].empty())
+            for table, frame in given.items()
+        }
+        return cls(meta, loaders)

@@ -1,0 +1,178 @@
+"""Pictures: a ``Chart`` (what an analysis wants shown) drawn as a matplotlib Figure, and saved.
+
+No browser and no network: matplotlib's Agg backend renders files directly. Each drawing function
+takes the chart's title and data; ``draw`` picks it by the chart's kind.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only: no display needed, none opened
+
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+
+from tracekit.errors import UsageError
+from tracekit.model.result import Chart
+
+
+def memory_timeline(title: str, data: dict[str, Any]) -> Figure:
+    """Active memory over time, stacked (see ``analysis.memory_tables.timeline_chart`` for the data):
+    before-the-trace and other allocations in greys, the largest allocations in colour, reserved
+    memory dashed, the peak marked, annotated phases shaded."""
+    x = data["x"]
+    figure = Figure(figsize=(12, 6), layout="constrained")
+    axes = figure.add_subplot()
+    colors = matplotlib.colormaps["tab20"].colors  # type: ignore[attr-defined]
+    bands = data["bands"]
+    axes.stackplot(
+        x,
+        data["before"],
+        data["rest"],
+        *bands,
+        step="post",
+        labels=["allocated before the trace began", "all other allocations", *data["labels"]],
+        colors=["#8c8c8c", "#c8c8c8"] + [colors[i % len(colors)] for i in range(len(bands))],
+        linewidth=0,
+    )
+    axes.step(
+        x, data["reserved"], where="post", color="black", linestyle="--", linewidth=1, label="reserved (segments)"
+    )
+    axes.axvline(data["peak_x"], color="crimson", linewidth=1)
+    axes.annotate(
+        f"peak {data['peak']:,.2f} {data['unit']}",
+        (data["peak_x"], data["peak"]),
+        xytext=(6, 6),
+        textcoords="offset points",
+        color="crimson",
+        fontsize=10,
+        fontweight="bold",
+        bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "edgecolor": "none", "alpha": 0.8},
+    )
+    for number, (name, start, end) in enumerate(data["phases"]):
+        axes.axvspan(start, end, color="tab:blue", alpha=0.08, label=name if number == 0 else None)
+        axes.text(
+            start, 0.01, f" {name}", va="bottom", fontsize=8, color="tab:blue", transform=axes.get_xaxis_transform()
+        )
+    axes.set_xlabel(data["x_label"])
+    axes.set_ylabel(f"active memory ({data['unit']})")
+    axes.set_title(title)
+    axes.set_xlim(x.min(), x.max() if x.max() > x.min() else x.min() + 1)
+    axes.set_ylim(bottom=0)
+    axes.grid(alpha=0.3)
+    axes.legend(
+        loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, title=f"largest at peak (of {data['live_count']:,})"
+    )
+    return figure
+
+
+def category_bars(title: str, data: dict[str, Any]) -> Figure:
+    """Stacked horizontal bars: per phase, the share (%) of kernel time by category (``data["table"]``
+    is breakdown's table; ``data["categories"]`` fixes each category's colour in every picture, so
+    two runs' bars compare at a glance)."""
+    table, categories = data["table"], list(data["categories"])
+    shares = [column for column in table.columns if column.endswith(" (%)")]
+    figure = Figure(figsize=(10, 0.7 * len(table) + 2), layout="constrained")
+    axes = figure.add_subplot()
+    left = np.zeros(len(table))
+    colors = matplotlib.colormaps["tab20"].colors  # type: ignore[attr-defined]
+    for column in shares:
+        values = table[column].to_numpy(float)
+        category = column.replace(" (%)", "")
+        color = colors[categories.index(category) % len(colors)] if category in categories else "grey"
+        axes.barh(table["Phase"], values, left=left, label=category, color=color)
+        for row, (start, width) in enumerate(zip(left, values)):
+            if width >= 6:
+                axes.text(start + width / 2, row, f"{width:.0f}%", ha="center", va="center", fontsize=8, color="white")
+        left += values
+    axes.invert_yaxis()
+    axes.set_xlim(0, 100)
+    axes.set_xlabel("share of kernel time (%)")
+    axes.set_title(title)
+    axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    return figure
+
+
+def step_times(title: str, data: dict[str, Any]) -> Figure:
+    """Per measured step, the time of each phase (ms; ``data["samples_ms"]``): drift, outliers and
+    warm-up left-overs show up."""
+    figure = Figure(figsize=(9, 4), layout="constrained")
+    axes = figure.add_subplot()
+    for phase in ("step", "forward", "backward", "optimizer"):
+        values = data["samples_ms"].get(phase)
+        if values:
+            axes.plot(range(1, len(values) + 1), values, marker="o", label=phase, linewidth=2 if phase == "step" else 1)
+    axes.set_xlabel("measured step")
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+    axes.set_ylabel("time (ms)")
+    axes.set_ylim(bottom=0)
+    axes.set_title(title)
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=8)
+    return figure
+
+
+def bench_scaling(title: str, data: dict[str, Any]) -> Figure:
+    """Step time (ms) against context length, one line per model and variant (``data["table"]`` has
+    Model, Ctx, Variant, Step Mean (ms), Step Std (ms)), error bars one std; log-log."""
+    figure = Figure(figsize=(9, 5), layout="constrained")
+    axes = figure.add_subplot()
+    for (model, variant), group in data["table"].groupby(["Model", "Variant"], sort=False):
+        group = group.sort_values("Ctx")
+        axes.errorbar(
+            group["Ctx"],
+            group["Step Mean (ms)"],
+            yerr=group["Step Std (ms)"],
+            marker="o",
+            capsize=3,
+            label=f"{model} {variant}",
+        )
+    axes.set_xscale("log", base=2)
+    axes.set_yscale("log")
+    axes.set_xlabel("context length (tokens)")
+    axes.set_ylabel("step time (ms)")
+    axes.set_title(title)
+    axes.grid(alpha=0.3, which="both")
+    axes.legend(fontsize=8)
+    return figure
+
+
+DRAW = {
+    "memory_timeline": memory_timeline,
+    "category_bars": category_bars,
+    "step_times": step_times,
+    "bench_scaling": bench_scaling,
+}
+
+
+def draw(chart: Chart) -> Figure:
+    if chart.kind not in DRAW:
+        raise UsageError(f"no drawing for a chart of kind {chart.kind!r}")
+    return DRAW[chart.kind](chart.title, chart.data)
+
+
+def save(chart: Chart, path: str | Path, dpi: int = 110) -> Path:
+    """Draw and write a chart, PNG or SVG (or anything matplotlib knows) by the file's suffix; written
+    to a temporary name first and renamed when whole."""
+    path = Path(path)
+    suffix = path.suffix.lstrip(".").lower() or "png"
+    figure = draw(chart)
+    known = figure.canvas.get_supported_filetypes()
+    if suffix not in known:
+        raise UsageError(f"{path}: pictures are written as {', '.join(sorted(known))}; pick one of these suffixes")
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent or ".")
+    os.close(descriptor)
+    try:
+        figure.savefig(temporary, dpi=dpi, format=suffix)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return path

@@ -1,0 +1,6 @@
+"""``tracekit report``: Markdown reports with pictures, built from the same Results as the commands.
+
+``traces``   runs or traces -> reports/<name>/report.md (one section per input, a comparison of N)
+``bench``    a ``tracekit bench --db`` results database -> reports/bench/report.md
+``document`` the Markdown being written: tables through the one renderer, charts as PNG files
+"""

@@ -1,0 +1,87 @@
+"""``tracekit report --bench results.db``: a ``tracekit bench --db`` results database as a report: mean ±
+std step time per model and context for each dtype and compile variant, and step time against context
+length. Columns are read by their keys (``workloads.config``)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pandas as pd
+
+from tracekit.errors import UsageError
+from tracekit.model.result import Chart
+from tracekit.report.document import Document
+from workloads.config import (
+    ATTENTION,
+    BATCH,
+    COMPILE,
+    CTX,
+    DEVICE,
+    DTYPE,
+    ERROR,
+    MODE,
+    MODEL,
+    RESULTS_TABLE,
+    STATUS,
+    phase_field,
+)
+
+STEP_MEAN, STEP_STD = phase_field("step", "mean"), phase_field("step", "std")
+CONFIGURATION = [MODEL, CTX, BATCH, MODE, DTYPE, COMPILE, ATTENTION, DEVICE]
+
+
+def read_results(path: Path) -> pd.DataFrame:
+    """Every row of the results database; UsageError when it is missing or not one."""
+    if not path.is_file():
+        raise UsageError(f"{path}: no such results database (write one with `tracekit bench ... --db {path}`)")
+    try:
+        with sqlite3.connect(f"file:{path.resolve()}?mode=ro", uri=True) as connection:
+            tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            if RESULTS_TABLE not in tables:
+                raise UsageError(f"{path} has no {RESULTS_TABLE} table: not a `tracekit bench --db` database")
+            return pd.read_sql_query(f"SELECT * FROM {RESULTS_TABLE}", connection)
+    except sqlite3.DatabaseError as error:
+        raise UsageError(f"{path} is not an SQLite database ({error}): not a `tracekit bench --db` database") from None
+
+
+def write_bench_report(db: str | Path, out: str | Path | None = None, reports: str | Path = "reports") -> Path:
+    """The report of a results database; returns the path of report.md."""
+    path = Path(db)
+    rows = read_results(path)
+    missing = [field.key for field in [*CONFIGURATION, STATUS, STEP_MEAN, STEP_STD] if field.key not in rows.columns]
+    if missing:
+        raise UsageError(f"{path}: the runs table lacks {', '.join(missing)}: not a `tracekit bench --db` database")
+    folder = Path(out) if out else Path(reports) / "bench"
+    folder.mkdir(parents=True, exist_ok=True)
+    ok = rows[rows[STATUS.key] == "ok"].copy()
+    # The latest run of each configuration stands for it; earlier ones remain in the database.
+    latest = ok.sort_values("time_utc").groupby([field.key for field in CONFIGURATION], as_index=False).tail(1)
+    compiled = latest[COMPILE.key].map({1: " compiled", 0: ""})  # True == 1 and False == 0 as keys too
+    latest["Variant"] = latest[DTYPE.key] + compiled
+    latest["cell"] = [f"{m:,.2f} ± {s:,.2f}" for m, s in zip(latest[STEP_MEAN.key], latest[STEP_STD.key])]
+    index = [MODEL, CTX, BATCH, MODE]
+    pivot = latest.pivot_table(
+        index=[field.key for field in index], columns="Variant", values="cell", aggfunc="first"
+    ).reset_index()
+    pivot = pivot.rename(columns={field.key: field.label for field in index})
+    pivot.columns = [str(column) for column in pivot.columns]
+    document = Document(folder)
+    document.text(
+        f"# Benchmarks: {path.name}",
+        f"{len(rows)} rows ({len(rows) - len(ok)} not ok: out of memory or error), latest run per configuration. "
+        "Step time in ms, mean ± std over the measured steps.",
+    )
+    document.table(pivot)
+    scaling = latest.rename(columns={field.key: field.label for field in (MODEL, CTX, STEP_MEAN, STEP_STD)})
+    document.picture(
+        Chart("bench_scaling", "Step time against context length", {"table": scaling}),
+        "step_vs_context",
+        "step time against context length",
+    )
+    failed = rows[rows[STATUS.key] != "ok"]
+    if not failed.empty:
+        columns = [field.key for field in (MODEL, CTX, BATCH, MODE, DTYPE, STATUS, ERROR) if field.key in rows]
+        document.text("Configurations that did not run:")
+        document.table(failed[columns])
+    return document.write(folder / "report.md")

@@ -1,0 +1,226 @@
+"""``tracekit report RUN_OR_TRACE...``: ``reports/<name>/report.md`` with its pictures.
+
+Every table is a table of a tracekit command's Result, rendered by the same renderer, and names the
+command that reproduces it; times are in ms. Each Result is computed once and serves every table and
+picture made from it. Sections that need what an input lacks (kernels in a CPU capture, a memory
+snapshot) say so instead of showing empty tables. Two or more inputs add a comparison against the
+first.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
+
+from tracekit import __version__
+from tracekit.analysis.breakdown import PHASE, WHOLE, phase_breakdown
+from tracekit.analysis.diff import compare_categories, compare_kernels, labels_for
+from tracekit.analysis.kernels import kernel_mask, kernel_summary
+from tracekit.analysis.memory_tables import memory_summary
+from tracekit.analysis.ranges import range_summary
+from tracekit.errors import NoGpuDataError, TracekitError, UsageError
+from tracekit.model.result import Chart
+from tracekit.model.trace import Trace
+from tracekit.render.tables import in_unit
+from tracekit.report.document import Document
+from tracekit.runs import Run
+from tracekit.sources import open_snapshot, open_trace, trace_file
+
+PHASES = ["forward", "backward", "optimizer"]
+TOP_KERNELS, TOP_PHASE_KERNELS, TOP_RANGES, TOP_MEMORY = 10, 5, 15, 10
+RANGE_COLUMNS = ["Range", "Instances", "Total Time (ms)", "Avg (ms)", "Med (ms)", "Depth", "GPU Ops", "GPU Time (ms)"]
+
+
+def report_name(inputs: list[Path]) -> str:
+    names = [(path.resolve().name if path.is_dir() else path.stem) for path in inputs]
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", "-vs-".join(names))[:120]
+
+
+def write_report(
+    inputs: list[str | Path], out: str | Path | None = None, nsys: str | None = None, reports: str | Path = "reports"
+) -> Path:
+    """Write the report of one or more runs/traces; returns the path of report.md."""
+    paths = [Path(path) for path in inputs]
+    for path in paths:
+        trace_file(path)  # one clear error for a missing input before any work
+    folder = Path(out) if out else Path(reports) / report_name(paths)
+    folder.mkdir(parents=True, exist_ok=True)
+    document = Document(folder)
+    document.text(
+        f"# tracekit report: {report_name(paths)}",
+        f"Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC by tracekit {__version__}.",
+    )
+    labels = labels_for(len(paths)) if len(paths) > 1 else [""]
+    traces = []
+    for label, path in zip(labels, paths):
+        trace = open_trace(path, nsys)
+        traces.append(trace)
+        section = Document(folder, f"{label.lower()}-" if label else "")
+        _input_section(section, path, trace, heading=f"{label}: {path}" if label else str(path))
+        document.extend(section)
+    if len(traces) > 1:
+        _comparison(document, paths, traces)
+    return document.write(folder / "report.md")
+
+
+def _input_section(section: Document, path: Path, trace: Trace, heading: str) -> None:
+    run = Run.at(path)
+    section.text(f"## {heading}")
+    gpus = ", ".join(sorted(set(trace.meta.gpus["name"].dropna().astype(str)))) or "not recorded"
+    section.text(
+        f"Trace `{trace.name}`: Nsight Systems {trace.meta.tool_version} (export schema "
+        f"{trace.meta.schema_version}); GPUs: {gpus}."
+    )
+    source = shlex.quote(str(path))
+    if run is not None and run.manifest:
+        _run_section(section, run)
+    if _has_kernels(trace):
+        _gpu_sections(section, source, trace, run)
+    else:
+        section.text(
+            "No CUDA kernels in this trace (a CPU capture, or nsys ran without `--trace=cuda`): the GPU "
+            "sections are left out. Capture on an NVIDIA GPU to get them."
+        )
+    _range_sections(section, source, trace)
+    if run is not None and run.snapshot is not None:
+        _memory_section(section, run.snapshot)
+    elif run is not None and run.manifest:
+        section.text(
+            "### Memory",
+            "No memory snapshot in this run (`tracekit capture MODEL --memory` on a CUDA GPU records one).",
+        )
+
+
+def _has_kernels(trace: Trace) -> bool:
+    try:
+        kernel_mask(trace, "kernels")
+        return True
+    except NoGpuDataError:
+        return False
+
+
+def _run_section(section: Document, run: Run) -> None:
+    manifest = run.manifest
+    config = manifest.get("config", {})
+    versions = {
+        **manifest.get("versions", {}),
+        **{k: v for k, v in (manifest.get("versions_program") or {}).items() if k != "python"},
+    }
+    device = manifest.get("device", {})
+    rows = [
+        ("status", run.status),
+        ("model", config.get("model")),
+        ("context", config.get("context")),
+        ("batch", config.get("batch")),
+        ("mode", config.get("mode")),
+        ("dtype", config.get("dtype")),
+        ("torch.compile", config.get("compile")),
+        ("attention", config.get("attention")),
+        ("steps (after warm-up)", f"{config.get('steps')} (after {config.get('warmup')})"),
+        ("device", f"{device.get('name')} ({device.get('type')})"),
+        ("nsys --trace", manifest.get("trace")),
+        ("versions", ", ".join(f"{key} {value}" for key, value in versions.items() if value)),
+        ("capture wall time (s)", manifest.get("wall_s", {}).get("total")),
+    ]
+    section.text("### Run")
+    section.table(pd.DataFrame([(key, str(value)) for key, value in rows], columns=["", "Value"]))
+    if run.timings_ms:
+        section.text(
+            "### Step phases (harness)",
+            "Wall time per phase of the measured steps, timed with device synchronisation by the benchmark harness.",
+        )
+        section.table(run.phases())
+        chart = Chart("step_times", "Time per measured step", {"samples_ms": run.samples_ms})
+        section.picture(chart, "step_times", "time per measured step")
+    for note in manifest.get("notes", []):
+        section.text(f"> note: {note}")
+
+
+def _gpu_sections(section: Document, source: str, trace: Trace, run: Run | None) -> None:
+    breakdown = phase_breakdown(trace, PHASES)
+    table = breakdown.frame
+    present = table[(table["Instances"] > 0) | (table[PHASE] == WHOLE)]
+    section.text(
+        "### GPU time by phase and category",
+        "Kernel time is summed op durations (concurrent streams both count); GPU Busy is wall time with "
+        "at least one op running; Idle = Span - Busy, the time the GPU waited.",
+    )
+    section.table(present, f"tracekit breakdown {source} --unit ms")
+    if "categories" in breakdown.charts:
+        section.picture(breakdown.charts["categories"], "categories", "share of kernel time by category and phase")
+    timings = run.timings_ms if run is not None else {}
+    phases = present[present[PHASE] != WHOLE]
+    if timings and not phases.empty:
+        rows = [
+            {
+                "Phase": row[PHASE],
+                "Harness Mean (ms)": (timings.get(row[PHASE]) or {}).get("mean"),
+                "GPU Busy / Step (ms)": row["GPU Busy (ns)"] / row["Instances"] / 1e6,
+                "GPU Idle / Step (ms)": row["GPU Idle (ns)"] / row["Instances"] / 1e6,
+            }
+            for _, row in phases.iterrows()
+        ]
+        section.text("Harness wall time per phase beside the GPU's busy time in it (per step):")
+        section.table(pd.DataFrame(rows))
+    section.text("### Top kernels", "Base names; `tracekit kernels` without `--name short` gives templated names.")
+    top = kernel_summary(trace, top=TOP_KERNELS, name="short")
+    section.table(top.frame, f"tracekit kernels {source} --top {TOP_KERNELS} --name short --unit ms")
+    for phase in phases[PHASE]:
+        inside = kernel_summary(trace, top=TOP_PHASE_KERNELS, name="short", ranges=[phase])
+        section.text(f"#### Inside `{phase}`")
+        section.table(
+            inside.frame, f"tracekit kernels {source} --range {phase} --top {TOP_PHASE_KERNELS} --name short --unit ms"
+        )
+
+
+def _range_sections(section: Document, source: str, trace: Trace) -> None:
+    if trace.ranges.empty:
+        section.text("### NVTX ranges", "No NVTX ranges in this trace.")
+        return
+    table = in_unit(range_summary(trace, top=TOP_RANGES).frame, "ms")
+    section.text("### NVTX ranges", f"The {TOP_RANGES} range names with the most CPU time (all columns: the command).")
+    section.table(
+        table[[column for column in RANGE_COLUMNS if column in table.columns]],
+        f"tracekit ranges {source} --top {TOP_RANGES} --unit ms",
+    )
+    if (trace.ranges["name"] == "attention").any():
+        try:
+            within = range_summary(trace, within="attention")
+        except UsageError:
+            return
+        section.text("### Inside attention", "Each part's share of the attention ranges' CPU and GPU time.")
+        section.table(within.frame, f"tracekit ranges {source} --within attention --unit ms")
+
+
+def _memory_section(section: Document, snapshot: Path) -> None:
+    try:
+        memory = memory_summary(open_snapshot(snapshot), top=TOP_MEMORY, by="both", bands=TOP_MEMORY)
+    except TracekitError as error:
+        section.text("### Memory", f"The memory snapshot could not be read: {error}")
+        return
+    source = shlex.quote(str(snapshot))
+    section.text("### Memory")
+    section.table(memory.table("summary"), f"tracekit memory {source}")
+    section.picture(memory.charts["timeline"], "memory_timeline", "active memory timeline")
+    section.text("What holds the memory at the peak:")
+    section.table(memory.table("holders"), f"tracekit memory {source} --by frame")
+    section.text("Largest allocations live at the peak:")
+    section.table(memory.table("allocations").drop(columns=["Stack"]), f"tracekit memory {source} --top {TOP_MEMORY}")
+
+
+def _comparison(document: Document, paths: list[Path], traces: list[Trace]) -> None:
+    labels = labels_for(len(traces))
+    against = "B against A" if len(traces) == 2 else f"{', '.join(labels[1:])} against A"
+    document.text(f"## Comparison: {against}")
+    try:
+        document.table(
+            compare_categories(traces, PHASES), "tracekit diff " + " ".join(shlex.quote(str(p)) for p in paths[:2])
+        )
+        document.text("Kernels that changed most:")
+        document.table(compare_kernels(traces, TOP_KERNELS))
+    except NoGpuDataError as error:
+        document.text(f"No GPU comparison: {error}")
