@@ -78,6 +78,8 @@ def main() -> None:
     tracekit = str(sibling) if sibling.exists() else shutil.which("tracekit")
     rows = []
     for spec in args.tracekit:
+        if tracekit is None:
+            raise SystemExit("tracekit is not installed here: no tracekit next to this Python or on PATH")
         words = shlex.split(spec)
         rows.append(measure(f"tracekit {spec}", [tracekit, words[0], str(args.export), *words[1:]], args.repeat))
     nsys = shutil.which("nsys")

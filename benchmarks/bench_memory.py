@@ -25,16 +25,16 @@ ANALYSIS = """
 import sys, time
 started = time.perf_counter()
 from tracekit.sources.snapshot import load_snapshot
-from tracekit.analysis.memory import memory_tables, holders_at_peak
+from tracekit.analysis.memory_tables import memory_summary
 trace = load_snapshot(sys.argv[1])
 loaded = time.perf_counter()
-summary, table, memory = memory_tables(trace, top=20)
-holders = holders_at_peak(trace, memory)
+result = memory_summary(trace, top=20, by="both")  # peak, top 20, holders, timeline data
 analysed = time.perf_counter()
 if sys.argv[2] == "plot":
-    from tracekit.plots import memory_timeline, save
-    save(memory_timeline(trace, memory), sys.argv[3])
-print(f"{loaded - started:.2f} {analysed - loaded:.2f} {time.perf_counter() - analysed:.2f} {memory.peak_allocated}")
+    from tracekit.render.plots import save
+    save(result.charts["timeline"], sys.argv[3])
+peak_mib = result.table("summary").set_index("Quantity").loc["peak allocated (MiB)", "Value"].replace(",", "")
+print(f"{loaded - started:.2f} {analysed - loaded:.2f} {time.perf_counter() - analysed:.2f} {peak_mib}")
 """
 
 
@@ -140,7 +140,7 @@ def main() -> None:
     load, analyse, _, peak = out.split()
     print(
         f"tracekit peak + top 20 + holders + timeline data: {wall:.2f} s wall (load {load} s, analysis {analyse} s),"
-        f" peak {int(peak) / 2**30:.2f} GiB"
+        f" peak {float(peak) / 2**10:.2f} GiB"
     )
     picture = folder / "timeline.png"
     wall_plot, out = timed([sys.executable, "-c", ANALYSIS, str(path), "plot", str(picture)])

@@ -148,3 +148,23 @@ def test_diff_and_export_of_runs_with_snapshots(cli, shared_traces, shared_memor
     assert result.exit_code == 0, result.output
     events = pd.read_parquet(tmp_path / "tables" / "memory_events.parquet")
     assert len(events) == 22_332 and (tmp_path / "tables" / "memory_allocations.parquet").exists()
+
+
+def test_report_compares_more_than_two_inputs(cli, shared_traces, tmp_path):
+    a, b = shared_traces / A, shared_traces / B
+    copy = tmp_path / "b-again.sqlite"
+    shutil.copy(b, copy)
+    result = cli("report", a, b, copy, "-o", tmp_path / "three")
+    assert result.exit_code == 0, result.output
+    text = (tmp_path / "three" / "report.md").read_text()
+    assert "## A: " in text and "## C: " in text and "## Comparison: B, C against A" in text
+    table = markdown_table_after(text, "## Comparison: B, C against A").splitlines()
+    assert table[0] == "| Phase | Category | A (ms) | B (ms) | C (ms) | B - A (ms) | C - A (ms) |"
+    for row in table[2:]:
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        assert cells[3] == cells[4] and cells[5] == cells[6]  # C is a copy of B
+    two = read_csv(cli("diff", a, b, "--by", "category", "--format", "csv").output)
+    whole = two[two["Phase"] == "(whole trace)"].set_index("Category")["Delta (ms)"]
+    first = table[2].strip("|").split("|")
+    assert first[0].strip() == "(whole trace)"
+    assert float(first[5].replace(",", "")) == pytest.approx(whole[first[1].strip()], abs=0.01)  # as diff says

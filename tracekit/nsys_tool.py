@@ -60,7 +60,7 @@ def find_nsys(explicit: str | os.PathLike | None = None) -> str:
 def nsys_version(nsys: str) -> str:
     """Version string such as "2022.4.2.1" ("unknown" if nsys does not say)."""
     try:
-        result = subprocess.run([nsys, "--version"], capture_output=True, text=True, timeout=60)
+        result = subprocess.run([nsys, "--version"], capture_output=True, text=True, errors="replace", timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
     match = re.search(r"(\d{4}\.\d+(?:\.\d+)*)", result.stdout + result.stderr)
@@ -88,7 +88,11 @@ def import_qdstrm(qdstrm: Path, report: Path, nsys: str) -> Path:
             "part has the importer), then `QdstrmImporter -i FILE.qdstrm -o FILE.nsys-rep`"
         )
     result = subprocess.run(
-        [importer, "-i", str(qdstrm), "-o", str(report)], capture_output=True, text=True, timeout=EXPORT_TIMEOUT_S
+        [importer, "-i", str(qdstrm), "-o", str(report)],
+        capture_output=True,
+        text=True,
+        errors="replace",
+        timeout=EXPORT_TIMEOUT_S,
     )
     if result.returncode != 0 or not report.exists():
         raise NsysExportError(f"QdstrmImporter could not import {qdstrm}: {_last_line(result)}")
@@ -115,6 +119,7 @@ def export_sqlite(report: Path, nsys: str | None = None) -> Path:
             [nsys, "export", "--type", "sqlite", "--force-overwrite", "true", "--output", str(partial), str(report)],
             capture_output=True,
             text=True,
+            errors="replace",  # nsys may echo bytes of a damaged report
             timeout=EXPORT_TIMEOUT_S,
         )
     except subprocess.TimeoutExpired:

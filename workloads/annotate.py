@@ -19,7 +19,8 @@ from contextlib import contextmanager
 CAPTURE_RANGE = "tracekit-capture"
 
 
-def _backend() -> tuple[str, Callable[[str], None], Callable[[], None]]:
+def _backend() -> tuple[str, Callable[[str], object], Callable[[], object]]:
+    # push/pop return whatever the backend does (torch.cuda.nvtx gives the nesting depth); callers ignore it.
     if os.environ.get("TRACEKIT_NVTX", "1") == "0":
         return "off", lambda name: None, lambda: None
     try:

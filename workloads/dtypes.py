@@ -40,7 +40,11 @@ def dtype_table(
     finally:
         for handle in handles:
             handle.remove()
-    rows.append(("gradients", _distinct(parameter.grad.dtype for parameter in model.parameters())))
+    gradients = []
+    for parameter in model.parameters():
+        assert parameter.grad is not None, "every parameter takes part in the loss, so backward() gave it a gradient"
+        gradients.append(parameter.grad.dtype)
+    rows.append(("gradients", _distinct(gradients)))
     return Result.of(
         "dtypes", pd.DataFrame(rows, columns=["Tensor", "Dtype"]), f"Dtypes under {dtype} autocast: {model_name}"
     )

@@ -93,6 +93,10 @@ class RMSNorm(nn.Module):
 class RotaryEmbedding(nn.Module):
     """Rotates pairs of query/key channels by position-dependent angles (no parameters)."""
 
+    # Buffers registered in __init__; declared so that a checker knows they are tensors, not modules.
+    cos: torch.Tensor
+    sin: torch.Tensor
+
     def __init__(self, head_dim: int, context_length: int, theta: float = ROPE_THETA):
         super().__init__()
         inverse = 1.0 / theta ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable, Sequence
+from typing import TypedDict
 
 import pandas as pd
 import torch
@@ -23,13 +24,21 @@ SIZES = (16 * 1024, 64 * 1024, 256 * 1024, 1024 * 1024, 4 * 1024 * 1024)
 IMPLEMENTATIONS = ("single-tensor", "foreach", "fused", "compiled")
 
 
+class AdamWOptions(TypedDict, total=False):
+    """The keyword arguments of ``torch.optim.AdamW`` that pick its implementation."""
+
+    foreach: bool
+    fused: bool
+
+
 def make_step(implementation: str, parameters: list[torch.Tensor]) -> Callable[[], None]:
-    options = {
+    choices: dict[str, AdamWOptions] = {
         "single-tensor": {"foreach": False},
         "foreach": {"foreach": True},
         "fused": {"fused": True},
         "compiled": {"foreach": False},
-    }[implementation]
+    }
+    options = choices[implementation]
     optimizer = torch.optim.AdamW(parameters, lr=1e-3, **options)
     if implementation == "compiled":
         return torch.compile(optimizer.step)
@@ -66,7 +75,7 @@ def optimizer_grid(
     target = resolve_device(device)
     rows = []
     for count, size in itertools.product(counts, sizes):
-        row = {"Params": count, "Elements Each": size}
+        row: dict[str, int | float | str | None] = {"Params": count, "Elements Each": size}
         notes = []
         for implementation in implementations:
             try:

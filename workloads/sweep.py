@@ -146,9 +146,10 @@ def record(db_path: str | Path, results: Sequence[RunResult]) -> int:
         row.update(context)
         row["samples_ms"] = json.dumps(result_record(result)["samples_ms"])
         rows.append(row)
-    database = sqlite_utils.Database(db_path)
-    database[RESULTS_TABLE].insert_all(rows, alter=True)
-    return database[RESULTS_TABLE].count
+    # .table(), not [name]: the results are a table (database[name] may also be a view, which takes no rows).
+    table = sqlite_utils.Database(db_path).table(RESULTS_TABLE)
+    table.insert_all(rows, alter=True)
+    return table.count
 
 
 def git_revision() -> str | None:

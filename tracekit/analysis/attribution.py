@@ -17,6 +17,7 @@ time), so per-range sums come from prefix sums and per-range min/max from ``redu
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -46,7 +47,8 @@ class OpLaunches:
 
 def op_launches(trace: Trace) -> OpLaunches:
     """Join every GPU op to its launching CUDA API call on (pid, correlation id); once per trace."""
-    return trace.derived("op_launches", lambda: _join_launches(trace))
+    # Trace.derived stores any object; under this key it is always what _join_launches returns.
+    return cast(OpLaunches, trace.derived("op_launches", lambda: _join_launches(trace)))
 
 
 def _join_launches(trace: Trace) -> OpLaunches:
@@ -209,7 +211,7 @@ def interval_of_ops(trace: Trace, ranges: pd.DataFrame, same_thread: bool = Fals
     launches = op_launches(trace)
     result = np.full(len(trace.gpu_ops), -1, dtype=np.int64)
     if same_thread:
-        ranges = ranges[(ranges["end_tid"] == ranges["tid"]).to_numpy()]
+        ranges = ranges.loc[(ranges["end_tid"] == ranges["tid"]).to_numpy()]
     if ranges.empty or not launches.found.any():
         return result
     rows = np.flatnonzero(launches.found)

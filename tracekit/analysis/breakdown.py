@@ -49,7 +49,7 @@ def breakdown_table(trace: Trace, phases: list[str] | None = None, same_thread: 
     table = pd.DataFrame(rows)
     shares = [f"{category} (%)" for category in CATEGORIES if table[f"{category} (%)"].sum() > 0]
     ordered = [PHASE, "Instances", "GPU Ops", "Kernel Time (ns)", "GPU Busy (ns)", "GPU Span (ns)", "GPU Idle (ns)"]
-    return table[ordered + shares]
+    return table.loc[:, ordered + shares]
 
 
 def phase_intervals(trace: Trace, phases: list[str], same_thread: bool = False) -> dict[str, tuple[int, np.ndarray]]:

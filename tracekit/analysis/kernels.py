@@ -70,12 +70,12 @@ def summarize_kernels(
     table = stats.grouped_stats(combined, ops["duration"].to_numpy())
     del combined
     key_codes = stats.split_codes(table.index.to_numpy(), radices)
-    keys = {NAME: uniques[0][key_codes[0]]}
+    keys: dict[str, np.ndarray | list[str]] = {NAME: uniques[0][key_codes[0]]}
     if by_launch_config:
         keys[GRID] = _format_dims(uniques[1][key_codes[1]])
         keys[BLOCK] = _format_dims(uniques[2][key_codes[2]])
     summary = stats.finish(table, keys)
-    return summary[stats.STAT_COLUMNS + ([GRID, BLOCK] if by_launch_config else []) + [NAME]]
+    return summary.loc[:, stats.STAT_COLUMNS + ([GRID, BLOCK] if by_launch_config else []) + [NAME]]
 
 
 def kernel_table(

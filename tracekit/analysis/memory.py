@@ -55,7 +55,7 @@ class DeviceMemory:
     def live_at_peak(self) -> pd.DataFrame:
         allocations = self.allocations
         live = (allocations["start"] <= self.peak_index) & (allocations["end"] > self.peak_index)
-        return allocations[live.to_numpy()].sort_values("size", ascending=False, kind="stable")
+        return allocations.loc[live.to_numpy()].sort_values("size", ascending=False, kind="stable")
 
 
 def replay(trace: MemoryTrace, device: int | None = None) -> DeviceMemory:
@@ -72,15 +72,15 @@ def replay(trace: MemoryTrace, device: int | None = None) -> DeviceMemory:
 
 
 def _replay(trace: MemoryTrace, device: int) -> DeviceMemory:
-    events = trace.events[(trace.events["device"] == device).to_numpy()]
-    blocks = trace.blocks[(trace.blocks["device"] == device).to_numpy()]
-    segments = trace.segments[(trace.segments["device"] == device).to_numpy()]
+    events = trace.events.loc[(trace.events["device"] == device).to_numpy()]
+    blocks = trace.blocks.loc[(trace.blocks["device"] == device).to_numpy()]
+    segments = trace.segments.loc[(trace.segments["device"] == device).to_numpy()]
     action = events["action"].to_numpy(dtype=object)
     size = events["size"].to_numpy(np.int64)
     addr = events["addr"].to_numpy(np.int64)
     count = len(events)
     is_alloc, is_free = action == "alloc", action == "free_completed"
-    active_blocks = blocks[blocks["state"].isin(ACTIVE_STATES).to_numpy()]
+    active_blocks = blocks.loc[blocks["state"].isin(ACTIVE_STATES).to_numpy()]
     notes: list[str] = []
 
     delta = np.where(is_alloc, size, 0) - np.where(is_free, size, 0)
@@ -168,7 +168,7 @@ def _allocations(addr, size, is_alloc, is_free, stacks, active_blocks: pd.DataFr
     )
     # Active blocks at snapshot time that no traced allocation still holds were there all along.
     open_addresses = set(traced.loc[traced["end"] == count, "addr"].tolist())
-    untraced = active_blocks[~active_blocks["address"].isin(open_addresses).to_numpy()]
+    untraced = active_blocks.loc[~active_blocks["address"].isin(open_addresses).to_numpy()]
     alive_throughout = pd.DataFrame(
         {
             "addr": untraced["address"].to_numpy(),
@@ -199,7 +199,7 @@ def _allocations(addr, size, is_alloc, is_free, stacks, active_blocks: pd.DataFr
 
 def _rounding_of_traced(allocations: pd.DataFrame, active_blocks: pd.DataFrame, count: int) -> int:
     """Bytes by which the blocks of traced allocations still active at the end exceed their traced sizes."""
-    open_traced = allocations[((allocations["end"] == count) & ~allocations["before_trace"]).to_numpy()]
+    open_traced = allocations.loc[((allocations["end"] == count) & ~allocations["before_trace"]).to_numpy()]
     block_size = active_blocks.drop_duplicates("address").set_index("address")["size"]
     held = block_size.reindex(open_traced["addr"].to_numpy()).to_numpy()
     found = ~np.isnan(held)

@@ -81,7 +81,7 @@ def holders_at_peak(trace: MemoryTrace, memory: DeviceMemory) -> pd.DataFrame:
 def phases(trace: MemoryTrace, memory: DeviceMemory) -> pd.DataFrame:
     """Phases from the snapshot's annotations (e.g. Optimizer.step#AdamW.step): Phase, Start, End (ms)."""
     notes = trace.annotations
-    notes = notes[(notes["device"] == memory.device).to_numpy()] if not notes.empty else notes
+    notes = notes.loc[(notes["device"] == memory.device).to_numpy()] if not notes.empty else notes
     if notes.empty or not memory.has_time:
         return pd.DataFrame(columns=["Phase", "Start (ms)", "End (ms)"])
     t0 = trace.events.loc[trace.events["device"] == memory.device, "time_us"].min()
@@ -127,7 +127,9 @@ def memory_summary(
     memory = replay(trace, device)
     tables = [Table("summary", peak_summary(trace, memory), f"Memory snapshot: {trace.source}")]
     if by in ("frame", "both"):
-        tables.append(Table("holders", holders_at_peak(trace, memory).head(top), "What holds the memory at the peak"))
+        holders = holders_at_peak(trace, memory)
+        shown = holders.head(top) if top is not None else holders  # top=None: every frame, as head(None) gives
+        tables.append(Table("holders", shown, "What holds the memory at the peak"))
     if by in ("allocation", "both"):
         tables.append(Table("allocations", largest_at_peak(trace, memory, top), "Largest allocations live at the peak"))
     return Result(tables, charts={"timeline": timeline_chart(trace, memory, min(top or bands, bands))})
@@ -210,7 +212,7 @@ def _before_trace_bytes(memory: DeviceMemory, index: np.ndarray, exclude) -> np.
     """Bytes of allocations made before the trace began still active at each event index (those
     drawn as their own band excluded): all of them minus those freed by then."""
     allocations = memory.allocations.drop(index=exclude)
-    early = allocations[allocations["before_trace"].to_numpy()]
+    early = allocations.loc[allocations["before_trace"].to_numpy()]
     ends = np.sort(early["end"].to_numpy())
     freed = np.concatenate(([0], np.cumsum(early["size"].to_numpy()[np.argsort(early["end"].to_numpy())])))
     return early["size"].sum() - freed[np.searchsorted(ends, index, side="right")]

@@ -6,6 +6,8 @@ Ranges are named by specs (``model.selection``): a name, a glob, or a path such 
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 import pandas as pd
 
@@ -46,12 +48,14 @@ def range_table(trace: Trace, same_thread: bool = False, top: int | None = None)
         column: np.bincount(group, weights=gpu[source].to_numpy(), minlength=int(codes.max()) + 1)[codes]
         for column, source in ((GPU_OPS_COLUMN, GPU_OPS), (GPU_TIME_COLUMN, GPU_TIME), (GPU_SPAN_COLUMN, GPU_SPAN))
     }
-    depth = pd.Series(ranges["depth"].to_numpy()).groupby(group).min().reindex(codes).to_numpy()
+    # A Series grouped and reduced is a Series; pandas annotates groupby reductions with every scalar type too.
+    depth_per_group = cast(pd.Series, pd.Series(ranges["depth"].to_numpy()).groupby(group).min())
+    depth = depth_per_group.reindex(codes).to_numpy()
     names = np.asarray(ranges["name"].cat.categories, dtype=object)[codes // 2]
     styles = np.array([NSYS_STYLES[style] for style in ranges["style"].cat.categories], dtype=object)[codes % 2]
     extra = {DEPTH: depth, **{column: values.astype(np.int64) for column, values in sums.items()}}
     table = stats.finish(table, {RANGE: names, STYLE: styles}, extra)
-    table = table[stats.STAT_COLUMNS + [STYLE, *extra, RANGE]]  # nsys's order, the name last
+    table = table.loc[:, stats.STAT_COLUMNS + [STYLE, *extra, RANGE]]  # nsys's order, the name last
     return table.head(top) if top else table
 
 
@@ -71,10 +75,10 @@ def range_tree(
     ranges = trace.ranges
     if ranges.empty:
         raise UsageError(f"{trace.name} has no NVTX ranges to draw as a tree")
-    outer = ranges[ranges["depth"].to_numpy() == 0]
+    outer = ranges.loc[ranges["depth"].to_numpy() == 0]
     if root is None:
         root = str(outer.groupby("name", observed=True)["duration"].sum().idxmax())
-    candidates = ranges[(ranges["name"] == root).to_numpy()].sort_values("start")
+    candidates = ranges.loc[(ranges["name"] == root).to_numpy()].sort_values("start")
     if candidates.empty:
         raise UsageError(f"no NVTX range named {root!r} in {trace.name}; {known_names(trace)}")
     if instance is None:
@@ -84,7 +88,7 @@ def range_tree(
     top = candidates.iloc[instance]
     tree = subtree(ranges, int(top["range_id"]))
     if max_depth is not None:
-        tree = tree[(tree["depth"] - top["depth"]).to_numpy() <= max_depth]
+        tree = tree.loc[(tree["depth"] - top["depth"]).to_numpy() <= max_depth]
     gpu = range_gpu_stats(trace, tree, same_thread)
     order = _preorder(tree)
     tree, gpu = tree.iloc[order], gpu.iloc[order]
@@ -114,10 +118,10 @@ def range_within(trace: Trace, parent_spec: str, same_thread: bool = False) -> p
     Columns: Range, Instances, CPU (ns), CPU (%), GPU Time (ns), GPU (%) of the parents' totals.
     """
     ranges = trace.ranges
-    parents = ranges[match(ranges, parent_spec)] if not ranges.empty else ranges
+    parents = ranges.loc[match(ranges, parent_spec)] if not ranges.empty else ranges
     if parents.empty:
         raise UsageError(f"no NVTX range matches {parent_spec!r} in {trace.name}; {known_names(trace)}")
-    children = ranges[np.isin(ranges["parent"].to_numpy(), parents["range_id"].to_numpy())]
+    children = ranges.loc[np.isin(ranges["parent"].to_numpy(), parents["range_id"].to_numpy())]
     both = pd.concat([parents, children])
     gpu = range_gpu_stats(trace, both, same_thread)
     parent_gpu = gpu.iloc[: len(parents)]

@@ -13,7 +13,7 @@ stays a few arrays of the table's length (a 10M-kernel trace summarizes in about
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -133,7 +133,11 @@ def split_codes(combined: np.ndarray, radices: list[int]) -> list[np.ndarray]:
     return parts[::-1]
 
 
-def finish(table: pd.DataFrame, keys: dict[str, Sequence], extra: dict[str, Sequence] | None = None) -> pd.DataFrame:
+def finish(
+    table: pd.DataFrame,
+    keys: Mapping[str, Sequence | np.ndarray],
+    extra: Mapping[str, Sequence | np.ndarray] | None = None,
+) -> pd.DataFrame:
     """Key columns, the statistics rounded and Time (%) as nsys prints them, then ``extra`` columns
     (aligned with ``table``'s rows); largest total first."""
     result = pd.DataFrame(
@@ -148,7 +152,7 @@ def finish(table: pd.DataFrame, keys: dict[str, Sequence], extra: dict[str, Sequ
     result[MAX] = table[MAX].to_numpy(np.int64)
     for name, values in (extra or {}).items():
         result[name] = np.asarray(values)
-    result = result[list(keys) + STAT_COLUMNS + list(extra or {})]
+    result = result.loc[:, list(keys) + STAT_COLUMNS + list(extra or {})]
     return sort_by_total(result, list(keys))
 
 

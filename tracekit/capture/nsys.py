@@ -61,7 +61,7 @@ def gpu_present() -> bool:
     smi = shutil.which("nvidia-smi")
     if smi:
         try:
-            listed = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=30)
+            listed = subprocess.run([smi, "-L"], capture_output=True, text=True, errors="replace", timeout=30)
             return listed.returncode == 0 and "GPU" in listed.stdout
         except (OSError, subprocess.TimeoutExpired):
             return False

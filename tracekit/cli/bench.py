@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import sys
+from typing import Any
 
 import click
 
@@ -195,7 +196,8 @@ def bench_attention(head_dim, seq, batch, passes, warmup, impl, compiled, compar
 
     compiles = (False, True) if compare_compile else (compiled,)
     bar = progress(len(head_dim) * len(seq) * len(impl) * len(compiles), "attention grid")
-    arguments = dict(
+    # Keyword arguments of mixed types for attention_grid, which checks them by name.
+    arguments: dict[str, Any] = dict(
         head_dims=head_dim,
         lengths=seq,
         implementations=impl,

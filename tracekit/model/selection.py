@@ -78,7 +78,7 @@ def renest(ranges: pd.DataFrame) -> pd.DataFrame:
 
 def select_named(ranges: pd.DataFrame, patterns: Collection[str]) -> pd.DataFrame:
     """The ranges whose names match ``patterns``, nested among themselves."""
-    return renest(ranges[names_matching(ranges["name"], patterns)].reset_index(drop=True))
+    return renest(ranges.loc[names_matching(ranges["name"], patterns)].reset_index(drop=True))
 
 
 def parent_rows(ranges: pd.DataFrame) -> np.ndarray:
@@ -141,7 +141,7 @@ class Selection:
 
     def of(self, spec: str) -> pd.DataFrame:
         """The instances of one spec."""
-        return self.ranges[self.matches[spec]]
+        return self.ranges.loc[self.matches[spec]]
 
     def any(self) -> bool:
         return any(mask.any() for mask in self.matches.values())
@@ -192,4 +192,4 @@ def subtree(ranges: pd.DataFrame, root_id: int) -> pd.DataFrame:
         children = np.isin(parents, list(frontier)) & ~keep
         keep |= children
         frontier = set(ids[children].tolist())
-    return ranges[keep]
+    return ranges.loc[keep]

@@ -21,6 +21,7 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -84,7 +85,8 @@ def column_decimals(series: pd.Series) -> int:
     """One precision per float column, so its numbers line up: one decimal when the values are
     already rounded to 0.1 (nsys's numbers); otherwise enough decimals for two significant digits of
     the column's smallest non-zero value (2 to 6), or 1 for a column of large numbers."""
-    values = pd.to_numeric(series, errors="coerce").to_numpy(dtype=float)
+    # A Series in gives a Series out; to_numeric is annotated with every input kind's result.
+    values = cast(pd.Series, pd.to_numeric(series, errors="coerce")).to_numpy(dtype=float)
     values = values[np.isfinite(values)]
     if len(values) == 0 or np.allclose(values * 10, np.round(values * 10), atol=1e-9):
         return 1

@@ -79,9 +79,9 @@ def write_bench_report(db: str | Path, out: str | Path | None = None, reports: s
         "step_vs_context",
         "step time against context length",
     )
-    failed = rows[rows[STATUS.key] != "ok"]
+    failed = rows.loc[rows[STATUS.key] != "ok"]
     if not failed.empty:
         columns = [field.key for field in (MODEL, CTX, BATCH, MODE, DTYPE, STATUS, ERROR) if field.key in rows]
         document.text("Configurations that did not run:")
-        document.table(failed[columns])
+        document.table(failed.loc[:, columns])
     return document.write(folder / "report.md")

@@ -143,7 +143,7 @@ def _run_section(section: Document, run: Run) -> None:
 def _gpu_sections(section: Document, source: str, trace: Trace, run: Run | None) -> None:
     breakdown = phase_breakdown(trace, PHASES)
     table = breakdown.frame
-    present = table[(table["Instances"] > 0) | (table[PHASE] == WHOLE)]
+    present = table.loc[(table["Instances"] > 0) | (table[PHASE] == WHOLE)]
     section.text(
         "### GPU time by phase and category",
         "Kernel time is summed op durations (concurrent streams both count); GPU Busy is wall time with "
@@ -153,7 +153,7 @@ def _gpu_sections(section: Document, source: str, trace: Trace, run: Run | None)
     if "categories" in breakdown.charts:
         section.picture(breakdown.charts["categories"], "categories", "share of kernel time by category and phase")
     timings = run.timings_ms if run is not None else {}
-    phases = present[present[PHASE] != WHOLE]
+    phases = present.loc[present[PHASE] != WHOLE]
     if timings and not phases.empty:
         rows = [
             {
@@ -184,7 +184,7 @@ def _range_sections(section: Document, source: str, trace: Trace) -> None:
     table = in_unit(range_summary(trace, top=TOP_RANGES).frame, "ms")
     section.text("### NVTX ranges", f"The {TOP_RANGES} range names with the most CPU time (all columns: the command).")
     section.table(
-        table[[column for column in RANGE_COLUMNS if column in table.columns]],
+        table.loc[:, [column for column in RANGE_COLUMNS if column in table.columns]],
         f"tracekit ranges {source} --top {TOP_RANGES} --unit ms",
     )
     if (trace.ranges["name"] == "attention").any():

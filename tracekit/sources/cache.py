@@ -97,7 +97,7 @@ class TableCache:
             dtype = frame[column].dtype
             if isinstance(dtype, pd.CategoricalDtype):
                 columns.append((column, [str(value) for value in dtype.categories]))
-            elif np.issubdtype(dtype, np.number) or np.issubdtype(dtype, np.bool_):
+            elif isinstance(dtype, np.dtype) and (np.issubdtype(dtype, np.number) or np.issubdtype(dtype, np.bool_)):
                 columns.append((column, None))
             else:
                 return

@@ -11,6 +11,7 @@ from __future__ import annotations
 import sqlite3
 from contextlib import closing
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -156,12 +157,18 @@ def _as_gpus(frame: pd.DataFrame) -> pd.DataFrame:
         {
             "id": frame["id"].astype("int64"),
             "name": frame["name"].astype(object).where(frame["name"].notna(), None),
-            "sm_count": pd.to_numeric(frame["sm_count"]).astype("Int64"),
-            "memory_bytes": pd.to_numeric(frame["memory_bytes"]).astype("Int64"),
+            "sm_count": _nullable_int(frame["sm_count"]),
+            "memory_bytes": _nullable_int(frame["memory_bytes"]),
             "compute_capability": frame["compute_capability"].astype(object),
         }
     )
-    return result[GPUS.names]
+    return result.loc[:, GPUS.names]
+
+
+def _nullable_int(column: pd.Series) -> pd.Series:
+    """Numbers as pandas' nullable Int64 (missing values stay missing)."""
+    # to_numeric of a Series is a Series; pandas annotates it with the result of every input kind.
+    return cast(pd.Series, pd.to_numeric(column)).astype("Int64")
 
 
 def pid_of(global_id: np.ndarray) -> np.ndarray:
@@ -255,7 +262,7 @@ def read_gpu_ops(path: Path, tables: frozenset[str]) -> pd.DataFrame:
     )
     frame["name"] = names
     frame["short_name"] = short_names
-    return frame[GPU_OPS.names]
+    return frame.loc[:, GPU_OPS.names]
 
 
 LAUNCH_CONFIG = ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")
@@ -331,4 +338,4 @@ def read_launches(path: Path, tables: frozenset[str]) -> pd.DataFrame:
             "tid": columns["tid"],
         }
     )
-    return frame[LAUNCHES.names]
+    return frame.loc[:, LAUNCHES.names]

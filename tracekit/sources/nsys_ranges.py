@@ -107,7 +107,7 @@ def read_ranges(path: Path, tables: frozenset[str], names: Collection[str] | Non
             "parent": np.where(parent_row >= 0, range_id[np.maximum(parent_row, 0)], -1),
         }
     )
-    return frame[RANGES.names]
+    return frame.loc[:, RANGES.names]
 
 
 def _domain_part(name: str) -> str | None:

@@ -29,6 +29,8 @@ ACTION_CODES = {action: code for code, action in enumerate(MEMORY_ACTIONS)}
 class RefusingUnpickler(pickle.Unpickler):
     """Unpickles data only: any reference to a Python global (function, class) is refused."""
 
+    source: str  # the file being read, for the error messages; set by _unpickle before load()
+
     def find_class(self, module: str, name: str):
         raise SnapshotError(
             f"{self.source} asks to load the Python object {module}.{name}: a memory snapshot holds "

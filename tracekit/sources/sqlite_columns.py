@@ -69,7 +69,7 @@ def read_columns(
     int_names, text_names = list(ints), list(texts)
     with closing(connect_readonly(path)) as connection:
         low, high = rowid_bounds(connection, table)
-    if low is None:
+    if low is None or high is None:  # an empty table: min and max are both NULL
         empty = {name: np.empty(0, dtype=dtypes.get(name, "int64")) for name in int_names}
         return {**empty, **{name: (np.empty(0, np.int32), []) for name in text_names}}
 
@@ -126,7 +126,10 @@ def read_columns(
 
 def _split_text(joined: str) -> pa.Array:
     """Split separator-joined values in C++ (pyarrow): no Python string per value."""
-    return pc.split_pattern(pa.array([joined], pa.large_string()), TEXT_SEPARATOR).flatten()
+    # pyarrow.compute builds its kernel wrappers (split_pattern among them) at import time, so a static
+    # checker does not see the name; it exists at runtime.
+    split = pc.split_pattern  # pyright: ignore[reportAttributeAccessIssue]
+    return split(pa.array([joined], pa.large_string()), TEXT_SEPARATOR).flatten()
 
 
 def read_int_columns(

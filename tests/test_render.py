@@ -1,0 +1,92 @@
+"""The renderer: each column's format decided once (rendering is linear in the rows), numbers as people
+read them, units converted in one place, files written whole."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tracekit.model.result import Result, Table
+from tracekit.render import tables as renderer
+
+ROWS = 20_000
+
+
+def big_table() -> pd.DataFrame:
+    """A ranges-like table: counts, ns times, rounded and unrounded floats, names."""
+    numbers = np.arange(ROWS)
+    return pd.DataFrame(
+        {
+            "Time (%)": np.round(numbers / ROWS * 100, 1),
+            "Total Time (ns)": numbers * 1_000,
+            "Avg (ns)": numbers * 2.5,
+            "Share": numbers / 7.0,
+            "Style": ["PushPop"] * ROWS,
+            "Range": [f"aten::op_{i % 500}, seq = {i}" for i in numbers],
+        }
+    )
+
+
+@pytest.mark.parametrize("fmt", ["table", "md"])
+def test_each_column_format_is_decided_once(monkeypatch, fmt):
+    decided = []
+    real = renderer.column_format
+    monkeypatch.setattr(renderer, "column_format", lambda series: decided.append(series.name) or real(series))
+    frame = big_table()
+    text = renderer.render_text(Result.of("ranges", frame), fmt)
+    assert decided == list(frame.columns)  # once per column, not once per cell
+    lines = text.splitlines()
+    assert len(lines) == ROWS + 2
+    assert "19,999,000" in lines[-1] and "aten::op_499, seq = 19999" in lines[-1]
+
+
+def test_numbers_as_people_read_them():
+    frame = pd.DataFrame(
+        {
+            "Total Time (ns)": [1_234_567, 0],
+            "Avg (ns)": [1234.5, 0.25],
+            "Ratio": [np.nan, 2.0],
+            "Rows": pd.array([3, None], dtype="Int64"),
+            "Ok": [True, False],
+            "Name": ["x" * 200, None],
+        }
+    )
+    rows = renderer.terminal_table(frame).splitlines()
+    assert rows[2].split()[:2] == ["1,234,567", "1,234.50"] and rows[3].split()[:3] == ["0", "0.25", "2.0"]
+    assert "1,234.50" in rows[2] and "0.25" in rows[3]  # one precision for the whole column
+    assert rows[2].rstrip().endswith("x" * 109 + "…")  # long names shortened in the terminal only
+    assert "yes" in rows[2] and "no" in rows[3]
+    assert renderer.markdown_table(frame).splitlines()[2].endswith("x" * 200 + " |")
+
+
+def test_time_units_are_converted_once_here():
+    frame = pd.DataFrame({"Total Time (ns)": [1_500_000], "GPU (%)": [50.0], "Size (MiB)": [3.0]})
+    converted = renderer.in_unit(frame, "ms")
+    assert list(converted.columns) == ["Total Time (ms)", "GPU (%)", "Size (MiB)"]
+    assert converted["Total Time (ms)"].tolist() == [1.5] and converted["Size (MiB)"].tolist() == [3.0]
+    assert renderer.in_unit(converted, "us") is converted  # already converted: left alone
+
+
+def test_several_tables_go_to_one_file_each(tmp_path):
+    result = Result([Table("first", pd.DataFrame({"a": [1]})), Table("second", pd.DataFrame({"b": [2.5]}))])
+    written = renderer.write(result, "csv", tmp_path / "out.csv")
+    assert [path.name for path in written] == ["out.first.csv", "out.second.csv"]
+    assert (tmp_path / "out.second.csv").read_text() == "b\n2.5\n"
+    folder = tmp_path / "tables"
+    folder.mkdir()
+    written = renderer.write(result, "parquet", folder)
+    assert sorted(path.name for path in written) == ["first.parquet", "second.parquet"]
+    assert pd.read_parquet(folder / "first.parquet")["a"].tolist() == [1]
+    assert not [path for path in tmp_path.rglob("*") if "partial" in path.name]  # temporary files are gone
+
+
+def test_a_failed_write_leaves_no_file(tmp_path, monkeypatch):
+    def fail(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(pd.DataFrame, "to_parquet", fail)
+    target = tmp_path / "k.parquet"
+    with pytest.raises(OSError, match="No space left"):
+        renderer.write(Result.of("k", pd.DataFrame({"a": [1]})), "parquet", target)
+    assert list(tmp_path.iterdir()) == []  # neither the file nor a half-written temporary one
