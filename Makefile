@@ -1,6 +1,6 @@
 # tracekit: the two commands of README.md, and the benchmarks.
 #   make demo   set up .venv (and Nsight Systems on Debian), profile the tiny model on the CPU, write a report
-#   make test   set up .venv and run the test suite
+#   make test   set up .venv, check lint and types, run the test suite
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 # torch you want into .venv first; pip keeps a torch that satisfies the requirement.
 TORCH ?= torch==2.13.0
 
-.PHONY: setup demo test bench clean
+.PHONY: setup demo lint test bench clean
 
 setup: $(BIN)/.installed
 
@@ -18,13 +18,23 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[workloads,test]'
 	touch $@
 
+# ruff and pyright (with its own Node.js, from PyPI): only the test command needs them.
+$(BIN)/.lint-installed: $(BIN)/.installed
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[lint]'
+	touch $@
+
 demo: setup
 	scripts/install-nsys.sh
 	$(BIN)/tracekit capture tiny --ctx 64 --batch 4 --warmup 2 --steps 5 --name demo
 	$(BIN)/tracekit report traces/demo -o reports/demo
 	@echo "report: reports/demo/report.md"
 
-test: setup
+lint: $(BIN)/.lint-installed
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/pyright
+
+test: lint
 	$(BIN)/python -m pytest -q
 
 bench: setup

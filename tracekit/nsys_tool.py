@@ -1,6 +1,6 @@
 """The Nsight Systems executable: find it, ask its version, import a .qdstrm, export SQLite.
 
-Facts this relies on (../shared/NSYS.md): Debian's nsys 2022.4 cannot find its own importer, so
+Facts this relies on, measured with nsys 2022.4 from Debian: Debian's nsys 2022.4 cannot find its own importer, so
 ``nsys profile`` leaves a ``.qdstrm`` that we import with QdstrmImporter ourselves; ``nsys export``
 2022.4 reads no report from 2023+ ("Version not supported").
 """

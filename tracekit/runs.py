@@ -147,9 +147,6 @@ class Run:
     def snapshot_target(self) -> Path:
         return self.folder / MEMORY
 
-    def export_target(self) -> Path:
-        return self.folder / EXPORT
-
     def report_target(self) -> Path:
         return self.folder / REPORT
 

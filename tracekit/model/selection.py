@@ -135,7 +135,6 @@ class Selection:
     spec's mask over it.
     """
 
-    trace_name: str
     ranges: pd.DataFrame
     matches: dict[str, np.ndarray]
 
@@ -161,7 +160,7 @@ def select(trace: Trace, specs: Sequence[str], load_too: Collection[str] = ()) -
     names = spec_names(specs)
     ranges = trace.load_together(list(load_too), names) if load_too else trace.ranges_named(names)
     assert ranges is not None
-    return Selection(trace.name, ranges, {spec: match(ranges, spec) for spec in specs})
+    return Selection(ranges, {spec: match(ranges, spec) for spec in specs})
 
 
 def select_ranges(trace: Trace, specs: Sequence[str]) -> pd.DataFrame:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TypeVar
 
 import pandas as pd
 
@@ -17,7 +18,7 @@ from tracekit.model import schema
 
 TABLES = tuple(table.table for table in schema.TRACE_TABLES)
 SCHEMAS = {table.table: table for table in schema.TRACE_TABLES}
-Loader = Callable[[], pd.DataFrame]
+T = TypeVar("T")
 
 
 @dataclass
@@ -107,12 +108,12 @@ class Trace:
                 load.result()
             return selection.result() if selection is not None else None
 
-    def derived(self, key: str, compute: Callable[[], object]):
+    def derived(self, key: str, compute: Callable[[], T]) -> T:
         """Something analyses compute from the tables (the GPU-op-to-launch join, say), computed once
         per trace however many analyses of one command or report ask for it."""
         if key not in self._derived:
             self._derived[key] = compute()
-        return self._derived[key]
+        return self._derived[key]  # type: ignore[return-value]  # stored by this key's own compute
 
     @property
     def name(self) -> str:
