@@ -69,6 +69,11 @@ class Run:
         return self._file(MEMORY)
 
     @property
+    def files(self) -> list[str]:
+        """The run's files that exist: report, export, manifest, snapshot."""
+        return [name for name in (REPORT, EXPORT, MANIFEST, MEMORY) if (self.folder / name).is_file()]
+
+    @property
     def trace_file(self) -> Path | None:
         """The trace to read: the export, else the report (exported on first use)."""
         return self.export or self.report

@@ -50,6 +50,7 @@ class Capture:
     """A finished capture: its run folder (manifest, files, harness phases) and what to tell the user."""
 
     run: Run
+    latest: Path
     notes: list[str] = field(default_factory=list)
 
 
@@ -167,12 +168,12 @@ def capture(options: CaptureOptions) -> Capture:
         )
     status = {"ok": "complete", "oom": "oom"}.get(manifest["program"]["status"], "failed")
     _finish(run, manifest, status, notes, started, profiled)
-    run.point_latest()
+    latest = run.point_latest()
     run.result_file.unlink(missing_ok=True)  # merged into run.json
     if status == "failed":
         reason = manifest["program"]["error"] or _last_log_line(run)
         raise CaptureError(f"the workload failed: {reason} (run folder {run.folder}, log {run.log})")
-    return Capture(run, notes)
+    return Capture(run, latest, notes)
 
 
 def _report(run: Run, nsys: str, manifest: dict, notes: list[str], started: float, profiled: float) -> Path:

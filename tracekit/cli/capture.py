@@ -103,9 +103,7 @@ def capture(
         notes.append("no CUDA kernels in this trace (a CPU run): it holds the NVTX ranges only")
     for note in notes:
         click.echo(f"note: {note}")
-    files = [manifest["files"][key] for key in ("report", "export") if manifest["files"][key]]
-    files += ["run.json"] + ([manifest["files"]["memory"]] if manifest["files"]["memory"] else [])
-    click.echo(f"written: {run.folder}/ ({', '.join(files)}); {Path(out) / 'latest'} points here")
+    click.echo(f"written: {run.folder}/ ({', '.join(run.files)}); {captured.latest} points here")
     if run.status == "oom":
         raise click.ClickException(
             f"the workload ran out of memory ({manifest['program']['error']}); the trace of what ran is in {run.folder}"
