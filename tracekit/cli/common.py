@@ -82,6 +82,21 @@ same_thread_option = click.option(
     help="count only ops launched on the range's own thread (nsys nvtx_gpu_proj); default: any thread of the "
     "process, so backward gets autograd's kernels",
 )
+ops_option = click.option(
+    "--ops",
+    type=click.Choice(["kernels", "all"]),
+    default="kernels",
+    show_default=True,
+    help="kernels only (as nsys gpukernsum), or memcpy/memset too",
+)
+
+
+def phases_option(help_text: str):
+    return click.option(
+        "--phases", default="forward,backward,optimizer", show_default=True, metavar="SPEC,...", help=help_text
+    )
+
+
 top_option = click.option(
     "--top", type=click.IntRange(min=1), default=None, help="only the N rows with the most total time"
 )

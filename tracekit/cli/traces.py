@@ -11,15 +11,15 @@ import click
 from tracekit.cli.common import (
     emit,
     nsys_option,
+    ops_option,
     output_options,
+    phases_option,
     range_option,
     same_thread_option,
     split_specs,
     top_option,
     unit_option,
 )
-
-DEFAULT_PHASES = "forward,backward,optimizer"
 
 
 @click.command()
@@ -41,13 +41,7 @@ DEFAULT_PHASES = "forward,backward,optimizer"
     show_default=True,
     help="one row per kernel, or per category (matmul, elementwise, ...)",
 )
-@click.option(
-    "--ops",
-    type=click.Choice(["kernels", "all"]),
-    default="kernels",
-    show_default=True,
-    help="kernels only (nsys gpukernsum), or memcpy/memset too",
-)
+@ops_option
 @range_option
 @click.option("--per-instance", is_flag=True, help="divide totals and counts by the number of --range instances")
 @same_thread_option
@@ -114,13 +108,7 @@ def ranges(trace, top, tree, root, instance, max_depth, within, same_thread, uni
 
 @click.command()
 @click.argument("trace", type=click.Path())
-@click.option(
-    "--phases",
-    default=DEFAULT_PHASES,
-    show_default=True,
-    metavar="SPEC,...",
-    help="comma-separated range specs (names, paths, globs)",
-)
+@phases_option("the phases: comma-separated range specs (names, paths, globs)")
 @same_thread_option
 @unit_option
 @nsys_option
@@ -136,13 +124,7 @@ def breakdown(trace, phases, same_thread, unit, nsys, fmt, output):
 @click.command()
 @click.argument("a", type=click.Path())
 @click.argument("b", type=click.Path())
-@click.option(
-    "--phases",
-    default=DEFAULT_PHASES,
-    show_default=True,
-    metavar="SPEC,...",
-    help="range specs compared besides the whole trace",
-)
+@phases_option("range specs compared besides the whole trace")
 @click.option(
     "--by",
     "by",
@@ -151,13 +133,7 @@ def breakdown(trace, phases, same_thread, unit, nsys, fmt, output):
     help="only one table: per phase and category, or the kernels that changed most",
 )
 @click.option("--top", type=click.IntRange(min=1), default=15, show_default=True, help="kernels listed")
-@click.option(
-    "--ops",
-    type=click.Choice(["kernels", "all"]),
-    default="kernels",
-    show_default=True,
-    help="kernels only, or memcpy/memset too",
-)
+@ops_option
 @same_thread_option
 @nsys_option
 @output_options
