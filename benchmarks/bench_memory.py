@@ -33,7 +33,7 @@ analysed = time.perf_counter()
 if sys.argv[2] == "plot":
     from tracekit.render.plots import save
     save(result.charts["timeline"], sys.argv[3])
-peak_mib = result.table("summary").set_index("Quantity").loc["peak allocated (MiB)", "Value"].replace(",", "")
+peak_mib = result.table("summary").set_index("Quantity").loc["peak allocated (MiB)", "Value"]
 print(f"{loaded - started:.2f} {analysed - loaded:.2f} {time.perf_counter() - analysed:.2f} {peak_mib}")
 """
 

@@ -15,19 +15,21 @@ PACKAGE = ROOT / "tracekit"
 MAX_LINES = 400
 
 # What each part of tracekit may import from tracekit (besides itself): the layers, lowest first.
-# errors and nsys_tool (the nsys executable) are utilities everything may use; runs knows a run
-# folder's files and is used by the registry, capture and report.
+# errors and files (writing a file whole) are utilities everything may use; nsys_tool (the nsys
+# executable) and runs (a run folder's files) serve the registry, capture and report.
+UTILITIES = {"errors", "files"}
 ALLOWED = {
-    "model": {"errors"},
-    "runs": {"errors"},
-    "nsys_tool": {"errors"},
-    "sources": {"errors", "model", "runs", "nsys_tool"},
-    "analysis": {"errors", "model"},
-    "render": {"errors", "model"},
-    "export": {"errors", "model", "analysis"},
-    "capture": {"errors", "runs", "nsys_tool"},
-    "report": {"errors", "model", "sources", "analysis", "render", "runs"},
-    "cli": {"errors", "model", "sources", "analysis", "render", "runs", "report", "capture", "export", "nsys_tool"},
+    "files": {"errors"},
+    "model": UTILITIES,
+    "runs": UTILITIES,
+    "nsys_tool": UTILITIES,
+    "sources": UTILITIES | {"model", "runs", "nsys_tool"},
+    "analysis": UTILITIES | {"model"},
+    "render": UTILITIES | {"model"},
+    "export": UTILITIES | {"model", "analysis"},
+    "capture": UTILITIES | {"runs", "nsys_tool"},
+    "report": UTILITIES | {"model", "sources", "analysis", "render", "runs"},
+    "cli": UTILITIES | {"model", "sources", "analysis", "render", "runs", "report", "capture", "export", "nsys_tool"},
 }
 
 

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tracekit.errors import UsageError
 from tracekit.model.result import Result, Table
 from tracekit.render import tables as renderer
 
@@ -90,3 +91,33 @@ def test_a_failed_write_leaves_no_file(tmp_path, monkeypatch):
     with pytest.raises(OSError, match="No space left"):
         renderer.write(Result.of("k", pd.DataFrame({"a": [1]})), "parquet", target)
     assert list(tmp_path.iterdir()) == []  # neither the file nor a half-written temporary one
+
+
+def test_written_files_have_ordinary_permissions_and_follow_links(tmp_path):
+    import os
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        plain = renderer.write(Result.of("k", pd.DataFrame({"a": [1]})), "csv", tmp_path / "k.csv")[0]
+        assert stat.S_IMODE(plain.stat().st_mode) == 0o644  # as any file the user writes
+        kept = tmp_path / "kept.csv"
+        kept.write_text("old\n")
+        kept.chmod(0o640)
+        renderer.write(Result.of("k", pd.DataFrame({"a": [2]})), "csv", kept)
+        assert stat.S_IMODE(kept.stat().st_mode) == 0o640 and kept.read_text() == "a\n2\n"
+        link = tmp_path / "link.csv"
+        link.symlink_to(kept)
+        renderer.write(Result.of("k", pd.DataFrame({"a": [3]})), "csv", link)
+        assert link.is_symlink() and kept.read_text() == "a\n3\n"  # written through the link
+    finally:
+        os.umask(old)
+
+
+def test_a_missing_folder_is_named(cli, tmp_path):
+    frame = Result.of("k", pd.DataFrame({"a": [1]}))
+    with pytest.raises(UsageError, match=r"missing/k.csv: the folder .*missing does not exist"):
+        renderer.write(frame, "csv", tmp_path / "missing" / "k.csv")
+    with pytest.raises(UsageError, match="is a folder: give a file name"):
+        renderer.write(frame, "json", tmp_path)
+    assert list(tmp_path.iterdir()) == []

@@ -5,7 +5,6 @@ for notebooks: ``pd.read_parquet("out/gpu_ops.parquet")``. Columns are those of 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,6 +12,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tracekit.files import write_text, write_whole
 from tracekit.model.result import Result
 from tracekit.model.trace import TABLES, Trace
 
@@ -24,23 +24,21 @@ ROWS_PER_SLICE = 1_000_000
 
 def write_parquet(frame: pd.DataFrame, path: Path) -> None:
     """One row group per slice (converting a 10M-row frame to Arrow at once would double its memory),
-    written to a temporary name and renamed when whole."""
-    partial = path.with_name(f".{path.name}.partial")
-    writer = None
-    try:
-        for start in range(0, max(len(frame), 1), ROWS_PER_SLICE):
-            table = pa.Table.from_pandas(frame.iloc[start : start + ROWS_PER_SLICE], preserve_index=False)
-            if writer is None:
-                writer = pq.ParquetWriter(partial, table.schema, compression="zstd")
-            writer.write_table(table)
-        if writer is not None:
-            writer.close()
-            writer = None
-        os.replace(partial, path)
-    finally:
-        if writer is not None:
-            writer.close()
-        partial.unlink(missing_ok=True)
+    written whole."""
+
+    def write_to(temporary: Path) -> None:
+        writer = None
+        try:
+            for start in range(0, max(len(frame), 1), ROWS_PER_SLICE):
+                table = pa.Table.from_pandas(frame.iloc[start : start + ROWS_PER_SLICE], preserve_index=False)
+                if writer is None:
+                    writer = pq.ParquetWriter(temporary, table.schema, compression="zstd")
+                writer.write_table(table)
+        finally:
+            if writer is not None:
+                writer.close()
+
+    write_whole(path, write_to)
 
 
 def export_parquet(trace: Trace, folder: Path, snapshot: MemoryTrace | None = None) -> Result:
@@ -58,9 +56,6 @@ def export_parquet(trace: Trace, folder: Path, snapshot: MemoryTrace | None = No
         path = folder / f"{name}.parquet"
         write_parquet(frame, path)
         rows.append((path.name, len(frame), path.stat().st_size / 2**20))
-    meta = folder / "meta.json"
-    partial = folder / ".meta.json.partial"
-    partial.write_text(json.dumps(trace.meta.as_dict(), indent=2, default=str) + "\n")
-    os.replace(partial, meta)
+    meta = write_text(folder / "meta.json", json.dumps(trace.meta.as_dict(), indent=2, default=str) + "\n")
     rows.append((meta.name, 1, meta.stat().st_size / 2**20))
     return Result.of("written", pd.DataFrame(rows, columns=["File", "Rows", "Size (MiB)"]), f"Wrote {folder}")

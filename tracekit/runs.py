@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tracekit.errors import CaptureError, InputNotFoundError
+from tracekit.files import write_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -177,10 +178,7 @@ class Run:
 
     def write_manifest(self, manifest: dict) -> Path:
         """Write run.json atomically (a reader never sees half of it)."""
-        path = self.folder / MANIFEST
-        partial = self.folder / (MANIFEST + ".partial")
-        partial.write_text(json.dumps(manifest, indent=2, default=str) + "\n")
-        os.replace(partial, path)
+        path = write_text(self.folder / MANIFEST, json.dumps(manifest, indent=2, default=str) + "\n")
         self.__dict__["manifest"] = manifest
         return path
 

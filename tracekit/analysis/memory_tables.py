@@ -15,25 +15,26 @@ from tracekit.model.result import Chart, Result, Table
 
 
 def peak_summary(trace: MemoryTrace, memory: DeviceMemory) -> pd.DataFrame:
-    """Key facts as (Quantity, Value) rows: peak allocated (MiB, with what was allocated before the
-    trace), when, the peak of traced allocations alone, reserved memory, event counts."""
+    """Key facts as (Quantity, Value) rows, the unit in the quantity's name: the device, peak allocated
+    (MiB, counting what was allocated before the trace), when (ms from the first event, or the event
+    index without timestamps), the peak of traced allocations alone, reserved memory, counts. Values
+    are numbers as computed (the renderer rounds them for people)."""
     timeline = memory.timeline
-    at_peak = timeline[timeline["index"] == memory.peak_index].iloc[0]
-    unit = "ms" if memory.has_time else "event"
-    live = memory.live_at_peak
+    at_peak = timeline.loc[timeline["index"] == memory.peak_index].iloc[0]
     rows = [
         ("device", f"cuda:{memory.device}"),
-        ("peak allocated (MiB)", f"{memory.peak_allocated / MIB:,.1f}"),
-        ("peak at", f"{at_peak['x']:,.3f} {unit}" if memory.has_time else f"event {memory.peak_index:,}"),
-        ("allocated before the trace began (MiB)", f"{timeline['allocated'].iloc[0] / MIB:,.1f}"),
-        ("peak of allocations made during the trace (MiB)", f"{timeline['allocated_in_trace'].max() / MIB:,.1f}"),
-        ("reserved at peak (MiB)", f"{at_peak['reserved'] / MIB:,.1f}"),
-        ("max reserved (MiB)", f"{timeline['reserved'].max() / MIB:,.1f}"),
-        ("allocations live at peak", f"{len(live):,}"),
-        ("trace events", f"{len(timeline) - 1:,}"),
+        ("peak allocated (MiB)", memory.peak_allocated / MIB),
+        ("peak at (ms)", float(at_peak["x"])) if memory.has_time else ("peak at (event)", memory.peak_index),
+        ("allocated before the trace began (MiB)", int(timeline["allocated"].iloc[0]) / MIB),
+        ("peak of allocations made during the trace (MiB)", int(timeline["allocated_in_trace"].max()) / MIB),
+        ("reserved at peak (MiB)", int(at_peak["reserved"]) / MIB),
+        ("max reserved (MiB)", int(timeline["reserved"].max()) / MIB),
+        ("allocations live at peak", len(memory.live_at_peak)),
+        ("trace events", len(timeline) - 1),
     ]
-    rows += [("note", note) for note in memory.notes]
-    return pd.DataFrame(rows, columns=["Quantity", "Value"])
+    return pd.DataFrame(
+        {"Quantity": [row[0] for row in rows], "Value": pd.Series([row[1] for row in rows], dtype=object)}
+    )
 
 
 def largest_at_peak(trace: MemoryTrace, memory: DeviceMemory, top: int | None = 20) -> pd.DataFrame:
@@ -132,7 +133,9 @@ def memory_summary(
         tables.append(Table("holders", shown, "What holds the memory at the peak"))
     if by in ("allocation", "both"):
         tables.append(Table("allocations", largest_at_peak(trace, memory, top), "Largest allocations live at the peak"))
-    return Result(tables, charts={"timeline": timeline_chart(trace, memory, min(top or bands, bands))})
+    return Result(
+        tables, notes=list(memory.notes), charts={"timeline": timeline_chart(trace, memory, min(top or bands, bands))}
+    )
 
 
 def compare_snapshots(a: MemoryTrace, b: MemoryTrace, device: int | None = None) -> Result:

@@ -6,8 +6,6 @@ takes the chart's title and data; ``draw`` picks it by the chart's kind.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +18,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from tracekit.errors import UsageError
+from tracekit.files import check_target, write_whole
 from tracekit.model.result import Chart
 
 
@@ -158,21 +157,19 @@ def draw(chart: Chart) -> Figure:
     return DRAW[chart.kind](chart.title, chart.data)
 
 
-def save(chart: Chart, path: str | Path, dpi: int = 110) -> Path:
-    """Draw and write a chart, PNG or SVG (or anything matplotlib knows) by the file's suffix; written
-    to a temporary name first and renamed when whole."""
-    path = Path(path)
-    suffix = path.suffix.lstrip(".").lower() or "png"
-    figure = draw(chart)
-    known = figure.canvas.get_supported_filetypes()
+def check_picture_path(path: str | Path) -> str:
+    """The picture format a file name asks for (its suffix; png without one); UsageError for a suffix
+    matplotlib cannot write, or a folder that does not exist, before anything is drawn."""
+    suffix = Path(path).suffix.lstrip(".").lower() or "png"
+    known = Figure().canvas.get_supported_filetypes()
     if suffix not in known:
         raise UsageError(f"{path}: pictures are written as {', '.join(sorted(known))}; pick one of these suffixes")
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent or ".")
-    os.close(descriptor)
-    try:
-        figure.savefig(temporary, dpi=dpi, format=suffix)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return path
+    check_target(path)
+    return suffix
+
+
+def save(chart: Chart, path: str | Path, dpi: int = 110) -> Path:
+    """Draw and write a chart, PNG or SVG (or anything matplotlib knows) by the file's suffix, whole."""
+    suffix = check_picture_path(path)
+    figure = draw(chart)
+    return write_whole(path, lambda temporary: figure.savefig(temporary, dpi=dpi, format=suffix))

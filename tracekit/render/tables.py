@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
@@ -27,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from tracekit.errors import UsageError
+from tracekit.files import check_target, write_whole
 from tracekit.model.result import Result, column_unit
 from tracekit.render import FILE_FORMATS, FORMATS, TEXT_FORMATS
 
@@ -206,10 +206,11 @@ def output_paths(result: Result, fmt: str, output: str | Path) -> dict[str, Path
     """Where ``write`` puts each table: all in ``output`` for table/md/json (and csv/parquet of one
     table), else one file per table, ``<stem>.<name><suffix>`` beside ``output`` (or
     ``<name>.<fmt>`` inside it when ``output`` is a folder)."""
+    folder = Path(output).is_dir() or str(output).endswith(os.sep)
     output = Path(output)
     if len(result.tables) == 1 or fmt not in ("csv", *FILE_FORMATS):
         return {"": output}
-    if output.is_dir():
+    if folder:
         return {table.name: output / f"{table.name}.{fmt}" for table in result.tables}
     suffix = output.suffix or f".{fmt}"
     return {table.name: output.with_name(f"{output.stem}.{table.name}{suffix}") for table in result.tables}
@@ -220,27 +221,17 @@ def write(result: Result, fmt: str, output: str | Path, unit: str = "ns") -> lis
     if fmt not in FORMATS:
         raise UsageError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     paths = output_paths(result, fmt, output)
+    for path in paths.values():
+        check_target(path)  # every file's folder before any file is written
     for name, path in paths.items():
         part = Result([result.tables[result.names.index(name)]]) if name else result
         if fmt in FILE_FORMATS:
             frame = _parquet(in_unit(part.frame, unit))
-            _write_whole(path, lambda temporary, frame=frame: frame.to_parquet(temporary, index=False))
+            write_whole(path, lambda temporary, frame=frame: frame.to_parquet(temporary, index=False))
         else:
             text = render_text(part, fmt, unit) + "\n"
-            _write_whole(path, lambda temporary, text=text: Path(temporary).write_text(text))
+            write_whole(path, lambda temporary, text=text: temporary.write_text(text))
     return list(paths.values())
-
-
-def _write_whole(path: Path, write_to) -> None:
-    """Write through a temporary file in the same folder, renamed into place only when complete."""
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent or ".")
-    os.close(descriptor)
-    try:
-        write_to(temporary)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 def _parquet(frame: pd.DataFrame) -> pd.DataFrame:

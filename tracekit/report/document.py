@@ -3,11 +3,11 @@ by the tracekit command that reproduces it), and charts saved as PNG files besid
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pandas as pd
 
+from tracekit.files import write_text
 from tracekit.model.result import Chart
 from tracekit.render import plots
 from tracekit.render.tables import table_text
@@ -39,7 +39,4 @@ class Document:
 
     def write(self, path: Path) -> Path:
         """report.md, written whole (a temporary file renamed into place)."""
-        partial = path.with_name(f".{path.name}.partial")
-        partial.write_text("\n".join(self.lines).rstrip() + "\n")
-        os.replace(partial, path)
-        return path
+        return write_text(path, "\n".join(self.lines).rstrip() + "\n")

@@ -205,6 +205,8 @@ def _memory_section(section: Document, snapshot: Path) -> None:
     source = shlex.quote(str(snapshot))
     section.text("### Memory")
     section.table(memory.table("summary"), f"tracekit memory {source}")
+    for note in memory.notes:
+        section.text(f"> note: {note}")
     section.picture(memory.charts["timeline"], "memory_timeline", "active memory timeline")
     section.text("What holds the memory at the peak:")
     section.table(memory.table("holders"), f"tracekit memory {source} --by frame")
