@@ -231,6 +231,9 @@ def test_cli_plot_compare_and_run_folder(cli, tmp_path, shared_memory):
     assert "(allocated before the trace began)" in by_frame.output
     empty_run = tmp_path / "cpu-run"
     empty_run.mkdir()
+    not_a_run = cli("memory", empty_run)
+    assert not_a_run.exit_code == 1 and "not a tracekit run folder" in not_a_run.output
+    (empty_run / "run.json").write_text('{"status": "complete"}')
     missing = cli("memory", empty_run)
     assert missing.exit_code == 1 and "snapshots need CUDA" in missing.output
     table = compare(load_snapshot(forward), load_snapshot(shared_memory / "cs336_medium_ctx512_train_step.pickle"))

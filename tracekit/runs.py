@@ -79,16 +79,25 @@ class Run:
         """The trace to read: the export, else the report (exported on first use)."""
         return self.export or self.report
 
+    @property
+    def is_run(self) -> bool:
+        """Whether the folder holds anything a capture writes (else it is some other folder)."""
+        return any((self.folder / name).exists() for name in RUN_FILES)
+
     def require_trace(self) -> Path:
         found = self.trace_file
         if found is None:
-            raise InputNotFoundError(
-                f"{self.folder} is a folder without {EXPORT} or {REPORT}: not a tracekit run folder"
-            )
+            what = "a tracekit run folder without" if self.is_run else "a folder, not a tracekit run folder: no"
+            raise InputNotFoundError(f"{self.folder} is {what} {EXPORT} or {REPORT}")
         return found
 
     def require_snapshot(self) -> Path:
         found = self.snapshot
+        if found is None and not self.is_run:
+            raise InputNotFoundError(
+                f"{self.folder} is a folder, not a tracekit run folder (no {MANIFEST}, {EXPORT} or {MEMORY}): give a "
+                "snapshot pickle or a run folder"
+            )
         if found is None:
             raise InputNotFoundError(
                 f"{self.folder} has no {MEMORY}: capture with `tracekit capture MODEL --memory` on a CUDA GPU "
@@ -108,6 +117,51 @@ class Run:
     @property
     def status(self) -> str | None:
         return self.manifest.get("status")
+
+    def _section(self, key: str) -> dict:
+        value = self.manifest.get(key)
+        return value if isinstance(value, dict) else {}
+
+    @property
+    def config(self) -> dict:
+        """The workload configuration (model, context, batch, mode, dtype, compile, attention, warmup, steps)."""
+        return self._section("config")
+
+    @property
+    def device(self) -> str:
+        """ "NVIDIA H100 80GB HBM3 (cuda)", or "unknown" when the program did not say."""
+        device = self._section("device")
+        return f"{device.get('name')} ({device.get('type')})" if device.get("name") else "unknown"
+
+    @property
+    def device_type(self) -> str | None:
+        return self._section("device").get("type")
+
+    @property
+    def versions(self) -> dict[str, str]:
+        """tracekit, nsys and Python of the capture, torch and the NVTX backend of the program."""
+        program = {key: value for key, value in self._section("versions_program").items() if key != "python"}
+        return {key: str(value) for key, value in {**self._section("versions"), **program}.items() if value}
+
+    @property
+    def trace_apis(self) -> str | None:
+        """What nsys traced (its --trace list)."""
+        return self.manifest.get("trace")
+
+    @property
+    def wall_s(self) -> dict:
+        """Seconds the capture took: profile, import, export, total."""
+        return self._section("wall_s")
+
+    @property
+    def program_error(self) -> str | None:
+        """Why the profiled program failed (None when it did not)."""
+        return self._section("program").get("error")
+
+    @property
+    def notes(self) -> list[str]:
+        notes = self.manifest.get("notes")
+        return [str(note) for note in notes] if isinstance(notes, list) else []
 
     @property
     def timings_ms(self) -> dict:

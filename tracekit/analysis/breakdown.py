@@ -15,7 +15,7 @@ import pandas as pd
 
 from tracekit.analysis import stats
 from tracekit.analysis.attribution import interval_of_ops, union_length
-from tracekit.analysis.categories import CATEGORIES, categorize_ops
+from tracekit.analysis.categories import CATEGORIES, op_categories
 from tracekit.analysis.kernels import kernel_mask
 from tracekit.errors import UsageError
 from tracekit.model.result import Chart, Result
@@ -36,7 +36,7 @@ def breakdown_table(trace: Trace, phases: list[str] | None = None, same_thread: 
     intervals = phase_intervals(trace, phases, same_thread)  # loads the tables together: first
     kernel_mask(trace, ops="all")  # raises a clear error for a trace without GPU work
     ops = trace.gpu_ops
-    categories = categorize_ops(ops).codes.astype(np.int64)
+    categories = op_categories(trace)
     rows = []
     found_any = False
     for phase, (instances, interval) in intervals.items():
@@ -54,13 +54,15 @@ def breakdown_table(trace: Trace, phases: list[str] | None = None, same_thread: 
 
 def phase_intervals(trace: Trace, phases: list[str], same_thread: bool = False) -> dict[str, tuple[int, np.ndarray]]:
     """Per phase spec: its number of range instances, and for every GPU op the merged phase interval
-    its launch fell in (-1 outside the phase). Reads only the ranges the specs name."""
-    selection = select(trace, phases, load_too=["gpu_ops", "launches"])
-    result = {}
-    for phase in phases:
-        chosen = selection.of(phase)
-        result[phase] = (len(chosen), interval_of_ops(trace, chosen, same_thread))
-    return result
+    its launch fell in (-1 outside the phase). Reads only the ranges the specs name; computed once per
+    trace for the same phases (breakdown and a report's comparison both ask)."""
+
+    def compute() -> dict[str, tuple[int, np.ndarray]]:
+        selection = select(trace, phases, load_too=["gpu_ops", "launches"])
+        return {phase: (len(selection.of(phase)), interval_of_ops(trace, selection.of(phase), same_thread))
+                for phase in phases}  # fmt: skip
+
+    return trace.derived(f"phase_intervals:{same_thread}:" + "\0".join(phases), compute)
 
 
 def _phase_row(phase: str, instances: int, ops: pd.DataFrame, categories: np.ndarray, interval: np.ndarray) -> dict:

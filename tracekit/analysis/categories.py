@@ -32,6 +32,8 @@ import re
 import numpy as np
 import pandas as pd
 
+from tracekit.model.trace import Trace
+
 CATEGORY_RULES: list[tuple[str, str]] = [
     ("communication", r"nccl|all_?reduce|all_?gather|reduce_?scatter|sendrecv"),
     ("optimizer", r"multi_tensor_apply|fused_?adam|_adam|adamw?_|fused_?sgd|lamb_kernel|_foreach_"),
@@ -81,3 +83,8 @@ def categorize_ops(ops: pd.DataFrame) -> pd.Categorical:
     # memcpy / memset operations are memory whatever their name.
     category_codes[(ops["kind"] != "kernel").to_numpy()] = CATEGORIES.index("memory")
     return pd.Categorical.from_codes(category_codes, categories=CATEGORIES)
+
+
+def op_categories(trace: Trace) -> np.ndarray:
+    """Category codes (indices into CATEGORIES) of a trace's GPU ops, computed once per trace."""
+    return trace.derived("op_categories", lambda: categorize_ops(trace.gpu_ops).codes.astype(np.int64))

@@ -1,8 +1,9 @@
 """Traces side by side: where GPU time moved between them (fp32 vs bf16, eager vs compiled, before vs
 after an optimisation), for two traces (``tracekit diff``) or more (``tracekit report`` of N runs).
 
-Time per (phase, category) is summed kernel time, as ``tracekit kernels --by category`` and
-``breakdown`` count it; the whole-trace rows equal the differences of the ``--by category`` tables.
+Time per (phase, category) is summed GPU op time, as ``tracekit kernels --by category`` counts it
+(kernels only; ``ops="all"`` adds copies and sets); the whole-trace rows equal the differences of the
+``--by category`` tables.
 Kernels are matched by name. The first trace is the baseline: with two, Delta = B - A and
 Ratio = B / A; with more, one "<label> - A (ms)" column per later trace.
 """
@@ -17,8 +18,8 @@ import pandas as pd
 
 from tracekit.analysis import stats
 from tracekit.analysis.breakdown import WHOLE, phase_intervals
-from tracekit.analysis.categories import CATEGORIES, categorize_ops
-from tracekit.analysis.kernels import NAME, NAME_COLUMNS, kernel_mask, summarize_kernels
+from tracekit.analysis.categories import CATEGORIES, op_categories
+from tracekit.analysis.kernels import NAME, NAME_COLUMNS, kernel_mask, kernel_table
 from tracekit.errors import UsageError
 from tracekit.model.result import Result, Table
 from tracekit.model.trace import Trace
@@ -39,7 +40,7 @@ def category_times(trace: Trace, phases: list[str], ops: str = "kernels", same_t
     intervals = phase_intervals(trace, phases, same_thread)  # loads the tables together: first
     rows = kernel_mask(trace, ops)
     selected = np.ones(len(trace.gpu_ops), dtype=bool) if rows is None else rows
-    categories = categorize_ops(trace.gpu_ops).codes.astype(np.int64)
+    categories = op_categories(trace)
     durations = trace.gpu_ops["duration"].to_numpy()
     masks = {WHOLE: selected}
     for phase, (instances, interval) in intervals.items():
@@ -96,9 +97,7 @@ def compare_kernels(traces: Sequence[Trace], top: int = 15, name: str = "short",
     if name not in NAME_COLUMNS:
         raise UsageError(f"unknown --name {name!r}; choose demangled or short")
     labels = labels_for(len(traces))
-    summaries = [
-        summarize_kernels(trace.gpu_ops, name=name, rows=kernel_mask(trace, ops)).set_index(NAME) for trace in traces
-    ]
+    summaries = [kernel_table(trace, name=name, ops=ops).set_index(NAME) for trace in traces]
     table = _side_by_side([summary[stats.TOTAL] for summary in summaries], labels, MS)
     for label, summary in zip(labels, summaries):
         table[f"{label} Instances"] = summary[stats.INSTANCES].reindex(table.index).fillna(0).astype(np.int64)
@@ -115,20 +114,23 @@ def trace_diff(
     top: int = 15,
     ops: str = "kernels",
     same_thread: bool = False,
-    snapshots: tuple[MemoryTrace, MemoryTrace] | None = None,
+    snapshots: Sequence[MemoryTrace] | None = None,
+    labels: tuple[str, str] | None = None,
 ) -> Result:
     """``tracekit diff``: per phase and category (``by`` "category"), the kernels that changed most
-    ("kernel"), or both, with the memory peaks of two snapshots when given."""
+    ("kernel"), or both, with the memory peaks of two snapshots when given. ``labels`` name A and B in
+    titles (default: the traces' files)."""
     if by not in (None, "category", "kernel"):
         raise UsageError(f"unknown --by {by!r}; choose category or kernel")
     tables = []
     if by in (None, "category"):
         table = compare_categories([a, b], phases, ops, same_thread)
-        tables.append(Table("categories", table, f"GPU time by phase and category: A={a.name}  B={b.name}"))
+        name_a, name_b = labels or (a.name, b.name)
+        tables.append(Table("categories", table, f"GPU time by phase and category: A={name_a}  B={name_b}"))
     if by in (None, "kernel"):
         tables.append(Table("kernels", compare_kernels([a, b], top, ops=ops), "Kernels that changed most"))
     if by is None and snapshots is not None:
         from tracekit.analysis.memory_tables import compare
 
-        tables.append(Table("memory", compare(*snapshots).head(10), "Memory at the peak"))
+        tables.append(Table("memory", compare(snapshots[0], snapshots[1]).head(10), "Memory at the peak"))
     return Result(tables)

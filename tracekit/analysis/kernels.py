@@ -12,7 +12,7 @@ import pandas as pd
 
 from tracekit.analysis import stats
 from tracekit.analysis.attribution import ops_in_ranges
-from tracekit.analysis.categories import CATEGORIES, categorize_ops
+from tracekit.analysis.categories import CATEGORIES, op_categories
 from tracekit.errors import NoGpuDataError, UsageError
 from tracekit.model.result import Result
 from tracekit.model.selection import select_ranges
@@ -94,7 +94,10 @@ def kernel_table(
     Time (%) is of all listed rows, before ``top`` cuts them.
     """
     rows, instances = _selected_rows(trace, ops, ranges, same_thread)
-    summary = summarize_kernels(trace.gpu_ops, name=name, by_launch_config=by_launch_config, rows=rows)
+    # The whole trace's summary is asked for by several tables of a report: computed once per trace.
+    summarize = lambda: summarize_kernels(trace.gpu_ops, name=name, by_launch_config=by_launch_config, rows=rows)
+    key = f"kernel_summary:{name}:{by_launch_config}:{ops}"
+    summary = summarize() if ranges else trace.derived(key, summarize)
     if per_instance:
         summary = _per_instance(summary, instances, [stats.TOTAL, stats.INSTANCES])
     return summary.head(top) if top else summary
@@ -127,12 +130,14 @@ def _per_instance(table: pd.DataFrame, instances: int, columns: list[str]) -> pd
     return table
 
 
-def summarize_categories(ops: pd.DataFrame, rows: np.ndarray | None = None) -> pd.DataFrame:
-    """Share of GPU time per kernel category. Columns: Category, Time (%), Total Time (ns), Instances, Kernels.
+def summarize_categories(trace: Trace, rows: np.ndarray | None = None) -> pd.DataFrame:
+    """Share of GPU time per kernel category of the ``rows`` of ``trace.gpu_ops``. Columns: Category,
+    Time (%), Total Time (ns), Instances, Kernels.
 
     Every category appears, zeros included, so the tables of two traces have the same rows.
     """
-    categories = categorize_ops(ops).codes.astype(np.int64)
+    ops = trace.gpu_ops
+    categories = op_categories(trace)
     names = ops["name"].cat.codes.to_numpy().astype(np.int64)
     durations = ops["duration"].to_numpy()
     if rows is not None:
@@ -165,7 +170,7 @@ def category_table(
 ) -> pd.DataFrame:
     """``tracekit kernels --by category`` (optionally of the ops inside ``ranges``, per instance)."""
     rows, instances = _selected_rows(trace, ops, ranges, same_thread)
-    table = summarize_categories(trace.gpu_ops, rows)
+    table = summarize_categories(trace, rows)
     return _per_instance(table, instances, [stats.TOTAL, stats.INSTANCES]) if per_instance else table
 
 

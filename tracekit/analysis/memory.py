@@ -20,6 +20,7 @@ Event replays are numpy cumulative sums, pairs come from one sort by (address, e
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -51,8 +52,9 @@ class DeviceMemory:
     def peak_allocated(self) -> int:
         return int(self.timeline["allocated"].max())
 
-    @property
+    @cached_property
     def live_at_peak(self) -> pd.DataFrame:
+        """The allocations live at the peak, largest first (computed once: every table asks for it)."""
         allocations = self.allocations
         live = (allocations["start"] <= self.peak_index) & (allocations["end"] > self.peak_index)
         return allocations.loc[live.to_numpy()].sort_values("size", ascending=False, kind="stable")

@@ -118,11 +118,16 @@ def compare(trace_a: MemoryTrace, trace_b: MemoryTrace, device: int | None = Non
 
 
 def memory_summary(
-    trace: MemoryTrace, top: int | None = 20, by: str = "allocation", device: int | None = None, bands: int = 12
+    trace: MemoryTrace,
+    top: int | None = 20,
+    by: str = "allocation",
+    device: int | None = None,
+    bands: int = 12,
+    timeline: bool = True,
 ) -> Result:
     """``tracekit memory``: the peak summary, then the largest allocations live at the peak (``by``
     "allocation"), or what holds the memory at the peak grouped by frame ("frame"), or both ("both");
-    the timeline chart with the ``bands`` largest allocations drawn apart."""
+    with ``timeline``, the timeline chart with the ``bands`` largest allocations drawn apart."""
     if by not in ("allocation", "frame", "both"):
         raise UsageError(f"unknown --by {by!r}; choose allocation or frame")
     memory = replay(trace, device)
@@ -133,9 +138,8 @@ def memory_summary(
         tables.append(Table("holders", shown, "What holds the memory at the peak"))
     if by in ("allocation", "both"):
         tables.append(Table("allocations", largest_at_peak(trace, memory, top), "Largest allocations live at the peak"))
-    return Result(
-        tables, notes=list(memory.notes), charts={"timeline": timeline_chart(trace, memory, min(top or bands, bands))}
-    )
+    charts = {"timeline": timeline_chart(trace, memory, min(top or bands, bands))} if timeline else {}
+    return Result(tables, notes=list(memory.notes), charts=charts)
 
 
 def compare_snapshots(a: MemoryTrace, b: MemoryTrace, device: int | None = None) -> Result:

@@ -86,12 +86,11 @@ def capture(
     config = RunConfig(model, ctx, batch, mode, dtype, compiled, attention, warmup, steps, device)
     options = CaptureOptions(config, memory, Path(out), name, nsys, trace, tuple(nsys_args), nsys_grace)
     captured = run_capture(options)
-    run, manifest, notes = captured.run, captured.run.manifest, list(captured.notes)
-    device_text = f"{manifest['device'].get('name')} ({manifest['device'].get('type')})"
+    run, notes = captured.run, list(captured.notes)
     click.echo(
         f"Captured {model} ctx {ctx} batch {batch} {mode} {dtype}{' compiled' if compiled else ''} on "
-        f"{device_text}: {steps} steps after {warmup} warm-up, nsys {manifest['versions']['nsys']}, "
-        f"--trace={manifest['trace']}\n"
+        f"{run.device}: {steps} steps after {warmup} warm-up, nsys {run.versions.get('nsys')}, "
+        f"--trace={run.trace_apis}\n"
     )
     phases = run.phases()
     if not phases.empty:
@@ -106,5 +105,5 @@ def capture(
     click.echo(f"written: {run.folder}/ ({', '.join(run.files)}); {captured.latest} points here")
     if run.status == "oom":
         raise click.ClickException(
-            f"the workload ran out of memory ({manifest['program']['error']}); the trace of what ran is in {run.folder}"
+            f"the workload ran out of memory ({run.program_error}); the trace of what ran is in {run.folder}"
         )

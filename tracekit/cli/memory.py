@@ -36,11 +36,17 @@ def memory(snapshots, top, by, plot, compare, device, fmt, output):
     if compare or len(snapshots) == 2:
         if len(snapshots) != 2:
             raise click.UsageError("--compare takes two snapshots: A B")
+        if plot:
+            raise click.UsageError("--plot draws one snapshot's timeline: give one snapshot, without --compare")
         emit(compare_snapshots(open_snapshot(snapshots[0]), open_snapshot(snapshots[1]), device), fmt, output)
         return
     if len(snapshots) > 1:
         raise click.UsageError("give one snapshot, or two with --compare")
-    result = memory_summary(open_snapshot(snapshots[0]), top, by, device)
+    if plot:
+        from tracekit.render.plots import check_picture_path
+
+        check_picture_path(plot)  # before any work or any other file
+    result = memory_summary(open_snapshot(snapshots[0]), top, by, device, timeline=plot is not None)
     emit(result, fmt, output)
     if plot:
         from tracekit.render.plots import save

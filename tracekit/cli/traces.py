@@ -141,14 +141,13 @@ def diff(a, b, phases, by, top, ops, same_thread, nsys, fmt, output):
     """Where GPU time moved from A to B (runs or traces): per phase and category, the kernels that
     changed most, and the memory peak when both runs have a snapshot."""
     from tracekit.analysis.diff import trace_diff
-    from tracekit.sources import open_trace, run_snapshot
+    from tracekit.sources import open_trace, run_snapshots
 
     first, second = open_trace(a, nsys), open_trace(b, nsys)
-    snapshots = None
-    if by is None:
-        memory = (run_snapshot(a), run_snapshot(b))
-        snapshots = (memory[0], memory[1]) if memory[0] is not None and memory[1] is not None else None
-    emit(trace_diff(first, second, split_specs(phases), by, top, ops, same_thread, snapshots), fmt, output)
+    snapshots, notes = run_snapshots([a, b]) if by is None else (None, [])
+    result = trace_diff(first, second, split_specs(phases), by, top, ops, same_thread, snapshots, labels=(a, b))
+    result.notes += notes
+    emit(result, fmt, output)
 
 
 @click.command("export")

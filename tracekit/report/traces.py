@@ -28,7 +28,7 @@ from tracekit.model.trace import Trace
 from tracekit.render.tables import in_unit
 from tracekit.report.document import Document
 from tracekit.runs import Run
-from tracekit.sources import open_snapshot, open_trace, trace_file
+from tracekit.sources import open_snapshot, open_trace
 
 PHASES = ["forward", "backward", "optimizer"]
 TOP_KERNELS, TOP_PHASE_KERNELS, TOP_RANGES, TOP_MEMORY = 10, 5, 15, 10
@@ -45,20 +45,14 @@ def write_report(
 ) -> Path:
     """Write the report of one or more runs/traces; returns the path of report.md."""
     paths = [Path(path) for path in inputs]
-    for path in paths:
-        trace_file(path)  # one clear error for a missing input before any work
+    traces = [open_trace(path, nsys) for path in paths]  # every input recognised before anything is written
     folder = Path(out) if out else Path(reports) / report_name(paths)
     folder.mkdir(parents=True, exist_ok=True)
     document = Document(folder)
-    document.text(
-        f"# tracekit report: {report_name(paths)}",
-        f"Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC by tracekit {__version__}.",
-    )
+    document.text(f"# tracekit report: {report_name(paths)}")
+    document.text(f"Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC by tracekit {__version__}.")
     labels = labels_for(len(paths)) if len(paths) > 1 else [""]
-    traces = []
-    for label, path in zip(labels, paths):
-        trace = open_trace(path, nsys)
-        traces.append(trace)
+    for label, path, trace in zip(labels, paths, traces):
         section = Document(folder, f"{label.lower()}-" if label else "")
         _input_section(section, path, trace, heading=f"{label}: {path}" if label else str(path))
         document.extend(section)
@@ -104,13 +98,7 @@ def _has_kernels(trace: Trace) -> bool:
 
 
 def _run_section(section: Document, run: Run) -> None:
-    manifest = run.manifest
-    config = manifest.get("config", {})
-    versions = {
-        **manifest.get("versions", {}),
-        **{k: v for k, v in (manifest.get("versions_program") or {}).items() if k != "python"},
-    }
-    device = manifest.get("device", {})
+    config = run.config
     rows = [
         ("status", run.status),
         ("model", config.get("model")),
@@ -121,10 +109,10 @@ def _run_section(section: Document, run: Run) -> None:
         ("torch.compile", config.get("compile")),
         ("attention", config.get("attention")),
         ("steps (after warm-up)", f"{config.get('steps')} (after {config.get('warmup')})"),
-        ("device", f"{device.get('name')} ({device.get('type')})"),
-        ("nsys --trace", manifest.get("trace")),
-        ("versions", ", ".join(f"{key} {value}" for key, value in versions.items() if value)),
-        ("capture wall time (s)", manifest.get("wall_s", {}).get("total")),
+        ("device", run.device),
+        ("nsys --trace", run.trace_apis),
+        ("versions", ", ".join(f"{key} {value}" for key, value in run.versions.items())),
+        ("capture wall time (s)", run.wall_s.get("total")),
     ]
     section.text("### Run")
     section.table(pd.DataFrame([(key, str(value)) for key, value in rows], columns=["", "Value"]))
@@ -136,7 +124,7 @@ def _run_section(section: Document, run: Run) -> None:
         section.table(run.phases())
         chart = Chart("step_times", "Time per measured step", {"samples_ms": run.samples_ms})
         section.picture(chart, "step_times", "time per measured step")
-    for note in manifest.get("notes", []):
+    for note in run.notes:
         section.text(f"> note: {note}")
 
 
@@ -218,11 +206,13 @@ def _comparison(document: Document, paths: list[Path], traces: list[Trace]) -> N
     labels = labels_for(len(traces))
     against = "B against A" if len(traces) == 2 else f"{', '.join(labels[1:])} against A"
     document.text(f"## Comparison: {against}")
+    # Only two inputs have a command of their own; more are this report's alone.
+    diff = "tracekit diff " + " ".join(shlex.quote(str(path)) for path in paths) if len(paths) == 2 else None
     try:
-        document.table(
-            compare_categories(traces, PHASES), "tracekit diff " + " ".join(shlex.quote(str(p)) for p in paths[:2])
-        )
+        document.table(compare_categories(traces, PHASES), f"{diff} --by category" if diff else None)
         document.text("Kernels that changed most:")
-        document.table(compare_kernels(traces, TOP_KERNELS))
+        document.table(
+            compare_kernels(traces, TOP_KERNELS), f"{diff} --by kernel --top {TOP_KERNELS}" if diff else None
+        )
     except NoGpuDataError as error:
         document.text(f"No GPU comparison: {error}")

@@ -73,7 +73,12 @@ def trace_file(path: str | Path) -> Path:
     if not path.exists():
         raise InputNotFoundError(f"{path}: no such file or folder")
     run = Run.at(path)
-    return run.require_trace() if run is not None else path
+    if run is None:
+        return path
+    try:
+        return run.require_trace()
+    except InputNotFoundError as error:
+        raise InputNotFoundError(f"{error}; tracekit reads {ACCEPTED}") from None
 
 
 def open_trace(path: str | Path, nsys: str | None = None) -> Trace:
@@ -86,11 +91,14 @@ def open_trace(path: str | Path, nsys: str | None = None) -> Trace:
         if reader.sniff(file, head):
             trace = reader.open(file, nsys)
             return cached_trace(trace, Path(trace.meta.source))
-    raise NotAnExportError(f"{file} {_looks_like(file, head)}; tracekit reads {ACCEPTED}")
+    what = _looks_like(file, head)
+    if what.startswith("is not") or what.startswith("is an empty"):
+        what += " (export a report with `nsys export --type sqlite REPORT.nsys-rep`)"
+    raise NotAnExportError(f"{file} {what}; tracekit reads {ACCEPTED}")
 
 
 def _looks_like(file: Path, head: bytes) -> str:
-    """What an unreadable input seems to be, so the error says what to do with it."""
+    """What an input that is not a trace seems to be, so the error says what to do with it."""
     if file.suffix == ".qdstrm":
         return (
             "is a raw nsys capture stream, not a report: import it with QdstrmImporter "
@@ -98,10 +106,13 @@ def _looks_like(file: Path, head: bytes) -> str:
         )
     if head.startswith(PICKLE_PROTOCOL_2_PLUS):
         return "is a pickle (a memory snapshot? read it with `tracekit memory`), not a trace"
-    if head.startswith(GZIP_MAGIC) or head.lstrip()[:1] in (b"{", b"["):
+    if _is_json(head):
         return "looks like JSON (a torch.profiler or Chrome trace?), which tracekit does not read yet"
-    what = "an empty file" if not head else "not an SQLite database"
-    return f"is {what} (export a report with `nsys export --type sqlite REPORT.nsys-rep`)"
+    return "is an empty file" if not head else "is not an SQLite database"
+
+
+def _is_json(head: bytes) -> bool:
+    return head.startswith(GZIP_MAGIC) or head.lstrip()[:1] in (b"{", b"[")
 
 
 def open_snapshot(path: str | Path) -> MemoryTrace:
@@ -118,6 +129,11 @@ def open_snapshot(path: str | Path) -> MemoryTrace:
     if any(reader.sniff(file, head) for reader in TRACE_READERS):
         raise SnapshotError(f"{file} is an Nsight Systems trace, not a memory snapshot: `tracekit kernels` and "
                             "`tracekit ranges` read it")  # fmt: skip
+    if not head or _is_json(head):
+        raise SnapshotError(
+            f"{file} {_looks_like(file, head)}; a memory snapshot is the pickle that "
+            "torch.cuda.memory._dump_snapshot() writes"
+        )
     return load_snapshot(file)
 
 
@@ -125,3 +141,17 @@ def run_snapshot(path: str | Path) -> MemoryTrace | None:
     """The memory snapshot of a run folder, or None when ``path`` is not a run with one."""
     run = Run.at(path)
     return open_snapshot(run.folder) if run is not None and run.snapshot is not None else None
+
+
+def run_snapshots(paths: list[str | Path]) -> tuple[list[MemoryTrace] | None, list[str]]:
+    """The snapshots of run folders when every one has a readable one (else None), and a note for each
+    snapshot that could not be read: a damaged snapshot loses its comparison, not the command."""
+    snapshots, notes = [], []
+    for path in paths:
+        try:
+            snapshot = run_snapshot(path)
+        except SnapshotError as error:
+            notes.append(f"no memory comparison: {error}")
+            snapshot = None
+        snapshots.append(snapshot)
+    return (snapshots if all(snapshot is not None for snapshot in snapshots) else None), notes
