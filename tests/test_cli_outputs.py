@@ -93,26 +93,26 @@ SUFFIX = {"table": ".txt", "md": ".md", "csv": ".csv", "json": ".json", "parquet
 def test_every_command_every_format_to_a_file(cli, inputs, tmp_path, monkeypatch, command, fmt):
     if command.startswith("bench"):
         pytest.importorskip("torch")
-    handed: list[Result] = []
+    handed: list[tuple] = []
     write = renderer.write
-    monkeypatch.setattr(renderer, "write", lambda result, *args: handed.append(result) or write(result, *args))
+    monkeypatch.setattr(renderer, "write", lambda *args: handed.append(args) or write(*args))
     output = tmp_path / f"out{SUFFIX[fmt]}"
     run = cli(*COMMANDS[command](inputs), "--format", fmt, "-o", output)
     assert run.exit_code == 0, run.output
-    (result,) = handed
+    ((result, _, _, unit),) = handed
     expected = library(command, inputs)
     if expected is not None:  # the command computed what the library computes
         assert result.names == expected.names
         for mine, theirs in zip(result.tables, expected.tables):
             pd.testing.assert_frame_equal(mine.frame, theirs.frame)
-    check_files(result, fmt, output)
+    check_files(result, fmt, output, unit)
 
 
-def check_files(result: Result, fmt: str, output) -> None:
+def check_files(result: Result, fmt: str, output, unit: str) -> None:
     several = len(result.tables) > 1
     if fmt in ("table", "md"):
         text = output.read_text()
-        assert text == renderer.render_text(result, fmt) + "\n"
+        assert text == renderer.render_text(result, fmt, unit) + "\n"
         for table in result.tables:
             assert table.title in text
         return
@@ -122,7 +122,7 @@ def check_files(result: Result, fmt: str, output) -> None:
             assert list(data) == result.names
         for table in result.tables:
             records = data[table.name] if several else data
-            assert_records_equal(records, table.frame)
+            assert_records_equal(records, renderer.in_unit(table.frame, unit))
         return
     for table in result.tables:
         path = output.with_name(f"{output.stem}.{table.name}{output.suffix}") if several else output
@@ -131,8 +131,8 @@ def check_files(result: Result, fmt: str, output) -> None:
             read = pd.read_csv(path, keep_default_na=False, dtype=str)
         else:
             read = pd.read_parquet(path)
-            assert list(read.columns) == [str(column) for column in table.frame.columns]  # the schema
-        assert_frame_values_equal(read, table.frame)
+            assert list(read.columns) == list(renderer.in_unit(table.frame, unit).columns)  # the schema
+        assert_frame_values_equal(read, renderer.in_unit(table.frame, unit))
     if several:
         assert not output.exists()  # one file per table, none under the plain name
 

@@ -96,3 +96,8 @@ PHASE_FIELDS = tuple(phase_field(phase, stat) for phase in PHASES for stat in ST
 RESULT_FIELDS = (TOKENS, TFLOPS, MFU, PEAK_MEMORY, ERROR)
 FIELDS = CONFIG_FIELDS + PHASE_FIELDS + RESULT_FIELDS
 LABELS = {field.key: field.label for field in FIELDS}
+
+
+def mean_std(mean: float | None, std: float | None) -> str:
+    """The one spelling of a "mean ± std" cell (ms); blank for a configuration that did not run."""
+    return "" if mean is None or mean != mean else f"{mean:,.2f} ± {std or 0.0:,.2f}"

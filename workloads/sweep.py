@@ -37,6 +37,7 @@ from workloads.config import (
     TFLOPS,
     TOKENS,
     RunConfig,
+    mean_std,
     phase_field,
 )
 
@@ -114,9 +115,7 @@ def compact_table(table: pd.DataFrame) -> pd.DataFrame:
     compact = table[[field.label for field in COMPACT_KEYS]].copy()
     for phase in PHASES:
         mean, std = table[phase_field(phase, "mean").label], table[phase_field(phase, "std").label]
-        compact[f"{phase.capitalize()} (ms)"] = [
-            f"{m:,.2f} ± {s:,.2f}" if pd.notna(m) else "" for m, s in zip(mean, std)
-        ]
+        compact[f"{phase.capitalize()} (ms)"] = [mean_std(m, s) for m, s in zip(mean, std)]
     for field in COMPACT_EXTRA:
         if table[field.label].notna().any():
             compact[field.label] = table[field.label]

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from tracekit.model.nesting import thread_key
 from tracekit.model.trace import Trace
 
 # Per-range GPU columns (one row per range instance).
@@ -81,8 +82,7 @@ class _Groups:
 
     def __init__(self, same_thread: bool, call_pid, call_tid, range_pid, range_tid, times: list[np.ndarray]):
         def key(pid, tid):
-            pid = np.asarray(pid, dtype=np.int64)
-            return (pid << 24) | np.asarray(tid, dtype=np.int64) if same_thread else pid
+            return thread_key(pid, tid) if same_thread else np.asarray(pid, dtype=np.int64)
 
         codes, _ = pd.factorize(np.concatenate([key(call_pid, call_tid), key(range_pid, range_tid)]))
         self.call_code = codes[: len(call_pid)].astype(np.int64)

@@ -5,7 +5,8 @@ Time per (phase, category) is summed GPU op time, as ``tracekit kernels --by cat
 (kernels only; ``ops="all"`` adds copies and sets); the whole-trace rows equal the differences of the
 ``--by category`` tables.
 Kernels are matched by name. The first trace is the baseline: with two, Delta = B - A and
-Ratio = B / A; with more, one "<label> - A (ms)" column per later trace.
+Ratio = B / A; with more, one "<label> - A (ns)" column per later trace. Times are ns, as in every
+table; ``tracekit diff`` prints them in ms by default.
 """
 
 from __future__ import annotations
@@ -26,8 +27,6 @@ from tracekit.model.trace import Trace
 
 if TYPE_CHECKING:
     from tracekit.model.memory import MemoryTrace
-
-MS = 1e6
 
 
 def labels_for(count: int) -> list[str]:
@@ -54,25 +53,25 @@ def category_times(trace: Trace, phases: list[str], ops: str = "kernels", same_t
     return frame.set_index(["Phase", "Category"])["Time (ns)"]
 
 
-def _side_by_side(values: Sequence[pd.Series], labels: list[str], scale: float) -> pd.DataFrame:
-    """One "<label> (ms)" column per input (0 where an input lacks the row), then the changes against
-    the first: Delta (ms) and Ratio for two inputs, "<label> - A (ms)" for more."""
+def _side_by_side(values: Sequence[pd.Series], labels: list[str]) -> pd.DataFrame:
+    """One "<label> (ns)" column per input (0 where an input lacks the row), then the changes against
+    the first: Delta (ns) and Ratio for two inputs, "<label> - A (ns)" for more."""
     both = pd.concat([series.rename(label) for series, label in zip(values, labels)], axis=1).fillna(0)
-    table = pd.DataFrame({f"{label} (ms)": both[label] / scale for label in labels})
-    base = table[f"{labels[0]} (ms)"]
+    table = pd.DataFrame({f"{label} (ns)": both[label] for label in labels})
+    base = table[f"{labels[0]} (ns)"]
     if len(labels) == 2:
-        table["Delta (ms)"] = table[f"{labels[1]} (ms)"] - base
+        table["Delta (ns)"] = table[f"{labels[1]} (ns)"] - base
         with np.errstate(divide="ignore", invalid="ignore"):
-            table["Ratio"] = np.where(base > 0, table[f"{labels[1]} (ms)"] / base, np.nan)
+            table["Ratio"] = np.where(base > 0, table[f"{labels[1]} (ns)"] / base, np.nan)
     else:
         for label in labels[1:]:
-            table[f"{label} - {labels[0]} (ms)"] = table[f"{label} (ms)"] - base
+            table[f"{label} - {labels[0]} (ns)"] = table[f"{label} (ns)"] - base
     return table
 
 
 def _largest_change(table: pd.DataFrame, labels: list[str]) -> pd.Series:
     """Per row, the largest absolute change against the first input."""
-    deltas = [column for column in table.columns if column == "Delta (ms)" or column.endswith(f" - {labels[0]} (ms)")]
+    deltas = [column for column in table.columns if column == "Delta (ns)" or column.endswith(f" - {labels[0]} (ns)")]
     return table[deltas].abs().max(axis=1)
 
 
@@ -82,8 +81,8 @@ def compare_categories(
     """Per phase and category, each trace's time and the change against the first (see the module
     docstring). Rows zero in every trace are left out; a phase missing from a trace is 0 there."""
     labels = labels_for(len(traces))
-    table = _side_by_side([category_times(trace, phases, ops, same_thread) for trace in traces], labels, MS)
-    table = table[(table[[f"{label} (ms)" for label in labels]] > 0).any(axis=1)].reset_index()
+    table = _side_by_side([category_times(trace, phases, ops, same_thread) for trace in traces], labels)
+    table = table.loc[(table[[f"{label} (ns)" for label in labels]] > 0).any(axis=1)].reset_index()
     order = {phase: number for number, phase in enumerate([WHOLE, *phases])}
     table["order"] = table["Phase"].map(order)
     table["change"] = -_largest_change(table, labels)
@@ -92,13 +91,13 @@ def compare_categories(
 
 
 def compare_kernels(traces: Sequence[Trace], top: int = 15, name: str = "short", ops: str = "kernels") -> pd.DataFrame:
-    """The kernels whose total time changed most: Name, each trace's time (ms), the change, and each
+    """The kernels whose total time changed most: Name, each trace's time (ns), the change, and each
     trace's instance count; largest absolute change first."""
     if name not in NAME_COLUMNS:
         raise UsageError(f"unknown --name {name!r}; choose demangled or short")
     labels = labels_for(len(traces))
     summaries = [kernel_table(trace, name=name, ops=ops).set_index(NAME) for trace in traces]
-    table = _side_by_side([summary[stats.TOTAL] for summary in summaries], labels, MS)
+    table = _side_by_side([summary[stats.TOTAL] for summary in summaries], labels)
     for label, summary in zip(labels, summaries):
         table[f"{label} Instances"] = summary[stats.INSTANCES].reindex(table.index).fillna(0).astype(np.int64)
     table = table.loc[_largest_change(table, labels).sort_values(ascending=False, kind="stable").index]

@@ -69,13 +69,18 @@ range_option = click.option(
     help="only GPU ops launched inside these NVTX ranges: a name (forward), a path (step/backward) or a glob "
     "(layer.*); repeatable",
 )
-unit_option = click.option(
-    "--unit",
-    type=click.Choice(TIME_UNITS),
-    default="ns",
-    show_default=True,
-    help="unit of the time columns (nsys prints ns)",
-)
+
+
+def unit_option(default: str = "ns"):
+    return click.option(
+        "--unit",
+        type=click.Choice(TIME_UNITS),
+        default=default,
+        show_default=True,
+        help="unit of the time columns (nsys prints ns)",
+    )
+
+
 same_thread_option = click.option(
     "--same-thread",
     is_flag=True,

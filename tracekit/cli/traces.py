@@ -45,7 +45,7 @@ from tracekit.cli.common import (
 @range_option
 @click.option("--per-instance", is_flag=True, help="divide totals and counts by the number of --range instances")
 @same_thread_option
-@unit_option
+@unit_option()
 @nsys_option
 @output_options
 def kernels(trace, top, name, by_launch_config, by, ops, ranges, per_instance, same_thread, unit, nsys, fmt, output):
@@ -94,7 +94,7 @@ def kernels(trace, top, name, by_launch_config, by, ops, ranges, per_instance, s
     help="the children of these ranges, with their share of the parents' CPU and GPU time",
 )
 @same_thread_option
-@unit_option
+@unit_option()
 @nsys_option
 @output_options
 def ranges(trace, top, tree, root, instance, max_depth, within, same_thread, unit, nsys, fmt, output):
@@ -110,7 +110,7 @@ def ranges(trace, top, tree, root, instance, max_depth, within, same_thread, uni
 @click.argument("trace", type=click.Path())
 @phases_option("the phases: comma-separated range specs (names, paths, globs)")
 @same_thread_option
-@unit_option
+@unit_option()
 @nsys_option
 @output_options
 def breakdown(trace, phases, same_thread, unit, nsys, fmt, output):
@@ -135,9 +135,10 @@ def breakdown(trace, phases, same_thread, unit, nsys, fmt, output):
 @click.option("--top", type=click.IntRange(min=1), default=15, show_default=True, help="kernels listed")
 @ops_option
 @same_thread_option
+@unit_option("ms")
 @nsys_option
 @output_options
-def diff(a, b, phases, by, top, ops, same_thread, nsys, fmt, output):
+def diff(a, b, phases, by, top, ops, same_thread, unit, nsys, fmt, output):
     """Where GPU time moved from A to B (runs or traces): per phase and category, the kernels that
     changed most, and the memory peak when both runs have a snapshot."""
     from tracekit.analysis.diff import trace_diff
@@ -147,7 +148,7 @@ def diff(a, b, phases, by, top, ops, same_thread, nsys, fmt, output):
     snapshots, notes = run_snapshots([a, b]) if by is None else (None, [])
     result = trace_diff(first, second, split_specs(phases), by, top, ops, same_thread, snapshots, labels=(a, b))
     result.notes += notes
-    emit(result, fmt, output)
+    emit(result, fmt, output, unit)
 
 
 @click.command("export")

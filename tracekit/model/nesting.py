@@ -13,6 +13,11 @@ from __future__ import annotations
 import numpy as np
 
 
+def thread_key(pid, tid) -> np.ndarray:
+    """One int64 per (process, thread): pid << 24 | tid (nsys's tids and pids fit in 24 bits)."""
+    return (np.asarray(pid, dtype=np.int64) << 24) | np.asarray(tid, dtype=np.int64)
+
+
 def nest_ranges(
     thread: np.ndarray, start: np.ndarray, end: np.ndarray, eligible: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:

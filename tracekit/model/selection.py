@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from tracekit.errors import UsageError
-from tracekit.model.nesting import nest_ranges
+from tracekit.model.nesting import nest_ranges, thread_key
 
 if TYPE_CHECKING:
     from tracekit.model.trace import Trace
@@ -67,7 +67,7 @@ def renest(ranges: pd.DataFrame) -> pd.DataFrame:
     if ranges.empty:
         return ranges
     same_thread = (ranges["end_tid"] == ranges["tid"]).to_numpy()
-    thread = (ranges["pid"].to_numpy(np.int64) << 24) | ranges["tid"].to_numpy(np.int64)
+    thread = thread_key(ranges["pid"].to_numpy(), ranges["tid"].to_numpy())
     parent_row, depth = nest_ranges(thread, ranges["start"].to_numpy(), ranges["end"].to_numpy(), same_thread)
     ids = ranges["range_id"].to_numpy()
     ranges = ranges.copy()

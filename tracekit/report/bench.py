@@ -24,6 +24,7 @@ from workloads.config import (
     MODEL,
     RESULTS_TABLE,
     STATUS,
+    mean_std,
     phase_field,
 )
 
@@ -59,7 +60,7 @@ def write_bench_report(db: str | Path, out: str | Path | None = None, reports: s
     latest = ok.sort_values("time_utc").groupby([field.key for field in CONFIGURATION], as_index=False).tail(1)
     compiled = latest[COMPILE.key].map({1: " compiled", 0: ""})  # True == 1 and False == 0 as keys too
     latest["Variant"] = latest[DTYPE.key] + compiled
-    latest["cell"] = [f"{m:,.2f} ± {s:,.2f}" for m, s in zip(latest[STEP_MEAN.key], latest[STEP_STD.key])]
+    latest["cell"] = [mean_std(m, s) for m, s in zip(latest[STEP_MEAN.key], latest[STEP_STD.key])]
     index = [MODEL, CTX, BATCH, MODE]
     pivot = latest.pivot_table(
         index=[field.key for field in index], columns="Variant", values="cell", aggfunc="first"

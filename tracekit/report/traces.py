@@ -147,8 +147,8 @@ def _gpu_sections(section: Document, source: str, trace: Trace, run: Run | None)
             {
                 "Phase": row[PHASE],
                 "Harness Mean (ms)": (timings.get(row[PHASE]) or {}).get("mean"),
-                "GPU Busy / Step (ms)": row["GPU Busy (ns)"] / row["Instances"] / 1e6,
-                "GPU Idle / Step (ms)": row["GPU Idle (ns)"] / row["Instances"] / 1e6,
+                "GPU Busy / Step (ns)": row["GPU Busy (ns)"] / row["Instances"],
+                "GPU Idle / Step (ns)": row["GPU Idle (ns)"] / row["Instances"],
             }
             for _, row in phases.iterrows()
         ]
