@@ -9,6 +9,7 @@ from nsys_builder import ExportBuilder
 from test_ranges import build_step
 
 from tracekit.analysis.kernels import kernel_table
+from tracekit.model.selection import spec_patterns
 from tracekit.sources import cache as cache_module
 from tracekit.sources import open_trace
 
@@ -34,15 +35,15 @@ def test_second_read_comes_from_the_cache_and_equals_the_first(export):
         pd.testing.assert_frame_equal(getattr(second, name), frame, check_categorical=False)
         assert list(getattr(second, name).dtypes.astype(str)) == list(frame.dtypes.astype(str))
     assert kernel_table(second).equals(kernel_table(first))
-    selected = second.ranges_named(["forward", "NCCL:*"])  # served from the cached range table
+    selected = second.ranges_named(spec_patterns(["forward", "NCCL:*"]))  # served from the cached range table
     assert sorted(selected["name"].astype(str)) == ["NCCL:allreduce", "forward", "forward"]
 
 
 def test_named_selections_are_cached_too(export):
-    first = open_trace(export).ranges_named(["step", "*ward"])
+    first = open_trace(export).ranges_named(spec_patterns(["step", "*ward"]))
     folder = export.with_name(export.name + cache_module.SUFFIX)
     assert any(path.name.startswith("ranges_named-") for path in folder.iterdir())
-    second = open_trace(export).ranges_named(["*ward", "step"])  # same patterns, any order
+    second = open_trace(export).ranges_named(spec_patterns(["*ward", "step"]))  # same patterns, any order
     pd.testing.assert_frame_equal(second, first, check_categorical=False)
     assert sorted(second["name"].astype(str)) == ["backward", "backward", "forward", "forward", "step", "step"]
 

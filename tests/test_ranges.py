@@ -5,13 +5,13 @@ the autograd thread 101 launches the backward GEMM and add while main's `backwar
 """
 
 import io
+import json
 
 import pandas as pd
 import pytest
 from nsys_builder import ExportBuilder
 
 from tracekit.analysis.attribution import range_gpu_stats
-from tracekit.analysis.breakdown import breakdown_table
 from tracekit.analysis.kernels import category_table, kernel_table
 from tracekit.analysis.ranges import range_table, range_tree, range_within
 from tracekit.errors import NoGpuDataError, UsageError
@@ -126,33 +126,6 @@ def test_per_instance(two_steps):
     assert categories.loc["matmul", "Total Time (ns)"] == 300.0
 
 
-def test_breakdown(trace):
-    table = breakdown_table(trace).set_index("Phase")
-    forward = table.loc["forward"]
-    assert forward[["GPU Ops", "Kernel Time (ns)", "GPU Busy (ns)", "GPU Span (ns)", "GPU Idle (ns)"]].tolist() == [
-        3,
-        160,
-        160,
-        170,
-        10,
-    ]
-    assert forward[["matmul (%)", "softmax (%)"]].tolist() == [62.5, 37.5]
-    backward = table.loc["backward"]
-    assert backward[["Kernel Time (ns)", "GPU Span (ns)", "GPU Idle (ns)"]].tolist() == [260, 340, 80]
-    assert backward[["matmul (%)", "elementwise (%)", "memory (%)"]].tolist() == [76.9, 19.2, 3.8]
-    assert table.loc["optimizer", "optimizer (%)"] == 100.0
-    whole = table.loc["(whole trace)"]
-    assert whole[["GPU Ops", "Kernel Time (ns)", "GPU Busy (ns)", "GPU Span (ns)", "GPU Idle (ns)"]].tolist() == [
-        8,
-        455,
-        455,
-        1055,
-        600,
-    ]
-    same = breakdown_table(trace, same_thread=True).set_index("Phase")
-    assert same.loc["backward", "Kernel Time (ns)"] == 10
-
-
 def test_tree_and_within(trace):
     tree = range_tree(trace)
     assert tree["Range"].tolist() == ["step", "  forward", "    attention", "  backward", "  optimizer"]
@@ -172,8 +145,8 @@ def test_cli_ranges_commands(cli, trace):
     table = pd.read_csv(io.StringIO(cli("ranges", path, "--format", "csv").output))
     assert set(table["Range"]) == {"step", "forward", "attention", "backward", "optimizer"}
     assert "    attention" in cli("ranges", path, "--tree").output
-    out = pd.read_csv(io.StringIO(cli("breakdown", path, "--format", "csv").output))
-    assert out["Phase"].tolist() == ["forward", "backward", "optimizer", "(whole trace)"]
+    out = json.loads(cli("breakdown", path, "--format", "json").stdout)["breakdown"]
+    assert [row["Phase"] for row in out] == ["forward", "backward", "optimizer", "(whole trace)"]
     kernels = pd.read_csv(io.StringIO(cli("kernels", path, "--range", "backward", "--format", "csv").output))
     assert kernels["Total Time (ns)"].sum() == 260
     missing = cli("kernels", path, "--range", "decode")

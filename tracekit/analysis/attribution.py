@@ -245,19 +245,3 @@ def merge_intervals(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.
     begins = np.concatenate(([True], start[1:] > reach[:-1]))
     first = np.flatnonzero(begins)
     return start[first], np.maximum.reduceat(end, first)
-
-
-def union_length(start: np.ndarray, end: np.ndarray, group: np.ndarray, groups: int) -> np.ndarray:
-    """Per group: total length of the union of its [start, end) intervals (overlaps counted once), ns."""
-    result = np.zeros(groups, dtype=np.int64)
-    if len(start) == 0:
-        return result
-    t0 = int(start.min())
-    span = int(max(end.max(), start.max())) - t0 + 2
-    keyed_start = group.astype(np.int64) * span + (start - t0)
-    keyed_end = group.astype(np.int64) * span + (end - t0)
-    merged_start, merged_end = merge_intervals(keyed_start, keyed_end)
-    owner = merged_start // span  # sorted: merged intervals come in group order
-    first = np.flatnonzero(np.concatenate(([True], owner[1:] != owner[:-1])))
-    result[owner[first]] = np.add.reduceat(merged_end - merged_start, first)
-    return result

@@ -1,11 +1,14 @@
 """Phase x category: how a training step's GPU time splits into matmul, elementwise, softmax, ...
-per phase (forward, backward, optimizer) and for the whole trace, with the GPU's idle time.
+per phase (forward, backward, optimizer) and for the whole trace; the copies beside it; how busy
+each GPU was.
 
 Per phase, its GPU ops are those launched while one of its ranges was open (see ``attribution``).
-- Kernel time and the category shares sum op durations: ops on concurrent streams both count.
-- GPU Busy is wall time with at least one of the phase's ops running (overlaps counted once);
-  GPU Span runs from the first op's start to the last op's end of each phase instance, and
-  GPU Idle = Span - Busy: the gaps where the GPU waited (launch overhead, synchronisation, CPU work).
+- Kernel Time and the category shares are kernels only, as ``tracekit kernels --by category`` counts
+  them on the same selection (their sum over concurrent streams: both count). Memory copies and sets
+  are columns of their own (time and MiB), and a table by direction. ``ops="all"`` counts copies and
+  sets in the time and the shares too (category "memory"), as ``kernels --ops all`` does.
+- Busy, span and idle come per GPU, summed, averaged, and for "any GPU busy" (``busy``); every GPU op
+  keeps a GPU busy, copies included.
 """
 
 from __future__ import annotations
@@ -14,42 +17,24 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis import stats
-from tracekit.analysis.attribution import interval_of_ops, union_length
+from tracekit.analysis.attribution import interval_of_ops
+from tracekit.analysis.busy import device_busy
 from tracekit.analysis.categories import CATEGORIES, op_categories
-from tracekit.analysis.kernels import kernel_mask
+from tracekit.analysis.kernels import OPS_CHOICES, kernel_mask
 from tracekit.errors import UsageError
-from tracekit.model.result import Chart, Result
+from tracekit.model.result import Chart, Result, Table
 from tracekit.model.selection import select
 from tracekit.model.trace import Trace
 
 DEFAULT_PHASES = ("forward", "backward", "optimizer")
 WHOLE = "(whole trace)"
 PHASE = "Phase"
+MIB = 2**20
 
 
-def breakdown_table(trace: Trace, phases: list[str] | None = None, same_thread: bool = False) -> pd.DataFrame:
-    """Rows: each phase, then the whole trace. Columns: Phase, Instances, GPU Ops, Kernel Time (ns),
-    GPU Busy (ns), GPU Span (ns), GPU Idle (ns), then "<category> (%)" of kernel time for every
-    category that has time anywhere (matmul first: the headline).
-    """
-    phases = list(phases or DEFAULT_PHASES)
-    intervals = phase_intervals(trace, phases, same_thread)  # loads the tables together: first
-    kernel_mask(trace, ops="all")  # raises a clear error for a trace without GPU work
-    ops = trace.gpu_ops
-    categories = op_categories(trace)
-    rows = []
-    found_any = False
-    for phase, (instances, interval) in intervals.items():
-        found_any |= instances > 0
-        rows.append(_phase_row(phase, instances, ops, categories, interval))
-    if not found_any and phases != list(DEFAULT_PHASES):
-        raise UsageError(f"no NVTX range matches {', '.join(phases)} in {trace.name}")
-    whole = np.zeros(len(ops), dtype=np.int64)  # every op in one interval
-    rows.append(_phase_row(WHOLE, 1, ops, categories, whole))
-    table = pd.DataFrame(rows)
-    shares = [f"{category} (%)" for category in CATEGORIES if table[f"{category} (%)"].sum() > 0]
-    ordered = [PHASE, "Instances", "GPU Ops", "Kernel Time (ns)", "GPU Busy (ns)", "GPU Span (ns)", "GPU Idle (ns)"]
-    return table.loc[:, ordered + shares]
+def time_column(ops: str) -> str:
+    """The name of the summed-time column: kernels only, or every GPU op with ``--ops all``."""
+    return "Kernel Time (ns)" if ops == "kernels" else "GPU Op Time (ns)"
 
 
 def phase_intervals(trace: Trace, phases: list[str], same_thread: bool = False) -> dict[str, tuple[int, np.ndarray]]:
@@ -65,38 +50,104 @@ def phase_intervals(trace: Trace, phases: list[str], same_thread: bool = False) 
     return trace.derived(f"phase_intervals:{same_thread}:" + "\0".join(phases), compute)
 
 
-def _phase_row(phase: str, instances: int, ops: pd.DataFrame, categories: np.ndarray, interval: np.ndarray) -> dict:
-    inside = interval >= 0
-    durations = ops["duration"].to_numpy()
-    by_category = np.bincount(categories[inside], weights=durations[inside], minlength=len(CATEGORIES))
-    kernel_time = int(durations[inside].sum())
-    row = {PHASE: phase, "Instances": instances, "GPU Ops": int(inside.sum()), "Kernel Time (ns)": kernel_time}
-    if inside.any():
-        owner = interval[inside]
-        groups = int(owner.max()) + 1
-        starts, ends = ops["start"].to_numpy()[inside], ops["end"].to_numpy()[inside]
-        busy = int(union_length(starts, ends, owner, groups).sum())
-        first = np.full(groups, np.iinfo(np.int64).max)
-        last = np.full(groups, np.iinfo(np.int64).min)
-        np.minimum.at(first, owner, starts)
-        np.maximum.at(last, owner, ends)
-        used = first <= last
-        span = int((last[used] - first[used]).sum())
-    else:
-        busy = span = 0
-    row.update({"GPU Busy (ns)": busy, "GPU Span (ns)": span, "GPU Idle (ns)": span - busy})
-    shares = stats.round_half_away(by_category * 100.0 / kernel_time) if kernel_time else np.zeros(len(CATEGORIES))
-    row.update({f"{category} (%)": share for category, share in zip(CATEGORIES, shares)})
-    return row
+def phases_with_whole(trace: Trace, phases: list[str] | None, same_thread: bool) -> list[tuple[str, int, np.ndarray]]:
+    """(phase, instances, interval per op) for each phase, then the whole trace as one instance.
+    UsageError when phases were asked for and none matched."""
+    phases = list(phases or DEFAULT_PHASES)
+    intervals = phase_intervals(trace, phases, same_thread)  # loads the tables together: first
+    kernel_mask(trace, ops="all")  # raises a clear error for a trace without GPU work
+    if not any(instances for instances, _ in intervals.values()) and phases != list(DEFAULT_PHASES):
+        raise UsageError(f"no NVTX range matches {', '.join(phases)} in {trace.name}")
+    whole = np.zeros(len(trace.gpu_ops), dtype=np.int64)  # every op in one interval
+    return [(phase, instances, interval) for phase, (instances, interval) in intervals.items()] + [(WHOLE, 1, whole)]
 
 
-def phase_breakdown(trace: Trace, phases: list[str] | None = None, same_thread: bool = False) -> Result:
-    """``tracekit breakdown``: the phase x category table, and a chart of the shares of the phases found."""
-    table = breakdown_table(trace, phases, same_thread)
-    result = Result.of("breakdown", table, f"GPU time by phase and category: {trace.name}")
-    present = table[(table["Instances"] > 0) | (table[PHASE] == WHOLE)]
-    if present["Kernel Time (ns)"].sum() > 0:
-        result.charts["categories"] = Chart(
-            "category_bars", "Share of kernel time by category", {"table": present, "categories": CATEGORIES}
-        )
+def breakdown_table(
+    trace: Trace, phases: list[str] | None = None, same_thread: bool = False, ops: str = "kernels"
+) -> pd.DataFrame:
+    """Rows: each phase, then the whole trace. Columns: Phase, Instances, Kernels (ops counted),
+    Kernel Time (ns) (or GPU Op Time with ``ops`` "all"), Memcpy Time (ns), Memcpy (MiB), Memset Time
+    (ns), Memset (MiB), then "<category> (%)" of the time for every category that has time anywhere."""
+    if ops not in OPS_CHOICES:
+        raise UsageError(f"unknown --ops {ops!r}; choose one of {', '.join(OPS_CHOICES)}")
+    parts = phases_with_whole(trace, phases, same_thread)
+    gpu_ops = trace.gpu_ops
+    kind = gpu_ops["kind"].to_numpy()
+    counted = (kind == "kernel") if ops == "kernels" else np.ones(len(gpu_ops), dtype=bool)
+    categories, durations = op_categories(trace), gpu_ops["duration"].to_numpy()
+    sizes = gpu_ops["bytes"].to_numpy()
+    total_column = time_column(ops)
+    rows = []
+    for phase, instances, interval in parts:
+        inside = interval >= 0
+        chosen = inside & counted
+        by_category = np.bincount(categories[chosen], weights=durations[chosen], minlength=len(CATEGORIES))
+        total = int(durations[chosen].sum())
+        row = {PHASE: phase, "Instances": instances, "Kernels" if ops == "kernels" else "GPU Ops": int(chosen.sum()),
+               total_column: total}  # fmt: skip
+        for name in ("memcpy", "memset"):
+            mine = inside & (kind == name)
+            row[f"{name.capitalize()} Time (ns)"] = int(durations[mine].sum())
+            row[f"{name.capitalize()} (MiB)"] = float(sizes[mine].sum()) / MIB
+        shares = stats.percent_of_total(by_category) if total else np.zeros(len(CATEGORIES))
+        row.update({f"{category} (%)": share for category, share in zip(CATEGORIES, shares)})
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    shares = [f"{category} (%)" for category in CATEGORIES if table[f"{category} (%)"].sum() > 0]
+    leading = [column for column in table.columns if not column.endswith(" (%)")]
+    return table.loc[:, leading + shares]
+
+
+def gpu_table(trace: Trace, phases: list[str] | None = None, same_thread: bool = False) -> pd.DataFrame:
+    """Per phase (and the whole trace): each GPU's busy, span and idle, their sum, mean, and the "any
+    GPU busy" figure (``busy.device_busy``). Columns: Phase, GPU, Busy (ns), Span (ns), Idle (ns),
+    Idle (%)."""
+    frames = []
+    for phase, instances, interval in phases_with_whole(trace, phases, same_thread):
+        if instances:
+            table = device_busy(trace.gpu_ops, interval)
+            table.insert(0, PHASE, phase)
+            frames.append(table)
+    return pd.concat(frames, ignore_index=True)
+
+
+def copy_table(trace: Trace, phases: list[str] | None = None, same_thread: bool = False) -> pd.DataFrame:
+    """Memory copies and sets per phase and direction ("memcpy HtoD", "memset"): Phase, Operation,
+    Count, Time (ns), MiB. Empty when the trace has none."""
+    gpu_ops = trace.gpu_ops
+    moves = (gpu_ops["kind"] != "kernel").to_numpy()
+    names = gpu_ops["name"].astype(object).to_numpy()
+    rows = []
+    for phase, _, interval in phases_with_whole(trace, phases, same_thread):
+        mine = moves & (interval >= 0)
+        if not mine.any():
+            continue
+        frame = pd.DataFrame(
+            {"name": names[mine], "duration": gpu_ops["duration"].to_numpy()[mine],
+             "bytes": gpu_ops["bytes"].to_numpy()[mine]}
+        )  # fmt: skip
+        for name, group in frame.groupby("name", sort=True):
+            operation = str(name).strip("[]").removeprefix("CUDA ")
+            rows.append((phase, operation, len(group), int(group["duration"].sum()), group["bytes"].sum() / MIB))
+    return pd.DataFrame(rows, columns=[PHASE, "Operation", "Count", "Time (ns)", "MiB"])
+
+
+def phase_breakdown(
+    trace: Trace, phases: list[str] | None = None, same_thread: bool = False, ops: str = "kernels"
+) -> Result:
+    """``tracekit breakdown``: the phase x category table, each GPU's busy and idle time per phase, the
+    copies by direction, and a chart of the category shares of the phases found."""
+    table = breakdown_table(trace, phases, same_thread, ops)
+    tables = [
+        Table("breakdown", table, f"GPU time by phase and category: {trace.name}"),
+        Table("gpus", gpu_table(trace, phases, same_thread), "Busy and idle time per GPU"),
+    ]
+    copies = copy_table(trace, phases, same_thread)
+    if not copies.empty:
+        tables.append(Table("copies", copies, "Memory copies and sets"))
+    result = Result(tables)
+    present = table.loc[(table["Instances"] > 0) | (table[PHASE] == WHOLE)]
+    if present[time_column(ops)].sum() > 0:
+        title = "Share of kernel time by category" if ops == "kernels" else "Share of GPU op time by category"
+        result.charts["categories"] = Chart("category_bars", title, {"table": present, "categories": CATEGORIES})
     return result

@@ -109,16 +109,18 @@ def ranges(trace, top, tree, root, instance, max_depth, within, same_thread, uni
 @click.command()
 @click.argument("trace", type=click.Path())
 @phases_option("the phases: comma-separated range specs (names, paths, globs)")
+@ops_option
 @same_thread_option
 @unit_option()
 @nsys_option
 @output_options
-def breakdown(trace, phases, same_thread, unit, nsys, fmt, output):
-    """Share of GPU time by category (matmul, elementwise, softmax, ...) per phase, and GPU idle time."""
+def breakdown(trace, phases, ops, same_thread, unit, nsys, fmt, output):
+    """Kernel time by category (matmul, elementwise, softmax, ...) per phase, copies beside it, and each
+    GPU's busy and idle time."""
     from tracekit.analysis.breakdown import phase_breakdown
     from tracekit.sources import open_trace
 
-    emit(phase_breakdown(open_trace(trace, nsys), split_specs(phases), same_thread), fmt, output, unit)
+    emit(phase_breakdown(open_trace(trace, nsys), split_specs(phases), same_thread, ops), fmt, output, unit)
 
 
 @click.command()

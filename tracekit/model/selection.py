@@ -1,17 +1,28 @@
-"""Range selection, in one place: the spec grammar, name matching, nesting lookups.
+r"""Range selection, in one place: the spec grammar, name matching, nesting lookups.
 
-A range spec names range instances:
-- ``forward``: every range named forward;
-- ``aten::linear*``: a glob (``*``, ``?``, ``[...]``, as Python's ``fnmatch``, case-sensitive);
-- ``step/backward``: every backward range nested at any depth inside a step range on the same thread;
-  each part may be a glob.
+The grammar of a range spec (``--range``, ``--phases``, ``--within``):
+- ``forward``: every range named forward. Matching is case-sensitive and exact.
+- ``aten::linear*``: a glob with Python's ``fnmatch`` meaning: ``*``, ``?``, ``[seq]``, ``[!seq]``.
+- ``step/backward``: every backward range nested, at any depth, inside a step range on the same thread.
+  Each part may be a glob.
+- A backslash makes the next character literal: ``a\/b`` is the name "a/b", ``\*`` a star,
+  ``\[`` a bracket, ``\,`` a comma in a ``--phases`` list, ``\\`` a backslash.
+- ``=`` first makes the whole rest one literal name, whatever it holds: ``={'op': 'add'}``,
+  ``=aten::mm, seq = 3``. In a ``--phases`` list such a spec is the rest of its ``--phases`` value.
+A range matches a name or glob by its name as nsys shows it ("domain:text" outside the default
+domain) or by its op name: ``torch.autograd.profiler.emit_nvtx`` names ranges
+"aten::linear, seq = 12, op_id = 345, sizes = [...]", whose op is "aten::linear". With a domain
+(``--domain NCCL``, ``--domain default``), only that domain's ranges count and specs match their text
+without the "domain:" prefix.
 
-An analysis calls ``select(trace, specs)`` once: it reads only the ranges the specs name (the reader
-may filter at the source), nests them among themselves, and answers, per spec, which of them match.
+An analysis calls ``select(trace, specs)`` once: it reads only the ranges the specs can match (the
+reader may filter at the source with ``Pattern.chunks``), nests them among themselves, and answers,
+per spec, which of them match.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -26,15 +37,85 @@ from tracekit.model.nesting import nest_ranges, thread_key
 if TYPE_CHECKING:
     from tracekit.model.trace import Trace
 
+LITERAL = "="
+DEFAULT_DOMAIN = "default"
+# emit_nvtx appends these to an op's name; what precedes the first of them is the op.
+EMIT_NVTX_SUFFIX = re.compile(r", (?:seq|op_id|sizes|input_op_ids|stashed_seq) = ")
 
-def is_pattern(name: str) -> bool:
-    """Whether a range name given by a user is a glob pattern (``*``, ``?`` or ``[...]``)."""
-    return any(char in name for char in "*?[")
+
+def op_name(name: str) -> str:
+    """ "aten::linear, seq = 12, op_id = 345, sizes = [[4, 8]]" -> "aten::linear"; other names as they are."""
+    found = EMIT_NVTX_SUFFIX.search(name)
+    return name[: found.start()] if found else name
 
 
-def spec_parts(spec: str) -> list[str]:
-    """The names along a spec's path ("step/backward" -> ["step", "backward"])."""
-    parts = [part for part in spec.split("/") if part]
+@dataclass(frozen=True)
+class Pattern:
+    """One part of a spec: an ``fnmatch`` pattern (the name's own metacharacters bracketed), the exact
+    name when the part has no wildcard, and literal pieces every matching name contains (``chunks``:
+    what a reader may prefilter on; a superset, the pattern decides)."""
+
+    pattern: str
+    exact: str | None
+    chunks: tuple[str, ...]
+
+    def matches(self, name: str) -> bool:
+        return name == self.exact if self.exact is not None else fnmatchcase(name, self.pattern)
+
+
+def _literal(text: str) -> str:
+    """``text`` as an fnmatch pattern that matches only itself."""
+    return "".join(f"[{char}]" if char in "*?[" else char for char in text)
+
+
+def parse_spec(spec: str) -> list[Pattern]:
+    """A spec's parts, outermost first (see the module docstring for the grammar)."""
+    if spec.startswith(LITERAL):
+        name = spec[len(LITERAL) :]
+        if not name:
+            raise UsageError("empty literal range name: give it after '=', e.g. ={'op': 'add'}")
+        return [Pattern(_literal(name), name, (name,))]
+    parts: list[Pattern] = []
+    pattern, literal, chunks, wild = [], [], [], False
+    index = 0
+
+    def close_chunk() -> None:
+        if literal:
+            chunks.append("".join(literal))
+            literal.clear()
+
+    def close_part() -> None:
+        nonlocal wild
+        close_chunk()
+        if pattern:
+            text = "".join(pattern)
+            parts.append(Pattern(text, None if wild else "".join(chunks), tuple(chunks)))
+        pattern.clear()
+        chunks.clear()
+        wild = False
+
+    while index < len(spec):
+        char = spec[index]
+        if char == "\\" and index + 1 < len(spec):
+            index += 1
+            pattern.append(_literal(spec[index]))
+            literal.append(spec[index])
+        elif char == "/":
+            close_part()
+        elif char in "*?":
+            close_chunk()
+            pattern.append(char)
+            wild = True
+        elif char == "[" and (end := _bracket_end(spec, index)) > 0:
+            close_chunk()
+            pattern.append(spec[index : end + 1])
+            wild = True
+            index = end
+        else:
+            pattern.append(_literal(char))
+            literal.append(char)
+        index += 1
+    close_part()
     if not parts:
         raise UsageError(
             f"empty range spec {spec!r}: give a range name such as forward, or a path such as step/backward"
@@ -42,21 +123,51 @@ def spec_parts(spec: str) -> list[str]:
     return parts
 
 
-def spec_names(specs: Collection[str]) -> set[str]:
-    """Every name or glob the specs mention: what a selective read must load."""
-    return {part for spec in specs for part in spec_parts(spec)}
+def _bracket_end(spec: str, start: int) -> int:
+    """Index of the "]" closing the bracket expression at ``start`` as fnmatch reads it, or -1 (then
+    fnmatch takes the "[" literally, and so do we)."""
+    index = start + 1
+    if index < len(spec) and spec[index] == "!":
+        index += 1
+    if index < len(spec) and spec[index] == "]":
+        index += 1
+    end = spec.find("]", index)
+    return end
 
 
-def names_matching(names: pd.Series, patterns: Collection[str]) -> np.ndarray:
-    """Mask of a name column matching any name or glob (each distinct name tested once)."""
+def split_specs(text: str) -> list[str]:
+    """A comma-separated list of specs (``--phases``): commas split unless escaped (``\\,``); a spec that
+    starts with "=" runs to the end of ``text``."""
+    specs, current, index = [], [], 0
+    while index < len(text):
+        if not current and text[index] == LITERAL:
+            current.append(text[index:])
+            break
+        char = text[index]
+        if char == "\\" and index + 1 < len(text) and text[index + 1] == ",":
+            current.append(",")  # an escaped comma is a plain character of the name
+            index += 1
+        elif char == ",":
+            specs.append("".join(current).strip())
+            current = []
+        else:
+            current.append(char)
+        index += 1
+    specs.append("".join(current).strip())
+    return [spec for spec in specs if spec]
+
+
+def spec_patterns(specs: Collection[str]) -> set[Pattern]:
+    """Every pattern the specs mention: what a selective read must load."""
+    return {part for spec in specs for part in parse_spec(spec)}
+
+
+def names_matching(names: pd.Series, patterns: Collection[Pattern]) -> np.ndarray:
+    """Mask of a name column whose names (or op names) match any pattern, each distinct name tested once."""
     names = names if isinstance(names.dtype, pd.CategoricalDtype) else names.astype("category")
     categories = [str(name) for name in names.cat.categories]
     hit = np.array(
-        [
-            any(fnmatchcase(name, pattern) if is_pattern(pattern) else name == pattern for pattern in patterns)
-            for name in categories
-        ],
-        dtype=bool,
+        [any(p.matches(name) or p.matches(op_name(name)) for p in patterns) for name in categories], dtype=bool
     )
     codes = names.cat.codes.to_numpy()
     return np.where(codes >= 0, hit[np.maximum(codes, 0)] if len(hit) else False, False)
@@ -76,8 +187,8 @@ def renest(ranges: pd.DataFrame) -> pd.DataFrame:
     return ranges
 
 
-def select_named(ranges: pd.DataFrame, patterns: Collection[str]) -> pd.DataFrame:
-    """The ranges whose names match ``patterns``, nested among themselves."""
+def select_named(ranges: pd.DataFrame, patterns: Collection[Pattern]) -> pd.DataFrame:
+    """The ranges whose names (or op names) match ``patterns``, nested among themselves."""
     return renest(ranges.loc[names_matching(ranges["name"], patterns)].reset_index(drop=True))
 
 
@@ -87,16 +198,36 @@ def parent_rows(ranges: pd.DataFrame) -> np.ndarray:
     return position.reindex(ranges["parent"].to_numpy()).fillna(-1).to_numpy(np.int64)
 
 
-def match(ranges: pd.DataFrame, spec: str) -> np.ndarray:
+def domain_names(ranges: pd.DataFrame, domain: str | None) -> tuple[pd.Series, np.ndarray]:
+    """The names specs match against, and which ranges may match at all: every range by its full name,
+    or (``domain``) only that domain's ranges ("default": the default domain's) by their text."""
+    names = ranges["name"]
+    if domain is None:
+        return names, np.ones(len(ranges), dtype=bool)
+    wanted = "" if domain == DEFAULT_DOMAIN else domain
+    allowed = (ranges["domain"] == wanted).to_numpy()
+    if not wanted:
+        return names, allowed
+    prefix = f"{wanted}:"
+    texts = [name[len(prefix) :] if name.startswith(prefix) else name for name in map(str, names.cat.categories)]
+    text_codes, uniques = pd.factorize(pd.Series(texts, dtype=object))  # two names may share a text
+    codes = names.cat.codes.to_numpy()
+    mapped = np.where(codes >= 0, text_codes[np.maximum(codes, 0)] if len(texts) else -1, -1)
+    return pd.Series(pd.Categorical.from_codes(mapped, categories=pd.Index(uniques, dtype=object))), allowed
+
+
+def match(ranges: pd.DataFrame, spec: str, domain: str | None = None) -> np.ndarray:
     """Mask of the ranges matching ``spec``: named its last part, inside ranges named the earlier parts
-    in order. ``ranges`` must carry depth/parent (any selection holding the spec's names will do)."""
-    parts = spec_parts(spec)
-    matched = names_matching(ranges["name"], [parts[-1]])
+    in order (of ``domain`` only, when given). ``ranges`` must carry depth/parent (any selection holding
+    the spec's names will do)."""
+    parts = parse_spec(spec)
+    names, allowed = domain_names(ranges, domain)
+    matched = names_matching(names, [parts[-1]]) & allowed
     current = np.arange(len(ranges))  # per candidate: the row from which to look further up
     parents = parent_rows(ranges)
     depth = ranges["depth"].to_numpy()
     for part in reversed(parts[:-1]):
-        ancestor = _nearest_ancestor(parents, names_matching(ranges["name"], [part]), depth)
+        ancestor = _nearest_ancestor(parents, names_matching(names, [part]) & allowed, depth)
         found = ancestor[current] >= 0
         matched &= found
         current = np.where(found, ancestor[current], current)
@@ -155,20 +286,22 @@ class Selection:
         return chosen
 
 
-def select(trace: Trace, specs: Sequence[str], load_too: Collection[str] = ()) -> Selection:
-    """Read the ranges ``specs`` name (with the tables in ``load_too``, concurrently) and match each spec."""
-    names = spec_names(specs)
-    ranges = trace.load_together(list(load_too), names) if load_too else trace.ranges_named(names)
+def select(trace: Trace, specs: Sequence[str], load_too: Collection[str] = (), domain: str | None = None) -> Selection:
+    """Read the ranges ``specs`` can match (with the tables in ``load_too``, concurrently) and match each
+    spec (within ``domain`` when given)."""
+    patterns = spec_patterns(specs)
+    ranges = trace.load_together(list(load_too), patterns) if load_too else trace.ranges_named(patterns)
     assert ranges is not None
-    return Selection(ranges, {spec: match(ranges, spec) for spec in specs})
+    return Selection(ranges, {spec: match(ranges, spec, domain) for spec in specs})
 
 
-def select_ranges(trace: Trace, specs: Sequence[str]) -> pd.DataFrame:
+def select_ranges(trace: Trace, specs: Sequence[str], domain: str | None = None) -> pd.DataFrame:
     """Instances matching any of ``specs`` (with ``outermost``); UsageError listing the trace's range
     names when nothing matches."""
-    selection = select(trace, specs)
+    selection = select(trace, specs, domain=domain)
     if not selection.any():
-        raise UsageError(f"no NVTX range matches {', '.join(specs)} in {trace.name}; {known_names(trace)}")
+        where = f" in domain {domain}" if domain else ""
+        raise UsageError(f"no NVTX range matches {', '.join(specs)}{where} in {trace.name}; {known_names(trace)}")
     return selection.chosen()
 
 

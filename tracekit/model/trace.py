@@ -10,11 +10,14 @@ from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import pandas as pd
 
 from tracekit.model import schema
+
+if TYPE_CHECKING:
+    from tracekit.model.selection import Pattern
 
 TABLES = tuple(table.table for table in schema.TRACE_TABLES)
 SCHEMAS = {table.table: table for table in schema.TRACE_TABLES}
@@ -85,8 +88,8 @@ class Trace:
         """NVTX ranges (``schema.RANGES``)."""
         return self._load("ranges")
 
-    def ranges_named(self, patterns: Collection[str]) -> pd.DataFrame:
-        """Only the ranges whose names match these names or globs, nested among themselves."""
+    def ranges_named(self, patterns: Collection[Pattern]) -> pd.DataFrame:
+        """Only the ranges these patterns (of range specs) match, nested among themselves."""
         from tracekit.model.selection import select_named
 
         patterns = set(patterns)
@@ -94,7 +97,9 @@ class Trace:
             return SCHEMAS["ranges"].check(self.loaders["ranges_named"](patterns), self.meta.source)
         return select_named(self.ranges, patterns)
 
-    def load_together(self, tables: Collection[str], patterns: Collection[str] | None = None) -> pd.DataFrame | None:
+    def load_together(
+        self, tables: Collection[str], patterns: Collection[Pattern] | None = None
+    ) -> pd.DataFrame | None:
         """Load several tables (and ``ranges_named(patterns)``) at once, on threads.
 
         Readers spend most of their time inside SQLite, which runs without the GIL, so reading the

@@ -18,6 +18,7 @@ import pandas as pd
 
 from tracekit import __version__
 from tracekit.analysis.breakdown import PHASE, WHOLE, phase_breakdown
+from tracekit.analysis.busy import ANY
 from tracekit.analysis.diff import compare_categories, compare_kernels, labels_for
 from tracekit.analysis.kernels import kernel_mask, kernel_summary
 from tracekit.analysis.memory_tables import memory_summary
@@ -130,29 +131,39 @@ def _run_section(section: Document, run: Run) -> None:
 
 def _gpu_sections(section: Document, source: str, trace: Trace, run: Run | None) -> None:
     breakdown = phase_breakdown(trace, PHASES)
-    table = breakdown.frame
+    table = breakdown.table("breakdown")
     present = table.loc[(table["Instances"] > 0) | (table[PHASE] == WHOLE)]
     section.text(
         "### GPU time by phase and category",
-        "Kernel time is summed op durations (concurrent streams both count); GPU Busy is wall time with "
-        "at least one op running; Idle = Span - Busy, the time the GPU waited.",
+        "Kernel time is the summed duration of the kernels (concurrent streams both count); memory copies and "
+        "sets are the columns beside it, not part of it.",
     )
     section.table(present, f"tracekit breakdown {source} --unit ms")
     if "categories" in breakdown.charts:
         section.picture(breakdown.charts["categories"], "categories", "share of kernel time by category and phase")
+    gpus = breakdown.table("gpus")
+    section.text(
+        "Busy and idle per GPU: busy while any kernel, copy or set runs on it; idle = span - busy, the time it "
+        "waited inside each phase instance. *any GPU busy* counts idle only when every GPU is idle."
+    )
+    section.table(gpus)
+    if "copies" in breakdown.names:
+        section.text("Memory copies and sets:")
+        section.table(breakdown.table("copies"))
     timings = run.timings_ms if run is not None else {}
     phases = present.loc[present[PHASE] != WHOLE]
     if timings and not phases.empty:
+        any_gpu = gpus.loc[gpus["GPU"] == ANY].set_index(PHASE)
         rows = [
             {
-                "Phase": row[PHASE],
-                "Harness Mean (ms)": (timings.get(row[PHASE]) or {}).get("mean"),
-                "GPU Busy / Step (ns)": row["GPU Busy (ns)"] / row["Instances"],
-                "GPU Idle / Step (ns)": row["GPU Idle (ns)"] / row["Instances"],
+                "Phase": phase,
+                "Harness Mean (ms)": (timings.get(phase) or {}).get("mean"),
+                "GPU Busy / Step (ns)": any_gpu.loc[phase, "Busy (ns)"] / instances,
+                "GPU Idle / Step (ns)": any_gpu.loc[phase, "Idle (ns)"] / instances,
             }
-            for _, row in phases.iterrows()
+            for phase, instances in zip(phases[PHASE], phases["Instances"])
         ]
-        section.text("Harness wall time per phase beside the GPU's busy time in it (per step):")
+        section.text("Harness wall time per phase beside the time any GPU was busy in it (per step):")
         section.table(pd.DataFrame(rows))
     section.text("### Top kernels", "Base names; `tracekit kernels` without `--name short` gives templated names.")
     top = kernel_summary(trace, top=TOP_KERNELS, name="short")

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tracekit.model.selection import select_named
+from tracekit.model.selection import Pattern, select_named
 from tracekit.model.trace import TABLES, Trace
 
 FORMAT = 3  # 3: the GPU-op table is called gpu_ops
@@ -146,12 +146,12 @@ def cached_trace(trace: Trace, export: Path) -> Trace:
     return Trace(trace.meta, loaders)
 
 
-def _cached_selection(cache: TableCache, read_named: Callable, patterns: Collection[str]) -> pd.DataFrame:
+def _cached_selection(cache: TableCache, read_named: Callable, patterns: Collection[Pattern]) -> pd.DataFrame:
     """Named ranges on a cached export: from the whole cached range table when there is one (a
     filter beats a scan of SQLite), else from a cached earlier selection of the same patterns, else
     a filtered read that is cached for next time (a breakdown's phases are asked for again)."""
     whole = cache.load("ranges")
     if whole is not None:
         return select_named(whole, patterns)
-    key = "ranges_named-" + hashlib.sha1("\0".join(sorted(patterns)).encode()).hexdigest()[:16]
+    key = "ranges_named-" + hashlib.sha1("\0".join(sorted(p.pattern for p in patterns)).encode()).hexdigest()[:16]
     return cache.wrap(key, lambda: read_named(patterns))()

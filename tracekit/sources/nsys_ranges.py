@@ -17,7 +17,7 @@ import pandas as pd
 
 from tracekit.model.nesting import nest_ranges
 from tracekit.model.schema import RANGE_STYLES, RANGES
-from tracekit.model.selection import is_pattern, names_matching
+from tracekit.model.selection import Pattern, names_matching
 from tracekit.sources.nsys import ID_BITS, PID_TID_MASK, pid_of
 from tracekit.sources.sqlite_columns import connect_readonly, present_ids, read_columns, read_strings
 
@@ -27,21 +27,19 @@ NVTX_PUSHPOP, NVTX_STARTEND, NVTXT_PUSHPOP, NVTXT_STARTEND, NVTX_DOMAIN_CREATE =
 RANGE_EVENT_TYPES = (NVTX_PUSHPOP, NVTX_STARTEND, NVTXT_PUSHPOP, NVTXT_STARTEND)
 
 
-def read_ranges(path: Path, tables: frozenset[str], names: Collection[str] | None = None) -> pd.DataFrame:
+def read_ranges(path: Path, tables: frozenset[str], names: Collection[Pattern] | None = None) -> pd.DataFrame:
     """NVTX push/pop and start/end ranges, named and nested as nsys does (``schema.RANGES``).
 
     A name is built once per distinct (domain, text) pair, not once per row: PyTorch traces repeat
-    a few hundred names over millions of ranges. With ``names``, only ranges of those names are read
-    (filtered in SQL), and depth/parent describe the nesting among them.
+    a few hundred names over millions of ranges. With ``names`` (patterns of range specs), only ranges
+    those patterns can match are read (a superset filtered in SQL, then matched exactly as
+    ``selection.names_matching`` matches), and depth/parent describe the nesting among them.
     """
     if NVTX_TABLE not in tables:
         return RANGES.empty()
     is_range = f"eventType IN ({','.join(str(t) for t in RANGE_EVENT_TYPES)})"
-    wants_domains = names is None or any(_domain_part(name) for name in names)
     if names is not None:
         is_range += f" AND ({_name_filter(names)})"
-        if not wants_domains:  # a range of a named domain is called "domain:text": none can match
-            is_range += " AND ifnull(domainId, 0) = 0"
     columns = read_columns(
         path,
         NVTX_TABLE,
@@ -71,7 +69,7 @@ def read_ranges(path: Path, tables: frozenset[str], names: Collection[str] | Non
             ).fetchone()[0]
         columns["end"][unclosed] = last
     domains = []
-    if wants_domains and (columns["domain_id"] != 0).any():
+    if (columns["domain_id"] != 0).any():
         with closing(connect_readonly(path)) as connection:
             domains = connection.execute(
                 f"SELECT globalTid, domainId, coalesce(text, (SELECT value FROM StringIds WHERE id = textId)) "
@@ -110,47 +108,23 @@ def read_ranges(path: Path, tables: frozenset[str], names: Collection[str] | Non
     return frame.loc[:, RANGES.names]
 
 
-def _domain_part(name: str) -> str | None:
-    """The domain of a "domain:text" name, or None. C++ names ("aten::mm") are not a domain split."""
-    domain, colon, text = name.partition(":")
-    return domain if colon and domain and text and not text.startswith(":") else None
+def _name_filter(patterns: Collection[Pattern]) -> str:
+    """SQL condition on NVTX_EVENTS keeping every range ``patterns`` can match, and a few more: a row
+    whose text (or registered string) holds all the literal pieces of some pattern, and every range of
+    a named domain (its "domain:" prefix is not in its text). The exact match follows in Python, with
+    the same code the cached and the in-memory paths use."""
+    if any(not pattern.chunks for pattern in patterns):
+        return "1"  # a pattern of wildcards alone can match any name
 
+    def on(column: str) -> str:
+        tests = [" AND ".join(f"instr({column}, {_quote(chunk)}) > 0" for chunk in p.chunks) for p in patterns]
+        return " OR ".join(f"({test})" for test in tests) or "0"
 
-def _name_filter(patterns: Collection[str]) -> str:
-    """SQL condition on NVTX_EVENTS for ranges that may be named by ``patterns`` (names or globs;
-    "domain:text" included). The exact match on full names follows in Python.
-
-    Globs of only * and ? become LIKE patterns (the connection makes LIKE case-sensitive): SQLite
-    evaluates LIKE about a third faster than GLOB on millions of rows.
-    """
-    texts = set()
-    for pattern in patterns:
-        texts.add(pattern)
-        if _domain_part(pattern):  # "domain:text": the row's own text is after the first colon
-            texts.add(pattern.split(":", 1)[1])
-    exact = [_quote(text) for text in sorted(texts) if not is_pattern(text)]
-    tests = [f"{{column}} IN ({', '.join(exact)})"] if exact else []
-    for text in sorted(texts):
-        if is_pattern(text):
-            tests.append(
-                f"{{column}} GLOB {_quote(text)}"
-                if "[" in text
-                else f"{{column}} LIKE {_quote(_like(text))} ESCAPE '\\'"
-            )
-    if not tests:
-        return "0"
-    on = lambda column: " OR ".join(test.format(column=column) for test in tests)
-    return f"{on('text')} OR textId IN (SELECT id FROM StringIds WHERE {on('value')})"
+    return f"ifnull(domainId, 0) != 0 OR {on('text')} OR textId IN (SELECT id FROM StringIds WHERE {on('value')})"
 
 
 def _quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
-
-
-def _like(glob: str) -> str:
-    """A glob of * and ? as a LIKE pattern with \\ escaping LIKE's own wildcards."""
-    escaped = glob.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return escaped.replace("*", "%").replace("?", "_")
 
 
 def _range_names(

@@ -1,0 +1,112 @@
+"""breakdown: kernel time is kernels (copies and sets apart), category shares equal `kernels --by category`
+on the same selection, and busy/idle per GPU, summed, averaged and for any GPU."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import shared_export_paths
+from nsys_builder import ExportBuilder
+from test_ranges import ADD, GEMM, build_step
+
+from tracekit.analysis.breakdown import breakdown_table, gpu_table, phase_breakdown
+from tracekit.analysis.kernels import category_table
+from tracekit.sources import open_trace
+
+
+@pytest.fixture
+def trace(tmp_path):
+    """One step (see test_ranges.build_step) plus a copy and a set in backward, and a kernel outside."""
+    b = ExportBuilder("2026.2")
+    build_step(b)
+    b.memcpy(760, 790, copy_kind=1, size=4 * 2**20, tid=100, launch_at=455)  # in backward
+    b.memset(795, 799, size=2**20, tid=100, launch_at=456)
+    b.kernel(1100, 1105, "void at::native::reduce_kernel<512, 1>()", launch_at=1100)
+    return open_trace(b.write(tmp_path / "step.sqlite"))
+
+
+def test_kernel_time_is_kernels_and_copies_stand_apart(trace):
+    table = breakdown_table(trace).set_index("Phase")
+    forward = table.loc["forward"]
+    assert forward[["Kernels", "Kernel Time (ns)", "Memcpy Time (ns)"]].tolist() == [3, 160, 0]
+    assert forward[["matmul (%)", "softmax (%)"]].tolist() == [62.5, 37.5]
+    backward = table.loc["backward"]
+    assert backward[["Kernels", "Kernel Time (ns)", "Memcpy Time (ns)", "Memset Time (ns)"]].tolist() == [3, 260, 30, 4]
+    assert backward[["Memcpy (MiB)", "Memset (MiB)"]].tolist() == [4.0, 1.0]
+    assert backward[["matmul (%)", "elementwise (%)", "memory (%)"]].tolist() == [76.9, 19.2, 3.8]  # FILL kernel
+    assert table.loc["optimizer", "optimizer (%)"] == 100.0
+    assert table.loc["(whole trace)", ["Kernels", "Kernel Time (ns)"]].tolist() == [8, 455]
+    every = breakdown_table(trace, ops="all").set_index("Phase")
+    assert every.loc["backward", ["GPU Ops", "GPU Op Time (ns)"]].tolist() == [5, 294]  # 260 + 30 + 4
+    assert every.loc["backward", "memory (%)"] == pytest.approx(100 * (10 + 30 + 4) / 294, abs=0.05)
+    same = breakdown_table(trace, same_thread=True).set_index("Phase")
+    assert same.loc["backward", "Kernel Time (ns)"] == 10
+
+
+def test_busy_and_idle_on_one_gpu(trace):
+    gpus = gpu_table(trace).set_index(["Phase", "GPU"])
+    # forward ran 50-150, 150-190, 200-220 on cuda:0: span 170, busy 160
+    assert gpus.loc[("forward", "cuda:0"), ["Busy (ns)", "Span (ns)", "Idle (ns)"]].tolist() == [160, 170, 10]
+    # backward: fill 410-420, gemm 500-700, add 700-750, copy 760-790, set 795-799 -> busy 294 of 389
+    assert gpus.loc[("backward", "cuda:0"), ["Busy (ns)", "Span (ns)", "Idle (ns)"]].tolist() == [294, 389, 95]
+    for column in ("Busy (ns)", "Span (ns)", "Idle (ns)"):  # one GPU: sum, mean and any are that GPU
+        assert gpus.loc[("backward", "sum of GPUs"), column] == gpus.loc[("backward", "cuda:0"), column]
+        assert gpus.loc[("backward", "any GPU busy"), column] == gpus.loc[("backward", "cuda:0"), column]
+
+
+def test_busy_and_idle_on_two_gpus(tmp_path):
+    """Two GPUs that take turns: each idles while the other works; "any GPU busy" sees no idle at all."""
+    b = ExportBuilder("2026.2")
+    b.push_pop(0, 1000, "step", tid=100)
+    b.kernel(100, 200, GEMM, device=0, launch_at=10)
+    b.kernel(200, 300, GEMM, device=1, launch_at=20)
+    b.kernel(300, 400, ADD, device=0, launch_at=30)
+    b.kernel(400, 450, ADD, device=1, launch_at=40)
+    trace = open_trace(b.write(tmp_path / "two.sqlite"))
+    gpus = gpu_table(trace, ["step"]).set_index(["Phase", "GPU"]).loc["step"]
+    assert gpus.loc["cuda:0", ["Busy (ns)", "Span (ns)", "Idle (ns)"]].tolist() == [200, 300, 100]
+    assert gpus.loc["cuda:1", ["Busy (ns)", "Span (ns)", "Idle (ns)"]].tolist() == [150, 250, 100]
+    assert gpus.loc["sum of GPUs", ["Busy (ns)", "Span (ns)", "Idle (ns)"]].tolist() == [350, 550, 200]
+    assert gpus.loc["mean per GPU", ["Busy (ns)", "Span (ns)", "Idle (ns)"]].tolist() == [175, 275, 100]
+    assert gpus.loc["any GPU busy", ["Busy (ns)", "Span (ns)", "Idle (ns)"]].tolist() == [350, 350, 0]
+    assert gpus.loc["cuda:0", "Idle (%)"] == 33.3
+
+
+def test_copies_by_direction(trace):
+    copies = phase_breakdown(trace).table("copies").set_index(["Phase", "Operation"])
+    assert copies.loc[("backward", "memcpy HtoD"), ["Count", "Time (ns)", "MiB"]].tolist() == [1, 30, 4.0]
+    assert copies.loc[("backward", "memset"), ["Count", "Time (ns)", "MiB"]].tolist() == [1, 4, 1.0]
+
+
+@pytest.mark.parametrize("export", shared_export_paths(), ids=lambda path: path.name)
+def test_breakdown_equals_kernels_by_category_on_real_exports(shared_traces, export, cli):
+    """Whole trace and every phase that matches: kernel time = the kernels' total, shares = Time (%);
+    --ops all = kernels + copies + sets."""
+    trace = open_trace(export)
+    names = trace.ranges["name"].astype(str) if not trace.ranges.empty else pd.Series([], dtype=str)
+    phases = ["=" + name for name in names.value_counts().index[:3]]  # real names of this trace as literal specs
+    table = breakdown_table(trace, phases or None).set_index("Phase")
+    everything = breakdown_table(trace, phases or None, ops="all").set_index("Phase")
+    ops = trace.gpu_ops
+    for phase in table.index:
+        ranges = None if phase == "(whole trace)" else [phase]
+        if phase != "(whole trace)" and table.loc[phase, "Kernels"] == 0:
+            continue
+        expected = category_table(trace, ranges=ranges).set_index("Category")
+        assert table.loc[phase, "Kernel Time (ns)"] == expected["Total Time (ns)"].sum()
+        for category, row in expected.iterrows():
+            share = table.loc[phase].get(f"{category} (%)", 0.0)
+            assert share == row["Time (%)"], (phase, category)
+        assert everything.loc[phase, "GPU Op Time (ns)"] == (
+            table.loc[phase, "Kernel Time (ns)"] + table.loc[phase, "Memcpy Time (ns)"]
+            + table.loc[phase, "Memset Time (ns)"]
+        )  # fmt: skip
+    whole = table.loc["(whole trace)"]
+    kernels = (ops["kind"] == "kernel").to_numpy()
+    assert whole["Kernel Time (ns)"] == int(ops["duration"].to_numpy()[kernels].sum())
+    printed = pd.read_csv(io.StringIO(cli("kernels", export, "--by", "category", "--format", "csv").stdout))
+    assert whole["Kernel Time (ns)"] == printed["Total Time (ns)"].sum()
+    assert np.isclose(whole["Memcpy (MiB)"] * 2**20, ops.loc[(ops["kind"] == "memcpy").to_numpy(), "bytes"].sum())

@@ -1,0 +1,79 @@
+"""When the GPUs were busy: per device and across devices, over groups of GPU ops (phase instances).
+
+A GPU is busy while any GPU op (kernel, memcpy or memset) runs on it; overlapping ops (concurrent
+streams) count once. Over one group of ops (one phase instance), a device's span runs from its first
+op's start to its last op's end, and its idle time is span - busy: the gaps in which it waited
+(launch latency, synchronisation, the CPU). Per phase, busy, span and idle are summed over the
+phase's instances. Across devices:
+- "sum of GPUs" adds the devices' figures (GPU-seconds), "mean per GPU" divides the sum by the number
+  of devices that ran anything in the phase;
+- "any GPU busy" treats all devices as one: busy while at least one runs something, idle only when
+  every device is idle, span from the first op on any device to the last.
+Everything is vector work on sorted int64 keys, no loop over ops.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from tracekit.analysis.attribution import merge_intervals
+
+SUM, MEAN, ANY = "sum of GPUs", "mean per GPU", "any GPU busy"
+
+
+def union_length(start: np.ndarray, end: np.ndarray, group: np.ndarray, groups: int) -> np.ndarray:
+    """Per group: total length of the union of its [start, end) intervals (overlaps counted once), ns."""
+    result = np.zeros(groups, dtype=np.int64)
+    if len(start) == 0:
+        return result
+    t0 = int(start.min())
+    span = int(max(end.max(), start.max())) - t0 + 2
+    keyed_start = group.astype(np.int64) * span + (start - t0)
+    keyed_end = group.astype(np.int64) * span + (end - t0)
+    merged_start, merged_end = merge_intervals(keyed_start, keyed_end)
+    owner = merged_start // span  # sorted: merged intervals come in group order
+    first = np.flatnonzero(np.concatenate(([True], owner[1:] != owner[:-1])))
+    result[owner[first]] = np.add.reduceat(merged_end - merged_start, first)
+    return result
+
+
+def busy_span(start: np.ndarray, end: np.ndarray, group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per group code (0..max): busy time (union of its ops) and span (last end - first start), ns."""
+    groups = int(group.max()) + 1 if len(group) else 0
+    busy = union_length(start, end, group, groups)
+    first = np.full(groups, np.iinfo(np.int64).max)
+    last = np.full(groups, np.iinfo(np.int64).min)
+    np.minimum.at(first, group, start)
+    np.maximum.at(last, group, end)
+    span = np.where(first <= last, last - first, 0)
+    return busy, span
+
+
+def device_busy(ops: pd.DataFrame, instance: np.ndarray) -> pd.DataFrame:
+    """Busy, span and idle (ns) of the ops with ``instance`` >= 0 (their phase instance): one row per
+    device ("cuda:N"), then the sum of GPUs, the mean per GPU and "any GPU busy" (see the module
+    docstring). Columns: GPU, Busy (ns), Span (ns), Idle (ns), Idle (%) of the span."""
+    inside = instance >= 0
+    start, end = ops["start"].to_numpy()[inside], ops["end"].to_numpy()[inside]
+    devices, device_codes = np.unique(ops["device"].to_numpy()[inside], return_inverse=True)
+    owner = instance[inside].astype(np.int64)
+    rows = []
+    if len(devices):
+        # one group per (instance, device): each device's span is measured inside each instance
+        busy, span = busy_span(start, end, owner * len(devices) + device_codes)
+        by_device_busy = np.bincount(np.arange(len(busy)) % len(devices), weights=busy, minlength=len(devices))
+        by_device_span = np.bincount(np.arange(len(span)) % len(devices), weights=span, minlength=len(devices))
+        for device, device_busy_ns, device_span_ns in zip(devices, by_device_busy, by_device_span):
+            rows.append((f"cuda:{int(device)}", int(device_busy_ns), int(device_span_ns)))
+        total_busy, total_span = int(by_device_busy.sum()), int(by_device_span.sum())
+        rows.append((SUM, total_busy, total_span))
+        rows.append((MEAN, total_busy / len(devices), total_span / len(devices)))
+        any_busy, any_span = busy_span(start, end, owner)
+        rows.append((ANY, int(any_busy.sum()), int(any_span.sum())))
+    table = pd.DataFrame(rows, columns=["GPU", "Busy (ns)", "Span (ns)"])
+    table["Idle (ns)"] = table["Span (ns)"] - table["Busy (ns)"]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        table["Idle (%)"] = np.where(table["Span (ns)"] > 0, table["Idle (ns)"] * 100.0 / table["Span (ns)"], 0.0)
+    table["Idle (%)"] = np.round(table["Idle (%)"].to_numpy(float), 1)
+    return table
