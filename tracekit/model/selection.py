@@ -52,12 +52,14 @@ def op_name(name: str) -> str:
 @dataclass(frozen=True)
 class Pattern:
     """One part of a spec: an ``fnmatch`` pattern (the name's own metacharacters bracketed), the exact
-    name when the part has no wildcard, and literal pieces every matching name contains (``chunks``:
-    what a reader may prefilter on; a superset, the pattern decides)."""
+    name when the part has no wildcard, literal pieces every matching name contains (``chunks``) and
+    the literal text it starts with (``prefix``, "" when it starts with a wildcard): what a reader may
+    prefilter on (a superset; the pattern decides)."""
 
     pattern: str
     exact: str | None
     chunks: tuple[str, ...]
+    prefix: str = ""
 
     def matches(self, name: str) -> bool:
         return name == self.exact if self.exact is not None else fnmatchcase(name, self.pattern)
@@ -74,25 +76,28 @@ def parse_spec(spec: str) -> list[Pattern]:
         name = spec[len(LITERAL) :]
         if not name:
             raise UsageError("empty literal range name: give it after '=', e.g. ={'op': 'add'}")
-        return [Pattern(_literal(name), name, (name,))]
+        return [Pattern(_literal(name), name, (name,), name)]
     parts: list[Pattern] = []
-    pattern, literal, chunks, wild = [], [], [], False
+    pattern, literal, chunks, wild, prefix = [], [], [], False, None
     index = 0
 
     def close_chunk() -> None:
+        nonlocal prefix
+        if prefix is None:  # the first wildcard ends the prefix
+            prefix = "".join(literal)
         if literal:
             chunks.append("".join(literal))
             literal.clear()
 
     def close_part() -> None:
-        nonlocal wild
+        nonlocal wild, prefix
         close_chunk()
         if pattern:
             text = "".join(pattern)
-            parts.append(Pattern(text, None if wild else "".join(chunks), tuple(chunks)))
+            parts.append(Pattern(text, None if wild else "".join(chunks), tuple(chunks), prefix or ""))
         pattern.clear()
         chunks.clear()
-        wild = False
+        wild, prefix = False, None
 
     while index < len(spec):
         char = spec[index]

@@ -117,10 +117,22 @@ def _name_filter(patterns: Collection[Pattern]) -> str:
         return "1"  # a pattern of wildcards alone can match any name
 
     def on(column: str) -> str:
-        tests = [" AND ".join(f"instr({column}, {_quote(chunk)}) > 0" for chunk in p.chunks) for p in patterns]
-        return " OR ".join(f"({test})" for test in tests) or "0"
+        return " OR ".join(f"({_pattern_test(column, pattern)})" for pattern in patterns) or "0"
 
     return f"ifnull(domainId, 0) != 0 OR {on('text')} OR textId IN (SELECT id FROM StringIds WHERE {on('value')})"
+
+
+def _pattern_test(column: str, pattern: Pattern) -> str:
+    """SQL true for every text ``pattern`` can match (and some more). Comparisons on a literal prefix
+    are much cheaper than searching the text (SQLite compares TEXT bytewise, in code point order)."""
+    if pattern.exact is not None:  # the name, or the name of an emit_nvtx op: "aten::mm, seq = 1, ..."
+        name = _quote(pattern.exact)
+        return f"{column} = {name} OR ({column} >= {_quote(pattern.exact + ', ')} AND {column} < {_quote(pattern.exact + ',!')})"
+    tests = [f"instr({column}, {_quote(chunk)}) > 0" for chunk in pattern.chunks if chunk != pattern.prefix]
+    if pattern.prefix:
+        upper = pattern.prefix[:-1] + chr(ord(pattern.prefix[-1]) + 1)
+        tests.insert(0, f"{column} >= {_quote(pattern.prefix)} AND {column} < {_quote(upper)}")
+    return " AND ".join(tests)
 
 
 def _quote(text: str) -> str:
