@@ -37,24 +37,28 @@ def time_column(ops: str) -> str:
     return "Kernel Time (ns)" if ops == "kernels" else "GPU Op Time (ns)"
 
 
-def phase_intervals(trace: Trace, phases: list[str], same_thread: bool = False) -> dict[str, tuple[int, np.ndarray]]:
+def phase_intervals(
+    trace: Trace, phases: list[str], same_thread: bool = False, domain: str | None = None
+) -> dict[str, tuple[int, np.ndarray]]:
     """Per phase spec: its number of range instances, and for every GPU op the merged phase interval
     its launch fell in (-1 outside the phase). Reads only the ranges the specs name; computed once per
     trace for the same phases (breakdown and a report's comparison both ask)."""
 
     def compute() -> dict[str, tuple[int, np.ndarray]]:
-        selection = select(trace, phases, load_too=["gpu_ops", "launches"])
+        selection = select(trace, phases, load_too=["gpu_ops", "launches"], domain=domain)
         return {phase: (len(selection.of(phase)), interval_of_ops(trace, selection.of(phase), same_thread))
                 for phase in phases}  # fmt: skip
 
-    return trace.derived(f"phase_intervals:{same_thread}:" + "\0".join(phases), compute)
+    return trace.derived(f"phase_intervals:{same_thread}:{domain}:" + "\0".join(phases), compute)
 
 
-def phases_with_whole(trace: Trace, phases: list[str] | None, same_thread: bool) -> list[tuple[str, int, np.ndarray]]:
+def phases_with_whole(
+    trace: Trace, phases: list[str] | None, same_thread: bool, domain: str | None = None
+) -> list[tuple[str, int, np.ndarray]]:
     """(phase, instances, interval per op) for each phase, then the whole trace as one instance.
     UsageError when phases were asked for and none matched."""
     phases = list(phases or DEFAULT_PHASES)
-    intervals = phase_intervals(trace, phases, same_thread)  # loads the tables together: first
+    intervals = phase_intervals(trace, phases, same_thread, domain)  # loads the tables together: first
     kernel_mask(trace, ops="all")  # raises a clear error for a trace without GPU work
     if not any(instances for instances, _ in intervals.values()) and phases != list(DEFAULT_PHASES):
         raise UsageError(f"no NVTX range matches {', '.join(phases)} in {trace.name}")
@@ -63,14 +67,18 @@ def phases_with_whole(trace: Trace, phases: list[str] | None, same_thread: bool)
 
 
 def breakdown_table(
-    trace: Trace, phases: list[str] | None = None, same_thread: bool = False, ops: str = "kernels"
+    trace: Trace,
+    phases: list[str] | None = None,
+    same_thread: bool = False,
+    ops: str = "kernels",
+    domain: str | None = None,
 ) -> pd.DataFrame:
     """Rows: each phase, then the whole trace. Columns: Phase, Instances, Kernels (ops counted),
     Kernel Time (ns) (or GPU Op Time with ``ops`` "all"), Memcpy Time (ns), Memcpy (MiB), Memset Time
     (ns), Memset (MiB), then "<category> (%)" of the time for every category that has time anywhere."""
     if ops not in OPS_CHOICES:
         raise UsageError(f"unknown --ops {ops!r}; choose one of {', '.join(OPS_CHOICES)}")
-    parts = phases_with_whole(trace, phases, same_thread)
+    parts = phases_with_whole(trace, phases, same_thread, domain)
     gpu_ops = trace.gpu_ops
     kind = gpu_ops["kind"].to_numpy()
     counted = (kind == "kernel") if ops == "kernels" else np.ones(len(gpu_ops), dtype=bool)
@@ -98,12 +106,14 @@ def breakdown_table(
     return table.loc[:, leading + shares]
 
 
-def gpu_table(trace: Trace, phases: list[str] | None = None, same_thread: bool = False) -> pd.DataFrame:
+def gpu_table(
+    trace: Trace, phases: list[str] | None = None, same_thread: bool = False, domain: str | None = None
+) -> pd.DataFrame:
     """Per phase (and the whole trace): each GPU's busy, span and idle, their sum, mean, and the "any
     GPU busy" figure (``busy.device_busy``). Columns: Phase, GPU, Busy (ns), Span (ns), Idle (ns),
     Idle (%)."""
     frames = []
-    for phase, instances, interval in phases_with_whole(trace, phases, same_thread):
+    for phase, instances, interval in phases_with_whole(trace, phases, same_thread, domain):
         if instances:
             table = device_busy(trace.gpu_ops, interval)
             table.insert(0, PHASE, phase)
@@ -111,14 +121,16 @@ def gpu_table(trace: Trace, phases: list[str] | None = None, same_thread: bool =
     return pd.concat(frames, ignore_index=True)
 
 
-def copy_table(trace: Trace, phases: list[str] | None = None, same_thread: bool = False) -> pd.DataFrame:
+def copy_table(
+    trace: Trace, phases: list[str] | None = None, same_thread: bool = False, domain: str | None = None
+) -> pd.DataFrame:
     """Memory copies and sets per phase and direction ("memcpy HtoD", "memset"): Phase, Operation,
     Count, Time (ns), MiB. Empty when the trace has none."""
     gpu_ops = trace.gpu_ops
     moves = (gpu_ops["kind"] != "kernel").to_numpy()
     names = gpu_ops["name"].astype(object).to_numpy()
     rows = []
-    for phase, _, interval in phases_with_whole(trace, phases, same_thread):
+    for phase, _, interval in phases_with_whole(trace, phases, same_thread, domain):
         mine = moves & (interval >= 0)
         if not mine.any():
             continue
@@ -133,16 +145,20 @@ def copy_table(trace: Trace, phases: list[str] | None = None, same_thread: bool 
 
 
 def phase_breakdown(
-    trace: Trace, phases: list[str] | None = None, same_thread: bool = False, ops: str = "kernels"
+    trace: Trace,
+    phases: list[str] | None = None,
+    same_thread: bool = False,
+    ops: str = "kernels",
+    domain: str | None = None,
 ) -> Result:
     """``tracekit breakdown``: the phase x category table, each GPU's busy and idle time per phase, the
     copies by direction, and a chart of the category shares of the phases found."""
-    table = breakdown_table(trace, phases, same_thread, ops)
+    table = breakdown_table(trace, phases, same_thread, ops, domain)
     tables = [
         Table("breakdown", table, f"GPU time by phase and category: {trace.name}"),
-        Table("gpus", gpu_table(trace, phases, same_thread), "Busy and idle time per GPU"),
+        Table("gpus", gpu_table(trace, phases, same_thread, domain), "Busy and idle time per GPU"),
     ]
-    copies = copy_table(trace, phases, same_thread)
+    copies = copy_table(trace, phases, same_thread, domain)
     if not copies.empty:
         tables.append(Table("copies", copies, "Memory copies and sets"))
     result = Result(tables)

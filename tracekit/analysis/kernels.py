@@ -87,13 +87,14 @@ def kernel_table(
     ranges: list[str] | None = None,
     per_instance: bool = False,
     same_thread: bool = False,
+    domain: str | None = None,
 ) -> pd.DataFrame:
     """``tracekit kernels``: the kernel summary of a trace, or of the GPU ops launched inside ``ranges``
     (range specs; see ``model.selection``). ``per_instance`` divides Total Time and Instances by the
     number of matching range instances (nested matches count once): the per-step figure.
     Time (%) is of all listed rows, before ``top`` cuts them.
     """
-    rows, instances = _selected_rows(trace, ops, ranges, same_thread)
+    rows, instances = _selected_rows(trace, ops, ranges, same_thread, domain)
     # The whole trace's summary is asked for by several tables of a report: computed once per trace.
     summarize = lambda: summarize_kernels(trace.gpu_ops, name=name, by_launch_config=by_launch_config, rows=rows)
     key = f"kernel_summary:{name}:{by_launch_config}:{ops}"
@@ -104,13 +105,13 @@ def kernel_table(
 
 
 def _selected_rows(
-    trace: Trace, ops: str, ranges: list[str] | None, same_thread: bool
+    trace: Trace, ops: str, ranges: list[str] | None, same_thread: bool, domain: str | None = None
 ) -> tuple[np.ndarray | None, int]:
     """Mask of GPU ops to summarize and the number of range instances they come from (1 for a whole trace)."""
     rows = kernel_mask(trace, ops)
     if not ranges:
         return rows, 1
-    chosen = select_ranges(trace, ranges)
+    chosen = select_ranges(trace, ranges, domain)
     inside = ops_in_ranges(trace, chosen, same_thread)
     if rows is not None:
         inside &= rows
@@ -167,9 +168,10 @@ def category_table(
     ranges: list[str] | None = None,
     per_instance: bool = False,
     same_thread: bool = False,
+    domain: str | None = None,
 ) -> pd.DataFrame:
     """``tracekit kernels --by category`` (optionally of the ops inside ``ranges``, per instance)."""
-    rows, instances = _selected_rows(trace, ops, ranges, same_thread)
+    rows, instances = _selected_rows(trace, ops, ranges, same_thread, domain)
     table = summarize_categories(trace, rows)
     return _per_instance(table, instances, [stats.TOTAL, stats.INSTANCES]) if per_instance else table
 
@@ -204,14 +206,16 @@ def kernel_summary(
     ranges: list[str] | None = None,
     per_instance: bool = False,
     same_thread: bool = False,
+    domain: str | None = None,
 ) -> Result:
-    """``tracekit kernels``: the kernel summary (``by`` "kernel") or the time per category ("category")."""
+    """``tracekit kernels``: the kernel summary (``by`` "kernel") or the time per category ("category");
+    ``ranges`` (specs) select the ops launched inside them, in NVTX ``domain`` when given."""
     ranges = list(ranges or [])
     if per_instance and not ranges:
         raise UsageError("--per-instance divides by the instances of --range: give --range too")
     where = f" inside {', '.join(ranges)}" + (" (per instance)" if per_instance else "") if ranges else ""
     if by == "category":
-        table = category_table(trace, ops=ops, ranges=ranges, per_instance=per_instance, same_thread=same_thread)
+        table = category_table(trace, ops, ranges, per_instance, same_thread, domain)
         return Result.of("categories", table, f"GPU time by category{where}: {trace.name}")
     if by != "kernel":
         raise UsageError(f"unknown --by {by!r}; choose kernel or category")
@@ -224,5 +228,6 @@ def kernel_summary(
         ranges=ranges,
         per_instance=per_instance,
         same_thread=same_thread,
+        domain=domain,
     )
     return Result.of("kernels", table, f"GPU kernels{where}: {trace.name}")

@@ -15,7 +15,7 @@ from tracekit.analysis import stats
 from tracekit.analysis.attribution import GPU_OPS, GPU_SPAN, GPU_TIME, range_gpu_stats
 from tracekit.errors import UsageError
 from tracekit.model.result import Result
-from tracekit.model.selection import known_names, match, subtree
+from tracekit.model.selection import domain_names, known_names, match, op_name, subtree
 from tracekit.model.trace import Trace
 
 RANGE = "Range"
@@ -27,21 +27,46 @@ GPU_SPAN_COLUMN = "GPU Span (ns)"
 NSYS_STYLES = {"pushpop": "PushPop", "startend": "StartEnd"}
 
 
-def range_table(trace: Trace, same_thread: bool = False, top: int | None = None) -> pd.DataFrame:
-    """``tracekit ranges``: per range name (and style), nsys nvtxsum's statistics of CPU durations
-    plus the GPU work launched inside: GPU Ops, GPU Time (ns, summed op durations), GPU Span (ns,
-    summed per-instance first-op-start to last-op-end), and the shallowest depth the name occurs at.
-    """
+def grouped_names(names: pd.Series, raw_names: bool = False) -> pd.Series:
+    """Range names as the tables group them: emit_nvtx ranges ("aten::mm, seq = 3, op_id = 7") by their
+    op ("aten::mm"), unless ``raw_names``; one string per distinct name, not per row."""
+    if raw_names:
+        return names
+    ops = [op_name(str(name)) for name in names.cat.categories]
+    op_codes, uniques = pd.factorize(pd.Series(ops, dtype=object))
+    codes = names.cat.codes.to_numpy()
+    mapped = np.where(codes >= 0, op_codes[np.maximum(codes, 0)] if len(ops) else -1, -1)
+    return pd.Series(pd.Categorical.from_codes(mapped, categories=pd.Index(uniques, dtype=object)), index=names.index)
+
+
+def ranges_of(trace: Trace, domain: str | None) -> pd.DataFrame:
+    """The trace's ranges, or those of one domain ("default": the default domain)."""
     ranges = trace.ranges
+    if domain is None:
+        return ranges
+    return ranges.loc[domain_names(ranges, domain)[1]]
+
+
+def range_table(
+    trace: Trace, same_thread: bool = False, top: int | None = None, raw_names: bool = False, domain: str | None = None
+) -> pd.DataFrame:
+    """``tracekit ranges``: per range name (emit_nvtx ranges by op unless ``raw_names``) and style,
+    nsys nvtxsum's statistics of CPU durations plus the GPU work launched inside: GPU Ops, GPU Time (ns,
+    summed op durations), GPU Span (ns, summed per-instance first-op-start to last-op-end), and the
+    shallowest depth the name occurs at. With ``raw_names`` the rows are nvtxsum's rows.
+    """
+    ranges = ranges_of(trace, domain)
     if ranges.empty:
+        where = f" in domain {domain}" if domain else ""
         raise UsageError(
-            f"{trace.name} has no NVTX ranges: capture with nsys --trace=nvtx and annotate the code "
+            f"{trace.name} has no NVTX ranges{where}: capture with nsys --trace=nvtx and annotate the code "
             "(the workloads here do; `tracekit capture` records them)"
         )
     gpu = range_gpu_stats(trace, ranges, same_thread)
+    names = grouped_names(ranges["name"], raw_names)
     # Group on integer codes (name code * 2 + style code): factorizing millions of strings costs seconds.
     style_codes = ranges["style"].cat.codes.to_numpy().astype(np.int64)
-    group = ranges["name"].cat.codes.to_numpy().astype(np.int64) * 2 + style_codes
+    group = names.cat.codes.to_numpy().astype(np.int64) * 2 + style_codes
     table = stats.grouped_stats(group, ranges["duration"].to_numpy())
     codes = table.index.to_numpy()
     sums = {
@@ -51,10 +76,10 @@ def range_table(trace: Trace, same_thread: bool = False, top: int | None = None)
     # A Series grouped and reduced is a Series; pandas annotates groupby reductions with every scalar type too.
     depth_per_group = cast(pd.Series, pd.Series(ranges["depth"].to_numpy()).groupby(group).min())
     depth = depth_per_group.reindex(codes).to_numpy()
-    names = np.asarray(ranges["name"].cat.categories, dtype=object)[codes // 2]
+    labels = np.asarray(names.cat.categories, dtype=object)[codes // 2]
     styles = np.array([NSYS_STYLES[style] for style in ranges["style"].cat.categories], dtype=object)[codes % 2]
     extra = {DEPTH: depth, **{column: values.astype(np.int64) for column, values in sums.items()}}
-    table = stats.finish(table, {RANGE: names, STYLE: styles}, extra)
+    table = stats.finish(table, {RANGE: labels, STYLE: styles}, extra)
     table = table.loc[:, stats.STAT_COLUMNS + [STYLE, *extra, RANGE]]  # nsys's order, the name last
     return table.head(top) if top else table
 
@@ -111,14 +136,17 @@ def _preorder(tree: pd.DataFrame) -> np.ndarray:
     return np.lexsort((-tree["end"].to_numpy(), tree["start"].to_numpy()))
 
 
-def range_within(trace: Trace, parent_spec: str, same_thread: bool = False) -> pd.DataFrame:
-    """Children of the ranges matching ``parent_spec``, by name: their CPU and GPU time and share of
-    the parents' (e.g. attention scores vs softmax vs attention output inside attention).
+def range_within(
+    trace: Trace, parent_spec: str, same_thread: bool = False, raw_names: bool = False, domain: str | None = None
+) -> pd.DataFrame:
+    """Children of the ranges matching ``parent_spec`` (in ``domain`` when given), by name (emit_nvtx
+    ranges by op unless ``raw_names``): their CPU and GPU time and share of the parents' (e.g. attention
+    scores vs softmax vs attention output inside attention).
 
     Columns: Range, Instances, CPU (ns), CPU (%), GPU Time (ns), GPU (%) of the parents' totals.
     """
     ranges = trace.ranges
-    parents = ranges.loc[match(ranges, parent_spec)] if not ranges.empty else ranges
+    parents = ranges.loc[match(ranges, parent_spec, domain)] if not ranges.empty else ranges
     if parents.empty:
         raise UsageError(f"no NVTX range matches {parent_spec!r} in {trace.name}; {known_names(trace)}")
     children = ranges.loc[np.isin(ranges["parent"].to_numpy(), parents["range_id"].to_numpy())]
@@ -130,7 +158,7 @@ def range_within(trace: Trace, parent_spec: str, same_thread: bool = False) -> p
     gpu_total = float(parent_gpu[GPU_TIME].sum())
     frame = pd.DataFrame(
         {
-            RANGE: children["name"].astype(object).to_numpy(),
+            RANGE: grouped_names(children["name"], raw_names).astype(object).to_numpy(),
             "cpu": children["duration"].to_numpy(),
             "gpu": child_gpu[GPU_TIME].to_numpy(),
         }
@@ -167,11 +195,23 @@ def range_summary(
     max_depth: int | None = None,
     within: str | None = None,
     same_thread: bool = False,
+    raw_names: bool = False,
+    domain: str | None = None,
 ) -> Result:
     """``tracekit ranges``: the range table, or (``tree``) one instance as a tree, or (``within``) the
-    children of the matching ranges."""
+    children of the matching ranges. emit_nvtx ranges are grouped by op unless ``raw_names``; ``domain``
+    keeps one NVTX domain ("default" for the default one)."""
     if tree:
         return Result.of("tree", range_tree(trace, root, instance, max_depth, same_thread), f"Range tree: {trace.name}")
     if within:
-        return Result.of("within", range_within(trace, within, same_thread), f"Inside {within}: {trace.name}")
-    return Result.of("ranges", range_table(trace, same_thread, top), f"NVTX ranges: {trace.name}")
+        table = range_within(trace, within, same_thread, raw_names, domain)
+        return Result.of("within", table, f"Inside {within}: {trace.name}")
+    table = range_table(trace, same_thread, top, raw_names, domain)
+    notes = []
+    if not raw_names:
+        names = trace.ranges["name"].cat.categories
+        ops = {op_name(str(name)) for name in names}
+        if len(ops) < len(names):
+            notes.append(f"emit_nvtx ranges grouped by op: {len(names):,} names in {len(ops):,} rows (--raw-names keeps "
+                         "every name apart, as nsys's nvtxsum does)")  # fmt: skip
+    return Result.of("ranges", table, f"NVTX ranges: {trace.name}", notes)

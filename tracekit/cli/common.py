@@ -102,14 +102,16 @@ def phases_option(help_text: str):
     )
 
 
+domain_option = click.option(
+    "--domain",
+    default=None,
+    metavar="NAME",
+    help="only ranges of this NVTX domain (`default` for the default one); specs then match names without the "
+    "'NAME:' prefix",
+)
 top_option = click.option(
     "--top", type=click.IntRange(min=1), default=None, help="only the N rows with the most total time"
 )
-
-
-def split_specs(text: str) -> list[str]:
-    """ "forward, backward" -> ["forward", "backward"]."""
-    return [spec.strip() for spec in text.split(",") if spec.strip()]
 
 
 def emit(result: Result, fmt: str, output: str | None, unit: str = "ns") -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import click
 
 from tracekit.cli.common import (
+    domain_option,
     emit,
     nsys_option,
     ops_option,
@@ -16,7 +17,6 @@ from tracekit.cli.common import (
     phases_option,
     range_option,
     same_thread_option,
-    split_specs,
     top_option,
     unit_option,
 )
@@ -43,12 +43,15 @@ from tracekit.cli.common import (
 )
 @ops_option
 @range_option
+@domain_option
 @click.option("--per-instance", is_flag=True, help="divide totals and counts by the number of --range instances")
 @same_thread_option
 @unit_option()
 @nsys_option
 @output_options
-def kernels(trace, top, name, by_launch_config, by, ops, ranges, per_instance, same_thread, unit, nsys, fmt, output):
+def kernels(
+    trace, top, name, by_launch_config, by, ops, ranges, domain, per_instance, same_thread, unit, nsys, fmt, output
+):
     """Top GPU kernels of TRACE: nsys's kernel summary (gpukernsum), or time per category."""
     from tracekit.analysis.kernels import kernel_summary
     from tracekit.sources import open_trace
@@ -65,6 +68,7 @@ def kernels(trace, top, name, by_launch_config, by, ops, ranges, per_instance, s
         ranges=list(ranges),
         per_instance=per_instance,
         same_thread=same_thread,
+        domain=domain,
     )
     emit(result, fmt, output, unit)
 
@@ -93,34 +97,46 @@ def kernels(trace, top, name, by_launch_config, by, ops, ranges, per_instance, s
     metavar="SPEC",
     help="the children of these ranges, with their share of the parents' CPU and GPU time",
 )
+@click.option(
+    "--raw-names",
+    is_flag=True,
+    help="one row per distinct name, as nsys's nvtxsum (default: emit_nvtx ranges 'aten::mm, seq = 3, op_id = 7' "
+    "grouped by op)",
+)
+@domain_option
 @same_thread_option
 @unit_option()
 @nsys_option
 @output_options
-def ranges(trace, top, tree, root, instance, max_depth, within, same_thread, unit, nsys, fmt, output):
+def ranges(
+    trace, top, tree, root, instance, max_depth, within, raw_names, domain, same_thread, unit, nsys, fmt, output
+):
     """NVTX ranges of TRACE: nsys's range summary (nvtxsum) plus the GPU work launched inside each."""
     from tracekit.analysis.ranges import range_summary
     from tracekit.sources import open_trace
 
-    result = range_summary(open_trace(trace, nsys), top, tree, root, instance, max_depth, within, same_thread)
+    trace_ = open_trace(trace, nsys)
+    result = range_summary(trace_, top, tree, root, instance, max_depth, within, same_thread, raw_names, domain)
     emit(result, fmt, output, unit)
 
 
 @click.command()
 @click.argument("trace", type=click.Path())
 @phases_option("the phases: comma-separated range specs (names, paths, globs)")
+@domain_option
 @ops_option
 @same_thread_option
 @unit_option()
 @nsys_option
 @output_options
-def breakdown(trace, phases, ops, same_thread, unit, nsys, fmt, output):
+def breakdown(trace, phases, domain, ops, same_thread, unit, nsys, fmt, output):
     """Kernel time by category (matmul, elementwise, softmax, ...) per phase, copies beside it, and each
     GPU's busy and idle time."""
     from tracekit.analysis.breakdown import phase_breakdown
+    from tracekit.model.selection import split_specs
     from tracekit.sources import open_trace
 
-    emit(phase_breakdown(open_trace(trace, nsys), split_specs(phases), same_thread, ops), fmt, output, unit)
+    emit(phase_breakdown(open_trace(trace, nsys), split_specs(phases), same_thread, ops, domain), fmt, output, unit)
 
 
 @click.command()
@@ -148,6 +164,8 @@ def diff(a, b, phases, by, top, ops, same_thread, unit, nsys, fmt, output):
 
     first, second = open_trace(a, nsys), open_trace(b, nsys)
     snapshots, notes = run_snapshots([a, b]) if by is None else (None, [])
+    from tracekit.model.selection import split_specs
+
     result = trace_diff(first, second, split_specs(phases), by, top, ops, same_thread, snapshots, labels=(a, b))
     result.notes += notes
     emit(result, fmt, output, unit)
