@@ -1,9 +1,18 @@
 """Kernel categories on real kernel names (../shared/traces) and on names of common libraries."""
 
+import csv
+import gzip
+import json
+from pathlib import Path
+
 import pytest
+from conftest import SHARED, shared_export_paths
+from nsys_builder import ExportBuilder
 
 from tracekit.analysis.categories import CATEGORIES, CATEGORY_RULES, categorize_name
-from tracekit.sources.nsys import read_nsys_export
+from tracekit.analysis.kernel_names import rule_text, split_name
+from tracekit.analysis.kernels import category_table
+from tracekit.sources import open_trace
 
 KNOWN = {
     # real names from ../shared/traces
@@ -56,7 +65,7 @@ KNOWN = {
     "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_3_64x64x64_4x1x1_kernel0_0": "attention",
     "ampere_sgemm_128x64_tn": "matmul",
     "triton_tem_fused_addmm_0": "matmul",
-    "triton_red_fused__softmax_0": "softmax",
+    "triton_red_fused__softmax_0": "reduction",  # Triton by prefix: what it fused does not decide
     "triton_per_fused_add_mean_mul_pow_rsqrt_1": "reduction",
     "triton_poi_fused_mul_silu_2": "elementwise",
     "void cunn_SoftMaxForward<4, float, float, float, cunn::SoftMaxForwardEpilogue>(float *, const float *, int)": "softmax",
@@ -72,20 +81,111 @@ def test_known_names(name, category):
     assert categorize_name(name) == category
 
 
-def test_rules_are_ordered_data():
-    assert [category for category, _ in CATEGORY_RULES][:5] == [
-        "communication",
-        "optimizer",
-        "attention",
-        "convolution",
-        "matmul",
-    ]
-    assert CATEGORIES[-1] == "other"
+def test_rules_are_ordered_data_with_reasons():
+    order = [category for category, _, _ in CATEGORY_RULES]
+    assert order[:3] == ["elementwise", "reduction", "matmul"]  # Triton's prefixes first
+    general_matmul = len(order) - 1 - order[::-1].index("matmul")  # after Triton's template rule
+    assert order.index("convolution") < order.index("fft") < general_matmul < order.index("memory")
+    assert all(len(reason) > 20 for _, _, reason in CATEGORY_RULES)
+    assert CATEGORIES[-1] == "other" and set(order) <= set(CATEGORIES)
 
 
-def test_every_real_kernel_gets_a_category(shared_traces):
-    for export in sorted(shared_traces.glob("*.sqlite")):
-        names = read_nsys_export(export).gpu_ops["name"].cat.categories
-        categories = {name: categorize_name(name) for name in names}
-        # every kernel of these real traces is something we can name
-        assert "other" not in set(categories.values()), [n for n, c in categories.items() if c == "other"]
+def test_rules_read_the_base_name_and_a_generic_kernels_first_template_argument():
+    fft_conv = ("void fft2d_r2c_32x32<float, (bool)0, (unsigned int)1, (bool)0>(float2 *, const T1 *, int, "
+                "cudnn::reduced_divisor, bool, int2, int, int)")  # fmt: skip
+    assert rule_text(fft_conv) == "fft2d_r2c_32x32"  # the parameter list (reduced_divisor) is never read
+    assert categorize_name(fft_conv) == "convolution"
+    add = ("void at::native::vectorized_elementwise_kernel<(int)4, at::native::CUDAFunctor_add<float>, "
+           "std::array<char *, (unsigned long)3>>(int, T2, T3)")  # fmt: skip
+    assert rule_text(add) == "at::native::vectorized_elementwise_kernel at::native::CUDAFunctor_add<float>"
+    conv = "void cutlass_cudnn_infer::Kernel<cutlass_tensorop_s1688fprop_optimized_tf32_64x64_32x5_nhwc_align4>(T1::Params)"
+    assert rule_text(conv).endswith("s1688fprop_optimized_tf32_64x64_32x5_nhwc_align4")
+    gemv = ("std::enable_if<!T7, void>::type internal::gemvx::kernel<int, int, float2, (bool)0>"
+            "(cublasGemvParamsEx<int, float2>)")  # fmt: skip
+    assert split_name(gemv)[0] == "internal::gemvx::kernel" and categorize_name(gemv) == "matmul"
+    assert split_name("ampere_sgemm_128x64_tn") == ("ampere_sgemm_128x64_tn", [])
+    # a kernel whose parameters mention attention is not attention
+    assert categorize_name("void my_scale_kernel(AttentionKernel<float>::Params)") == "other"
+
+
+LABELLED = Path(__file__).with_name("data") / "kernel_names.csv"
+
+
+def labelled_names() -> list[dict]:
+    with open(LABELLED, newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_rules_on_real_names_from_public_sources():
+    """Over a thousand real kernel names from public traces and fixtures, each labelled by what the kernel
+    does (independently of these rules; tests/data/kernel_names.csv says where each name was found)."""
+    rows = labelled_names()
+    sources = {row["source"].split(":")[0] for row in rows}
+    assert len(rows) >= 300 and len(sources - {"shared"}) >= 5
+    assert {row["category"] for row in rows} <= set(CATEGORIES)
+    wrong = [(row["category"], categorize_name(row["name"]), row["name"][:100]) for row in rows
+             if categorize_name(row["name"]) != row["category"]]  # fmt: skip
+    assert len(wrong) <= 0.08 * len(rows), wrong[:40]  # 92.6% agree when this was written
+    # A named category never swapped for another on the families the rules name outright.
+    for family, category in (("cijk_", "matmul"), ("nccl", "communication"), ("scudnn", "convolution"),
+                             ("triton_poi_", "elementwise"), ("flash_fwd", "attention")):  # fmt: skip
+        named = [row for row in rows if family in row["name"].lower() and row["category"] == category]
+        assert named and all(categorize_name(row["name"]) == category for row in named), family
+
+
+def real_deep_learning_exports() -> list[Path]:
+    return [path for path in shared_export_paths() if "cuda_matmul" not in path.name]
+
+
+@pytest.mark.parametrize("export", real_deep_learning_exports(), ids=lambda path: path.name)
+def test_little_kernel_time_is_unclassified(export, shared_traces):
+    """At most 5 % of kernel time in "other" on every deep-learning export in ../shared."""
+    table = category_table(open_trace(export)).set_index("Category")
+    assert table.loc["other", "Time (%)"] <= 5.0, table
+
+
+def kineto_traces() -> list[Path]:
+    folder = SHARED / "kineto"
+    return sorted(folder.rglob("*.json*")) if folder.is_dir() else []
+
+
+@pytest.mark.parametrize("path", kineto_traces(), ids=lambda path: path.name)
+def test_little_kernel_time_is_unclassified_in_torch_profiler_traces(path):
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt") as handle:
+        events = json.load(handle)["traceEvents"]
+    totals: dict[str, float] = {}
+    for event in events:
+        if event.get("cat") in ("kernel", "Kernel") and event.get("ph") == "X":
+            totals[event["name"]] = totals.get(event["name"], 0.0) + float(event.get("dur", 0))
+    other = sum(total for name, total in totals.items() if categorize_name(name) == "other")
+    assert totals and other <= 0.05 * sum(totals.values())
+
+
+def test_every_category_on_a_built_export(tmp_path, cli):
+    """One kernel of each category, durations 1, 2, 4, ... ns: each category's total is its own power of two."""
+    names = {
+        "communication": "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096>)",
+        "optimizer": "void multi_tensor_apply_kernel<TensorListMetadata<4>, FusedAdamMathFunctor<float, 4>>(long)",
+        "attention": "void flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 64>>(flash::Flash_fwd_params)",
+        "convolution": "sm80_xmma_fprop_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nchw_tilesize64x32x64",
+        "fft": "void vector_fft<128u, 16u, 8u, (padding_t)1, (twiddle_t)0>(kernel_arguments_t<unsigned int>)",
+        "matmul": "ampere_sgemm_128x64_tn",
+        "softmax": "void <unnamed>::softmax_warp_forward<float, float, float, (int)6>(T2 *, const T1 *, int)",
+        "normalization": "void at::native::<unnamed>::vectorized_layer_norm_kernel<float, float>(int, T2)",
+        "memory": "void at::native::vectorized_elementwise_kernel<(int)4, at::native::FillFunctor<float>>(int, T2)",
+        "reduction": "void at::native::reduce_kernel<(int)512, (int)1, at::native::ReduceOp<float>>(T3)",
+        "elementwise": "triton_poi_fused_mul_silu_2",
+        "other": "void hadamard_transform_kernel(float*)",
+    }
+    b = ExportBuilder("2026.2")
+    for power, name in enumerate(names.values()):
+        b.kernel(0, 2**power, name)
+    table = category_table(open_trace(b.write(tmp_path / "all.sqlite"))).set_index("Category")
+    assert set(names) == set(CATEGORIES)
+    for power, category in enumerate(names):
+        assert table.loc[category, ["Total Time (ns)", "Instances", "Kernels"]].tolist() == [2**power, 1, 1]
+    result = cli("kernels", tmp_path / "all.sqlite", "--by", "category")
+    assert (
+        "unclassified ('other'): 50.0% of the time; largest: void hadamard_transform_kernel (0.002 ms)" in result.output
+    )

@@ -1,28 +1,10 @@
 """Kernel categories: what kind of work each GPU operation is (matmul, attention, elementwise, ...).
 
-The rules are data: an ordered list of (category, pattern). A kernel gets the category of the first
-pattern found (case-insensitive) in its demangled name; memcpy and memset operations are "memory".
-The order resolves names that several patterns match:
-
-1. communication first: NCCL kernels are called ...AllReduce..., ...Copy...; they are communication,
-   not reductions or copies.
-2. optimizer before elementwise and reduction: ``multi_tensor_apply_kernel<...FusedAdam...>`` is an
-   elementwise kernel template and may compute norms; its purpose is the optimizer step.
-3. attention before matmul and softmax: flash / fmha / cuDNN SDPA kernels carry ``cutlass`` and
-   ``gemm`` in their template arguments and compute a softmax inside.
-4. convolution before matmul: cuDNN, CUTLASS and TensorRT run convolutions as implicit GEMMs named
-   ``*xmma_fprop_implicit_gemm*`` or ``cutlass_*fprop*``; what the user asked for is a convolution.
-   cuDNN's helpers of a convolution (``im2col``, the FFT convolution's ``fft2d_r2c``/``fft2d_c2r``
-   and ``flip_filter``) belong to it too.
-5. matmul before the rest: GEMM kernels with fused epilogues mention bias, relu, or split-k reduce.
-6. softmax and normalization before reduction: they are reductions, but named ones users ask about.
-7. memory before elementwise: copies, dtype casts, cat, fill, gather/scatter are launched as
-   ``elementwise_kernel<direct_copy_kernel_cuda...>``; they move data rather than compute. Layout
-   transforms (cuDNN's ``nchwToNhwc``/``nhwcToNchw``) only reorder a tensor: memory too.
-8. reduction before elementwise: pooling reduces a window to one value, and sort kernels (CUB's
-   radix sort) are built from the same scans as ``cumsum``; they are reductions.
-9. elementwise last: each output from a fixed few inputs, upsampling/interpolation included.
-   Anything else is "other".
+The rules are data: an ordered list of (category, pattern, reason). A kernel gets the category of the
+first pattern found (case-insensitive) in the text ``kernel_names.rule_text`` makes of its name: the
+scoped base name, plus the first template argument that says something when the base name is generic
+("elementwise_kernel", cutlass's "Kernel"); never the parameter list. memcpy and memset operations
+are "memory". Each rule's reason says why it stands where it stands in the order.
 """
 
 from __future__ import annotations
@@ -32,40 +14,83 @@ import re
 import numpy as np
 import pandas as pd
 
+from tracekit.analysis.kernel_names import rule_text
 from tracekit.model.trace import Trace
 
-CATEGORY_RULES: list[tuple[str, str]] = [
-    ("communication", r"nccl|all_?reduce|all_?gather|reduce_?scatter|sendrecv"),
-    ("optimizer", r"multi_tensor_apply|fused_?adam|_adam|adamw?_|fused_?sgd|lamb_kernel|_foreach_"),
-    ("attention", r"flash|fmha|attention|sdpa|xformers|mem_eff"),
-    (
-        "convolution",
-        r"convolve|convolution|conv[123]d|fprop|dgrad|wgrad|winograd|im2col|col2im|vol2col|"
-        r"flip_filter|fft2d_[rc]2[rc]|depthwise",
-    ),
-    ("matmul", r"gemm|gemv|nvjet|cublas|cutlass|xmma|matmul|splitkreduce|triton_tem_\w*mm|\bbmm|_mm_"),
-    ("softmax", r"softmax"),
-    ("normalization", r"layer_?norm|rms_?norm|batch_?norm|group_?norm|instance_?norm"),
-    (
-        "memory",
-        r"copy|memcpy|memset|catarray|fill|gather|scatter|index_select|indexing|nchw_?to_?nhwc|"
-        r"nhwc_?to_?nchw|transpose",
-    ),
-    (
-        "reduction",
-        r"reduce|reduction|triton_red_|triton_per_|argmax|argmin|cumsum|scan_kernel|pool|radix_?sort|"
-        r"segmented_?sort|sort_kernel",
-    ),
-    ("elementwise", r"elementwise|triton_poi_|functor|pointwise|upsample|interpolat|grid_?sampler"),
+# (category, pattern, why the rule is where it is). The first rule that matches decides.
+CATEGORY_RULES: list[tuple[str, str, str]] = [
+    ("elementwise", r"^triton_poi_",
+     "Triton names say what they are by prefix (pointwise); what they fused comes after and misleads"),
+    ("reduction", r"^triton_(?:red|per)_",
+     "Triton reductions (persistent or not), even when the fused ops are a layer norm or a softmax"),
+    ("matmul", r"^triton_tem_\w*mm",
+     "Triton matmul templates"),
+    ("communication", r"nccl|rccl|msccl|all_?reduce|all_?gather|reduce_?scatter|sendrecv|all_?to_?all|"
+                      r"cross_device_reduce",
+     "collective kernels are called ...AllReduce..., ...Copy...: communication, not reduction or copy"),
+    ("optimizer", r"multi_tensor_apply_kernel(?!.*(?:norm|copy))|fused_?adam|_adam|adamw?_|fused_?sgd|"
+                  r"lamb_kernel|adagrad|_foreach_",
+     "optimizer steps are elementwise templates that may compute norms; their purpose is the step "
+     "(a foreach norm or copy is a reduction or a copy)"),
+    ("normalization", r"layer_?norm|rms_?norm|batch_?norm|group_?norm|instance_?norm|bn_(?:fw|bw)|gamma_?beta|"
+                      r"rowwise_?moments|compute(?:backward)?fusedparams|cucompute(?:part)?grad|"
+                      r"computeinternalgradients",
+     "named reductions users ask about (PyTorch's layer and group norm kernels: GammaBeta..., RowwiseMoments); "
+     "before attention, since fused norm kernels of attention libraries "
+     "(flashinfer) carry its name"),
+    ("reduction", r"pool(?:ing)?_?(?:fw|bw|fwd|bwd)|_pooling|maxpool|avgpool|avg_pool|max_pool|adaptive_\w*pool|"
+                  r"average_pool",
+     "pooling reduces a window to a value; cuDNN names it xmma_pooling: before convolution and matmul"),
+    ("attention", r"flash|fmha|attention|sdpa|xformers|mem_eff|paged_?attn|attn_(?:fwd|bwd)|mha_(?:fwd|bwd)|"
+                  r"fused_?mha",
+     "fused attention computes GEMMs and a softmax inside; before matmul and softmax"),
+    ("convolution", r"convolve|convolution|conv[123]d|_conv_|^conv|::conv|fprop|dgrad|wgrad|winograd|im2col|col2im|"
+                    r"vol2col|col2vol|flip_filter|fft[123]d_[rc]2[rc]|depthwise|igemm_(?:fwd|bwd|wrw)|"
+                    r"implicit_?gemm|bwd_weight|bwd_data|cudnn_(?:int8x4_|int8_)?\d+x\d+|cask_cudnn|im2d2col",
+     "convolutions run as implicit GEMMs (xmma fprop, cutlass ...fprop...), and cuDNN's FFT "
+     "convolution has FFT kernels of its own: before matmul and fft"),
+    ("fft", r"regular_fft|vector_fft|composite_\w*fft|cufft|^fft|::fft",
+     "cuFFT's own transforms"),
+    ("matmul", r"(?<!fb)gemm|gemv|nvjet|cublas|cutlass|xmma|matmul|splitkreduce|\bbmm|_mm_|^cijk_|wmma|mfma|"
+               r"hipblaslt|dot_kernel",
+     "GEMMs with fused epilogues mention bias, relu or a split-k reduce: before those"),
+    ("softmax", r"softmax",
+     "a named reduction users ask about: before reduction"),
+    ("memory", r"copy|memcpy|memset|catarray|cat_|fill|gather(?!topk)|scatter|index_select|indexing|index_kernel|"
+               r"nchw_?to_?nhwc|nhwc_?to_?nchw|transpose|permute|(?<!rotary_)embedding|index_?select|indexfunc|"
+               r"index_put|store_kvcache|reshape_and_cache|to_dense",
+     "copies, dtype casts, cat, fill, gather/scatter and layout changes move data rather than compute: "
+     "before elementwise (they run as elementwise_kernel<copy...>)"),
+    ("reduction", r"reduce|reduction|argmax|argmin|cumsum|scan|sort|topk|norm|histogram|"
+                  r"::device(?:compact|select|segmented|partition)\w*kernel|nllcriterion_updateoutput|routing|"
+                  r"onesweep",
+     "pooling reduces a window to a value; sorts are built from scans: before elementwise"),
+    ("elementwise", r"elementwise|functor|pointwise|upsample|interpolat|grid_?sampler|activation|relu|gelu|silu|"
+                    r"dropout|sigmoid|tanh|rope|rotary|act_and_mul|quant(?:ize)?_|clamp|::transform_kernel|seed_pseudo",
+     "each output from a fixed few inputs; last, since everything above is also computed per element"),
+]  # fmt: skip
+CATEGORIES = [
+    "communication",
+    "optimizer",
+    "attention",
+    "convolution",
+    "fft",
+    "matmul",
+    "softmax",
+    "normalization",
+    "memory",
+    "reduction",
+    "elementwise",
+    "other",
 ]
-CATEGORIES = [category for category, _ in CATEGORY_RULES] + ["other"]
-_COMPILED = [(category, re.compile(pattern, re.IGNORECASE)) for category, pattern in CATEGORY_RULES]
+_COMPILED = [(category, re.compile(pattern, re.IGNORECASE)) for category, pattern, _ in CATEGORY_RULES]
 
 
 def categorize_name(name: str) -> str:
     """Category of one kernel name (first matching rule wins)."""
+    text = rule_text(name)
     for category, pattern in _COMPILED:
-        if pattern.search(name):
+        if pattern.search(text):
             return category
     return "other"
 

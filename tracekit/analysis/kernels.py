@@ -176,6 +176,22 @@ def category_table(
     return _per_instance(table, instances, [stats.TOTAL, stats.INSTANCES]) if per_instance else table
 
 
+def unclassified_note(trace: Trace, table: pd.DataFrame, rows: np.ndarray | None, shown: int = 3) -> list[str]:
+    """A note naming the largest kernels no rule classifies ("other"), so a user sees what is missing."""
+    other = table.loc[table[CATEGORY] == "other"]
+    if other.empty or other[stats.TOTAL].iloc[0] == 0:
+        return []
+    mask = op_categories(trace) == CATEGORIES.index("other")
+    if rows is not None:
+        mask &= rows
+    short = trace.gpu_ops["short_name"]
+    totals = np.bincount(short.cat.codes.to_numpy()[mask], weights=trace.gpu_ops["duration"].to_numpy()[mask])
+    largest = np.argsort(-totals, kind="stable")[:shown]
+    labels = np.asarray(short.cat.categories, dtype=object)
+    names = ", ".join(f"{labels[code]} ({totals[code] / 1e6:,.3f} ms)" for code in largest if totals[code] > 0)
+    return [f"unclassified ('other'): {other[stats.TIME_PCT].iloc[0]:.1f}% of the time; largest: {names}"]
+
+
 def _pack_dims(ops: pd.DataFrame, axis: str) -> np.ndarray:
     """x, y, z of a launch configuration as one int64 (CUDA limits: x < 2^31, y and z < 2^16).
 
@@ -216,7 +232,8 @@ def kernel_summary(
     where = f" inside {', '.join(ranges)}" + (" (per instance)" if per_instance else "") if ranges else ""
     if by == "category":
         table = category_table(trace, ops, ranges, per_instance, same_thread, domain)
-        return Result.of("categories", table, f"GPU time by category{where}: {trace.name}")
+        notes = unclassified_note(trace, table, _selected_rows(trace, ops, ranges, same_thread, domain)[0])
+        return Result.of("categories", table, f"GPU time by category{where}: {trace.name}", notes)
     if by != "kernel":
         raise UsageError(f"unknown --by {by!r}; choose kernel or category")
     table = kernel_table(
