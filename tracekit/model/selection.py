@@ -167,12 +167,23 @@ def spec_patterns(specs: Collection[str]) -> set[Pattern]:
     return {part for spec in specs for part in parse_spec(spec)}
 
 
-def names_matching(names: pd.Series, patterns: Collection[Pattern]) -> np.ndarray:
-    """Mask of a name column whose names (or op names) match any pattern, each distinct name tested once."""
+def _candidates(name: str, loose: bool) -> tuple[str, ...]:
+    if not loose:
+        return name, op_name(name)
+    # A read for later matching also keeps "domain:text" names whose text may match under --domain
+    # (a superset: the match that follows knows each range's domain).
+    text = name.split(":", 1)[1] if ":" in name else name
+    return name, op_name(name), text, op_name(text)
+
+
+def names_matching(names: pd.Series, patterns: Collection[Pattern], loose: bool = False) -> np.ndarray:
+    """Mask of a name column whose names (or op names) match any pattern, each distinct name tested once.
+    ``loose`` (for reads that are matched again later) also tries the text after a "domain:" prefix."""
     names = names if isinstance(names.dtype, pd.CategoricalDtype) else names.astype("category")
     categories = [str(name) for name in names.cat.categories]
     hit = np.array(
-        [any(p.matches(name) or p.matches(op_name(name)) for p in patterns) for name in categories], dtype=bool
+        [any(p.matches(candidate) for p in patterns for candidate in _candidates(name, loose)) for name in categories],
+        dtype=bool,
     )
     codes = names.cat.codes.to_numpy()
     return np.where(codes >= 0, hit[np.maximum(codes, 0)] if len(hit) else False, False)
@@ -194,7 +205,7 @@ def renest(ranges: pd.DataFrame) -> pd.DataFrame:
 
 def select_named(ranges: pd.DataFrame, patterns: Collection[Pattern]) -> pd.DataFrame:
     """The ranges whose names (or op names) match ``patterns``, nested among themselves."""
-    return renest(ranges.loc[names_matching(ranges["name"], patterns)].reset_index(drop=True))
+    return renest(ranges.loc[names_matching(ranges["name"], patterns, loose=True)].reset_index(drop=True))
 
 
 def parent_rows(ranges: pd.DataFrame) -> np.ndarray:

@@ -81,7 +81,7 @@ def read_ranges(path: Path, tables: frozenset[str], names: Collection[Pattern] |
     domain_codes, domain_names = _domain_codes(pid, columns["domain_id"], domains)
     range_names = _range_names(path, columns.pop("text_id"), text_codes, texts, domain_codes, domain_names)
     if names is not None:  # the SQL filter matched texts; keep rows whose full "domain:text" name matches
-        keep = names_matching(pd.Series(range_names), names)
+        keep = names_matching(pd.Series(range_names), names, loose=True)
         columns = {key: value[keep] for key, value in columns.items()}
         global_tid, pid, domain_codes, range_names = global_tid[keep], pid[keep], domain_codes[keep], range_names[keep]
     end_global = columns["end_global_tid"]
