@@ -161,7 +161,7 @@ def phase_breakdown(
     copies = copy_table(trace, phases, same_thread, domain)
     if not copies.empty:
         tables.append(Table("copies", copies, "Memory copies and sets"))
-    result = Result(tables)
+    result = Result(tables, notes=trace.warnings)
     present = table.loc[(table["Instances"] > 0) | (table[PHASE] == WHOLE)]
     if present[time_column(ops)].sum() > 0:
         title = "Share of kernel time by category" if ops == "kernels" else "Share of GPU op time by category"

@@ -132,4 +132,4 @@ def trace_diff(
         from tracekit.analysis.memory_tables import compare
 
         tables.append(Table("memory", compare(snapshots[0], snapshots[1]).head(10), "Memory at the peak"))
-    return Result(tables)
+    return Result(tables, notes=a.warnings + b.warnings)

@@ -36,6 +36,12 @@ def kernel_mask(trace: Trace, ops: str = "kernels") -> np.ndarray | None:
         raise UsageError(f"unknown --ops {ops!r}; choose one of {', '.join(OPS_CHOICES)}")
     rows = (trace.gpu_ops["kind"] == "kernel").to_numpy() if ops == "kernels" else None
     if not (rows.any() if rows is not None else len(trace.gpu_ops)):
+        dropped = int(trace.gpu_ops.attrs.get("dropped", 0))
+        if dropped:
+            raise NoGpuDataError(
+                f"{trace.name}: none of its GPU operations is usable: all {dropped:,} rows read hold unusable values "
+                "(end before start, negative or out-of-range numbers, or NULL, REAL or TEXT where integers belong)"
+            )
         raise NoGpuDataError(
             f"{trace.name} has no CUDA {'kernels' if ops == 'kernels' else 'GPU operations'}: the capture "
             "traced no CUDA activity (a CPU-only run, or nsys without --trace=cuda). Capture on an NVIDIA GPU "
@@ -233,7 +239,7 @@ def kernel_summary(
     if by == "category":
         table = category_table(trace, ops, ranges, per_instance, same_thread, domain)
         notes = unclassified_note(trace, table, _selected_rows(trace, ops, ranges, same_thread, domain)[0])
-        return Result.of("categories", table, f"GPU time by category{where}: {trace.name}", notes)
+        return Result.of("categories", table, f"GPU time by category{where}: {trace.name}", notes + trace.warnings)
     if by != "kernel":
         raise UsageError(f"unknown --by {by!r}; choose kernel or category")
     table = kernel_table(
@@ -247,4 +253,4 @@ def kernel_summary(
         same_thread=same_thread,
         domain=domain,
     )
-    return Result.of("kernels", table, f"GPU kernels{where}: {trace.name}")
+    return Result.of("kernels", table, f"GPU kernels{where}: {trace.name}", trace.warnings)

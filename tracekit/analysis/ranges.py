@@ -202,10 +202,11 @@ def range_summary(
     children of the matching ranges. emit_nvtx ranges are grouped by op unless ``raw_names``; ``domain``
     keeps one NVTX domain ("default" for the default one)."""
     if tree:
-        return Result.of("tree", range_tree(trace, root, instance, max_depth, same_thread), f"Range tree: {trace.name}")
+        table = range_tree(trace, root, instance, max_depth, same_thread)
+        return Result.of("tree", table, f"Range tree: {trace.name}", trace.warnings)
     if within:
         table = range_within(trace, within, same_thread, raw_names, domain)
-        return Result.of("within", table, f"Inside {within}: {trace.name}")
+        return Result.of("within", table, f"Inside {within}: {trace.name}", trace.warnings)
     table = range_table(trace, same_thread, top, raw_names, domain)
     notes = []
     if not raw_names:
@@ -214,4 +215,4 @@ def range_summary(
         if len(ops) < len(names):
             notes.append(f"emit_nvtx ranges grouped by op: {len(names):,} names in {len(ops):,} rows (--raw-names keeps "
                          "every name apart, as nsys's nvtxsum does)")  # fmt: skip
-    return Result.of("ranges", table, f"NVTX ranges: {trace.name}", notes)
+    return Result.of("ranges", table, f"NVTX ranges: {trace.name}", notes + trace.warnings)

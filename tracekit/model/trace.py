@@ -69,9 +69,23 @@ class Trace:
         self.meta = meta
         self.loaders = loaders
         self._derived: dict[str, object] = {}
+        self._dropped: dict[str, int] = {}
 
-    def _load(self, table: str) -> pd.DataFrame:
-        return SCHEMAS[table].check(self.loaders[table](), self.meta.source)
+    def _load(self, table: str, frame: pd.DataFrame | None = None) -> pd.DataFrame:
+        frame = SCHEMAS[table].check(self.loaders[table]() if frame is None else frame, self.meta.source)
+        dropped = int(frame.attrs.get("dropped", 0))
+        if dropped:
+            self._dropped[table] = max(dropped, self._dropped.get(table, 0))
+        return frame
+
+    @property
+    def warnings(self) -> list[str]:
+        """One line per table whose reader left rows out for unusable values, with their count."""
+        return [
+            f"{count:,} {table} rows of {self.name} were left out: unusable values (end before start, negative or "
+            "out-of-range numbers, or NULL, REAL or TEXT where integers belong)"
+            for table, count in self._dropped.items()
+        ]
 
     @cached_property
     def gpu_ops(self) -> pd.DataFrame:
@@ -94,7 +108,7 @@ class Trace:
 
         patterns = set(patterns)
         if "ranges" not in self.__dict__ and "ranges_named" in self.loaders:
-            return SCHEMAS["ranges"].check(self.loaders["ranges_named"](patterns), self.meta.source)
+            return self._load("ranges", self.loaders["ranges_named"](patterns))
         return select_named(self.ranges, patterns)
 
     def load_together(

@@ -79,6 +79,7 @@ class TableCache:
         try:
             layout = json.loads((folder / "columns.json").read_text())
             frame = pd.DataFrame(index=pd.RangeIndex(layout["rows"]))
+            frame.attrs.update(layout.get("attrs", {}))  # e.g. the count of rows the reader left out
             for column, categories in layout["columns"]:
                 values = np.load(folder / f"{column}.npy", allow_pickle=False)
                 frame[column] = (
@@ -112,7 +113,8 @@ class TableCache:
             for column, categories in columns:
                 values = frame[column].cat.codes.to_numpy() if categories is not None else frame[column].to_numpy()
                 np.save(partial / f"{column}.npy", values, allow_pickle=False)
-            (partial / "columns.json").write_text(json.dumps({"rows": len(frame), "columns": columns}))
+            attrs = {key: value for key, value in frame.attrs.items() if isinstance(value, (int, float, str))}
+            (partial / "columns.json").write_text(json.dumps({"rows": len(frame), "columns": columns, "attrs": attrs}))
             shutil.rmtree(self.folder / table, ignore_errors=True)
             os.replace(partial, self.folder / table)  # whole tables appear at once
         except OSError:

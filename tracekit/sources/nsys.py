@@ -20,7 +20,9 @@ from tracekit.errors import NotAnExportError
 from tracekit.model.schema import GPU_OP_KINDS, GPU_OPS, GPUS, LAUNCHES
 from tracekit.model.trace import Trace, TraceMeta
 from tracekit.sources.sqlite_columns import (
+    DROPPED,
     connect_readonly,
+    integers,
     present_ids,
     read_int_columns,
     read_strings,
@@ -50,6 +52,13 @@ MEMCPY_DIRECTIONS = {
     12: "Unified DtoH",
     13: "Unified DtoD",
 }
+
+# What every GPU op row must hold to be read: integer times in [0, 2^62) with end >= start, and ids that
+# fit the columns they go to (device int16, stream int32).
+OP_VALID = (
+    f"({integers('start', 'end', nullable=('correlationId', 'globalPid'))} AND end >= start AND "
+    f"{integers('deviceId', high=2**15)} AND {integers('streamId', high=2**31)})"
+)
 
 # Low 24 bits of a global thread id are the tid, the next 24 the pid; the top 16 bits (hardware,
 # VM) are non-zero in real files, so mask rather than shift alone.
@@ -216,6 +225,7 @@ def read_gpu_ops(path: Path, tables: frozenset[str]) -> pd.DataFrame:
         "pid": f"(ifnull(globalPid, 0) >> 24) & {ID_BITS}",
     }
     parts: dict[str, dict[str, np.ndarray]] = {}
+    dropped = 0
     if KERNEL_TABLE in tables:
         parts["kernel"] = read_int_columns(
             path,
@@ -226,20 +236,34 @@ def read_gpu_ops(path: Path, tables: frozenset[str]) -> pd.DataFrame:
                 "grid": "(gridX << 32) | (gridY << 16) | gridZ",
                 "block": "(blockX << 32) | (blockY << 16) | blockZ",
             },
-        )
+            valid=" AND ".join([
+                OP_VALID,
+                integers("demangledName", "shortName", "gridX", "blockX", high=2**31),
+                integers("gridY", "gridZ", "blockY", "blockZ", high=2**16),  # packed into 16 bits each
+            ]),
+        )  # fmt: skip
         _unpack_launch_config(parts["kernel"])
     if MEMCPY_TABLE in tables:
         parts["memcpy"] = read_int_columns(
-            path, MEMCPY_TABLE, {**common, "bytes": "bytes", "copy_kind": "copyKind"}, dtypes={"copy_kind": "int32"}
+            path,
+            MEMCPY_TABLE,
+            {**common, "bytes": "bytes", "copy_kind": "copyKind"},
+            dtypes={"copy_kind": "int32"},
+            valid=f"{OP_VALID} AND {integers('bytes')} AND {integers('copyKind', high=2**31)}",
         )
     if MEMSET_TABLE in tables:
-        parts["memset"] = read_int_columns(path, MEMSET_TABLE, {**common, "bytes": "bytes"})
+        parts["memset"] = read_int_columns(
+            path, MEMSET_TABLE, {**common, "bytes": "bytes"}, valid=f"{OP_VALID} AND {integers('bytes')}"
+        )
     for columns in parts.values():
+        dropped += int(columns.pop(DROPPED))  # type: ignore[arg-type]
         packed = columns.pop("device_stream")
         columns["device"], columns["stream"] = (packed >> 32).astype(np.int16), (packed & 0xFFFFFFFF).astype(np.int32)
         columns["pid"] = columns["pid"].astype(np.int32)
     if not parts:
         return GPU_OPS.empty()
+    if not sum(len(columns["start"]) for columns in parts.values()):
+        return _with_dropped(GPU_OPS.empty(), dropped)
 
     lengths = {kind: len(columns["start"]) for kind, columns in parts.items()}
     names, short_names = _gpu_op_names(path, parts)
@@ -262,7 +286,13 @@ def read_gpu_ops(path: Path, tables: frozenset[str]) -> pd.DataFrame:
     )
     frame["name"] = names
     frame["short_name"] = short_names
-    return frame.loc[:, GPU_OPS.names]
+    return _with_dropped(frame.loc[:, GPU_OPS.names], dropped)
+
+
+def _with_dropped(frame: pd.DataFrame, dropped: int) -> pd.DataFrame:
+    """Record on the table how many rows were left out for unusable values (``Trace`` reports them)."""
+    frame.attrs["dropped"] = dropped
+    return frame
 
 
 LAUNCH_CONFIG = ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")
@@ -319,7 +349,10 @@ def read_launches(path: Path, tables: frozenset[str]) -> pd.DataFrame:
             "name_correlation": "(nameId << 32) | (ifnull(correlationId, 4294967295) & 4294967295)",
             "thread": f"ifnull(globalTid, 0) & {PID_TID_MASK}",
         },
+        valid=f"{integers('start', 'end', nullable=('correlationId', 'globalTid'))} AND end >= start AND "
+        f"{integers('nameId', high=2**31)}",
     )
+    dropped = int(columns.pop(DROPPED))
     packed = columns.pop("name_correlation")
     columns["name_id"] = (packed >> 32).astype(np.int32)
     correlation = packed & 0xFFFFFFFF
@@ -338,4 +371,4 @@ def read_launches(path: Path, tables: frozenset[str]) -> pd.DataFrame:
             "tid": columns["tid"],
         }
     )
-    return frame.loc[:, LAUNCHES.names]
+    return _with_dropped(frame.loc[:, LAUNCHES.names], dropped)

@@ -19,7 +19,7 @@ from tracekit.model.nesting import nest_ranges
 from tracekit.model.schema import RANGE_STYLES, RANGES
 from tracekit.model.selection import Pattern, names_matching
 from tracekit.sources.nsys import ID_BITS, PID_TID_MASK, pid_of
-from tracekit.sources.sqlite_columns import connect_readonly, present_ids, read_columns, read_strings
+from tracekit.sources.sqlite_columns import DROPPED, connect_readonly, integers, present_ids, read_columns, read_strings
 
 NVTX_TABLE = "NVTX_EVENTS"
 # NVTX_EVENTS.eventType values (ENUM_NSYS_EVENT_TYPE); 70/71 are ranges imported from NVTXT files.
@@ -56,10 +56,17 @@ def read_ranges(path: Path, tables: frozenset[str], names: Collection[Pattern] |
         },
         texts={"text": "text"},
         where=is_range,
+        # an unclosed range (end NULL) is closed below; any other end must be an integer >= start
+        valid=f"{integers('start', nullable=('domainId', 'globalTid', 'endGlobalTid'))} AND "
+        f"(textId IS NULL OR {integers('textId', high=2**31)}) AND "
+        f"(end IS NULL OR (typeof(end) = 'integer' AND end >= start AND end < {2**62}))",
         dtypes={"event_type": "int16", "text_id": "int32"},
     )
+    dropped = int(columns.pop(DROPPED))
     if len(columns["start"]) == 0:
-        return RANGES.empty()
+        empty = RANGES.empty()
+        empty.attrs["dropped"] = dropped
+        return empty
     text_codes, texts = columns.pop("text")
     unclosed = columns["end"] < 0
     if unclosed.any():  # nsys closes an unclosed range at the last NVTX timestamp; do the same
@@ -105,7 +112,9 @@ def read_ranges(path: Path, tables: frozenset[str], names: Collection[Pattern] |
             "parent": np.where(parent_row >= 0, range_id[np.maximum(parent_row, 0)], -1),
         }
     )
-    return frame.loc[:, RANGES.names]
+    frame = frame.loc[:, RANGES.names]
+    frame.attrs["dropped"] = dropped
+    return frame
 
 
 def _name_filter(patterns: Collection[Pattern]) -> str:

@@ -29,6 +29,7 @@ CHUNK_ROWS = 500_000
 READ_THREADS = 2
 # ASCII "unit separator": joins text values; no NVTX or kernel name contains it (checked per chunk).
 TEXT_SEPARATOR = "\x1f"
+DROPPED = "__dropped__"  # read_columns' count of rows with unusable values
 
 
 def connect_readonly(path: str | Path) -> sqlite3.Connection:
@@ -55,6 +56,7 @@ def read_columns(
     texts: Mapping[str, str] | None = None,
     dtypes: Mapping[str, str] | None = None,
     where: str = "",
+    valid: str = "",
 ) -> dict:
     """Read SQL expressions of the rows of ``table`` (rowid order) in one scan per chunk.
 
@@ -62,7 +64,9 @@ def read_columns(
     columns in ``ifnull(col, -1)``: ``group_concat`` skips NULLs, which would misalign the arrays);
     they come back as numpy arrays, narrowed per ``dtypes`` (default int64). ``texts`` maps a name
     to a text expression; it comes back as (int32 codes, list of distinct values), NULL as "".
-    ``where`` filters rows.
+    ``where`` filters rows. ``valid`` is what a row's values must satisfy to be read at all (integers
+    where integers belong, in range): rows ``where`` selects that fail it are left out and counted,
+    under the key DROPPED.
     """
     texts = dict(texts or {})
     dtypes = dict(dtypes or {})
@@ -71,18 +75,22 @@ def read_columns(
         low, high = rowid_bounds(connection, table)
     if low is None or high is None:  # an empty table: min and max are both NULL
         empty = {name: np.empty(0, dtype=dtypes.get(name, "int64")) for name in int_names}
-        return {**empty, **{name: (np.empty(0, np.int32), []) for name in text_names}}
+        return {**empty, **{name: (np.empty(0, np.int32), []) for name in text_names}, DROPPED: 0}
 
     selects = ["count(*)"] + [f"group_concat({ints[name]})" for name in int_names]
     selects += [f"group_concat(ifnull({texts[name]}, ''), char(31))" for name in text_names]
-    condition = f" AND ({where})" if where else ""
+    selected = f" AND ({where})" if where else ""
+    condition = selected + (f" AND ({valid})" if valid else "")
     query = f"SELECT {', '.join(selects)} FROM {table} WHERE rowid BETWEEN ? AND ?{condition}"
+    # Rows with unusable values: "(valid) IS NOT 1" also catches a condition that is NULL.
+    bad_query = f"SELECT count(*) FROM {table} WHERE rowid BETWEEN ? AND ?{selected} AND ({valid}) IS NOT 1"
     bounds = [(start, min(start + CHUNK_ROWS - 1, high)) for start in range(low, high + 1, CHUNK_ROWS)]
 
     def read_chunk(bound: tuple[int, int]) -> list:
         with closing(connect_readonly(path)) as connection:
             row = connection.execute(query, bound).fetchone()
             count, values = row[0], list(row[1:])
+            dropped = connection.execute(bad_query, bound).fetchone()[0] if valid else 0
             for offset, name in enumerate(text_names):
                 index = len(int_names) + offset
                 strings = _split_text(values[index]) if count else pa.array([], pa.large_string())
@@ -110,7 +118,7 @@ def read_columns(
                 if count
                 else np.empty(0, dtype)
             )
-        return values
+        return values + [dropped]
 
     with ThreadPoolExecutor(max_workers=READ_THREADS) as pool:
         chunks = list(pool.map(read_chunk, bounds))
@@ -121,6 +129,7 @@ def read_columns(
             chunk[index] = None
     for offset, name in enumerate(text_names):
         result[name] = _join_text_chunks([chunk[len(int_names) + offset] for chunk in chunks])
+    result[DROPPED] = sum(chunk[-1] for chunk in chunks)
     return result
 
 
@@ -133,10 +142,23 @@ def _split_text(joined: str) -> pa.Array:
 
 
 def read_int_columns(
-    path: str | Path, table: str, columns: Mapping[str, str], dtypes: Mapping[str, str] | None = None, where: str = ""
-) -> dict[str, np.ndarray]:
+    path: str | Path,
+    table: str,
+    columns: Mapping[str, str],
+    dtypes: Mapping[str, str] | None = None,
+    where: str = "",
+    valid: str = "",
+) -> dict:
     """Integer columns only (see ``read_columns``)."""
-    return read_columns(path, table, columns, dtypes=dtypes, where=where)
+    return read_columns(path, table, columns, dtypes=dtypes, where=where, valid=valid)
+
+
+def integers(*columns: str, low: int = 0, high: int = 2**62, nullable: tuple[str, ...] = ()) -> str:
+    """SQL: every column holds an integer in [low, high) (the ``nullable`` ones may also be NULL).
+    typeof() rules out REAL and TEXT values, which SQLite stores as they came in an INTEGER column."""
+    tests = [f"(typeof({c}) = 'integer' AND {c} >= {low} AND {c} < {high})" for c in columns]
+    tests += [f"({c} IS NULL OR typeof({c}) = 'integer')" for c in nullable]
+    return " AND ".join(tests)
 
 
 def _join_text_chunks(chunks: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, list[str]]:

@@ -1,0 +1,81 @@
+"""Rows with unusable values are left out of every number and reported in one line with their count,
+never crashed on nor misattributed; when nothing usable is left, one error line and exit status 1."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from nsys_builder import ExportBuilder
+
+from tracekit.sources import open_trace
+
+GEMM = "ampere_sgemm_128x64_tn"
+INT64_MAX = 2**63 - 1
+
+
+def raw(value) -> Any:
+    """A value of the wrong type, stored as a damaged or hand-edited export holds it."""
+    return value
+
+
+@pytest.fixture(params=["2022.4", "2026.2"])
+def export(request, tmp_path):
+    b = ExportBuilder(request.param)
+    b.push_pop(0, 10_000, "step")
+    b.kernel(100, 200, GEMM, launch_at=50)  # the only good kernel: 100 ns
+    b.kernel(500, 400, GEMM, launch_at=60)  # ends before it starts
+    b.kernel(-5, 300, GEMM, launch_at=70)  # negative time
+    b.kernel(INT64_MAX - 10, INT64_MAX, GEMM, launch_at=80)  # at the edge of int64: a duration would overflow
+    b.kernel(raw(1.5), raw(300.5), GEMM, launch_at=90)  # REAL where an integer belongs
+    b.kernel(raw("soon"), 300, GEMM, launch_at=95)  # TEXT
+    b.kernel(600, 700, GEMM, grid=(1, 70_000, 1), launch_at=96)  # a grid dimension CUDA does not allow
+    b.memcpy(800, 900, size=-4096, launch_at=97)  # negative bytes
+    b.memcpy(900, 950, size=2048, launch_at=98)  # a good copy: 50 ns
+    b.runtime(99, raw("late"), "cudaLaunchKernel_v7000", 999)  # a host call ending in TEXT
+    b.push_pop(3_000, 2_000, "backwards")  # a range ending before it starts
+    b.push_pop(raw("x"), 4_000, "garbled")
+    return b.write(tmp_path / "bad.sqlite")
+
+
+def test_bad_rows_are_left_out_and_counted(export):
+    trace = open_trace(export)
+    ops = trace.gpu_ops
+    assert ops["duration"].tolist() == [100, 50] and ops["kind"].tolist() == ["kernel", "memcpy"]
+    assert ops["start"].min() >= 0 and ops["bytes"].min() >= 0
+    assert len(trace.launches) == 9 and sorted(trace.ranges["name"].astype(str)) == ["step"]
+    warnings = trace.warnings
+    assert len(warnings) == 3
+    assert warnings[0].startswith("7 gpu_ops rows of") and "were left out: unusable values" in warnings[0]
+    assert warnings[1].startswith("1 launches rows") and warnings[2].startswith("2 ranges rows")
+
+
+def test_commands_say_so_in_one_line_each(cli, export):
+    result = cli("kernels", export, "--format", "csv")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[1].split(",")[1:3] == ["100", "1"]  # Total Time, Instances: the good one
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert lines == [lines[0]] and lines[0].startswith("note: 7 gpu_ops rows")  # only gpu_ops was read
+    table = cli("breakdown", export, "--phases", "step")
+    assert table.exit_code == 0 and "note: 7 gpu_ops rows" in table.stdout and "Traceback" not in table.output
+    rows = json.loads(cli("ranges", export, "--format", "json").stdout)
+    assert [row["Range"] for row in rows] == ["step"]
+
+
+def test_cached_tables_keep_the_count(export, monkeypatch):
+    monkeypatch.setenv("TRACEKIT_CACHE_MIN_BYTES", "0")
+    first = open_trace(export)
+    assert len(first.gpu_ops) == 2
+    second = open_trace(export)  # read from the cache the first one wrote
+    assert len(second.gpu_ops) == 2 and second.warnings[0].startswith("7 gpu_ops rows")
+
+
+def test_nothing_usable_is_one_error(cli, tmp_path):
+    b = ExportBuilder("2026.2")
+    b.kernel(500, 400, GEMM)
+    b.kernel(raw("soon"), 300, GEMM)
+    result = cli("kernels", b.write(tmp_path / "all-bad.sqlite"))
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code == 1 and len(lines) == 1
+    assert "none of its GPU operations is usable: all 2 rows read hold unusable values" in lines[0]
