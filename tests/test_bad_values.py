@@ -30,7 +30,7 @@ def export(request, tmp_path):
     b.kernel(INT64_MAX - 10, INT64_MAX, GEMM, launch_at=80)  # at the edge of int64: a duration would overflow
     b.kernel(raw(1.5), raw(300.5), GEMM, launch_at=90)  # REAL where an integer belongs
     b.kernel(raw("soon"), 300, GEMM, launch_at=95)  # TEXT
-    b.kernel(600, 700, GEMM, grid=(1, 70_000, 1), launch_at=96)  # a grid dimension CUDA does not allow
+    b.kernel(600, 700, GEMM, device=40_000, launch_at=96)  # a device index no int16 holds
     b.memcpy(800, 900, size=-4096, launch_at=97)  # negative bytes
     b.memcpy(900, 950, size=2048, launch_at=98)  # a good copy: 50 ns
     b.runtime(99, raw("late"), "cudaLaunchKernel_v7000", 999)  # a host call ending in TEXT

@@ -21,8 +21,8 @@ from tracekit.model.schema import GPU_OP_KINDS, GPU_OPS, GPUS, LAUNCHES
 from tracekit.model.trace import Trace, TraceMeta
 from tracekit.sources.sqlite_columns import (
     DROPPED,
+    are_integers,
     connect_readonly,
-    integers,
     present_ids,
     read_int_columns,
     read_strings,
@@ -53,12 +53,10 @@ MEMCPY_DIRECTIONS = {
     13: "Unified DtoD",
 }
 
-# What every GPU op row must hold to be read: integer times in [0, 2^62) with end >= start, and ids that
-# fit the columns they go to (device int16, stream int32).
-OP_VALID = (
-    f"({integers('start', 'end', nullable=('correlationId', 'globalPid'))} AND end >= start AND "
-    f"{integers('deviceId', high=2**15)} AND {integers('streamId', high=2**31)})"
-)
+# Every value of these columns must be an integer; typeof() tests run only on a chunk whose numbers did
+# not parse (on every row of every read they would cost more than the read itself).
+KERNEL_DIMS = ("gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ")
+OP_TYPES = are_integers("start", "end", "deviceId", "streamId", nullable=("correlationId", "globalPid"))
 
 # Low 24 bits of a global thread id are the tid, the next 24 the pid; the top 16 bits (hardware,
 # VM) are non-zero in real files, so mask rather than shift alone.
@@ -236,27 +234,28 @@ def read_gpu_ops(path: Path, tables: frozenset[str]) -> pd.DataFrame:
                 "grid": "(gridX << 32) | (gridY << 16) | gridZ",
                 "block": "(blockX << 32) | (blockY << 16) | blockZ",
             },
-            valid=" AND ".join([
-                OP_VALID,
-                integers("demangledName", "shortName", "gridX", "blockX", high=2**31),
-                integers("gridY", "gridZ", "blockY", "blockZ", high=2**16),  # packed into 16 bits each
-            ]),
-        )  # fmt: skip
-        _unpack_launch_config(parts["kernel"])
+            types=f"{OP_TYPES} AND {are_integers('demangledName', 'shortName', *KERNEL_DIMS)}",
+        )
     if MEMCPY_TABLE in tables:
         parts["memcpy"] = read_int_columns(
             path,
             MEMCPY_TABLE,
             {**common, "bytes": "bytes", "copy_kind": "copyKind"},
             dtypes={"copy_kind": "int32"},
-            valid=f"{OP_VALID} AND {integers('bytes')} AND {integers('copyKind', high=2**31)}",
+            types=f"{OP_TYPES} AND {are_integers('bytes', 'copyKind')}",
         )
     if MEMSET_TABLE in tables:
         parts["memset"] = read_int_columns(
-            path, MEMSET_TABLE, {**common, "bytes": "bytes"}, valid=f"{OP_VALID} AND {integers('bytes')}"
+            path,
+            MEMSET_TABLE,
+            {**common, "bytes": "bytes"},
+            types=f"{OP_TYPES} AND {are_integers('bytes')}",
         )
-    for columns in parts.values():
+    for kind, columns in parts.items():
         dropped += int(columns.pop(DROPPED))  # type: ignore[arg-type]
+        dropped += _keep_usable(columns)
+        if kind == "kernel":
+            _unpack_launch_config(columns)
         packed = columns.pop("device_stream")
         columns["device"], columns["stream"] = (packed >> 32).astype(np.int16), (packed & 0xFFFFFFFF).astype(np.int32)
         columns["pid"] = columns["pid"].astype(np.int32)
@@ -287,6 +286,26 @@ def read_gpu_ops(path: Path, tables: frozenset[str]) -> pd.DataFrame:
     frame["name"] = names
     frame["short_name"] = short_names
     return _with_dropped(frame.loc[:, GPU_OPS.names], dropped)
+
+
+def _keep_usable(columns: dict[str, np.ndarray]) -> int:
+    """Leave out, in place, the rows whose values cannot be right; returns how many. Times must lie in
+    [0, 2^62) (a duration can then never overflow) with end >= start, sizes and ids must not be
+    negative, the device must fit int16 and the stream int32 (they were packed into one value)."""
+    start, end = columns["start"], columns["end"]
+    usable = (start >= 0) & (end >= start) & (end < 2**62)
+    if "device_stream" in columns:
+        device, stream = columns["device_stream"] >> 32, columns["device_stream"] & 0xFFFFFFFF
+        usable &= (device >= 0) & (device < 2**15) & (stream < 2**31)
+    for name in ("bytes", "copy_kind", "name_ids", "name_correlation"):
+        if name in columns:
+            usable &= columns[name] >= 0
+    bad = len(usable) - int(usable.sum())
+    if bad:
+        for name in columns:
+            if isinstance(columns[name], np.ndarray) and len(columns[name]) == len(usable):
+                columns[name] = columns[name][usable]
+    return bad
 
 
 def _with_dropped(frame: pd.DataFrame, dropped: int) -> pd.DataFrame:
@@ -349,10 +368,9 @@ def read_launches(path: Path, tables: frozenset[str]) -> pd.DataFrame:
             "name_correlation": "(nameId << 32) | (ifnull(correlationId, 4294967295) & 4294967295)",
             "thread": f"ifnull(globalTid, 0) & {PID_TID_MASK}",
         },
-        valid=f"{integers('start', 'end', nullable=('correlationId', 'globalTid'))} AND end >= start AND "
-        f"{integers('nameId', high=2**31)}",
+        types=are_integers("start", "end", "nameId", nullable=("correlationId", "globalTid")),
     )
-    dropped = int(columns.pop(DROPPED))
+    dropped = int(columns.pop(DROPPED)) + _keep_usable(columns)
     packed = columns.pop("name_correlation")
     columns["name_id"] = (packed >> 32).astype(np.int32)
     correlation = packed & 0xFFFFFFFF

@@ -19,7 +19,14 @@ from tracekit.model.nesting import nest_ranges
 from tracekit.model.schema import RANGE_STYLES, RANGES
 from tracekit.model.selection import Pattern, names_matching
 from tracekit.sources.nsys import ID_BITS, PID_TID_MASK, pid_of
-from tracekit.sources.sqlite_columns import DROPPED, connect_readonly, integers, present_ids, read_columns, read_strings
+from tracekit.sources.sqlite_columns import (
+    DROPPED,
+    are_integers,
+    connect_readonly,
+    present_ids,
+    read_columns,
+    read_strings,
+)
 
 NVTX_TABLE = "NVTX_EVENTS"
 # NVTX_EVENTS.eventType values (ENUM_NSYS_EVENT_TYPE); 70/71 are ranges imported from NVTXT files.
@@ -38,8 +45,7 @@ def read_ranges(path: Path, tables: frozenset[str], names: Collection[Pattern] |
     if NVTX_TABLE not in tables:
         return RANGES.empty()
     is_range = f"eventType IN ({','.join(str(t) for t in RANGE_EVENT_TYPES)})"
-    if names is not None:
-        is_range += f" AND ({_name_filter(names)})"
+    named = f"{is_range} AND ({_name_filter(names)})" if names is not None else is_range
     columns = read_columns(
         path,
         NVTX_TABLE,
@@ -55,14 +61,12 @@ def read_ranges(path: Path, tables: frozenset[str], names: Collection[Pattern] |
             "end_global_tid": f"ifnull(endGlobalTid & {PID_TID_MASK}, -1)",
         },
         texts={"text": "text"},
-        where=is_range,
-        # an unclosed range (end NULL) is closed below; any other end must be an integer >= start
-        valid=f"{integers('start', nullable=('domainId', 'globalTid', 'endGlobalTid'))} AND "
-        f"(textId IS NULL OR {integers('textId', high=2**31)}) AND "
-        f"(end IS NULL OR (typeof(end) = 'integer' AND end >= start AND end < {2**62}))",
-        dtypes={"event_type": "int16", "text_id": "int32"},
+        where=named,
+        types=are_integers("start", nullable=("end", "textId", "domainId", "globalTid", "endGlobalTid")),
+        dtypes={"event_type": "int16"},
     )
-    dropped = int(columns.pop(DROPPED))
+    dropped = int(columns.pop(DROPPED)) + _keep_usable(columns)
+    columns["text_id"] = columns["text_id"].astype(np.int32)
     if len(columns["start"]) == 0:
         empty = RANGES.empty()
         empty.attrs["dropped"] = dropped
@@ -115,6 +119,23 @@ def read_ranges(path: Path, tables: frozenset[str], names: Collection[Pattern] |
     frame = frame.loc[:, RANGES.names]
     frame.attrs["dropped"] = dropped
     return frame
+
+
+def _keep_usable(columns: dict) -> int:
+    """Leave out, in place, ranges whose values cannot be right; returns how many. Times must lie in
+    [0, 2^62) with end >= start (an unclosed range, end NULL, read as -1, is closed later), the
+    registered-name id must fit int32."""
+    start, end, text_id = columns["start"], columns["end"], columns["text_id"]
+    usable = (start >= 0) & (start < 2**62) & ((end == -1) | ((end >= start) & (end < 2**62)))
+    usable &= (text_id >= -1) & (text_id < 2**31)
+    bad = len(usable) - int(usable.sum())
+    if bad:
+        for name, values in columns.items():
+            if isinstance(values, tuple):  # a text column: codes into its distinct values
+                columns[name] = (values[0][usable], values[1])
+            elif isinstance(values, np.ndarray) and len(values) == len(usable):
+                columns[name] = values[usable]
+    return bad
 
 
 def _name_filter(patterns: Collection[Pattern]) -> str:

@@ -12,6 +12,7 @@ really run in parallel. Measured on a 1M-row nsys kernel table, 14 columns: 0.85
 from __future__ import annotations
 
 import sqlite3
+import warnings
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
@@ -56,7 +57,7 @@ def read_columns(
     texts: Mapping[str, str] | None = None,
     dtypes: Mapping[str, str] | None = None,
     where: str = "",
-    valid: str = "",
+    types: str = "",
 ) -> dict:
     """Read SQL expressions of the rows of ``table`` (rowid order) in one scan per chunk.
 
@@ -64,9 +65,10 @@ def read_columns(
     columns in ``ifnull(col, -1)``: ``group_concat`` skips NULLs, which would misalign the arrays);
     they come back as numpy arrays, narrowed per ``dtypes`` (default int64). ``texts`` maps a name
     to a text expression; it comes back as (int32 codes, list of distinct values), NULL as "".
-    ``where`` filters rows. ``valid`` is what a row's values must satisfy to be read at all (integers
-    where integers belong, in range): rows ``where`` selects that fail it are left out and counted,
-    under the key DROPPED.
+    ``where`` filters rows. A value that is no integer (REAL, TEXT: SQLite stores what it is given)
+    makes a chunk's numbers unparseable; that chunk alone is read again without the rows failing
+    ``types`` (typeof tests, too costly for every row of every read), and they are counted under the
+    key DROPPED. Checks of the values read (ranges, end >= start) are the caller's, in numpy.
     """
     texts = dict(texts or {})
     dtypes = dict(dtypes or {})
@@ -80,43 +82,43 @@ def read_columns(
     selects = ["count(*)"] + [f"group_concat({ints[name]})" for name in int_names]
     selects += [f"group_concat(ifnull({texts[name]}, ''), char(31))" for name in text_names]
     selected = f" AND ({where})" if where else ""
-    condition = selected + (f" AND ({valid})" if valid else "")
-    query = f"SELECT {', '.join(selects)} FROM {table} WHERE rowid BETWEEN ? AND ?{condition}"
-    # Rows with unusable values: "(valid) IS NOT 1" also catches a condition that is NULL.
-    bad_query = f"SELECT count(*) FROM {table} WHERE rowid BETWEEN ? AND ?{selected} AND ({valid}) IS NOT 1"
+    typed = selected + (f" AND ({types})" if types else "")
+    total_query = f"SELECT count(*) FROM {table} WHERE rowid BETWEEN ? AND ?{selected}"
     bounds = [(start, min(start + CHUNK_ROWS - 1, high)) for start in range(low, high + 1, CHUNK_ROWS)]
 
     def read_chunk(bound: tuple[int, int]) -> list:
         with closing(connect_readonly(path)) as connection:
-            row = connection.execute(query, bound).fetchone()
-            count, values = row[0], list(row[1:])
-            dropped = connection.execute(bad_query, bound).fetchone()[0] if valid else 0
-            for offset, name in enumerate(text_names):
-                index = len(int_names) + offset
-                strings = _split_text(values[index]) if count else pa.array([], pa.large_string())
-                if len(strings) != count:  # a value held the separator: fetch this column row by row
-                    strings = pa.array(
-                        [
-                            r[0]
-                            for r in connection.execute(
-                                f"SELECT ifnull({texts[name]}, '') FROM {table} WHERE rowid BETWEEN ? AND ?{condition} "
-                                "ORDER BY rowid",
-                                bound,
-                            )
-                        ],
-                        pa.large_string(),
-                    )
-                encoded = strings.dictionary_encode()
-                values[index] = (
-                    encoded.indices.to_numpy(zero_copy_only=False).astype(np.int32),
-                    np.asarray(encoded.dictionary.to_pylist(), dtype=object),
-                )
+            try:
+                return parse(connection, selected, bound, counted=False)
+            except ValueError:  # a REAL or TEXT value where an integer belongs
+                if not types:
+                    raise
+                return parse(connection, typed, bound, counted=True)
+
+    def parse(connection: sqlite3.Connection, condition: str, bound: tuple[int, int], counted: bool) -> list:
+        sql = f"SELECT {', '.join(selects)} FROM {table} WHERE rowid BETWEEN ? AND ?{condition}"
+        row = connection.execute(sql, bound).fetchone()
+        count, values = row[0], list(row[1:])
+        dropped = connection.execute(total_query, bound).fetchone()[0] - count if counted else 0
         for index, name in enumerate(int_names):
             dtype = dtypes.get(name, "int64")
+            values[index] = _parse_integers(values[index], dtype) if count else np.empty(0, dtype)
+            if len(values[index]) != count:
+                raise ValueError(f"{table}.{name}: {len(values[index])} numbers for {count} rows")
+        for offset, name in enumerate(text_names):
+            index = len(int_names) + offset
+            strings = _split_text(values[index]) if count else pa.array([], pa.large_string())
+            if len(strings) != count:  # a value held the separator: fetch this column row by row
+                strings = pa.array(
+                    [r[0] for r in connection.execute(
+                        f"SELECT ifnull({texts[name]}, '') FROM {table} WHERE rowid BETWEEN ? AND ?{condition} "
+                        "ORDER BY rowid", bound)],
+                    pa.large_string(),
+                )  # fmt: skip
+            encoded = strings.dictionary_encode()
             values[index] = (
-                np.fromstring(values[index], dtype=np.int64, sep=",").astype(dtype, copy=False)
-                if count
-                else np.empty(0, dtype)
+                encoded.indices.to_numpy(zero_copy_only=False).astype(np.int32),
+                np.asarray(encoded.dictionary.to_pylist(), dtype=object),
             )
         return values + [dropped]
 
@@ -133,6 +135,16 @@ def read_columns(
     return result
 
 
+def _parse_integers(joined: str, dtype: str) -> np.ndarray:
+    """Comma-joined integers -> array; ValueError for anything else (numpy only warns, then stops)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        try:
+            return np.fromstring(joined, dtype=np.int64, sep=",").astype(dtype, copy=False)
+        except (DeprecationWarning, ValueError) as error:
+            raise ValueError(str(error)) from None
+
+
 def _split_text(joined: str) -> pa.Array:
     """Split separator-joined values in C++ (pyarrow): no Python string per value."""
     # pyarrow.compute builds its kernel wrappers (split_pattern among them) at import time, so a static
@@ -147,17 +159,17 @@ def read_int_columns(
     columns: Mapping[str, str],
     dtypes: Mapping[str, str] | None = None,
     where: str = "",
-    valid: str = "",
+    types: str = "",
 ) -> dict:
     """Integer columns only (see ``read_columns``)."""
-    return read_columns(path, table, columns, dtypes=dtypes, where=where, valid=valid)
+    return read_columns(path, table, columns, dtypes=dtypes, where=where, types=types)
 
 
-def integers(*columns: str, low: int = 0, high: int = 2**62, nullable: tuple[str, ...] = ()) -> str:
-    """SQL: every column holds an integer in [low, high) (the ``nullable`` ones may also be NULL).
-    typeof() rules out REAL and TEXT values, which SQLite stores as they came in an INTEGER column."""
-    tests = [f"(typeof({c}) = 'integer' AND {c} >= {low} AND {c} < {high})" for c in columns]
-    tests += [f"({c} IS NULL OR typeof({c}) = 'integer')" for c in nullable]
+def are_integers(*columns: str, nullable: tuple[str, ...] = ()) -> str:
+    """SQL: every column holds an integer (the ``nullable`` ones may be NULL). typeof() rules out REAL and
+    TEXT values, which SQLite keeps as given even in an INTEGER column."""
+    tests = [f"typeof({column}) = 'integer'" for column in columns]
+    tests += [f"({column} IS NULL OR typeof({column}) = 'integer')" for column in nullable]
     return " AND ".join(tests)
 
 
