@@ -180,12 +180,15 @@ def _range_sections(section: Document, source: str, trace: Trace) -> None:
     if trace.ranges.empty:
         section.text("### NVTX ranges", "No NVTX ranges in this trace.")
         return
-    table = in_unit(range_summary(trace, top=TOP_RANGES).frame, "ms")
+    summary = range_summary(trace, top=TOP_RANGES)
+    table = in_unit(summary.frame, "ms")
     section.text("### NVTX ranges", f"The {TOP_RANGES} range names with the most CPU time (all columns: the command).")
     section.table(
         table.loc[:, [column for column in RANGE_COLUMNS if column in table.columns]],
         f"tracekit ranges {source} --top {TOP_RANGES} --unit ms",
     )
+    for note in summary.notes:
+        section.text(f"> note: {note}")
     if (trace.ranges["name"] == "attention").any():
         try:
             within = range_summary(trace, within="attention")
