@@ -4,6 +4,7 @@ on the same selection, and busy/idle per GPU, summed, averaged and for any GPU."
 from __future__ import annotations
 
 import io
+import json
 
 import numpy as np
 import pandas as pd
@@ -110,3 +111,44 @@ def test_breakdown_equals_kernels_by_category_on_real_exports(shared_traces, exp
     printed = pd.read_csv(io.StringIO(cli("kernels", export, "--by", "category", "--format", "csv").stdout))
     assert whole["Kernel Time (ns)"] == printed["Total Time (ns)"].sum()
     assert np.isclose(whole["Memcpy (MiB)"] * 2**20, ops.loc[(ops["kind"] == "memcpy").to_numpy(), "bytes"].sum())
+
+
+def independent_busy(starts, ends) -> int:
+    """Union length of [start, end) intervals, the plain way."""
+    total, reach = 0, None
+    for start, end in sorted(zip(starts, ends)):
+        if reach is None or start > reach:
+            total += end - start
+            reach = end
+        elif end > reach:
+            total += end - reach
+            reach = end
+    return total
+
+
+def test_idle_per_gpu_on_a_real_two_gpu_trace(shared_traces):
+    trace = open_trace(shared_traces / "h100_videogen_2gpu_b_nsys2026.2.sqlite")
+    gpus = gpu_table(trace).set_index(["Phase", "GPU"]).loc["(whole trace)"]
+    ops = trace.gpu_ops
+    total_idle = 0
+    for device in (0, 1):
+        mine = ops.loc[(ops["device"] == device).to_numpy()]
+        busy = independent_busy(mine["start"].tolist(), mine["end"].tolist())
+        span = int(mine["end"].max() - mine["start"].min())
+        assert gpus.loc[f"cuda:{device}", ["Busy (ns)", "Span (ns)"]].tolist() == [busy, span]
+        total_idle += span - busy
+    assert gpus.loc["sum of GPUs", "Idle (ns)"] == total_idle  # about 104 ms
+    every = independent_busy(ops["start"].tolist(), ops["end"].tolist())
+    assert gpus.loc["any GPU busy", "Busy (ns)"] == every  # idle only when both are: about 30 ms
+    assert gpus.loc["any GPU busy", "Idle (ns)"] < gpus.loc["sum of GPUs", "Idle (ns)"] / 3
+
+
+def test_phases_by_emit_nvtx_op_on_a_real_trace(shared_traces, cli):
+    export = shared_traces / "a100_small_lm_trainstep_nsys2026.3.sqlite"
+    table = breakdown_table(open_trace(export), ["aten::bmm", "aten::mul"]).set_index("Phase")
+    raw = open_trace(export).ranges["name"].astype(str)
+    assert table.loc["aten::bmm", "Instances"] == raw.str.startswith("aten::bmm,").sum() > 10
+    assert table.loc["aten::bmm", "matmul (%)"] > 90
+    grouped = cli("ranges", export, "--format", "json").stdout
+    raw_rows = cli("ranges", export, "--raw-names", "--format", "json").stdout
+    assert len(json.loads(grouped)) < 200 < len(json.loads(raw_rows))
