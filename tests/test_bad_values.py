@@ -79,3 +79,33 @@ def test_nothing_usable_is_one_error(cli, tmp_path):
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert result.exit_code == 1 and len(lines) == 1
     assert "none of its GPU operations is usable: all 2 rows read hold unusable values" in lines[0]
+
+
+@pytest.mark.parametrize("generation", ["2022.4", "2026.2"])
+def test_packed_ids_that_do_not_fit_are_left_out(generation, tmp_path):
+    """Readers pack small ids two to a number; TEXT there, or a field too wide for its half, must not
+    turn into a plausible id (TEXT would count as 0: stream 0, device 0) or spill into its neighbour."""
+    b = ExportBuilder(generation)
+    b.kernel(100, 200, GEMM)  # the good one
+    b.kernel(300, 400, GEMM, stream=raw("seven"))
+    b.kernel(500, 600, GEMM, device=raw("gpu0"))
+    b.kernel(700, 800, GEMM, grid=(1, 70_000, 1))  # gridY: CUDA allows at most 65535
+    b.kernel(900, 1_000, GEMM, block=(128, 1, raw(2.5)))
+    b.memcpy(1_100, 1_200, size=64, stream=raw("s"))
+    trace = open_trace(b.write(tmp_path / "packed.sqlite"))
+    ops = trace.gpu_ops
+    assert ops["start"].tolist() == [100] and ops["stream"].tolist() == [7] and ops["device"].tolist() == [0]
+    assert trace.warnings[0].startswith("5 gpu_ops rows")
+
+
+def test_huge_string_ids_cost_no_memory(tmp_path):
+    """Ids near int32's limit are legal; tables indexed by id would take gigabytes, so none is built."""
+    b = ExportBuilder("2026.2")
+    b.strings[GEMM] = 2**31 - 2
+    b.strings["step"] = 2**30
+    b.push_pop(0, 1_000, "step", registered=True)
+    b.kernel(100, 200, GEMM, launch_at=50)
+    b.kernel(300, 450, "vectorized_elementwise_kernel", launch_at=60)
+    trace = open_trace(b.write(tmp_path / "huge-ids.sqlite"))
+    assert trace.gpu_ops["name"].astype(str).tolist() == [GEMM, "vectorized_elementwise_kernel"]
+    assert trace.ranges["name"].astype(str).tolist() == ["step"] and not trace.warnings

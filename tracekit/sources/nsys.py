@@ -19,14 +19,25 @@ import pandas as pd
 from tracekit.errors import NotAnExportError
 from tracekit.model.schema import GPU_OP_KINDS, GPU_OPS, GPUS, LAUNCHES
 from tracekit.model.trace import Trace, TraceMeta
+from tracekit.sources.nsys_checks import (
+    COPY_GUARD,
+    KERNEL_CAREFUL,
+    KERNEL_GUARD,
+    OP_CAREFUL,
+    keep_usable,
+    low_bits,
+    with_dropped,
+)
 from tracekit.sources.sqlite_columns import (
     DROPPED,
     are_integers,
     connect_readonly,
+    index_of_ids,
     present_ids,
     read_int_columns,
     read_strings,
     table_columns,
+    text_among,
 )
 
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
@@ -52,11 +63,6 @@ MEMCPY_DIRECTIONS = {
     12: "Unified DtoH",
     13: "Unified DtoD",
 }
-
-# Every value of these columns must be an integer; typeof() tests run only on a chunk whose numbers did
-# not parse (on every row of every read they would cost more than the read itself).
-KERNEL_DIMS = ("gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ")
-OP_TYPES = are_integers("start", "end", "deviceId", "streamId", nullable=("correlationId", "globalPid"))
 
 # Low 24 bits of a global thread id are the tid, the next 24 the pid; the top 16 bits (hardware,
 # VM) are non-zero in real files, so mask rather than shift alone.
@@ -194,14 +200,9 @@ def _categorical_from_ids(
     values = [strings.get(int(i), f"<string {i}>") for i in present]
     # Two ids may hold the same text, and categories must be unique: map ids to text codes.
     value_codes, categories = pd.factorize(pd.Series(values + (extra or []), dtype=object))
-    id_to_code = np.full(int(present[-1]) + 1 if len(present) else 0, -1, dtype=np.int32)
-    id_to_code[present] = value_codes[: len(present)]
-    if not len(ids):
-        codes = np.empty(0, np.int32)
-    elif (ids < 0).any():  # -1 marks "no id" (e.g. an NVTX range named by text)
-        codes = np.where(ids >= 0, id_to_code[np.maximum(ids, 0)], -1).astype(np.int32)
-    else:
-        codes = id_to_code[ids]
+    positions = index_of_ids(ids, present)  # -1 marks "no id" (e.g. an NVTX range named by text)
+    codes = np.where(positions >= 0, value_codes[: len(present)].astype(np.int32)[np.maximum(positions, 0)], -1)
+    codes = codes.astype(np.int32)
     if extra:
         codes = np.concatenate([codes, value_codes[len(present) :].astype(np.int32)[extra_codes]])
     return pd.Categorical.from_codes(codes, categories=pd.Index(categories, dtype=object))
@@ -215,12 +216,14 @@ def read_gpu_ops(path: Path, tables: frozenset[str]) -> pd.DataFrame:
     """
     # Few, short values per row: SQLite formats every value as text for the columnar reader, so the
     # pid is taken out of the 15-digit global id, and small ids share one value (unpacked in numpy).
+    # Arithmetic rather than bit operators: a REAL stays REAL (and fails to parse), where << and &
+    # would silently truncate it.
     common = {
         "start": "start",
         "end": "end",
-        "device_stream": "(deviceId << 32) | streamId",
+        "device_stream": "deviceId * 4294967296 + streamId",
         "correlation_id": "ifnull(correlationId, -1)",
-        "pid": f"(ifnull(globalPid, 0) >> 24) & {ID_BITS}",
+        "pid": low_bits(f"ifnull(globalPid, 0) / {2**24}", 24),
     }
     parts: dict[str, dict[str, np.ndarray]] = {}
     dropped = 0
@@ -230,11 +233,12 @@ def read_gpu_ops(path: Path, tables: frozenset[str]) -> pd.DataFrame:
             KERNEL_TABLE,
             {
                 **common,
-                "name_ids": "(demangledName << 32) | shortName",
-                "grid": "(gridX << 32) | (gridY << 16) | gridZ",
-                "block": "(blockX << 32) | (blockY << 16) | blockZ",
+                "name_ids": "demangledName * 4294967296 + shortName",
+                "grid": "gridX * 4294967296 + gridY * 65536 + gridZ",
+                "block": "blockX * 4294967296 + blockY * 65536 + blockZ",
             },
-            types=f"{OP_TYPES} AND {are_integers('demangledName', 'shortName', *KERNEL_DIMS)}",
+            guard=KERNEL_GUARD,
+            careful=KERNEL_CAREFUL,
         )
     if MEMCPY_TABLE in tables:
         parts["memcpy"] = read_int_columns(
@@ -242,18 +246,20 @@ def read_gpu_ops(path: Path, tables: frozenset[str]) -> pd.DataFrame:
             MEMCPY_TABLE,
             {**common, "bytes": "bytes", "copy_kind": "copyKind"},
             dtypes={"copy_kind": "int32"},
-            types=f"{OP_TYPES} AND {are_integers('bytes', 'copyKind')}",
+            guard=COPY_GUARD,
+            careful=f"{OP_CAREFUL} AND {are_integers('bytes', 'copyKind')}",
         )
     if MEMSET_TABLE in tables:
         parts["memset"] = read_int_columns(
             path,
             MEMSET_TABLE,
             {**common, "bytes": "bytes"},
-            types=f"{OP_TYPES} AND {are_integers('bytes')}",
+            guard=COPY_GUARD,
+            careful=f"{OP_CAREFUL} AND {are_integers('bytes')}",
         )
     for kind, columns in parts.items():
         dropped += int(columns.pop(DROPPED))  # type: ignore[arg-type]
-        dropped += _keep_usable(columns)
+        dropped += keep_usable(columns)
         if kind == "kernel":
             _unpack_launch_config(columns)
         packed = columns.pop("device_stream")
@@ -262,7 +268,7 @@ def read_gpu_ops(path: Path, tables: frozenset[str]) -> pd.DataFrame:
     if not parts:
         return GPU_OPS.empty()
     if not sum(len(columns["start"]) for columns in parts.values()):
-        return _with_dropped(GPU_OPS.empty(), dropped)
+        return with_dropped(GPU_OPS.empty(), dropped)
 
     lengths = {kind: len(columns["start"]) for kind, columns in parts.items()}
     names, short_names = _gpu_op_names(path, parts)
@@ -285,33 +291,7 @@ def read_gpu_ops(path: Path, tables: frozenset[str]) -> pd.DataFrame:
     )
     frame["name"] = names
     frame["short_name"] = short_names
-    return _with_dropped(frame.loc[:, GPU_OPS.names], dropped)
-
-
-def _keep_usable(columns: dict[str, np.ndarray]) -> int:
-    """Leave out, in place, the rows whose values cannot be right; returns how many. Times must lie in
-    [0, 2^62) (a duration can then never overflow) with end >= start, sizes and ids must not be
-    negative, the device must fit int16 and the stream int32 (they were packed into one value)."""
-    start, end = columns["start"], columns["end"]
-    usable = (start >= 0) & (end >= start) & (end < 2**62)
-    if "device_stream" in columns:
-        device, stream = columns["device_stream"] >> 32, columns["device_stream"] & 0xFFFFFFFF
-        usable &= (device >= 0) & (device < 2**15) & (stream < 2**31)
-    for name in ("bytes", "copy_kind", "name_ids", "name_correlation"):
-        if name in columns:
-            usable &= columns[name] >= 0
-    bad = len(usable) - int(usable.sum())
-    if bad:
-        for name in columns:
-            if isinstance(columns[name], np.ndarray) and len(columns[name]) == len(usable):
-                columns[name] = columns[name][usable]
-    return bad
-
-
-def _with_dropped(frame: pd.DataFrame, dropped: int) -> pd.DataFrame:
-    """Record on the table how many rows were left out for unusable values (``Trace`` reports them)."""
-    frame.attrs["dropped"] = dropped
-    return frame
+    return with_dropped(frame.loc[:, GPU_OPS.names], dropped)
 
 
 LAUNCH_CONFIG = ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")
@@ -364,17 +344,18 @@ def read_launches(path: Path, tables: frozenset[str]) -> pd.DataFrame:
         {
             "start": "start",
             "end": "end",
-            # name id and correlation id (32-bit in CUPTI) in one value; pid and tid without the HW/VM bits
-            "name_correlation": "(nameId << 32) | (ifnull(correlationId, 4294967295) & 4294967295)",
-            "thread": f"ifnull(globalTid, 0) & {PID_TID_MASK}",
+            "name_id": "nameId",
+            "correlation": "ifnull(correlationId, -1)",
+            # pid and tid without the hardware/VM bits above them (arithmetic: see read_gpu_ops)
+            "thread": low_bits("ifnull(globalTid, 0)", 48),
         },
-        types=are_integers("start", "end", "nameId", nullable=("correlationId", "globalTid")),
+        guard=text_among(nullable=("globalTid",)),
+        careful=are_integers("start", "end", "nameId", nullable=("correlationId", "globalTid")),
     )
-    dropped = int(columns.pop(DROPPED)) + _keep_usable(columns)
-    packed = columns.pop("name_correlation")
-    columns["name_id"] = (packed >> 32).astype(np.int32)
-    correlation = packed & 0xFFFFFFFF
-    columns["correlation_id"] = np.where(correlation == 0xFFFFFFFF, -1, correlation)
+    dropped = int(columns.pop(DROPPED)) + keep_usable(columns)
+    columns["name_id"] = columns["name_id"].astype(np.int32)
+    correlation = columns.pop("correlation")  # CUPTI's are 32-bit; -1: none
+    columns["correlation_id"] = np.where(correlation < 0, -1, correlation & 0xFFFFFFFF)
     thread = columns.pop("thread")
     columns["pid"], columns["tid"] = pid_of(thread), thread & ID_BITS
     names = _categorical_from_ids(columns["name_id"], read_strings(path, columns["name_id"]))
@@ -389,4 +370,4 @@ def read_launches(path: Path, tables: frozenset[str]) -> pd.DataFrame:
             "tid": columns["tid"],
         }
     )
-    return _with_dropped(frame.loc[:, LAUNCHES.names], dropped)
+    return with_dropped(frame.loc[:, LAUNCHES.names], dropped)

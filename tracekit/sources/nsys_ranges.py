@@ -18,14 +18,17 @@ import pandas as pd
 from tracekit.model.nesting import nest_ranges
 from tracekit.model.schema import RANGE_STYLES, RANGES
 from tracekit.model.selection import Pattern, names_matching
-from tracekit.sources.nsys import ID_BITS, PID_TID_MASK, pid_of
+from tracekit.sources.nsys import ID_BITS, pid_of
+from tracekit.sources.nsys_checks import TIME_LIMIT, keep_rows, low_bits
 from tracekit.sources.sqlite_columns import (
     DROPPED,
     are_integers,
     connect_readonly,
+    index_of_ids,
     present_ids,
     read_columns,
     read_strings,
+    text_among,
 )
 
 NVTX_TABLE = "NVTX_EVENTS"
@@ -56,13 +59,15 @@ def read_ranges(path: Path, tables: frozenset[str], names: Collection[Pattern] |
             "event_type": "eventType",
             "text_id": "ifnull(textId, -1)",
             "domain_id": "ifnull(domainId, 0)",
-            # pid and tid only: the hardware/VM bits above them make every value 15 digits long
-            "global_tid": f"ifnull(globalTid, 0) & {PID_TID_MASK}",
-            "end_global_tid": f"ifnull(endGlobalTid & {PID_TID_MASK}, -1)",
+            # pid and tid only: the hardware/VM bits above them make every value 15 digits long (arithmetic
+            # rather than &, so that a REAL stays REAL and fails to parse)
+            "global_tid": low_bits("ifnull(globalTid, 0)", 48),
+            "end_global_tid": f"ifnull({low_bits('endGlobalTid', 48)}, -1)",
         },
         texts={"text": "text"},
         where=named,
-        types=are_integers("start", nullable=("end", "textId", "domainId", "globalTid", "endGlobalTid")),
+        guard=text_among(nullable=("globalTid", "endGlobalTid")),
+        careful=are_integers("start", nullable=("end", "textId", "domainId", "globalTid", "endGlobalTid")),
         dtypes={"event_type": "int16"},
     )
     dropped = int(columns.pop(DROPPED)) + _keep_usable(columns)
@@ -123,19 +128,13 @@ def read_ranges(path: Path, tables: frozenset[str], names: Collection[Pattern] |
 
 def _keep_usable(columns: dict) -> int:
     """Leave out, in place, ranges whose values cannot be right; returns how many. Times must lie in
-    [0, 2^62) with end >= start (an unclosed range, end NULL, read as -1, is closed later), the
-    registered-name id must fit int32."""
+    [0, TIME_LIMIT) with end >= start (an unclosed range, end NULL, read as -1, is closed later), the
+    registered-name id must fit int32, thread ids must not be negative."""
     start, end, text_id = columns["start"], columns["end"], columns["text_id"]
-    usable = (start >= 0) & (start < 2**62) & ((end == -1) | ((end >= start) & (end < 2**62)))
+    usable = (start >= 0) & (start < TIME_LIMIT) & ((end == -1) | ((end >= start) & (end < TIME_LIMIT)))
+    usable &= (columns["global_tid"] >= 0) & (columns["end_global_tid"] >= -1)
     usable &= (text_id >= -1) & (text_id < 2**31)
-    bad = len(usable) - int(usable.sum())
-    if bad:
-        for name, values in columns.items():
-            if isinstance(values, tuple):  # a text column: codes into its distinct values
-                columns[name] = (values[0][usable], values[1])
-            elif isinstance(values, np.ndarray) and len(values) == len(usable):
-                columns[name] = values[usable]
-    return bad
+    return keep_rows(columns, usable)
 
 
 def _name_filter(patterns: Collection[Pattern]) -> str:
@@ -183,10 +182,9 @@ def _range_names(
     labels = [text or "(unnamed)" for text in texts] + [strings.get(int(i), f"<string {i}>") for i in registered]
     label = text_codes.astype(np.int64)
     if len(registered):
-        id_to_label = np.zeros(int(registered[-1]) + 1, dtype=np.int64)
-        id_to_label[registered] = len(texts) + np.arange(len(registered))
-        has_id = text_ids >= 0
-        label[has_id] = id_to_label[text_ids[has_id]]
+        positions = index_of_ids(text_ids, registered)
+        has_id = positions >= 0
+        label[has_id] = len(texts) + positions[has_id]
     pairs, unique_pairs = pd.factorize(domain_codes.astype(np.int64) * len(labels) + label)
     pair_domain, pair_label = np.divmod(np.asarray(unique_pairs), len(labels))
     pair_names = [

@@ -57,7 +57,8 @@ def read_columns(
     texts: Mapping[str, str] | None = None,
     dtypes: Mapping[str, str] | None = None,
     where: str = "",
-    types: str = "",
+    guard: str = "",
+    careful: str = "",
 ) -> dict:
     """Read SQL expressions of the rows of ``table`` (rowid order) in one scan per chunk.
 
@@ -65,10 +66,15 @@ def read_columns(
     columns in ``ifnull(col, -1)``: ``group_concat`` skips NULLs, which would misalign the arrays);
     they come back as numpy arrays, narrowed per ``dtypes`` (default int64). ``texts`` maps a name
     to a text expression; it comes back as (int32 codes, list of distinct values), NULL as "".
-    ``where`` filters rows. A value that is no integer (REAL, TEXT: SQLite stores what it is given)
-    makes a chunk's numbers unparseable; that chunk alone is read again without the rows failing
-    ``types`` (typeof tests, too costly for every row of every read), and they are counted under the
-    key DROPPED. Checks of the values read (ranges, end >= start) are the caller's, in numpy.
+    ``where`` filters rows.
+
+    Damaged values: SQLite keeps what it is given, REAL or TEXT even in an INTEGER column. A REAL or
+    TEXT value read as it is makes the chunk's numbers unparseable; arithmetic on it (the packing of
+    small ids) turns TEXT into 0, which ``guard`` catches: an SQL aggregate, true for a chunk that
+    needs care (cheap: ``max`` over the row's ids is TEXT when one of them is). Such a chunk alone is
+    read again without the rows failing ``careful`` (per-row typeof() and range tests, too costly for
+    every read), and those are counted under the key DROPPED. Checks of the values read (ranges,
+    end >= start) are the caller's, in numpy.
     """
     texts = dict(texts or {})
     dtypes = dict(dtypes or {})
@@ -79,10 +85,10 @@ def read_columns(
         empty = {name: np.empty(0, dtype=dtypes.get(name, "int64")) for name in int_names}
         return {**empty, **{name: (np.empty(0, np.int32), []) for name in text_names}, DROPPED: 0}
 
-    selects = ["count(*)"] + [f"group_concat({ints[name]})" for name in int_names]
+    selects = ["count(*)", f"({guard or 0})"] + [f"group_concat({ints[name]})" for name in int_names]
     selects += [f"group_concat(ifnull({texts[name]}, ''), char(31))" for name in text_names]
     selected = f" AND ({where})" if where else ""
-    typed = selected + (f" AND ({types})" if types else "")
+    typed = selected + (f" AND ({careful})" if careful else "")
     total_query = f"SELECT count(*) FROM {table} WHERE rowid BETWEEN ? AND ?{selected}"
     bounds = [(start, min(start + CHUNK_ROWS - 1, high)) for start in range(low, high + 1, CHUNK_ROWS)]
 
@@ -91,14 +97,16 @@ def read_columns(
             try:
                 return parse(connection, selected, bound, counted=False)
             except ValueError:  # a REAL or TEXT value where an integer belongs
-                if not types:
+                if not careful:
                     raise
                 return parse(connection, typed, bound, counted=True)
 
     def parse(connection: sqlite3.Connection, condition: str, bound: tuple[int, int], counted: bool) -> list:
         sql = f"SELECT {', '.join(selects)} FROM {table} WHERE rowid BETWEEN ? AND ?{condition}"
         row = connection.execute(sql, bound).fetchone()
-        count, values = row[0], list(row[1:])
+        count, flagged, values = row[0], row[1], list(row[2:])
+        if flagged and not counted:
+            raise ValueError(f"{table}: values of the wrong type or out of range")
         dropped = connection.execute(total_query, bound).fetchone()[0] - count if counted else 0
         for index, name in enumerate(int_names):
             dtype = dtypes.get(name, "int64")
@@ -159,10 +167,11 @@ def read_int_columns(
     columns: Mapping[str, str],
     dtypes: Mapping[str, str] | None = None,
     where: str = "",
-    types: str = "",
+    guard: str = "",
+    careful: str = "",
 ) -> dict:
     """Integer columns only (see ``read_columns``)."""
-    return read_columns(path, table, columns, dtypes=dtypes, where=where, types=types)
+    return read_columns(path, table, columns, dtypes=dtypes, where=where, guard=guard, careful=careful)
 
 
 def are_integers(*columns: str, nullable: tuple[str, ...] = ()) -> str:
@@ -171,6 +180,28 @@ def are_integers(*columns: str, nullable: tuple[str, ...] = ()) -> str:
     tests = [f"typeof({column}) = 'integer'" for column in columns]
     tests += [f"({column} IS NULL OR typeof({column}) = 'integer')" for column in nullable]
     return " AND ".join(tests)
+
+
+def text_among(*columns: str, nullable: tuple[str, ...] = ()) -> str:
+    """SQL aggregate, true when some row holds TEXT (or a BLOB) in one of the columns: SQLite orders
+    TEXT after every number, so the maximum over them is TEXT then. One call per row, unlike typeof()."""
+    values = [*columns, *(f"ifnull({column}, 0)" for column in nullable)]
+    return f"typeof(max({_per_row('max', values)})) NOT IN ('integer', 'null')"
+
+
+def outside(columns: list[str], low: int, high: int) -> str:
+    """SQL aggregate, true when some row has one of the columns outside [low, high)."""
+    return f"max({_per_row('max', columns)}) >= {high} OR min({_per_row('min', columns)}) < {low}"
+
+
+def _per_row(function: str, values: list[str]) -> str:
+    """SQLite's scalar max()/min() of several values (of one value: the value itself)."""
+    return f"{function}({', '.join(values)})" if len(values) > 1 else values[0]
+
+
+def between(*columns: str, low: int = 0, high: int = 2**62) -> str:
+    """SQL: every column's value lies in [low, high) (per row; for the careful read)."""
+    return " AND ".join(f"{column} >= {low} AND {column} < {high}" for column in columns)
 
 
 def _join_text_chunks(chunks: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, list[str]]:
@@ -185,17 +216,37 @@ def _join_text_chunks(chunks: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.n
     return (np.concatenate(codes) if codes else np.empty(0, np.int32)), list(shared)
 
 
+# Ids up to this bound are handled with tables indexed by id (fast); beyond it, a hostile or odd export
+# could make such a table gigabytes, so sorting takes over.
+DENSE_ID_LIMIT = 2**22
+
+
 def present_ids(*id_arrays: np.ndarray) -> np.ndarray:
-    """Distinct non-negative ids used in the arrays (ids are small: a bincount, not a sort)."""
-    seen = np.zeros(0, dtype=bool)
-    for ids in id_arrays:
-        valid = ids[ids >= 0] if (ids < 0).any() else ids
-        if len(valid):
-            counts = np.bincount(valid)
-            if len(counts) > len(seen):
-                seen = np.concatenate([seen, np.zeros(len(counts) - len(seen), dtype=bool)])
-            seen[: len(counts)] |= counts > 0
+    """Distinct non-negative ids used in the arrays, sorted (small ids: a bincount, not a sort)."""
+    valid = [ids[ids >= 0] if (ids < 0).any() else ids for ids in id_arrays]
+    valid = [ids for ids in valid if len(ids)]
+    if not valid:
+        return np.zeros(0, dtype=np.int64)
+    if max(int(ids.max()) for ids in valid) >= DENSE_ID_LIMIT:
+        return np.unique(np.concatenate(valid)).astype(np.int64)
+    seen = np.zeros(DENSE_ID_LIMIT, dtype=bool)
+    for ids in valid:
+        seen[ids] = True
     return np.flatnonzero(seen)
+
+
+def index_of_ids(ids: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """Position in ``present`` (sorted, from ``present_ids``) of each non-negative id; -1 for negative ids.
+    A table indexed by id when ids are small, a binary search otherwise."""
+    if not len(ids) or not len(present):
+        return np.full(len(ids), -1, dtype=np.int64)
+    if int(present[-1]) < DENSE_ID_LIMIT:
+        table = np.full(int(present[-1]) + 1, -1, dtype=np.int64)
+        table[present] = np.arange(len(present))
+        positions = table[np.maximum(ids, 0)]
+    else:
+        positions = np.searchsorted(present, ids)
+    return np.where(ids >= 0, positions, -1)
 
 
 def read_strings(path: str | Path, *id_arrays: np.ndarray) -> dict[int, str]:

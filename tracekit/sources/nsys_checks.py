@@ -1,0 +1,79 @@
+"""What an nsys export should not hold, and how reading leaves it out: the one definition of an
+unusable row (the robustness rules build on it).
+
+A row is left out when its times lie outside [0, TIME_LIMIT) or end before they start, when a size,
+kind or id is negative or does not fit the column it goes to, or when a value is NULL, REAL or TEXT
+where an integer belongs. Rows read as numbers are checked here in numpy (``keep_usable``); what the
+packing of small ids into one number would hide (TEXT turned into 0 by arithmetic, a 16-bit field
+overflowing into its neighbour) is caught per chunk by a cheap SQL ``guard``, and only such a chunk is
+read again with the per-row ``careful`` tests. The count of rows left out travels with the table
+(``frame.attrs["dropped"]``); ``Trace.warnings`` reports it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from tracekit.sources.sqlite_columns import are_integers, between, outside, text_among
+
+# Times stay below 2^53 ns (104 days of capture): sums of many of them, and group keys built on them,
+# then stay far from int64's limit.
+TIME_LIMIT = 2**53
+KERNEL_DIMS = ("gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ")
+OP_CAREFUL = (
+    f"{are_integers('start', 'end', 'deviceId', 'streamId', nullable=('correlationId', 'globalPid'))} AND "
+    f"{between('deviceId', high=2**15)} AND {between('streamId', high=2**31)}"
+)
+KERNEL_GUARD = (
+    f"{text_among('deviceId', 'streamId', 'demangledName', 'shortName', *KERNEL_DIMS, nullable=('globalPid',))} "
+    f"OR {outside(['gridY', 'gridZ', 'blockY', 'blockZ'], 0, 2**16)}"
+)
+KERNEL_CAREFUL = (
+    f"{OP_CAREFUL} AND {are_integers('demangledName', 'shortName', *KERNEL_DIMS)} AND "
+    f"{between('gridY', 'gridZ', 'blockY', 'blockZ', high=2**16)} AND "
+    f"{between('gridX', 'blockX', 'demangledName', 'shortName', high=2**31)}"
+)
+COPY_GUARD = text_among("deviceId", "streamId", nullable=("globalPid",))
+
+
+def low_bits(expression: str, bits: int) -> str:
+    """SQL for ``expression & (2**bits - 1)`` of a non-negative integer, in arithmetic (see ``common``)."""
+    return f"({expression}) - ({expression}) / {2**bits} * {2**bits}"
+
+
+def keep_usable(columns: dict[str, np.ndarray]) -> int:
+    """Leave out, in place, the rows whose values cannot be right; returns how many. Times must lie in
+    [0, TIME_LIMIT) with end >= start; sizes, kinds and process ids must not be negative; ids packed
+    two to a value must each fit their half (device int16, stream, names: int32)."""
+    start, end = columns["start"], columns["end"]
+    usable = (start >= 0) & (end >= start) & (end < TIME_LIMIT)
+    for name in ("device_stream", "name_ids"):
+        if name in columns:
+            high, low = np.divmod(columns[name], 2**32)
+            usable &= (high >= 0) & (high < (2**15 if name == "device_stream" else 2**31)) & (low < 2**31)
+    for name in ("bytes", "copy_kind", "pid", "thread"):
+        if name in columns:
+            usable &= columns[name] >= 0
+    if "name_id" in columns:
+        usable &= (columns["name_id"] >= 0) & (columns["name_id"] < 2**31)
+    return keep_rows(columns, usable)
+
+
+def keep_rows(columns: dict, usable: np.ndarray) -> int:
+    """Keep, in place, the rows of every column (text columns as codes) where ``usable``; returns how many
+    were left out."""
+    bad = len(usable) - int(usable.sum())
+    if bad:
+        for name, values in columns.items():
+            if isinstance(values, tuple):  # a text column: codes into its distinct values
+                columns[name] = (values[0][usable], values[1])
+            elif isinstance(values, np.ndarray) and len(values) == len(usable):
+                columns[name] = values[usable]
+    return bad
+
+
+def with_dropped(frame: pd.DataFrame, dropped: int) -> pd.DataFrame:
+    """Record on the table how many rows were left out for unusable values (``Trace`` reports them)."""
+    frame.attrs["dropped"] = dropped
+    return frame
