@@ -109,3 +109,14 @@ def test_huge_string_ids_cost_no_memory(tmp_path):
     trace = open_trace(b.write(tmp_path / "huge-ids.sqlite"))
     assert trace.gpu_ops["name"].astype(str).tolist() == [GEMM, "vectorized_elementwise_kernel"]
     assert trace.ranges["name"].astype(str).tolist() == ["step"] and not trace.warnings
+
+
+def test_durations_that_would_overflow_a_sum_are_one_error(cli, tmp_path):
+    """Each kernel is plausible on its own (below 2^53 ns), but 600 of them overlapping for 2^53 ns each
+    add up past 2^62: int64 totals would wrap, so the export is refused in one line."""
+    b = ExportBuilder("2026.2")
+    for _ in range(600):
+        b.kernel(0, 2**53 - 1, GEMM)
+    result = cli("kernels", b.write(tmp_path / "forged.sqlite"))
+    assert result.exit_code == 1 and "add up to more than 2^62 ns" in result.output
+    assert len([line for line in result.output.splitlines() if line.strip()]) == 1

@@ -76,6 +76,23 @@ def test_busy_and_idle_on_two_gpus(tmp_path):
     assert gpus.loc["cuda:0", "Idle (%)"] == 33.3
 
 
+def test_many_instances_over_a_long_capture(tmp_path):
+    """2,000 step instances spread over 2^53 ns (104 days): (instance, time) keys would overflow int64
+    as code * span, so times are keyed by rank; every figure must still be exact."""
+    b = ExportBuilder("2026.2")
+    gap = 2**42  # 2,000 instances x 2^42 ns stays below 2^53
+    for i in range(2_000):
+        at = i * gap
+        b.push_pop(at, at + 1_000, "step", tid=100)
+        b.kernel(at + 100, at + 300, GEMM, launch_at=at + 10)
+        b.kernel(at + 200, at + 400, ADD, stream=8, launch_at=at + 20)  # overlaps the first by 100 ns
+    trace = open_trace(b.write(tmp_path / "long.sqlite"))
+    gpus = gpu_table(trace, ["step"]).set_index(["Phase", "GPU"]).loc["step"]
+    assert gpus.loc["cuda:0", ["Busy (ns)", "Span (ns)", "Idle (ns)"]].tolist() == [600_000, 600_000, 0]
+    table = breakdown_table(trace, ["step"]).set_index("Phase")
+    assert table.loc["step", ["Instances", "Kernels", "Kernel Time (ns)"]].tolist() == [2_000, 4_000, 800_000]
+
+
 def test_copies_by_direction(trace):
     copies = phase_breakdown(trace).table("copies").set_index(["Phase", "Operation"])
     assert copies.loc[("backward", "memcpy HtoD"), ["Count", "Time (ns)", "MiB"]].tolist() == [1, 30, 4.0]

@@ -168,3 +168,53 @@ def test_report_compares_more_than_two_inputs(cli, shared_traces, tmp_path):
     first = table[2].strip("|").split("|")
     assert first[0].strip() == "(whole trace)"
     assert float(first[5].replace(",", "")) == pytest.approx(whole[first[1].strip()], abs=0.01)  # as diff says
+
+
+def test_report_of_a_run_whose_phase_ran_no_gpu_work(cli, tmp_path):
+    """A phase with ranges but no GPU op (an optimizer step on the CPU) is a row of zeros, not a crash."""
+    from nsys_builder import ExportBuilder
+
+    b = ExportBuilder("2026.2")
+    b.push_pop(0, 1_000, "forward")
+    b.kernel(100, 300, "ampere_sgemm_128x64_tn", launch_at=50)
+    b.push_pop(1_000, 2_000, "optimizer")  # nothing launched inside it
+    run = tmp_path / "run"
+    run.mkdir()
+    b.write(run / runs.EXPORT)
+    runs.Run(run).write_manifest(
+        {
+            "status": "complete",
+            "config": {"model": "tiny", "context": 16},
+            "trace": "cuda,nvtx",
+            "timings_ms": {"forward": {"mean": 1.0, "std": 0.1}, "optimizer": {"mean": 2.0, "std": 0.1}},
+            "samples_ms": {"forward": [1.0], "optimizer": [2.0]},
+        },
+    )
+    result = cli("report", run, "-o", tmp_path / "report")
+    assert result.exit_code == 0, result.output
+    text = (tmp_path / "report" / "report.md").read_text()
+    harness = text[text.index("Harness wall time per phase") :]
+    row = next(line for line in harness.splitlines() if line.startswith("| optimizer"))
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    assert cells[0] == "optimizer" and [float(cell) for cell in cells[1:]] == [2.0, 0.0, 0.0]
+    assert "#### Inside `forward`" in text and "#### Inside `optimizer`" not in text
+
+
+def test_report_says_which_rows_it_left_out(cli, tmp_path):
+    """Unusable rows are left out of a report's numbers and said once per table, with or without NVTX."""
+    from nsys_builder import ExportBuilder
+
+    for with_ranges in (True, False):
+        b = ExportBuilder("2026.2")
+        if with_ranges:
+            b.push_pop(0, 1_000, "forward")
+            b.push_pop(900, 800, "forward")  # ends before it starts
+        b.kernel(100, 300, "ampere_sgemm_128x64_tn", launch_at=50)
+        b.kernel(400, 350, "ampere_sgemm_128x64_tn", launch_at=60)  # ends before it starts
+        path = b.write(tmp_path / f"bad-{with_ranges}.sqlite")
+        out = tmp_path / f"report-{with_ranges}"
+        result = cli("report", path, "-o", out)
+        assert result.exit_code == 0, result.output
+        text = (out / "report.md").read_text()
+        assert text.count("note: 1 gpu_ops rows of") == 1
+        assert text.count("note: 1 ranges rows of") == (1 if with_ranges else 0)

@@ -9,7 +9,7 @@ within its process. It belongs to a range when that call happened while the rang
 - ``same_thread=True``: nsys's ``nvtx_gpu_proj`` rule: the call lies entirely inside the range, on
   the range's own thread, and only ranges that start and end on one thread count.
 
-Everything is sorting and ``searchsorted`` over int64 keys (group code * span + time), no loop over
+Everything is sorting and ``searchsorted`` over int64 (group, time) keys (``keyed_times``), no loop over
 rows: for each range the calls inside it form one contiguous run of the calls sorted by (group,
 time), so per-range sums come from prefix sums and per-range min/max from ``reduceat``.
 """
@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from tracekit.analysis.keyed_times import KeyedTimes
 from tracekit.model.nesting import thread_key
 from tracekit.model.trace import Trace
 
@@ -74,28 +75,25 @@ def _call_key(pid: np.ndarray, correlation: np.ndarray) -> np.ndarray:
 
 
 class _Groups:
-    """Joint integer codes for (pid) or (pid, tid) over calls and ranges, and keyed times.
-
-    A keyed time is ``code * span + (t - t0)``: sorting keyed times sorts by group, then time, so a
-    single ``searchsorted`` answers "calls of this group within [start, end]".
+    """Joint integer codes for (pid) or (pid, tid) over calls and ranges, and their keyed times
+    (``keyed_times``): sorting keys sorts by group, then time, so a single ``searchsorted`` answers
+    "calls of this group within [start, end]".
     """
 
     def __init__(self, same_thread: bool, call_pid, call_tid, range_pid, range_tid, times: list[np.ndarray]):
         def key(pid, tid):
             return thread_key(pid, tid) if same_thread else np.asarray(pid, dtype=np.int64)
 
-        codes, _ = pd.factorize(np.concatenate([key(call_pid, call_tid), key(range_pid, range_tid)]))
+        codes, uniques = pd.factorize(np.concatenate([key(call_pid, call_tid), key(range_pid, range_tid)]))
         self.call_code = codes[: len(call_pid)].astype(np.int64)
         self.range_code = codes[len(call_pid) :].astype(np.int64)
-        present = [t for t in times if len(t)]
-        self.t0 = min(int(t.min()) for t in present) if present else 0
-        self.span = (max(int(t.max()) for t in present) - self.t0 + 2) if present else 1
+        self.keyed = KeyedTimes(len(uniques), times)
 
     def calls(self, t: np.ndarray) -> np.ndarray:
-        return self.call_code * self.span + (t - self.t0)
+        return self.keyed.key(self.call_code, t)
 
     def ranges(self, t: np.ndarray) -> np.ndarray:
-        return self.range_code * self.span + (t - self.t0)
+        return self.keyed.key(self.range_code, t)
 
 
 def range_gpu_stats(trace: Trace, ranges: pd.DataFrame, same_thread: bool = False) -> pd.DataFrame:

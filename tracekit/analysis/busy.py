@@ -9,7 +9,7 @@ phase's instances. Across devices:
   of devices that ran anything in the phase;
 - "any GPU busy" treats all devices as one: busy while at least one runs something, idle only when
   every device is idle, span from the first op on any device to the last.
-Everything is vector work on sorted int64 keys, no loop over ops.
+Everything is vector work on sorted (group, time) keys (``keyed_times``), no loop over ops.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis.attribution import merge_intervals
+from tracekit.analysis.keyed_times import KeyedTimes
 
 SUM, MEAN, ANY = "sum of GPUs", "mean per GPU", "any GPU busy"
 
@@ -27,14 +28,12 @@ def union_length(start: np.ndarray, end: np.ndarray, group: np.ndarray, groups: 
     result = np.zeros(groups, dtype=np.int64)
     if len(start) == 0:
         return result
-    t0 = int(start.min())
-    span = int(max(end.max(), start.max())) - t0 + 2
-    keyed_start = group.astype(np.int64) * span + (start - t0)
-    keyed_end = group.astype(np.int64) * span + (end - t0)
-    merged_start, merged_end = merge_intervals(keyed_start, keyed_end)
-    owner = merged_start // span  # sorted: merged intervals come in group order
+    keyed = KeyedTimes(groups, [start, end])
+    merged_start, merged_end = merge_intervals(keyed.key(group, start), keyed.key(group, end))
+    owner, begin = keyed.split(merged_start)  # sorted: merged intervals come in group order
+    finish = keyed.split(merged_end)[1]
     first = np.flatnonzero(np.concatenate(([True], owner[1:] != owner[:-1])))
-    result[owner[first]] = np.add.reduceat(merged_end - merged_start, first)
+    result[owner[first]] = np.add.reduceat(finish - begin, first)
     return result
 
 

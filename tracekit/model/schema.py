@@ -4,7 +4,7 @@ Every reader (nsys SQLite today, torch.profiler JSON next) fills these tables wi
 columns, in this order, with these dtypes; what a source cannot provide is left empty and said so in
 the trace's metadata, never invented. Times are int64 nanoseconds from the trace's own time zero
 (memory snapshots keep torch's float microseconds), sizes are bytes. ``Schema.check`` runs once when a
-table loads: O(columns) for names and dtypes, one vector comparison for ``end >= start``.
+table loads: O(columns) for names and dtypes, one vector comparison for ``end >= start`` and one sum of durations.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from tracekit.errors import InvalidTraceError
 if TYPE_CHECKING:
     import pandas as pd
 
+# Sums of durations are int64 (totals, prefix sums): past this they could wrap.
+DURATION_SUM_LIMIT = 2**62
 GPU_OP_KINDS = ("kernel", "memcpy", "memset")
 RANGE_STYLES = ("pushpop", "startend")
 MEMORY_ACTIONS = (
@@ -90,10 +92,18 @@ class Schema:
                     f"{list(frame[column.name].cat.categories)}, the contract says {list(column.categories)}"
                 )
         if self.interval and len(frame):
-            bad = frame["end"].to_numpy() < frame["start"].to_numpy()
+            start, end = frame["start"].to_numpy(), frame["end"].to_numpy()
+            bad = end < start
             if bad.any():
                 raise InvalidTraceError(
                     f"{source}: {int(bad.sum())} rows of {self.table} end before they start; the input is damaged"
+                )
+            # Totals and prefix sums of durations are int64: a sum past 2^62 ns (146 years) would wrap.
+            # Each time is plausible on its own (readers check that), so only a forged file gets here.
+            if float((end - start).sum(dtype="float64")) >= DURATION_SUM_LIMIT:
+                raise InvalidTraceError(
+                    f"{source}: the durations in {self.table} add up to more than 2^62 ns (146 years); "
+                    "no capture holds that much, the input is damaged"
                 )
         return frame
 

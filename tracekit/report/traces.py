@@ -88,6 +88,9 @@ def _input_section(section: Document, path: Path, trace: Trace, heading: str) ->
             "### Memory",
             "No memory snapshot in this run (`tracekit capture MODEL --memory` on a CUDA GPU records one).",
         )
+    # Tables load as the sections need them, so by now every table read has reported what it left out.
+    for warning in trace.warnings:
+        section.text(f"> note: {warning}")
 
 
 def _has_kernels(trace: Trace) -> bool:
@@ -158,8 +161,9 @@ def _gpu_sections(section: Document, source: str, trace: Trace, run: Run | None)
             {
                 "Phase": phase,
                 "Harness Mean (ms)": (timings.get(phase) or {}).get("mean"),
-                "GPU Busy / Step (ns)": any_gpu.loc[phase, "Busy (ns)"] / instances,
-                "GPU Idle / Step (ns)": any_gpu.loc[phase, "Idle (ns)"] / instances,
+                # a phase that launched nothing (a CPU optimizer step) has no GPU row: busy and idle 0
+                "GPU Busy / Step (ns)": any_gpu["Busy (ns)"].get(phase, 0) / instances,
+                "GPU Idle / Step (ns)": any_gpu["Idle (ns)"].get(phase, 0) / instances,
             }
             for phase, instances in zip(phases[PHASE], phases["Instances"])
         ]
@@ -168,7 +172,7 @@ def _gpu_sections(section: Document, source: str, trace: Trace, run: Run | None)
     section.text("### Top kernels", "Base names; `tracekit kernels` without `--name short` gives templated names.")
     top = kernel_summary(trace, top=TOP_KERNELS, name="short")
     section.table(top.frame, f"tracekit kernels {source} --top {TOP_KERNELS} --name short --unit ms")
-    for phase in phases[PHASE]:
+    for phase in phases.loc[phases["Kernels"] > 0, PHASE]:  # a phase that launched no kernel has no top list
         inside = kernel_summary(trace, top=TOP_PHASE_KERNELS, name="short", ranges=[phase])
         section.text(f"#### Inside `{phase}`")
         section.table(
@@ -188,7 +192,8 @@ def _range_sections(section: Document, source: str, trace: Trace) -> None:
         f"tracekit ranges {source} --top {TOP_RANGES} --unit ms",
     )
     for note in summary.notes:
-        section.text(f"> note: {note}")
+        if note not in trace.warnings:  # rows left out are said once, for every table, under the input
+            section.text(f"> note: {note}")
     if (trace.ranges["name"] == "attention").any():
         try:
             within = range_summary(trace, within="attention")

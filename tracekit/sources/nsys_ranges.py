@@ -203,11 +203,12 @@ def _domain_codes(pid: np.ndarray, domain_id: np.ndarray, domains: list[tuple]) 
     custom = np.flatnonzero(domain_id != 0)
     if not domains or not len(custom):
         return codes, names
-    created: dict[int, str] = {}
+    created: dict[tuple[int, int], str] = {}
     for global_tid, domain, name in domains:  # ordered by time: the first creation of an id wins
-        created.setdefault(((int(global_tid) >> 24) & ID_BITS) << 32 | int(domain), name or "")
-    keys, unique_keys = pd.factorize(pid[custom] << 32 | domain_id[custom])
-    known = [created.get(int(key)) for key in unique_keys]
+        created.setdefault(((int(global_tid) >> 24) & ID_BITS, int(domain)), name or "")
+    # (pid, domain id) pairs as a MultiIndex: domain ids are not guaranteed small, so no packing
+    keys, unique_keys = pd.MultiIndex.from_arrays([pid[custom], domain_id[custom]]).factorize()
+    known = [created.get((int(p), int(d))) for p, d in unique_keys]
     names_index = {name: index for index, name in enumerate(names)}
     key_to_code = np.array(
         [names_index.setdefault(name, len(names_index)) if name else 0 for name in known], dtype=np.int32

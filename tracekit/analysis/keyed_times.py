@@ -1,0 +1,37 @@
+"""Times keyed by group: one int64 per (group code, time) that sorts by group, then time.
+
+A key is ``code * span + offset(t)``. Normally the offset is ``t - t0`` (ns). When ``groups * span``
+would not fit int64 (thousands of groups over a capture days long, or a hostile export), the offset
+is the time's rank among all times given instead: ranks keep every order and every tie, which is all
+that sorting, ``searchsorted`` and interval merging need, and ``time_of`` turns a key back into ns.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# Keys stay below this so that adding a span (or a rank) to a key cannot overflow either.
+KEY_LIMIT = 2**62
+
+
+class KeyedTimes:
+    """Key the times of ``groups`` group codes; ``times`` lists every time that will be keyed (ns)."""
+
+    def __init__(self, groups: int, times: list[np.ndarray]):
+        present = [np.asarray(t, dtype=np.int64) for t in times if len(t)]
+        self.t0 = min(int(t.min()) for t in present) if present else 0
+        self.span = (max(int(t.max()) for t in present) - self.t0 + 2) if present else 1
+        self.ranks: np.ndarray | None = None
+        if max(groups, 1) * self.span >= KEY_LIMIT:
+            self.ranks = np.unique(np.concatenate(present))
+            self.span = len(self.ranks) + 1
+
+    def key(self, code: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """int64 key per (code, time); ``t`` must be among the times given at construction."""
+        offset = (t - self.t0) if self.ranks is None else np.searchsorted(self.ranks, t)
+        return np.asarray(code, dtype=np.int64) * self.span + offset
+
+    def split(self, key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(code, time in ns) of each key."""
+        code, offset = np.divmod(key, self.span)
+        return code, (offset + self.t0 if self.ranks is None else self.ranks[offset])
