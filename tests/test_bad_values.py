@@ -9,10 +9,14 @@ from typing import Any
 import pytest
 from nsys_builder import ExportBuilder
 
+from tracekit.model.selection import spec_patterns
 from tracekit.sources import open_trace
 
 GEMM = "ampere_sgemm_128x64_tn"
 INT64_MAX = 2**63 - 1
+UNUSABLE = (
+    "unusable values (end before start, negative or out-of-range numbers, or NULL, REAL or TEXT where integers belong)"
+)
 
 
 def raw(value) -> Any:
@@ -69,6 +73,10 @@ def test_cached_tables_keep_the_count(export, monkeypatch):
     assert len(first.gpu_ops) == 2
     second = open_trace(export)  # read from the cache the first one wrote
     assert len(second.gpu_ops) == 2 and second.warnings[0].startswith("7 gpu_ops rows")
+    named = [open_trace(export) for _ in range(2)]  # a selection read, then the same from its cache
+    for trace in named:
+        assert trace.ranges_named(spec_patterns(["step", "backwards"]))["name"].astype(str).tolist() == ["step"]
+        assert trace.warnings == [f"1 ranges rows of {export} were left out: {UNUSABLE}"]  # "backwards"
 
 
 def test_nothing_usable_is_one_error(cli, tmp_path):

@@ -27,7 +27,7 @@ import pandas as pd
 from tracekit.model.selection import Pattern, select_named
 from tracekit.model.trace import TABLES, Trace
 
-FORMAT = 3  # 3: the GPU-op table is called gpu_ops
+FORMAT = 4  # 3: the GPU-op table is called gpu_ops; 4: unusable rows left out and counted (attrs)
 MIN_BYTES = 32 * 2**20
 SUFFIX = ".tracekit-cache"
 
