@@ -71,6 +71,29 @@ KNOWN = {
     "void cunn_SoftMaxForward<4, float, float, float, cunn::SoftMaxForwardEpilogue>(float *, const float *, int)": "softmax",
     "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096>)": "communication",
     "void gemv2T_kernel_val<int, int, float, float, float, float, 128, 16, 4, 4, false, false>()": "matmul",
+    # foreach kernels: the functor decides (an optimizer step, a norm, a copy); PyTorch's own spelling
+    "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::"
+    "TensorListMetadata<1>, at::native::LpNormFunctor<float, 1>, float*>(T1, T2, T3)": "reduction",
+    "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::"
+    "TensorListMetadata<2>, at::native::(anonymous namespace)::CopyFunctor<float, float, 2, 1, 1>>(T1, T2, T3)": "memory",
+    "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::"
+    "FusedOptimizerTensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<float, 4, "
+    "(at::native::ADAM_MODE)1, false>, float*>(T1, T2, T3)": "optimizer",
+    # AMD appends " [clone .kd]"; thrust and rocprim name the work in a template argument
+    "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul> >"
+    "(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>) [clone .kd]": "elementwise",
+    "void thrust::cuda_cub::core::_kernel_agent<thrust::cuda_cub::__parallel_for::ParallelForAgent<thrust::cuda_cub::"
+    "__fill::functor<thrust::device_ptr<float>, float>, long>, thrust::cuda_cub::__fill::functor<float>, long>"
+    "(thrust::cuda_cub::__fill::functor<float>, long)": "memory",
+    "void rocprim::ROCPRIM_400400_NS::detail::trampoline_kernel<rocprim::ROCPRIM_400400_NS::default_config, "
+    "rocprim::ROCPRIM_400400_NS::detail::reduce_config_wrapper<float>>(float*)": "reduction",
+    # cuDNN's legacy convolutions with a data type before the tile; flashinfer beyond attention
+    "s1688cudnn_fp16_256x128_ldg8_relu_f2f_exp_interior_nhwc2nchw_tn_v1": "convolution",
+    "hcudnn_fp16x2_128x128_relu_interior_nn_v1": "convolution",
+    "void flashinfer::BatchPrefillWithPagedKVCacheKernel<true, 128u>(flashinfer::PagedParams)": "attention",
+    "void flashinfer::activation::act_and_mul_kernel<__nv_bfloat16, &silu>(__nv_bfloat16*, __nv_bfloat16 const*, int)": "elementwise",
+    "void flashinfer::sampling::TopKTopPSamplingFromProbKernel<1024u, (cub::BlockScanAlgorithm)0>(float*)": "reduction",
+    "triton_for_fused_0": "elementwise",
     "my_custom_kernel": "other",
     "void hadamard_transform_kernel(float*)": "other",
 }
@@ -125,7 +148,7 @@ def test_rules_on_real_names_from_public_sources():
     assert {row["category"] for row in rows} <= set(CATEGORIES)
     wrong = [(row["category"], categorize_name(row["name"]), row["name"][:100]) for row in rows
              if categorize_name(row["name"]) != row["category"]]  # fmt: skip
-    assert len(wrong) <= 0.08 * len(rows), wrong[:40]  # 92.6% agree when this was written
+    assert len(wrong) <= 0.06 * len(rows), wrong[:40]  # 94.5% agree when this was written
     # A named category never swapped for another on the families the rules name outright.
     for family, category in (("cijk_", "matmul"), ("nccl", "communication"), ("scudnn", "convolution"),
                              ("triton_poi_", "elementwise"), ("flash_fwd", "attention")):  # fmt: skip

@@ -19,8 +19,9 @@ from tracekit.model.trace import Trace
 
 # (category, pattern, why the rule is where it is). The first rule that matches decides.
 CATEGORY_RULES: list[tuple[str, str, str]] = [
-    ("elementwise", r"^triton_poi_",
-     "Triton names say what they are by prefix (pointwise); what they fused comes after and misleads"),
+    ("elementwise", r"^triton_(?:poi|for)_",
+     "Triton names say what they are by prefix (pointwise; foreach: pointwise over many tensors); what "
+     "they fused comes after and misleads"),
     ("reduction", r"^triton_(?:red|per)_",
      "Triton reductions (persistent or not), even when the fused ops are a layer norm or a softmax"),
     ("matmul", r"^triton_tem_\w*mm",
@@ -41,12 +42,14 @@ CATEGORY_RULES: list[tuple[str, str, str]] = [
     ("reduction", r"pool(?:ing)?_?(?:fw|bw|fwd|bwd)|_pooling|maxpool|avgpool|avg_pool|max_pool|adaptive_\w*pool|"
                   r"average_pool",
      "pooling reduces a window to a value; cuDNN names it xmma_pooling: before convolution and matmul"),
-    ("attention", r"flash|fmha|attention|sdpa|xformers|mem_eff|paged_?attn|attn_(?:fwd|bwd)|mha_(?:fwd|bwd)|"
-                  r"fused_?mha",
-     "fused attention computes GEMMs and a softmax inside; before matmul and softmax"),
+    ("attention", r"flash(?!infer)|fmha|attention|sdpa|xformers|mem_eff|paged_?attn|attn_(?:fwd|bwd)|"
+                  r"mha_(?:fwd|bwd)|fused_?mha|(?:prefill|decode)with\w*kv_?cache|merge_?states",
+     "fused attention computes GEMMs and a softmax inside; before matmul and softmax. flashinfer is a "
+     "library, not a kernel: its attention kernels say Prefill/Decode...WithKVCache, its other kernels "
+     "(activation, sampling, norm) fall to their own rules"),
     ("convolution", r"convolve|convolution|conv[123]d|_conv_|^conv|::conv|fprop|dgrad|wgrad|winograd|im2col|col2im|"
                     r"vol2col|col2vol|flip_filter|fft[123]d_[rc]2[rc]|depthwise|igemm_(?:fwd|bwd|wrw)|"
-                    r"implicit_?gemm|bwd_weight|bwd_data|cudnn_(?:int8x4_|int8_)?\d+x\d+|cask_cudnn|im2d2col",
+                    r"implicit_?gemm|bwd_weight|bwd_data|cudnn_(?:[a-z0-9]+_)?\d+x\d+|cask_cudnn|im2d2col",
      "convolutions run as implicit GEMMs (xmma fprop, cutlass ...fprop...), and cuDNN's FFT "
      "convolution has FFT kernels of its own: before matmul and fft"),
     ("fft", r"regular_fft|vector_fft|composite_\w*fft|cufft|^fft|::fft",

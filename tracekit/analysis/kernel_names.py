@@ -29,10 +29,21 @@ GENERIC_BASES = frozenset(
         "launch_kernel",
         "kernel_entry",
         "triton_kernel",
+        "index_elementwise_kernel",
+        "elementwise_kernel_manual_unroll",
+        "unrolled_elementwise_kernel_for_multi_outputs",
+        "multi_tensor_apply_kernel",  # the functor says: an optimizer step, a foreach norm, a foreach copy
+        "_kernel_agent",  # thrust: the agent's functor (fill, transform, ...)
+        "trampoline_kernel",  # rocprim: the config names the algorithm (scan, reduce, transform, ...)
     }
 )
 # A template argument that is a number, possibly cast: "4", "(int)4", "(unsigned long)3", "(bool)0", "true".
 NUMBER = re.compile(r"^(?:\([\w ]+\))?-?(?:\d+[uUlL]*|true|false|0x[0-9a-fA-F]+)$")
+# Template arguments that carry data, not the work: tensor-list metadata of foreach kernels, rocprim's
+# default config. The work argument is the first one that is neither this nor a number.
+PLUMBING = re.compile(r"(?:^|::)(?:\w*Metadata|default_config)\b")
+# Suffixes compilers append after the parameter list (AMD's " [clone .kd]").
+CLONE_SUFFIX = re.compile(r"\s*\[clone [^\]]*\]$")
 
 
 def _matching_open(text: str, close_index: int, open_char: str, close_char: str) -> int:
@@ -67,7 +78,7 @@ def _split_top_level(text: str) -> list[str]:
 def split_name(name: str) -> tuple[str, list[str]]:
     """(scoped base name, template arguments) of a demangled kernel name. Names that do not parse are
     their own base name, with no arguments."""
-    text = name.strip()
+    text = CLONE_SUFFIX.sub("", name.strip())
     if text.endswith(")"):  # the parameter list
         opening = _matching_open(text, len(text) - 1, "(", ")")
         if opening > 0:
@@ -78,13 +89,14 @@ def split_name(name: str) -> tuple[str, list[str]]:
         if opening > 0:
             arguments = _split_top_level(text[opening + 1 : -1])
             text = text[:opening]
-    # Drop the return type: the base name is the last word outside any template brackets.
+    # Drop the return type: the base name is the last word outside any brackets ("(anonymous namespace)"
+    # is part of a scope).
     depth = 0
     for index in range(len(text) - 1, -1, -1):
         char = text[index]
-        if char == ">":
+        if char in ">)":
             depth += 1
-        elif char == "<":
+        elif char in "<(":
             depth -= 1
         elif char == " " and depth == 0:
             text = text[index + 1 :]
@@ -97,6 +109,8 @@ def rule_text(name: str) -> str:
     template argument that is not a number."""
     base, arguments = split_name(name)
     if base.rsplit("::", 1)[-1] in GENERIC_BASES:
-        first = next((argument for argument in arguments if not NUMBER.match(argument)), "")
+        first = next(
+            (argument for argument in arguments if not NUMBER.match(argument) and not PLUMBING.search(argument)), ""
+        )
         return f"{base} {first}".strip()
     return base
