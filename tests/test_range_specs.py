@@ -116,3 +116,73 @@ def test_phase_lists():
     assert split_specs("forward,backward, optimizer") == ["forward", "backward", "optimizer"]
     assert split_specs(r"aten::mm\, seq = 3,step") == ["aten::mm, seq = 3", "step"]
     assert split_specs("forward,=aten::mm, seq = 3, op_id = 7") == ["forward", "=aten::mm, seq = 3, op_id = 7"]
+    # every escape but "\," travels to parse_spec whole, so a list and a single spec read names alike
+    assert split_specs(r"a\\,b") == [r"a\\", "b"] and parse_spec(r"a\\")[0].exact == "a\\"
+    assert split_specs(r"x\*y,z") == [r"x\*y", "z"] and parse_spec(r"x\*y")[0].exact == "x*y"
+    assert split_specs("a, =b,c") == ["a", "=b,c"]  # spaces before "=" do not hide it
+    for empty in (",", " , ", ""):
+        with pytest.raises(UsageError, match="no range spec"):
+            split_specs(empty)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("breakdown", "--phases", ","),
+        ("diff", "--phases", " "),
+        ("ranges", "--within", ""),
+        ("ranges", "--domain", ""),
+        ("kernels", "--range", ""),
+    ],
+)
+def test_empty_specs_are_errors_not_defaults(cli, export, args):
+    command, *options = args
+    inputs = [export, export] if command == "diff" else [export]
+    result = cli(command, *inputs, *options)
+    assert result.exit_code == 2 if command != "kernels" else result.exit_code in (1, 2)
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert lines[-1].startswith("Error") and ("empty" in lines[-1] or "no range spec" in lines[-1])
+
+
+def test_domain_reaches_every_view(cli, export):
+    """--domain keeps its ranges in the table's note, the tree and --within, and its hint names only them."""
+    tree = cli("ranges", export, "--tree", "--domain", "NCCL", "--format", "json")
+    assert tree.exit_code == 0, tree.output
+    assert [row["Range"] for row in json.loads(tree.stdout)] == ["allreduce"]  # named by text in the domain
+    whole = json.loads(cli("ranges", export, "--tree", "--format", "json").stdout)
+    assert whole[0]["Range"] == "step" and len(whole) == len(NAMES) + 2  # the NCCL range is inside step
+    assert "  NCCL:allreduce" in [row["Range"] for row in whole]
+    hint = cli("ranges", export, "--within", "nothing", "--domain", "NCCL")
+    assert hint.exit_code == 1 and "its ranges in domain NCCL include: allreduce" in hint.output
+    assert "step" not in hint.output.split("include:")[1]
+    table = cli("ranges", export, "--domain", "NCCL")
+    assert "grouped by op" not in table.output  # the emit_nvtx names of the default domain are not counted
+    grouped = cli("ranges", export, "--domain", "default")
+    assert f"{len(NAMES) + 1} names in {len(NAMES)} rows" in grouped.output  # two aten::linear names, one op
+
+
+def test_an_unnamed_domain_is_not_the_default_one(cli, tmp_path):
+    b = ExportBuilder("2026.2")
+    b.push_pop(0, 1_000, "step")
+    b.kernel(100, 150, GEMM, launch_at=10)
+    b.push_pop(2_000, 3_000, "mystery", domain_id=5)  # domain 5 was never created (no name)
+    b.kernel(2_100, 2_120, GEMM, launch_at=2_010)
+    path = b.write(tmp_path / "unnamed.sqlite")
+    default = json.loads(cli("ranges", path, "--domain", "default", "--format", "json").stdout)
+    assert [row["Range"] for row in default] == ["step"]
+    everything = json.loads(cli("ranges", path, "--format", "json").stdout)
+    assert sorted(row["Range"] for row in everything) == ["mystery", "step"]  # no prefix, as nsys shows it
+    unnamed = cli("ranges", path, "--domain", "nope")
+    assert unnamed.exit_code == 1 and "its domains: (unnamed domain), default" in unnamed.output
+
+
+def test_all_nvtx_rows_unusable_says_so(cli, tmp_path):
+    b = ExportBuilder("2026.2")
+    b.push_pop(900, 800, "forward")  # ends before it starts
+    b.kernel(100, 150, GEMM, launch_at=10)
+    path = b.write(tmp_path / "bad-nvtx.sqlite")
+    for args in (("ranges",), ("breakdown", "--phases", "forward"), ("kernels", "--range", "forward")):
+        result = cli(*args[:1], path, *args[1:])
+        assert result.exit_code == 1, (args, result.output)
+        assert "left out: unusable values" in result.output and "Traceback" not in result.output, args
+        assert len([line for line in result.output.splitlines() if line.strip()]) == 1

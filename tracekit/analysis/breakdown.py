@@ -61,7 +61,12 @@ def phases_with_whole(
     intervals = phase_intervals(trace, phases, same_thread, domain)  # loads the tables together: first
     kernel_mask(trace, ops="all")  # raises a clear error for a trace without GPU work
     if not any(instances for instances, _ in intervals.values()) and phases != list(DEFAULT_PHASES):
-        raise UsageError(f"no NVTX range matches {', '.join(phases)} in {trace.name}")
+        where = f" in domain {domain}" if domain else ""
+        # Only the ranges these names can match were read: say what was left out of them, not more
+        # (listing the trace's names would read millions of ranges for an error message).
+        dropped = trace.dropped("ranges")
+        why = f"; {dropped:,} ranges that could match were left out: unusable values" if dropped else ""
+        raise UsageError(f"no NVTX range matches {', '.join(phases)}{where} in {trace.name}{why}")
     whole = np.zeros(len(trace.gpu_ops), dtype=np.int64)  # every op in one interval
     return [(phase, instances, interval) for phase, (instances, interval) in intervals.items()] + [(WHOLE, 1, whole)]
 

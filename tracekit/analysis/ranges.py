@@ -15,7 +15,7 @@ from tracekit.analysis import stats
 from tracekit.analysis.attribution import GPU_OPS, GPU_SPAN, GPU_TIME, range_gpu_stats
 from tracekit.errors import UsageError
 from tracekit.model.result import Result
-from tracekit.model.selection import domain_names, known_names, match, op_name, subtree
+from tracekit.model.selection import domain_names, known_names, match, no_ranges_reason, op_name, relabel, subtree
 from tracekit.model.trace import Trace
 
 RANGE = "Range"
@@ -30,13 +30,7 @@ NSYS_STYLES = {"pushpop": "PushPop", "startend": "StartEnd"}
 def grouped_names(names: pd.Series, raw_names: bool = False) -> pd.Series:
     """Range names as the tables group them: emit_nvtx ranges ("aten::mm, seq = 3, op_id = 7") by their
     op ("aten::mm"), unless ``raw_names``; one string per distinct name, not per row."""
-    if raw_names:
-        return names
-    ops = [op_name(str(name)) for name in names.cat.categories]
-    op_codes, uniques = pd.factorize(pd.Series(ops, dtype=object))
-    codes = names.cat.codes.to_numpy()
-    mapped = np.where(codes >= 0, op_codes[np.maximum(codes, 0)] if len(ops) else -1, -1)
-    return pd.Series(pd.Categorical.from_codes(mapped, categories=pd.Index(uniques, dtype=object)), index=names.index)
+    return names if raw_names else relabel(names, op_name)
 
 
 def ranges_of(trace: Trace, domain: str | None) -> pd.DataFrame:
@@ -57,11 +51,7 @@ def range_table(
     """
     ranges = ranges_of(trace, domain)
     if ranges.empty:
-        where = f" in domain {domain}" if domain else ""
-        raise UsageError(
-            f"{trace.name} has no NVTX ranges{where}: capture with nsys --trace=nvtx and annotate the code "
-            "(the workloads here do; `tracekit capture` records them)"
-        )
+        raise UsageError(f"no NVTX ranges to list in {trace.name}: {no_ranges_reason(trace, domain)}")
     gpu = range_gpu_stats(trace, ranges, same_thread)
     names = grouped_names(ranges["name"], raw_names)
     # Group on integer codes (name code * 2 + style code): factorizing millions of strings costs seconds.
@@ -90,28 +80,34 @@ def range_tree(
     instance: int | None = None,
     max_depth: int | None = None,
     same_thread: bool = False,
+    domain: str | None = None,
 ) -> pd.DataFrame:
     """One instance of an outermost range as an indented tree (columns Range, Start (ns) from the
-    root's start, CPU (ns), GPU Ops, GPU Time (ns), GPU Span (ns)).
+    root's start, CPU (ns), GPU Ops, GPU Time (ns), GPU Span (ns)); each range shows its own name.
 
-    ``root`` defaults to the outermost range name with the most total time; ``instance`` (0-based,
-    in time order) to the instance of median duration, a typical one.
+    ``root`` (a name) defaults to the outermost range name with the most total time; ``instance``
+    (0-based, in time order) to the instance of median duration, a typical one. With ``domain``, the
+    root and the ranges under it are that domain's, named by their text.
     """
     ranges = trace.ranges
-    if ranges.empty:
-        raise UsageError(f"{trace.name} has no NVTX ranges to draw as a tree")
-    outer = ranges.loc[ranges["depth"].to_numpy() == 0]
-    if root is None:
-        root = str(outer.groupby("name", observed=True)["duration"].sum().idxmax())
-    candidates = ranges.loc[(ranges["name"] == root).to_numpy()].sort_values("start")
+    names, allowed = domain_names(ranges, domain)
+    if not allowed.any():
+        raise UsageError(f"no NVTX ranges to draw as a tree in {trace.name}: {no_ranges_reason(trace, domain)}")
+    depth = ranges["depth"].to_numpy()
+    if root is None:  # the shallowest ranges of the domain are its outermost
+        outer = allowed & (depth == depth[allowed].min())
+        root = str(ranges["duration"].loc[outer].groupby(names.loc[outer], observed=True).sum().idxmax())
+    candidates = ranges.loc[(names == root).to_numpy() & allowed].sort_values("start")
     if candidates.empty:
-        raise UsageError(f"no NVTX range named {root!r} in {trace.name}; {known_names(trace)}")
+        raise UsageError(f"no NVTX range named {root!r} in {trace.name}; {known_names(trace, domain)}")
     if instance is None:
         instance = int(np.argsort(candidates["duration"].to_numpy(), kind="stable")[(len(candidates) - 1) // 2])
     if not 0 <= instance < len(candidates):
         raise UsageError(f"{root!r} has {len(candidates)} instances: --instance takes 0 to {len(candidates) - 1}")
     top = candidates.iloc[instance]
     tree = subtree(ranges, int(top["range_id"]))
+    if domain is not None:
+        tree = tree.loc[allowed[ranges.index.get_indexer(tree.index)]]
     if max_depth is not None:
         tree = tree.loc[(tree["depth"] - top["depth"]).to_numpy() <= max_depth]
     gpu = range_gpu_stats(trace, tree, same_thread)
@@ -120,7 +116,7 @@ def range_tree(
     indent = (tree["depth"] - top["depth"]).to_numpy()
     return pd.DataFrame(
         {
-            RANGE: ["  " * level + str(name) for level, name in zip(indent, tree["name"])],
+            RANGE: ["  " * level + str(name) for level, name in zip(indent, names.loc[tree.index])],
             "Start (ns)": (tree["start"] - top["start"]).to_numpy(),
             "CPU (ns)": tree["duration"].to_numpy(),
             GPU_OPS_COLUMN: gpu[GPU_OPS].to_numpy(),
@@ -145,10 +141,10 @@ def range_within(
 
     Columns: Range, Instances, CPU (ns), CPU (%), GPU Time (ns), GPU (%) of the parents' totals.
     """
-    ranges = trace.ranges
+    ranges = ranges_of(trace, domain)
     parents = ranges.loc[match(ranges, parent_spec, domain)] if not ranges.empty else ranges
     if parents.empty:
-        raise UsageError(f"no NVTX range matches {parent_spec!r} in {trace.name}; {known_names(trace)}")
+        raise UsageError(f"no NVTX range matches {parent_spec!r} in {trace.name}; {known_names(trace, domain)}")
     children = ranges.loc[np.isin(ranges["parent"].to_numpy(), parents["range_id"].to_numpy())]
     both = pd.concat([parents, children])
     gpu = range_gpu_stats(trace, both, same_thread)
@@ -202,7 +198,7 @@ def range_summary(
     children of the matching ranges. emit_nvtx ranges are grouped by op unless ``raw_names``; ``domain``
     keeps one NVTX domain ("default" for the default one)."""
     if tree:
-        table = range_tree(trace, root, instance, max_depth, same_thread)
+        table = range_tree(trace, root, instance, max_depth, same_thread, domain)
         return Result.of("tree", table, f"Range tree: {trace.name}", trace.warnings)
     if within:
         table = range_within(trace, within, same_thread, raw_names, domain)
@@ -210,7 +206,7 @@ def range_summary(
     table = range_table(trace, same_thread, top, raw_names, domain)
     notes = []
     if not raw_names:
-        names = trace.ranges["name"].cat.categories
+        names = ranges_of(trace, domain)["name"].unique()
         ops = {op_name(str(name)) for name in names}
         if len(ops) < len(names):
             notes.append(f"emit_nvtx ranges grouped by op: {len(names):,} names in {len(ops):,} rows (--raw-names keeps "

@@ -96,9 +96,31 @@ ops_option = click.option(
 )
 
 
+def _spec_list(ctx, param, value: str) -> list[str]:
+    """--phases: the comma-separated specs, split once here (an empty list is an error, not the default)."""
+    from tracekit.model.selection import split_specs
+
+    try:
+        return split_specs(value)
+    except UsageError as error:
+        raise click.BadParameter(str(error)) from None
+
+
+def not_blank(ctx, param, value: str | None) -> str | None:
+    """An option given as "" or spaces is a mistake (it would silently mean "not given")."""
+    if value is not None and not value.strip():
+        raise click.BadParameter("is empty: give a name, or leave the option out")
+    return value
+
+
 def phases_option(help_text: str):
     return click.option(
-        "--phases", default="forward,backward,optimizer", show_default=True, metavar="SPEC,...", help=help_text
+        "--phases",
+        default="forward,backward,optimizer",
+        show_default=True,
+        metavar="SPEC,...",
+        callback=_spec_list,
+        help=help_text,
     )
 
 
@@ -106,6 +128,7 @@ domain_option = click.option(
     "--domain",
     default=None,
     metavar="NAME",
+    callback=not_blank,
     help="only ranges of this NVTX domain (`default` for the default one); specs then match names without the "
     "'NAME:' prefix",
 )

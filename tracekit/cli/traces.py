@@ -11,6 +11,7 @@ import click
 from tracekit.cli.common import (
     domain_option,
     emit,
+    not_blank,
     nsys_option,
     ops_option,
     output_options,
@@ -95,13 +96,14 @@ def kernels(
     "within",
     default=None,
     metavar="SPEC",
+    callback=not_blank,
     help="the children of these ranges, with their share of the parents' CPU and GPU time",
 )
 @click.option(
     "--raw-names",
     is_flag=True,
     help="one row per distinct name, as nsys's nvtxsum (default: emit_nvtx ranges 'aten::mm, seq = 3, op_id = 7' "
-    "grouped by op)",
+    "grouped by op; a --tree always shows each range's own name)",
 )
 @domain_option
 @same_thread_option
@@ -133,10 +135,9 @@ def breakdown(trace, phases, domain, ops, same_thread, unit, nsys, fmt, output):
     """Kernel time by category (matmul, elementwise, softmax, ...) per phase, copies beside it, and each
     GPU's busy and idle time."""
     from tracekit.analysis.breakdown import phase_breakdown
-    from tracekit.model.selection import split_specs
     from tracekit.sources import open_trace
 
-    emit(phase_breakdown(open_trace(trace, nsys), split_specs(phases), same_thread, ops, domain), fmt, output, unit)
+    emit(phase_breakdown(open_trace(trace, nsys), phases, same_thread, ops, domain), fmt, output, unit)
 
 
 @click.command()
@@ -164,9 +165,7 @@ def diff(a, b, phases, by, top, ops, same_thread, unit, nsys, fmt, output):
 
     first, second = open_trace(a, nsys), open_trace(b, nsys)
     snapshots, notes = run_snapshots([a, b]) if by is None else (None, [])
-    from tracekit.model.selection import split_specs
-
-    result = trace_diff(first, second, split_specs(phases), by, top, ops, same_thread, snapshots, labels=(a, b))
+    result = trace_diff(first, second, phases, by, top, ops, same_thread, snapshots, labels=(a, b))
     result.notes += notes
     emit(result, fmt, output, unit)
 

@@ -6,7 +6,8 @@ The grammar of a range spec (``--range``, ``--phases``, ``--within``):
 - ``step/backward``: every backward range nested, at any depth, inside a step range on the same thread.
   Each part may be a glob.
 - A backslash makes the next character literal: ``a\/b`` is the name "a/b", ``\*`` a star,
-  ``\[`` a bracket, ``\,`` a comma in a ``--phases`` list, ``\\`` a backslash.
+  ``\[`` a bracket, ``\,`` a comma in a ``--phases`` list, ``\\`` a backslash. Inside a bracket
+  expression (``[*?]``) every character is literal already, as in fnmatch: a backslash there is itself.
 - ``=`` first makes the whole rest one literal name, whatever it holds: ``={'op': 'add'}``,
   ``=aten::mm, seq = 3``. In a ``--phases`` list such a spec is the rest of its ``--phases`` value.
 A range matches a name or glob by its name as nsys shows it ("domain:text" outside the default
@@ -23,7 +24,7 @@ per spec, which of them match.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING
@@ -141,16 +142,22 @@ def _bracket_end(spec: str, start: int) -> int:
 
 
 def split_specs(text: str) -> list[str]:
-    """A comma-separated list of specs (``--phases``): commas split unless escaped (``\\,``); a spec that
-    starts with "=" runs to the end of ``text``."""
+    """A comma-separated list of specs (``--phases``): commas split unless escaped (``\\,``); every other
+    escape (``\\\\``, ``\\*``) is kept for ``parse_spec``; spaces around a spec are dropped; a spec that
+    starts with "=" runs to the end of ``text``. UsageError when the list names no spec at all."""
     specs, current, index = [], [], 0
     while index < len(text):
-        if not current and text[index] == LITERAL:
+        char = text[index]
+        if not current and char.isspace():  # spaces before a spec ("a, =b") are not part of it
+            index += 1
+            continue
+        if not current and char == LITERAL:
             current.append(text[index:])
             break
-        char = text[index]
-        if char == "\\" and index + 1 < len(text) and text[index + 1] == ",":
-            current.append(",")  # an escaped comma is a plain character of the name
+        if char == "\\" and index + 1 < len(text):
+            # "\\," is a comma of the name (a plain character to parse_spec); any other escape ("\\\\",
+            # "\\*") travels whole for parse_spec to read, so "\\\\," is a backslash, then a split.
+            current.append("," if text[index + 1] == "," else text[index : index + 2])
             index += 1
         elif char == ",":
             specs.append("".join(current).strip())
@@ -159,7 +166,10 @@ def split_specs(text: str) -> list[str]:
             current.append(char)
         index += 1
     specs.append("".join(current).strip())
-    return [spec for spec in specs if spec]
+    specs = [spec for spec in specs if spec]
+    if not specs:
+        raise UsageError(f"no range spec in {text!r}: give names such as forward,backward")
+    return specs
 
 
 def spec_patterns(specs: Collection[str]) -> set[Pattern]:
@@ -225,11 +235,18 @@ def domain_names(ranges: pd.DataFrame, domain: str | None) -> tuple[pd.Series, n
     if not wanted:
         return names, allowed
     prefix = f"{wanted}:"
-    texts = [name[len(prefix) :] if name.startswith(prefix) else name for name in map(str, names.cat.categories)]
-    text_codes, uniques = pd.factorize(pd.Series(texts, dtype=object))  # two names may share a text
+    return relabel(names, lambda name: name[len(prefix) :] if name.startswith(prefix) else name), allowed
+
+
+def relabel(names: pd.Series, label: Callable[[str], str]) -> pd.Series:
+    """A categorical name column with every name replaced by ``label(name)``: one call per distinct
+    name, not per row; names that get the same label become one category."""
+    labels = [label(str(name)) for name in names.cat.categories]
+    label_codes, uniques = pd.factorize(pd.Series(labels, dtype=object))
     codes = names.cat.codes.to_numpy()
-    mapped = np.where(codes >= 0, text_codes[np.maximum(codes, 0)] if len(texts) else -1, -1)
-    return pd.Series(pd.Categorical.from_codes(mapped, categories=pd.Index(uniques, dtype=object))), allowed
+    mapped = np.where(codes >= 0, label_codes[np.maximum(codes, 0)] if len(labels) else -1, -1)
+    categorical = pd.Categorical.from_codes(mapped, categories=pd.Index(uniques, dtype=object))
+    return pd.Series(categorical, index=names.index)
 
 
 def match(ranges: pd.DataFrame, spec: str, domain: str | None = None) -> np.ndarray:
@@ -317,17 +334,35 @@ def select_ranges(trace: Trace, specs: Sequence[str], domain: str | None = None)
     selection = select(trace, specs, domain=domain)
     if not selection.any():
         where = f" in domain {domain}" if domain else ""
-        raise UsageError(f"no NVTX range matches {', '.join(specs)}{where} in {trace.name}; {known_names(trace)}")
+        raise UsageError(
+            f"no NVTX range matches {', '.join(specs)}{where} in {trace.name}; {known_names(trace, domain)}"
+        )
     return selection.chosen()
 
 
-def known_names(trace: Trace) -> str:
-    """A few of the trace's range names, most frequent first, for error messages."""
-    names = trace.ranges["name"].value_counts()
-    if names.empty:
-        return "it has no NVTX ranges (capture with --trace=nvtx and annotate the code)"
-    shown = ", ".join(str(name) for name in names.index[:8])
-    return f"its ranges include: {shown}" + (" ..." if len(names) > 8 else "")
+def known_names(trace: Trace, domain: str | None = None) -> str:
+    """A few of the trace's range names (of ``domain`` when given, as specs then match them), most
+    frequent first, for error messages; why there are none when there are none."""
+    names, allowed = domain_names(trace.ranges, domain)
+    counts = names.loc[allowed].value_counts()
+    counts = counts[counts > 0]
+    if counts.empty:
+        return no_ranges_reason(trace, domain)
+    shown = ", ".join(str(name) for name in counts.index[:8])
+    where = f" in domain {domain}" if domain else ""
+    return f"its ranges{where} include: {shown}" + (" ..." if len(counts) > 8 else "")
+
+
+def no_ranges_reason(trace: Trace, domain: str | None = None) -> str:
+    """Why a trace offers no range to match: every NVTX row was unusable, the domain holds none, or
+    nothing was annotated."""
+    dropped = trace.dropped("ranges")
+    if trace.ranges.empty and dropped:
+        return f"all {dropped:,} of its NVTX ranges were left out: unusable values (see the note)"
+    if domain is not None and not trace.ranges.empty:
+        domains = sorted({DEFAULT_DOMAIN if not d else str(d) for d in trace.ranges["domain"].unique()})
+        return f"it has no ranges in domain {domain}; its domains: {', '.join(domains)}"
+    return "it has no NVTX ranges (capture with nsys --trace=nvtx and annotate the code)"
 
 
 def subtree(ranges: pd.DataFrame, root_id: int) -> pd.DataFrame:

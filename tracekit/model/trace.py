@@ -78,6 +78,10 @@ class Trace:
             self._dropped[table] = max(dropped, self._dropped.get(table, 0))
         return frame
 
+    def dropped(self, table: str) -> int:
+        """How many rows of ``table`` its reader left out for unusable values (0 before it loads)."""
+        return self._dropped.get(table, 0)
+
     @property
     def warnings(self) -> list[str]:
         """One line per table whose reader left rows out for unusable values, with their count."""

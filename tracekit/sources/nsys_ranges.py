@@ -35,6 +35,8 @@ NVTX_TABLE = "NVTX_EVENTS"
 # NVTX_EVENTS.eventType values (ENUM_NSYS_EVENT_TYPE); 70/71 are ranges imported from NVTXT files.
 NVTX_PUSHPOP, NVTX_STARTEND, NVTXT_PUSHPOP, NVTXT_STARTEND, NVTX_DOMAIN_CREATE = 59, 60, 70, 71, 75
 RANGE_EVENT_TYPES = (NVTX_PUSHPOP, NVTX_STARTEND, NVTXT_PUSHPOP, NVTXT_STARTEND)
+# The domain of ranges whose domain has no name (nsys shows their names without a prefix).
+UNNAMED_DOMAIN = "(unnamed domain)"
 
 
 def read_ranges(path: Path, tables: frozenset[str], names: Collection[Pattern] | None = None) -> pd.DataFrame:
@@ -188,7 +190,7 @@ def _range_names(
     pairs, unique_pairs = pd.factorize(domain_codes.astype(np.int64) * len(labels) + label)
     pair_domain, pair_label = np.divmod(np.asarray(unique_pairs), len(labels))
     pair_names = [
-        f"{domain_names[domain]}:{labels[text]}" if domain else labels[text]
+        f"{domain_names[domain]}:{labels[text]}" if domain and domain_names[domain] != UNNAMED_DOMAIN else labels[text]
         for domain, text in zip(pair_domain, pair_label)
     ]
     # Different pairs can spell the same name ("a:b" in the default domain, "b" in domain "a").
@@ -197,11 +199,12 @@ def _range_names(
 
 
 def _domain_codes(pid: np.ndarray, domain_id: np.ndarray, domains: list[tuple]) -> tuple[np.ndarray, list[str]]:
-    """Per row, an index into the returned domain names ("" = the default domain), resolved per process."""
+    """Per row, an index into the returned domain names ("" = the default domain, UNNAMED_DOMAIN for a
+    domain created without a name or never created in the capture), resolved per process."""
     codes = np.zeros(len(pid), dtype=np.int32)
     names = [""]
     custom = np.flatnonzero(domain_id != 0)
-    if not domains or not len(custom):
+    if not len(custom):
         return codes, names
     created: dict[tuple[int, int], str] = {}
     for global_tid, domain, name in domains:  # ordered by time: the first creation of an id wins
@@ -210,8 +213,9 @@ def _domain_codes(pid: np.ndarray, domain_id: np.ndarray, domains: list[tuple]) 
     keys, unique_keys = pd.MultiIndex.from_arrays([pid[custom], domain_id[custom]]).factorize()
     known = [created.get((int(p), int(d))) for p, d in unique_keys]
     names_index = {name: index for index, name in enumerate(names)}
+    # An unnamed domain is not the default one: --domain default must not take its ranges.
     key_to_code = np.array(
-        [names_index.setdefault(name, len(names_index)) if name else 0 for name in known], dtype=np.int32
+        [names_index.setdefault(name or UNNAMED_DOMAIN, len(names_index)) for name in known], dtype=np.int32
     )
     names = list(names_index)
     codes[custom] = key_to_code[keys]
