@@ -186,3 +186,19 @@ def test_all_nvtx_rows_unusable_says_so(cli, tmp_path):
         assert result.exit_code == 1, (args, result.output)
         assert "left out: unusable values" in result.output and "Traceback" not in result.output, args
         assert len([line for line in result.output.splitlines() if line.strip()]) == 1
+
+
+def test_ranges_without_a_message_are_selectable(cli, tmp_path, monkeypatch):
+    """A range pushed with no message is named "(unnamed)" in tables, and that name selects it, whether
+    the read filters in SQL (no cache) or not."""
+    monkeypatch.setenv("TRACEKIT_CACHE_MIN_BYTES", str(2**40))
+    b = ExportBuilder("2026.2")
+    b.push_pop(0, 1_000, None)
+    b.kernel(100, 133, GEMM, launch_at=10)
+    b.push_pop(2_000, 3_000, "named")
+    b.kernel(2_100, 2_107, GEMM, launch_at=2_010)
+    path = b.write(tmp_path / "unnamed.sqlite")
+    assert kernel_time(cli, path, "(unnamed)") == 33
+    table = cli("breakdown", path, "--phases", "(unnamed),named", "--format", "json")
+    rows = {row["Phase"]: row["Kernel Time (ns)"] for row in json.loads(table.stdout)["breakdown"]}
+    assert rows == {"(unnamed)": 33, "named": 7, "(whole trace)": 40}

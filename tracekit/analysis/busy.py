@@ -67,7 +67,8 @@ def device_busy(ops: pd.DataFrame, instance: np.ndarray) -> pd.DataFrame:
             rows.append((f"cuda:{int(device)}", int(device_busy_ns), int(device_span_ns)))
         total_busy, total_span = int(by_device_busy.sum()), int(by_device_span.sum())
         rows.append((SUM, total_busy, total_span))
-        rows.append((MEAN, total_busy / len(devices), total_span / len(devices)))
+        # rounded to whole ns, so that every column stays integer nanoseconds
+        rows.append((MEAN, round(total_busy / len(devices)), round(total_span / len(devices))))
         any_busy, any_span = busy_span(start, end, owner)
         rows.append((ANY, int(any_busy.sum()), int(any_span.sum())))
     table = pd.DataFrame(rows, columns=["GPU", "Busy (ns)", "Span (ns)"])

@@ -178,6 +178,10 @@ def category_table(
 ) -> pd.DataFrame:
     """``tracekit kernels --by category`` (optionally of the ops inside ``ranges``, per instance)."""
     rows, instances = _selected_rows(trace, ops, ranges, same_thread, domain)
+    return _categories_of(trace, rows, instances, per_instance)
+
+
+def _categories_of(trace: Trace, rows: np.ndarray | None, instances: int, per_instance: bool) -> pd.DataFrame:
     table = summarize_categories(trace, rows)
     return _per_instance(table, instances, [stats.TOTAL, stats.INSTANCES]) if per_instance else table
 
@@ -237,8 +241,9 @@ def kernel_summary(
         raise UsageError("--per-instance divides by the instances of --range: give --range too")
     where = f" inside {', '.join(ranges)}" + (" (per instance)" if per_instance else "") if ranges else ""
     if by == "category":
-        table = category_table(trace, ops, ranges, per_instance, same_thread, domain)
-        notes = unclassified_note(trace, table, _selected_rows(trace, ops, ranges, same_thread, domain)[0])
+        rows, instances = _selected_rows(trace, ops, ranges, same_thread, domain)  # once: ranges cost the most
+        table = _categories_of(trace, rows, instances, per_instance)
+        notes = unclassified_note(trace, table, rows)
         return Result.of("categories", table, f"GPU time by category{where}: {trace.name}", notes + trace.warnings)
     if by != "kernel":
         raise UsageError(f"unknown --by {by!r}; choose kernel or category")

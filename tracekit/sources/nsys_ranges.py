@@ -35,6 +35,8 @@ NVTX_TABLE = "NVTX_EVENTS"
 # NVTX_EVENTS.eventType values (ENUM_NSYS_EVENT_TYPE); 70/71 are ranges imported from NVTXT files.
 NVTX_PUSHPOP, NVTX_STARTEND, NVTXT_PUSHPOP, NVTXT_STARTEND, NVTX_DOMAIN_CREATE = 59, 60, 70, 71, 75
 RANGE_EVENT_TYPES = (NVTX_PUSHPOP, NVTX_STARTEND, NVTXT_PUSHPOP, NVTXT_STARTEND)
+# The name of a range pushed without a message (neither text nor a registered string).
+UNNAMED_RANGE = "(unnamed)"
 # The domain of ranges whose domain has no name (nsys shows their names without a prefix).
 UNNAMED_DOMAIN = "(unnamed domain)"
 
@@ -150,7 +152,10 @@ def _name_filter(patterns: Collection[Pattern]) -> str:
     def on(column: str) -> str:
         return " OR ".join(f"({_pattern_test(column, pattern)})" for pattern in patterns) or "0"
 
-    return f"ifnull(domainId, 0) != 0 OR {on('text')} OR textId IN (SELECT id FROM StringIds WHERE {on('value')})"
+    condition = f"ifnull(domainId, 0) != 0 OR {on('text')} OR textId IN (SELECT id FROM StringIds WHERE {on('value')})"
+    if any(pattern.matches(UNNAMED_RANGE) for pattern in patterns):  # ranges without a message, named so here
+        condition += " OR (ifnull(text, '') = '' AND textId IS NULL)"
+    return condition
 
 
 def _pattern_test(column: str, pattern: Pattern) -> str:
@@ -181,7 +186,7 @@ def _range_names(
     """nsys's range name: registered string (textId) else text, prefixed "domain:" outside the default domain."""
     registered = present_ids(text_ids)
     strings = read_strings(path, text_ids) if len(registered) else {}
-    labels = [text or "(unnamed)" for text in texts] + [strings.get(int(i), f"<string {i}>") for i in registered]
+    labels = [text or UNNAMED_RANGE for text in texts] + [strings.get(int(i), f"<string {i}>") for i in registered]
     label = text_codes.astype(np.int64)
     if len(registered):
         positions = index_of_ids(text_ids, registered)
