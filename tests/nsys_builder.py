@@ -234,13 +234,14 @@ class ExportBuilder:
         self,
         start: int,
         end: int | None,
-        text: str,
+        text: str | None,
         pid: int = 100,
         tid: int = 100,
         domain_id: int = 0,
         registered: bool = False,
     ) -> None:
-        """A push/pop range; ``registered`` names it through StringIds (textId) as the nvtx package does."""
+        """A push/pop range; ``registered`` names it through StringIds (textId) as the nvtx package does;
+        ``text`` None: a range pushed without a message."""
         self._nvtx(59, start, end, text, pid, tid, domain_id, registered)
 
     def start_end(
@@ -273,7 +274,7 @@ class ExportBuilder:
         self._add("NVTX_EVENTS", start=at, eventType=34, text=text, globalTid=global_tid(pid, tid), domainId=0)
 
     def _nvtx(self, event_type, start, end, text, pid, tid, domain_id, registered, end_global_tid=None):
-        naming = {"textId": self.string(text)} if registered else {"text": text}
+        naming = {"textId": self.string(text)} if registered and text is not None else {"text": text}
         self._add(
             "NVTX_EVENTS",
             start=start,
