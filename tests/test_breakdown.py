@@ -173,3 +173,14 @@ def test_phases_by_emit_nvtx_op_on_a_real_trace(shared_traces, cli):
     grouped = cli("ranges", export, "--format", "json").stdout
     raw_rows = cli("ranges", export, "--raw-names", "--format", "json").stdout
     assert len(json.loads(grouped)) < 200 < len(json.loads(raw_rows))
+
+
+def test_a_trace_without_the_default_phases_says_so(tmp_path, trace):
+    b = ExportBuilder("2026.2")
+    b.push_pop(0, 1_000, "train_step")
+    b.kernel(100, 200, GEMM, launch_at=10)
+    other = open_trace(b.write(tmp_path / "named-otherwise.sqlite"))
+    notes = phase_breakdown(other).notes
+    assert len(notes) == 1 and notes[0].startswith("no range named forward, backward or optimizer in this trace")
+    assert phase_breakdown(trace).notes == []  # the step fixture has all three
+    assert phase_breakdown(other, ["train_step"]).notes == []

@@ -166,7 +166,14 @@ def phase_breakdown(
     copies = copy_table(trace, phases, same_thread, domain)
     if not copies.empty:
         tables.append(Table("copies", copies, "Memory copies and sets"))
-    result = Result(tables, notes=trace.warnings)
+    notes = list(trace.warnings)
+    if (
+        list(phases or DEFAULT_PHASES) == list(DEFAULT_PHASES)
+        and not (table.loc[table[PHASE] != WHOLE, "Instances"] > 0).any()
+    ):
+        notes.insert(0, f"no range named {', '.join(DEFAULT_PHASES[:-1])} or {DEFAULT_PHASES[-1]} in this trace: only the whole trace is broken "
+                     "down; name its phases with --phases (`tracekit ranges` lists its range names)")  # fmt: skip
+    result = Result(tables, notes=notes)
     present = table.loc[(table["Instances"] > 0) | (table[PHASE] == WHOLE)]
     if present[time_column(ops)].sum() > 0:
         title = "Share of kernel time by category" if ops == "kernels" else "Share of GPU op time by category"
