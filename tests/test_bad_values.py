@@ -4,6 +4,7 @@ never crashed on nor misattributed; when nothing usable is left, one error line 
 from __future__ import annotations
 
 import json
+import tracemalloc
 from typing import Any
 
 import pytest
@@ -114,9 +115,16 @@ def test_huge_string_ids_cost_no_memory(tmp_path):
     b.push_pop(0, 1_000, "step", registered=True)
     b.kernel(100, 200, GEMM, launch_at=50)
     b.kernel(300, 450, "vectorized_elementwise_kernel", launch_at=60)
-    trace = open_trace(b.write(tmp_path / "huge-ids.sqlite"))
-    assert trace.gpu_ops["name"].astype(str).tolist() == [GEMM, "vectorized_elementwise_kernel"]
-    assert trace.ranges["name"].astype(str).tolist() == ["step"] and not trace.warnings
+    path = b.write(tmp_path / "huge-ids.sqlite")
+    tracemalloc.start()  # numpy reports its arrays to tracemalloc
+    try:
+        trace = open_trace(path)
+        assert trace.gpu_ops["name"].astype(str).tolist() == [GEMM, "vectorized_elementwise_kernel"]
+        assert trace.ranges["name"].astype(str).tolist() == ["step"] and not trace.warnings
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 100 * 2**20  # an id-indexed table would be 8-16 GiB
 
 
 def test_durations_that_would_overflow_a_sum_are_one_error(cli, tmp_path):
@@ -128,3 +136,44 @@ def test_durations_that_would_overflow_a_sum_are_one_error(cli, tmp_path):
     result = cli("kernels", b.write(tmp_path / "forged.sqlite"))
     assert result.exit_code == 1 and "add up to more than 2^62 ns" in result.output
     assert len([line for line in result.output.splitlines() if line.strip()]) == 1
+
+
+def test_epoch_timestamps_give_the_same_tables(cli, shared_traces, tmp_path):
+    """`nsys export --ts-normalize=true` writes times since the Unix epoch (~1.8e18 ns): valid, and every
+    table must equal the one of the same capture with times from its start."""
+    import shutil
+    import sqlite3
+
+    source = shared_traces / "h100_videogen_2gpu_b_nsys2026.2.sqlite"
+    shifted = tmp_path / "epoch.sqlite"
+    shutil.copy(source, shifted)
+    shifted.chmod(0o644)
+    epoch = 1_763_900_000_000_000_000
+    with sqlite3.connect(shifted) as connection:
+        for table in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
+                      "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS"):  # fmt: skip
+            connection.execute(f"UPDATE {table} SET start = start + ?, end = end + ?", (epoch, epoch))
+    for args in (("kernels",), ("ranges", "--raw-names"), ("breakdown", "--phases", "ncclGroupEnd")):
+        before = cli(args[0], source, *args[1:], "--format", "csv")
+        after = cli(args[0], shifted, *args[1:], "--format", "csv")
+        assert after.exit_code == 0, after.output
+        assert after.stdout == before.stdout and not after.stderr.strip(), args
+
+
+@pytest.mark.parametrize("generation", ["2022.4", "2026.2"])
+def test_too_wide_ids_are_left_out_without_a_bad_neighbour(generation, tmp_path):
+    """No TEXT in the chunk to trip the check: ids too wide for their packed half must still be caught
+    (stream 2^32 + 5 would read as device 1, stream 5; a short-name id past 2^32 as another name)."""
+    b = ExportBuilder(generation)
+    b.kernel(100, 200, GEMM)  # the good one
+    b.kernel(300, 400, GEMM, stream=2**32 + 5)
+    b.memcpy(500, 600, size=64, stream=2**33 + 9)
+    b.kernel(700, 800, GEMM, grid=(-3, 1, 1))
+    b.kernel(900, 1_000, GEMM)
+    b.rows["CUPTI_ACTIVITY_KIND_KERNEL"][-1]["shortName"] = 2**32 + b.string("other_kernel")
+    b.kernel(1_100, 1_200, GEMM, stream=-1)
+    b.kernel(1_300, 1_400, GEMM, device=2**15)
+    trace = open_trace(b.write(tmp_path / "wide.sqlite"))
+    ops = trace.gpu_ops
+    assert ops["start"].tolist() == [100] and ops["device"].tolist() == [0] and ops["stream"].tolist() == [7]
+    assert trace.warnings[0].startswith("6 gpu_ops rows")

@@ -15,6 +15,7 @@ from test_ranges import ADD, GEMM, build_step
 
 from tracekit.analysis.breakdown import breakdown_table, gpu_table, phase_breakdown
 from tracekit.analysis.kernels import category_table
+from tracekit.analysis.keyed_times import KeyedTimes
 from tracekit.analysis.ranges import range_table
 from tracekit.sources import open_trace
 
@@ -184,3 +185,33 @@ def test_a_trace_without_the_default_phases_says_so(tmp_path, trace):
     assert len(notes) == 1 and notes[0].startswith("no range named forward, backward or optimizer in this trace")
     assert phase_breakdown(trace).notes == []  # the step fixture has all three
     assert phase_breakdown(other, ["train_step"]).notes == []
+
+
+def test_ranges_of_many_processes_over_a_huge_span(tmp_path):
+    """Six processes whose ranges lie 2^59 ns apart: (process, time) keys would wrap int64, so the launch
+    attribution keys times by rank; every range must still own exactly its own kernel."""
+    b = ExportBuilder("2026.2")
+    for i in range(6):
+        at = i * 2**59
+        b.push_pop(at, at + 1_000, f"work{i}", pid=100 + i, tid=100 + i)
+        b.kernel(at + 100, at + 100 + 10 * (i + 1), GEMM, pid=100 + i, tid=100 + i, launch_at=at + 10)
+    trace = open_trace(b.write(tmp_path / "huge-span.sqlite"))
+    table = breakdown_table(trace, [f"work{i}" for i in range(6)]).set_index("Phase")
+    assert table["Kernel Time (ns)"].tolist() == [10, 20, 30, 40, 50, 60, 210]
+    same = breakdown_table(trace, [f"work{i}" for i in range(6)], same_thread=True).set_index("Phase")
+    assert same["Kernel Time (ns)"].tolist() == [10, 20, 30, 40, 50, 60, 210]
+
+
+def test_keyed_times_sort_by_group_then_time_at_any_scale():
+    """Keys order (group, time) pairs exactly as a lexsort does, also when group * span passes int64
+    (100 groups over 2^58 ns: plain keys of groups 0 and 64 would coincide)."""
+    rng = np.random.default_rng(7)
+    for span in (10_000, 2**58):
+        groups = rng.integers(0, 100, 5_000)
+        times = rng.integers(0, span, 5_000)
+        times[:2] = 0, span - 1
+        keyed = KeyedTimes(100, [times])
+        keys = keyed.key(groups, times)
+        assert (np.argsort(keys, kind="stable") == np.lexsort((np.arange(5_000), times, groups))).all()
+        code, back = keyed.split(keys)
+        assert (code == groups).all() and (back == times).all()

@@ -94,6 +94,10 @@ KNOWN = {
     "void flashinfer::activation::act_and_mul_kernel<__nv_bfloat16, &silu>(__nv_bfloat16*, __nv_bfloat16 const*, int)": "elementwise",
     "void flashinfer::sampling::TopKTopPSamplingFromProbKernel<1024u, (cub::BlockScanAlgorithm)0>(float*)": "reduction",
     "triton_for_fused_0": "elementwise",
+    "void thrust::cuda_cub::core::_kernel_agent<thrust::cuda_cub::__parallel_for::ParallelForAgent<thrust::cuda_cub::"
+    "__transform::binary_transform_f<thrust::detail::normal_iterator<thrust::device_ptr<float> >, "
+    "thrust::detail::normal_iterator<thrust::device_ptr<float> >, thrust::plus<float> >, long>, "
+    "thrust::cuda_cub::__transform::binary_transform_f<float>, long>(long)": "elementwise",
     "my_custom_kernel": "other",
     "void hadamard_transform_kernel(float*)": "other",
 }
@@ -148,7 +152,7 @@ def test_rules_on_real_names_from_public_sources():
     assert {row["category"] for row in rows} <= set(CATEGORIES)
     wrong = [(row["category"], categorize_name(row["name"]), row["name"][:100]) for row in rows
              if categorize_name(row["name"]) != row["category"]]  # fmt: skip
-    assert len(wrong) <= 0.06 * len(rows), wrong[:40]  # 94.5% agree when this was written
+    assert len(wrong) <= 0.06 * len(rows), wrong[:40]  # 94.7% agree when this was written
     # A named category never swapped for another on the families the rules name outright.
     for family, category in (("cijk_", "matmul"), ("nccl", "communication"), ("scudnn", "convolution"),
                              ("triton_poi_", "elementwise"), ("flash_fwd", "attention")):  # fmt: skip

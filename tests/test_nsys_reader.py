@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from nsys_builder import ExportBuilder
 
+from tracekit.model.nesting import nest_ranges
 from tracekit.sources.nsys import read_nsys_export
 
 GENERATIONS = ["2022.4", "2026.2"]
@@ -138,3 +139,15 @@ def test_nesting_of_partially_overlapping_and_equal_ranges():
     # [50,70] overlaps [10,60] partially: its tightest encloser is [0,100]
     assert parent.tolist() == [-1, 0, 1, 0, -1, 4]
     assert depth.tolist() == [0, 1, 2, 1, 0, 1]
+
+
+def test_nesting_on_many_threads_over_a_long_capture():
+    """1,027 threads over 2^53 ns: per-thread keys (thread index * span) would wrap int64, so ranks keep
+    the order; a range inside another on the last thread must still find its parent."""
+    rows = [(1, 0, 1), (2, 2**53 - 10, 2**53 - 1)]  # (thread, start, end): the smallest and the largest end
+    rows += [(thread, 100, 200) for thread in range(3, 1_025)]
+    rows += [(1_026, 0, 5_000), (1_026, 10, 500)]  # outer, inner: thread index 1,024 in key order
+    thread, start, end = (np.array(column, dtype=np.int64) for column in zip(*rows))
+    parent, depth = nest_ranges(thread, start, end)
+    assert parent[-1] == len(rows) - 2 and depth[-1] == 1 and depth[-2] == 0
+    assert (parent[:-1] == -1).all()

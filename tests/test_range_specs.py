@@ -133,13 +133,14 @@ def test_phase_lists():
         ("ranges", "--within", ""),
         ("ranges", "--domain", ""),
         ("kernels", "--range", ""),
+        ("kernels", "--range", " "),
     ],
 )
 def test_empty_specs_are_errors_not_defaults(cli, export, args):
     command, *options = args
     inputs = [export, export] if command == "diff" else [export]
     result = cli(command, *inputs, *options)
-    assert result.exit_code == 2 if command != "kernels" else result.exit_code in (1, 2)
+    assert result.exit_code == 2
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert lines[-1].startswith("Error") and ("empty" in lines[-1] or "no range spec" in lines[-1])
 

@@ -19,6 +19,7 @@ import pandas as pd
 
 from tracekit.analysis.attribution import merge_intervals
 from tracekit.analysis.keyed_times import KeyedTimes
+from tracekit.analysis.stats import round_half_away
 
 SUM, MEAN, ANY = "sum of GPUs", "mean per GPU", "any GPU busy"
 
@@ -61,19 +62,25 @@ def device_busy(ops: pd.DataFrame, instance: np.ndarray) -> pd.DataFrame:
     if len(devices):
         # one group per (instance, device): each device's span is measured inside each instance
         busy, span = busy_span(start, end, owner * len(devices) + device_codes)
-        by_device_busy = np.bincount(np.arange(len(busy)) % len(devices), weights=busy, minlength=len(devices))
-        by_device_span = np.bincount(np.arange(len(span)) % len(devices), weights=span, minlength=len(devices))
+        # integer sums (a float bincount would round totals past 2^53 ns)
+        by_device_busy, by_device_span = np.zeros(len(devices), np.int64), np.zeros(len(devices), np.int64)
+        np.add.at(by_device_busy, np.arange(len(busy)) % len(devices), busy)
+        np.add.at(by_device_span, np.arange(len(span)) % len(devices), span)
         for device, device_busy_ns, device_span_ns in zip(devices, by_device_busy, by_device_span):
-            rows.append((f"cuda:{int(device)}", int(device_busy_ns), int(device_span_ns)))
+            rows.append((f"cuda:{int(device)}", int(device_busy_ns), int(device_span_ns), None))
         total_busy, total_span = int(by_device_busy.sum()), int(by_device_span.sum())
-        rows.append((SUM, total_busy, total_span))
-        # rounded to whole ns, so that every column stays integer nanoseconds
-        rows.append((MEAN, round(total_busy / len(devices)), round(total_span / len(devices))))
+        rows.append((SUM, total_busy, total_span, None))
+        # the mean in whole ns (every column stays integer), idle from the exact mean, not the rounded two
+        mean = lambda total: int(round_half_away(total / len(devices), 0))
+        rows.append((MEAN, mean(total_busy), mean(total_span), mean(total_span - total_busy)))
         any_busy, any_span = busy_span(start, end, owner)
-        rows.append((ANY, int(any_busy.sum()), int(any_span.sum())))
-    table = pd.DataFrame(rows, columns=["GPU", "Busy (ns)", "Span (ns)"])
-    table["Idle (ns)"] = table["Span (ns)"] - table["Busy (ns)"]
+        rows.append((ANY, int(any_busy.sum()), int(any_span.sum()), None))
+    table = pd.DataFrame(
+        [(gpu, busy_ns, span_ns, span_ns - busy_ns if idle is None else idle) for gpu, busy_ns, span_ns, idle in rows],
+        columns=["GPU", "Busy (ns)", "Span (ns)", "Idle (ns)"],
+        dtype=object,
+    ).astype({"GPU": object, "Busy (ns)": np.int64, "Span (ns)": np.int64, "Idle (ns)": np.int64})
+    span_ns, idle_ns = table["Span (ns)"].to_numpy(), table["Idle (ns)"].to_numpy()
     with np.errstate(divide="ignore", invalid="ignore"):
-        table["Idle (%)"] = np.where(table["Span (ns)"] > 0, table["Idle (ns)"] * 100.0 / table["Span (ns)"], 0.0)
-    table["Idle (%)"] = np.round(table["Idle (%)"].to_numpy(float), 1)
+        table["Idle (%)"] = round_half_away(np.where(span_ns > 0, idle_ns * 100.0 / span_ns, 0.0), 1)
     return table

@@ -64,12 +64,13 @@ CATEGORY_RULES: list[tuple[str, str, str]] = [
                r"index_put|store_kvcache|reshape_and_cache|to_dense",
      "copies, dtype casts, cat, fill, gather/scatter and layout changes move data rather than compute: "
      "before elementwise (they run as elementwise_kernel<copy...>)"),
-    ("reduction", r"reduce|reduction|argmax|argmin|cumsum|scan|sort|topk|norm|histogram|"
+    ("reduction", r"reduce|reduction|argmax|argmin|cumsum|scan|sort|topk|norm(?!al)|histogram|"
                   r"::device(?:compact|select|segmented|partition)\w*kernel|nllcriterion_updateoutput|routing|"
                   r"onesweep",
-     "pooling reduces a window to a value; sorts are built from scans: before elementwise"),
+     "norms and sorts (built from scans) reduce; before elementwise. 'normal' is not a norm (thrust's "
+     "normal_iterator, random normal kernels)"),
     ("elementwise", r"elementwise|functor|pointwise|upsample|interpolat|grid_?sampler|activation|relu|gelu|silu|"
-                    r"dropout|sigmoid|tanh|rope|rotary|act_and_mul|quant(?:ize)?_|clamp|::transform_kernel|seed_pseudo",
+                    r"dropout|sigmoid|tanh|rope|rotary|act_and_mul|quant(?:ize)?_|clamp|::transform_kernel|__transform::|seed_pseudo",
      "each output from a fixed few inputs; last, since everything above is also computed per element"),
 ]  # fmt: skip
 CATEGORIES = [

@@ -61,11 +61,21 @@ nsys_option = click.option(
     metavar="PATH",
     help="nsys executable, to export an .nsys-rep (default: PATH, then usual install places)",
 )
+
+
+def not_blank(ctx, param, value: str | None) -> str | None:
+    """An option given as "" or spaces is a mistake (it would silently mean "not given")."""
+    if value is not None and not value.strip():
+        raise click.BadParameter("is empty: give a name, or leave the option out")
+    return value
+
+
 range_option = click.option(
     "--range",
     "ranges",
     multiple=True,
     metavar="SPEC",
+    callback=lambda ctx, param, values: tuple(not_blank(ctx, param, value) for value in values),
     help="only GPU ops launched inside these NVTX ranges: a name (forward), a path (step/backward) or a glob "
     "(layer.*); repeatable",
 )
@@ -104,13 +114,6 @@ def _spec_list(ctx, param, value: str) -> list[str]:
         return split_specs(value)
     except UsageError as error:
         raise click.BadParameter(str(error)) from None
-
-
-def not_blank(ctx, param, value: str | None) -> str | None:
-    """An option given as "" or spaces is a mistake (it would silently mean "not given")."""
-    if value is not None and not value.strip():
-        raise click.BadParameter("is empty: give a name, or leave the option out")
-    return value
 
 
 def phases_option(help_text: str):

@@ -42,8 +42,14 @@ def nest_ranges(
     # A range has no encloser when every earlier range on its thread ends before it does: a running
     # maximum of ends (restarted per thread by offsetting each thread's times) finds all roots at
     # once. Without this, a flat run of sibling ranges (every PyTorch op) makes long jump chains.
+    thread_index = np.cumsum(first_on_thread) - 1
     low = int(sorted_end.min())
-    shifted = sorted_end - low + (np.cumsum(first_on_thread) - 1) * (int(sorted_end.max()) - low + 1)
+    width = int(sorted_end.max()) - low + 1
+    if (int(thread_index[-1]) + 1) * width < 2**62:
+        shifted = sorted_end - low + thread_index * width
+    else:  # thousands of threads over a long capture would wrap int64: the ends' ranks keep every order
+        ranks = np.unique(sorted_end, return_inverse=True)[1].reshape(-1).astype(np.int64)
+        shifted = ranks + thread_index * (int(ranks.max()) + 1)
     latest_end_before = np.empty(n, dtype=np.int64)
     latest_end_before[0] = -1
     latest_end_before[1:] = np.maximum.accumulate(shifted)[:-1]

@@ -17,24 +17,32 @@ import pandas as pd
 
 from tracekit.sources.sqlite_columns import are_integers, between, outside, text_among
 
-# Times stay below 2^53 ns (104 days of capture): sums of many of them, and group keys built on them,
-# then stay far from int64's limit.
-TIME_LIMIT = 2**53
+# Times stay below 2^62 ns: nsys export --ts-normalize gives times since the Unix epoch (~1.8e18 ns), so
+# the limit cannot be tighter. Everything built on times subtracts the first one or falls back to ranks
+# (keyed_times, nesting), and sums of durations are checked once per table (schema.DURATION_SUM_LIMIT).
+TIME_LIMIT = 2**62
 KERNEL_DIMS = ("gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ")
 OP_CAREFUL = (
     f"{are_integers('start', 'end', 'deviceId', 'streamId', nullable=('correlationId', 'globalPid'))} AND "
     f"{between('deviceId', high=2**15)} AND {between('streamId', high=2**31)}"
 )
+# Per chunk: a packed field outside its half would spill into its neighbour (a stream id past 2^32 reads as
+# another device, a short-name id past 2^32 as another kernel's name), and TEXT would turn into 0; TEXT
+# sorts after every number, so the range tests catch it too. Devices go with the 16-bit fields here
+# (packing stays exact); keep_usable holds them to int16.
 KERNEL_GUARD = (
-    f"{text_among('deviceId', 'streamId', 'demangledName', 'shortName', *KERNEL_DIMS, nullable=('globalPid',))} "
-    f"OR {outside(['gridY', 'gridZ', 'blockY', 'blockZ'], 0, 2**16)}"
+    f"{outside(['deviceId', 'gridY', 'gridZ', 'blockY', 'blockZ'], 0, 2**16)} "
+    f"OR {outside(['streamId', 'demangledName', 'shortName', 'gridX', 'blockX'], 0, 2**31)} "
+    f"OR {text_among(nullable=('globalPid',))}"
 )
 KERNEL_CAREFUL = (
     f"{OP_CAREFUL} AND {are_integers('demangledName', 'shortName', *KERNEL_DIMS)} AND "
     f"{between('gridY', 'gridZ', 'blockY', 'blockZ', high=2**16)} AND "
     f"{between('gridX', 'blockX', 'demangledName', 'shortName', high=2**31)}"
 )
-COPY_GUARD = text_among("deviceId", "streamId", nullable=("globalPid",))
+COPY_GUARD = (
+    f"{outside(['deviceId'], 0, 2**16)} OR {outside(['streamId'], 0, 2**31)} OR {text_among(nullable=('globalPid',))}"
+)
 
 
 def low_bits(expression: str, bits: int) -> str:

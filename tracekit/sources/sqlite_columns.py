@@ -190,7 +190,8 @@ def text_among(*columns: str, nullable: tuple[str, ...] = ()) -> str:
 
 
 def outside(columns: list[str], low: int, high: int) -> str:
-    """SQL aggregate, true when some row has one of the columns outside [low, high)."""
+    """SQL aggregate, true when some row has one of the columns outside [low, high), or TEXT in one of
+    them (SQLite orders TEXT after every number)."""
     return f"max({_per_row('max', columns)}) >= {high} OR min({_per_row('min', columns)}) < {low}"
 
 
