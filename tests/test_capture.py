@@ -14,6 +14,7 @@ from nsys_builder import ExportBuilder
 
 from tracekit import nsys_tool, runs
 from tracekit.capture import watchdog
+from tracekit.errors import CaptureError
 from tracekit.sources.nsys import read_nsys_export
 
 pytest.importorskip("torch")
@@ -157,17 +158,17 @@ def test_ctrl_c_stops_cleanly(fake_nsys, tmp_path):
         text=True,
         start_new_session=True,
     )
-    marker = out / "stopped" / "trace.profiling"
     deadline = time.monotonic() + 120
-    while not marker.exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
+    while not list(out.glob(".stopped.partial-*/trace.profiling")) and time.monotonic() < deadline:
+        time.sleep(0.1)  # the run is written into a hidden sibling until it ends
     os.killpg(process.pid, signal.SIGINT)  # what a terminal does on Ctrl-C: the whole process group
     stdout, stderr = process.communicate(timeout=120)
     assert process.returncode == 1
     assert "capture interrupted" in stderr and "Traceback" not in stderr
     manifest = runs.Run(out / "stopped").manifest
-    assert manifest["status"] == "interrupted"
+    assert manifest["status"] == "interrupted" and manifest["name"] == "stopped"
     assert (out / "stopped" / "trace.nsys-rep").exists()
+    assert sorted(path.name for path in out.iterdir()) == ["stopped"]  # no partial folder, no lock left
 
 
 def test_stream_without_importer(cli, fake_nsys, tmp_path, monkeypatch):
@@ -214,15 +215,68 @@ def test_missing_nsys(cli, tmp_path, monkeypatch):
     assert not (tmp_path / "traces").exists()
 
 
+def listing(root: Path) -> dict[str, tuple]:
+    """Every path under ``root`` with its kind, size and mtime: what a capture must leave unchanged."""
+    return {
+        str(path.relative_to(root)): (path.is_dir(), path.is_symlink(), path.lstat().st_size, path.lstat().st_mtime_ns)
+        for path in root.rglob("*")
+    }
+
+
 def test_default_names_and_replacing(tmp_path):
     from datetime import datetime
 
     name = runs.default_name("xl", 256, "train", "bf16", True, "naive", datetime(2026, 11, 22, 14, 3))
     assert name == "xl-ctx256-train-bf16-compiled-20261122-1403"
-    first = runs.Run.create(tmp_path, name, replace=False).folder
-    second = runs.Run.create(tmp_path, name, replace=False).folder
-    assert second.name == name + "-2" and first.exists()
+    first = runs.Run.create(tmp_path, name, replace=False)
+    assert first.folder.name.startswith(f".{name}.partial-")  # hidden until it is published
+    first = first.publish().folder
+    second = runs.Run.create(tmp_path, name, replace=False).publish().folder
+    assert first.name == name and second.name == name + "-2" and first.exists()
+    (first / runs.MANIFEST).write_text("{}")
+    replaced = runs.Run.create(tmp_path, name, replace=True)
+    (replaced.folder / runs.LOG).write_text("new")
+    assert replaced.publish().folder == first and (first / runs.LOG).read_text() == "new"
+    assert not (first / runs.MANIFEST).exists()  # the old run's files went with it
+    assert sorted(path.name for path in tmp_path.iterdir()) == [name, name + "-2"]
+
+
+def test_a_folder_of_something_else_is_never_replaced(tmp_path):
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "thesis.tex").write_text("not a run")
-    with pytest.raises(Exception, match="not a tracekit run folder"):
-        runs.Run.create(tmp_path, "mine", replace=True)
+    (tmp_path / "mixed").mkdir()
+    (tmp_path / "mixed" / runs.MANIFEST).write_text("{}")
+    (tmp_path / "mixed" / "notes.txt").write_text("mine")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "elsewhere")
+    before = listing(tmp_path)
+    for name, why in (("mine", "did not write"), ("mixed", "notes.txt"), ("link", "a link or a file")):
+        with pytest.raises(CaptureError, match=why):
+            runs.Run.create(tmp_path, name, replace=True)
+    assert listing(tmp_path) == before
+
+
+@pytest.mark.parametrize("name", ["..", ".", "../x", "/tmp/x", "a/b", ".hidden", "latest", "a\\b", "tab\there", ""])
+def test_run_names_are_one_plain_component(cli, fake_nsys, tmp_path, name):
+    """Nothing outside --out changes, and nothing inside it either, for a name that is not a plain one."""
+    out = tmp_path / "work" / "traces"
+    out.mkdir(parents=True)
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / runs.MANIFEST).write_text("{}")  # a run-looking folder beside --out
+    before = listing(tmp_path)
+    result = cli("capture", "tiny", "--device", "cpu", "--out", out, "--nsys", fake_nsys, "--name", name)
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code == 1 and len(lines) == 1 and "run name" in lines[0], result.output
+    assert listing(tmp_path) == before
+
+
+def test_two_captures_of_one_name_never_delete_each_other(tmp_path):
+    first = runs.Run.create(tmp_path, "same", replace=True)
+    (first.folder / runs.LOG).write_text("first")
+    with pytest.raises(CaptureError, match=rf"another capture \(pid {os.getpid()}\) is writing run 'same'"):
+        runs.Run.create(tmp_path, "same", replace=True)
+    assert (first.folder / runs.LOG).read_text() == "first"
+    published = first.publish()
+    assert (published.folder / runs.LOG).read_text() == "first" and not (tmp_path / ".same.lock").exists()
+    (tmp_path / ".other.lock").write_text("999999999")  # left by a capture that died: taken over
+    assert runs.Run.create(tmp_path, "other", replace=True).publish().folder.name == "other"

@@ -104,15 +104,45 @@ def nsys_command(nsys: str, trace: str, run: Run, extra: tuple[str, ...], progra
 
 def capture(options: CaptureOptions) -> Capture:
     """Profile one workload configuration into a run folder. Raises NsysNotFoundError (with how to
-    install nsys) and CaptureError (nsys wrote no report, Ctrl-C, the workload failed, ...)."""
+    install nsys) and CaptureError (nsys wrote no report, Ctrl-C, the workload failed, ...).
+
+    The run is recorded into a hidden sibling folder and moved into place at the end, whatever the
+    outcome (``runs.NewRun``); messages name the folder where it ends up."""
     started = time.monotonic()
     nsys = nsys_tool.find_nsys(options.nsys)
-    trace = options.trace or (GPU_TRACE if gpu_present() else CPU_TRACE)
     config = options.run
-    name = options.name or default_name(
+    name = options.name if options.name is not None else default_name(
         config.model, config.context, config.mode, config.dtype, config.compile, config.attention
     )
     run = Run.create(options.out, name, replace=options.name is not None)
+    partial = run.folder
+    try:
+        notes = _record(run, nsys, options, started)
+    except BaseException as error:
+        final = run.publish()
+        _name_final_folder(final)
+        if isinstance(error, TracekitError):  # say where the run folder is now, not where it was written
+            raise type(error)(str(error).replace(str(partial), str(final.folder))) from None
+        raise
+    final = run.publish()
+    _name_final_folder(final)
+    latest = final.point_latest()
+    if final.status == "failed":
+        reason = final.program_error or _last_log_line(final)
+        raise CaptureError(f"the workload failed: {reason} (run folder {final.folder}, log {final.log})")
+    return Capture(final, latest, notes)
+
+
+def _name_final_folder(run: Run) -> None:
+    """run.json names the folder the run was published as (a default name may have gained a suffix)."""
+    if run.manifest and run.manifest.get("name") != run.folder.name:
+        run.write_manifest({**run.manifest, "name": run.folder.name})
+
+
+def _record(run: Run, nsys: str, options: CaptureOptions, started: float) -> list[str]:
+    """Profile into ``run``'s folder, import and export the report, write run.json; returns the notes
+    for the user. Raises CaptureError when nsys left no report or the capture was interrupted."""
+    trace = options.trace or (GPU_TRACE if gpu_present() else CPU_TRACE)
     command = nsys_command(nsys, trace, run, tuple(options.nsys_args), program_command(options, run))
     # nsys matches capture-range names against registered NVTX strings only unless told otherwise;
     # torch.cuda.nvtx (the fallback when the nvtx package is missing) does not register them.
@@ -168,12 +198,8 @@ def capture(options: CaptureOptions) -> Capture:
         )
     status = {"ok": "complete", "oom": "oom"}.get(manifest["program"]["status"], "failed")
     _finish(run, manifest, status, notes, started, profiled)
-    latest = run.point_latest()
     run.result_file.unlink(missing_ok=True)  # merged into run.json
-    if status == "failed":
-        reason = manifest["program"]["error"] or _last_log_line(run)
-        raise CaptureError(f"the workload failed: {reason} (run folder {run.folder}, log {run.log})")
-    return Capture(run, latest, notes)
+    return notes
 
 
 def _report(run: Run, nsys: str, manifest: dict, notes: list[str], started: float, profiled: float) -> Path:
