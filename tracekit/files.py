@@ -15,11 +15,27 @@ from pathlib import Path
 
 from tracekit.errors import UsageError
 
+# Files this process read as inputs (real paths): never written over (see ``protect``).
+_INPUTS: set[str] = set()
+
+
+def protect(*paths: str | Path | None) -> None:
+    """Mark files as inputs of the running command: ``check_target`` refuses to write over them, so a
+    mistyped ``-o`` cannot destroy the trace it was reading."""
+    _INPUTS.update(os.path.realpath(path) for path in paths if path is not None)
+
+
+def forget_inputs() -> None:
+    """A new command starts (the CLI calls this; in-process tests run many)."""
+    _INPUTS.clear()
+
 
 def check_target(path: str | Path) -> Path:
     """The file ``path`` names (through symbolic links); UsageError, naming ``path``, when its folder
-    does not exist or it is itself a folder."""
+    does not exist, it is itself a folder, or it is one of the command's inputs."""
     target = Path(os.path.realpath(path))
+    if str(target) in _INPUTS:
+        raise UsageError(f"{path} is an input of this command and would be overwritten: give another output name")
     if target.is_dir() or str(path).endswith(os.sep):
         raise UsageError(f"{path} is a folder: give a file name")
     if not target.parent.is_dir():

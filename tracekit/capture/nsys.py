@@ -111,8 +111,10 @@ def capture(options: CaptureOptions) -> Capture:
     started = time.monotonic()
     nsys = nsys_tool.find_nsys(options.nsys)
     config = options.run
-    name = options.name if options.name is not None else default_name(
-        config.model, config.context, config.mode, config.dtype, config.compile, config.attention
+    name = (
+        options.name
+        if options.name is not None
+        else default_name(config.model, config.context, config.mode, config.dtype, config.compile, config.attention)
     )
     run = Run.create(options.out, name, replace=options.name is not None)
     partial = run.folder

@@ -19,6 +19,9 @@ class TracekitGroup(click.Group):
     """Turns library errors and unreadable files into one-line messages instead of tracebacks."""
 
     def invoke(self, ctx: click.Context):
+        from tracekit.files import forget_inputs
+
+        forget_inputs()
         try:
             return super().invoke(ctx)
         except TracekitError as error:

@@ -42,11 +42,12 @@ def memory(snapshots, top, by, plot, compare, device, fmt, output):
         return
     if len(snapshots) > 1:
         raise click.UsageError("give one snapshot, or two with --compare")
+    snapshot = open_snapshot(snapshots[0])
     if plot:
         from tracekit.render.plots import check_picture_path
 
-        check_picture_path(plot)  # before any work or any other file
-    result = memory_summary(open_snapshot(snapshots[0]), top, by, device, timeline=plot is not None)
+        check_picture_path(plot)  # before any output, and once the snapshot is known as an input
+    result = memory_summary(snapshot, top, by, device, timeline=plot is not None)
     emit(result, fmt, output)
     if plot:
         from tracekit.render.plots import save

@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from tracekit.errors import UsageError
+from tracekit.files import protect
 from tracekit.model.result import Chart
 from tracekit.report.document import Document
 from workloads.config import (
@@ -36,6 +37,7 @@ def read_results(path: Path) -> pd.DataFrame:
     """Every row of the results database; UsageError when it is missing or not one."""
     if not path.is_file():
         raise UsageError(f"{path}: no such results database (write one with `tracekit bench ... --db {path}`)")
+    protect(path)
     try:
         with sqlite3.connect(f"file:{path.resolve()}?mode=ro", uri=True) as connection:
             tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")}

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tracekit.errors import InputNotFoundError, NotAnExportError, SnapshotError
+from tracekit.files import protect
 from tracekit.nsys_tool import REPORT_MAGIC
 from tracekit.runs import Run
 
@@ -86,10 +87,12 @@ def open_trace(path: str | Path, nsys: str | None = None) -> Trace:
     from tracekit.sources.cache import cached_trace
 
     file = trace_file(path)
+    protect(file)
     head = _head(file)
     for reader in TRACE_READERS:
         if reader.sniff(file, head):
             trace = reader.open(file, nsys)
+            protect(trace.meta.source)  # a report's export too
             return cached_trace(trace, Path(trace.meta.source))
     what = _looks_like(file, head)
     if what.startswith("is not") or what.startswith("is an empty"):
@@ -125,6 +128,7 @@ def open_snapshot(path: str | Path) -> MemoryTrace:
         raise InputNotFoundError(f"{path}: no such file or folder")
     run = Run.at(path)
     file = run.require_snapshot() if run is not None else path
+    protect(file)
     head = _head(file)
     if any(reader.sniff(file, head) for reader in TRACE_READERS):
         raise SnapshotError(f"{file} is an Nsight Systems trace, not a memory snapshot: `tracekit kernels` and "
