@@ -80,3 +80,47 @@ def test_export_parquet(cli, export, tmp_path):
     ranges = pd.read_parquet(out / "ranges.parquet")
     assert set(ranges["name"].astype(str)) >= {"step", "forward", "NCCL:allreduce"}
     assert (out / "meta.json").exists() and len(pd.read_parquet(out / "launches.parquet")) == 14
+
+
+def test_same_size_and_mtime_but_new_contents_is_a_new_export(export):
+    """A rewrite that keeps size and mtime (touch -r) still changes the key: the checksum of the pages
+    where SQLite keeps its header and change counter."""
+    first = open_trace(export).gpu_ops
+    assert first["duration"].iloc[0] != 77
+    stat = export.stat()
+    import sqlite3
+
+    with sqlite3.connect(export) as connection:  # same row count and widths: the file keeps its size
+        connection.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = start + 77")
+    os.utime(export, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert export.stat().st_size == stat.st_size and export.stat().st_mtime_ns == stat.st_mtime_ns
+    assert (open_trace(export).gpu_ops.loc[lambda ops: ops["kind"] == "kernel", "duration"] == 77).all()
+
+
+def test_a_damaged_cache_is_rebuilt_and_said_so(export):
+    expected = open_trace(export).gpu_ops
+    folder = export.with_name(export.name + cache_module.SUFFIX)
+    (folder / "gpu_ops" / "start.npy").write_bytes(b"\x93NUMPY garbage")
+    trace = open_trace(export)
+    pd.testing.assert_frame_equal(trace.gpu_ops, expected, check_categorical=False)
+    assert any("was damaged (gpu_ops); rebuilt from the export" in warning for warning in trace.warnings)
+    again = open_trace(export)  # rebuilt: read from the cache again, nothing to say
+    pd.testing.assert_frame_equal(again.gpu_ops, expected, check_categorical=False)
+    assert again.warnings == []
+    (folder / "gpu_ops" / "columns.json").write_text('{"rows": 3, "columns": [["start", null]]}')  # wrong shape
+    wrong = open_trace(export)
+    assert len(wrong.gpu_ops) == len(expected) and "was damaged" in wrong.warnings[0]
+
+
+def test_a_cache_folder_that_is_a_link_or_not_ours_is_left_alone(export, tmp_path):
+    folder = export.with_name(export.name + cache_module.SUFFIX)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    folder.symlink_to(elsewhere)
+    assert len(open_trace(export).gpu_ops) == 14
+    assert list(elsewhere.iterdir()) == [] and folder.is_symlink()  # nothing written through the link
+    folder.unlink()
+    folder.mkdir()
+    (folder / "thesis.tex").write_text("mine")
+    assert len(open_trace(export).gpu_ops) == 14
+    assert [path.name for path in folder.iterdir()] == ["thesis.tex"]

@@ -70,6 +70,12 @@ class Trace:
         self.loaders = loaders
         self._derived: dict[str, object] = {}
         self._dropped: dict[str, int] = {}
+        self._notes: list[str] = []
+
+    def note(self, text: str) -> None:
+        """Something a reader wants the user told (a damaged cache rebuilt, say); once per text."""
+        if text not in self._notes:
+            self._notes.append(text)
 
     def _load(self, table: str, frame: pd.DataFrame | None = None) -> pd.DataFrame:
         frame = SCHEMAS[table].check(self.loaders[table]() if frame is None else frame, self.meta.source)
@@ -84,12 +90,13 @@ class Trace:
 
     @property
     def warnings(self) -> list[str]:
-        """One line per table whose reader left rows out for unusable values, with their count."""
+        """One line per table whose reader left rows out for unusable values, with their count; then the
+        readers' other notes."""
         return [
             f"{count:,} {table} rows of {self.name} were left out: unusable values (end before start, negative or "
             "out-of-range numbers, or NULL, REAL or TEXT where integers belong)"
             for table, count in self._dropped.items()
-        ]
+        ] + self._notes
 
     @cached_property
     def gpu_ops(self) -> pd.DataFrame:

@@ -2,9 +2,12 @@
 
 The first command that loads a table (gpu_ops, launches, ranges) of an export of at least
 ``MIN_BYTES`` writes it beside the export in ``<export>.tracekit-cache/<table>/``, or under
-``$XDG_CACHE_HOME/tracekit`` when that folder is read-only. ``key.json`` records the export's size
-and modification time and the cache format: when the export changes, the cache is thrown away.
-TRACEKIT_CACHE=0 turns it off; TRACEKIT_CACHE_MIN_BYTES changes the size threshold.
+``$XDG_CACHE_HOME/tracekit`` when that folder is read-only. ``key.json`` records the export's identity
+(device, inode, size, modification time and a checksum of its first and last pages, where SQLite keeps
+its header and change counter) and the cache format: when any of it changes, the cache is thrown
+away. A cache folder that is a symbolic link, or a folder of that name that is not a cache, is never
+written to or deleted; a damaged cache is discarded, rebuilt, and said so. TRACEKIT_CACHE=0 turns it
+off; TRACEKIT_CACHE_MIN_BYTES changes the size threshold.
 
 Format: one ``.npy`` file per column, categoricals as their codes plus ``categories.json``. The
 normalized tables are numbers and categories only, so ``np.load`` reads each column straight into
@@ -24,8 +27,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from tracekit.errors import InvalidTraceError
+from tracekit.files import write_text
 from tracekit.model.selection import Pattern, select_named
-from tracekit.model.trace import TABLES, Trace
+from tracekit.model.trace import SCHEMAS, TABLES, Trace
 
 FORMAT = 4  # 3: the GPU-op table is called gpu_ops; 4: unusable rows left out and counted (attrs)
 MIN_BYTES = 32 * 2**20
@@ -38,12 +43,16 @@ class TableCache:
     def __init__(self, export: Path, folder: Path):
         self.export = export
         self.folder = folder
+        self.damaged: list[str] = []  # tables whose cached copy could not be read (rebuilt)
         stat = export.stat()
         self.key = {
             "format": FORMAT,
             "export": str(export.resolve()),
+            "device": stat.st_dev,
+            "inode": stat.st_ino,
             "size": stat.st_size,
             "mtime_ns": stat.st_mtime_ns,
+            "pages_sha256": _edge_checksum(export),
         }
 
     @classmethod
@@ -72,8 +81,18 @@ class TableCache:
     def has(self, table: str) -> bool:
         return self._valid() and (self.folder / table / "columns.json").exists()
 
+    def _ours(self) -> bool:
+        """Whether the cache folder may be written and deleted: absent, or a real folder (not a link)
+        that is empty or holds our key.json."""
+        folder = self.folder
+        if folder.is_symlink():
+            return False
+        if not folder.exists():
+            return True
+        return folder.is_dir() and ((folder / "key.json").is_file() or not any(folder.iterdir()))
+
     def load(self, table: str) -> pd.DataFrame | None:
-        if not self.has(table):
+        if not self._ours() or not self.has(table):
             return None
         folder = self.folder / table
         try:
@@ -87,8 +106,11 @@ class TableCache:
                     if categories is None
                     else pd.Categorical.from_codes(values, categories=pd.Index(categories, dtype=object))
                 )
-            return frame
-        except (OSError, ValueError, KeyError):  # a damaged cache is only a slower start
+            # The contract the reader's own table would meet: a cache that breaks it is damaged.
+            schema = SCHEMAS["ranges" if table.startswith("ranges_named-") else table]
+            return schema.check(frame, str(self.export))
+        except (OSError, ValueError, KeyError, TypeError, IndexError, EOFError, InvalidTraceError):
+            self.damaged.append(table)  # a damaged cache is only a slower start: rebuilt from the export
             return None
 
     def store(self, table: str, frame: pd.DataFrame) -> None:
@@ -102,11 +124,14 @@ class TableCache:
                 columns.append((column, None))
             else:
                 return
+        if not self._ours():
+            return
         try:
             if not self._valid():
-                shutil.rmtree(self.folder, ignore_errors=True)
+                if self.folder.exists():
+                    shutil.rmtree(self.folder)  # our own folder (see _ours), for an older export
                 self.folder.mkdir(parents=True, exist_ok=True)
-                (self.folder / "key.json").write_text(json.dumps(self.key))
+                write_text(self.folder / "key.json", json.dumps(self.key))
             partial = self.folder / f".{table}.partial"
             shutil.rmtree(partial, ignore_errors=True)
             partial.mkdir()
@@ -141,11 +166,36 @@ def cached_trace(trace: Trace, export: Path) -> Trace:
     if cache is None:
         return trace
     loaders = dict(trace.loaders)
+    cached = Trace(trace.meta, loaders)
+
+    def noting(load: Callable) -> Callable:
+        def run(*args):
+            frame = load(*args)
+            if cache.damaged:
+                cached.note(f"the table cache {cache.folder} was damaged ({', '.join(cache.damaged)}); rebuilt from "
+                            "the export")  # fmt: skip
+            return frame
+
+        return run
+
     for table in TABLES:
-        loaders[table] = cache.wrap(table, trace.loaders[table])
+        loaders[table] = noting(cache.wrap(table, trace.loaders[table]))
     if "ranges_named" in trace.loaders:
-        loaders["ranges_named"] = lambda patterns: _cached_selection(cache, trace.loaders["ranges_named"], patterns)
-    return Trace(trace.meta, loaders)
+        loaders["ranges_named"] = noting(
+            lambda patterns: _cached_selection(cache, trace.loaders["ranges_named"], patterns)
+        )
+    return cached
+
+
+def _edge_checksum(export: Path, page: int = 4096) -> str:
+    """SHA-256 of the export's first and last ``page`` bytes: SQLite's header (with its change counter)
+    and the tail, where appended pages land. Cheap, and it catches a rewrite that kept size and mtime."""
+    digest = hashlib.sha256()
+    with open(export, "rb") as handle:
+        digest.update(handle.read(page))
+        handle.seek(max(0, export.stat().st_size - page))
+        digest.update(handle.read(page))
+    return digest.hexdigest()
 
 
 def _cached_selection(cache: TableCache, read_named: Callable, patterns: Collection[Pattern]) -> pd.DataFrame:
