@@ -280,3 +280,33 @@ def test_two_captures_of_one_name_never_delete_each_other(tmp_path):
     assert (published.folder / runs.LOG).read_text() == "first" and not (tmp_path / ".same.lock").exists()
     (tmp_path / ".other.lock").write_text("999999999")  # left by a capture that died: taken over
     assert runs.Run.create(tmp_path, "other", replace=True).publish().folder.name == "other"
+
+
+def test_run_files_get_the_users_umask_not_nsys(tmp_path):
+    run = runs.Run.create(tmp_path, "modes", replace=True)
+    for name in (runs.MEMORY, runs.EXPORT):
+        (run.folder / name).write_text("x")
+        os.chmod(run.folder / name, 0o666)  # what a program under nsys (umask 0) leaves
+    old = os.umask(0o027)
+    try:
+        folder = run.publish().folder
+    finally:
+        os.umask(old)
+    assert {oct((folder / name).stat().st_mode & 0o777) for name in (runs.MEMORY, runs.EXPORT)} == {oct(0o640)}
+
+
+def test_a_workloads_folder_in_the_current_directory_is_not_run(cli, fake_nsys, tmp_path, monkeypatch):
+    """capture starts this installation's workload, not whatever ./workloads the user stands next to."""
+    here = tmp_path / "project"
+    (here / "workloads").mkdir(parents=True)
+    hijacked = tmp_path / "hijacked"
+    for name in ("__init__.py", "__main__.py"):
+        (here / "workloads" / name).write_text(f"open({str(hijacked)!r}, 'w').write('ran')\n")
+    monkeypatch.chdir(here)
+    monkeypatch.setenv("FAKE_NSYS_MODE", "plain")
+    out = tmp_path / "traces"
+    result = cli("capture", "tiny", "--ctx", "16", "--warmup", "0", "--steps", "1", "--device", "cpu",
+                 "--out", out, "--nsys", fake_nsys, "--name", "safe")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert not hijacked.exists()
+    assert runs.Run(out / "safe").manifest["samples_ms"]["step"]  # our workload ran and measured

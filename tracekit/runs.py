@@ -280,6 +280,7 @@ class NewRun(Run):
             while final.exists() or final.is_symlink():
                 final = self.out / f"{self.final_name}-{suffix}"
                 suffix += 1
+            _user_modes(self.folder)
             os.rename(self.folder, final)
             if old is not None:
                 shutil.rmtree(old)  # a real folder inside out, holding only run files (checked above)
@@ -287,6 +288,22 @@ class NewRun(Run):
             self.lock.unlink(missing_ok=True)
         self.folder, self.published = final, True
         return Run(final)
+
+
+def user_umask() -> int:
+    """The process's umask (reading it means setting it: set it straight back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _user_modes(folder: Path) -> None:
+    """Give the files in ``folder`` the modes the user's umask gives new files: nsys runs its program
+    with umask 0, which would leave the snapshot, the result and nsys's own files writable by anyone."""
+    mask = user_umask()
+    for path in folder.iterdir():
+        if path.is_file() and not path.is_symlink():
+            os.chmod(path, 0o666 & ~mask)
 
 
 def check_run_name(name: str) -> None:

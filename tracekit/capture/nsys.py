@@ -1,6 +1,6 @@
 """``tracekit capture``: a workload under ``nsys profile``, and a run folder with everything it produced.
 
-The workload (``python -m workloads``, the benchmark harness) wraps its measured steps in the NVTX
+The workload (the benchmark harness, started by ``launch.py``) wraps its measured steps in the NVTX
 range ``tracekit-capture``; nsys records only inside it (``--capture-range=nvtx``), so warm-up stays
 out of the trace, and ``--capture-range-end=stop`` lets the program finish (the default,
 stop-shutdown, kills it). ``--sample=none --cpuctxsw=none`` avoid the 2022.4 agent hang; the
@@ -69,11 +69,14 @@ def gpu_present() -> bool:
     return False
 
 
+# The workload starts through this file, never `-m workloads` (which the current directory could shadow).
+LAUNCHER = Path(__file__).resolve().with_name("launch.py")
+
+
 def program_command(options: CaptureOptions, run: Run) -> list[str]:
     command = [
         sys.executable,
-        "-m",
-        "workloads",
+        str(LAUNCHER),
         *options.run.arguments(),
         "--capture-range",
         "--result",
