@@ -5,6 +5,9 @@ FAKE_NSYS_MODE:
   hang   run the program, write the report, then never exit
   slow   run the program, then wait for Ctrl-C (SIGINT): write the report and exit 130
   stream run the program, leave only a raw .qdstrm (an nsys without its importer)
+  nostart never start the program (an nsys stuck before launching it)
+  plain  run the program, write the report, exit 0; on SIGINT write the report at once and exit 130,
+         leaving the program to whoever started nsys
 FAKE_NSYS_REPORT and FAKE_NSYS_EXPORT are the files `profile` and `export` copy into place.
 """
 
@@ -28,8 +31,15 @@ elif args[:1] == ["profile"]:
     report = output + ".nsys-rep"
     interrupted = []
     signal.signal(signal.SIGINT, lambda *_: interrupted.append(True))
+    if mode == "nostart":
+        while True:
+            time.sleep(1)
     child = subprocess.Popen(program)
-    child.wait()
+    while child.poll() is None:
+        if interrupted and mode == "plain":  # write what was collected and exit, leaving the program running
+            shutil.copy(os.environ["FAKE_NSYS_REPORT"], report)
+            sys.exit(130)
+        time.sleep(0.05)
     if mode == "slow":
         open(output + ".profiling", "w").close()
         while not interrupted:

@@ -310,3 +310,54 @@ def test_a_workloads_folder_in_the_current_directory_is_not_run(cli, fake_nsys, 
     assert result.exit_code == 0, result.output
     assert not hijacked.exists()
     assert runs.Run(out / "safe").manifest["samples_ms"]["step"]  # our workload ran and measured
+
+
+def tree_of(marker: str) -> list[int]:
+    """Live processes (not zombies) whose command line mentions ``marker``: nsys and the program."""
+    return [
+        pid
+        for pid, argv in watchdog.command_lines().items()
+        if pid != os.getpid() and any(marker in arg for arg in argv) and watchdog._alive(pid)
+    ]
+
+
+def start_capture(fake_nsys, out: Path, mode: str, steps: int, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "tracekit.cli", "capture", "tiny", "--ctx", "16", "--warmup", "0",
+         "--steps", str(steps), "--device", "cpu", "--out", str(out), "--nsys", str(fake_nsys),
+         "--name", "stopped", *extra],
+        env={**os.environ, "FAKE_NSYS_MODE": mode},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # signals below go to tracekit alone, not to a process group
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_to_tracekit_alone_stops_the_whole_tree(fake_nsys, tmp_path, sig):
+    """kill PID (or SIGINT to tracekit only): nsys, the workload and their children all end, the run is
+    marked interrupted, the exit status is non-zero."""
+    out = tmp_path / "traces"
+    process = start_capture(fake_nsys, out, "plain", 1_000_000)
+    deadline = time.monotonic() + 120
+    while len(tree_of(str(out))) < 2 and time.monotonic() < deadline:  # nsys and the workload run
+        time.sleep(0.2)
+    assert len(tree_of(str(out))) >= 2
+    process.send_signal(sig)
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == 1 and "Traceback" not in stderr
+    assert "capture interrupted" in stderr and "were stopped" in stderr
+    time.sleep(0.5)
+    assert tree_of(str(out)) == []
+    assert runs.Run(out / "stopped").manifest["status"] == "interrupted"
+
+
+def test_an_nsys_that_never_starts_the_program_is_given_up(cli, fake_nsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("FAKE_NSYS_MODE", "nostart")
+    out = tmp_path / "traces"
+    result = cli("capture", "tiny", "--device", "cpu", "--out", out, "--nsys", fake_nsys, "--name", "stuck",
+                 "--start-timeout", "2")  # fmt: skip
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code == 1 and len(lines) == 1 and "did not start the program within 2 s" in lines[0]
+    assert tree_of(str(out)) == [] and runs.Run(out / "stuck").manifest["status"] == "failed"

@@ -43,6 +43,7 @@ class CaptureOptions:
     trace: str | None = None
     nsys_args: tuple[str, ...] = ()
     exit_grace_s: float = 600.0
+    start_timeout_s: float = 300.0
 
 
 @dataclass
@@ -164,7 +165,9 @@ def _record(run: Run, nsys: str, options: CaptureOptions, started: float) -> lis
     notes: list[str] = []
     with open(run.log, "w") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=environment)
-        watched = watchdog.watch(process, sys.executable, str(run.result_file), options.exit_grace_s)
+        watched = watchdog.watch(
+            process, sys.executable, str(run.result_file), options.exit_grace_s, start_timeout_s=options.start_timeout_s
+        )
     profiled = time.monotonic()
     if watched.killed_nsys:
         notes.append(
@@ -183,10 +186,24 @@ def _record(run: Run, nsys: str, options: CaptureOptions, started: float) -> lis
         "error": result.get("error"),
         "nsys_exit_status": watched.returncode,
     }
-    manifest["watchdog"] = {"killed_nsys": watched.killed_nsys, "killed_agents": watched.killed_agents}
+    manifest["watchdog"] = {
+        "killed_nsys": watched.killed_nsys,
+        "killed_agents": watched.killed_agents,
+        "killed_after_interruption": watched.killed_tree,
+    }
     if watched.interrupted:
         _finish(run, manifest, "interrupted", notes, started, profiled)
-        raise CaptureError(f"capture interrupted (Ctrl-C); what nsys saved is in {run.folder} (run.json: interrupted)")
+        how = "Ctrl-C" if watched.interrupted == "SIGINT" else watched.interrupted
+        raise CaptureError(
+            f"capture interrupted ({how}): nsys, the program and its agents were stopped; what nsys saved is in "
+            f"{run.folder} (run.json: interrupted)"
+        )
+    if watched.never_started:
+        _finish(run, manifest, "failed", notes, started, profiled)
+        raise CaptureError(
+            f"nsys did not start the program within {options.start_timeout_s:.0f} s and was stopped: "
+            f"{_last_log_line(run)} (full log: {run.log}; --start-timeout waits longer)"
+        )
 
     report = _report(run, nsys, manifest, notes, started, profiled)
     imported = time.monotonic()

@@ -14,6 +14,7 @@ import re
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,7 +29,17 @@ class WatchResult:
     program_pid: int | None = None
     killed_nsys: bool = False
     killed_agents: list[int] = field(default_factory=list)
-    interrupted: bool = False
+    interrupted: str | None = None  # "SIGINT" or "SIGTERM" when the user stopped the capture
+    killed_tree: list[int] = field(default_factory=list)  # processes stopped after an interruption
+    never_started: bool = False  # nsys ran start_timeout_s without starting the program
+
+
+class Interrupted(Exception):
+    """SIGINT or SIGTERM arrived while watching."""
+
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.name = name
 
 
 def command_lines() -> dict[int, list[str]]:
@@ -92,38 +103,99 @@ def _alive(pid: int) -> bool:
     return state != "Z"  # a zombie has ended; only its parent's wait is missing
 
 
+def descendants(root: int) -> list[int]:
+    """Every live process below ``root`` (children, their children, ...), from /proc's parent links."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(parent, []).append(int(entry.name))
+    found, frontier = [], [root]
+    while frontier:
+        frontier = [child for pid in frontier for child in children.get(pid, [])]
+        found += frontier
+    return found
+
+
 def watch(
-    process: subprocess.Popen, program: str, program_marker: str, exit_grace_s: float, agent_grace_s: float = 3.0
+    process: subprocess.Popen,
+    program: str,
+    program_marker: str,
+    exit_grace_s: float,
+    agent_grace_s: float = 3.0,
+    start_timeout_s: float | None = None,
+    interrupt_grace_s: float = 60.0,
 ) -> WatchResult:
     """Wait for ``process`` (nsys profile); stop it if it outlives the profiled program (``program``
-    with ``program_marker`` in its arguments) by ``exit_grace_s``, then stop any agent of its session
-    still running ``agent_grace_s`` later.
+    with ``program_marker`` in its arguments) by ``exit_grace_s``, or if it has not started the
+    program ``start_timeout_s`` after it began; then stop any agent of its session still running
+    ``agent_grace_s`` later.
 
-    Ctrl-C reaches nsys too (same process group): nsys then stops collecting and writes what it has;
-    we wait for that (as for a normal end) and report ``interrupted``.
+    SIGINT (Ctrl-C, to the process group or to us alone) and SIGTERM interrupt the capture: nsys is
+    sent SIGINT unless the terminal already did (it then stops collecting and writes what it has),
+    given ``interrupt_grace_s`` to end, and then everything left of the tree (nsys, the program, their
+    children, the session's agents) is stopped by process id. A second signal stops it at once.
     """
     result = WatchResult()
     program_gone_at = None
-    while True:
+    started = time.monotonic()
+
+    def on_signal(number, frame):
+        raise Interrupted(signal.Signals(number).name)
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    known: set[int] = set()  # every process of the tree seen, so that orphans are found too
+    try:
         try:
-            if process.poll() is not None:
-                break
-            if result.program_pid is None:
-                found = find_program(program, program_marker, {process.pid})
-                result.program_pid = found[0] if found else None
-                # A program too quick to be seen has still written its result file (the marker) at the end.
-                if result.program_pid is None and program_gone_at is None and os.path.exists(program_marker):
+            while process.poll() is None:
+                known.update(descendants(process.pid))
+                if result.program_pid is None:
+                    found = find_program(program, program_marker, {process.pid})
+                    result.program_pid = found[0] if found else None
+                    # A program too quick to be seen has still written its result file (the marker) at the end.
+                    if result.program_pid is None and program_gone_at is None and os.path.exists(program_marker):
+                        program_gone_at = time.monotonic()
+                    if (
+                        result.program_pid is None
+                        and program_gone_at is None
+                        and start_timeout_s is not None
+                        and time.monotonic() - started > start_timeout_s
+                    ):
+                        result.never_started = True
+                        result.killed_nsys = stop(process.pid)
+                        break
+                elif program_gone_at is None and not _alive(result.program_pid):
                     program_gone_at = time.monotonic()
-            elif program_gone_at is None and not _alive(result.program_pid):
-                program_gone_at = time.monotonic()
-            if program_gone_at is not None and time.monotonic() - program_gone_at > exit_grace_s:
-                result.killed_nsys = stop(process.pid)
-                break
-            time.sleep(POLL_S)
-        except KeyboardInterrupt:
-            result.interrupted = True
-            program_gone_at = program_gone_at or time.monotonic()  # give nsys the grace period to finish
-    result.returncode = process.wait()
+                if program_gone_at is not None and time.monotonic() - program_gone_at > exit_grace_s:
+                    result.killed_nsys = stop(process.pid)
+                    break
+                time.sleep(POLL_S)
+        except Interrupted as interruption:
+            result.interrupted = interruption.name
+            # A Ctrl-C typed in the terminal reached nsys (our process group) already: a second
+            # SIGINT could make it abandon what it is writing. A SIGTERM, or a SIGINT sent to us
+            # alone, did not reach it.
+            known.update(descendants(process.pid))
+            forward = not (interruption.name == "SIGINT" and _in_foreground())
+            _wind_down(process, interrupt_grace_s, forward, lambda: known.update(descendants(process.pid)))
+        result.returncode = process.wait()
+    except Interrupted as interruption:  # a second signal while winding down: stop now
+        result.interrupted = result.interrupted or interruption.name
+        stop(process.pid, grace_s=1.0)
+        result.returncode = process.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if result.interrupted:
+        # The tree as last seen, and the program by its marker: nsys may have ended and left it to init.
+        tree = known | set(descendants(process.pid)) | set(find_program(program, program_marker, {process.pid}))
+        survivors = [pid for pid in tree if _alive(pid)] + agent_processes(process.pid)
+        result.killed_tree = sorted({pid for pid in survivors if stop(pid, grace_s=2.0)})
+        return result
     deadline = time.monotonic() + agent_grace_s
     agents = agent_processes(process.pid)
     while agents and time.monotonic() < deadline:
@@ -133,3 +205,27 @@ def watch(
         if stop(pid):
             result.killed_agents.append(pid)
     return result
+
+
+def _in_foreground() -> bool:
+    """Whether our process group is the terminal's foreground group (a typed Ctrl-C reaches all of it)."""
+    try:
+        with open("/dev/tty") as tty:
+            return os.tcgetpgrp(tty.fileno()) == os.getpgrp()
+    except OSError:
+        return False
+
+
+def _wind_down(process: subprocess.Popen, grace_s: float, forward: bool, collect: Callable[[], None]) -> None:
+    """After an interruption: send nsys SIGINT when it did not get one (``forward``): it then stops
+    collecting and writes what it has; stop it when it outlives ``grace_s``, noting its children first
+    (``collect``), which its end would leave to init."""
+    if forward and process.poll() is None:
+        process.send_signal(signal.SIGINT)
+    deadline = time.monotonic() + grace_s
+    while process.poll() is None and time.monotonic() < deadline:
+        collect()
+        time.sleep(POLL_S)
+    if process.poll() is None:
+        collect()
+        stop(process.pid)

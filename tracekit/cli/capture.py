@@ -52,6 +52,13 @@ from workloads.config import ATTENTIONS, DTYPE_NAMES, MODEL_NAMES, MODES
     show_default=True,
     help="seconds nsys may take to finish after the program ended before the watchdog stops it",
 )
+@click.option(
+    "--start-timeout",
+    type=click.FloatRange(min=1),
+    default=300.0,
+    show_default=True,
+    help="seconds nsys may take to start the program before the capture is given up",
+)
 @click.argument("nsys_args", nargs=-1, type=click.UNPROCESSED)
 def capture(
     model,
@@ -70,6 +77,7 @@ def capture(
     nsys,
     trace,
     nsys_grace,
+    start_timeout,
     nsys_args,
 ):
     """Run MODEL under Nsight Systems and write traces/<name>/ with the report, its SQLite export,
@@ -84,7 +92,7 @@ def capture(
     from workloads.config import RunConfig
 
     config = RunConfig(model, ctx, batch, mode, dtype, compiled, attention, warmup, steps, device)
-    options = CaptureOptions(config, memory, Path(out), name, nsys, trace, tuple(nsys_args), nsys_grace)
+    options = CaptureOptions(config, memory, Path(out), name, nsys, trace, tuple(nsys_args), nsys_grace, start_timeout)
     captured = run_capture(options)
     run, notes = captured.run, list(captured.notes)
     click.echo(
