@@ -13,8 +13,10 @@ torch = pytest.importorskip("torch")
 from nsys_stats import profile_under_nsys  # noqa: E402
 
 from workloads import bench  # noqa: E402
+from workloads.bench import result_record, summarize  # noqa: E402
 from workloads.models import SIZES, TransformerLM, model_config  # noqa: E402
-from workloads.sweep import configurations, record, results_table, run_sweep  # noqa: E402
+from workloads.results_db import ResultsDB  # noqa: E402
+from workloads.sweep import configurations, results_table, run_sweep  # noqa: E402
 
 
 @pytest.mark.parametrize("name", list(SIZES))
@@ -94,8 +96,12 @@ def test_results_database_accumulates(tmp_path):
 
     db = tmp_path / "results.db"
     results = run_sweep(configurations(["tiny"], [16, 32], warmup=0, steps=2, device="cpu"))
-    assert record(db, results) == 2
-    assert record(db, results[:1]) == 3
+    for batch in (results, results[:1]):
+        opened = ResultsDB.open(db)
+        for result in batch:
+            opened.add(summarize(result), result_record(result)["samples_ms"])
+        opened.close()
+    assert ResultsDB.open(db).rows == 3
     rows = list(sqlite_utils.Database(db)["runs"].rows)
     assert [row["ctx"] for row in rows] == [16, 32, 16]
     assert rows[0]["torch_version"] == str(torch.__version__) and rows[0]["time_utc"]
@@ -241,3 +247,59 @@ def test_ranges_stay_out_of_compiled_graphs(monkeypatch):
     assert calls == []
     layer(torch.ones(3))
     assert calls == ["layer.0"]  # eager code still gets its range
+
+
+def test_bench_db_is_checked_before_anything_runs(cli, tmp_path):
+    import hashlib
+    import sqlite3
+
+    foreign = tmp_path / "foreign.db"
+    with sqlite3.connect(foreign) as connection:
+        connection.execute("CREATE TABLE runs (id INTEGER PRIMARY KEY, customer TEXT)")
+        connection.execute("INSERT INTO runs (customer) VALUES ('acme')")
+    text = tmp_path / "notes.txt"
+    text.write_text("my notes")
+    before = {path: hashlib.sha256(path.read_bytes()).hexdigest() for path in (foreign, text)}
+    cases = [
+        (foreign, "another application's SQLite database"),
+        (text, "not an SQLite database"),
+        (tmp_path / "missing" / "r.db", "does not exist"),
+    ]
+    for db, message in cases:
+        result = cli("bench", "tiny", "--ctx", "16", "--steps", "1", "--warmup", "0", "--device", "cpu", "--db", db)
+        lines = [line for line in result.output.splitlines() if line.strip()]
+        assert result.exit_code == 1 and len(lines) == 1 and message in lines[0], result.output
+    folder = cli("bench", "tiny", "--ctx", "16", "--steps", "1", "--device", "cpu", "--db", tmp_path)
+    assert folder.exit_code == 2 and "is a directory" in folder.output  # click's own check
+    assert {path: hashlib.sha256(path.read_bytes()).hexdigest() for path in (foreign, text)} == before
+
+
+def test_an_interrupted_sweep_keeps_every_finished_row(tmp_path):
+    import signal
+    import sqlite3
+    import subprocess
+    import time
+
+    db = tmp_path / "results.db"
+    contexts = [str(16 + i) for i in range(40)]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tracekit.cli", "bench", "tiny", "--ctx", *contexts, "--warmup", "0", "--steps", "2",
+         "--device", "cpu", "--db", str(db), "--format", "csv"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+    def rows() -> int:
+        try:
+            with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as connection:
+                return connection.execute("SELECT count(*) FROM runs").fetchone()[0]
+        except sqlite3.Error:
+            return 0
+
+    deadline = time.monotonic() + 120
+    while rows() < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=120)
+    saved = rows()
+    assert process.returncode == 1 and "Traceback" not in stderr
+    assert saved >= 2 and f"interrupted; {saved} finished configurations are saved in {db}" in stderr

@@ -5,15 +5,11 @@ database that sweeps append to, so that runs on different days and machines accu
 from __future__ import annotations
 
 import itertools
-import json
-import platform
 import subprocess
 from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
-import torch
 
 from tracekit.model.result import Result
 from workloads.bench import RunResult, result_record, run, summarize
@@ -32,7 +28,6 @@ from workloads.config import (
     PARAMS,
     PEAK_MEMORY,
     PHASES,
-    RESULTS_TABLE,
     STATUS,
     TFLOPS,
     TOKENS,
@@ -40,6 +35,7 @@ from workloads.config import (
     mean_std,
     phase_field,
 )
+from workloads.results_db import ResultsDB
 
 
 def configurations(
@@ -76,15 +72,23 @@ def run_sweep(configs: Iterable[RunConfig], on_result: Callable[[RunResult], Non
 
 def benchmark(
     configs: Sequence[RunConfig],
-    db: str | Path | None = None,
+    db: ResultsDB | None = None,
     on_result: Callable[[RunResult], None] | None = None,
     compact: bool = False,
 ) -> Result:
-    """Run a sweep: its table (``compact``: one "mean ± std" column per phase), and with ``db`` the runs
-    appended to that results database (a note says how many rows it now holds)."""
-    results = run_sweep(configs, on_result)
+    """Run a sweep: its table (``compact``: one "mean ± std" column per phase), and with ``db`` each
+    finished configuration appended to that results database at once (a note says how many rows it
+    now holds)."""
+
+    def finished(result: RunResult) -> None:
+        if db is not None:
+            db.add(summarize(result), result_record(result)["samples_ms"])
+        if on_result:
+            on_result(result)
+
+    results = run_sweep(configs, finished)
     table = results_table(results)
-    notes = [f"{db}: {record(db, results)} rows"] if db else []
+    notes = [f"{db.path}: {db.rows} rows"] if db is not None else []
     title = "Benchmark (ms per step phase; oom = out of memory, the sweep went on)"
     return Result.of("benchmark", compact_table(table) if compact else table, title, notes)
 
@@ -120,35 +124,6 @@ def compact_table(table: pd.DataFrame) -> pd.DataFrame:
         if table[field.label].notna().any():
             compact[field.label] = table[field.label]
     return compact
-
-
-def record(db_path: str | Path, results: Sequence[RunResult]) -> int:
-    """Append the runs to the SQLite database ``db_path`` (table ``runs``) with where and when they ran.
-
-    Columns are the summary's keys (``config.FIELDS``), plus time_utc, host, torch_version, tracekit_version,
-    git_revision and the raw samples as JSON. Returns the number of rows the table now holds.
-    """
-    import sqlite_utils
-
-    from tracekit import __version__
-
-    context = {
-        "time_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "host": platform.node(),
-        "torch_version": str(torch.__version__),
-        "tracekit_version": __version__,
-        "git_revision": git_revision(),
-    }
-    rows = []
-    for result in results:
-        row = summarize(result)
-        row.update(context)
-        row["samples_ms"] = json.dumps(result_record(result)["samples_ms"])
-        rows.append(row)
-    # .table(), not [name]: the results are a table (database[name] may also be a view, which takes no rows).
-    table = sqlite_utils.Database(db_path).table(RESULTS_TABLE)
-    table.insert_all(rows, alter=True)
-    return table.count
 
 
 def git_revision() -> str | None:

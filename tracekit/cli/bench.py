@@ -156,17 +156,26 @@ def bench_models(
     models, ctx, batch, mode, dtype, compiled, compare_compile, attention, warmup, steps, device, db, wide, fmt, output
 ):
     """Forward, backward, optimizer and step time (mean, std, median, min, max ms) per configuration."""
+    from workloads.results_db import ResultsDB
     from workloads.sweep import benchmark, configurations
 
     compiles = (False, True) if compare_compile else (compiled,)
     configs = configurations(models, ctx, batch, mode, dtype, compiles, attention, warmup, steps, device)
     compact = fmt in ("table", "md") and not wide
+    results_db = ResultsDB.open(db) if db is not None else None  # checked before the first configuration runs
     bar = progress(len(configs), "benchmarking")
-    if bar:
-        with bar:
-            result = benchmark(configs, db, on_result=lambda result: bar.update(1), compact=compact)
-    else:
-        result = benchmark(configs, db, compact=compact)
+    try:
+        if bar:
+            with bar:
+                result = benchmark(configs, results_db, on_result=lambda result: bar.update(1), compact=compact)
+        else:
+            result = benchmark(configs, results_db, compact=compact)
+    except KeyboardInterrupt:
+        saved = f"; {results_db.added} finished configurations are saved in {db}" if results_db is not None else ""
+        raise click.ClickException(f"interrupted{saved}") from None
+    finally:
+        if results_db is not None:
+            results_db.close()
     emit(result, fmt, output)
 
 
