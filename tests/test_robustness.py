@@ -54,3 +54,64 @@ def test_output_never_overwrites_an_input(cli, export, tmp_path, args):
     filled = [arg.format(export=export, snapshot=snapshot, link=link) for arg in args]
     one_line_error(cli(*filled), "is an input of this command")
     assert {path: digest(path) for path in (export, snapshot)} == before
+
+
+ESCAPE = "\x1b[2J\x1b[31mevil\x1b[0m"
+
+
+@pytest.fixture
+def hostile_names(tmp_path) -> Path:
+    """Kernel and range names holding terminal escapes, a newline and spreadsheet formulas."""
+    b = ExportBuilder("2026.2")
+    b.push_pop(0, 1_000, ESCAPE + "_range")
+    b.push_pop(2_000, 3_000, "@SUM(1+1)")
+    b.kernel(100, 300, ESCAPE + "_kernel", launch_at=10)
+    b.kernel(400, 500, '=HYPERLINK("http://evil","x")', launch_at=20)
+    b.kernel(600, 650, "+cmd|' /C calc'!A0", launch_at=30)
+    b.kernel(2_100, 2_150, "two\nlines", launch_at=2_010)
+    return b.write(tmp_path / "hostile.sqlite")
+
+
+@pytest.mark.parametrize("fmt", ["table", "md", "csv"])
+def test_names_are_shown_not_obeyed(cli, hostile_names, tmp_path, fmt):
+    """No control character reaches the terminal or a written file; CSV cells that a spreadsheet would
+    run start with a quote; JSON and Parquet keep the raw names."""
+    for command in ("kernels", "ranges"):
+        printed = cli(command, hostile_names, "--format", fmt)
+        written = tmp_path / f"{command}.{fmt}"
+        assert cli(command, hostile_names, "--format", fmt, "-o", written).exit_code == 0
+        for text in (printed.stdout, written.read_text()):
+            assert "\x1b" not in text and "\\x1b[2J" in text
+            if fmt == "csv":
+                cells = [cell for line in text.splitlines() for cell in line.split(",")]
+                assert not any(cell.lstrip('"').startswith(("=", "+", "@")) for cell in cells), text
+                assert "'=HYPERLINK" in text or command == "ranges"
+                assert "'@SUM(1+1)" in text or command == "kernels"
+    raw = cli("kernels", hostile_names, "--format", "json").stdout
+    import json
+
+    names = {row["Name"] for row in json.loads(raw)}
+    assert ESCAPE + "_kernel" in names and '=HYPERLINK("http://evil","x")' in names
+
+
+def test_report_and_errors_escape_names(cli, hostile_names, tmp_path):
+    result = cli("report", hostile_names, "-o", tmp_path / "report")
+    assert result.exit_code == 0, result.output
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "\x1b" not in text and "\\x1b[2J" in text
+    error = cli("kernels", hostile_names, "--range", "nothing")  # the hint lists the trace's range names
+    assert "\x1b" not in error.output and "\\x1b" in error.output
+
+
+def test_dollar_signs_in_names_are_text_in_pictures(cli, tmp_path):
+    """matplotlib would typeset "$...$" as maths, and fail on "$\\frac{$": names are drawn as text."""
+    from snapshot_builder import stack
+
+    b = SnapshotBuilder()
+    b.alloc(0x2000, 4 * MIB, 100, stack("model.py:3 $\\frac{$", "train.py:9 cost_in_$"))
+    b.alloc(0x3000, 2 * MIB, 200, stack("model.py:4 $x^2$"))
+    snapshot = b.dump(tmp_path / "dollars.pickle")
+    picture = tmp_path / "timeline.png"
+    result = cli("memory", snapshot, "--plot", picture)
+    assert result.exit_code == 0, result.output
+    assert picture.stat().st_size > 1000

@@ -10,6 +10,7 @@ import click
 
 from tracekit.errors import TracekitError, UsageError
 from tracekit.render import FILE_FORMATS, FORMATS, TIME_UNITS
+from tracekit.render.safe_text import printable
 
 if TYPE_CHECKING:
     from tracekit.model.result import Result
@@ -24,8 +25,8 @@ class TracekitGroup(click.Group):
         forget_inputs()
         try:
             return super().invoke(ctx)
-        except TracekitError as error:
-            raise click.ClickException(str(error)) from None
+        except TracekitError as error:  # messages quote names from the input: shown, never obeyed
+            raise click.ClickException(printable(str(error))) from None
         except OSError as error:
             where = f": {error.filename}" if error.filename else ""
             raise click.ClickException(f"{error.strerror or error}{where}") from None
@@ -158,4 +159,4 @@ def emit(result: Result, fmt: str, output: str | None, unit: str = "ns") -> None
         click.echo(render_text(result, fmt, unit))
     if fmt not in ("table", "md"):
         for note in result.notes:
-            click.echo(f"note: {note}", err=True)
+            click.echo(f"note: {printable(note)}", err=True)

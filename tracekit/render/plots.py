@@ -168,8 +168,14 @@ def check_picture_path(path: str | Path) -> str:
     return suffix
 
 
+# Labels are names from the input: "$x$" in a frame or range name is text, not mathtext to typeset
+# (and "$\\frac{$" would not parse). Text is laid out when the figure is saved, so both steps run under it.
+PLAIN_TEXT = {"text.parse_math": False, "text.usetex": False}
+
+
 def save(chart: Chart, path: str | Path, dpi: int = 110) -> Path:
     """Draw and write a chart, PNG or SVG (or anything matplotlib knows) by the file's suffix, whole."""
     suffix = check_picture_path(path)
-    figure = draw(chart)
-    return write_whole(path, lambda temporary: figure.savefig(temporary, dpi=dpi, format=suffix))
+    with matplotlib.rc_context(PLAIN_TEXT):
+        figure = draw(chart)
+        return write_whole(path, lambda temporary: figure.savefig(temporary, dpi=dpi, format=suffix))

@@ -29,6 +29,7 @@ from tracekit.errors import UsageError
 from tracekit.files import check_target, write_whole
 from tracekit.model.result import Result, column_unit
 from tracekit.render import FILE_FORMATS, FORMATS, TEXT_FORMATS
+from tracekit.render.safe_text import printable, spreadsheet_safe
 
 UNIT_SCALE = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 # Demangled kernel names run to thousands of characters; a terminal table keeps the start.
@@ -97,6 +98,24 @@ def column_decimals(series: pd.Series) -> int:
     return int(min(6, max(2, math.ceil(-math.log10(smallest)) + 1)))
 
 
+def _csv_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """Text cells made printable and spreadsheet-safe; numbers untouched. Headers too."""
+    text_columns = [column for column in frame.columns if not pd.api.types.is_numeric_dtype(frame[column].dtype)]
+    safe = (
+        frame.assign(
+            **{
+                str(column): frame[column].map(
+                    lambda value: value if not isinstance(value, str) else spreadsheet_safe(printable(value))
+                )
+                for column in text_columns
+            }
+        )
+        if text_columns
+        else frame
+    )
+    return safe.rename(columns=lambda column: spreadsheet_safe(printable(str(column))))
+
+
 def _cell(value, for_terminal: bool, decimals: int) -> str:
     """One value of a column of mixed types (text with blanks, numbers stored as objects)."""
     if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
@@ -107,14 +126,14 @@ def _cell(value, for_terminal: bool, decimals: int) -> str:
         return f"{int(value):,}"
     if isinstance(value, (float, np.floating)):
         return f"{float(value):,.{decimals}f}"
-    text = str(value)
+    text = printable(str(value))
     if for_terminal and len(text) > TABLE_TEXT_WIDTH:
         return text[: TABLE_TEXT_WIDTH - 1] + "…"
     return text
 
 
 def _formatted(frame: pd.DataFrame, for_terminal: bool) -> tuple[list[str], list[list[str]], list[bool]]:
-    headers = [str(column) for column in frame.columns]
+    headers = [printable(str(column)) for column in frame.columns]
     formats = [column_format(frame[column]) for column in frame.columns]
     cells = [fmt.cells(frame[column], for_terminal) for fmt, column in zip(formats, frame.columns)]
     return headers, cells, [fmt.right for fmt in formats]
@@ -176,12 +195,13 @@ def json_records(frame: pd.DataFrame) -> list[dict]:
 def table_text(frame: pd.DataFrame, fmt: str, title: str = "", unit: str = "ns") -> str:
     """One table in a text format; ``title`` heads table and md output only."""
     frame = in_unit(frame, unit)
+    title = printable(title)
     if fmt == "table":
         return f"{title}\n\n{terminal_table(frame)}" if title else terminal_table(frame)
     if fmt == "md":
         return f"**{title}**\n\n{markdown_table(frame)}" if title else markdown_table(frame)
     if fmt == "csv":
-        return frame.to_csv(index=False).rstrip("\n")
+        return _csv_frame(frame).to_csv(index=False).rstrip("\n")
     if fmt == "json":
         return json.dumps(json_records(frame), indent=2)
     raise UsageError(f"unknown format {fmt!r}; choose one of {', '.join(TEXT_FORMATS)}")
@@ -198,7 +218,7 @@ def render_text(result: Result, fmt: str, unit: str = "ns") -> str:
         return "\n\n".join(f"# {table.name}\n{table_text(table.frame, 'csv', unit=unit)}" for table in result.tables)
     text = "\n\n".join(table_text(table.frame, fmt, table.title, unit) for table in result.tables)
     if fmt in ("table", "md") and result.notes:
-        text += "\n\n" + "\n".join(f"note: {note}" for note in result.notes)
+        text += "\n\n" + "\n".join(f"note: {printable(note)}" for note in result.notes)
     return text
 
 

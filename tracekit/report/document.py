@@ -10,6 +10,7 @@ import pandas as pd
 from tracekit.files import write_text
 from tracekit.model.result import Chart
 from tracekit.render import plots
+from tracekit.render.safe_text import printable
 from tracekit.render.tables import table_text
 
 
@@ -21,7 +22,8 @@ class Document:
         self.lines: list[str] = []
 
     def text(self, *lines: str) -> None:
-        self.lines += list(lines) + [""]
+        """Paragraphs; names quoted in them come from inputs, so control characters are escaped."""
+        self.lines += [printable(line) for line in lines] + [""]
 
     def table(self, frame: pd.DataFrame, command: str | None = None, unit: str = "ms") -> None:
         """A table (time columns in ``unit``), and the command that prints it."""
