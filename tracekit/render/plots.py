@@ -170,7 +170,7 @@ def check_picture_path(path: str | Path) -> str:
 
 # Labels are names from the input: "$x$" in a frame or range name is text, not mathtext to typeset
 # (and "$\\frac{$" would not parse). Text is laid out when the figure is saved, so both steps run under it.
-PLAIN_TEXT = {"text.parse_math": False, "text.usetex": False}
+PLAIN_TEXT: dict[Any, Any] = {"text.parse_math": False, "text.usetex": False}
 
 
 def save(chart: Chart, path: str | Path, dpi: int = 110) -> Path:
