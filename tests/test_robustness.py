@@ -115,3 +115,69 @@ def test_dollar_signs_in_names_are_text_in_pictures(cli, tmp_path):
     result = cli("memory", snapshot, "--plot", picture)
     assert result.exit_code == 0, result.output
     assert picture.stat().st_size > 1000
+
+
+def drop_columns(path: Path, table: str, *columns: str) -> None:
+    import sqlite3
+
+    with sqlite3.connect(path) as connection:
+        for column in columns:
+            connection.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+
+
+def test_exports_without_optional_columns_work_and_say_what_is_missing(cli, tmp_path):
+    """globalPid is nullable in nsys's schema and absent from minimal exporters' files: GPU ops are then
+    matched to their launches by correlation id alone, and the output says so."""
+    b = ExportBuilder("2026.2")
+    b.push_pop(0, 1_000, "step")
+    b.kernel(100, 200, GEMM, launch_at=10)
+    b.kernel(300, 350, GEMM, launch_at=20)
+    b.memcpy(400, 450, size=4096, launch_at=30)
+    b.kernel(5_000, 5_100, GEMM, launch_at=4_000)  # outside the range
+    path = b.write(tmp_path / "minimal.sqlite")
+    drop_columns(path, "CUPTI_ACTIVITY_KIND_KERNEL", "globalPid", "gridZ", "shortName")
+    drop_columns(path, "CUPTI_ACTIVITY_KIND_MEMCPY", "globalPid", "copyKind")
+    drop_columns(path, "NVTX_EVENTS", "endGlobalTid", "domainId")
+    for args, value in (
+        (("kernels", "--range", "step", "--format", "json"), 150),
+        (("breakdown", "--phases", "step", "--format", "json"), None),
+        (("ranges", "--format", "json"), None),
+        (("ranges", "--tree", "--format", "json"), None),
+    ):
+        result = cli(*args[:1], path, *args[1:])
+        assert result.exit_code == 0 and "Traceback" not in result.output, result.output
+        if value is not None:
+            import json
+
+            assert sum(row["Total Time (ns)"] for row in json.loads(result.stdout)) == value
+    notes = cli("kernels", path, "--range", "step").stdout
+    assert "CUPTI_ACTIVITY_KIND_KERNEL has no globalPid column: GPU operations are matched" in notes
+    assert "has no shortName column: the full kernel name stands for the short one" in notes
+    breakdown = cli("breakdown", path, "--phases", "step", "--ops", "all", "--format", "json")
+    import json
+
+    step = json.loads(breakdown.stdout)["breakdown"][0]
+    assert step["GPU Op Time (ns)"] == 200 and step["Memcpy Time (ns)"] == 50  # 150 of kernels, the copy
+
+
+def test_an_export_without_a_required_column_is_one_line(cli, tmp_path, export):
+    drop_columns(export, "CUPTI_ACTIVITY_KIND_KERNEL", "start")
+    one_line_error(cli("kernels", export), "needs a column this export lacks")
+
+
+@pytest.mark.parametrize("where", [0.3, 0.5, 0.7, 0.9])
+def test_a_damaged_page_is_one_line(cli, shared_traces, tmp_path, where):
+    """Bytes overwritten past the header: SQLite reports a malformed file while reading; one line names it."""
+    damaged = tmp_path / "damaged.sqlite"
+    data = bytearray((shared_traces / "h100_videogen_2gpu_a_nsys2026.2.sqlite").read_bytes())
+    at = int(len(data) * where) // 4096 * 4096
+    data[at : at + 4096] = b"\xff" * 4096
+    damaged.write_bytes(bytes(data))
+    failed = 0
+    for command in ("kernels", "ranges", "breakdown"):
+        result = cli(command, damaged)
+        if result.exit_code == 0:  # the page held nothing this command reads
+            continue
+        failed += 1
+        one_line_error(result, str(damaged), "is damaged: SQLite stopped reading")
+    assert failed  # each position spoils a page that ranges (and so breakdown) read

@@ -58,15 +58,27 @@ def _join_launches(trace: Trace) -> OpLaunches:
     none = OpLaunches(np.zeros(n, bool), *(np.full(n, -1, np.int64) for _ in range(5)))
     if n == 0 or calls.empty:
         return none
-    call_key = _call_key(calls["pid"].to_numpy(), calls["correlation_id"].to_numpy())
-    order = np.argsort(call_key, kind="stable")
-    sorted_key = call_key[order]
-    op_key = _call_key(ops["pid"].to_numpy(), ops["correlation_id"].to_numpy())
-    position = np.minimum(np.searchsorted(sorted_key, op_key), len(sorted_key) - 1)
-    found = (sorted_key[position] == op_key) & (ops["correlation_id"].to_numpy() >= 0)
-    row = np.where(found, order[position], -1)
+    op_pid, op_correlation = ops["pid"].to_numpy(), ops["correlation_id"].to_numpy()
+    call_correlation = calls["correlation_id"].to_numpy()
+    found, row = _match(_call_key(calls["pid"].to_numpy(), call_correlation), _call_key(op_pid, op_correlation))
+    unknown_pid = op_pid < 0  # an export without the ops' process ids: correlation alone (one process)
+    if unknown_pid.any():
+        by_correlation = _match(call_correlation.astype(np.int64), op_correlation.astype(np.int64))
+        found = np.where(unknown_pid, by_correlation[0], found)
+        row = np.where(unknown_pid, by_correlation[1], row)
+    found &= op_correlation >= 0
+    row = np.where(found, row, -1)
     pick = lambda column: np.where(found, calls[column].to_numpy(np.int64)[np.maximum(row, 0)], -1)
     return OpLaunches(found, row, pick("start"), pick("end"), pick("pid"), pick("tid"))
+
+
+def _match(call_key: np.ndarray, op_key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each op key: whether a call has it, and that call's row (the first such call)."""
+    order = np.argsort(call_key, kind="stable")
+    sorted_key = call_key[order]
+    position = np.minimum(np.searchsorted(sorted_key, op_key), len(sorted_key) - 1)
+    found = sorted_key[position] == op_key
+    return found, np.where(found, order[position], -1)
 
 
 def _call_key(pid: np.ndarray, correlation: np.ndarray) -> np.ndarray:

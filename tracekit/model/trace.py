@@ -82,6 +82,8 @@ class Trace:
         dropped = int(frame.attrs.get("dropped", 0))
         if dropped:
             self._dropped[table] = max(dropped, self._dropped.get(table, 0))
+        for line in str(frame.attrs.get("notes", "")).splitlines():  # what the reader could not provide
+            self.note(line)
         return frame
 
     def dropped(self, table: str) -> int:

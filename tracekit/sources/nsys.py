@@ -9,37 +9,47 @@ table only when it has rows) read as empty. Integer columns come through the col
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
-from typing import cast
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd
 
-from tracekit.errors import NotAnExportError
-from tracekit.model.schema import GPU_OP_KINDS, GPU_OPS, GPUS, LAUNCHES
-from tracekit.model.trace import Trace, TraceMeta
+from tracekit.errors import InvalidTraceError, NotAnExportError
+from tracekit.model.schema import GPU_OP_KINDS, GPU_OPS, LAUNCHES
+from tracekit.model.trace import Trace
 from tracekit.sources.nsys_checks import (
     COPY_GUARD,
     KERNEL_CAREFUL,
     KERNEL_GUARD,
+    KERNEL_OPTIONAL,
+    MEMCPY_OPTIONAL,
+    MEMSET_OPTIONAL,
     OP_CAREFUL,
+    RUNTIME_OPTIONAL,
+    UNKNOWN_PID,
     keep_usable,
     low_bits,
+    missing_notes,
     with_dropped,
+    with_notes,
 )
+from tracekit.sources.nsys_meta import read_meta
 from tracekit.sources.sqlite_columns import (
     DROPPED,
+    MISSING,
     are_integers,
     connect_readonly,
     index_of_ids,
     present_ids,
     read_int_columns,
     read_strings,
-    table_columns,
     text_among,
 )
 
+T = TypeVar("T")
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
 MEMCPY_TABLE = "CUPTI_ACTIVITY_KIND_MEMCPY"
 MEMSET_TABLE = "CUPTI_ACTIVITY_KIND_MEMSET"
@@ -77,14 +87,35 @@ def read_nsys_export(path: str | Path) -> Trace:
 
     path = Path(path)
     tables = check_export(path)
-    meta = _read_meta(path, tables)
+    meta = reading(path, "metadata", read_meta)(path, tables)
     loaders = {
-        "gpu_ops": lambda: read_gpu_ops(path, tables),
-        "launches": lambda: read_launches(path, tables),
-        "ranges": lambda: read_ranges(path, tables),
-        "ranges_named": lambda names: read_ranges(path, tables, names),
+        "gpu_ops": reading(path, "GPU activity", lambda: read_gpu_ops(path, tables)),
+        "launches": reading(path, "CUDA API calls", lambda: read_launches(path, tables)),
+        "ranges": reading(path, "NVTX ranges", lambda: read_ranges(path, tables)),
+        "ranges_named": reading(path, "NVTX ranges", lambda names: read_ranges(path, tables, names)),
     }
     return Trace(meta, loaders)
+
+
+def reading(path: Path, what: str, read: Callable[..., T]) -> Callable[..., T]:
+    """``read`` with SQLite's own errors (a damaged page, a column a required query lacks) turned into
+    one line that names the file and what was being read."""
+
+    def run(*args):
+        try:
+            return read(*args)
+        except sqlite3.DatabaseError as error:
+            if "no such column" in str(error):
+                raise InvalidTraceError(
+                    f"{path}: reading its {what} needs a column this export lacks ({error}); it was not written "
+                    "by nsys export, or by a version tracekit does not know"
+                ) from None
+            raise InvalidTraceError(
+                f"{path} is damaged: SQLite stopped reading its {what} ({error}); copy it again, or export the "
+                "report again with `nsys export --type sqlite REPORT.nsys-rep`"
+            ) from None
+
+    return run
 
 
 def check_export(path: Path) -> frozenset[str]:
@@ -103,85 +134,6 @@ def check_export(path: Path) -> frozenset[str]:
             "export a report with `nsys export --type sqlite REPORT.nsys-rep`"
         )
     return tables
-
-
-def _read_meta(path: Path, tables: frozenset[str]) -> TraceMeta:
-    with closing(connect_readonly(path)) as connection:
-        export = {}
-        for table in ("EXPORT_META_DATA", "META_DATA_EXPORT"):  # 2022.4 name, 2024+ name
-            if table in tables:
-                export.update(connection.execute(f"SELECT name, value FROM {table}").fetchall())
-        start = None
-        if "TARGET_INFO_SESSION_START_TIME" in tables:
-            row = connection.execute("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME").fetchone()
-            start = row[0] if row else None
-        gpus = _read_gpus(connection, tables)
-    return TraceMeta(
-        source=str(path),
-        tool="nsys",
-        tool_version=export.get("EXPORT_PRODUCT_VERSION"),
-        schema_version=export.get("EXPORT_SCHEMA_VERSION"),
-        session_start_utc_ns=start,
-        gpus=gpus,
-    )
-
-
-def _read_gpus(connection: sqlite3.Connection, tables: frozenset[str]) -> pd.DataFrame:
-    """GPU descriptions (``schema.GPUS``): TARGET_INFO_GPU (2021.3+), else TARGET_INFO_CUDA_DEVICE (2026) or
-    TARGET_INFO_CUDA_GPU (older)."""
-    if "TARGET_INFO_GPU" in tables:
-        have = set(table_columns(connection, "TARGET_INFO_GPU"))
-        pick = {
-            "id": "id",
-            "name": "name",
-            "sm_count": "smCount",
-            "memory_bytes": "totalMemory",
-            "major": "computeMajor",
-            "minor": "computeMinor",
-        }
-        select = ", ".join(f"{source if source in have else 'NULL'} AS {alias}" for alias, source in pick.items())
-        frame = pd.read_sql_query(f"SELECT DISTINCT {select} FROM TARGET_INFO_GPU ORDER BY id", connection)
-        frame["compute_capability"] = [
-            f"{int(major)}.{int(minor)}" if pd.notna(major) else None
-            for major, minor in zip(frame["major"], frame["minor"])
-        ]
-        return _as_gpus(frame)
-    for table, id_column, sm_column in (
-        ("TARGET_INFO_CUDA_DEVICE", "cudaId", "numMultiprocessors"),
-        ("TARGET_INFO_CUDA_GPU", "cudaId", "smCount"),
-    ):
-        if table in tables:
-            have = set(table_columns(connection, table))
-            ids = id_column if id_column in have else "rowid"
-            sms = sm_column if sm_column in have else "NULL"
-            names = "name" if "name" in have else "NULL"
-            frame = pd.read_sql_query(
-                f"SELECT DISTINCT {ids} AS id, {names} AS name, {sms} AS sm_count FROM {table} ORDER BY 1", connection
-            )
-            frame["memory_bytes"] = None
-            frame["compute_capability"] = None
-            return _as_gpus(frame)
-    return GPUS.empty()
-
-
-def _as_gpus(frame: pd.DataFrame) -> pd.DataFrame:
-    """The contract's dtypes: counts that may be unknown as nullable integers, text as objects."""
-    result = pd.DataFrame(
-        {
-            "id": frame["id"].astype("int64"),
-            "name": frame["name"].astype(object).where(frame["name"].notna(), None),
-            "sm_count": _nullable_int(frame["sm_count"]),
-            "memory_bytes": _nullable_int(frame["memory_bytes"]),
-            "compute_capability": frame["compute_capability"].astype(object),
-        }
-    )
-    return result.loc[:, GPUS.names]
-
-
-def _nullable_int(column: pd.Series) -> pd.Series:
-    """Numbers as pandas' nullable Int64 (missing values stay missing)."""
-    # to_numeric of a Series is a Series; pandas annotates it with the result of every input kind.
-    return cast(pd.Series, pd.to_numeric(column)).astype("Int64")
 
 
 def pid_of(global_id: np.ndarray) -> np.ndarray:
@@ -239,6 +191,7 @@ def read_gpu_ops(path: Path, tables: frozenset[str]) -> pd.DataFrame:
             },
             guard=KERNEL_GUARD,
             careful=KERNEL_CAREFUL,
+            optional=KERNEL_OPTIONAL,
         )
     if MEMCPY_TABLE in tables:
         parts["memcpy"] = read_int_columns(
@@ -248,6 +201,7 @@ def read_gpu_ops(path: Path, tables: frozenset[str]) -> pd.DataFrame:
             dtypes={"copy_kind": "int32"},
             guard=COPY_GUARD,
             careful=f"{OP_CAREFUL} AND {are_integers('bytes', 'copyKind')}",
+            optional=MEMCPY_OPTIONAL,
         )
     if MEMSET_TABLE in tables:
         parts["memset"] = read_int_columns(
@@ -256,10 +210,17 @@ def read_gpu_ops(path: Path, tables: frozenset[str]) -> pd.DataFrame:
             {**common, "bytes": "bytes"},
             guard=COPY_GUARD,
             careful=f"{OP_CAREFUL} AND {are_integers('bytes')}",
+            optional=MEMSET_OPTIONAL,
         )
+    notes = []
+    tables_of = {"kernel": KERNEL_TABLE, "memcpy": MEMCPY_TABLE, "memset": MEMSET_TABLE}
     for kind, columns in parts.items():
         dropped += int(columns.pop(DROPPED))  # type: ignore[arg-type]
+        missing = columns.pop(MISSING)
+        notes.append(missing_notes(tables_of[kind], missing, str(path)))  # type: ignore[arg-type]
         dropped += keep_usable(columns)
+        if "globalPid" in missing:
+            columns["pid"][:] = UNKNOWN_PID
         if kind == "kernel":
             _unpack_launch_config(columns)
         packed = columns.pop("device_stream")
@@ -268,7 +229,7 @@ def read_gpu_ops(path: Path, tables: frozenset[str]) -> pd.DataFrame:
     if not parts:
         return GPU_OPS.empty()
     if not sum(len(columns["start"]) for columns in parts.values()):
-        return with_dropped(GPU_OPS.empty(), dropped)
+        return with_notes(with_dropped(GPU_OPS.empty(), dropped), notes)
 
     lengths = {kind: len(columns["start"]) for kind, columns in parts.items()}
     names, short_names = _gpu_op_names(path, parts)
@@ -291,7 +252,7 @@ def read_gpu_ops(path: Path, tables: frozenset[str]) -> pd.DataFrame:
     )
     frame["name"] = names
     frame["short_name"] = short_names
-    return with_dropped(frame.loc[:, GPU_OPS.names], dropped)
+    return with_notes(with_dropped(frame.loc[:, GPU_OPS.names], dropped), notes)
 
 
 LAUNCH_CONFIG = ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")
@@ -351,7 +312,9 @@ def read_launches(path: Path, tables: frozenset[str]) -> pd.DataFrame:
         },
         guard=text_among(nullable=("globalTid",)),
         careful=are_integers("start", "end", "nameId", nullable=("correlationId", "globalTid")),
+        optional=RUNTIME_OPTIONAL,
     )
+    notes = [missing_notes(RUNTIME_TABLE, columns.pop(MISSING), str(path))]
     dropped = int(columns.pop(DROPPED)) + keep_usable(columns)
     columns["name_id"] = columns["name_id"].astype(np.int32)
     correlation = columns.pop("correlation")  # CUPTI's are 32-bit; -1: none
@@ -370,4 +333,4 @@ def read_launches(path: Path, tables: frozenset[str]) -> pd.DataFrame:
             "tid": columns["tid"],
         }
     )
-    return with_dropped(frame.loc[:, LAUNCHES.names], dropped)
+    return with_notes(with_dropped(frame.loc[:, LAUNCHES.names], dropped), notes)

@@ -21,6 +21,8 @@ from tracekit.sources.sqlite_columns import are_integers, between, outside, text
 # the limit cannot be tighter. Everything built on times subtracts the first one or falls back to ranks
 # (keyed_times, nesting), and sums of durations are checked once per table (schema.DURATION_SUM_LIMIT).
 TIME_LIMIT = 2**62
+# The process id of GPU operations read from an export without globalPid (see attribution).
+UNKNOWN_PID = -1
 KERNEL_DIMS = ("gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ")
 OP_CAREFUL = (
     f"{are_integers('start', 'end', 'deviceId', 'streamId', nullable=('correlationId', 'globalPid'))} AND "
@@ -43,6 +45,41 @@ KERNEL_CAREFUL = (
 COPY_GUARD = (
     f"{outside(['deviceId'], 0, 2**16)} OR {outside(['streamId'], 0, 2**31)} OR {text_among(nullable=('globalPid',))}"
 )
+
+
+# Columns an export may lack (nullable in nsys's schema, or not in every version or exporter), with the
+# SQL value that stands for them and what their absence costs (said once per table in a note).
+OP_OPTIONAL = {"globalPid": "NULL", "correlationId": "NULL", "streamId": "0"}
+KERNEL_OPTIONAL = {
+    **OP_OPTIONAL,
+    **{column: "0" for column in KERNEL_DIMS},
+    "shortName": "demangledName",
+    "demangledName": "shortName",
+}
+MEMCPY_OPTIONAL = {**OP_OPTIONAL, "copyKind": "0", "bytes": "0"}
+MEMSET_OPTIONAL = {**OP_OPTIONAL, "bytes": "0"}
+RUNTIME_OPTIONAL = {"globalTid": "NULL", "correlationId": "NULL"}
+NVTX_OPTIONAL = {"text": "NULL", "textId": "NULL", "domainId": "NULL", "globalTid": "NULL", "endGlobalTid": "NULL"}
+WITHOUT = {
+    "globalPid": "GPU operations are matched to their launching calls by correlation id alone (one process assumed)",
+    "correlationId": "these rows cannot be tied to their launching calls, so no range owns their GPU work",
+    "streamId": "streams show as 0",
+    **{column: "launch configurations show as 0" for column in KERNEL_DIMS},
+    "copyKind": "copy directions show as Unknown",
+    "bytes": "sizes show as 0",
+    "shortName": "the full kernel name stands for the short one",
+    "demangledName": "the short kernel name stands for the full one",
+    "globalTid": "no thread is known: ranges own GPU work by time within the process alone",
+    "endGlobalTid": "start/end ranges are taken to end on the thread that started them",
+    "domainId": "every range is in the default domain",
+    "text": "ranges are named by their registered strings only",
+    "textId": "ranges are named by their text only",
+}
+
+
+def missing_notes(table: str, missing: list[str], source: str) -> str:
+    """One line per column ``table`` lacks, saying what that costs (``frame.attrs["notes"]``)."""
+    return "\n".join(f"{source}: {table} has no {column} column: {WITHOUT[column]}" for column in missing)
 
 
 def low_bits(expression: str, bits: int) -> str:
@@ -79,6 +116,14 @@ def keep_rows(columns: dict, usable: np.ndarray) -> int:
             elif isinstance(values, np.ndarray) and len(values) == len(usable):
                 columns[name] = values[usable]
     return bad
+
+
+def with_notes(frame: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
+    """Record on the table what its reader wants said (``Trace`` notes each line once)."""
+    text = "\n".join(note for note in notes if note)
+    if text:
+        frame.attrs["notes"] = text
+    return frame
 
 
 def with_dropped(frame: pd.DataFrame, dropped: int) -> pd.DataFrame:

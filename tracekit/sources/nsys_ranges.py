@@ -19,15 +19,25 @@ from tracekit.model.nesting import nest_ranges
 from tracekit.model.schema import RANGE_STYLES, RANGES
 from tracekit.model.selection import Pattern, names_matching
 from tracekit.sources.nsys import ID_BITS, pid_of
-from tracekit.sources.nsys_checks import TIME_LIMIT, keep_rows, low_bits
+from tracekit.sources.nsys_checks import (
+    NVTX_OPTIONAL,
+    TIME_LIMIT,
+    keep_rows,
+    low_bits,
+    missing_notes,
+    with_dropped,
+    with_notes,
+)
 from tracekit.sources.sqlite_columns import (
     DROPPED,
+    MISSING,
     are_integers,
     connect_readonly,
     index_of_ids,
     present_ids,
     read_columns,
     read_strings,
+    stand_in,
     text_among,
 )
 
@@ -73,13 +83,14 @@ def read_ranges(path: Path, tables: frozenset[str], names: Collection[Pattern] |
         guard=text_among(nullable=("globalTid", "endGlobalTid")),
         careful=are_integers("start", nullable=("end", "textId", "domainId", "globalTid", "endGlobalTid")),
         dtypes={"event_type": "int16"},
+        optional=NVTX_OPTIONAL,
     )
+    missing = columns.pop(MISSING)
+    notes = [missing_notes(NVTX_TABLE, missing, str(path))]  # type: ignore[arg-type]
     dropped = int(columns.pop(DROPPED)) + _keep_usable(columns)
     columns["text_id"] = columns["text_id"].astype(np.int32)
     if len(columns["start"]) == 0:
-        empty = RANGES.empty()
-        empty.attrs["dropped"] = dropped
-        return empty
+        return with_notes(with_dropped(RANGES.empty(), dropped), notes)
     text_codes, texts = columns.pop("text")
     unclosed = columns["end"] < 0
     if unclosed.any():  # nsys closes an unclosed range at the last NVTX timestamp; do the same
@@ -91,10 +102,12 @@ def read_ranges(path: Path, tables: frozenset[str], names: Collection[Pattern] |
     domains = []
     if (columns["domain_id"] != 0).any():
         with closing(connect_readonly(path)) as connection:
-            domains = connection.execute(
+            stand_ins = {column: NVTX_OPTIONAL[column] for column in missing}  # type: ignore[union-attr]
+            query = (
                 f"SELECT globalTid, domainId, coalesce(text, (SELECT value FROM StringIds WHERE id = textId)) "
                 f"FROM {NVTX_TABLE} WHERE eventType = {NVTX_DOMAIN_CREATE} ORDER BY start"
-            ).fetchall()
+            )
+            domains = connection.execute(stand_in(query, stand_ins)).fetchall()
 
     global_tid = columns["global_tid"]
     pid = pid_of(global_tid)
@@ -125,9 +138,7 @@ def read_ranges(path: Path, tables: frozenset[str], names: Collection[Pattern] |
             "parent": np.where(parent_row >= 0, range_id[np.maximum(parent_row, 0)], -1),
         }
     )
-    frame = frame.loc[:, RANGES.names]
-    frame.attrs["dropped"] = dropped
-    return frame
+    return with_notes(with_dropped(frame.loc[:, RANGES.names], dropped), notes)
 
 
 def _keep_usable(columns: dict) -> int:

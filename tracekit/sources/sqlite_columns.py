@@ -11,6 +11,7 @@ really run in parallel. Measured on a 1M-row nsys kernel table, 14 columns: 0.85
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import warnings
 from collections.abc import Mapping
@@ -31,6 +32,7 @@ READ_THREADS = 2
 # ASCII "unit separator": joins text values; no NVTX or kernel name contains it (checked per chunk).
 TEXT_SEPARATOR = "\x1f"
 DROPPED = "__dropped__"  # read_columns' count of rows with unusable values
+MISSING = "__missing__"  # read_columns' list of optional columns the table lacks
 
 
 def connect_readonly(path: str | Path) -> sqlite3.Connection:
@@ -59,6 +61,7 @@ def read_columns(
     where: str = "",
     guard: str = "",
     careful: str = "",
+    optional: Mapping[str, str] | None = None,
 ) -> dict:
     """Read SQL expressions of the rows of ``table`` (rowid order) in one scan per chunk.
 
@@ -75,15 +78,24 @@ def read_columns(
     read again without the rows failing ``careful`` (per-row typeof() and range tests, too costly for
     every read), and those are counted under the key DROPPED. Checks of the values read (ranges,
     end >= start) are the caller's, in numpy.
+
+    ``optional`` maps columns some exports lack (nullable in nsys's schema, or newer than an export)
+    to the SQL value that stands for them; the names of those missing come back under the key MISSING.
     """
     texts = dict(texts or {})
     dtypes = dict(dtypes or {})
     int_names, text_names = list(ints), list(texts)
     with closing(connect_readonly(path)) as connection:
+        have = set(table_columns(connection, table))
+        missing = {column: value for column, value in (optional or {}).items() if column not in have}
+        if missing:  # every expression reads the stand-in value instead
+            ints = {name: stand_in(sql, missing) for name, sql in ints.items()}
+            texts = {name: stand_in(sql, missing) for name, sql in texts.items()}
+            where, guard, careful = (stand_in(sql, missing) for sql in (where, guard, careful))
         low, high = rowid_bounds(connection, table)
     if low is None or high is None:  # an empty table: min and max are both NULL
         empty = {name: np.empty(0, dtype=dtypes.get(name, "int64")) for name in int_names}
-        return {**empty, **{name: (np.empty(0, np.int32), []) for name in text_names}, DROPPED: 0}
+        return {**empty, **{name: (np.empty(0, np.int32), []) for name in text_names}, DROPPED: 0, MISSING: []}
 
     selects = ["count(*)", f"({guard or 0})"] + [f"group_concat({ints[name]})" for name in int_names]
     selects += [f"group_concat(ifnull({texts[name]}, ''), char(31))" for name in text_names]
@@ -140,7 +152,15 @@ def read_columns(
     for offset, name in enumerate(text_names):
         result[name] = _join_text_chunks([chunk[len(int_names) + offset] for chunk in chunks])
     result[DROPPED] = sum(chunk[-1] for chunk in chunks)
+    result[MISSING] = sorted(missing)
     return result
+
+
+def stand_in(sql: str, missing: Mapping[str, str]) -> str:
+    """``sql`` with each missing column's name (as a whole word) replaced by its stand-in value."""
+    for column, value in missing.items():
+        sql = re.sub(rf"\b{re.escape(column)}\b", f"({value})", sql)
+    return sql
 
 
 def _parse_integers(joined: str, dtype: str) -> np.ndarray:
@@ -169,9 +189,12 @@ def read_int_columns(
     where: str = "",
     guard: str = "",
     careful: str = "",
+    optional: Mapping[str, str] | None = None,
 ) -> dict:
     """Integer columns only (see ``read_columns``)."""
-    return read_columns(path, table, columns, dtypes=dtypes, where=where, guard=guard, careful=careful)
+    return read_columns(
+        path, table, columns, dtypes=dtypes, where=where, guard=guard, careful=careful, optional=optional
+    )
 
 
 def are_integers(*columns: str, nullable: tuple[str, ...] = ()) -> str:
