@@ -181,3 +181,25 @@ def test_a_damaged_page_is_one_line(cli, shared_traces, tmp_path, where):
         failed += 1
         one_line_error(result, str(damaged), "is damaged: SQLite stopped reading")
     assert failed  # each position spoils a page that ranges (and so breakdown) read
+
+
+@pytest.mark.parametrize(
+    "manifest",
+    [
+        '{"timings_ms": {"step": 5}, "samples_ms": {"step": [1, "a", null]}}',
+        '{"timings_ms": [1, 2], "samples_ms": "x", "config": [], "device": 3, "notes": {"a": 1}}',
+        '{"timings_ms": {"step": {"mean": "fast", "std": true}}, "wall_s": [], "versions": "1"}',
+        "[1, 2, 3]",
+        "{not json",
+    ],
+)
+def test_a_hand_edited_run_json_is_read_for_what_it_holds(cli, export, tmp_path, manifest):
+    from tracekit import runs
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / runs.EXPORT).write_bytes(export.read_bytes())
+    (run / runs.MANIFEST).write_text(manifest)
+    result = cli("report", run, "-o", tmp_path / "report")
+    assert result.exit_code == 0 and "Traceback" not in result.output, result.output
+    assert (tmp_path / "report" / "report.md").read_text().startswith("#")

@@ -167,14 +167,30 @@ class Run:
         return [str(note) for note in notes] if isinstance(notes, list) else []
 
     @property
-    def timings_ms(self) -> dict:
-        """Per phase, the harness's mean/std/median/min/max step time (ms)."""
-        return self.manifest.get("timings_ms") or {}
+    def timings_ms(self) -> dict[str, dict[str, float | None]]:
+        """Per phase, the harness's mean/std/median/min/max step time (ms). A run.json edited into
+        another shape gives what of it has this one (a phase whose statistics are not a mapping is
+        left out, a value that is not a number is None)."""
+        timings = self.manifest.get("timings_ms")
+        if not isinstance(timings, dict):
+            return {}
+        return {
+            str(phase): {str(stat): _number(value) for stat, value in stats.items()}
+            for phase, stats in timings.items()
+            if isinstance(stats, dict)
+        }
 
     @property
-    def samples_ms(self) -> dict:
-        """Per phase, the raw per-step times (ms)."""
-        return self.manifest.get("samples_ms") or {}
+    def samples_ms(self) -> dict[str, list[float]]:
+        """Per phase, the raw per-step times (ms); values that are not numbers are left out."""
+        samples = self.manifest.get("samples_ms")
+        if not isinstance(samples, dict):
+            return {}
+        return {
+            str(phase): [number for number in map(_number, values) if number is not None]
+            for phase, values in samples.items()
+            if isinstance(values, list)
+        }
 
     def phases(self) -> pd.DataFrame:
         """Per-phase step times (ms) the harness measured: Phase, Mean, Std, Median, Min, Max."""
@@ -288,6 +304,13 @@ class NewRun(Run):
             self.lock.unlink(missing_ok=True)
         self.folder, self.published = final, True
         return Run(final)
+
+
+def _number(value) -> float | None:
+    """A finite number from run.json, or None (a hand-edited file may hold anything)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or abs(value) == float("inf"):
+        return None
+    return float(value)
 
 
 def user_umask() -> int:

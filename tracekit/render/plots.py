@@ -114,7 +114,8 @@ def step_times(title: str, data: dict[str, Any]) -> Figure:
     axes.set_ylim(bottom=0)
     axes.set_title(title)
     axes.grid(alpha=0.3)
-    axes.legend(fontsize=8)
+    if axes.get_legend_handles_labels()[1]:  # a run.json may hold no usable samples
+        axes.legend(fontsize=8)
     return figure
 
 

@@ -126,8 +126,9 @@ def _run_section(section: Document, run: Run) -> None:
             "Wall time per phase of the measured steps, timed with device synchronisation by the benchmark harness.",
         )
         section.table(run.phases())
-        chart = Chart("step_times", "Time per measured step", {"samples_ms": run.samples_ms})
-        section.picture(chart, "step_times", "time per measured step")
+        if any(run.samples_ms.values()):
+            chart = Chart("step_times", "Time per measured step", {"samples_ms": run.samples_ms})
+            section.picture(chart, "step_times", "time per measured step")
     for note in run.notes:
         section.text(f"> note: {note}")
 
