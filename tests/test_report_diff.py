@@ -126,6 +126,13 @@ def test_bench_report(cli, tmp_path):
     check_pictures(tmp_path / "bench", text)
     missing = cli("report", "--bench", tmp_path / "none.db")
     assert missing.exit_code == 1 and "no such results database" in missing.output
+    named_like_the_report = tmp_path / "mine" / "report.md"  # the database where report.md would go
+    named_like_the_report.parent.mkdir()
+    named_like_the_report.write_bytes(db.read_bytes())
+    clash = cli("report", "--bench", named_like_the_report, "-o", named_like_the_report.parent)
+    assert clash.exit_code == 1 and "is an input of this command" in clash.output
+    assert sorted(path.name for path in named_like_the_report.parent.iterdir()) == ["report.md"]  # no picture
+    assert named_like_the_report.read_bytes() == db.read_bytes()
 
 
 def test_diff_and_export_of_runs_with_snapshots(cli, shared_traces, shared_memory, tmp_path):

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from tracekit.errors import UsageError
-from tracekit.files import protect
+from tracekit.files import check_target, protect
 from tracekit.model.result import Chart
 from tracekit.report.document import Document
 from workloads.config import (
@@ -57,6 +57,7 @@ def write_bench_report(db: str | Path, out: str | Path | None = None, reports: s
         raise UsageError(f"{path}: the runs table lacks {', '.join(missing)}: not a `tracekit bench --db` database")
     folder = Path(out) if out else Path(reports) / "bench"
     folder.mkdir(parents=True, exist_ok=True)
+    check_target(folder / "report.md")  # before any picture is drawn: an input is never overwritten
     ok = rows[rows[STATUS.key] == "ok"].copy()
     # The latest run of each configuration stands for it; earlier ones remain in the database.
     latest = ok.sort_values("time_utc").groupby([field.key for field in CONFIGURATION], as_index=False).tail(1)

@@ -24,6 +24,7 @@ from tracekit.analysis.kernels import kernel_mask, kernel_summary
 from tracekit.analysis.memory_tables import memory_summary
 from tracekit.analysis.ranges import range_summary
 from tracekit.errors import NoGpuDataError, TracekitError, UsageError
+from tracekit.files import check_target
 from tracekit.model.result import Chart
 from tracekit.model.trace import Trace
 from tracekit.render.tables import in_unit
@@ -49,6 +50,7 @@ def write_report(
     traces = [open_trace(path, nsys) for path in paths]  # every input recognised before anything is written
     folder = Path(out) if out else Path(reports) / report_name(paths)
     folder.mkdir(parents=True, exist_ok=True)
+    check_target(folder / "report.md")  # before any picture is drawn: an input is never overwritten
     document = Document(folder)
     document.text(f"# tracekit report: {report_name(paths)}")
     document.text(f"Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC by tracekit {__version__}.")
