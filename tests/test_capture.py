@@ -361,3 +361,41 @@ def test_an_nsys_that_never_starts_the_program_is_given_up(cli, fake_nsys, tmp_p
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert result.exit_code == 1 and len(lines) == 1 and "did not start the program within 2 s" in lines[0]
     assert tree_of(str(out)) == [] and runs.Run(out / "stuck").manifest["status"] == "failed"
+
+
+FAILURES = {
+    # what a sitecustomize on PYTHONPATH breaks in the workload's process -> what the message must say
+    "no_torch": ("import sys\nsys.modules['torch'] = None\n", "ModuleNotFoundError: import of torch"),
+    "oom_in_warmup": (
+        "import workloads.bench as bench\n"
+        "def build(*args, **kwargs):\n"
+        "    raise RuntimeError('CUDA out of memory. Tried to allocate 20.00 GiB')\n"
+        "bench.build_model = build\n",
+        "out of memory",
+    ),
+}
+
+
+@pytest.mark.parametrize("cause", ["no_torch", "oom_in_warmup", "cuda_on_cpu"])
+def test_a_failed_capture_names_the_real_cause(cli, fake_nsys, tmp_path, monkeypatch, cause):
+    """The message comes from the workload's own error, not from the last line of nsys's log that
+    mentions an error (nsys prints its own, the importer's among them)."""
+    monkeypatch.setenv("FAKE_NSYS_MODE", "plain")
+    monkeypatch.setenv("FAKE_NSYS_NOISE", "1")  # nsys's log ends with an error line of its own
+    device = "cpu"
+    if cause == "cuda_on_cpu":
+        device, expected = "cuda", "CUDA"
+    else:
+        site = tmp_path / "site"
+        site.mkdir()
+        code, expected = FAILURES[cause]
+        (site / "sitecustomize.py").write_text(code)
+        monkeypatch.setenv("PYTHONPATH", f"{site}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    out = tmp_path / "traces"
+    result = cli("capture", "tiny", "--ctx", "16", "--warmup", "1", "--steps", "1", "--device", device,
+                 "--out", out, "--nsys", fake_nsys, "--name", cause)  # fmt: skip
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert expected in lines[-1] and "QdstrmImporter" not in lines[-1], lines[-1]
+    assert "program.log" in lines[-1] or cause == "oom_in_warmup"  # an oom is its own message
+    assert (out / cause / runs.PROGRAM_LOG).exists()

@@ -1,5 +1,5 @@
 """Run folders, the one place that knows one: ``traces/<name>/`` holding trace.nsys-rep, trace.sqlite,
-run.json (written last), memory.pickle, nsys.log; ``traces/latest`` pointing at the newest.
+run.json (written last), memory.pickle, nsys.log, program.log; ``traces/latest`` pointing at the newest.
 
 A run folder is complete when its run.json says ``"status": "complete"``; run.json is written only
 once everything else is in place, so a folder without one is a capture that did not finish. A run is
@@ -32,8 +32,9 @@ MEMORY = "memory.pickle"
 STREAM = "trace.qdstrm"
 RESULT = "result.json"
 LOG = "nsys.log"
+PROGRAM_LOG = "program.log"
 LATEST = "latest"
-RUN_FILES = {MANIFEST, REPORT, EXPORT, MEMORY, STREAM, RESULT, LOG}
+RUN_FILES = {MANIFEST, REPORT, EXPORT, MEMORY, STREAM, RESULT, LOG, PROGRAM_LOG}
 PHASE_COLUMNS = ["Phase", "Mean (ms)", "Std (ms)", "Median (ms)", "Min (ms)", "Max (ms)"]
 
 
@@ -216,7 +217,13 @@ class Run:
 
     @property
     def log(self) -> Path:
+        """nsys's own output."""
         return self.folder / LOG
+
+    @property
+    def program_log(self) -> Path:
+        """The profiled program's output (standard output and error)."""
+        return self.folder / PROGRAM_LOG
 
     @property
     def output_base(self) -> Path:

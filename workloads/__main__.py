@@ -54,7 +54,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = run(config, capture_range=args.capture_range, memory_snapshot=args.memory)
     except Exception as error:
-        print(f"error: {error}", file=sys.stderr)
+        reason = f"{type(error).__name__}: {error}"
+        print(f"error: {reason}", file=sys.stderr)
+        if args.result:  # the result says why, so that whoever ran this blames the right cause
+            with open(args.result, "w") as handle:
+                json.dump({"status": "failed", "error": reason}, handle, indent=2)
         return 1
     record = {**result_record(result), "summary": summarize(result)}
     if args.result:

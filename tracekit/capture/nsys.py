@@ -134,8 +134,7 @@ def capture(options: CaptureOptions) -> Capture:
     _name_final_folder(final)
     latest = final.point_latest()
     if final.status == "failed":
-        reason = final.program_error or _last_log_line(final)
-        raise CaptureError(f"the workload failed: {reason} (run folder {final.folder}, log {final.log})")
+        raise CaptureError(f"the workload failed: {program_failure(final)} (run folder {final.folder})")
     return Capture(final, latest, notes)
 
 
@@ -152,7 +151,12 @@ def _record(run: Run, nsys: str, options: CaptureOptions, started: float) -> lis
     command = nsys_command(nsys, trace, run, tuple(options.nsys_args), program_command(options, run))
     # nsys matches capture-range names against registered NVTX strings only unless told otherwise;
     # torch.cuda.nvtx (the fallback when the nvtx package is missing) does not register them.
-    environment = {**os.environ, "NSYS_NVTX_PROFILER_REGISTER_ONLY": "0", "PYTHONUNBUFFERED": "1"}
+    environment = {
+        **os.environ,
+        "NSYS_NVTX_PROFILER_REGISTER_ONLY": "0",
+        "PYTHONUNBUFFERED": "1",
+        "TRACEKIT_PROGRAM_LOG": str(run.program_log),  # the program's output apart from nsys's (launch.py)
+    }
     manifest = {
         "status": "running",
         "name": run.folder.name,
@@ -202,7 +206,7 @@ def _record(run: Run, nsys: str, options: CaptureOptions, started: float) -> lis
         _finish(run, manifest, "failed", notes, started, profiled)
         raise CaptureError(
             f"nsys did not start the program within {options.start_timeout_s:.0f} s and was stopped: "
-            f"{_last_log_line(run)} (full log: {run.log}; --start-timeout waits longer)"
+            f"{_tail(run.log, errors_only=True)} (full log: {run.log}; --start-timeout waits longer)"
         )
 
     report = _report(run, nsys, manifest, notes, started, profiled)
@@ -237,10 +241,14 @@ def _report(run: Run, nsys: str, manifest: dict, notes: list[str], started: floa
         stream.unlink()
     if not report.exists():
         _finish(run, manifest, "failed", notes, started, profiled)
-        raise CaptureError(
-            f"nsys wrote no report in {run.folder}: {_last_log_line(run)} (full log: {run.log})"
-            + "".join(f"; {note}" for note in notes)
+        program = manifest["program"]
+        cause = (  # the program's own failure first: nsys often ends with errors of its own after it
+            f"the workload failed: {program_failure(run)}"
+            if program["status"] not in ("ok", "oom") and (program.get("error") or _printed(run.program_log))
+            else f"nsys exited with status {program['nsys_exit_status']}: {_tail(run.log, errors_only=True)} "
+            f"(full log: {run.log})"
         )
+        raise CaptureError(f"nsys wrote no report in {run.folder}: {cause}" + "".join(f"; {note}" for note in notes))
     return report
 
 
@@ -284,13 +292,26 @@ def _from_result(result: dict) -> dict:
     }
 
 
-def _last_log_line(run: Run) -> str:
+def program_failure(run: Run) -> str:
+    """Why the profiled program failed, in its own words: the error its result recorded (CUDA not
+    available, out of memory, a missing module), else the last line it printed (log: program.log)."""
+    error = run.program_error or _read_result(run).get("error")
+    return f"{error or _tail(run.program_log)} (its output: {run.program_log})"
+
+
+def _printed(log: Path) -> bool:
+    return log.is_file() and log.stat().st_size > 0
+
+
+def _tail(log: Path, errors_only: bool = False) -> str:
+    """The last line of ``log`` (with ``errors_only``, the last one that mentions an error), shortened."""
     try:
-        lines = [line.strip() for line in run.log.read_text(errors="replace").splitlines() if line.strip()]
+        lines = [line.strip() for line in log.read_text(errors="replace").splitlines() if line.strip()]
     except OSError:
-        return "no log"
-    errors = [line for line in lines if "error" in line.lower()]
-    return (errors or lines or ["nsys printed nothing"])[-1][:300]
+        return "no output"
+    if errors_only:
+        lines = [line for line in lines if "error" in line.lower()] or lines
+    return (lines or ["nothing printed"])[-1][:300]
 
 
 def _now() -> str:
