@@ -203,3 +203,26 @@ def test_a_hand_edited_run_json_is_read_for_what_it_holds(cli, export, tmp_path,
     result = cli("report", run, "-o", tmp_path / "report")
     assert result.exit_code == 0 and "Traceback" not in result.output, result.output
     assert (tmp_path / "report" / "report.md").read_text().startswith("#")
+
+
+def test_snapshot_bounds_are_checked_before_memory_is_spent(cli, tmp_path, monkeypatch):
+    from snapshot_builder import stack
+
+    b = SnapshotBuilder()
+    b.alloc(0x2000, 4 * MIB, 100, stack(*[f"f.py:{i} deep" for i in range(50)]))
+    snapshot = b.dump(tmp_path / "snap.pickle")
+    assert cli("memory", snapshot).exit_code == 0  # the defaults take it
+    monkeypatch.setenv("TRACEKIT_SNAPSHOT_MAX_FRAMES", "20")
+    one_line_error(cli("memory", snapshot), "stack of 52 frames, above the limit of 20",
+                   "TRACEKIT_SNAPSHOT_MAX_FRAMES=52")  # fmt: skip
+    monkeypatch.delenv("TRACEKIT_SNAPSHOT_MAX_FRAMES")
+    big = tmp_path / "big.pickle"
+    big.write_bytes(snapshot.read_bytes() + b"\0" * (3 * MIB))  # past the size limit below
+    monkeypatch.setenv("TRACEKIT_SNAPSHOT_LIMIT_MB", "2")
+    one_line_error(cli("memory", big), "is 3 MiB, above the 2 MiB limit", "TRACEKIT_SNAPSHOT_LIMIT_MB=4")
+
+
+def test_every_real_snapshot_is_within_the_default_bounds(cli, shared_memory):
+    for snapshot in sorted(shared_memory.glob("*.pickle")):
+        result = cli("memory", snapshot, "--top", "1")
+        assert result.exit_code == 0, (snapshot.name, result.output)

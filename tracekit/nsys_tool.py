@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import subprocess
+import uuid
 from pathlib import Path
 
 from tracekit.errors import NsysExportError, NsysNotFoundError
@@ -112,8 +113,7 @@ def export_sqlite(report: Path, nsys: str | None = None) -> Path:
     nsys = find_nsys(nsys)
     # Ends in .sqlite so that no nsys version appends the suffix itself; renamed into place when whole,
     # so a half-written export is never mistaken for a finished one.
-    partial = target.with_name(target.stem + ".partial.sqlite")
-    partial.unlink(missing_ok=True)
+    partial = target.with_name(f".{target.stem}.{uuid.uuid4().hex[:8]}.partial.sqlite")  # ours alone
     try:
         result = subprocess.run(
             [nsys, "export", "--type", "sqlite", "--force-overwrite", "true", "--output", str(partial), str(report)],
@@ -125,6 +125,9 @@ def export_sqlite(report: Path, nsys: str | None = None) -> Path:
     except subprocess.TimeoutExpired:
         partial.unlink(missing_ok=True)
         raise NsysExportError(f"nsys export of {report} did not finish in {EXPORT_TIMEOUT_S} s") from None
+    except BaseException:  # Ctrl-C: nothing half-written stays behind
+        partial.unlink(missing_ok=True)
+        raise
     output = result.stdout + result.stderr
     if result.returncode != 0 or not partial.exists():
         partial.unlink(missing_ok=True)

@@ -13,6 +13,7 @@ Tables and their columns: ``tracekit.model.memory`` and ``tracekit.model.schema`
 
 from __future__ import annotations
 
+import os
 import pickle
 from pathlib import Path
 
@@ -24,6 +25,22 @@ from tracekit.model.memory import MemoryTrace
 from tracekit.model.schema import MEMORY_ACTIONS, MEMORY_ANNOTATIONS, MEMORY_EVENTS
 
 ACTION_CODES = {action: code for code, action in enumerate(MEMORY_ACTIONS)}
+# Bounds checked before memory is spent (a snapshot needs several times its file size once unpickled);
+# the environment variables raise them. Defaults are far above real snapshots (torch keeps 100k trace
+# entries by default, stacks of a few hundred frames).
+SIZE_LIMIT_VARIABLE, DEFAULT_SIZE_LIMIT_MB = "TRACEKIT_SNAPSHOT_LIMIT_MB", 1024
+FRAMES_LIMIT_VARIABLE, DEFAULT_FRAMES_LIMIT = "TRACEKIT_SNAPSHOT_MAX_FRAMES", 10_000
+
+
+class TooLarge(ValueError):
+    """Part of a snapshot is beyond a bound (see the limits above)."""
+
+
+def _limit(variable: str, default: int) -> int:
+    try:
+        return max(1, int(os.environ.get(variable, default)))
+    except ValueError:
+        return default
 
 
 class RefusingUnpickler(pickle.Unpickler):
@@ -45,6 +62,12 @@ class RefusingUnpickler(pickle.Unpickler):
 def load_snapshot(path: str | Path) -> MemoryTrace:
     """Read a snapshot pickle without executing anything from it."""
     file = Path(path)
+    size_mb, limit_mb = file.stat().st_size / 2**20, _limit(SIZE_LIMIT_VARIABLE, DEFAULT_SIZE_LIMIT_MB)
+    if size_mb > limit_mb:
+        raise SnapshotError(
+            f"{file} is {size_mb:,.0f} MiB, above the {limit_mb:,} MiB limit for a memory snapshot (reading one takes "
+            f"several times its size in memory); set {SIZE_LIMIT_VARIABLE}={int(size_mb) + 1} to read it"
+        )
     data = _unpickle(file)
     if isinstance(data, list):  # torch < 2.0 dumped the segment list alone
         raise SnapshotError(
@@ -67,6 +90,8 @@ def load_snapshot(path: str | Path) -> MemoryTrace:
         events, has_time = _events(traces, stacks)
         blocks, segments = _state(data["segments"], stacks)
         annotations = _annotations(data.get("external_annotations") or [])
+    except TooLarge as error:
+        raise SnapshotError(f"{file} {error}") from None
     except (TypeError, ValueError, OverflowError, AttributeError) as error:  # a field of the wrong type
         raise SnapshotError(f"{file} has a field of an unexpected type ({error}): not a memory snapshot") from None
     settings = data.get("allocator_settings")
@@ -117,6 +142,7 @@ class _Stacks:
     def __init__(self):
         self.lists: list[list[dict]] = [[]]  # 0: no stack recorded
         self._by_id: dict[int, int] = {}
+        self.max_frames = _limit(FRAMES_LIMIT_VARIABLE, DEFAULT_FRAMES_LIMIT)
 
     def ids(self, frame_lists: list) -> np.ndarray:
         result = np.empty(len(frame_lists), dtype=np.int64)
@@ -128,6 +154,13 @@ class _Stacks:
             key = id(frames)
             index = by_id.get(key)
             if index is None:
+                if not isinstance(frames, list):
+                    raise TypeError("a stack that is not a list of frames")
+                if len(frames) > self.max_frames:
+                    raise TooLarge(
+                        f"holds a stack of {len(frames):,} frames, above the limit of {self.max_frames:,}; set "
+                        f"{FRAMES_LIMIT_VARIABLE}={len(frames)} to read it"
+                    )
                 index = by_id[key] = len(lists)
                 lists.append(frames)
             result[position] = index
