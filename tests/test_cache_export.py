@@ -124,3 +124,14 @@ def test_a_cache_folder_that_is_a_link_or_not_ours_is_left_alone(export, tmp_pat
     (folder / "thesis.tex").write_text("mine")
     assert len(open_trace(export).gpu_ops) == 14
     assert [path.name for path in folder.iterdir()] == ["thesis.tex"]
+
+
+def test_the_cache_of_a_private_export_is_private(export):
+    export.chmod(0o600)
+    old = os.umask(0o022)
+    try:
+        open_trace(export).gpu_ops
+    finally:
+        os.umask(old)
+    folder = export.with_name(export.name + cache_module.SUFFIX)
+    assert folder.stat().st_mode & 0o077 == 0

@@ -131,6 +131,7 @@ class TableCache:
                 if self.folder.exists():
                     shutil.rmtree(self.folder)  # our own folder (see _ours), for an older export
                 self.folder.mkdir(parents=True, exist_ok=True)
+                os.chmod(self.folder, _mode_like(self.export))
                 write_text(self.folder / "key.json", json.dumps(self.key))
             partial = self.folder / f".{table}.partial"
             shutil.rmtree(partial, ignore_errors=True)
@@ -185,6 +186,20 @@ def cached_trace(trace: Trace, export: Path) -> Trace:
             lambda patterns: _cached_selection(cache, trace.loaders["ranges_named"], patterns)
         )
     return cached
+
+
+def _mode_like(export: Path) -> int:
+    """The cache folder's mode: the user's umask, and no wider than the export (a copy of a private
+    export's tables must not be readable by others)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    mode = 0o777 & ~mask
+    readable = export.stat().st_mode
+    if not readable & 0o004:
+        mode &= ~0o007
+    if not readable & 0o040:
+        mode &= ~0o070
+    return mode
 
 
 def _edge_checksum(export: Path, page: int = 4096) -> str:
