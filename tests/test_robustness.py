@@ -226,3 +226,13 @@ def test_every_real_snapshot_is_within_the_default_bounds(cli, shared_memory):
     for snapshot in sorted(shared_memory.glob("*.pickle")):
         result = cli("memory", snapshot, "--top", "1")
         assert result.exit_code == 0, (snapshot.name, result.output)
+
+
+def test_names_that_are_not_utf8_are_read_with_replacement_characters(cli, export):
+    import sqlite3
+
+    with sqlite3.connect(export) as connection:
+        connection.execute("UPDATE StringIds SET value = CAST(X'616d706572655f8066' AS TEXT) WHERE value = ?", (GEMM,))
+    result = cli("kernels", export, "--format", "csv")
+    assert result.exit_code == 0, result.output
+    assert "ampere_\ufffdf" in result.stdout

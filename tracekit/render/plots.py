@@ -15,11 +15,13 @@ matplotlib.use("Agg")  # files only: no display needed, none opened
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.text import Text
 from matplotlib.ticker import MaxNLocator
 
 from tracekit.errors import UsageError
 from tracekit.files import check_target, write_whole
 from tracekit.model.result import Chart
+from tracekit.render.safe_text import printable
 
 
 def memory_timeline(title: str, data: dict[str, Any]) -> Figure:
@@ -86,7 +88,7 @@ def category_bars(title: str, data: dict[str, Any]) -> Figure:
         values = table[column].to_numpy(float)
         category = column.replace(" (%)", "")
         color = colors[categories.index(category) % len(colors)] if category in categories else "grey"
-        axes.barh(table["Phase"], values, left=left, label=category, color=color)
+        axes.barh([printable(str(phase)) for phase in table["Phase"]], values, left=left, label=category, color=color)
         for row, (start, width) in enumerate(zip(left, values)):
             if width >= 6:
                 axes.text(start + width / 2, row, f"{width:.0f}%", ha="center", va="center", fontsize=8, color="white")
@@ -155,7 +157,10 @@ DRAW = {
 def draw(chart: Chart) -> Figure:
     if chart.kind not in DRAW:
         raise UsageError(f"no drawing for a chart of kind {chart.kind!r}")
-    return DRAW[chart.kind](chart.title, chart.data)
+    figure = DRAW[chart.kind](chart.title, chart.data)
+    for text in figure.findobj(Text):  # names from the input: control characters shown as escapes
+        text.set_text(printable(text.get_text()))
+    return figure
 
 
 def check_picture_path(path: str | Path) -> str:

@@ -41,6 +41,9 @@ def connect_readonly(path: str | Path) -> sqlite3.Connection:
     uri = f"file:{quote(str(Path(path).resolve()))}?mode=ro&immutable=1"
     connection = sqlite3.connect(uri, uri=True, check_same_thread=False)
     connection.execute("PRAGMA case_sensitive_like = ON")  # LIKE filters on names must match GLOB's rules
+    # A name with bytes that are not UTF-8 (a damaged or foreign file) reads with U+FFFD in their place
+    # rather than failing the whole read.
+    connection.text_factory = lambda raw: raw.decode("utf-8", "replace")
     return connection
 
 

@@ -1,0 +1,244 @@
+"""Property-based fuzzing: random valid and damaged exports and snapshots through the CLI.
+
+Whatever the input, a command either succeeds (and then a valid input's numbers are right) or fails
+with one line and exit status 1; never a traceback, never a file written outside its output folder.
+Examples are derandomized, so CI runs the same cases every time; the suite stays well under a minute.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import sqlite3
+import tempfile
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from nsys_builder import ExportBuilder
+from snapshot_builder import SnapshotBuilder, stack
+
+from tracekit.cli import main
+
+FUZZ = settings(
+    max_examples=150,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+KERNEL_NAMES = ["ampere_sgemm_128x64_tn", "void at::native::vectorized_elementwise_kernel<4>()", "=cmd", "\x1b[2J"]
+WRONG_VALUES = st.one_of(
+    st.none(),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=8),
+    st.integers(min_value=-(2**63), max_value=2**63 - 1),
+    st.binary(max_size=8),
+)
+KERNEL_COLUMNS = ["start", "end", "deviceId", "streamId", "correlationId", "globalPid", "demangledName", "shortName",
+                  "gridX", "gridY", "blockZ"]  # fmt: skip
+NVTX_COLUMNS = ["start", "end", "textId", "text", "domainId", "globalTid", "endGlobalTid", "eventType"]
+COMMANDS = [
+    ["kernels"],
+    ["kernels", "--by", "category", "--ops", "all"],
+    ["ranges"],
+    ["ranges", "--tree"],
+    ["breakdown", "--phases", "step,phase*"],
+    ["kernels", "--range", "step", "--format", "csv", "-o", "{out}/kernels.csv"],
+    ["report", "-o", "{out}/report"],
+]
+
+
+def run(args: list[str], workdir: Path) -> tuple[int, str]:
+    """The command in-process from ``workdir``; exceptions are not caught, so a traceback fails the test."""
+    runner = CliRunner()
+    cwd = os.getcwd()
+    os.chdir(workdir)
+    try:
+        result = runner.invoke(main, args, catch_exceptions=False)
+    finally:
+        os.chdir(cwd)
+    return result.exit_code, result.output
+
+
+def listing(root: Path, skip: Path) -> set[str]:
+    return {str(path.relative_to(root)) for path in root.rglob("*") if skip not in path.parents and path != skip}
+
+
+def assert_clean(code: int, output: str) -> None:
+    assert "Traceback" not in output
+    if code != 0:
+        lines = [line for line in output.splitlines() if line.strip()]
+        assert code in (1, 2) and lines and lines[-1].startswith("Error"), output
+        if code == 1:
+            assert len(lines) == 1, output
+
+
+exports = st.fixed_dictionaries(
+    {
+        "generation": st.sampled_from(["2022.4", "2026.2"]),
+        "kernels": st.lists(
+            st.tuples(st.integers(0, 10_000), st.integers(0, 500), st.sampled_from(KERNEL_NAMES), st.integers(0, 2)),
+            max_size=12,
+        ),
+        "ranges": st.lists(
+            st.tuples(
+                st.integers(0, 10_000),
+                st.integers(0, 3_000),
+                st.sampled_from(["step", "phase1", "{'op': 1}", "a/b", ""]),
+            ),
+            max_size=6,
+        ),  # fmt: skip
+        "copies": st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 100), st.integers(0, 2**20)), max_size=3),
+    }
+)
+damage = st.one_of(
+    st.none(),
+    st.tuples(
+        st.just("cell"),
+        st.sampled_from(["CUPTI_ACTIVITY_KIND_KERNEL", "NVTX_EVENTS"]),
+        st.integers(0, 20),
+        st.sampled_from(sorted(set(KERNEL_COLUMNS + NVTX_COLUMNS))),
+        WRONG_VALUES,
+    ),  # fmt: skip
+    st.tuples(
+        st.just("drop_column"),
+        st.sampled_from(["CUPTI_ACTIVITY_KIND_KERNEL", "NVTX_EVENTS"]),
+        st.sampled_from(sorted(set(KERNEL_COLUMNS + NVTX_COLUMNS))),
+    ),  # fmt: skip
+    st.tuples(
+        st.just("drop_table"),
+        st.sampled_from(["StringIds", "CUPTI_ACTIVITY_KIND_KERNEL", "NVTX_EVENTS", "CUPTI_ACTIVITY_KIND_RUNTIME"]),
+    ),  # fmt: skip
+    st.tuples(st.just("bytes"), st.floats(0, 1), st.binary(min_size=1, max_size=64)),
+    st.tuples(st.just("truncate"), st.floats(0, 1)),
+)
+
+
+def build_export(spec: dict, path: Path) -> int:
+    """Write the export; returns the kernels' total duration (ns)."""
+    b = ExportBuilder(spec["generation"])
+    for start, length, name in spec["ranges"]:
+        b.push_pop(start, start + length, name)
+    total = 0
+    for index, (start, length, name, device) in enumerate(spec["kernels"]):
+        b.kernel(start, start + length, name, device=device, launch_at=max(0, start - 5 - index))
+        total += length
+    for start, length, size in spec["copies"]:
+        b.memcpy(start, start + length, size=size, launch_at=start)
+    b.write(path)
+    return total
+
+
+def spoil(path: Path, how: tuple | None) -> None:
+    if how is None:
+        return
+    if how[0] in ("bytes", "truncate"):
+        data = bytearray(path.read_bytes())
+        at = int(how[1] * (len(data) - 1))
+        if how[0] == "truncate":
+            del data[at:]
+        else:
+            data[at : at + len(how[2])] = how[2]
+        path.write_bytes(bytes(data))
+        return
+    with sqlite3.connect(path) as connection:
+        tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if how[0] == "drop_table" and how[1] in tables:
+            connection.execute(f"DROP TABLE {how[1]}")
+        elif how[0] == "drop_column" and how[1] in tables:
+            columns = {row[1] for row in connection.execute(f"PRAGMA table_info({how[1]})")}
+            if how[2] in columns and len(columns) > 1:
+                connection.execute(f"ALTER TABLE {how[1]} DROP COLUMN {how[2]}")
+        elif how[0] == "cell" and how[1] in tables:
+            columns = {row[1] for row in connection.execute(f"PRAGMA table_info({how[1]})")}
+            if how[3] in columns:
+                connection.execute(f"UPDATE {how[1]} SET {how[3]} = ? WHERE rowid = ?", (how[4], how[2]))
+
+
+@pytest.mark.slow
+@FUZZ
+@given(spec=exports, how=damage, command=st.sampled_from(COMMANDS))
+def test_exports_never_crash_or_write_elsewhere(spec, how, command):
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        (root / "out").mkdir()
+        export = root / "trace.sqlite"
+        total = build_export(spec, export)
+        spoil(export, how)
+        before = listing(root, root / "out")
+        args = [arg.format(out=root / "out") for arg in command]
+        code, output = run([args[0], str(export), *args[1:]], root)
+        assert_clean(code, output)
+        assert listing(root, root / "out") == before  # written only inside out/ (no cache below its size)
+        if how is None and command == ["kernels"] and spec["kernels"]:
+            assert code == 0
+            json_code, printed = run(["kernels", str(export), "--format", "json"], root)
+            assert sum(row["Total Time (ns)"] for row in json.loads(printed)) == total
+
+
+snapshots = st.fixed_dictionaries(
+    {
+        "with_time": st.booleans(),
+        "allocs": st.lists(st.tuples(st.integers(0, 2**20), st.integers(1, 2**26), st.integers(0, 10**6)), max_size=10),
+        "names": st.lists(st.sampled_from(["f", "$x^2$", "$\\frac{$", "\x1b[31m", "=a"]), min_size=1, max_size=3),
+    }
+)
+snapshot_damage = st.one_of(
+    st.none(),
+    st.tuples(st.just("truncate"), st.floats(0, 1)),
+    st.tuples(st.just("bytes"), st.floats(0, 1), st.binary(min_size=1, max_size=16)),
+    st.tuples(
+        st.just("field"),
+        st.sampled_from(["segments", "device_traces", "external_annotations", "size", "frames", "time_us", "action"]),
+        WRONG_VALUES,
+    ),  # fmt: skip
+    st.just(("global",)),
+)
+
+
+def build_snapshot(spec: dict, how: tuple | None, path: Path) -> None:
+    b = SnapshotBuilder(with_time=spec["with_time"])
+    for index, (addr, size, time_us) in enumerate(spec["allocs"]):
+        b.alloc(addr, size, time_us, stack(*[f"m.py:{index} {name}" for name in spec["names"]]))
+    b.dump(path)
+    if how is None:
+        return
+    if how[0] == "field":
+        data = pickle.loads(path.read_bytes())
+        if how[1] in data:
+            data[how[1]] = how[2]
+        else:
+            for entry in data["device_traces"][0]:
+                entry[how[1]] = how[2]
+        path.write_bytes(pickle.dumps(data))
+    elif how[0] == "global":
+        path.write_bytes(b"\x80\x04cos\nsystem\n(S'true'\ntR.")
+    else:
+        data = bytearray(path.read_bytes())
+        at = int(how[1] * (len(data) - 1))
+        if how[0] == "truncate":
+            del data[at:]
+        else:
+            data[at : at + len(how[2])] = how[2]
+        path.write_bytes(bytes(data))
+
+
+@pytest.mark.slow
+@FUZZ
+@given(spec=snapshots, how=snapshot_damage, plot=st.booleans())
+def test_snapshots_never_crash_or_run_code(spec, how, plot):
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        (root / "out").mkdir()
+        snapshot = root / "memory.pickle"
+        build_snapshot(spec, how, snapshot)
+        before = listing(root, root / "out")
+        args = ["memory", str(snapshot)] + (["--plot", str(root / "out" / "timeline.png")] if plot else [])
+        code, output = run(args, root)
+        assert_clean(code, output)
+        assert listing(root, root / "out") == before
+        if how is None:
+            assert code == 0, output
