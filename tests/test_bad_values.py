@@ -157,7 +157,7 @@ def test_epoch_timestamps_give_the_same_tables(cli, shared_traces, tmp_path):
         before = cli(args[0], source, *args[1:], "--format", "csv")
         after = cli(args[0], shifted, *args[1:], "--format", "csv")
         assert after.exit_code == 0, after.output
-        assert after.stdout == before.stdout and not after.stderr.strip(), args
+        assert after.stdout == before.stdout and after.stderr == before.stderr.replace(str(source), str(shifted)), args
 
 
 @pytest.mark.parametrize("generation", ["2022.4", "2026.2"])

@@ -14,6 +14,7 @@ from nsys_builder import ExportBuilder
 
 from tracekit import nsys_tool, runs
 from tracekit.capture import watchdog
+from tracekit.capture.run_folder import NewRun
 from tracekit.errors import CaptureError
 from tracekit.sources.nsys import read_nsys_export
 
@@ -47,7 +48,7 @@ def test_capture_tiny_on_cpu(cli, nsys, tmp_path):
         children = set(ranges.loc[ranges["parent"] == step["range_id"], "name"].astype(str))
         assert children == {"forward", "backward", "optimizer"}
     table = cli("ranges", latest, "--format", "json")
-    counts = {row["Range"]: row["Instances"] for row in json.loads(table.output)}
+    counts = {row["Range"]: row["Instances"] for row in json.loads(table.stdout)}
     assert counts["step"] == counts["forward"] == counts["backward"] == counts["optimizer"] == 3
     assert counts["softmax"] == 3 * 2  # two layers
 
@@ -228,13 +229,13 @@ def test_default_names_and_replacing(tmp_path):
 
     name = runs.default_name("xl", 256, "train", "bf16", True, "naive", datetime(2026, 11, 22, 14, 3))
     assert name == "xl-ctx256-train-bf16-compiled-20261122-1403"
-    first = runs.Run.create(tmp_path, name, replace=False)
+    first = NewRun(tmp_path, name, replace=False)
     assert first.folder.name.startswith(f".{name}.partial-")  # hidden until it is published
     first = first.publish().folder
-    second = runs.Run.create(tmp_path, name, replace=False).publish().folder
+    second = NewRun(tmp_path, name, replace=False).publish().folder
     assert first.name == name and second.name == name + "-2" and first.exists()
     (first / runs.MANIFEST).write_text("{}")
-    replaced = runs.Run.create(tmp_path, name, replace=True)
+    replaced = NewRun(tmp_path, name, replace=True)
     (replaced.folder / runs.LOG).write_text("new")
     assert replaced.publish().folder == first and (first / runs.LOG).read_text() == "new"
     assert not (first / runs.MANIFEST).exists()  # the old run's files went with it
@@ -252,7 +253,7 @@ def test_a_folder_of_something_else_is_never_replaced(tmp_path):
     before = listing(tmp_path)
     for name, why in (("mine", "did not write"), ("mixed", "notes.txt"), ("link", "a link or a file")):
         with pytest.raises(CaptureError, match=why):
-            runs.Run.create(tmp_path, name, replace=True)
+            NewRun(tmp_path, name, replace=True)
     assert listing(tmp_path) == before
 
 
@@ -271,19 +272,19 @@ def test_run_names_are_one_plain_component(cli, fake_nsys, tmp_path, name):
 
 
 def test_two_captures_of_one_name_never_delete_each_other(tmp_path):
-    first = runs.Run.create(tmp_path, "same", replace=True)
+    first = NewRun(tmp_path, "same", replace=True)
     (first.folder / runs.LOG).write_text("first")
     with pytest.raises(CaptureError, match=rf"another capture \(pid {os.getpid()}\) is writing run 'same'"):
-        runs.Run.create(tmp_path, "same", replace=True)
+        NewRun(tmp_path, "same", replace=True)
     assert (first.folder / runs.LOG).read_text() == "first"
     published = first.publish()
     assert (published.folder / runs.LOG).read_text() == "first" and not (tmp_path / ".same.lock").exists()
     (tmp_path / ".other.lock").write_text("999999999")  # left by a capture that died: taken over
-    assert runs.Run.create(tmp_path, "other", replace=True).publish().folder.name == "other"
+    assert NewRun(tmp_path, "other", replace=True).publish().folder.name == "other"
 
 
 def test_run_files_get_the_users_umask_not_nsys(tmp_path):
-    run = runs.Run.create(tmp_path, "modes", replace=True)
+    run = NewRun(tmp_path, "modes", replace=True)
     for name in (runs.MEMORY, runs.EXPORT):
         (run.folder / name).write_text("x")
         os.chmod(run.folder / name, 0o666)  # what a program under nsys (umask 0) leaves

@@ -85,9 +85,9 @@ def test_rounding_is_half_away_from_zero():
 
 
 def test_cli_formats(cli, export):
-    as_json = json.loads(cli("kernels", export, "--format", "json").output)
+    as_json = json.loads(cli("kernels", export, "--format", "json").stdout)
     assert as_json[0]["Name"] == "ampere_sgemm_128x64_tn" and as_json[0]["Total Time (ns)"] == 1500
-    as_csv = pd.read_csv(io.StringIO(cli("kernels", export, "--format", "csv", "--top", "2").output))
+    as_csv = pd.read_csv(io.StringIO(cli("kernels", export, "--format", "csv", "--top", "2").stdout))
     assert as_csv["Instances"].tolist() == [5, 1]
     table = cli("kernels", export).output
     assert "1,500" in table and "ampere_sgemm_128x64_tn" in table

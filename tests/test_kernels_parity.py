@@ -15,7 +15,7 @@ EXACT = ["Total Time (ns)", "Instances", "Min (ns)", "Max (ns)", "Med (ns)", "Av
 def compare_with_nsys(cli, nsys, export):
     result = cli("kernels", export, "--by-launch-config", "--format", "csv")
     assert result.exit_code == 0, result.output
-    ours = pd.read_csv(io.StringIO(result.output), keep_default_na=False, dtype={"GridXYZ": str, "BlockXYZ": str})
+    ours = pd.read_csv(io.StringIO(result.stdout), keep_default_na=False, dtype={"GridXYZ": str, "BlockXYZ": str})
     theirs = nsys_stats(nsys, "gpukernsum", export)
     assert list(ours.columns) == list(theirs.columns)
     assert len(ours) == len(theirs) > 0

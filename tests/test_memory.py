@@ -198,6 +198,7 @@ def test_malicious_pickle_runs_nothing(tmp_path, cli):
         (pickle.dumps({"segments": []}), "no allocation history"),
         (pickle.dumps({"hello": 1}), "without 'segments'"),
         (b"not a pickle at all", "not a readable pickle"),
+        (b"\x8d" + (2**63).to_bytes(8, "little"), "not a readable pickle"),  # a string longer than memory can be
     ],
 )
 def test_bad_files(tmp_path, cli, content, message):

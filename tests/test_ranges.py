@@ -142,12 +142,12 @@ def test_tree_and_within(trace):
 
 def test_cli_ranges_commands(cli, trace):
     path = trace.meta.source
-    table = pd.read_csv(io.StringIO(cli("ranges", path, "--format", "csv").output))
+    table = pd.read_csv(io.StringIO(cli("ranges", path, "--format", "csv").stdout))
     assert set(table["Range"]) == {"step", "forward", "attention", "backward", "optimizer"}
     assert "    attention" in cli("ranges", path, "--tree").output
     out = json.loads(cli("breakdown", path, "--format", "json").stdout)["breakdown"]
     assert [row["Phase"] for row in out] == ["forward", "backward", "optimizer", "(whole trace)"]
-    kernels = pd.read_csv(io.StringIO(cli("kernels", path, "--range", "backward", "--format", "csv").output))
+    kernels = pd.read_csv(io.StringIO(cli("kernels", path, "--range", "backward", "--format", "csv").stdout))
     assert kernels["Total Time (ns)"].sum() == 260
     missing = cli("kernels", path, "--range", "decode")
     assert missing.exit_code == 1 and "its ranges include" in missing.output

@@ -37,7 +37,7 @@ for step in range(5):
 def compare_nvtxsum(cli, nsys, export):
     result = cli("ranges", export, "--raw-names", "--format", "csv")
     assert result.exit_code == 0, result.output
-    ours = pd.read_csv(io.StringIO(result.output), keep_default_na=False)
+    ours = pd.read_csv(io.StringIO(result.stdout), keep_default_na=False)
     theirs = nsys_stats(nsys, "nvtxsum", export)
     assert len(ours) == len(theirs) > 0
     merged = ours.merge(theirs, on=["Range", "Style"], suffixes=("", "_nsys"), validate="one_to_one")

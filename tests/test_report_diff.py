@@ -20,17 +20,17 @@ def read_csv(text):
 
 def test_diff_categories_equal_the_difference_of_category_tables(cli, shared_traces):
     a, b = shared_traces / A, shared_traces / B
-    diff = read_csv(cli("diff", a, b, "--by", "category", "--format", "csv").output)
+    diff = read_csv(cli("diff", a, b, "--by", "category", "--format", "csv").stdout)
     whole = diff[diff["Phase"] == "(whole trace)"].set_index("Category")
-    table_a = read_csv(cli("kernels", a, "--by", "category", "--format", "csv").output).set_index("Category")
-    table_b = read_csv(cli("kernels", b, "--by", "category", "--format", "csv").output).set_index("Category")
+    table_a = read_csv(cli("kernels", a, "--by", "category", "--format", "csv").stdout).set_index("Category")
+    table_b = read_csv(cli("kernels", b, "--by", "category", "--format", "csv").stdout).set_index("Category")
     expected = (table_b["Total Time (ns)"] - table_a["Total Time (ns)"]) / 1e6
     expected = expected[(table_a["Total Time (ns)"] > 0) | (table_b["Total Time (ns)"] > 0)]
     assert set(whole.index) == set(expected.index) and len(whole) >= 5
     for category, delta in expected.items():
         assert whole.loc[category, "Delta (ms)"] == pytest.approx(delta, abs=1e-9)
         assert whole.loc[category, "A (ms)"] == pytest.approx(table_a.loc[category, "Total Time (ns)"] / 1e6)
-    kernels = read_csv(cli("diff", a, b, "--by", "kernel", "--top", "3", "--format", "csv").output)
+    kernels = read_csv(cli("diff", a, b, "--by", "kernel", "--top", "3", "--format", "csv").stdout)
     assert kernels["Name"].tolist()[0] == "flash_fwd_kernel" and kernels["A (ms)"].tolist()[0] == 0
 
 
@@ -170,7 +170,7 @@ def test_report_compares_more_than_two_inputs(cli, shared_traces, tmp_path):
     for row in table[2:]:
         cells = [cell.strip() for cell in row.strip("|").split("|")]
         assert cells[3] == cells[4] and cells[5] == cells[6]  # C is a copy of B
-    two = read_csv(cli("diff", a, b, "--by", "category", "--format", "csv").output)
+    two = read_csv(cli("diff", a, b, "--by", "category", "--format", "csv").stdout)
     whole = two[two["Phase"] == "(whole trace)"].set_index("Category")["Delta (ms)"]
     first = table[2].strip("|").split("|")
     assert first[0].strip() == "(whole trace)"

@@ -236,3 +236,59 @@ def test_names_that_are_not_utf8_are_read_with_replacement_characters(cli, expor
     result = cli("kernels", export, "--format", "csv")
     assert result.exit_code == 0, result.output
     assert "ampere_\ufffdf" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (("memory", "{snapshot}", "--plot", "{tmp}/x.xyz"), "pictures are written as"),
+        (("memory", "{snapshot}", "--plot", "{tmp}/out.txt"), "pictures are written as"),
+        (("report", "--bench", "{notes}"), "is not an SQLite database"),
+        (("report", "--bench", "{export}"), "has no runs table"),
+        (("kernels", "{snapshot}"), "is a pickle"),
+        (("memory", "{export}"), "is an Nsight Systems trace, not a memory snapshot"),
+        (("kernels", "{export}", "--format", "csv", "-o", "{tmp}/missing/k.csv"), "does not exist"),
+        (("ranges", "{export}", "--within", "nothing"), "no NVTX range matches"),
+    ],
+)
+def test_each_reported_traceback_is_one_line_now(cli, export, tmp_path, args, fragment):
+    """Cases that once ended in a traceback: one line and exit status 1."""
+    b = SnapshotBuilder()
+    b.alloc(0x2000, 4 * MIB, 100)
+    snapshot = b.dump(tmp_path / "snap.pickle")
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a database")
+    filled = [arg.format(snapshot=snapshot, export=export, notes=notes, tmp=tmp_path) for arg in args]
+    assert one_line_error(cli(*filled), fragment).startswith("Error: ")
+
+
+def test_null_ids_are_valid_input(cli, tmp_path):
+    """NULL correlationId, globalPid and globalTid are allowed by nsys's schema: no error, no traceback."""
+    import json
+    import sqlite3
+
+    b = ExportBuilder("2026.2")
+    b.push_pop(0, 1_000, "step")
+    b.kernel(100, 200, GEMM, launch_at=10)
+    b.kernel(300, 360, GEMM, launch_at=20)
+
+    def with_nulls(name: str, range_thread: bool) -> Path:
+        path = b.write(tmp_path / name)
+        with sqlite3.connect(path) as connection:
+            connection.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET correlationId = NULL WHERE start = 300")
+            connection.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET globalPid = NULL WHERE start = 100")
+            if range_thread:
+                connection.execute("UPDATE NVTX_EVENTS SET globalTid = NULL")
+        return path
+
+    path = with_nulls("nulls.sqlite", range_thread=True)
+    for args in (("kernels",), ("ranges",), ("ranges", "--tree"), ("breakdown", "--phases", "step")):
+        result = cli(args[0], path, *args[1:], "--format", "json")
+        assert result.exit_code == 0 and "Traceback" not in result.output, (args, result.output)
+    rows = json.loads(cli("kernels", path, "--format", "json").stdout)
+    assert sum(row["Total Time (ns)"] for row in rows) == 160
+    # the kernel without a correlation id has no launching call, so no range owns it: said, not hidden
+    ranged = cli("kernels", with_nulls("ranged.sqlite", range_thread=False), "--range", "step", "--format", "json")
+    assert ranged.exit_code == 0, ranged.output
+    assert sum(row["Total Time (ns)"] for row in json.loads(ranged.stdout)) == 100
+    assert "1 of 2 GPU operations have no recorded launching call" in ranged.stderr

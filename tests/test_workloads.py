@@ -189,7 +189,7 @@ def test_cli_micro_benchmarks(cli):
 
 
 def test_dtypes_under_bf16_autocast(cli):
-    rows = json.loads(cli("bench", "dtypes", "tiny", "--dtype", "bf16", "--device", "cpu", "--format", "json").output)
+    rows = json.loads(cli("bench", "dtypes", "tiny", "--dtype", "bf16", "--device", "cpu", "--format", "json").stdout)
     dtypes = {row["Tensor"]: row["Dtype"] for row in rows}
     assert dtypes["parameters"] == "torch.float32" and dtypes["gradients"] == "torch.float32"
     assert dtypes["layers.0.attention.qkv output"] == "torch.bfloat16"

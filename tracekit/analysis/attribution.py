@@ -49,7 +49,14 @@ class OpLaunches:
 def op_launches(trace: Trace) -> OpLaunches:
     """Join every GPU op to its launching CUDA API call on (pid, correlation id); once per trace."""
     # Trace.derived stores any object; under this key it is always what _join_launches returns.
-    return trace.derived("op_launches", lambda: _join_launches(trace))
+    launches: OpLaunches = trace.derived("op_launches", lambda: _join_launches(trace))
+    unmatched = int((~launches.found).sum())
+    if unmatched:  # said wherever ranges are asked about: these ops count in no range
+        trace.note(
+            f"{unmatched:,} of {len(launches.found):,} GPU operations have no recorded launching call (no correlation "
+            "id, or the call is not in the capture): no NVTX range owns them, the whole trace counts them"
+        )
+    return launches
 
 
 def _join_launches(trace: Trace) -> OpLaunches:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from tracekit import __version__, nsys_tool
 from tracekit.capture import watchdog
+from tracekit.capture.run_folder import NewRun
 from tracekit.errors import CaptureError, TracekitError
 from tracekit.runs import Run, default_name
 from workloads.config import PHASES, STATS, RunConfig, phase_field
@@ -120,7 +121,7 @@ def capture(options: CaptureOptions) -> Capture:
         if options.name is not None
         else default_name(config.model, config.context, config.mode, config.dtype, config.compile, config.attention)
     )
-    run = Run.create(options.out, name, replace=options.name is not None)
+    run = NewRun(options.out, name, replace=options.name is not None)
     partial = run.folder
     try:
         notes = _record(run, nsys, options, started)

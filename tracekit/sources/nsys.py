@@ -175,7 +175,8 @@ def read_gpu_ops(path: Path, tables: frozenset[str]) -> pd.DataFrame:
         "end": "end",
         "device_stream": "deviceId * 4294967296 + streamId",
         "correlation_id": "ifnull(correlationId, -1)",
-        "pid": low_bits(f"ifnull(globalPid, 0) / {2**24}", 24),
+        # a NULL globalPid (allowed by the schema) is an unknown process: matched by correlation alone
+        "pid": f"ifnull({low_bits(f'globalPid / {2**24}', 24)}, {UNKNOWN_PID})",
     }
     parts: dict[str, dict[str, np.ndarray]] = {}
     dropped = 0

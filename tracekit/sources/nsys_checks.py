@@ -89,7 +89,7 @@ def low_bits(expression: str, bits: int) -> str:
 
 def keep_usable(columns: dict[str, np.ndarray]) -> int:
     """Leave out, in place, the rows whose values cannot be right; returns how many. Times must lie in
-    [0, TIME_LIMIT) with end >= start; sizes, kinds and process ids must not be negative; ids packed
+    [0, TIME_LIMIT) with end >= start; sizes, kinds and process ids (UNKNOWN_PID aside) must not be negative; ids packed
     two to a value must each fit their half (device int16, stream, names: int32)."""
     start, end = columns["start"], columns["end"]
     usable = (start >= 0) & (end >= start) & (end < TIME_LIMIT)
@@ -99,7 +99,7 @@ def keep_usable(columns: dict[str, np.ndarray]) -> int:
             usable &= (high >= 0) & (high < (2**15 if name == "device_stream" else 2**31)) & (low < 2**31)
     for name in ("bytes", "copy_kind", "pid", "thread"):
         if name in columns:
-            usable &= columns[name] >= 0
+            usable &= columns[name] >= (UNKNOWN_PID if name == "pid" else 0)
     if "name_id" in columns:
         usable &= (columns["name_id"] >= 0) & (columns["name_id"] < 2**31)
     return keep_rows(columns, usable)

@@ -125,6 +125,8 @@ def _unpickle(file: Path):
             KeyError,
             AttributeError,
             MemoryError,
+            OverflowError,  # a length field past what this machine can address
+            RecursionError,  # nesting deeper than Python's stack
             UnicodeDecodeError,
         ) as error:
             text = str(error)
