@@ -155,7 +155,22 @@ def spoil(path: Path, how: tuple | None) -> None:
         elif how[0] == "cell" and how[1] in tables:
             columns = {row[1] for row in connection.execute(f"PRAGMA table_info({how[1]})")}
             if how[3] in columns:
-                connection.execute(f"UPDATE {how[1]} SET {how[3]} = ? WHERE rowid = ?", (how[4], how[2]))
+                update = f"UPDATE {how[1]} SET {how[3]} = ? WHERE rowid = ?"
+                try:
+                    connection.execute(update, (how[4], how[2]))
+                except sqlite3.IntegrityError:  # NULL in a NOT NULL column: a hostile file has no such rule
+                    without_rule(connection, how[1])
+                    connection.execute(update, (how[4], how[2]))
+
+
+def without_rule(connection: sqlite3.Connection, table: str) -> None:
+    """Drop the NOT NULL constraints of ``table`` by editing its schema text, as a hostile writer could."""
+    connection.execute("PRAGMA writable_schema = ON")
+    connection.execute("UPDATE sqlite_master SET sql = replace(sql, 'NOT NULL', '') WHERE name = ?", (table,))
+    connection.execute("PRAGMA writable_schema = OFF")
+    connection.commit()
+    version = connection.execute("PRAGMA schema_version").fetchone()[0]
+    connection.execute(f"PRAGMA schema_version = {version + 1}")  # makes SQLite read the edited schema
 
 
 @pytest.mark.slow

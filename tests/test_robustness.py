@@ -292,3 +292,29 @@ def test_null_ids_are_valid_input(cli, tmp_path):
     assert ranged.exit_code == 0, ranged.output
     assert sum(row["Total Time (ns)"] for row in json.loads(ranged.stdout)) == 100
     assert "1 of 2 GPU operations have no recorded launching call" in ranged.stderr
+
+
+@pytest.mark.parametrize("rows, expected", [("start = 100", 60), ("1", None)])
+def test_null_where_the_schema_forbids_it(cli, tmp_path, rows, expected):
+    """A file whose schema text was edited to allow NULL in blockZ: NULL rows are left out and counted;
+    a column that is NULL in every row of a chunk (nothing for group_concat to join) is no traceback."""
+    import json
+    import sqlite3
+
+    b = ExportBuilder("2026.2")
+    b.kernel(100, 200, GEMM, launch_at=10)
+    b.kernel(300, 360, GEMM, launch_at=20)
+    path = b.write(tmp_path / "nulls.sqlite")
+    with sqlite3.connect(path) as connection:
+        connection.execute("PRAGMA writable_schema = ON")
+        connection.execute("UPDATE sqlite_master SET sql = replace(sql, 'NOT NULL', '') WHERE name = ?",
+                           ("CUPTI_ACTIVITY_KIND_KERNEL",))  # fmt: skip
+    with sqlite3.connect(path) as connection:
+        connection.execute(f"UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET blockZ = NULL WHERE {rows}")
+    result = cli("kernels", path, "--format", "json")
+    if expected is None:
+        one_line_error(result, "none of its GPU operations is usable: all 2 rows")
+    else:
+        assert result.exit_code == 0, result.output
+        assert sum(row["Total Time (ns)"] for row in json.loads(result.stdout)) == expected
+        assert "1 gpu_ops rows of" in result.stderr, result.stderr

@@ -166,8 +166,10 @@ def stand_in(sql: str, missing: Mapping[str, str]) -> str:
     return sql
 
 
-def _parse_integers(joined: str, dtype: str) -> np.ndarray:
+def _parse_integers(joined: str | None, dtype: str) -> np.ndarray:
     """Comma-joined integers -> array; ValueError for anything else (numpy only warns, then stops)."""
+    if joined is None:  # every value of the chunk was NULL (group_concat skips NULLs)
+        raise ValueError("NULL where an integer belongs")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         try:
