@@ -77,7 +77,7 @@ def test_cached_tables_keep_the_count(export, monkeypatch):
     named = [open_trace(export) for _ in range(2)]  # a selection read, then the same from its cache
     for trace in named:
         assert trace.ranges_named(spec_patterns(["step", "backwards"]))["name"].astype(str).tolist() == ["step"]
-        assert trace.warnings == [f"1 ranges rows of {export} were left out: {UNUSABLE}"]  # "backwards"
+        assert trace.warnings == [f"1 ranges row of {export} was left out: {UNUSABLE}"]  # "backwards"
 
 
 def test_nothing_usable_is_one_error(cli, tmp_path):

@@ -223,5 +223,5 @@ def test_report_says_which_rows_it_left_out(cli, tmp_path):
         result = cli("report", path, "-o", out)
         assert result.exit_code == 0, result.output
         text = (out / "report.md").read_text()
-        assert text.count("note: 1 gpu_ops rows of") == 1
-        assert text.count("note: 1 ranges rows of") == (1 if with_ranges else 0)
+        assert text.count("note: 1 gpu_ops row of") == 1
+        assert text.count("note: 1 ranges row of") == (1 if with_ranges else 0)

@@ -317,4 +317,4 @@ def test_null_where_the_schema_forbids_it(cli, tmp_path, rows, expected):
     else:
         assert result.exit_code == 0, result.output
         assert sum(row["Total Time (ns)"] for row in json.loads(result.stdout)) == expected
-        assert "1 gpu_ops rows of" in result.stderr, result.stderr
+        assert "1 gpu_ops row of" in result.stderr, result.stderr

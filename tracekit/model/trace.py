@@ -95,7 +95,8 @@ class Trace:
         """One line per table whose reader left rows out for unusable values, with their count; then the
         readers' other notes."""
         return [
-            f"{count:,} {table} rows of {self.name} were left out: unusable values (end before start, negative or "
+            f"{count:,} {table} {'row' if count == 1 else 'rows'} of {self.name} {'was' if count == 1 else 'were'} "
+            "left out: unusable values (end before start, negative or "
             "out-of-range numbers, or NULL, REAL or TEXT where integers belong)"
             for table, count in self._dropped.items()
         ] + self._notes
