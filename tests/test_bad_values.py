@@ -53,7 +53,7 @@ def test_bad_rows_are_left_out_and_counted(export):
     warnings = trace.warnings
     assert len(warnings) == 3
     assert warnings[0].startswith("7 gpu_ops rows of") and "were left out: unusable values" in warnings[0]
-    assert warnings[1].startswith("1 launches rows") and warnings[2].startswith("2 ranges rows")
+    assert warnings[1].startswith("1 launches row of") and warnings[2].startswith("2 ranges rows")
 
 
 def test_commands_say_so_in_one_line_each(cli, export):
