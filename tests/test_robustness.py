@@ -40,6 +40,7 @@ def export(tmp_path) -> Path:
         ("kernels", "{export}", "-o", "{export}"),
         ("kernels", "{export}", "--format", "parquet", "-o", "{export}"),
         ("ranges", "{export}", "--format", "csv", "-o", "{link}"),  # through a link to it
+        ("ranges", "{export}", "--format", "csv", "-o", "{hard}"),  # another name of the same file
         ("memory", "{snapshot}", "--plot", "{snapshot}"),
         ("memory", "{snapshot}", "--format", "json", "-o", "{snapshot}"),
     ],
@@ -50,8 +51,10 @@ def test_output_never_overwrites_an_input(cli, export, tmp_path, args):
     snapshot = b.dump(tmp_path / "snapshot.png")  # read by content: a .png name is still a snapshot
     link = tmp_path / "link.sqlite"
     link.symlink_to(export)
+    hard = tmp_path / "hard.sqlite"
+    hard.hardlink_to(export)
     before = {path: digest(path) for path in (export, snapshot)}
-    filled = [arg.format(export=export, snapshot=snapshot, link=link) for arg in args]
+    filled = [arg.format(export=export, snapshot=snapshot, link=link, hard=hard) for arg in args]
     one_line_error(cli(*filled), "is an input of this command")
     assert {path: digest(path) for path in (export, snapshot)} == before
 
