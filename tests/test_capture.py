@@ -250,14 +250,21 @@ def test_a_folder_of_something_else_is_never_replaced(tmp_path):
     (tmp_path / "mixed" / "notes.txt").write_text("mine")
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "link").symlink_to(tmp_path / "elsewhere")
+    (tmp_path / "disguised" / runs.EXPORT).mkdir(parents=True)  # a folder named like a run file
+    (tmp_path / "disguised" / runs.EXPORT / "notes.txt").write_text("precious")
+    (tmp_path / "disguised" / runs.MANIFEST).write_text("{}")
     before = listing(tmp_path)
-    for name, why in (("mine", "did not write"), ("mixed", "notes.txt"), ("link", "a link or a file")):
+    for name, why in (("mine", "did not write"), ("mixed", "notes.txt"), ("link", "a link or a file"),
+                      ("disguised", runs.EXPORT)):  # fmt: skip
         with pytest.raises(CaptureError, match=why):
             NewRun(tmp_path, name, replace=True)
     assert listing(tmp_path) == before
 
 
-@pytest.mark.parametrize("name", ["..", ".", "../x", "/tmp/x", "a/b", ".hidden", "latest", "a\\b", "tab\there", ""])
+@pytest.mark.parametrize(
+    "name",
+    ["..", ".", "../x", "/tmp/x", "a/b", ".hidden", "latest", "a\\b", "tab\there", "", "\u202eevil", "c1\x9b31m"],
+)
 def test_run_names_are_one_plain_component(cli, fake_nsys, tmp_path, name):
     """Nothing outside --out changes, and nothing inside it either, for a name that is not a plain one."""
     out = tmp_path / "work" / "traces"
@@ -352,6 +359,37 @@ def test_a_signal_to_tracekit_alone_stops_the_whole_tree(fake_nsys, tmp_path, si
     time.sleep(0.5)
     assert tree_of(str(out)) == []
     assert runs.Run(out / "stopped").manifest["status"] == "interrupted"
+
+
+@pytest.mark.parametrize("kind", ["file", "folder"])
+def test_a_latest_that_is_not_our_link_is_left_alone(cli, fake_nsys, tmp_path, kind):
+    out = tmp_path / "traces"
+    out.mkdir()
+    latest = out / runs.LATEST
+    latest.mkdir() if kind == "folder" else latest.write_text("keep")
+    result = cli("capture", "tiny", "--ctx", "16", "--warmup", "0", "--steps", "1", "--device", "cpu", "--out", out,
+                 "--nsys", fake_nsys, "--name", "a")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "is not a link: left as it is" in result.output
+    assert (latest.is_dir() and not latest.is_symlink()) if kind == "folder" else latest.read_text() == "keep"
+    assert sorted(path.name for path in out.iterdir()) == ["a", "latest"]  # no stray temporary link
+
+
+def test_sigterm_stops_the_tree_before_a_process_manager_would_kill(fake_nsys, tmp_path):
+    """An nsys deaf to SIGINT ("deaf": the fake ignores it while the program runs): after SIGTERM the tree
+    is gone within docker stop's 10 s, not after the minute a Ctrl-C'd nsys gets to write its report."""
+    out = tmp_path / "traces"
+    process = start_capture(fake_nsys, out, "deaf", 1_000_000)
+    deadline = time.monotonic() + 120
+    while len(tree_of(str(out))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert len(tree_of(str(out))) >= 2
+    signalled = time.monotonic()
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=60)
+    assert time.monotonic() - signalled < 10, stderr
+    assert process.returncode == 1 and "capture interrupted (SIGTERM)" in stderr
+    assert tree_of(str(out)) == []
 
 
 def test_an_nsys_that_never_starts_the_program_is_given_up(cli, fake_nsys, tmp_path, monkeypatch):

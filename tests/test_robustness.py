@@ -10,6 +10,8 @@ import pytest
 from nsys_builder import ExportBuilder
 from snapshot_builder import SnapshotBuilder
 
+from tracekit import runs
+
 GEMM = "ampere_sgemm_128x64_tn"
 MIB = 2**20
 
@@ -321,3 +323,156 @@ def test_null_where_the_schema_forbids_it(cli, tmp_path, rows, expected):
         assert result.exit_code == 0, result.output
         assert sum(row["Total Time (ns)"] for row in json.loads(result.stdout)) == expected
         assert "1 gpu_ops row of" in result.stderr, result.stderr
+
+
+def edited(path: Path, *statements: str) -> Path:
+    """Run SQL on an export after lifting its NOT NULL rules (schema text edited, as a hostile writer could)."""
+    import sqlite3
+
+    with sqlite3.connect(path) as connection:
+        connection.execute("PRAGMA writable_schema = ON")
+        connection.execute("UPDATE sqlite_master SET sql = replace(sql, 'NOT NULL', '') WHERE type = 'table'")
+    with sqlite3.connect(path) as connection:
+        for statement in statements:
+            connection.execute(statement)
+    return path
+
+
+@pytest.fixture
+def small(tmp_path) -> Path:
+    """Two steps of two kernels each, launched inside them; GPU metadata and a named string table."""
+    b = ExportBuilder("2026.2")
+    b.gpu(0, "NVIDIA H100 80GB HBM3", 132, 80 * 2**30, 9, 0)
+    for step in range(2):
+        b.push_pop(step * 1_000, step * 1_000 + 900, "step")
+        b.kernel(step * 1_000 + 100, step * 1_000 + 200, GEMM, launch_at=step * 1_000 + 10)
+        b.kernel(step * 1_000 + 300, step * 1_000 + 360, "vectorized_elementwise_kernel", launch_at=step * 1_000 + 20)
+    return b.write(tmp_path / "small.sqlite")
+
+
+def json_rows(result) -> list[dict]:
+    import json
+
+    assert result.exit_code == 0 and "Traceback" not in result.output, result.output
+    return json.loads(result.stdout)
+
+
+@pytest.mark.parametrize(
+    "statements",
+    [
+        # rowids far apart: chunks follow the rows, not the 2^64 span (which once took all memory)
+        ("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET rowid = 9223372036854775807 WHERE start = 1300",
+         "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET rowid = -9223372036854775808 WHERE start = 100"),
+        ("UPDATE NVTX_EVENTS SET globalTid = NULL",),  # allowed by nsys's schema
+        ("UPDATE TARGET_INFO_GPU SET id = NULL",),
+        ("UPDATE TARGET_INFO_GPU SET id = 'x', computeMajor = 'a', totalMemory = 'a', smCount = 1.5",),
+        ("UPDATE StringIds SET value = CAST(value AS BLOB)",),
+    ],
+)  # fmt: skip
+def test_damaged_but_readable_exports_give_the_same_numbers(cli, small, statements):
+    expected = json_rows(cli("kernels", small, "--format", "json"))
+    in_step = json_rows(cli("kernels", small, "--range", "step", "--format", "json"))
+    edited(small, *statements)
+    assert json_rows(cli("kernels", small, "--format", "json")) == expected
+    ranged = cli("kernels", small, "--range", "step", "--format", "json")
+    if "globalTid" in statements[0]:  # the ranges' process is unknown: they own no launch
+        one_line_error(ranged, "no GPU kernels were launched inside step")
+    else:
+        assert json_rows(ranged) == in_step
+    for command in (("ranges",), ("breakdown", "--phases", "step"), ("kernels", "--by", "category")):
+        json_rows(cli(*command, small, "--format", "json"))
+
+
+@pytest.mark.parametrize(
+    "statement, fragment",
+    [
+        ("UPDATE StringIds SET value = NULL", "(unnamed"),  # names unknown: the numbers stay
+        ("UPDATE StringIds SET value = X'00ff'", "\ufffd"),
+        ("UPDATE NVTX_EVENTS SET text = X'ff1f'", ""),  # a BLOB holding the text separator
+    ],
+)
+def test_names_of_any_type_read_as_text(cli, small, statement, fragment):
+    import json
+
+    edited(small, statement)
+    for command in (("kernels", "--by", "category"), ("kernels",), ("ranges",), ("kernels", "--range", "*")):
+        result = cli(*command, small, "--format", "json")
+        if result.exit_code == 1:  # names gone: nothing matches * or the names; one line
+            one_line_error(result, "")
+            continue
+        rows = json_rows(result)
+        assert json.dumps(rows)  # every value serialisable: no bytes
+        if command == ("kernels",):
+            assert sum(row["Total Time (ns)"] for row in rows) == 320
+
+
+def test_a_cache_file_claiming_a_huge_array_is_rebuilt(cli, small, monkeypatch):
+    monkeypatch.setenv("TRACEKIT_CACHE_MIN_BYTES", "0")
+    expected = json_rows(cli("breakdown", small, "--format", "json"))
+    column = next(Path(f"{small}.tracekit-cache").glob("gpu_ops/start.npy"))
+    header = b"{'descr': '<i8', 'fortran_order': False, 'shape': (1000000000000,), }"
+    column.write_bytes(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header + b"\0" * 64)
+    result = cli("breakdown", small, "--format", "json")
+    assert json_rows(result) == expected and "rebuilt" in result.stderr
+
+
+def test_a_deeply_nested_run_json_is_no_traceback(cli, small, tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / runs.EXPORT).write_bytes(small.read_bytes())
+    (run / runs.MANIFEST).write_text('{"a":' * 100_000 + "1" + "}" * 100_000)
+    result = cli("report", run, "-o", tmp_path / "report")
+    assert result.exit_code == 0 and "Traceback" not in result.output, result.output
+
+
+def snapshot_with(tmp_path: Path, frames, history=None, time_us=1.0) -> Path:
+    import pickle
+
+    block = {"address": 1, "size": 512, "requested_size": 512, "state": "active_allocated"}
+    block.update({"history": history} if history is not None else {"frames": frames})
+    entry = {"action": "alloc", "addr": 1, "size": 512, "stream": 0, "time_us": time_us, "frames": frames}
+    segment = {"device": 0, "address": 0, "total_size": 2 << 20, "allocated_size": 512, "active_size": 512,
+               "stream": 0, "segment_type": "large", "blocks": [block]}  # fmt: skip
+    path = tmp_path / "hostile.pickle"
+    path.write_bytes(pickle.dumps({"segments": [segment], "device_traces": [[entry]]}))
+    return path
+
+
+def nested(depth: int) -> list:
+    value: list = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    "frames, history, label",
+    [
+        ([1, 2, 3], None, "?"),  # frames that are not dicts
+        ([{"filename": None, "line": None, "name": None}], None, "?"),
+        ([{"filename": "m.py", "line": 7, "name": nested(5_000)}], None, "m.py:7 ?"),  # never repr'd
+        ([], [], "(no stack recorded)"),  # a block whose history is empty
+    ],
+)
+def test_snapshot_frames_of_any_shape_are_read_as_text(cli, tmp_path, frames, history, label):
+    import sys
+
+    sys.setrecursionlimit(20_000)  # to pickle the nested list; tracekit itself never recurses into it
+    try:
+        snapshot = snapshot_with(tmp_path, frames, history)
+    finally:
+        sys.setrecursionlimit(1_000)
+    for args in (("--by", "frame"), ("--format", "json"), ("--plot", str(tmp_path / "t.png"))):
+        result = cli("memory", snapshot, *args)
+        assert result.exit_code == 0 and "Traceback" not in result.output, (args, result.output)
+    assert label in cli("memory", snapshot, "--by", "frame").stdout
+
+
+def test_snapshot_times_that_are_not_numbers_and_entries_by_reference(cli, tmp_path):
+    one_line_error(cli("memory", snapshot_with(tmp_path, [], time_us=float("nan"))), "NaN or infinity")
+    import pickle
+
+    entry = {"action": "alloc", "addr": 1, "size": 512, "stream": 0, "time_us": 1.0, "frames": []}
+    bomb = tmp_path / "bomb.pickle"  # one entry repeated 100,000 times by reference: 2 bytes each
+    bomb.write_bytes(pickle.dumps({"segments": [], "device_traces": [[entry] * 100_000]}))
+    one_line_error(cli("memory", bomb), "names 100,000 trace entries and blocks in", "repeated by reference")

@@ -3,6 +3,7 @@ the results database, the micro-benchmarks, and NVTX ranges recorded by nsys."""
 
 import io
 import json
+import os
 import sys
 
 import pandas as pd
@@ -259,9 +260,24 @@ def test_bench_db_is_checked_before_anything_runs(cli, tmp_path):
         connection.execute("INSERT INTO runs (customer) VALUES ('acme')")
     text = tmp_path / "notes.txt"
     text.write_text("my notes")
-    before = {path: hashlib.sha256(path.read_bytes()).hexdigest() for path in (foreign, text)}
+    legacy = "model TEXT, time_utc TEXT, tracekit_version TEXT, samples_ms TEXT"  # looks like ours: adopted
+    shapes = {
+        "view": "CREATE VIEW runs AS SELECT 'tiny' AS model, 'x' AS time_utc, 'v' AS tracekit_version, '' AS samples_ms",
+        "notnull": f"CREATE TABLE runs ({legacy}, owner TEXT NOT NULL)",
+        "trigger": f"CREATE TABLE runs ({legacy}); CREATE TRIGGER t BEFORE INSERT ON runs BEGIN SELECT RAISE(ABORT, 'no'); END",
+    }  # fmt: skip
+    for name, sql in shapes.items():
+        with sqlite3.connect(tmp_path / f"{name}.db") as connection:
+            connection.executescript(sql)
+    os.mkfifo(tmp_path / "fifo.db")
+    before = {path: hashlib.sha256(path.read_bytes()).hexdigest()
+              for path in (foreign, text, *(tmp_path / f"{name}.db" for name in shapes))}  # fmt: skip
     cases = [
         (foreign, "another application's SQLite database"),
+        (tmp_path / "view.db", "runs is a view"),
+        (tmp_path / "notnull.db", "NOT NULL columns tracekit does not fill (owner)"),
+        (tmp_path / "trigger.db", "it has triggers"),
+        (tmp_path / "fifo.db", "is not a regular file"),
         (text, "not an SQLite database"),
         (tmp_path / "missing" / "r.db", "does not exist"),
     ]
@@ -271,7 +287,7 @@ def test_bench_db_is_checked_before_anything_runs(cli, tmp_path):
         assert result.exit_code == 1 and len(lines) == 1 and message in lines[0], result.output
     folder = cli("bench", "tiny", "--ctx", "16", "--steps", "1", "--device", "cpu", "--db", tmp_path)
     assert folder.exit_code == 2 and "is a directory" in folder.output  # click's own check
-    assert {path: hashlib.sha256(path.read_bytes()).hexdigest() for path in (foreign, text)} == before
+    assert {path: hashlib.sha256(path.read_bytes()).hexdigest() for path in before} == before
 
 
 def test_an_interrupted_sweep_keeps_every_finished_row(tmp_path):

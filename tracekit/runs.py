@@ -112,7 +112,7 @@ class Run:
         """run.json ({} when there is none, or it is not JSON)."""
         try:
             data = json.loads((self.folder / MANIFEST).read_text())
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):  # RecursionError: nesting deeper than Python's stack
             return {}
         return data if isinstance(data, dict) else {}
 
@@ -240,9 +240,12 @@ class Run:
         self.__dict__["manifest"] = manifest
         return path
 
-    def point_latest(self) -> Path:
-        """Make ``<out>/latest`` a relative symlink to this folder (replaced atomically)."""
+    def point_latest(self) -> Path | None:
+        """Make ``<out>/latest`` a relative symlink to this folder (replaced atomically); None, touching
+        nothing, when ``latest`` is there and not a link (the user's own file or folder)."""
         link = self.folder.parent / LATEST
+        if link.exists() and not link.is_symlink():
+            return None
         temporary = self.folder.parent / f".{LATEST}.{os.getpid()}"
         temporary.unlink(missing_ok=True)
         temporary.symlink_to(self.folder.name, target_is_directory=True)

@@ -47,6 +47,8 @@ class ResultsDB:
         folder = path.parent if str(path.parent) else Path(".")
         if not folder.is_dir():
             raise UsageError(f"--db {path}: the folder {folder} does not exist")
+        if path.exists() and not path.is_file():
+            raise UsageError(f"--db {path} is not a regular file (a pipe or a device?): give a database file name")
         if path.exists():
             _check_ours(path)
         elif not os.access(folder, os.W_OK):
@@ -114,11 +116,14 @@ def _check_ours(path: Path) -> None:
         try:
             application = connection.execute("PRAGMA application_id").fetchone()[0]
             tables = _tables(connection)
-            columns = (
-                {row[1] for row in connection.execute(f"PRAGMA table_info({RESULTS_TABLE})")}
-                if RESULTS_TABLE in tables
-                else set()
+            info = (
+                connection.execute(f"PRAGMA table_info({RESULTS_TABLE})").fetchall() if RESULTS_TABLE in tables else []
             )
+            columns = {row[1] for row in info}
+            # what an insert of our rows could trip over: a view, a trigger, a required column we never fill
+            kind = connection.execute("SELECT type FROM sqlite_master WHERE name = ?", (RESULTS_TABLE,)).fetchone()
+            triggers = connection.execute("SELECT count(*) FROM sqlite_master WHERE type = 'trigger'").fetchone()[0]
+            required = {row[1] for row in info if row[3] and row[4] is None and not row[5]}
         finally:
             connection.close()
     except sqlite3.Error as error:
@@ -126,6 +131,17 @@ def _check_ours(path: Path) -> None:
     ours = application == APPLICATION_ID or (application == 0 and tables == {RESULTS_TABLE} and OUR_COLUMNS <= columns)
     if application == 0 and not tables:
         ours = True  # an empty database
+    if ours and RESULTS_TABLE in tables and (kind != ("table",) or triggers or required):
+        why = (
+            f"{RESULTS_TABLE} is a view"
+            if kind != ("table",)
+            else "it has triggers"
+            if triggers
+            else f"{RESULTS_TABLE} has NOT NULL columns tracekit does not fill ({', '.join(sorted(required))})"
+        )
+        raise UsageError(
+            f"--db {path}: {why}, so tracekit's rows cannot be added; refusing to alter it; give a new file"
+        )
     if not ours or tables - {RESULTS_TABLE}:
         what = f"tables {', '.join(sorted(tables))}" if tables else f"application id {application:#x}"
         raise UsageError(

@@ -70,9 +70,28 @@ def _kept(frame: dict) -> bool:
     return not any(skip in name for skip in SKIP_FUNCTIONS) and not any(skip in filename for skip in SKIP_FILES)
 
 
+def clean_stack(stack: list) -> list[dict]:
+    """The stack as frames of the expected types: a snapshot is untrusted data, and a frame may be a
+    number, a field None or a list nested thousands deep. Such parts read as "?" (line 0), never repr'd."""
+
+    def text(value) -> str:
+        return value if isinstance(value, str) else "?"
+
+    def line(value) -> int:
+        return value if type(value) is int and 0 <= value < 2**63 else 0
+
+    return [
+        {"filename": text(frame.get("filename")), "line": line(frame.get("line")), "name": text(frame.get("name"))}
+        if isinstance(frame, dict)
+        else {"filename": "?", "line": 0, "name": "?"}
+        for frame in (stack if isinstance(stack, list) else [])
+    ]
+
+
 def user_frame(stack: list[dict]) -> str:
     """Who allocated: the first Python frame outside libraries ("model.py:39 forward"); else the first
     Python frame; else the autograd node (backward runs in C++: "BmmBackward0") or the ATen op."""
+    stack = clean_stack(stack)
     if not stack:
         return NO_STACK
     python = [frame for frame in stack if str(frame.get("filename", "")).endswith(".py")]
@@ -100,6 +119,7 @@ def short_stack(stack: list[dict], depth: int = 4) -> str:
     Python frames when there are any; otherwise the ATen ops and autograd nodes of the C++ stack
     ("aten::mm < MmBackward0 < autograd engine"), not its template machinery.
     """
+    stack = clean_stack(stack)
     if not stack:
         return ""
     python = [

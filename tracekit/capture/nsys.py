@@ -52,7 +52,7 @@ class Capture:
     """A finished capture: its run folder (manifest, files, harness phases) and what to tell the user."""
 
     run: Run
-    latest: Path
+    latest: Path | None  # None when <out>/latest is the user's own file, left alone
     notes: list[str] = field(default_factory=list)
 
 
@@ -268,7 +268,7 @@ def _config(options: CaptureOptions) -> dict:
 def _read_result(run: Run) -> dict:
     try:
         return json.loads(run.result_file.read_text()) if run.result_file.exists() else {}
-    except (OSError, json.JSONDecodeError):
+    except (OSError, ValueError, RecursionError):  # the program's own file, but it may have died writing it
         return {}
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import unicodedata
 import uuid
 from pathlib import Path
 
@@ -89,7 +90,7 @@ def _user_modes(folder: Path) -> None:
 
 def check_run_name(name: str) -> None:
     """A run name is one plain path component: CaptureError for separators, "." or "..", a leading dot
-    (hidden folders are tracekit's own), control characters, ``latest`` or more than 200 characters."""
+    (hidden folders are tracekit's own), control or format characters, ``latest`` or more than 200 characters."""
     problem = None
     if not name or len(name) > 200:
         problem = "must have 1 to 200 characters"
@@ -97,8 +98,9 @@ def check_run_name(name: str) -> None:
         problem = "must be a single folder name, without / or \\"
     elif name.startswith("."):
         problem = "must not start with '.' (no '.', '..' or hidden names)"
-    elif any(ord(char) < 32 or ord(char) == 127 for char in name):
-        problem = "must not hold control characters"
+    elif any(unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp") for char in name):
+        # C0/C1 controls, and format characters such as U+202E that reorder how a name is shown
+        problem = "must not hold control or format characters"
     elif name == LATEST:
         problem = f"'{LATEST}' is the link to the newest run"
     if problem:
@@ -146,8 +148,10 @@ def _replaceable(folder: Path) -> None:
         return
     if folder.is_symlink() or not folder.is_dir():
         raise CaptureError(f"{folder} exists and is not a run folder (a link or a file); choose another --name")
-    names = {path.name for path in folder.iterdir()}
-    foreign = sorted(names - RUN_FILES)
+    entries = list(folder.iterdir())
+    # a run file's name on a folder or a link is not a run file: deleting it could delete what it holds
+    foreign = sorted({path.name for path in entries if path.name not in RUN_FILES or path.is_symlink()
+                      or not path.is_file()})  # fmt: skip
     if foreign:
         shown = ", ".join(foreign[:3]) + (" ..." if len(foreign) > 3 else "")
         raise CaptureError(

@@ -80,6 +80,10 @@ def agent_processes(nsys_pid: int) -> list[int]:
     return [pid for pid, argv in command_lines().items() if any(pattern.search(arg) for arg in argv)]
 
 
+# How long nsys gets to write its report after a SIGTERM (a SIGINT gets interrupt_grace_s).
+TERM_GRACE_S = 3.0
+
+
 def stop(pid: int, grace_s: float = 5.0) -> bool:
     """SIGTERM, then SIGKILL after ``grace_s``; True if the process is gone."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
@@ -181,7 +185,10 @@ def watch(
             # alone, did not reach it.
             known.update(descendants(process.pid))
             forward = not (interruption.name == "SIGINT" and _in_foreground())
-            _wind_down(process, interrupt_grace_s, forward, lambda: known.update(descendants(process.pid)))
+            # SIGTERM comes from a process manager that sends SIGKILL soon after (docker: 10 s), which
+            # would orphan nsys and the program: a short wind-down, so the whole tree is gone before it.
+            grace = TERM_GRACE_S if interruption.name == "SIGTERM" else interrupt_grace_s
+            _wind_down(process, grace, forward, lambda: known.update(descendants(process.pid)))
         result.returncode = process.wait()
     except Interrupted as interruption:  # a second signal while winding down: stop now
         result.interrupted = result.interrupted or interruption.name
@@ -194,7 +201,8 @@ def watch(
         # The tree as last seen, and the program by its marker: nsys may have ended and left it to init.
         tree = known | set(descendants(process.pid)) | set(find_program(program, program_marker, {process.pid}))
         survivors = [pid for pid in tree if _alive(pid)] + agent_processes(process.pid)
-        result.killed_tree = sorted({pid for pid in survivors if stop(pid, grace_s=2.0)})
+        grace = 1.0 if result.interrupted == "SIGTERM" else 2.0
+        result.killed_tree = sorted({pid for pid in survivors if stop(pid, grace_s=grace)})
         return result
     deadline = time.monotonic() + agent_grace_s
     agents = agent_processes(process.pid)
@@ -228,4 +236,4 @@ def _wind_down(process: subprocess.Popen, grace_s: float, forward: bool, collect
         time.sleep(POLL_S)
     if process.poll() is None:
         collect()
-        stop(process.pid)
+        stop(process.pid, grace_s=min(5.0, grace_s))

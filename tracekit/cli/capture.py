@@ -110,7 +110,14 @@ def capture(
         notes.append("no CUDA kernels in this trace (a CPU run): it holds the NVTX ranges only")
     for note in notes:
         click.echo(f"note: {note}")
-    click.echo(f"written: {run.folder}/ ({', '.join(run.files)}); {captured.latest} points here")
+    click.echo(
+        f"written: {run.folder}/ ({', '.join(run.files)}); "
+        + (
+            f"{captured.latest} points here"
+            if captured.latest
+            else f"{run.folder.parent / 'latest'} is not a link: left as it is"
+        )
+    )
     if run.status == "oom":
         raise click.ClickException(
             f"the workload ran out of memory ({run.program_error}); the trace of what ran is in {run.folder}"

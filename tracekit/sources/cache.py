@@ -21,13 +21,14 @@ import hashlib
 import json
 import os
 import shutil
+import threading
 from collections.abc import Callable, Collection
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from tracekit.errors import InvalidTraceError
+from tracekit.errors import InvalidTraceError, TracekitError
 from tracekit.files import write_text
 from tracekit.model.selection import Pattern, select_named
 from tracekit.model.trace import SCHEMAS, TABLES, Trace
@@ -35,6 +36,9 @@ from tracekit.model.trace import SCHEMAS, TABLES, Trace
 FORMAT = 4  # 3: the GPU-op table is called gpu_ops; 4: unusable rows left out and counted (attrs)
 MIN_BYTES = 32 * 2**20
 SUFFIX = ".tracekit-cache"
+
+
+_STORING = threading.Lock()
 
 
 class TableCache:
@@ -75,7 +79,7 @@ class TableCache:
     def _valid(self) -> bool:
         try:
             return json.loads((self.folder / "key.json").read_text()) == self.key
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             return False
 
     def has(self, table: str) -> bool:
@@ -109,7 +113,9 @@ class TableCache:
             # The contract the reader's own table would meet: a cache that breaks it is damaged.
             schema = SCHEMAS["ranges" if table.startswith("ranges_named-") else table]
             return schema.check(frame, str(self.export))
-        except (OSError, ValueError, KeyError, TypeError, IndexError, EOFError, InvalidTraceError):
+        # MemoryError: a damaged .npy header claiming a huge shape; RecursionError: absurdly nested JSON
+        except (OSError, ValueError, KeyError, TypeError, IndexError, EOFError, MemoryError, RecursionError,
+                InvalidTraceError):  # fmt: skip
             self.damaged.append(table)  # a damaged cache is only a slower start: rebuilt from the export
             return None
 
@@ -124,6 +130,10 @@ class TableCache:
                 columns.append((column, None))
             else:
                 return
+        with _STORING:  # tables load on several threads: one may not clear the folder another writes into
+            self._store(table, frame, columns)
+
+    def _store(self, table: str, frame: pd.DataFrame, columns: list) -> None:
         if not self._ours():
             return
         try:
@@ -141,10 +151,13 @@ class TableCache:
                 np.save(partial / f"{column}.npy", values, allow_pickle=False)
             attrs = {key: value for key, value in frame.attrs.items() if isinstance(value, (int, float, str))}
             (partial / "columns.json").write_text(json.dumps({"rows": len(frame), "columns": columns, "attrs": attrs}))
-            shutil.rmtree(self.folder / table, ignore_errors=True)
-            os.replace(partial, self.folder / table)  # whole tables appear at once
-        except OSError:
-            pass
+            target = self.folder / table
+            if target.is_symlink():  # not ours to follow: remove the link itself, never what it points at
+                target.unlink()
+            shutil.rmtree(target, ignore_errors=True)
+            os.replace(partial, target)  # whole tables appear at once
+        except (OSError, TracekitError):  # a cache that cannot be written is only a slower next start
+            shutil.rmtree(self.folder / f".{table}.partial", ignore_errors=True)  # no half table left behind
 
     def wrap(self, table: str, loader: Callable[[], pd.DataFrame]) -> Callable[[], pd.DataFrame]:
         """A loader that reads the cached table when there is one, else loads and caches it."""

@@ -49,10 +49,15 @@ def _read_gpus(connection: sqlite3.Connection, tables: frozenset[str]) -> pd.Dat
             "major": "computeMajor",
             "minor": "computeMinor",
         }
-        select = ", ".join(f"{source if source in have else 'NULL'} AS {alias}" for alias, source in pick.items())
-        frame = pd.read_sql_query(f"SELECT DISTINCT {select} FROM TARGET_INFO_GPU ORDER BY id", connection)
+        select = ", ".join(
+            f"{_typed(source, alias) if source in have else 'NULL'} AS {alias}" for alias, source in pick.items()
+        )
+        frame = pd.read_sql_query(
+            f"SELECT DISTINCT {select} FROM TARGET_INFO_GPU WHERE {_is_integer(pick['id'], have)} ORDER BY id",
+            connection,
+        )
         frame["compute_capability"] = [
-            f"{int(major)}.{int(minor)}" if pd.notna(major) else None
+            f"{int(major)}.{int(minor)}" if pd.notna(major) and pd.notna(minor) else None
             for major, minor in zip(frame["major"], frame["minor"])
         ]
         return _as_gpus(frame)
@@ -63,15 +68,30 @@ def _read_gpus(connection: sqlite3.Connection, tables: frozenset[str]) -> pd.Dat
         if table in tables:
             have = set(table_columns(connection, table))
             ids = id_column if id_column in have else "rowid"
-            sms = sm_column if sm_column in have else "NULL"
-            names = "name" if "name" in have else "NULL"
+            sms = _typed(sm_column, "sm_count") if sm_column in have else "NULL"
+            names = _typed("name", "name") if "name" in have else "NULL"
             frame = pd.read_sql_query(
-                f"SELECT DISTINCT {ids} AS id, {names} AS name, {sms} AS sm_count FROM {table} ORDER BY 1", connection
+                f"SELECT DISTINCT {ids} AS id, {names} AS name, {sms} AS sm_count FROM {table} "
+                f"WHERE {_is_integer(ids, have)} ORDER BY 1",
+                connection,
             )
             frame["memory_bytes"] = None
             frame["compute_capability"] = None
             return _as_gpus(frame)
     return GPUS.empty()
+
+
+def _typed(column: str, alias: str) -> str:
+    """SQL reading ``column`` as the contract's type: text for the name, else an integer or NULL. A damaged
+    export may hold TEXT, REAL or BLOB anywhere: such a value reads as unknown rather than failing the load."""
+    if alias == "name":
+        return f"CAST({column} AS TEXT)"
+    return f"CASE WHEN typeof({column}) = 'integer' THEN {column} END"
+
+
+def _is_integer(column: str, have: set[str]) -> str:
+    """SQL keeping rows whose GPU id is an integer (a GPU without a usable id is left out)."""
+    return f"typeof({column}) = 'integer'" if column in have else "1"
 
 
 def _as_gpus(frame: pd.DataFrame) -> pd.DataFrame:

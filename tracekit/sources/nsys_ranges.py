@@ -104,7 +104,8 @@ def read_ranges(path: Path, tables: frozenset[str], names: Collection[Pattern] |
         with closing(connect_readonly(path)) as connection:
             stand_ins = {column: NVTX_OPTIONAL[column] for column in missing}  # type: ignore[union-attr]
             query = (
-                f"SELECT globalTid, domainId, coalesce(text, (SELECT value FROM StringIds WHERE id = textId)) "
+                "SELECT ifnull(globalTid, 0), domainId, "  # thread 0 for NULL, as the ranges themselves read it
+                f"CAST(coalesce(text, (SELECT value FROM StringIds WHERE id = textId)) AS TEXT) "
                 f"FROM {NVTX_TABLE} WHERE eventType = {NVTX_DOMAIN_CREATE} ORDER BY start"
             )
             domains = connection.execute(stand_in(query, stand_ins)).fetchall()
@@ -224,6 +225,8 @@ def _domain_codes(pid: np.ndarray, domain_id: np.ndarray, domains: list[tuple]) 
         return codes, names
     created: dict[tuple[int, int], str] = {}
     for global_tid, domain, name in domains:  # ordered by time: the first creation of an id wins
+        if not (isinstance(global_tid, int) and isinstance(domain, int)):
+            continue  # a damaged row (REAL or TEXT ids) names no domain
         created.setdefault(((int(global_tid) >> 24) & ID_BITS, int(domain)), name or "")
     # (pid, domain id) pairs as a MultiIndex: domain ids are not guaranteed small, so no packing
     keys, unique_keys = pd.MultiIndex.from_arrays([pid[custom], domain_id[custom]]).factorize()

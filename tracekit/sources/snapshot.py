@@ -30,6 +30,11 @@ ACTION_CODES = {action: code for code, action in enumerate(MEMORY_ACTIONS)}
 # entries by default, stacks of a few hundred frames).
 SIZE_LIMIT_VARIABLE, DEFAULT_SIZE_LIMIT_MB = "TRACEKIT_SNAPSHOT_LIMIT_MB", 1024
 FRAMES_LIMIT_VARIABLE, DEFAULT_FRAMES_LIMIT = "TRACEKIT_SNAPSHOT_MAX_FRAMES", 10_000
+# Every trace entry and block of a real snapshot is a dict of its own with its own address, size and
+# time: at least ~40 bytes of pickle (real files: 50-60). Pickle can repeat one object by reference in 2
+# bytes, so a small file could name 10M entries (3 GB to analyse): fewer bytes than this per entry is
+# refused as such a file.
+MIN_BYTES_PER_ENTRY = 16
 
 
 class TooLarge(ValueError):
@@ -85,6 +90,7 @@ def load_snapshot(path: str | Path) -> MemoryTrace:
         )
     if not isinstance(traces, list) or not all(isinstance(trace, list) for trace in traces):
         raise SnapshotError(f"{file}: device_traces is not a list of per-device event lists")
+    _check_entry_count(file, data, traces)
     stacks = _Stacks()
     try:
         events, has_time = _events(traces, stacks)
@@ -105,6 +111,19 @@ def load_snapshot(path: str | Path) -> MemoryTrace:
         has_time,
         settings if isinstance(settings, dict) else {},
     )
+
+
+def _check_entry_count(file: Path, data: dict, traces: list) -> None:
+    """SnapshotError for a file naming more entries and blocks than its size can hold (see above)."""
+    segments = data["segments"] if isinstance(data["segments"], list) else []
+    blocks = sum(len(s["blocks"]) for s in segments if isinstance(s, dict) and isinstance(s.get("blocks"), list))
+    entries = sum(len(trace) for trace in traces) + blocks
+    size = file.stat().st_size
+    if entries * MIN_BYTES_PER_ENTRY > size:
+        raise SnapshotError(
+            f"{file} names {entries:,} trace entries and blocks in {size:,} bytes: entries repeated by reference, "
+            "not a memory snapshot (each real entry is a record of its own)"
+        )
 
 
 def _unpickle(file: Path):
@@ -195,10 +214,18 @@ def _events(traces: list[list], stacks: _Stacks) -> tuple[pd.DataFrame, bool]:
                 "stack": stacks.ids([entry.get("frames") for entry in trace]),
             }
         )
+        if np.isinf(frame["time_us"]).any() or (has_time and frame["time_us"].isna().any()):
+            raise ValueError("time_us holds NaN or infinity, not a time")
         frames.append(frame)
     if not frames:
         return MEMORY_EVENTS.empty(), False
     return pd.concat(frames, ignore_index=True), has_time
+
+
+def _history_frames(history) -> list:
+    """The stack of a block's latest history record (torch < 2.1 kept frames there), or []."""
+    latest = history[-1] if isinstance(history, list) and history else None
+    return (latest.get("frames") or []) if isinstance(latest, dict) else []
 
 
 def _state(segments: list, stacks: _Stacks) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -229,7 +256,7 @@ def _state(segments: list, stacks: _Stacks) -> tuple[pd.DataFrame, pd.DataFrame]
                     block.get("state", "inactive"),
                 )
             )
-            block_frames.append(block.get("frames") or block.get("history", [{}])[-1].get("frames") or [])
+            block_frames.append(block.get("frames") or _history_frames(block.get("history")))
     segments_frame = pd.DataFrame(
         segment_rows, columns=["device", "address", "total_size", "allocated_size", "active_size", "stream"]
     ).astype("int64")

@@ -55,6 +55,30 @@ def rowid_bounds(connection: sqlite3.Connection, table: str) -> tuple[int | None
     return low, high
 
 
+# Beyond this many chunks of rowid span, rowids are checked for being sparse (see chunk_bounds).
+DENSE_CHUNKS = 64
+
+
+def chunk_bounds(
+    connection: sqlite3.Connection, table: str, low: int | None, high: int | None
+) -> list[tuple[int, int]]:
+    """Inclusive rowid ranges of about CHUNK_ROWS rows each ([] for an empty table). nsys numbers rows
+    1..n, so fixed steps of the rowid span do; a file whose rowids are sparse (one edited to 2^63 - 1)
+    gets bounds from its actual rowids instead, so the number of chunks follows the rows, never the span."""
+    if low is None or high is None:
+        return []
+    if (high - low) // CHUNK_ROWS <= DENSE_CHUNKS:
+        return [(start, min(start + CHUNK_ROWS - 1, high)) for start in range(low, high + 1, CHUNK_ROWS)]
+    starts = [
+        rowid
+        for (rowid,) in connection.execute(
+            f"SELECT rowid FROM (SELECT rowid, row_number() OVER (ORDER BY rowid) - 1 AS n FROM {table}) "
+            f"WHERE n % {CHUNK_ROWS} = 0"
+        )
+    ]
+    return [(start, end - 1) for start, end in zip(starts, starts[1:])] + [(starts[-1], high)]
+
+
 def read_columns(
     path: str | Path,
     table: str,
@@ -96,16 +120,16 @@ def read_columns(
             texts = {name: stand_in(sql, missing) for name, sql in texts.items()}
             where, guard, careful = (stand_in(sql, missing) for sql in (where, guard, careful))
         low, high = rowid_bounds(connection, table)
-    if low is None or high is None:  # an empty table: min and max are both NULL
+        bounds = chunk_bounds(connection, table, low, high)
+    if not bounds:  # an empty table: min and max are both NULL
         empty = {name: np.empty(0, dtype=dtypes.get(name, "int64")) for name in int_names}
         return {**empty, **{name: (np.empty(0, np.int32), []) for name in text_names}, DROPPED: 0, MISSING: []}
 
     selects = ["count(*)", f"({guard or 0})"] + [f"group_concat({ints[name]})" for name in int_names]
-    selects += [f"group_concat(ifnull({texts[name]}, ''), char(31))" for name in text_names]
+    selects += [f"group_concat(ifnull(CAST({texts[name]} AS TEXT), ''), char(31))" for name in text_names]
     selected = f" AND ({where})" if where else ""
     typed = selected + (f" AND ({careful})" if careful else "")
     total_query = f"SELECT count(*) FROM {table} WHERE rowid BETWEEN ? AND ?{selected}"
-    bounds = [(start, min(start + CHUNK_ROWS - 1, high)) for start in range(low, high + 1, CHUNK_ROWS)]
 
     def read_chunk(bound: tuple[int, int]) -> list:
         with closing(connect_readonly(path)) as connection:
@@ -134,7 +158,8 @@ def read_columns(
             if len(strings) != count:  # a value held the separator: fetch this column row by row
                 strings = pa.array(
                     [r[0] for r in connection.execute(
-                        f"SELECT ifnull({texts[name]}, '') FROM {table} WHERE rowid BETWEEN ? AND ?{condition} "
+                        f"SELECT ifnull(CAST({texts[name]} AS TEXT), '') FROM {table} "
+                        f"WHERE rowid BETWEEN ? AND ?{condition} "
                         "ORDER BY rowid", bound)],
                     pa.large_string(),
                 )  # fmt: skip
@@ -287,7 +312,11 @@ def read_strings(path: str | Path, *id_arrays: np.ndarray) -> dict[int, str]:
             batch = wanted[start : start + 900]
             marks = ",".join("?" * len(batch))
             strings.update(
-                connection.execute(f"SELECT id, value FROM StringIds WHERE id IN ({marks})", batch).fetchall()
+                connection.execute(
+                    # CAST: a BLOB reads as text (bytes that are not UTF-8 as U+FFFD), NULL as ""
+                    f"SELECT id, ifnull(CAST(value AS TEXT), '') FROM StringIds WHERE id IN ({marks})",
+                    batch,
+                ).fetchall()
             )
     return strings
 
