@@ -19,7 +19,9 @@ import pandas as pd
 import torch
 
 from tracekit.model.result import Result
-from workloads.bench import is_out_of_memory, release_memory, resolve_device
+from workloads.bench import is_out_of_memory, release_memory, resolve_device, synchronize
+from workloads.compiled import CompileWatch, compile_function
+from workloads.config import EAGER_FALLBACK
 
 HEAD_DIMS = (16, 32, 64, 128)
 SEQUENCE_LENGTHS = (256, 1024, 4096, 8192, 16384)
@@ -42,13 +44,6 @@ def sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> tor
 IMPLEMENTATIONS: dict[str, Callable] = {"naive": naive, "sdpa": sdpa}
 
 
-def synchronize(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    elif device.type == "mps":
-        torch.mps.synchronize()
-
-
 def time_attention(
     function: Callable,
     batch: int,
@@ -58,9 +53,13 @@ def time_attention(
     causal: bool,
     warmup: int,
     passes: int,
+    watch: CompileWatch | None = None,
 ) -> dict:
-    """Mean forward and backward ms over ``passes``, and the memory in use before backward (bytes)."""
+    """Mean forward and backward ms over ``passes``, and the memory in use before backward (bytes).
+    With ``watch`` (a compiled ``function``), the first, compiling forward and backward is timed apart."""
     q, k, v = (torch.randn(batch, length, head_dim, device=device, requires_grad=True) for _ in range(3))
+    if watch is not None:
+        watch.first_call(lambda: function(q, k, v, causal).sum().backward(), lambda: synchronize(device))
     for _ in range(warmup):
         function(q, k, v, causal).sum().backward()
     synchronize(device)
@@ -102,8 +101,9 @@ def attention_grid(
     rows = []
     for name, compiled, head_dim, length in itertools.product(implementations, compiles, head_dims, lengths):
         function = IMPLEMENTATIONS[name]
+        watch = CompileWatch() if compiled else None  # per point: a sweep of shapes would hit the recompile limit
         if compiled:
-            function = torch.compile(function)
+            function = compile_function(function)
         row = {
             "Implementation": name,
             "Compile": compiled,
@@ -116,7 +116,7 @@ def attention_grid(
             "Error": None,
         }
         try:
-            timing = time_attention(function, batch, length, head_dim, target, causal, warmup, passes)
+            timing = time_attention(function, batch, length, head_dim, target, causal, warmup, passes, watch)
             row.update(
                 {
                     "Forward (ms)": timing["forward"],
@@ -124,6 +124,12 @@ def attention_grid(
                     "Memory Before Backward (MiB)": timing["memory"] / 2**20 if timing["memory"] else None,
                 }
             )
+            if watch is not None:
+                report = watch.report()
+                row["Compile (ms)"] = report.compile_ms
+                if report.fell_back:  # eager times are not shown as compiled ones
+                    row.update({"Status": EAGER_FALLBACK, "Forward (ms)": None, "Backward (ms)": None,
+                                "Error": report.note})  # fmt: skip
         except Exception as error:
             row["Status"] = "oom" if is_out_of_memory(error) else "error"
             row["Error"] = f"{type(error).__name__}: {error}".splitlines()[0][:300]

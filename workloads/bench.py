@@ -21,7 +21,8 @@ import torch
 from tracekit.errors import UsageError
 from workloads import config as fields
 from workloads.annotate import BACKEND, CAPTURE_RANGE, nvtx_range, pop, push
-from workloads.config import MODES, PHASES, STATS, RunConfig
+from workloads.compiled import CompileReport, CompileWatch, compile_function
+from workloads.config import EAGER_FALLBACK, MODES, PHASES, STATS, RunConfig
 from workloads.hardware import device_name, peak_flops
 from workloads.models import build_model, flops_per_step, model_config, parameter_count
 
@@ -33,12 +34,13 @@ class RunResult:
     """What one configuration produced: raw per-step samples (ms) per phase, or why it failed."""
 
     config: RunConfig
-    status: str = "ok"  # ok | oom | error
+    status: str = "ok"  # ok | oom | error | eager-fallback (compiled, but dynamo ran it eager)
     error: str | None = None
     device: str = ""
     device_type: str = ""
     samples_ms: dict[str, list[float]] = field(default_factory=dict)
     peak_memory_bytes: int | None = None
+    compiled: CompileReport | None = None  # what torch.compile did, for compiled configurations
 
 
 def resolve_device(name: str) -> torch.device:
@@ -58,6 +60,14 @@ def resolve_device(name: str) -> torch.device:
     if device.type == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
         raise UsageError("--device mps: no Apple GPU here; use --device cpu or auto")
     return device
+
+
+def synchronize(device: torch.device) -> None:
+    """Wait for the device's queued work (CPU ops finish before they return)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    elif device.type == "mps":
+        torch.mps.synchronize()
 
 
 class PhaseClock:
@@ -117,10 +127,15 @@ def run(config: RunConfig, capture_range: bool = False, memory_snapshot: str | N
     result = RunResult(config, device=device_name(device), device_type=device.type)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
+    watch = CompileWatch() if config.compile else None  # a clean compiler state per configuration
     try:
-        result.samples_ms = _measure(config, device, capture_range, memory_snapshot)
+        result.samples_ms = _measure(config, device, capture_range, memory_snapshot, watch)
         if device.type == "cuda":
             result.peak_memory_bytes = torch.cuda.max_memory_allocated(device)
+        if watch is not None:
+            result.compiled = watch.report()
+            if result.compiled.fell_back:  # never a row labelled compiled that ran eager
+                result.status, result.error = EAGER_FALLBACK, result.compiled.note
     except Exception as error:
         if not is_out_of_memory(error):
             result.status, result.error = "error", f"{type(error).__name__}: {error}".splitlines()[0][:300]
@@ -132,20 +147,22 @@ def run(config: RunConfig, capture_range: bool = False, memory_snapshot: str | N
 
 
 def _measure(
-    config: RunConfig, device: torch.device, capture_range: bool, memory_snapshot: str | None
+    config: RunConfig,
+    device: torch.device,
+    capture_range: bool,
+    memory_snapshot: str | None,
+    watch: CompileWatch | None = None,
 ) -> dict[str, list[float]]:
     model = build_model(config.model, config.context, config.attention, device, config.seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    step_model = torch.compile(model) if config.compile else model
+    step_model = compile_function(model) if config.compile else model
     inputs, targets = make_batch(config, device)
     autocast = (
         torch.autocast(device.type, dtype=DTYPES[config.dtype]) if DTYPES[config.dtype] is not None else nullcontext()
     )
-    samples: dict[str, list[float]] = {phase: [] for phase in PHASES}
-    for index in range(config.warmup + config.steps):
-        measured = index >= config.warmup
-        if index == config.warmup:
-            _start_measuring(device, capture_range, memory_snapshot)
+
+    def step() -> list[float]:
+        """One step; its phase durations (ms)."""
         clock = PhaseClock(device)
         with nvtx_range("step"):
             clock.mark()
@@ -166,9 +183,16 @@ def _measure(
                 clock.mark()
         if config.mode == "forward-backward":
             optimizer.zero_grad(set_to_none=True)  # outside the timed phases: not part of this mode
-        del logits, loss
-        durations = clock.durations_ms()
-        if measured:
+        return clock.durations_ms()
+
+    if watch is not None:  # the compiling step: timed apart, in neither warm-up nor samples
+        watch.first_call(step, lambda: synchronize(device))
+    samples: dict[str, list[float]] = {phase: [] for phase in PHASES}
+    for index in range(config.warmup + config.steps):
+        if index == config.warmup:
+            _start_measuring(device, capture_range, memory_snapshot)
+        durations = step()
+        if index >= config.warmup:
             for phase, duration in zip(PHASES, durations):
                 samples[phase].append(duration)
             samples["step"].append(sum(durations))
@@ -240,6 +264,11 @@ def summarize(result: RunResult) -> dict:
     row[fields.TFLOPS.key] = tflops
     row[fields.MFU.key] = 100 * tflops * 1e12 / peak if peak and tflops else None
     row[fields.PEAK_MEMORY.key] = result.peak_memory_bytes / 2**20 if result.peak_memory_bytes else None
+    compiled = result.compiled
+    row[fields.COMPILE_MS.key] = compiled.compile_ms if compiled else None
+    row[fields.GRAPHS.key] = compiled.graphs if compiled else None
+    row[fields.RECOMPILES.key] = compiled.recompiles if compiled else None
+    row[fields.GRAPH_BREAKS.key] = compiled.graph_breaks if compiled else None
     row[fields.ERROR.key] = result.error
     return row
 

@@ -20,6 +20,7 @@ OPTIMIZERS = ("single-tensor", "foreach", "fused", "compiled")
 PHASES = ("forward", "backward", "optimizer", "step")
 RESULTS_TABLE = "runs"  # the table of a results database (`tracekit bench --db`)
 STATS = ("mean", "std", "median", "min", "max")
+EAGER_FALLBACK = "eager-fallback"  # the status of a compiled configuration that dynamo ran eager
 
 
 @dataclass(frozen=True)
@@ -90,10 +91,14 @@ MODEL, CTX, BATCH, MODE, DTYPE, COMPILE, ATTENTION, DEVICE, STATUS = (
 PARAMS, GFLOP, STEPS = Field("params_m", "Params (M)"), Field("gflop_per_step", "GFLOP/step"), Field("steps", "Steps")
 TOKENS, TFLOPS, MFU = Field("tokens_per_s", "Tokens/s"), Field("tflop_per_s", "TFLOP/s"), Field("mfu_pct", "MFU (%)")
 PEAK_MEMORY, ERROR = Field("peak_memory_mib", "Peak Memory (MiB)"), Field("error", "Error")
+# What torch.compile did (compiled configurations only): the first, compiling step (ms), graphs
+# compiled, frames recompiled after it, graph breaks (dynamo's counters; see workloads.compiled).
+COMPILE_MS, GRAPHS = Field("compile_ms", "Compile (ms)"), Field("graphs", "Graphs")
+RECOMPILES, GRAPH_BREAKS = Field("recompiles", "Recompiles"), Field("graph_breaks", "Graph Breaks")
 
 CONFIG_FIELDS = (MODEL, CTX, BATCH, MODE, DTYPE, COMPILE, ATTENTION, DEVICE, STATUS, PARAMS, GFLOP, STEPS)
 PHASE_FIELDS = tuple(phase_field(phase, stat) for phase in PHASES for stat in STATS)
-RESULT_FIELDS = (TOKENS, TFLOPS, MFU, PEAK_MEMORY, ERROR)
+RESULT_FIELDS = (TOKENS, TFLOPS, MFU, PEAK_MEMORY, COMPILE_MS, GRAPHS, RECOMPILES, GRAPH_BREAKS, ERROR)
 FIELDS = CONFIG_FIELDS + PHASE_FIELDS + RESULT_FIELDS
 LABELS = {field.key: field.label for field in FIELDS}
 

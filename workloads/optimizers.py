@@ -16,8 +16,8 @@ import pandas as pd
 import torch
 
 from tracekit.model.result import Result
-from workloads.attention import synchronize
-from workloads.bench import is_out_of_memory, release_memory, resolve_device
+from workloads.bench import is_out_of_memory, release_memory, resolve_device, synchronize
+from workloads.compiled import CompileReport, CompileWatch, compile_function
 
 COUNTS = (1, 2, 4, 8, 16, 32)
 SIZES = (16 * 1024, 64 * 1024, 256 * 1024, 1024 * 1024, 4 * 1024 * 1024)
@@ -41,16 +41,23 @@ def make_step(implementation: str, parameters: list[torch.Tensor]) -> Callable[[
     options = choices[implementation]
     optimizer = torch.optim.AdamW(parameters, lr=1e-3, **options)
     if implementation == "compiled":
-        return torch.compile(optimizer.step)
+        return compile_function(optimizer.step)
     return optimizer.step
 
 
-def time_step(implementation: str, count: int, size: int, device: torch.device, warmup: int, steps: int) -> float:
-    """Mean ms of one AdamW step over ``count`` parameters of ``size`` float32 elements."""
+def time_step(
+    implementation: str, count: int, size: int, device: torch.device, warmup: int, steps: int
+) -> tuple[float, CompileReport | None]:
+    """Mean ms of one AdamW step over ``count`` parameters of ``size`` float32 elements, and for
+    ``compiled`` what dynamo did. Each cell builds a new optimizer, which dynamo would recompile for
+    until its limit and then run eager: the compiler state is reset per cell (``CompileWatch``)."""
     parameters = [torch.randn(size, device=device, requires_grad=True) for _ in range(count)]
     for parameter in parameters:
         parameter.grad = torch.randn_like(parameter)
+    watch = CompileWatch() if implementation == "compiled" else None
     step = make_step(implementation, parameters)
+    if watch is not None:
+        watch.first_call(step, lambda: synchronize(device))
     for _ in range(warmup):
         step()
     synchronize(device)
@@ -58,7 +65,7 @@ def time_step(implementation: str, count: int, size: int, device: torch.device, 
     for _ in range(steps):
         step()
     synchronize(device)
-    return (time.perf_counter() - started) * 1e3 / steps
+    return (time.perf_counter() - started) * 1e3 / steps, watch.report() if watch else None
 
 
 def optimizer_grid(
@@ -79,7 +86,13 @@ def optimizer_grid(
         notes = []
         for implementation in implementations:
             try:
-                row[f"{implementation} (ms)"] = time_step(implementation, count, size, target, warmup, steps)
+                milliseconds, compiled = time_step(implementation, count, size, target, warmup, steps)
+                row[f"{implementation} (ms)"] = milliseconds
+                if compiled is not None:
+                    row["Compile (ms)"] = compiled.compile_ms
+                    if compiled.fell_back:  # an eager time is not shown as the compiled one
+                        row[f"{implementation} (ms)"] = None
+                        notes.append(f"{implementation}: {compiled.note}")
             except Exception as error:
                 row[f"{implementation} (ms)"] = None
                 reason = "out of memory" if is_out_of_memory(error) else f"{type(error).__name__}: {error}"

@@ -17,10 +17,12 @@ from workloads.config import (
     ATTENTION,
     BATCH,
     COMPILE,
+    COMPILE_MS,
     CTX,
     DTYPE,
     ERROR,
     FIELDS,
+    GRAPH_BREAKS,
     LABELS,
     MFU,
     MODE,
@@ -28,6 +30,7 @@ from workloads.config import (
     PARAMS,
     PEAK_MEMORY,
     PHASES,
+    RECOMPILES,
     STATUS,
     TFLOPS,
     TOKENS,
@@ -89,7 +92,7 @@ def benchmark(
     results = run_sweep(configs, finished)
     table = results_table(results)
     notes = [f"{db.path}: {db.rows} rows"] if db is not None else []
-    title = "Benchmark (ms per step phase; oom = out of memory, the sweep went on)"
+    title = "Benchmark (ms per step phase; oom = out of memory, the sweep went on; eager-fallback = compiled, but dynamo ran it eager)"
     return Result.of("benchmark", compact_table(table) if compact else table, title, notes)
 
 
@@ -109,6 +112,9 @@ COMPACT_EXTRA = (
     TFLOPS,
     MFU,
     PEAK_MEMORY,
+    COMPILE_MS,
+    RECOMPILES,
+    GRAPH_BREAKS,
     ERROR,
 )
 

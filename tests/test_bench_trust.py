@@ -1,0 +1,98 @@
+"""Benchmarks a user can trust: compiled rows were compiled (issue: benchmarks a user can trust).
+
+Inductor takes ~20 s per shape on a CPU, so these compile with ``aot_eager`` and a recompile limit of
+2: the silent fallback users hit after 8 recompiles shows up after 2.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from workloads.config import EAGER_FALLBACK  # noqa: E402
+
+
+@pytest.fixture
+def low_recompile_limit(monkeypatch):
+    import torch._dynamo
+
+    monkeypatch.setenv("TRACEKIT_COMPILE_BACKEND", "aot_eager")
+    with torch._dynamo.config.patch(recompile_limit=2):  # dynamo's config takes no setattr from monkeypatch
+        yield
+    torch._dynamo.reset()
+
+
+@pytest.fixture
+def no_reset(monkeypatch):
+    """The harness as it was: one compiler state for the whole sweep."""
+    import torch._dynamo
+
+    monkeypatch.setattr(torch._dynamo, "reset", lambda: None)
+
+
+def optimizer_cells():
+    from workloads.optimizers import optimizer_grid
+
+    result = optimizer_grid(counts=(1, 2, 3, 4), sizes=(1024,), implementations=("compiled",), warmup=1,
+                            steps=2, device="cpu")  # fmt: skip
+    return result.tables[0].frame
+
+
+def test_a_new_optimizer_per_cell_once_ran_eager_silently(low_recompile_limit, no_reset):
+    """How users met it: past the limit, dynamo runs the step eager. Now such cells are labelled, and
+    their eager time is not shown as the compiled one."""
+    frame = optimizer_cells()
+    fell_back = frame["Notes"].fillna("").str.contains("fell back to eager")
+    assert fell_back.sum() >= 1 and not fell_back.iloc[0]  # the first cells compiled, later ones did not
+    assert frame.loc[fell_back, "compiled (ms)"].isna().all()
+    assert frame.loc[~fell_back, "compiled (ms)"].notna().all()
+
+
+def test_every_compiled_optimizer_cell_is_compiled(low_recompile_limit):
+    frame = optimizer_cells()
+    assert frame["Notes"].isna().all(), frame["Notes"].tolist()
+    assert frame["compiled (ms)"].notna().all() and (frame["Compile (ms)"] > 0).all()
+
+
+def model_rows(contexts=(16, 24, 32)):
+    from workloads.sweep import configurations, run_sweep
+
+    configs = configurations(["tiny"], list(contexts), compiles=(True,), warmup=1, steps=2, device="cpu")
+    return run_sweep(configs)
+
+
+def test_a_model_sweep_of_more_shapes_than_the_limit_compiles_every_row(low_recompile_limit):
+    from workloads.bench import summarize
+
+    rows = [summarize(result) for result in model_rows()]
+    assert [row["status"] for row in rows] == ["ok", "ok", "ok"]
+    for row in rows:
+        assert row["graphs"] >= 1 and row["compile_ms"] > 0 and row["recompiles"] == 0
+        assert row["step_mean_ms"] > 0 and row["steps"] == 2  # the compiling step is in no sample
+
+
+def test_a_model_that_ran_eager_is_labelled(low_recompile_limit, no_reset):
+    import torch._dynamo
+
+    # every context a new static shape, and no room for a second one: the second row runs eager
+    with torch._dynamo.config.patch(recompile_limit=1, automatic_dynamic_shapes=False):
+        results = model_rows((16, 24))
+    assert results[0].status == "ok" and results[1].status == EAGER_FALLBACK
+    assert "fell back to eager" in (results[1].error or "")
+
+
+def test_graph_breaks_are_counted(low_recompile_limit):
+    from workloads.compiled import CompileWatch, compile_function
+
+    def with_break(x):
+        x = x.sin()
+        torch._dynamo.graph_break()
+        return x.cos()
+
+    watch = CompileWatch()
+    compiled = compile_function(with_break)
+    watch.first_call(lambda: compiled(torch.randn(4)), lambda: None)
+    compiled(torch.randn(4))
+    report = watch.report()
+    assert report.graph_breaks == 1 and report.graphs == 2 and report.recompiles == 0 and not report.fell_back
