@@ -96,3 +96,25 @@ def test_graph_breaks_are_counted(low_recompile_limit):
     compiled(torch.randn(4))
     report = watch.report()
     assert report.graph_breaks == 1 and report.graphs == 2 and report.recompiles == 0 and not report.fell_back
+
+
+def test_statistics_say_when_they_are_weak():
+    from workloads.bench import describe, t_975
+
+    # t quantiles: the table, and the expansion against values from standard tables (df 40, 60, 120)
+    assert t_975(1) == 12.706 and t_975(30) == 2.042
+    for degrees, exact in ((40, 2.021), (60, 2.000), (120, 1.980)):
+        assert abs(t_975(degrees) - exact) < 0.001
+    stats = describe([10.0, 12.0, 14.0])  # mean 12, std 2, n 3: 4.303 * 2 / sqrt(3)
+    assert stats["mean"] == 12.0 and stats["std"] == 2.0 and stats["ci95"] == pytest.approx(4.303 * 2 / 3**0.5)
+    assert describe([5.0])["ci95"] is None
+
+
+def test_noisy_rows_are_flagged():
+    from workloads.bench import RunResult, summarize
+    from workloads.config import RunConfig
+
+    steady = RunResult(RunConfig("tiny"), samples_ms={"forward": [10.0, 10.1, 9.9], "step": [10.0, 10.1, 9.9]})
+    noisy = RunResult(RunConfig("tiny"), samples_ms={"forward": [10.0, 12.0, 8.0], "step": [10.0, 12.0, 8.0]})
+    assert summarize(steady)["noisy"] == "no" and summarize(steady)["step_cv_pct"] == pytest.approx(1.0)
+    assert summarize(noisy)["noisy"] == "yes" and summarize(noisy)["step_cv_pct"] == pytest.approx(20.0)

@@ -221,14 +221,31 @@ def release_memory(device: torch.device) -> None:
         torch.cuda.empty_cache()
 
 
-def describe(values: list[float]) -> dict[str, float]:
-    """mean, std (sample), median, min, max of raw samples."""
+# Student's t, 97.5th percentile, for 1..30 degrees of freedom (standard tables).
+T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+         2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)  # fmt: skip
+
+
+def t_975(degrees: int) -> float:
+    """The two-sided 95 % quantile of Student's t: the table up to 30, then the Cornish-Fisher expansion
+    around the normal's 1.96 (within 0.001 of the exact value from 31 on)."""
+    if degrees <= len(T_975):
+        return T_975[degrees - 1]
+    z = statistics.NormalDist().inv_cdf(0.975)
+    return z + (z**3 + z) / (4 * degrees) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * degrees**2)
+
+
+def describe(values: list[float]) -> dict[str, float | None]:
+    """mean, std (sample), median, min, max of raw samples, and ci95: the half-width of the 95 %
+    confidence interval of the mean (t * std / sqrt(n); None for a single sample)."""
+    std = statistics.stdev(values) if len(values) > 1 else 0.0
     return {
         "mean": statistics.fmean(values),
-        "std": statistics.stdev(values) if len(values) > 1 else 0.0,
+        "std": std,
         "median": statistics.median(values),
         "min": min(values),
         "max": max(values),
+        "ci95": t_975(len(values) - 1) * std / len(values) ** 0.5 if len(values) > 1 else None,
     }
 
 
@@ -258,6 +275,10 @@ def summarize(result: RunResult) -> dict:
         for stat in STATS:
             row[fields.phase_field(phase, stat).key] = described.get(stat)
     step_ms = row[fields.phase_field("step", "mean").key]
+    step_std = row[fields.phase_field("step", "std").key]
+    cv = 100 * step_std / step_ms if step_ms and step_std is not None and len(result.samples_ms["step"]) > 1 else None
+    row[fields.STEP_CV.key] = cv
+    row[fields.NOISY.key] = None if cv is None else ("yes" if cv > fields.NOISY_CV_PCT else "no")
     tflops = flops / (step_ms / 1e3) / 1e12 if step_ms else None
     peak = peak_flops(result.device, config.dtype)
     row[fields.TOKENS.key] = config.batch * config.context / (step_ms / 1e3) if step_ms else None

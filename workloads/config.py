@@ -19,7 +19,9 @@ ATTENTIONS = ("naive", "sdpa")
 OPTIMIZERS = ("single-tensor", "foreach", "fused", "compiled")
 PHASES = ("forward", "backward", "optimizer", "step")
 RESULTS_TABLE = "runs"  # the table of a results database (`tracekit bench --db`)
-STATS = ("mean", "std", "median", "min", "max")
+STATS = ("mean", "std", "median", "min", "max", "ci95")  # ci95: half-width of the 95 % confidence interval
+STAT_LABELS = {"ci95": "95% CI ±"}
+NOISY_CV_PCT = 5.0  # a step time whose coefficient of variation is above this is flagged
 EAGER_FALLBACK = "eager-fallback"  # the status of a compiled configuration that dynamo ran eager
 
 
@@ -74,7 +76,7 @@ class Field:
 
 def phase_field(phase: str, stat: str) -> Field:
     """The column of one statistic of one phase's step times, in ms."""
-    return Field(f"{phase}_{stat}_ms", f"{phase.capitalize()} {stat.capitalize()} (ms)")
+    return Field(f"{phase}_{stat}_ms", f"{phase.capitalize()} {STAT_LABELS.get(stat, stat.capitalize())} (ms)")
 
 
 MODEL, CTX, BATCH, MODE, DTYPE, COMPILE, ATTENTION, DEVICE, STATUS = (
@@ -98,7 +100,9 @@ RECOMPILES, GRAPH_BREAKS = Field("recompiles", "Recompiles"), Field("graph_break
 
 CONFIG_FIELDS = (MODEL, CTX, BATCH, MODE, DTYPE, COMPILE, ATTENTION, DEVICE, STATUS, PARAMS, GFLOP, STEPS)
 PHASE_FIELDS = tuple(phase_field(phase, stat) for phase in PHASES for stat in STATS)
-RESULT_FIELDS = (TOKENS, TFLOPS, MFU, PEAK_MEMORY, COMPILE_MS, GRAPHS, RECOMPILES, GRAPH_BREAKS, ERROR)
+# How steady the step time was: std / mean (%), and "yes" when that is above NOISY_CV_PCT.
+STEP_CV, NOISY = Field("step_cv_pct", "Step CV (%)"), Field("noisy", "Noisy")
+RESULT_FIELDS = (STEP_CV, NOISY, TOKENS, TFLOPS, MFU, PEAK_MEMORY, COMPILE_MS, GRAPHS, RECOMPILES, GRAPH_BREAKS, ERROR)
 FIELDS = CONFIG_FIELDS + PHASE_FIELDS + RESULT_FIELDS
 LABELS = {field.key: field.label for field in FIELDS}
 

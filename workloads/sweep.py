@@ -27,11 +27,13 @@ from workloads.config import (
     MFU,
     MODE,
     MODEL,
+    NOISY,
     PARAMS,
     PEAK_MEMORY,
     PHASES,
     RECOMPILES,
     STATUS,
+    STEP_CV,
     TFLOPS,
     TOKENS,
     RunConfig,
@@ -105,6 +107,9 @@ def results_table(results: Sequence[RunResult]) -> pd.DataFrame:
 
 COMPACT_KEYS = (MODEL, CTX, BATCH, MODE, DTYPE, COMPILE, ATTENTION, STATUS, PARAMS)
 COMPACT_EXTRA = (
+    phase_field("step", "ci95"),
+    STEP_CV,
+    NOISY,
     phase_field("step", "median"),
     phase_field("step", "min"),
     phase_field("step", "max"),
