@@ -118,3 +118,34 @@ def test_noisy_rows_are_flagged():
     noisy = RunResult(RunConfig("tiny"), samples_ms={"forward": [10.0, 12.0, 8.0], "step": [10.0, 12.0, 8.0]})
     assert summarize(steady)["noisy"] == "no" and summarize(steady)["step_cv_pct"] == pytest.approx(1.0)
     assert summarize(noisy)["noisy"] == "yes" and summarize(noisy)["step_cv_pct"] == pytest.approx(20.0)
+
+
+def test_tf32_is_set_inside_a_run_and_restored_after():
+    from workloads.bench import tf32_allowed
+
+    before = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    with tf32_allowed(True):
+        assert torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32
+    with tf32_allowed(False):
+        assert not torch.backends.cuda.matmul.allow_tf32 and not torch.backends.cudnn.allow_tf32
+    assert (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32) == before
+
+
+def test_every_row_says_tf32_and_the_peak_it_is_measured_against(cli):
+    import json
+
+    from workloads.hardware import peak_flops
+
+    rows = json.loads(cli("bench", "tiny", "--ctx", "16", "--warmup", "0", "--steps", "2", "--device", "cpu",
+                          "--tf32", "on", "--format", "json").stdout)  # fmt: skip
+    assert [row["TF32"] for row in rows] == ["on"]
+    attention = json.loads(cli("bench", "attention", "--head-dim", "16", "--seq", "32", "--passes", "1",
+                               "--device", "cpu", "--format", "json").stdout)  # fmt: skip
+    assert [row["TF32"] for row in attention] == ["off", "off"]  # naive and sdpa
+    # data-sheet peaks (dense), the TF32 rate apart from plain float32, most specific name first
+    assert peak_flops("NVIDIA H100 80GB HBM3", "fp32") == 67.0e12
+    assert peak_flops("NVIDIA H100 80GB HBM3", "fp32", tf32=True) == 494.7e12
+    assert peak_flops("NVIDIA H100 PCIe", "bf16") == 756.5e12
+    assert peak_flops("NVIDIA A10G", "bf16") == 125e12 and peak_flops("NVIDIA A100-SXM4-80GB", "bf16") == 312e12
+    assert peak_flops("NVIDIA L40S", "fp16") == 362.05e12 and peak_flops("NVIDIA L4", "fp16") == 121e12
+    assert peak_flops("Tesla V100-SXM2-16GB", "bf16") is None and peak_flops("Some Future GPU", "bf16") is None

@@ -13,8 +13,10 @@ torch = pytest.importorskip("torch")
 
 from nsys_stats import profile_under_nsys  # noqa: E402
 
+from tracekit import __version__  # noqa: E402
 from workloads import bench  # noqa: E402
 from workloads.bench import result_record, summarize  # noqa: E402
+from workloads.hardware import environment  # noqa: E402
 from workloads.models import SIZES, TransformerLM, model_config  # noqa: E402
 from workloads.results_db import ResultsDB  # noqa: E402
 from workloads.sweep import configurations, results_table, run_sweep  # noqa: E402
@@ -100,12 +102,14 @@ def test_results_database_accumulates(tmp_path):
     for batch in (results, results[:1]):
         opened = ResultsDB.open(db)
         for result in batch:
-            opened.add(summarize(result), result_record(result)["samples_ms"])
+            opened.add(summarize(result), result_record(result)["samples_ms"], environment("cpu"))
         opened.close()
     assert ResultsDB.open(db).rows == 3
     rows = list(sqlite_utils.Database(db)["runs"].rows)
     assert [row["ctx"] for row in rows] == [16, 32, 16]
     assert rows[0]["torch_version"] == str(torch.__version__) and rows[0]["time_utc"]
+    assert rows[0]["tf32"] == "off" and rows[0]["cuda_version"] == torch.version.cuda and rows[0]["gpu_driver"] is None
+    assert rows[0]["tracekit_version"] == __version__ and rows[0]["python_version"]
     assert len(json.loads(rows[0]["samples_ms"])["step"]) == 2
     assert rows[0]["step_mean_ms"] > 0
 

@@ -29,6 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mode", choices=MODES, default="train")
     parser.add_argument("--dtype", choices=list(DTYPES), default="fp32")
     parser.add_argument("--compile", action="store_true")
+    parser.add_argument("--tf32", action="store_true", help="allow TF32 for float32 matmuls and convolutions")
     parser.add_argument("--attention", choices=ATTENTION_KINDS, default="naive")
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--steps", type=int, default=10)
@@ -50,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         args.warmup,
         args.steps,
         args.device,
+        tf32=args.tf32,
     )  # the inverse of RunConfig.arguments()
     try:
         result = run(config, capture_range=args.capture_range, memory_snapshot=args.memory)

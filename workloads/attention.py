@@ -19,7 +19,7 @@ import pandas as pd
 import torch
 
 from tracekit.model.result import Result
-from workloads.bench import is_out_of_memory, release_memory, resolve_device, synchronize
+from workloads.bench import is_out_of_memory, release_memory, resolve_device, synchronize, tf32_allowed
 from workloads.compiled import CompileWatch, compile_function
 from workloads.config import EAGER_FALLBACK
 
@@ -94,10 +94,19 @@ def attention_grid(
     causal: bool = True,
     device: str = "auto",
     on_row: Callable[[dict], None] | None = None,
+    tf32: bool = False,
 ) -> Result:
     """One row per (implementation, compiled, head dim, length). Columns: Implementation, Compile,
     Head Dim, Seq Len, Status (ok | oom | error), Forward (ms), Backward (ms), Memory Before Backward (MiB)."""
     target = resolve_device(device)
+    with tf32_allowed(tf32):
+        rows = _grid(head_dims, lengths, implementations, compiles, batch, passes, warmup, causal, target, on_row, tf32)
+    return Result.of(
+        "attention", pd.DataFrame(rows), f"Attention, batch {batch}, {passes} passes (oom = out of memory)"
+    )
+
+
+def _grid(head_dims, lengths, implementations, compiles, batch, passes, warmup, causal, target, on_row, tf32) -> list:
     rows = []
     for name, compiled, head_dim, length in itertools.product(implementations, compiles, head_dims, lengths):
         function = IMPLEMENTATIONS[name]
@@ -109,6 +118,7 @@ def attention_grid(
             "Compile": compiled,
             "Head Dim": head_dim,
             "Seq Len": length,
+            "TF32": "on" if tf32 else "off",
             "Status": "ok",
             "Forward (ms)": None,
             "Backward (ms)": None,
@@ -138,6 +148,4 @@ def attention_grid(
         rows.append(row)
         if on_row:
             on_row(row)
-    return Result.of(
-        "attention", pd.DataFrame(rows), f"Attention, batch {batch}, {passes} passes (oom = out of memory)"
-    )
+    return rows

@@ -10,10 +10,10 @@ they return); on MPS with ``perf_counter`` after ``torch.mps.synchronize()``.
 from __future__ import annotations
 
 import gc
-import platform
 import statistics
 import time
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass, field
 
 import torch
@@ -23,7 +23,7 @@ from workloads import config as fields
 from workloads.annotate import BACKEND, CAPTURE_RANGE, nvtx_range, pop, push
 from workloads.compiled import CompileReport, CompileWatch, compile_function
 from workloads.config import EAGER_FALLBACK, MODES, PHASES, STATS, RunConfig
-from workloads.hardware import device_name, peak_flops
+from workloads.hardware import device_name, environment, peak_flops
 from workloads.models import build_model, flops_per_step, model_config, parameter_count
 
 DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -129,7 +129,8 @@ def run(config: RunConfig, capture_range: bool = False, memory_snapshot: str | N
         torch.cuda.reset_peak_memory_stats(device)
     watch = CompileWatch() if config.compile else None  # a clean compiler state per configuration
     try:
-        result.samples_ms = _measure(config, device, capture_range, memory_snapshot, watch)
+        with tf32_allowed(config.tf32):
+            result.samples_ms = _measure(config, device, capture_range, memory_snapshot, watch)
         if device.type == "cuda":
             result.peak_memory_bytes = torch.cuda.max_memory_allocated(device)
         if watch is not None:
@@ -144,6 +145,19 @@ def run(config: RunConfig, capture_range: bool = False, memory_snapshot: str | N
     finally:
         release_memory(device)
     return result
+
+
+@contextmanager
+def tf32_allowed(allowed: bool) -> Iterator[None]:
+    """TF32 tensor cores allowed (or not) for float32 matmuls and cuDNN convolutions inside; PyTorch's
+    own settings (matmuls off, convolutions on by default) are restored after."""
+    previous = (bool(torch.backends.cuda.matmul.allow_tf32), bool(torch.backends.cudnn.allow_tf32))
+    torch.backends.cuda.matmul.allow_tf32 = allowed
+    torch.backends.cudnn.allow_tf32 = allowed
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = previous
 
 
 def _measure(
@@ -263,6 +277,7 @@ def summarize(result: RunResult) -> dict:
         fields.DTYPE.key: config.dtype,
         fields.COMPILE.key: config.compile,
         fields.ATTENTION.key: config.attention,
+        fields.TF32.key: "on" if config.tf32 else "off",
         fields.DEVICE.key: result.device,
         fields.STATUS.key: result.status,
         fields.PARAMS.key: parameter_count(spec) / 1e6,
@@ -280,7 +295,7 @@ def summarize(result: RunResult) -> dict:
     row[fields.STEP_CV.key] = cv
     row[fields.NOISY.key] = None if cv is None else ("yes" if cv > fields.NOISY_CV_PCT else "no")
     tflops = flops / (step_ms / 1e3) / 1e12 if step_ms else None
-    peak = peak_flops(result.device, config.dtype)
+    peak = peak_flops(result.device, config.dtype, tf32=config.tf32)
     row[fields.TOKENS.key] = config.batch * config.context / (step_ms / 1e3) if step_ms else None
     row[fields.TFLOPS.key] = tflops
     row[fields.MFU.key] = 100 * tflops * 1e12 / peak if peak and tflops else None
@@ -304,7 +319,6 @@ def result_record(result: RunResult) -> dict:
         "device_type": result.device_type,
         "samples_ms": result.samples_ms,
         "peak_memory_bytes": result.peak_memory_bytes,
-        "torch_version": str(torch.__version__),
-        "python_version": platform.python_version(),
+        **environment(result.device_type),
         "nvtx_backend": BACKEND,
     }

@@ -40,6 +40,7 @@ class RunConfig:
     steps: int = 10
     device: str = "auto"
     seed: int = 0
+    tf32: bool = False  # allow TF32 tensor cores for float32 matmuls and convolutions (CUDA, Ampere+)
 
     def arguments(self) -> list[str]:
         """The configuration as ``python -m workloads`` arguments."""
@@ -62,7 +63,7 @@ class RunConfig:
             "--device",
             self.device,
         ]
-        return words + (["--compile"] if self.compile else [])
+        return words + (["--compile"] if self.compile else []) + (["--tf32"] if self.tf32 else [])
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,7 @@ def phase_field(phase: str, stat: str) -> Field:
     return Field(f"{phase}_{stat}_ms", f"{phase.capitalize()} {STAT_LABELS.get(stat, stat.capitalize())} (ms)")
 
 
+TF32 = Field("tf32", "TF32")
 MODEL, CTX, BATCH, MODE, DTYPE, COMPILE, ATTENTION, DEVICE, STATUS = (
     Field("model", "Model"),
     Field("ctx", "Ctx"),
@@ -98,7 +100,7 @@ PEAK_MEMORY, ERROR = Field("peak_memory_mib", "Peak Memory (MiB)"), Field("error
 COMPILE_MS, GRAPHS = Field("compile_ms", "Compile (ms)"), Field("graphs", "Graphs")
 RECOMPILES, GRAPH_BREAKS = Field("recompiles", "Recompiles"), Field("graph_breaks", "Graph Breaks")
 
-CONFIG_FIELDS = (MODEL, CTX, BATCH, MODE, DTYPE, COMPILE, ATTENTION, DEVICE, STATUS, PARAMS, GFLOP, STEPS)
+CONFIG_FIELDS = (MODEL, CTX, BATCH, MODE, DTYPE, COMPILE, ATTENTION, TF32, DEVICE, STATUS, PARAMS, GFLOP, STEPS)
 PHASE_FIELDS = tuple(phase_field(phase, stat) for phase in PHASES for stat in STATS)
 # How steady the step time was: std / mean (%), and "yes" when that is above NOISY_CV_PCT.
 STEP_CV, NOISY = Field("step_cv_pct", "Step CV (%)"), Field("noisy", "Noisy")

@@ -67,20 +67,18 @@ class ResultsDB:
             return 0
         return int(self.connection.execute(f"SELECT count(*) FROM {RESULTS_TABLE}").fetchone()[0])
 
-    def add(self, summary: dict, samples_ms: dict) -> None:
-        """Append one configuration's row (its summary, where and when it ran, its samples), committed."""
+    def add(self, summary: dict, samples_ms: dict, environment: dict) -> None:
+        """Append one configuration's row (its summary, where and when it ran, with what: torch, CUDA,
+        driver, Python and tracekit versions; its samples), committed."""
         import sqlite_utils
-        import torch
 
-        from tracekit import __version__
         from workloads.sweep import git_revision
 
         row = {
             **summary,
             "time_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "host": platform.node(),
-            "torch_version": str(torch.__version__),
-            "tracekit_version": __version__,
+            **environment,
             "git_revision": git_revision(),
             "samples_ms": json.dumps(samples_ms),
         }

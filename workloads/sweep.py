@@ -40,6 +40,7 @@ from workloads.config import (
     mean_std,
     phase_field,
 )
+from workloads.hardware import environment, peak_flops
 from workloads.results_db import ResultsDB
 
 
@@ -54,10 +55,11 @@ def configurations(
     warmup: int = 5,
     steps: int = 10,
     device: str = "auto",
+    tf32: bool = False,
 ) -> list[RunConfig]:
     """Every combination of the lists, in a stable order (model outermost, attention innermost)."""
     return [
-        RunConfig(model, context, batch, mode, dtype, compiled, attention, warmup, steps, device)
+        RunConfig(model, context, batch, mode, dtype, compiled, attention, warmup, steps, device, tf32=tf32)
         for model, context, batch, mode, dtype, compiled, attention in itertools.product(
             models, contexts, batches, modes, dtypes, compiles, attentions
         )
@@ -87,13 +89,19 @@ def benchmark(
 
     def finished(result: RunResult) -> None:
         if db is not None:
-            db.add(summarize(result), result_record(result)["samples_ms"])
+            record = result_record(result)
+            db.add(summarize(result), record["samples_ms"], environment(result.device_type))
         if on_result:
             on_result(result)
 
     results = run_sweep(configs, finished)
     table = results_table(results)
     notes = [f"{db.path}: {db.rows} rows"] if db is not None else []
+    unknown = sorted(
+        {r.device for r in results if r.device_type == "cuda" and not peak_flops(r.device, r.config.dtype)}
+    )
+    if unknown:
+        notes.append(f"MFU left empty for {', '.join(unknown)}: no data-sheet peak for it in workloads/hardware.py")
     title = "Benchmark (ms per step phase; oom = out of memory, the sweep went on; eager-fallback = compiled, but dynamo ran it eager)"
     return Result.of("benchmark", compact_table(table) if compact else table, title, notes)
 

@@ -107,6 +107,16 @@ def device_option(function):
     )(function)
 
 
+def tf32_option(function):
+    return click.option(
+        "--tf32",
+        type=click.Choice(["on", "off"]),
+        default="off",
+        show_default=True,
+        help="TF32 tensor cores for float32 matmuls and convolutions (CUDA, Ampere and newer); recorded in every row",
+    )(function)
+
+
 def progress(total: int, label: str):
     """A progress bar on standard error for sweeps of more than one point."""
     if total <= 1:
@@ -144,6 +154,7 @@ def progress(total: int, label: str):
 @click.option("--warmup", type=click.IntRange(min=0), default=5, show_default=True, help="untimed steps first")
 @click.option("--steps", type=click.IntRange(min=1), default=10, show_default=True, help="timed steps")
 @device_option
+@tf32_option
 @click.option(
     "--db",
     type=click.Path(dir_okay=False),
@@ -153,14 +164,29 @@ def progress(total: int, label: str):
 @click.option("--wide", is_flag=True, help="table/md: every statistic (csv, json and --db always have them)")
 @output_options
 def bench_models(
-    models, ctx, batch, mode, dtype, compiled, compare_compile, attention, warmup, steps, device, db, wide, fmt, output
+    models,
+    ctx,
+    batch,
+    mode,
+    dtype,
+    compiled,
+    compare_compile,
+    attention,
+    warmup,
+    steps,
+    device,
+    tf32,
+    db,
+    wide,
+    fmt,
+    output,
 ):
     """Forward, backward, optimizer and step time (mean, std, median, min, max ms) per configuration."""
     from workloads.results_db import ResultsDB
     from workloads.sweep import benchmark, configurations
 
     compiles = (False, True) if compare_compile else (compiled,)
-    configs = configurations(models, ctx, batch, mode, dtype, compiles, attention, warmup, steps, device)
+    configs = configurations(models, ctx, batch, mode, dtype, compiles, attention, warmup, steps, device, tf32 == "on")
     compact = fmt in ("table", "md") and not wide
     results_db = ResultsDB.open(db) if db is not None else None  # checked before the first configuration runs
     bar = progress(len(configs), "benchmarking")
@@ -198,8 +224,11 @@ def bench_models(
 @click.option("--compare-compile", is_flag=True, help="eager and compiled rows")
 @click.option("--causal/--no-causal", default=True, show_default=True)
 @device_option
+@tf32_option
 @output_options
-def bench_attention(head_dim, seq, batch, passes, warmup, impl, compiled, compare_compile, causal, device, fmt, output):
+def bench_attention(
+    head_dim, seq, batch, passes, warmup, impl, compiled, compare_compile, causal, device, tf32, fmt, output
+):
     """Attention forward/backward time and memory before backward over head dim x sequence length."""
     from workloads.attention import attention_grid
 
@@ -216,6 +245,7 @@ def bench_attention(head_dim, seq, batch, passes, warmup, impl, compiled, compar
         warmup=warmup,
         causal=causal,
         device=device,
+        tf32=tf32 == "on",
     )
     if bar:
         with bar:
