@@ -149,3 +149,17 @@ def test_every_row_says_tf32_and_the_peak_it_is_measured_against(cli):
     assert peak_flops("NVIDIA A10G", "bf16") == 125e12 and peak_flops("NVIDIA A100-SXM4-80GB", "bf16") == 312e12
     assert peak_flops("NVIDIA L40S", "fp16") == 362.05e12 and peak_flops("NVIDIA L4", "fp16") == 121e12
     assert peak_flops("Tesla V100-SXM2-16GB", "bf16") is None and peak_flops("Some Future GPU", "bf16") is None
+
+
+def test_the_accumulation_demonstration_gives_exact_values(cli):
+    import json
+
+    rows = json.loads(cli("bench", "precision", "--format", "json").stdout)
+    results = {(row["Accumulator"], row["Addend"]): float(row["Result"]) for row in rows}
+    # exact binary results: fp32's rounding of 0.01, fp16's 8-bit stall, bf16 stopping at 4
+    assert results[("fp32", "fp32")] == 10.000133514404297
+    assert results[("fp16", "fp16")] == 9.953125
+    assert results[("fp32", "fp16")] == 10.00213623046875 == 1000 * 0.01000213623046875
+    assert results[("bf16", "bf16")] == 4.0
+    assert results[("fp32", "bf16")] == 10.009765625
+    assert all(row["Why"] for row in rows)

@@ -303,7 +303,18 @@ def bench_optimizer(params, size, impl, steps, warmup, device, fmt, output):
 @device_option
 @output_options
 def bench_dtypes(model, dtype, ctx, batch, device, fmt, output):
-    """The dtype of parameters, each sub-layer's output, logits, loss and gradients under autocast."""
+    """The dtype of parameters, each sub-layer's output, logits, loss and gradients under autocast (see
+    `tracekit bench precision` for why the accumulators stay float32)."""
     from workloads.dtypes import dtype_table
 
     emit(dtype_table(model, dtype, ctx, batch, device), fmt, output)
+
+
+@bench.command("precision")
+@output_options
+def bench_precision(fmt, output):
+    """Why accumulators stay float32: 0.01 added 1,000 times in fp32, fp16, bf16 and mixed, with the exact
+    result of each and why (see `tracekit bench dtypes` for the dtypes of a real step)."""
+    from workloads.precision import precision_table
+
+    emit(precision_table(), fmt, output)
