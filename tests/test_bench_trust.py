@@ -163,3 +163,18 @@ def test_the_accumulation_demonstration_gives_exact_values(cli):
     assert results[("bf16", "bf16")] == 4.0
     assert results[("fp32", "bf16")] == 10.009765625
     assert all(row["Why"] for row in rows)
+
+
+def test_warmup_counts_in_one_table(cli):
+    import json
+
+    tables = json.loads(cli("bench", "tiny", "--ctx", "16", "--warmup", "0", "2", "--steps", "2", "--device", "cpu",
+                            "--format", "json").stdout)  # fmt: skip
+    runs, warmup = tables["benchmark"], tables["warmup"]
+    assert [row["Warm-up"] for row in runs] == [0, 2] and len(warmup) == 1
+    for row in runs:  # each cell is that run's step mean ± std
+        expected = f"{row['Step Mean (ms)']:,.2f} ± {row['Step Std (ms)']:,.2f}"
+        assert warmup[0][f"Warm-up {row['Warm-up']}"] == expected
+    single = json.loads(cli("bench", "tiny", "--ctx", "16", "--warmup", "1", "--steps", "2", "--device", "cpu",
+                            "--format", "json").stdout)  # fmt: skip
+    assert isinstance(single, list)  # one warm-up count: the one table, as before

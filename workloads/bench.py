@@ -278,6 +278,7 @@ def summarize(result: RunResult) -> dict:
         fields.COMPILE.key: config.compile,
         fields.ATTENTION.key: config.attention,
         fields.TF32.key: "on" if config.tf32 else "off",
+        fields.WARMUP.key: config.warmup,
         fields.DEVICE.key: result.device,
         fields.STATUS.key: result.status,
         fields.PARAMS.key: parameter_count(spec) / 1e6,

@@ -80,7 +80,7 @@ def phase_field(phase: str, stat: str) -> Field:
     return Field(f"{phase}_{stat}_ms", f"{phase.capitalize()} {STAT_LABELS.get(stat, stat.capitalize())} (ms)")
 
 
-TF32 = Field("tf32", "TF32")
+TF32, WARMUP = Field("tf32", "TF32"), Field("warmup", "Warm-up")
 MODEL, CTX, BATCH, MODE, DTYPE, COMPILE, ATTENTION, DEVICE, STATUS = (
     Field("model", "Model"),
     Field("ctx", "Ctx"),
@@ -100,7 +100,7 @@ PEAK_MEMORY, ERROR = Field("peak_memory_mib", "Peak Memory (MiB)"), Field("error
 COMPILE_MS, GRAPHS = Field("compile_ms", "Compile (ms)"), Field("graphs", "Graphs")
 RECOMPILES, GRAPH_BREAKS = Field("recompiles", "Recompiles"), Field("graph_breaks", "Graph Breaks")
 
-CONFIG_FIELDS = (MODEL, CTX, BATCH, MODE, DTYPE, COMPILE, ATTENTION, TF32, DEVICE, STATUS, PARAMS, GFLOP, STEPS)
+CONFIG_FIELDS = (MODEL, CTX, BATCH, MODE, DTYPE, COMPILE, ATTENTION, TF32, WARMUP, DEVICE, STATUS, PARAMS, GFLOP, STEPS)
 PHASE_FIELDS = tuple(phase_field(phase, stat) for phase in PHASES for stat in STATS)
 # How steady the step time was: std / mean (%), and "yes" when that is above NOISY_CV_PCT.
 STEP_CV, NOISY = Field("step_cv_pct", "Step CV (%)"), Field("noisy", "Noisy")

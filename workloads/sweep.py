@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from tracekit.model.result import Result
+from tracekit.model.result import Result, Table
 from workloads.bench import RunResult, result_record, run, summarize
 from workloads.config import (
     ATTENTION,
@@ -36,6 +36,7 @@ from workloads.config import (
     STEP_CV,
     TFLOPS,
     TOKENS,
+    WARMUP,
     RunConfig,
     mean_std,
     phase_field,
@@ -52,16 +53,17 @@ def configurations(
     dtypes: Sequence[str] = ("fp32",),
     compiles: Sequence[bool] = (False,),
     attentions: Sequence[str] = ("naive",),
-    warmup: int = 5,
+    warmup: int | Sequence[int] = 5,
     steps: int = 10,
     device: str = "auto",
     tf32: bool = False,
 ) -> list[RunConfig]:
-    """Every combination of the lists, in a stable order (model outermost, attention innermost)."""
+    """Every combination of the lists, in a stable order (model outermost, warm-up count innermost)."""
+    warmups = [warmup] if isinstance(warmup, int) else list(warmup)
     return [
-        RunConfig(model, context, batch, mode, dtype, compiled, attention, warmup, steps, device, tf32=tf32)
-        for model, context, batch, mode, dtype, compiled, attention in itertools.product(
-            models, contexts, batches, modes, dtypes, compiles, attentions
+        RunConfig(model, context, batch, mode, dtype, compiled, attention, count, steps, device, tf32=tf32)
+        for model, context, batch, mode, dtype, compiled, attention, count in itertools.product(
+            models, contexts, batches, modes, dtypes, compiles, attentions, warmups
         )
     ]
 
@@ -102,8 +104,31 @@ def benchmark(
     )
     if unknown:
         notes.append(f"MFU left empty for {', '.join(unknown)}: no data-sheet peak for it in workloads/hardware.py")
-    title = "Benchmark (ms per step phase; oom = out of memory, the sweep went on; eager-fallback = compiled, but dynamo ran it eager)"
-    return Result.of("benchmark", compact_table(table) if compact else table, title, notes)
+    tables = [Table("benchmark", compact_table(table) if compact else table, TITLE)]
+    if len({config.warmup for config in configs}) > 1:
+        tables.append(Table("warmup", warmup_table(table), "Step time (ms, mean ± std) by warm-up steps"))
+    return Result(tables, notes)
+
+
+def warmup_table(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per configuration, a "mean ± std" step-time column per warm-up count (``table`` is
+    ``results_table``'s): the effect of warm-up in one table."""
+    keys = [field.label for field in (MODEL, CTX, BATCH, MODE, DTYPE, COMPILE, ATTENTION)]
+    cells = table.assign(
+        cell=[
+            mean_std(m, s)
+            for m, s in zip(table[phase_field("step", "mean").label], table[phase_field("step", "std").label])
+        ]
+    )
+    wide = cells.pivot_table(index=keys, columns=WARMUP.label, values="cell", aggfunc="first", sort=False)
+    wide.columns = [f"Warm-up {count}" for count in wide.columns]
+    return wide.reset_index()
+
+
+TITLE = (
+    "Benchmark (ms per step phase; oom = out of memory, the sweep went on; eager-fallback = compiled, but dynamo "
+    "ran it eager)"
+)
 
 
 def results_table(results: Sequence[RunResult]) -> pd.DataFrame:
@@ -113,7 +138,7 @@ def results_table(results: Sequence[RunResult]) -> pd.DataFrame:
     )
 
 
-COMPACT_KEYS = (MODEL, CTX, BATCH, MODE, DTYPE, COMPILE, ATTENTION, STATUS, PARAMS)
+COMPACT_KEYS = (MODEL, CTX, BATCH, MODE, DTYPE, COMPILE, ATTENTION, WARMUP, STATUS, PARAMS)
 COMPACT_EXTRA = (
     phase_field("step", "ci95"),
     STEP_CV,

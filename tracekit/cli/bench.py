@@ -20,6 +20,7 @@ SIZE_PATTERN = re.compile(r"^\d+(Ki|Mi|Gi)?$")
 # Options that take a list, and which words can be their values (so `--ctx 128 256 small` stops at small).
 LIST_VALUES = {
     "--ctx": SIZE_PATTERN,
+    "--warmup": SIZE_PATTERN,
     "--batch": SIZE_PATTERN,
     "--head-dim": SIZE_PATTERN,
     "--seq": SIZE_PATTERN,
@@ -151,7 +152,13 @@ def progress(total: int, label: str):
     callback=choices(ATTENTIONS),
     help="naive (matmul, softmax, matmul) or sdpa  [default: naive]",
 )
-@click.option("--warmup", type=click.IntRange(min=0), default=5, show_default=True, help="untimed steps first")
+@click.option(
+    "--warmup",
+    multiple=True,
+    default=("5",),
+    callback=sizes,
+    help="untimed steps first; several (--warmup 0 1 2 5) add a table of step time per warm-up count  [default: 5]",
+)
 @click.option("--steps", type=click.IntRange(min=1), default=10, show_default=True, help="timed steps")
 @device_option
 @tf32_option
