@@ -178,3 +178,18 @@ def test_warmup_counts_in_one_table(cli):
     single = json.loads(cli("bench", "tiny", "--ctx", "16", "--warmup", "1", "--steps", "2", "--device", "cpu",
                             "--format", "json").stdout)  # fmt: skip
     assert isinstance(single, list)  # one warm-up count: the one table, as before
+
+
+def test_cpu_sized_defaults_and_a_first_line_that_says_how_many(cli):
+    import json
+
+    result = cli("bench", "attention", "--impl", "naive", "--device", "cpu", "--format", "json")
+    rows = json.loads(result.stdout)
+    assert [(row["Head Dim"], row["Seq Len"]) for row in rows] == [(16, 128), (16, 256), (64, 128), (64, 256)]
+    assert "attention grid: 4 configurations to run" in result.stderr
+    assert "a CPU-sized grid (the defaults are sized for a GPU): --head-dim 16 64, --seq 128 256, --passes 10" in (
+        result.stderr
+    )
+    chosen = cli("bench", "attention", "--impl", "naive", "--seq", "64", "--device", "cpu", "--format", "json")
+    assert [row["Seq Len"] for row in json.loads(chosen.stdout)] == [64, 64]  # given options are kept
+    assert "--seq" not in chosen.stderr.split("CPU-sized grid")[-1]

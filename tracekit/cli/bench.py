@@ -119,10 +119,36 @@ def tf32_option(function):
 
 
 def progress(total: int, label: str):
-    """A progress bar on standard error for sweeps of more than one point."""
+    """A first line saying how many configurations will run, then a progress bar with an ETA on standard
+    error for sweeps of more than one point."""
+    click.echo(f"{label}: {total:,} configuration{'s' if total != 1 else ''} to run", err=True)
     if total <= 1:
         return None
-    return click.progressbar(length=total, label=label, file=sys.stderr)
+    return click.progressbar(length=total, label=label, file=sys.stderr, show_eta=True, show_pos=True)
+
+
+def cpu_sized(context: click.Context, device: str, grid: dict[str, tuple | int]) -> list[str]:
+    """On a CPU, the grid options the user left at their GPU-sized defaults become ``grid``'s small
+    values (in ``context.params``): a default sweep then takes about a minute, not ten. Returns the note
+    that says so (empty when nothing changed)."""
+    from workloads.bench import resolve_device
+
+    if resolve_device(device).type != "cpu":
+        return []
+    changed = {
+        name: values
+        for name, values in grid.items()
+        if context.get_parameter_source(name) == click.core.ParameterSource.DEFAULT
+    }
+    context.params.update(changed)
+    if not changed:
+        return []
+
+    def words(values: tuple | int) -> str:
+        return " ".join(map(str, values)) if isinstance(values, tuple) else str(values)
+
+    shown = ", ".join(f"--{name.replace('_', '-')} {words(values)}" for name, values in changed.items())
+    return [f"a CPU-sized grid (the defaults are sized for a GPU): {shown}; give them to choose"]
 
 
 @bench.command("models")
@@ -239,6 +265,10 @@ def bench_attention(
     """Attention forward/backward time and memory before backward over head dim x sequence length."""
     from workloads.attention import attention_grid
 
+    context = click.get_current_context()
+    notes = cpu_sized(context, device, {"head_dim": (16, 64), "seq": (128, 256), "passes": 10})
+    head_dim, seq, passes = context.params["head_dim"], context.params["seq"], context.params["passes"]
+
     compiles = (False, True) if compare_compile else (compiled,)
     bar = progress(len(head_dim) * len(seq) * len(impl) * len(compiles), "attention grid")
     # Keyword arguments of mixed types for attention_grid, which checks them by name.
@@ -259,6 +289,7 @@ def bench_attention(
             result = attention_grid(**arguments, on_row=lambda row: bar.update(1))
     else:
         result = attention_grid(**arguments)
+    result.notes.extend(notes)
     emit(result, fmt, output)
 
 
@@ -292,6 +323,10 @@ def bench_optimizer(params, size, impl, steps, warmup, device, fmt, output):
     """AdamW step time (ms/iter) for N parameters of S elements, per implementation."""
     from workloads.optimizers import optimizer_grid
 
+    context = click.get_current_context()
+    notes = cpu_sized(context, device, {"params": (1, 8), "size": (16 * 1024, 256 * 1024), "steps": 10})
+    params, size, steps = context.params["params"], context.params["size"], context.params["steps"]
+
     bar = progress(len(params) * len(size), "optimizer grid")
     arguments = dict(counts=params, sizes=size, implementations=impl, warmup=warmup, steps=steps, device=device)
     if bar:
@@ -299,6 +334,7 @@ def bench_optimizer(params, size, impl, steps, warmup, device, fmt, output):
             result = optimizer_grid(**arguments, on_row=lambda row: bar.update(1))
     else:
         result = optimizer_grid(**arguments)
+    result.notes.extend(notes)
     emit(result, fmt, output)
 
 
