@@ -193,3 +193,39 @@ def test_cpu_sized_defaults_and_a_first_line_that_says_how_many(cli):
     chosen = cli("bench", "attention", "--impl", "naive", "--seq", "64", "--device", "cpu", "--format", "json")
     assert [row["Seq Len"] for row in json.loads(chosen.stdout)] == [64, 64]  # given options are kept
     assert "--seq" not in chosen.stderr.split("CPU-sized grid")[-1]
+
+
+def test_attention_flops_memory_and_backend(cli):
+    import json
+
+    from workloads.attention_probe import attention_flops
+
+    assert attention_flops(1, 4, 2, causal=True) == (2 * 2 * 10 * 2, 2.5 * 2 * 2 * 10 * 2)  # 10 = 4 * 5 / 2 pairs
+    assert attention_flops(1, 4, 2, causal=False) == (2 * 2 * 16 * 2, 2.5 * 2 * 2 * 16 * 2)
+    rows = json.loads(cli("bench", "attention", "--head-dim", "64", "--seq", "256", "--batch", "8", "--passes", "2",
+                          "--dtype", "fp32", "bf16", "--device", "cpu", "--format", "json").stdout)  # fmt: skip
+    by = {(row["Implementation"], row["Dtype"]): row for row in rows}
+    assert set(by) == {("naive", "fp32"), ("naive", "bf16"), ("sdpa", "fp32"), ("sdpa", "bf16")}
+    for (name, dtype), row in by.items():
+        assert row["Status"] == "ok"
+        forward_flops, backward_flops = attention_flops(8, 256, 64, causal=True)
+        assert row["Forward TFLOP/s"] == pytest.approx(forward_flops / row["Forward (ms)"] / 1e9)
+        assert row["Backward TFLOP/s"] == pytest.approx(backward_flops / row["Backward (ms)"] / 1e9)
+        assert (row["SDPA Backend"] is None) == (name == "naive")
+    # naive saves softmax's output (8 x 256 x 256 values) and the causal mask (256 x 256 bools) beyond q, k, v
+    assert by[("naive", "fp32")]["Saved For Backward (MiB)"] * 2**20 == 8 * 256 * 256 * 4 + 256 * 256
+    assert by[("naive", "bf16")]["Saved For Backward (MiB)"] * 2**20 == 8 * 256 * 256 * 2 + 256 * 256
+    assert by[("sdpa", "fp32")]["SDPA Backend"] in ("flash", "memory-efficient", "cuDNN", "math")
+
+
+def test_the_model_benchmark_states_both_flops_conventions():
+    from workloads.bench import RunResult, summarize
+    from workloads.config import RunConfig
+    from workloads.models import flops_per_step, model_config
+
+    spec = model_config("small", 1024)
+    full, causal = (flops_per_step(spec, 1, 1024, backward=True, causal=c) for c in (False, True))
+    layers, d = 12, 768
+    assert full - causal == 3 * layers * 2 * 2 * (1024 * 1024 - 1024 * 1025 // 2) * d  # only attention differs
+    row = summarize(RunResult(RunConfig("small", 1024, 1), samples_ms={"forward": [1000.0], "step": [1000.0]}))
+    assert row["tflop_per_s"] == pytest.approx(full / 1e12) and row["tflop_per_s_causal"] == pytest.approx(causal / 1e12)

@@ -2,9 +2,12 @@
 dimensions and sequence lengths, naive (explicit matmul, softmax, matmul) against
 ``scaled_dot_product_attention``, eager against ``torch.compile``; out-of-memory points are rows.
 
-Inputs are (batch, sequence, head_dim) float32 tensors. Forward and backward are each timed over
-``passes`` repetitions after warm-up, with device synchronisation around each repetition; the memory
-in use before backward is read with the graph of one forward pass alive (CUDA only).
+Inputs are (batch, sequence, head_dim) tensors created in the chosen dtype (native, not autocast: the
+kernels under test see that dtype). Forward and backward are each timed over ``passes`` repetitions
+after warm-up, with device synchronisation around each repetition; the memory in use before backward
+is read with the graph of one forward pass alive (CUDA only). TFLOP/s, the bytes saved for backward,
+the peak memory and the SDPA backend come from ``attention_probe`` (its docstring states the FLOPs
+convention); the probes run on eager points (a compiled function's saved tensors are the compiler's).
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ import pandas as pd
 import torch
 
 from tracekit.model.result import Result
-from workloads.bench import is_out_of_memory, release_memory, resolve_device, synchronize, tf32_allowed
+from workloads.attention_probe import attention_flops, peak_bytes, saved_bytes, sdpa_backend
+from workloads.bench import DTYPES, is_out_of_memory, release_memory, resolve_device, synchronize, tf32_allowed
 from workloads.compiled import CompileWatch, compile_function
 from workloads.config import EAGER_FALLBACK
 
@@ -54,15 +58,25 @@ def time_attention(
     warmup: int,
     passes: int,
     watch: CompileWatch | None = None,
+    dtype: torch.dtype = torch.float32,
+    probe: bool = False,
 ) -> dict:
     """Mean forward and backward ms over ``passes``, and the memory in use before backward (bytes).
-    With ``watch`` (a compiled ``function``), the first, compiling forward and backward is timed apart."""
-    q, k, v = (torch.randn(batch, length, head_dim, device=device, requires_grad=True) for _ in range(3))
+    With ``watch`` (a compiled ``function``), the first, compiling forward and backward is timed apart;
+    with ``probe``, also the bytes saved for backward, the peak memory and the SDPA backend."""
+    q, k, v = (torch.randn(batch, length, head_dim, device=device, dtype=dtype, requires_grad=True) for _ in range(3))
     if watch is not None:
         watch.first_call(lambda: function(q, k, v, causal).sum().backward(), lambda: synchronize(device))
     for _ in range(warmup):
         function(q, k, v, causal).sum().backward()
     synchronize(device)
+    probed = {}
+    if probe:
+        probed = {
+            "saved": saved_bytes(function, q, k, v, causal),
+            "peak": peak_bytes(function, q, k, v, causal),
+            "backend": sdpa_backend(function, q, k, v, causal) if function is sdpa else None,
+        }
     forward_ms = []
     for _ in range(passes):
         started = time.perf_counter()
@@ -80,7 +94,8 @@ def time_attention(
         loss.backward()
         synchronize(device)
         backward_ms.append((time.perf_counter() - started) * 1e3)
-    return {"forward": statistics.fmean(forward_ms), "backward": statistics.fmean(backward_ms), "memory": memory}
+    timing = {"forward": statistics.fmean(forward_ms), "backward": statistics.fmean(backward_ms), "memory": memory}
+    return {**timing, **probed}
 
 
 def attention_grid(
@@ -95,57 +110,78 @@ def attention_grid(
     device: str = "auto",
     on_row: Callable[[dict], None] | None = None,
     tf32: bool = False,
+    dtypes: Sequence[str] = ("fp32",),
 ) -> Result:
-    """One row per (implementation, compiled, head dim, length). Columns: Implementation, Compile,
-    Head Dim, Seq Len, Status (ok | oom | error), Forward (ms), Backward (ms), Memory Before Backward (MiB)."""
+    """One row per (implementation, compiled, dtype, head dim, length): Status (ok | oom | error |
+    eager-fallback), Forward/Backward (ms) and TFLOP/s, Saved For Backward and Peak Memory (MiB), SDPA
+    Backend, Memory Before Backward (MiB, CUDA)."""
     target = resolve_device(device)
-    with tf32_allowed(tf32):
-        rows = _grid(head_dims, lengths, implementations, compiles, batch, passes, warmup, causal, target, on_row, tf32)
-    return Result.of(
-        "attention", pd.DataFrame(rows), f"Attention, batch {batch}, {passes} passes (oom = out of memory)"
-    )
-
-
-def _grid(head_dims, lengths, implementations, compiles, batch, passes, warmup, causal, target, on_row, tf32) -> list:
+    setup = {"batch": batch, "passes": passes, "warmup": warmup, "causal": causal, "device": target, "tf32": tf32}
     rows = []
-    for name, compiled, head_dim, length in itertools.product(implementations, compiles, head_dims, lengths):
-        function = IMPLEMENTATIONS[name]
-        watch = CompileWatch() if compiled else None  # per point: a sweep of shapes would hit the recompile limit
-        if compiled:
-            function = compile_function(function)
-        row = {
-            "Implementation": name,
-            "Compile": compiled,
-            "Head Dim": head_dim,
-            "Seq Len": length,
-            "TF32": "on" if tf32 else "off",
-            "Status": "ok",
-            "Forward (ms)": None,
-            "Backward (ms)": None,
-            "Memory Before Backward (MiB)": None,
-            "Error": None,
-        }
-        try:
-            timing = time_attention(function, batch, length, head_dim, target, causal, warmup, passes, watch)
-            row.update(
-                {
-                    "Forward (ms)": timing["forward"],
-                    "Backward (ms)": timing["backward"],
-                    "Memory Before Backward (MiB)": timing["memory"] / 2**20 if timing["memory"] else None,
-                }
-            )
-            if watch is not None:
-                report = watch.report()
-                row["Compile (ms)"] = report.compile_ms
-                if report.fell_back:  # eager times are not shown as compiled ones
-                    row.update({"Status": EAGER_FALLBACK, "Forward (ms)": None, "Backward (ms)": None,
-                                "Error": report.note})  # fmt: skip
-        except Exception as error:
-            row["Status"] = "oom" if is_out_of_memory(error) else "error"
-            row["Error"] = f"{type(error).__name__}: {error}".splitlines()[0][:300]
-        finally:
-            release_memory(target)
-        rows.append(row)
-        if on_row:
-            on_row(row)
-    return rows
+    with tf32_allowed(tf32):
+        for name, compiled, dtype, head_dim, length in itertools.product(
+            implementations, compiles, dtypes, head_dims, lengths
+        ):
+            rows.append(_point(name, compiled, dtype, head_dim, length, setup))
+            if on_row:
+                on_row(rows[-1])
+    title = (
+        f"Attention, batch {batch}, {passes} passes, inputs in the dtype shown (native, not autocast); TFLOP/s of the "
+        f"useful {'causal ' if causal else ''}FLOPs (oom = out of memory)"
+    )
+    return Result.of("attention", pd.DataFrame(rows), title)
+
+
+def _point(name: str, compiled: bool, dtype: str, head_dim: int, length: int, setup: dict) -> dict:
+    """One row of the grid; failures become its Status and Error."""
+    function = IMPLEMENTATIONS[name]
+    watch = CompileWatch() if compiled else None  # per point: a sweep of shapes would hit the recompile limit
+    if compiled:
+        function = compile_function(function)
+    row: dict = {
+        "Implementation": name,
+        "Compile": compiled,
+        "Dtype": dtype,
+        "Head Dim": head_dim,
+        "Seq Len": length,
+        "TF32": "on" if setup["tf32"] else "off",
+        "Status": "ok",
+        "Forward (ms)": None,
+        "Backward (ms)": None,
+        "Forward TFLOP/s": None,
+        "Backward TFLOP/s": None,
+        "Saved For Backward (MiB)": None,
+        "Peak Memory (MiB)": None,
+        "SDPA Backend": None,
+        "Memory Before Backward (MiB)": None,
+        "Error": None,
+    }
+    batch, device, causal = setup["batch"], setup["device"], setup["causal"]
+    try:
+        timing = time_attention(function, batch, length, head_dim, device, causal, setup["warmup"], setup["passes"],
+                                watch, DTYPES[dtype] or torch.float32, probe=not compiled)  # fmt: skip
+        forward_flops, backward_flops = attention_flops(batch, length, head_dim, causal)
+        row.update(
+            {
+                "Forward (ms)": timing["forward"],
+                "Backward (ms)": timing["backward"],
+                "Forward TFLOP/s": forward_flops / (timing["forward"] / 1e3) / 1e12,
+                "Backward TFLOP/s": backward_flops / (timing["backward"] / 1e3) / 1e12,
+                "Saved For Backward (MiB)": timing["saved"] / 2**20 if "saved" in timing else None,
+                "Peak Memory (MiB)": timing["peak"] / 2**20 if timing.get("peak") is not None else None,
+                "SDPA Backend": timing.get("backend"),
+                "Memory Before Backward (MiB)": timing["memory"] / 2**20 if timing["memory"] else None,
+            }
+        )
+        if watch is not None:
+            report = watch.report()
+            row["Compile (ms)"] = report.compile_ms
+            if report.fell_back:  # eager times are not shown as compiled ones
+                row.update({"Status": EAGER_FALLBACK, "Forward (ms)": None, "Backward (ms)": None,
+                            "Forward TFLOP/s": None, "Backward TFLOP/s": None, "Error": report.note})  # fmt: skip
+    except Exception as error:
+        row["Status"] = "oom" if is_out_of_memory(error) else "error"
+        row["Error"] = f"{type(error).__name__}: {error}".splitlines()[0][:300]
+    finally:
+        release_memory(device)
+    return row

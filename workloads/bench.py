@@ -299,6 +299,8 @@ def summarize(result: RunResult) -> dict:
     peak = peak_flops(result.device, config.dtype, tf32=config.tf32)
     row[fields.TOKENS.key] = config.batch * config.context / (step_ms / 1e3) if step_ms else None
     row[fields.TFLOPS.key] = tflops
+    causal = flops_per_step(spec, config.batch, config.context, backward=config.mode != "forward", causal=True)
+    row[fields.TFLOPS_CAUSAL.key] = causal / (step_ms / 1e3) / 1e12 if step_ms else None
     row[fields.MFU.key] = 100 * tflops * 1e12 / peak if peak and tflops else None
     row[fields.PEAK_MEMORY.key] = result.peak_memory_bytes / 2**20 if result.peak_memory_bytes else None
     compiled = result.compiled

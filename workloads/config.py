@@ -94,6 +94,9 @@ MODEL, CTX, BATCH, MODE, DTYPE, COMPILE, ATTENTION, DEVICE, STATUS = (
 )
 PARAMS, GFLOP, STEPS = Field("params_m", "Params (M)"), Field("gflop_per_step", "GFLOP/step"), Field("steps", "Steps")
 TOKENS, TFLOPS, MFU = Field("tokens_per_s", "Tokens/s"), Field("tflop_per_s", "TFLOP/s"), Field("mfu_pct", "MFU (%)")
+# TFLOP/s and MFU count attention over the full context square (as naive attention computes it); this
+# counts only the causal half (the useful work: what FlashAttention-style kernels compute).
+TFLOPS_CAUSAL = Field("tflop_per_s_causal", "TFLOP/s (causal)")
 PEAK_MEMORY, ERROR = Field("peak_memory_mib", "Peak Memory (MiB)"), Field("error", "Error")
 # What torch.compile did (compiled configurations only): the first, compiling step (ms), graphs
 # compiled, frames recompiled after it, graph breaks (dynamo's counters; see workloads.compiled).
@@ -104,7 +107,20 @@ CONFIG_FIELDS = (MODEL, CTX, BATCH, MODE, DTYPE, COMPILE, ATTENTION, TF32, WARMU
 PHASE_FIELDS = tuple(phase_field(phase, stat) for phase in PHASES for stat in STATS)
 # How steady the step time was: std / mean (%), and "yes" when that is above NOISY_CV_PCT.
 STEP_CV, NOISY = Field("step_cv_pct", "Step CV (%)"), Field("noisy", "Noisy")
-RESULT_FIELDS = (STEP_CV, NOISY, TOKENS, TFLOPS, MFU, PEAK_MEMORY, COMPILE_MS, GRAPHS, RECOMPILES, GRAPH_BREAKS, ERROR)
+RESULT_FIELDS = (
+    STEP_CV,
+    NOISY,
+    TOKENS,
+    TFLOPS,
+    TFLOPS_CAUSAL,
+    MFU,
+    PEAK_MEMORY,
+    COMPILE_MS,
+    GRAPHS,
+    RECOMPILES,
+    GRAPH_BREAKS,
+    ERROR,
+)
 FIELDS = CONFIG_FIELDS + PHASE_FIELDS + RESULT_FIELDS
 LABELS = {field.key: field.label for field in FIELDS}
 

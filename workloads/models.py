@@ -64,14 +64,16 @@ def parameter_count(config: ModelConfig) -> int:
     return 2 * config.vocab_size * d + layers * (4 * d * d + 3 * d * config.d_ff + 2 * d) + d
 
 
-def flops_per_step(config: ModelConfig, batch: int, context: int, backward: bool) -> int:
+def flops_per_step(config: ModelConfig, batch: int, context: int, backward: bool, causal: bool = False) -> int:
     """Model FLOPs of one step: 2 per multiply-add of every matmul (projections, SwiGLU, LM head, and
-    the attention scores and weighted sum over the full context x context square, as computed), times
-    3 with a backward pass (the backward pass costs about twice the forward). Excludes the
-    optimizer and elementwise work."""
+    the attention scores and weighted sum), times 3 with a backward pass (the backward pass costs about
+    twice the forward). Excludes the optimizer and elementwise work. Attention is counted over the full
+    context x context square, as naive attention computes it; ``causal`` counts only the query-key
+    pairs the causal mask keeps (context (context + 1) / 2), the work the result needs."""
     d, layers, tokens = config.d_model, config.num_layers, batch * context
     matmul_params = layers * (4 * d * d + 3 * d * config.d_ff) + d * config.vocab_size
-    attention = layers * 2 * 2 * batch * context * context * d
+    pairs = context * (context + 1) // 2 if causal else context * context
+    attention = layers * 2 * 2 * batch * pairs * d
     forward = 2 * matmul_params * tokens + attention
     return forward * (3 if backward else 1)
 

@@ -35,6 +35,7 @@ from workloads.config import (
     STATUS,
     STEP_CV,
     TFLOPS,
+    TFLOPS_CAUSAL,
     TOKENS,
     WARMUP,
     RunConfig,
@@ -127,7 +128,7 @@ def warmup_table(table: pd.DataFrame) -> pd.DataFrame:
 
 TITLE = (
     "Benchmark (ms per step phase; oom = out of memory, the sweep went on; eager-fallback = compiled, but dynamo "
-    "ran it eager)"
+    "ran it eager; TFLOP/s and MFU count attention over the full context square, TFLOP/s (causal) its causal half)"
 )
 
 
@@ -148,6 +149,7 @@ COMPACT_EXTRA = (
     phase_field("step", "max"),
     TOKENS,
     TFLOPS,
+    TFLOPS_CAUSAL,
     MFU,
     PEAK_MEMORY,
     COMPILE_MS,

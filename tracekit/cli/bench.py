@@ -256,11 +256,18 @@ def bench_models(
 @click.option("--compile", "compiled", is_flag=True, help="torch.compile the attention function")
 @click.option("--compare-compile", is_flag=True, help="eager and compiled rows")
 @click.option("--causal/--no-causal", default=True, show_default=True)
+@click.option(
+    "--dtype",
+    multiple=True,
+    default=("fp32",),
+    callback=choices(DTYPES),
+    help="dtypes of q, k and v (native, not autocast); a list sweeps them  [default: fp32]",
+)
 @device_option
 @tf32_option
 @output_options
 def bench_attention(
-    head_dim, seq, batch, passes, warmup, impl, compiled, compare_compile, causal, device, tf32, fmt, output
+    head_dim, seq, batch, passes, warmup, impl, compiled, compare_compile, causal, dtype, device, tf32, fmt, output
 ):
     """Attention forward/backward time and memory before backward over head dim x sequence length."""
     from workloads.attention import attention_grid
@@ -270,7 +277,7 @@ def bench_attention(
     head_dim, seq, passes = context.params["head_dim"], context.params["seq"], context.params["passes"]
 
     compiles = (False, True) if compare_compile else (compiled,)
-    bar = progress(len(head_dim) * len(seq) * len(impl) * len(compiles), "attention grid")
+    bar = progress(len(head_dim) * len(seq) * len(impl) * len(compiles) * len(dtype), "attention grid")
     # Keyword arguments of mixed types for attention_grid, which checks them by name.
     arguments: dict[str, Any] = dict(
         head_dims=head_dim,
@@ -283,6 +290,7 @@ def bench_attention(
         causal=causal,
         device=device,
         tf32=tf32 == "on",
+        dtypes=dtype,
     )
     if bar:
         with bar:
