@@ -206,7 +206,7 @@ def test_attention_flops_memory_and_backend(cli):
                           "--dtype", "fp32", "bf16", "--device", "cpu", "--format", "json").stdout)  # fmt: skip
     by = {(row["Implementation"], row["Dtype"]): row for row in rows}
     assert set(by) == {("naive", "fp32"), ("naive", "bf16"), ("sdpa", "fp32"), ("sdpa", "bf16")}
-    for (name, dtype), row in by.items():
+    for (name, _dtype), row in by.items():
         assert row["Status"] == "ok"
         forward_flops, backward_flops = attention_flops(8, 256, 64, causal=True)
         assert row["Forward TFLOP/s"] == pytest.approx(forward_flops / row["Forward (ms)"] / 1e9)
@@ -228,4 +228,30 @@ def test_the_model_benchmark_states_both_flops_conventions():
     layers, d = 12, 768
     assert full - causal == 3 * layers * 2 * 2 * (1024 * 1024 - 1024 * 1025 // 2) * d  # only attention differs
     row = summarize(RunResult(RunConfig("small", 1024, 1), samples_ms={"forward": [1000.0], "step": [1000.0]}))
-    assert row["tflop_per_s"] == pytest.approx(full / 1e12) and row["tflop_per_s_causal"] == pytest.approx(causal / 1e12)
+    assert row["tflop_per_s"] == pytest.approx(full / 1e12) and row["tflop_per_s_causal"] == pytest.approx(
+        causal / 1e12
+    )
+
+
+@pytest.mark.parametrize(
+    "model, context, batch", [("tiny", 32, 2), ("tiny", 128, 4), ("small", 64, 1), ("small", 256, 1)]
+)
+def test_the_activation_formula_equals_what_autograd_saves(model, context, batch):
+    from workloads.activations import activation_terms, measured_saved_bytes
+
+    formula = sum(size for _, size, _ in activation_terms(model, context, batch))
+    measured = measured_saved_bytes(model, context, batch)
+    assert abs(formula - measured) <= 0.02 * measured, (formula, measured)
+    assert abs(formula - measured) <= 0.001 * measured  # in fact within 0.02 % (a few small tensors)
+
+
+def test_bench_activations_command(cli):
+    import json
+
+    rows = {row["Part"]: row["MiB"] for row in json.loads(cli("bench", "activations", "tiny", "--ctx", "32",
+                                                               "--format", "json").stdout)}  # fmt: skip
+    assert rows["residual stream tensor"] == 32 * 64 * 4 / 2**20
+    assert abs(rows["difference"]) < 0.01 and rows["formula total"] > 0
+    bf16 = cli("bench", "activations", "tiny", "--ctx", "32", "--dtype", "bf16", "--format", "json")
+    assert "the formula covers fp32" in bf16.stderr
+    assert {row["Part"]: row["MiB"] for row in json.loads(bf16.stdout)}["measured (autograd saved)"] > 0

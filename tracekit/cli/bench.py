@@ -369,3 +369,17 @@ def bench_precision(fmt, output):
     from workloads.precision import precision_table
 
     emit(precision_table(), fmt, output)
+
+
+@bench.command("activations")
+@click.argument("model", type=click.Choice(MODEL_NAMES))
+@click.option("--ctx", type=click.IntRange(min=1), default=128, show_default=True)
+@click.option("--batch", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--dtype", type=click.Choice(DTYPES), default="fp32", show_default=True, help="autocast dtype")
+@output_options
+def bench_activations(model, ctx, batch, dtype, fmt, output):
+    """Activation memory saved for backward: the formula term by term beside what autograd saved (counted
+    on the CPU with saved-tensor hooks)."""
+    from workloads.activations import activations_table
+
+    emit(activations_table(model, ctx, batch, dtype), fmt, output)
