@@ -255,3 +255,24 @@ def test_bench_activations_command(cli):
     bf16 = cli("bench", "activations", "tiny", "--ctx", "32", "--dtype", "bf16", "--format", "json")
     assert "the formula covers fp32" in bf16.stderr
     assert {row["Part"]: row["MiB"] for row in json.loads(bf16.stdout)}["measured (autograd saved)"] > 0
+
+
+def test_activations_beside_a_runs_snapshot(cli, tmp_path):
+    import json
+
+    from snapshot_builder import SnapshotBuilder
+
+    from tracekit import runs
+
+    run = tmp_path / "run"
+    run.mkdir()
+    b = SnapshotBuilder()
+    b.alloc(0x1000, 3 * 2**20, 100)
+    b.alloc(0x9000000, 5 * 2**20, 200)
+    b.free(0x1000, 3 * 2**20, 300)
+    b.dump(run / runs.MEMORY)
+    (run / runs.MANIFEST).write_text(json.dumps({"config": {"model": "tiny", "context": 64, "batch": 1}}))
+    result = cli("bench", "activations", "tiny", "--ctx", "32", "--run", run, "--format", "json")
+    rows = {row["Part"]: row["MiB"] for row in json.loads(result.stdout)}
+    assert rows["snapshot: peak of allocations during the steps"] == 8.0  # both live at once
+    assert "the run was captured with context 64" in result.stderr and "gradients" in result.stderr

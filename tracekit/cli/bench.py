@@ -376,10 +376,43 @@ def bench_precision(fmt, output):
 @click.option("--ctx", type=click.IntRange(min=1), default=128, show_default=True)
 @click.option("--batch", type=click.IntRange(min=1), default=1, show_default=True)
 @click.option("--dtype", type=click.Choice(DTYPES), default="fp32", show_default=True, help="autocast dtype")
+@click.option(
+    "--run",
+    "run_folder",
+    type=click.Path(exists=True, file_okay=False),
+    default=None,
+    help="a run folder captured with --memory: its snapshot's figures beside the formula",
+)
 @output_options
-def bench_activations(model, ctx, batch, dtype, fmt, output):
+def bench_activations(model, ctx, batch, dtype, run_folder, fmt, output):
     """Activation memory saved for backward: the formula term by term beside what autograd saved (counted
-    on the CPU with saved-tensor hooks)."""
+    on the CPU with saved-tensor hooks), and with --run what a real step's memory snapshot shows."""
     from workloads.activations import activations_table
 
-    emit(activations_table(model, ctx, batch, dtype), fmt, output)
+    result = activations_table(model, ctx, batch, dtype)
+    if run_folder is not None:
+        _add_snapshot_figures(result, run_folder, {"model": model, "context": ctx, "batch": batch, "dtype": dtype})
+    emit(result, fmt, output)
+
+
+def _add_snapshot_figures(result, run_folder: str, asked: dict) -> None:
+    """The run's memory snapshot: the peak of allocations made during the measured steps (activations,
+    gradients, optimizer temporaries), with the differences from the formula named in notes."""
+    from tracekit.analysis.memory import replay
+    from tracekit.runs import Run
+    from tracekit.sources import open_snapshot
+
+    run = Run(run_folder)
+    memory = replay(open_snapshot(run.require_snapshot()))
+    in_trace = int(memory.timeline["allocated_in_trace"].max())
+    frame = result.tables[0].frame
+    frame.loc[len(frame)] = {"Part": "snapshot: peak of allocations during the steps", "How": str(run.folder),
+                             "MiB": in_trace / 2**20}  # fmt: skip
+    config = run.config
+    differs = [f"{key} {config.get(key)}" for key, value in asked.items() if config.get(key) not in (None, value)]
+    if differs:
+        result.notes.append(f"the run was captured with {', '.join(differs)}: its figure is for that configuration")
+    result.notes.append(
+        "the snapshot's peak also holds gradients (one per parameter), optimizer temporaries and the allocator's "
+        "rounding, and under autocast the low-precision copies of weights; the formula counts activations alone"
+    )
