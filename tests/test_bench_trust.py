@@ -276,3 +276,37 @@ def test_activations_beside_a_runs_snapshot(cli, tmp_path):
     rows = {row["Part"]: row["MiB"] for row in json.loads(result.stdout)}
     assert rows["snapshot: peak of allocations during the steps"] == 8.0  # both live at once
     assert "the run was captured with context 64" in result.stderr and "gradients" in result.stderr
+
+
+def test_review_of_the_benchmarks(cli, tmp_path, monkeypatch):
+    """What an independent review found: each now one line, a row, or a note."""
+    import json
+
+    for args, message in ((("--warmup", "-1"), "each must be at least 0"), (("--ctx", "0"), "each must be at least 1")):
+        result = cli("bench", "tiny", *args, "--device", "cpu")
+        assert result.exit_code == 2 and message in result.output
+    noted = cli("bench", "tiny", "--ctx", "16", "--warmup", "0", "--steps", "2", "--tf32", "on", "--device", "cpu")
+    assert "--tf32 on has no effect off CUDA" in noted.output
+    monkeypatch.setenv("TRACEKIT_COMPILE_BACKEND", "no-such-backend")
+    broken = cli("bench", "attention", "--compile", "--head-dim", "16", "--seq", "32", "--impl", "naive",
+                 "--device", "cpu", "--format", "json")  # fmt: skip
+    assert broken.exit_code == 0 and json.loads(broken.stdout)[0]["Status"] == "error"  # a row, not a traceback
+    bf16 = {row["Part"] for row in json.loads(cli("bench", "activations", "tiny", "--ctx", "16", "--dtype", "bf16",
+                                                  "--format", "json").stdout)}  # fmt: skip
+    assert bf16 == {"measured (autograd saved)", "residual stream tensor"}  # no formula rows without a formula
+
+
+def test_the_bench_report_keeps_every_setting_apart(cli, tmp_path):
+    db, report = tmp_path / "w.db", tmp_path / "report"
+    result = cli("bench", "tiny", "--ctx", "16", "--batch", "1", "--warmup", "0", "1", "--attention", "naive", "sdpa",
+                 "--steps", "2", "--device", "cpu", "--db", db)  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert cli("report", "--bench", db, "-o", report).exit_code == 0
+    header = next(line for line in (report / "report.md").read_text().splitlines() if line.startswith("| Model"))
+    for variant in (
+        "fp32, naive, warm-up 0",
+        "fp32, naive, warm-up 1",
+        "fp32, sdpa, warm-up 0",
+        "fp32, sdpa, warm-up 1",
+    ):
+        assert variant in header

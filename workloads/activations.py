@@ -95,16 +95,19 @@ def activations_table(model: str, context: int, batch: int = 1, dtype: str = "fp
     formula = sum(size for _, size, _ in terms)
     measured = measured_saved_bytes(model, context, batch, dtype)
     spec = model_config(model, context)
-    rows += [
-        {"Part": "formula total", "How": "sum of the rows above", "MiB": formula / 2**20 if terms else None},
-        {"Part": "measured (autograd saved)", "How": "saved_tensors_hooks, CPU", "MiB": measured / 2**20},
-        {
-            "Part": "difference",
-            "How": "measured - formula",
-            "MiB": (measured - formula) / 2**20 if terms else None,
-        },
-        {"Part": "residual stream tensor", "How": "B L d, one", "MiB": batch * context * spec.d_model * 4 / 2**20},
-    ]
-    notes = [] if terms else [f"the formula covers fp32; under {dtype} autocast only the measured figure is given"]
+    if terms:
+        rows.append({"Part": "formula total", "How": "sum of the rows above", "MiB": formula / 2**20})
+    rows.append({"Part": "measured (autograd saved)", "How": "saved_tensors_hooks, CPU", "MiB": measured / 2**20})
+    if terms:
+        rows.append({"Part": "difference", "How": "measured - formula", "MiB": (measured - formula) / 2**20})
+    rows.append(
+        {"Part": "residual stream tensor", "How": "B L d, one", "MiB": batch * context * spec.d_model * 4 / 2**20}
+    )
+    notes = []
+    if not terms:
+        notes.append(
+            f"the formula covers fp32; under {dtype} autocast only the measured figure is given, and it includes the "
+            f"{dtype} copies of every weight autocast saves for backward (parameter-sized, not activations)"
+        )
     title = f"Activation memory saved for backward: {model}, context {context}, batch {batch}, {dtype}"
     return Result.of("activations", pd.DataFrame(rows), title, notes)

@@ -136,8 +136,6 @@ def _point(name: str, compiled: bool, dtype: str, head_dim: int, length: int, se
     """One row of the grid; failures become its Status and Error."""
     function = IMPLEMENTATIONS[name]
     watch = CompileWatch() if compiled else None  # per point: a sweep of shapes would hit the recompile limit
-    if compiled:
-        function = compile_function(function)
     row: dict = {
         "Implementation": name,
         "Compile": compiled,
@@ -152,12 +150,14 @@ def _point(name: str, compiled: bool, dtype: str, head_dim: int, length: int, se
         "Backward TFLOP/s": None,
         "Saved For Backward (MiB)": None,
         "Peak Memory (MiB)": None,
-        "SDPA Backend": None,
+        "SDPA Backend": None,  # eager points only (compiled ones run the compiler's kernels)
         "Memory Before Backward (MiB)": None,
         "Error": None,
     }
     batch, device, causal = setup["batch"], setup["device"], setup["causal"]
     try:
+        if compiled:  # inside the try: a backend that cannot be built is this row's error
+            function = compile_function(function)
         timing = time_attention(function, batch, length, head_dim, device, causal, setup["warmup"], setup["passes"],
                                 watch, DTYPES[dtype] or torch.float32, probe=not compiled)  # fmt: skip
         forward_flops, backward_flops = attention_flops(batch, length, head_dim, causal)
@@ -175,7 +175,8 @@ def _point(name: str, compiled: bool, dtype: str, head_dim: int, length: int, se
         )
         if watch is not None:
             report = watch.report()
-            row["Compile (ms)"] = report.compile_ms
+            row.update({"Compile (ms)": report.compile_ms, "Graphs": report.graphs, "Recompiles": report.recompiles,
+                        "Graph Breaks": report.graph_breaks})  # fmt: skip
             if report.fell_back:  # eager times are not shown as compiled ones
                 row.update({"Status": EAGER_FALLBACK, "Forward (ms)": None, "Backward (ms)": None,
                             "Forward TFLOP/s": None, "Backward TFLOP/s": None, "Error": report.note})  # fmt: skip

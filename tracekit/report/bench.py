@@ -25,12 +25,26 @@ from workloads.config import (
     MODEL,
     RESULTS_TABLE,
     STATUS,
+    TF32,
+    WARMUP,
     mean_std,
     phase_field,
 )
 
 STEP_MEAN, STEP_STD = phase_field("step", "mean"), phase_field("step", "std")
 CONFIGURATION = [MODEL, CTX, BATCH, MODE, DTYPE, COMPILE, ATTENTION, DEVICE]
+SETTINGS = [WARMUP, TF32]  # recorded since the benchmarks-you-can-trust issue
+
+
+def _variants(latest: pd.DataFrame) -> pd.Series:
+    """The column each row's cell goes in: its dtype and compile, plus every other setting that varies
+    in the database (attention, warm-up, TF32), so that no two configurations share a cell."""
+    compiled = latest[COMPILE.key].map({1: " compiled", 0: ""})  # True == 1 and False == 0 as keys too
+    variant = latest[DTYPE.key] + compiled
+    for field, word in ((ATTENTION, ""), (WARMUP, "warm-up "), (TF32, "tf32 ")):
+        if field.key in latest.columns and latest[field.key].nunique(dropna=False) > 1:
+            variant = variant + ", " + word + latest[field.key].astype(str)
+    return variant
 
 
 def read_results(path: Path) -> pd.DataFrame:
@@ -59,10 +73,12 @@ def write_bench_report(db: str | Path, out: str | Path | None = None, reports: s
     folder.mkdir(parents=True, exist_ok=True)
     check_target(folder / "report.md")  # before any picture is drawn: an input is never overwritten
     ok = rows[rows[STATUS.key] == "ok"].copy()
-    # The latest run of each configuration stands for it; earlier ones remain in the database.
-    latest = ok.sort_values("time_utc").groupby([field.key for field in CONFIGURATION], as_index=False).tail(1)
-    compiled = latest[COMPILE.key].map({1: " compiled", 0: ""})  # True == 1 and False == 0 as keys too
-    latest["Variant"] = latest[DTYPE.key] + compiled
+    # Older databases lack the newer settings: a missing column is one value for every row.
+    configuration = [field.key for field in [*CONFIGURATION, *SETTINGS] if field.key in ok.columns]
+    # The latest run of each configuration stands for it (insertion order breaks ties of time_utc, which
+    # one sweep shares); earlier ones remain in the database.
+    latest = ok.sort_values("time_utc", kind="stable").groupby(configuration, as_index=False, dropna=False).tail(1)
+    latest["Variant"] = _variants(latest)
     latest["cell"] = [mean_std(m, s) for m, s in zip(latest[STEP_MEAN.key], latest[STEP_STD.key])]
     index = [MODEL, CTX, BATCH, MODE]
     pivot = latest.pivot_table(
