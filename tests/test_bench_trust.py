@@ -310,3 +310,12 @@ def test_the_bench_report_keeps_every_setting_apart(cli, tmp_path):
         "fp32, sdpa, warm-up 1",
     ):
         assert variant in header
+
+
+def test_attention_rows_say_how_steady_they_were():
+    from workloads.attention import _cv_pct, attention_grid
+
+    assert _cv_pct([10.0, 12.0, 8.0]) == pytest.approx(20.0) and _cv_pct([5.0]) == 0.0
+    rows = attention_grid(head_dims=(16,), lengths=(32,), implementations=("naive",), passes=3, warmup=1,
+                          device="cpu").tables[0].frame  # fmt: skip
+    assert rows["CV (%)"].iloc[0] >= 0 and rows["Noisy"].iloc[0] == ("yes" if rows["CV (%)"].iloc[0] > 5 else "no")

@@ -25,7 +25,7 @@ from tracekit.model.result import Result
 from workloads.attention_probe import attention_flops, peak_bytes, saved_bytes, sdpa_backend
 from workloads.bench import DTYPES, is_out_of_memory, release_memory, resolve_device, synchronize, tf32_allowed
 from workloads.compiled import CompileWatch, compile_function
-from workloads.config import EAGER_FALLBACK
+from workloads.config import EAGER_FALLBACK, NOISY_CV_PCT
 
 HEAD_DIMS = (16, 32, 64, 128)
 SEQUENCE_LENGTHS = (256, 1024, 4096, 8192, 16384)
@@ -94,8 +94,20 @@ def time_attention(
         loss.backward()
         synchronize(device)
         backward_ms.append((time.perf_counter() - started) * 1e3)
-    timing = {"forward": statistics.fmean(forward_ms), "backward": statistics.fmean(backward_ms), "memory": memory}
+    timing = {
+        "forward": statistics.fmean(forward_ms),
+        "backward": statistics.fmean(backward_ms),
+        "memory": memory,
+        "cv": max(_cv_pct(forward_ms), _cv_pct(backward_ms)),  # the less steady of the two
+    }
     return {**timing, **probed}
+
+
+def _cv_pct(samples: list[float]) -> float:
+    """Coefficient of variation (%) of the samples; 0 for fewer than two."""
+    if len(samples) < 2 or not statistics.fmean(samples):
+        return 0.0
+    return 100 * statistics.stdev(samples) / statistics.fmean(samples)
 
 
 def attention_grid(
@@ -152,6 +164,8 @@ def _point(name: str, compiled: bool, dtype: str, head_dim: int, length: int, se
         "Peak Memory (MiB)": None,
         "SDPA Backend": None,  # eager points only (compiled ones run the compiler's kernels)
         "Memory Before Backward (MiB)": None,
+        "CV (%)": None,  # of the forward or backward pass times, whichever is less steady
+        "Noisy": None,
         "Error": None,
     }
     batch, device, causal = setup["batch"], setup["device"], setup["causal"]
@@ -171,6 +185,8 @@ def _point(name: str, compiled: bool, dtype: str, head_dim: int, length: int, se
                 "Peak Memory (MiB)": timing["peak"] / 2**20 if timing.get("peak") is not None else None,
                 "SDPA Backend": timing.get("backend"),
                 "Memory Before Backward (MiB)": timing["memory"] / 2**20 if timing["memory"] else None,
+                "CV (%)": timing["cv"],
+                "Noisy": "yes" if timing["cv"] > NOISY_CV_PCT else "no",
             }
         )
         if watch is not None:
