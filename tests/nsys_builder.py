@@ -87,6 +87,16 @@ GENERATIONS = {
 HIGH_BITS = 1 << 48  # real exports carry a non-zero hardware/VM id above pid and tid
 
 
+def without_not_null(path: str | Path, table: str | None = None) -> Path:
+    """Lift the NOT NULL rules of ``table`` (every table by default) by editing the schema text, as a
+    hostile or careless writer could; connections opened afterwards accept NULL anywhere there."""
+    which, values = ("name = ?", (table,)) if table else ("type = 'table'", ())
+    with sqlite3.connect(path) as connection:
+        connection.execute("PRAGMA writable_schema = ON")
+        connection.execute(f"UPDATE sqlite_master SET sql = replace(sql, 'NOT NULL', '') WHERE {which}", values)
+    return Path(path)
+
+
 def global_tid(pid: int, tid: int) -> int:
     return HIGH_BITS | (pid << 24) | tid
 

@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from nsys_builder import ExportBuilder
+from nsys_builder import ExportBuilder, without_not_null
 from snapshot_builder import SnapshotBuilder, stack
 
 from tracekit.cli import main
@@ -136,14 +136,9 @@ def spoil(path: Path, how: tuple | None) -> None:
     if how is None:
         return
     if how[0] in ("bytes", "truncate"):
-        data = bytearray(path.read_bytes())
-        at = int(how[1] * (len(data) - 1))
-        if how[0] == "truncate":
-            del data[at:]
-        else:
-            data[at : at + len(how[2])] = how[2]
-        path.write_bytes(bytes(data))
+        spoil_bytes(path, how)
         return
+    lifted = None
     with sqlite3.connect(path) as connection:
         tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if how[0] == "drop_table" and how[1] in tables:
@@ -159,18 +154,22 @@ def spoil(path: Path, how: tuple | None) -> None:
                 try:
                     connection.execute(update, (how[4], how[2]))
                 except sqlite3.IntegrityError:  # NULL in a NOT NULL column: a hostile file has no such rule
-                    without_rule(connection, how[1])
-                    connection.execute(update, (how[4], how[2]))
+                    lifted = update
+    connection.close()
+    if lifted is not None:
+        with sqlite3.connect(without_not_null(path, how[1])) as connection:
+            connection.execute(lifted, (how[4], how[2]))
 
 
-def without_rule(connection: sqlite3.Connection, table: str) -> None:
-    """Drop the NOT NULL constraints of ``table`` by editing its schema text, as a hostile writer could."""
-    connection.execute("PRAGMA writable_schema = ON")
-    connection.execute("UPDATE sqlite_master SET sql = replace(sql, 'NOT NULL', '') WHERE name = ?", (table,))
-    connection.execute("PRAGMA writable_schema = OFF")
-    connection.commit()
-    version = connection.execute("PRAGMA schema_version").fetchone()[0]
-    connection.execute(f"PRAGMA schema_version = {version + 1}")  # makes SQLite read the edited schema
+def spoil_bytes(path: Path, how: tuple) -> None:
+    """("truncate", where) cuts the file there; ("bytes", where, data) overwrites bytes from there."""
+    data = bytearray(path.read_bytes())
+    at = int(how[1] * (len(data) - 1))
+    if how[0] == "truncate":
+        del data[at:]
+    else:
+        data[at : at + len(how[2])] = how[2]
+    path.write_bytes(bytes(data))
 
 
 @pytest.mark.slow
@@ -232,13 +231,7 @@ def build_snapshot(spec: dict, how: tuple | None, path: Path) -> None:
     elif how[0] == "global":
         path.write_bytes(b"\x80\x04cos\nsystem\n(S'true'\ntR.")
     else:
-        data = bytearray(path.read_bytes())
-        at = int(how[1] * (len(data) - 1))
-        if how[0] == "truncate":
-            del data[at:]
-        else:
-            data[at : at + len(how[2])] = how[2]
-        path.write_bytes(bytes(data))
+        spoil_bytes(path, how)
 
 
 @pytest.mark.slow
