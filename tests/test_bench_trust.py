@@ -313,9 +313,10 @@ def test_the_bench_report_keeps_every_setting_apart(cli, tmp_path):
 
 
 def test_attention_rows_say_how_steady_they_were():
-    from workloads.attention import _cv_pct, attention_grid
+    from workloads.attention import attention_grid
+    from workloads.bench import cv_pct
 
-    assert _cv_pct([10.0, 12.0, 8.0]) == pytest.approx(20.0) and _cv_pct([5.0]) == 0.0
+    assert cv_pct([10.0, 12.0, 8.0]) == pytest.approx(20.0) and cv_pct([5.0]) is None  # one definition for all
     rows = attention_grid(head_dims=(16,), lengths=(32,), implementations=("naive",), passes=3, warmup=1,
                           device="cpu").tables[0].frame  # fmt: skip
     assert rows["CV (%)"].iloc[0] >= 0 and rows["Noisy"].iloc[0] == ("yes" if rows["CV (%)"].iloc[0] > 5 else "no")

@@ -31,6 +31,7 @@ import pandas as pd
 import torch
 
 from tracekit.model.result import Result
+from workloads.attention_probe import saved_storage_bytes
 from workloads.bench import make_batch
 from workloads.config import RunConfig
 from workloads.models import build_model, model_config
@@ -68,22 +69,15 @@ def measured_saved_bytes(model: str, context: int, batch: int, dtype: str = "fp3
 
     network = build_model(model, context, "naive", "cpu")
     inputs, targets = make_batch(RunConfig(model, context, batch), torch.device("cpu"))
-    own = {tensor.untyped_storage().data_ptr() for tensor in [*network.parameters(), *network.buffers()]}
-    storages: dict[int, int] = {}
-
-    def keep(tensor: torch.Tensor) -> torch.Tensor:
-        storage = tensor.untyped_storage()
-        if storage.data_ptr() not in own:
-            storages[storage.data_ptr()] = storage.nbytes()
-        return tensor
-
     cast = DTYPES[dtype]
-    autocast = torch.autocast("cpu", dtype=cast) if cast is not None else torch.autocast("cpu", enabled=False)
-    with torch.autograd.graph.saved_tensors_hooks(keep, lambda tensor: tensor), autocast:
-        logits = network(inputs)
-        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1))
-    del loss, logits
-    return sum(storages.values())
+
+    def step() -> torch.Tensor:
+        autocast = torch.autocast("cpu", dtype=cast) if cast is not None else torch.autocast("cpu", enabled=False)
+        with autocast:
+            logits = network(inputs)
+            return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1))
+
+    return saved_storage_bytes(step, leave_out=[*network.parameters(), *network.buffers()])
 
 
 def activations_table(model: str, context: int, batch: int = 1, dtype: str = "fp32") -> Result:

@@ -23,9 +23,18 @@ import torch
 
 from tracekit.model.result import Result
 from workloads.attention_probe import attention_flops, peak_bytes, saved_bytes, sdpa_backend
-from workloads.bench import DTYPES, is_out_of_memory, release_memory, resolve_device, synchronize, tf32_allowed
+from workloads.bench import (
+    DTYPES,
+    cv_pct,
+    is_out_of_memory,
+    noisy,
+    release_memory,
+    resolve_device,
+    synchronize,
+    tf32_allowed,
+)
 from workloads.compiled import CompileWatch, compile_function
-from workloads.config import EAGER_FALLBACK, NOISY_CV_PCT
+from workloads.config import EAGER_FALLBACK
 
 HEAD_DIMS = (16, 32, 64, 128)
 SEQUENCE_LENGTHS = (256, 1024, 4096, 8192, 16384)
@@ -98,16 +107,9 @@ def time_attention(
         "forward": statistics.fmean(forward_ms),
         "backward": statistics.fmean(backward_ms),
         "memory": memory,
-        "cv": max(_cv_pct(forward_ms), _cv_pct(backward_ms)),  # the less steady of the two
+        "cv": max(cv_pct(forward_ms) or 0.0, cv_pct(backward_ms) or 0.0),  # the less steady; 0 for one pass
     }
     return {**timing, **probed}
-
-
-def _cv_pct(samples: list[float]) -> float:
-    """Coefficient of variation (%) of the samples; 0 for fewer than two."""
-    if len(samples) < 2 or not statistics.fmean(samples):
-        return 0.0
-    return 100 * statistics.stdev(samples) / statistics.fmean(samples)
 
 
 def attention_grid(
@@ -186,13 +188,12 @@ def _point(name: str, compiled: bool, dtype: str, head_dim: int, length: int, se
                 "SDPA Backend": timing.get("backend"),
                 "Memory Before Backward (MiB)": timing["memory"] / 2**20 if timing["memory"] else None,
                 "CV (%)": timing["cv"],
-                "Noisy": "yes" if timing["cv"] > NOISY_CV_PCT else "no",
+                "Noisy": noisy(timing["cv"]),
             }
         )
         if watch is not None:
             report = watch.report()
-            row.update({"Compile (ms)": report.compile_ms, "Graphs": report.graphs, "Recompiles": report.recompiles,
-                        "Graph Breaks": report.graph_breaks})  # fmt: skip
+            row.update(report.columns())
             if report.fell_back:  # eager times are not shown as compiled ones
                 row.update({"Status": EAGER_FALLBACK, "Forward (ms)": None, "Backward (ms)": None,
                             "Forward TFLOP/s": None, "Backward TFLOP/s": None, "Error": report.note})  # fmt: skip

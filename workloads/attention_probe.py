@@ -10,7 +10,7 @@ FlashAttention papers. So TFLOP/s compares implementations on the work the resul
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -55,19 +55,24 @@ def sdpa_backend(function: Callable, q: torch.Tensor, k: torch.Tensor, v: torch.
 
 
 def saved_bytes(function: Callable, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> int:
-    """Bytes autograd keeps alive for backward beyond the inputs: distinct storages of the saved tensors,
-    each counted once, those of q, k and v left out."""
-    inputs = {tensor.untyped_storage().data_ptr() for tensor in (q, k, v)}
+    """Bytes autograd keeps alive for backward beyond the inputs (q, k and v left out)."""
+    return saved_storage_bytes(lambda: function(q, k, v, causal), leave_out=(q, k, v))
+
+
+def saved_storage_bytes(forward: Callable[[], object], leave_out: Iterable[torch.Tensor]) -> int:
+    """Bytes of the distinct storages autograd saves for backward while ``forward()`` runs, each counted
+    once (views share their storage), the storages of ``leave_out`` (inputs, parameters) not counted."""
+    excluded = {tensor.untyped_storage().data_ptr() for tensor in leave_out}
     storages: dict[int, int] = {}
 
     def keep(tensor: torch.Tensor) -> torch.Tensor:
         storage = tensor.untyped_storage()
-        if storage.data_ptr() not in inputs:
+        if storage.data_ptr() not in excluded:
             storages[storage.data_ptr()] = storage.nbytes()
         return tensor
 
     with torch.autograd.graph.saved_tensors_hooks(keep, lambda tensor: tensor):
-        output = function(q, k, v, causal)
+        output = forward()
     del output
     return sum(storages.values())
 

@@ -249,6 +249,18 @@ def t_975(degrees: int) -> float:
     return z + (z**3 + z) / (4 * degrees) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * degrees**2)
 
 
+def cv_pct(values: list[float]) -> float | None:
+    """Coefficient of variation (%): sample std over mean; None for fewer than two samples or a zero mean."""
+    if len(values) < 2 or not statistics.fmean(values):
+        return None
+    return 100 * statistics.stdev(values) / statistics.fmean(values)
+
+
+def noisy(cv: float | None) -> str | None:
+    """ "yes" when the coefficient of variation is above NOISY_CV_PCT, "no" below, None when unknown."""
+    return None if cv is None else ("yes" if cv > fields.NOISY_CV_PCT else "no")
+
+
 def describe(values: list[float]) -> dict[str, float | None]:
     """mean, std (sample), median, min, max of raw samples, and ci95: the half-width of the 95 %
     confidence interval of the mean (t * std / sqrt(n); None for a single sample)."""
@@ -291,10 +303,9 @@ def summarize(result: RunResult) -> dict:
         for stat in STATS:
             row[fields.phase_field(phase, stat).key] = described.get(stat)
     step_ms = row[fields.phase_field("step", "mean").key]
-    step_std = row[fields.phase_field("step", "std").key]
-    cv = 100 * step_std / step_ms if step_ms and step_std is not None and len(result.samples_ms["step"]) > 1 else None
+    cv = cv_pct(result.samples_ms.get("step", []))
     row[fields.STEP_CV.key] = cv
-    row[fields.NOISY.key] = None if cv is None else ("yes" if cv > fields.NOISY_CV_PCT else "no")
+    row[fields.NOISY.key] = noisy(cv)
     tflops = flops / (step_ms / 1e3) / 1e12 if step_ms else None
     peak = peak_flops(result.device, config.dtype, tf32=config.tf32)
     row[fields.TOKENS.key] = config.batch * config.context / (step_ms / 1e3) if step_ms else None

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import torch
 
+from workloads.config import COMPILE_MS, GRAPH_BREAKS, GRAPHS, RECOMPILES
+
 BACKEND_VARIABLE = "TRACEKIT_COMPILE_BACKEND"
 # Words of dynamo's "gave up" reasons (torch 2.1-2.13 say cache_size_limit or recompile_limit).
 FALLBACK_MARKERS = ("recompile limit", "recompile_limit", "cache_size_limit", "cache size limit")
@@ -42,6 +44,11 @@ class CompileReport:
     recompiles: int = 0
     graph_breaks: int = 0
     fell_back: bool = False
+
+    def columns(self) -> dict[str, float | int | None]:
+        """The report as table cells, under the result columns' labels (``workloads.config``)."""
+        return {COMPILE_MS.label: self.compile_ms, GRAPHS.label: self.graphs, RECOMPILES.label: self.recompiles,
+                GRAPH_BREAKS.label: self.graph_breaks}  # fmt: skip
 
     @property
     def note(self) -> str | None:

@@ -89,8 +89,7 @@ def optimizer_grid(
                 milliseconds, compiled = time_step(implementation, count, size, target, warmup, steps)
                 row[f"{implementation} (ms)"] = milliseconds
                 if compiled is not None:
-                    row.update({"Compile (ms)": compiled.compile_ms, "Graphs": compiled.graphs,
-                                "Recompiles": compiled.recompiles, "Graph Breaks": compiled.graph_breaks})  # fmt: skip
+                    row.update(compiled.columns())
                     if compiled.fell_back:  # an eager time is not shown as the compiled one
                         row[f"{implementation} (ms)"] = None
                         notes.append(f"{implementation}: {compiled.note}")

@@ -67,7 +67,8 @@ class RefusingUnpickler(pickle.Unpickler):
 def load_snapshot(path: str | Path) -> MemoryTrace:
     """Read a snapshot pickle without executing anything from it."""
     file = Path(path)
-    size_mb, limit_mb = file.stat().st_size / 2**20, _limit(SIZE_LIMIT_VARIABLE, DEFAULT_SIZE_LIMIT_MB)
+    size = file.stat().st_size  # bytes
+    size_mb, limit_mb = size / 2**20, _limit(SIZE_LIMIT_VARIABLE, DEFAULT_SIZE_LIMIT_MB)
     if size_mb > limit_mb:
         raise SnapshotError(
             f"{file} is {size_mb:,.0f} MiB, above the {limit_mb:,} MiB limit for a memory snapshot (reading one takes "
@@ -90,7 +91,7 @@ def load_snapshot(path: str | Path) -> MemoryTrace:
         )
     if not isinstance(traces, list) or not all(isinstance(trace, list) for trace in traces):
         raise SnapshotError(f"{file}: device_traces is not a list of per-device event lists")
-    _check_entry_count(file, data, traces)
+    _check_entry_count(file, data, traces, size)
     stacks = _Stacks()
     try:
         events, has_time = _events(traces, stacks)
@@ -113,12 +114,11 @@ def load_snapshot(path: str | Path) -> MemoryTrace:
     )
 
 
-def _check_entry_count(file: Path, data: dict, traces: list) -> None:
+def _check_entry_count(file: Path, data: dict, traces: list, size: int) -> None:
     """SnapshotError for a file naming more entries and blocks than its size can hold (see above)."""
     segments = data["segments"] if isinstance(data["segments"], list) else []
     blocks = sum(len(s["blocks"]) for s in segments if isinstance(s, dict) and isinstance(s.get("blocks"), list))
     entries = sum(len(trace) for trace in traces) + blocks
-    size = file.stat().st_size
     if entries * MIN_BYTES_PER_ENTRY > size:
         raise SnapshotError(
             f"{file} names {entries:,} trace entries and blocks in {size:,} bytes: entries repeated by reference, "
