@@ -42,8 +42,8 @@ def bench():
 
 @bench.command("models")
 @click.argument("models", nargs=-1, required=True, type=click.Choice(MODEL_NAMES))
-@click.option("--ctx", multiple=True, default=("128",), callback=sizes, help="context lengths  [default: 128]")
-@click.option("--batch", multiple=True, default=("4",), callback=sizes, help="batch sizes  [default: 4]")
+@click.option("--ctx", multiple=True, default=("128",), callback=sizes(), help="context lengths  [default: 128]")
+@click.option("--batch", multiple=True, default=("4",), callback=sizes(), help="batch sizes  [default: 4]")
 @click.option(
     "--mode",
     multiple=True,
@@ -71,7 +71,7 @@ def bench():
     "--warmup",
     multiple=True,
     default=("5",),
-    callback=sizes,
+    callback=sizes(least=0),
     help="untimed steps first; several (--warmup 0 1 2 5) add a table of step time per warm-up count  [default: 5]",
 )
 @click.option("--steps", type=click.IntRange(min=1), default=10, show_default=True, help="timed steps")
@@ -140,14 +140,14 @@ def _tf32_on_cpu(device: str, tf32: str) -> list[str]:
 
 @bench.command("attention")
 @click.option(
-    "--head-dim", multiple=True, default=("16", "32", "64", "128"), callback=sizes,
+    "--head-dim", multiple=True, default=("16", "32", "64", "128"), callback=sizes(),
     help="head dimensions  [default: 16 32 64 128]",
 )  # fmt: skip
 @click.option(
     "--seq",
     multiple=True,
     default=("256", "1024", "4096", "8192", "16384"),
-    callback=sizes,
+    callback=sizes(),
     help="sequence lengths  [default: 256 1024 4096 8192 16384]",
 )
 @click.option("--batch", type=click.IntRange(min=1), default=8, show_default=True)
@@ -215,14 +215,14 @@ def bench_attention(
     "--params",
     multiple=True,
     default=("1", "2", "4", "8", "16", "32"),
-    callback=sizes,
+    callback=sizes(),
     help="numbers of parameter tensors  [default: 1 2 4 8 16 32]",
 )
 @click.option(
     "--size",
     multiple=True,
     default=("16Ki", "64Ki", "256Ki", "1Mi", "4Mi"),
-    callback=sizes,
+    callback=sizes(),
     help="elements per tensor (Ki, Mi suffixes)  [default: 16Ki 64Ki 256Ki 1Mi 4Mi]",
 )
 @click.option(

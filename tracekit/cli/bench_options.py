@@ -59,17 +59,20 @@ def parse_size(text: str) -> int:
     return int(text)
 
 
-def sizes(ctx, param, values):
-    """A list of sizes, each at least 1 (at least 0 for --warmup); repeated values run once."""
-    try:
-        parsed = [parse_size(part) for value in values for part in str(value).split(",") if part]
-    except ValueError as error:
-        raise click.BadParameter(str(error)) from None
-    least = 0 if param.name == "warmup" else 1
-    small = [value for value in parsed if value < least]
-    if small:
-        raise click.BadParameter(f"{', '.join(map(str, small))}: each must be at least {least}")
-    return tuple(dict.fromkeys(parsed))
+def sizes(least: int = 1):
+    """A click callback reading a list of sizes, each at least ``least``; repeated values run once."""
+
+    def check(ctx, param, values):
+        try:
+            parsed = [parse_size(part) for value in values for part in str(value).split(",") if part]
+        except ValueError as error:
+            raise click.BadParameter(str(error)) from None
+        small = [value for value in parsed if value < least]
+        if small:
+            raise click.BadParameter(f"{', '.join(map(str, small))}: each must be at least {least}")
+        return tuple(dict.fromkeys(parsed))
+
+    return check
 
 
 def choices(allowed):
