@@ -13,6 +13,7 @@ import pandas as pd
 from tracekit.analysis import stats
 from tracekit.analysis.attribution import ops_in_ranges
 from tracekit.analysis.categories import CATEGORIES, op_categories
+from tracekit.analysis.kernel_types import launched_before_last_step, type_table
 from tracekit.errors import NoGpuDataError, UsageError
 from tracekit.model.result import Result
 from tracekit.model.selection import select_ranges
@@ -94,27 +95,36 @@ def kernel_table(
     per_instance: bool = False,
     same_thread: bool = False,
     domain: str | None = None,
+    window: np.ndarray | None = None,
 ) -> pd.DataFrame:
     """``tracekit kernels``: the kernel summary of a trace, or of the GPU ops launched inside ``ranges``
     (range specs; see ``model.selection``). ``per_instance`` divides Total Time and Instances by the
     number of matching range instances (nested matches count once): the per-step figure.
     Time (%) is of all listed rows, before ``top`` cuts them.
     """
-    rows, instances = _selected_rows(trace, ops, ranges, same_thread, domain)
+    rows, instances = _selected_rows(trace, ops, ranges, same_thread, domain, window)
     # The whole trace's summary is asked for by several tables of a report: computed once per trace.
     summarize = lambda: summarize_kernels(trace.gpu_ops, name=name, by_launch_config=by_launch_config, rows=rows)
     key = f"kernel_summary:{name}:{by_launch_config}:{ops}"
-    summary = summarize() if ranges else trace.derived(key, summarize)
+    summary = summarize() if ranges or window is not None else trace.derived(key, summarize)
     if per_instance:
         summary = _per_instance(summary, instances, [stats.TOTAL, stats.INSTANCES])
     return summary.head(top) if top else summary
 
 
 def _selected_rows(
-    trace: Trace, ops: str, ranges: list[str] | None, same_thread: bool, domain: str | None = None
+    trace: Trace,
+    ops: str,
+    ranges: list[str] | None,
+    same_thread: bool,
+    domain: str | None = None,
+    window: np.ndarray | None = None,
 ) -> tuple[np.ndarray | None, int]:
-    """Mask of GPU ops to summarize and the number of range instances they come from (1 for a whole trace)."""
+    """Mask of GPU ops to summarize and the number of range instances they come from (1 for a whole
+    trace); ``window`` is a mask the ops must also be in (HTA's step window)."""
     rows = kernel_mask(trace, ops)
+    if window is not None:
+        rows = window if rows is None else rows & window
     if not ranges:
         return rows, 1
     chosen = select_ranges(trace, ranges, domain)
@@ -233,20 +243,31 @@ def kernel_summary(
     per_instance: bool = False,
     same_thread: bool = False,
     domain: str | None = None,
+    drop_last_step: bool = False,
 ) -> Result:
-    """``tracekit kernels``: the kernel summary (``by`` "kernel") or the time per category ("category");
-    ``ranges`` (specs) select the ops launched inside them, in NVTX ``domain`` when given."""
+    """``tracekit kernels``: the kernel summary (``by`` "kernel"), the time per category ("category") or
+    per HTA kernel type and overlap ("type", see ``kernel_types``); ``ranges`` (specs) select the ops
+    launched inside them, in NVTX ``domain`` when given; ``drop_last_step`` applies HTA's step window."""
     ranges = list(ranges or [])
     if per_instance and not ranges:
         raise UsageError("--per-instance divides by the instances of --range: give --range too")
     where = f" inside {', '.join(ranges)}" + (" (per instance)" if per_instance else "") if ranges else ""
-    if by == "category":
-        rows, instances = _selected_rows(trace, ops, ranges, same_thread, domain)  # once: ranges cost the most
+    window, notes = None, []
+    if drop_last_step:
+        window, note = launched_before_last_step(trace)
+        notes.append(note)
+    if by in ("category", "type"):
+        rows, instances = _selected_rows(trace, ops, ranges, same_thread, domain, window)  # once: ranges cost most
+        if by == "type":
+            if per_instance:
+                raise UsageError("--per-instance does not apply to --by type (overlap is not a per-instance sum)")
+            title = f"GPU time by kernel type and overlap (as HolisticTraceAnalysis){where}: {trace.name}"
+            return Result.of("types", type_table(trace.gpu_ops, rows), title, notes + trace.warnings)
         table = _categories_of(trace, rows, instances, per_instance)
-        notes = unclassified_note(trace, table, rows)
+        notes += unclassified_note(trace, table, rows)
         return Result.of("categories", table, f"GPU time by category{where}: {trace.name}", notes + trace.warnings)
     if by != "kernel":
-        raise UsageError(f"unknown --by {by!r}; choose kernel or category")
+        raise UsageError(f"unknown --by {by!r}; choose kernel, category or type")
     table = kernel_table(
         trace,
         top=top,
@@ -257,5 +278,6 @@ def kernel_summary(
         per_instance=per_instance,
         same_thread=same_thread,
         domain=domain,
+        window=window,
     )
-    return Result.of("kernels", table, f"GPU kernels{where}: {trace.name}", trace.warnings)
+    return Result.of("kernels", table, f"GPU kernels{where}: {trace.name}", notes + trace.warnings)

@@ -37,21 +37,42 @@ from tracekit.cli.common import (
 @click.option(
     "--by",
     "by",
-    type=click.Choice(["kernel", "category"]),
+    type=click.Choice(["kernel", "category", "type"]),
     default="kernel",
     show_default=True,
-    help="one row per kernel, or per category (matmul, elementwise, ...)",
+    help="one row per kernel, per category (matmul, elementwise, ...), or per kernel type and overlap "
+    "(computation, communication, memory, as HolisticTraceAnalysis)",
 )
 @ops_option
 @range_option
 @domain_option
 @click.option("--per-instance", is_flag=True, help="divide totals and counts by the number of --range instances")
 @same_thread_option
+@click.option(
+    "--drop-last-step",
+    is_flag=True,
+    help="leave out GPU work launched after the last ProfilerStep#N starts (HolisticTraceAnalysis's default: "
+    "a profiler schedule's last step is often cut short)",
+)
 @unit_option()
 @nsys_option
 @output_options
 def kernels(
-    trace, top, name, by_launch_config, by, ops, ranges, domain, per_instance, same_thread, unit, nsys, fmt, output
+    trace,
+    top,
+    name,
+    by_launch_config,
+    by,
+    ops,
+    ranges,
+    domain,
+    per_instance,
+    same_thread,
+    drop_last_step,
+    unit,
+    nsys,
+    fmt,
+    output,
 ):
     """Top GPU kernels of TRACE: nsys's kernel summary (gpukernsum), or time per category."""
     from tracekit.analysis.kernels import kernel_summary
@@ -70,6 +91,7 @@ def kernels(
         per_instance=per_instance,
         same_thread=same_thread,
         domain=domain,
+        drop_last_step=drop_last_step,
     )
     emit(result, fmt, output, unit)
 

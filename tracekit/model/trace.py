@@ -30,7 +30,7 @@ class TraceMeta:
 
     ``source`` is the file read; ``tool``/``tool_version``/``schema_version`` the profiler and its
     export format; ``session_start_utc_ns`` anchors time zero (None when unknown); ``gpus`` follows
-    ``schema.GPUS``.
+    ``schema.GPUS``; ``rank``/``world_size`` are the distributed job's, where the trace records them.
     """
 
     source: str
@@ -39,6 +39,8 @@ class TraceMeta:
     schema_version: str | None = None
     session_start_utc_ns: int | None = None
     gpus: pd.DataFrame = field(default_factory=schema.GPUS.empty)
+    rank: int | None = None
+    world_size: int | None = None
 
     def __post_init__(self):
         schema.GPUS.check(self.gpus, self.source)
@@ -53,6 +55,8 @@ class TraceMeta:
             "schema_version": self.schema_version,
             "session_start_utc_ns": self.session_start_utc_ns,
             "gpus": gpus.to_dict(orient="records"),
+            "rank": self.rank,
+            "world_size": self.world_size,
         }
 
 

@@ -2,7 +2,8 @@
 
 ``open_trace(path)`` chooses a reader by the file's content (its first bytes), not its name: an nsys
 SQLite export, an Nsight Systems report (exported with nsys on first use, the export kept beside
-it), or a tracekit run folder (its export or report). Large exports are cached (``cache``): the
+it), a torch.profiler (Kineto) JSON trace, plain or gzip, or a tracekit run folder (its export or
+report). Large exports are cached (``cache``): the
 cache is the registry's, so every reader gets it. ``open_snapshot(path)`` reads a CUDA memory
 snapshot or a run folder's. Anything else gets one line saying what it looks like and what is read.
 """
@@ -52,6 +53,12 @@ def _open_nsys_report(path: Path, nsys: str | None) -> Trace:
     return _open_nsys_sqlite(nsys_tool.export_sqlite(path, nsys), nsys)
 
 
+def _open_kineto(path: Path, nsys: str | None) -> Trace:
+    from tracekit.sources.kineto import read_kineto_trace
+
+    return read_kineto_trace(path)
+
+
 TRACE_READERS = [
     Reader("nsys-sqlite", "an nsys SQLite export (.sqlite)", lambda path, head: head.startswith(SQLITE_MAGIC),
            _open_nsys_sqlite),
@@ -59,6 +66,8 @@ TRACE_READERS = [
     # verdict on a damaged or foreign file is the most useful one.
     Reader("nsys-report", "an Nsight Systems report (.nsys-rep)",
            lambda path, head: head.startswith(REPORT_MAGIC) or path.suffix in REPORT_SUFFIXES, _open_nsys_report),
+    # JSON, or gzip (whose content the reader checks: gzip of anything else gets its own one line).
+    Reader("kineto", "a torch.profiler trace (.json, .json.gz)", lambda path, head: _is_json(head), _open_kineto),
 ]  # fmt: skip
 ACCEPTED = ", ".join(reader.describes for reader in TRACE_READERS) + " or a tracekit run folder"
 
@@ -109,8 +118,6 @@ def _looks_like(file: Path, head: bytes) -> str:
         )
     if head.startswith(PICKLE_PROTOCOL_2_PLUS):
         return "is a pickle (a memory snapshot? read it with `tracekit memory`), not a trace"
-    if _is_json(head):
-        return "looks like JSON (a torch.profiler or Chrome trace?), which tracekit does not read yet"
     return "is an empty file" if not head else "is not an SQLite database"
 
 
@@ -130,10 +137,11 @@ def open_snapshot(path: str | Path) -> MemoryTrace:
     file = run.require_snapshot() if run is not None else path
     protect(file)
     head = _head(file)
-    if any(reader.sniff(file, head) for reader in TRACE_READERS):
-        raise SnapshotError(f"{file} is an Nsight Systems trace, not a memory snapshot: `tracekit kernels` and "
-                            "`tracekit ranges` read it")  # fmt: skip
-    if not head or _is_json(head):
+    trace_reader = next((reader for reader in TRACE_READERS if reader.sniff(file, head)), None)
+    if trace_reader is not None:
+        raise SnapshotError(f"{file} looks like {trace_reader.describes}, not a memory snapshot: `tracekit kernels` "
+                            "and `tracekit ranges` read it")  # fmt: skip
+    if not head:
         raise SnapshotError(
             f"{file} {_looks_like(file, head)}; a memory snapshot is the pickle that "
             "torch.cuda.memory._dump_snapshot() writes"

@@ -1,0 +1,184 @@
+"""The torch.profiler (Kineto) reader: built traces with exactly known numbers, and streaming edge cases."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import numpy as np
+import pytest
+
+from kineto_builder import KinetoBuilder
+from tracekit.sources import json_stream, open_trace
+
+MATMUL = "void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>(Params)"
+ADD = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)"  # noqa: E501
+NCCL = "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)"
+
+
+def step_trace(rank: int | None = 0) -> KinetoBuilder:
+    """Two steps; absolute fractional-µs times whose nanosecond digits a float64 cannot hold."""
+    base = 1712195495519000
+    built = KinetoBuilder(rank=rank, world_size=2)
+    built.annotation("ProfilerStep#1", f"{base}.000", "100.000")
+    built.annotation("forward", f"{base + 1}.500", "40.250")
+    built.launch("cudaLaunchKernel", f"{base + 2}.001", "3.000", correlation=11)
+    built.kernel(MATMUL, f"{base + 10}.047", "20.048", correlation=11, grid=(120, 2, 1), block=(256, 1, 1))
+    built.launch("cudaLaunchKernel", f"{base + 6}.000", "1.999", correlation=12, tid=101)
+    built.kernel(ADD, f"{base + 31}.000", "4.001", correlation=12)
+    built.launch("cudaMemcpyAsync", f"{base + 50}.000", "2", correlation=13)
+    built.memcpy(f"{base + 52}.250", "1.750", correlation=13, size=4096)
+    built.annotation("ProfilerStep#2", f"{base + 200}.000", "100.000")
+    built.launch("cuLaunchKernel", f"{base + 201}.000", "1.000", correlation=14, cat="cuda_driver")
+    built.kernel(NCCL, f"{base + 205}.000", "50.000", correlation=14, stream=20)
+    built.launch("cudaMemsetAsync", f"{base + 210}.000", "1.000", correlation=15)
+    built.memset(f"{base + 211}.000", "0.999", correlation=15, size=512)
+    built.annotation("forward", f"{base + 2}.000", "30.000", pid=0, tid=7, cat="gpu_user_annotation")
+    built.flow(f"{base + 2}.001", 11)
+    return built
+
+
+def test_times_are_exact_nanoseconds_from_the_text(tmp_path):
+    trace = open_trace(step_trace().write(tmp_path / "t.pt.trace.json"))
+    kernels = trace.gpu_ops[trace.gpu_ops["kind"] == "kernel"].reset_index(drop=True)
+    assert kernels["start"].tolist() == [1712195495519010047, 1712195495519031000, 1712195495519205000]
+    assert kernels["duration"].tolist() == [20048, 4001, 50000]
+    assert kernels["end"].tolist() == [1712195495519030095, 1712195495519035001, 1712195495519255000]
+    # Through a float64 the first kernel would start 47 ns off: the test can tell the two apart.
+    assert round(float("1712195495519010.047") * 1000) != 1712195495519010047
+
+
+def test_tables_follow_the_contract(tmp_path):
+    trace = open_trace(step_trace().write(tmp_path / "t.json.gz", compress=True))
+    ops = trace.gpu_ops
+    assert ops["kind"].tolist() == ["kernel", "kernel", "memcpy", "kernel", "memset"]
+    assert ops["bytes"].tolist() == [0, 0, 4096, 0, 512]
+    assert ops["stream"].tolist() == [7, 7, 7, 20, 7]
+    assert ops["correlation_id"].tolist() == [11, 12, 13, 14, 15]
+    assert ops["pid"].tolist() == [100] * 5  # from the launch call with the same correlation
+    assert ops.loc[0, ["grid_x", "grid_y", "grid_z", "block_x"]].tolist() == [120, 2, 1, 256]
+    assert ops.loc[2, ["grid_x", "block_x"]].tolist() == [0, 0]
+    assert ops["short_name"].astype(str).tolist()[:2] == ["Kernel2", "vectorized_elementwise_kernel"]
+    launches = trace.launches
+    assert launches["name"].astype(str).tolist() == ["cudaLaunchKernel", "cudaLaunchKernel", "cudaMemcpyAsync",
+                                                      "cuLaunchKernel", "cudaMemsetAsync"]  # fmt: skip
+    assert launches["tid"].tolist() == [100, 101, 100, 100, 100]
+    ranges = trace.ranges.sort_values("start", kind="stable")
+    assert ranges["name"].astype(str).tolist() == ["ProfilerStep#1", "forward", "gpu:forward", "ProfilerStep#2"]
+    assert ranges["depth"].tolist() == [0, 1, 0, 0]  # the GPU twin nests on its own (device, stream)
+    assert trace.meta.rank == 0 and trace.meta.world_size == 2
+    assert trace.meta.gpus["name"].tolist() == ["NVIDIA H100 80GB HBM3"] and trace.meta.tool == "torch.profiler"
+
+
+def test_every_command_reads_a_built_trace(cli, tmp_path):
+    path = step_trace().write(tmp_path / "t.pt.trace.json")
+    result = cli("kernels", path, "--format", "json")
+    rows = json.loads(result.stdout)
+    assert [row["Total Time (ns)"] for row in rows] == [50000, 20048, 4001]
+    ranged = json.loads(cli("kernels", path, "--range", "forward", "--format", "json").stdout)
+    assert [row["Total Time (ns)"] for row in ranged] == [20048, 4001]  # the launch on thread 101 counts too
+    types = json.loads(cli("kernels", path, "--by", "type", "--ops", "all", "--format", "json").stdout)
+    assert {row["Type"]: row["Time (ns)"] for row in types} == {  # the memset runs under the NCCL kernel
+        "computation": 20048 + 4001, "communication": 50000 - 999, "memory": 1750,
+        "communication overlapping memory": 999}
+    window = json.loads(cli("kernels", path, "--drop-last-step", "--format", "json").stdout)
+    assert [row["Total Time (ns)"] for row in window] == [20048, 4001]  # launched after ProfilerStep#2 began
+    ranges = json.loads(cli("ranges", path, "--format", "json").stdout)
+    assert {row["Range"]: row["Instances"] for row in ranges}["forward"] == 1
+    result = cli("ranges", path)
+    assert "no NVTX domains" in result.output
+    assert cli("breakdown", path, "--phases", "forward").exit_code == 0
+    assert cli("diff", path, path).exit_code == 0
+    assert cli("export", path, "--parquet", tmp_path / "tables").exit_code == 0
+    assert json.loads((tmp_path / "tables" / "meta.json").read_text())["rank"] == 0
+    assert (tmp_path / "tables" / "gpu_ops.parquet").exists()
+    assert cli("report", path, "-o", tmp_path / "report").exit_code == 0
+    assert "ncclKernel_AllReduce" in (tmp_path / "report" / "report.md").read_text()
+
+
+def test_torch_1_8_categories_and_string_thread_ids(tmp_path):
+    built = KinetoBuilder(old=True, devices=0)
+    built.annotation("ProfilerStep#0", 10, 100, cat="Operator").annotation("aten::mm", 12, 20, cat="Operator")
+    built.launch("cudaLaunchKernel", 13, 5, correlation=7, tid=1890023232)
+    built.kernel(MATMUL, 20, 9, correlation=7, stream=7)
+    trace = open_trace(built.write(tmp_path / "old.json"))
+    assert trace.gpu_ops["stream"].tolist() == [7] and trace.gpu_ops["duration"].tolist() == [9000]
+    assert trace.launches["tid"].tolist() == [1890023232]
+    assert trace.ranges["name"].astype(str).tolist() == ["cpu_op:ProfilerStep#0", "cpu_op:aten::mm"]
+    assert any("torch 1.8" in line for line in (trace.ranges.attrs["notes"].splitlines()))
+    assert trace.meta.gpus.empty
+
+
+def test_bad_events_among_good_ones_are_left_out_and_counted(cli, tmp_path):
+    built = step_trace()
+    built.kernel(MATMUL, '"soon"', 1, correlation=99)  # a time that is not a number
+    built.kernel(MATMUL, 5, "-1", correlation=98)  # a negative duration
+    built.kernel(MATMUL, "99999999999999999999", 1, correlation=97)  # past int64 nanoseconds
+    built.raw('{"ph": "X", "cat": "kernel", "name": 12, "ts": 1, "dur": 1}')  # a name that is not text
+    built.raw('{"ph": "X", "cat": "kernel", "name": "no times"}')
+    result = cli("kernels", built.write(tmp_path / "t.json"), "--format", "json")
+    assert result.exit_code == 0
+    assert sum(row["Instances"] for row in json.loads(result.stdout)) == 3
+    assert "5 gpu_ops rows" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (b'{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "du', "truncated"),
+        (b'{"schemaVersion": 1, "other": [1, 2]}', 'without "traceEvents"'),
+        (gzip.compress(b"this is not json at all"), "not a JSON object"),
+        (b"\x1f\x8b\x08\x00garbage that is not deflate", "not valid gzip"),
+        (gzip.compress(b'{"traceEvents": [{"ph": "X", "cat": "kernel"')[:-8], "truncated"),
+        (b'{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1}}', "not well formed"),
+        (b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "k", "ts": 1, "dur": 1}]}', "no GPU kernels"),
+        (b"[1, 2, 3]", "no GPU kernels"),
+        (b'{"traceEvents": [{"ph": "X",, "cat": "kernel"}]}', "malformed JSON"),
+    ],
+)
+def test_bad_files_get_one_line(cli, tmp_path, content, expected):
+    path = tmp_path / "bad.json"
+    path.write_bytes(content)
+    result = cli("kernels", path)
+    assert result.exit_code == 1
+    assert expected in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in result.output
+
+
+def test_a_bare_array_of_events_reads(tmp_path):
+    events = step_trace().events
+    path = tmp_path / "array.json"
+    path.write_text("[\n  " + ",\n  ".join(events) + "\n]\n")
+    assert open_trace(path).gpu_ops["duration"].sum() == 20048 + 4001 + 1750 + 50000 + 999
+
+
+def test_small_blocks_and_separators_inside_strings_read_the_same(tmp_path, monkeypatch):
+    """Blocks of a few hundred bytes cut almost every event; names holding "}, {" make the quick cut
+    land inside a string, so the exact cut must take over: the tables are those of one whole read."""
+    built = step_trace()
+    names = [f'weird }}, {{"ts": 1}}, {{ \\" {index} ' + "\\" for index in range(40)]  # separator, \", \\
+    for index, name in enumerate(names):
+        built.launch("cudaLaunchKernel", 300 + index, 1, correlation=1000 + index)
+        built.kernel(name, f"{400 + index}.5", "1.25", correlation=1000 + index)
+    path = built.write(tmp_path / "t.json")
+    whole = open_trace(path).gpu_ops
+    exact_cuts = []
+    exact_cut = json_stream.exact_cut
+    monkeypatch.setattr(json_stream, "exact_cut", lambda *args: exact_cuts.append(1) or exact_cut(*args))
+    monkeypatch.setattr(json_stream, "BLOCK_BYTES", 300)
+    monkeypatch.setattr(json_stream, "TAIL_WINDOW", 64)
+    pieces = open_trace(path).gpu_ops
+    assert len(exact_cuts) > 10  # the quick cut landed inside a name, often
+    assert len(pieces) == len(whole) == 45
+    assert pieces["name"].astype(str).tolist() == whole["name"].astype(str).tolist()
+    assert set(names) <= set(pieces["name"].astype(str))
+    assert np.array_equal(pieces["start"].to_numpy(), whole["start"].to_numpy())
+
+
+def test_a_huge_event_is_refused_not_read(tmp_path, monkeypatch):
+    monkeypatch.setattr(json_stream, "MAX_EVENT_BYTES", 1000)
+    monkeypatch.setattr(json_stream, "BLOCK_BYTES", 256)
+    built = step_trace()
+    built.kernel("k" * 5000, 1, 1, correlation=5)
+    with pytest.raises(json_stream.JsonTraceError, match="larger than"):
+        open_trace(built.write(tmp_path / "t.json")).gpu_ops  # noqa: B018 (loading is the test)

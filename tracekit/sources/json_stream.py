@@ -1,0 +1,201 @@
+"""A Chrome-trace JSON document read as chunks of whole events, with bounded memory.
+
+A torch.profiler trace is one JSON object whose ``traceEvents`` array holds millions of events; a
+million kernels is 2-3 GB of text, where ``json.loads`` needs ~13 GB. ``event_chunks`` reads the
+file (plain or gzip) in blocks of ``BLOCK_BYTES`` and hands out the text of whole events, a block at
+a time, ready for a typed decoder; everything outside the array (``deviceProperties``,
+``distributedInfo``, ``baseTimeNanoseconds``, ...) is kept as a small document of its own.
+
+Cutting a block: the last ``}`` + ``,`` + ``{`` of the block is almost always the boundary of two
+events, and a cut anywhere else (inside a string, or between objects nested in an event) leaves the
+first part unbalanced, which the decoder refuses. So the caller decodes the cheap cut and, only when
+that fails, asks for ``exact_cut``: a vectorized scan of the block that knows strings from structure.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+import numpy as np
+
+from tracekit.errors import NotAnExportError
+
+BLOCK_BYTES = 16 * 2**20
+MAX_EVENT_BYTES = 256 * 2**20  # one event (or the text outside the events) larger than this is refused
+GZIP_MAGIC = b"\x1f\x8b"
+QUOTE, BACKSLASH = 0x22, 0x5C
+OPENERS, CLOSERS = (0x7B, 0x5B), (0x7D, 0x5D)  # { [   } ]
+# Two events: "}" then "," then "{", with any white space between.
+EVENT_SEPARATOR = re.compile(rb"\}\s*,\s*\{")
+SEPARATOR_REST = re.compile(rb"\s*,?")
+TAIL_WINDOW = 2**16
+T = TypeVar("T")
+
+
+class JsonTraceError(NotAnExportError):
+    """The file is not a readable Chrome-trace JSON document."""
+
+
+@dataclass
+class Skeleton:
+    """The document without its events: the bytes before the ``traceEvents`` array (with its "["),
+    and those after it (from its "]")."""
+
+    head: bytearray = field(default_factory=bytearray)
+    tail: bytearray = field(default_factory=bytearray)
+    array_document: bool = False  # the document is the bare array of events (JSON Array Format)
+
+    def document(self) -> bytes:
+        """The document with an empty events array, for an ordinary JSON decoder."""
+        return bytes(self.head) + bytes(self.tail)
+
+
+def open_binary(path: Path):
+    """The file's bytes, decompressed when it is gzip."""
+    with open(path, "rb") as handle:
+        magic = handle.read(2)
+    return gzip.open(path, "rb") if magic == GZIP_MAGIC else open(path, "rb")
+
+
+def read_block(handle, path: Path, size: int | None = None) -> bytes:
+    """Up to ``size`` bytes (default ``BLOCK_BYTES``); a damaged gzip stream becomes one line naming the file."""
+    try:
+        return handle.read(size or BLOCK_BYTES)
+    except (OSError, EOFError, zlib.error) as error:  # BadGzipFile is an OSError
+        reason = "ends early (truncated)" if isinstance(error, EOFError) else f"is not valid gzip ({error})"
+        raise JsonTraceError(f"{path} {reason}; a torch.profiler trace is JSON, optionally gzip-compressed") from None
+
+
+def structure(block: bytes | bytearray | memoryview, depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Positions of the brackets outside strings in ``block``, which starts outside any string at
+    nesting ``depth``; their characters, and the depth after each. Vectorized: a quote is escaped
+    when an odd run of backslashes precedes it, and a bracket is in a string when an odd number of
+    unescaped quotes precedes it."""
+    data = np.frombuffer(block, dtype=np.uint8)
+    quotes = np.flatnonzero(data == QUOTE)
+    maybe_escaped = quotes[(quotes > 0) & (data[np.maximum(quotes - 1, 0)] == BACKSLASH)]
+    if len(maybe_escaped):
+        escaped = [position for position in maybe_escaped.tolist() if _backslashes_before(data, position) % 2]
+        quotes = np.setdiff1d(quotes, np.asarray(escaped, dtype=quotes.dtype), assume_unique=True)
+    brackets = np.flatnonzero((data == 0x7B) | (data == 0x7D) | (data == 0x5B) | (data == 0x5D))
+    brackets = brackets[(np.searchsorted(quotes, brackets) & 1) == 0]
+    chars = data[brackets]
+    steps = np.where((chars == 0x7B) | (chars == 0x5B), 1, -1).astype(np.int64)
+    return brackets, chars, depth + np.cumsum(steps)
+
+
+def _backslashes_before(data: np.ndarray, position: int) -> int:
+    count = 0
+    while position - count - 1 >= 0 and data[position - count - 1] == BACKSLASH:
+        count += 1
+    return count
+
+
+def quick_cut(block: bytes | bytearray) -> int:
+    """Offset just past the "}" of the last likely event boundary in ``block`` (0: none found)."""
+    start = max(0, len(block) - TAIL_WINDOW)
+    while True:
+        last = None
+        for last in EVENT_SEPARATOR.finditer(block, start):
+            pass
+        if last is not None:
+            return last.start() + 1
+        if start == 0:
+            return 0
+        start = max(0, start - 16 * TAIL_WINDOW)
+
+
+def exact_cut(block: bytes | bytearray, path: Path) -> tuple[int, int | None]:
+    """For ``block`` starting inside the events array between events: offset just past the last whole
+    event, and the offset of the array's closing "]" when the block holds it (else None)."""
+    positions, chars, depth = structure(block, 1)
+    closes = np.flatnonzero(depth == 0)
+    if len(closes):  # the array ends in this block
+        end = int(positions[closes[0]])
+        if chars[closes[0]] != 0x5D:
+            raise JsonTraceError(f"{path}: the traceEvents array is not well formed near byte offset {end}")
+        return end, end
+    ends = positions[(chars == 0x7D) & (depth == 1)]
+    return (int(ends[-1]) + 1 if len(ends) else 0), None
+
+
+def find_events(block: bytes | bytearray, path: Path) -> tuple[int, bool] | None:
+    """Offset just past the "[" that opens the events array, and whether the document is a bare array;
+    None when ``block`` (the document's start) does not reach it yet."""
+    text = block.lstrip()
+    skipped = len(block) - len(text)
+    if text[:1] == b"[":
+        return skipped + 1, True
+    if text[:1] != b"{":
+        raise JsonTraceError(f"{path} is not a JSON object or array; a torch.profiler trace is a JSON object")
+    positions, chars, depth = structure(block, 0)
+    for index in np.flatnonzero((chars == 0x5B) & (depth == 2)).tolist():
+        position = int(positions[index])
+        before = bytes(block[max(0, position - 64) : position]).rstrip()
+        if before.endswith(b":") and before[:-1].rstrip().endswith(b'"traceEvents"'):
+            return position + 1, False
+    if len(positions) and depth[-1] == 0:
+        raise JsonTraceError(f'{path} is JSON without "traceEvents": not a torch.profiler (Chrome) trace')
+    return None
+
+
+def decoded_chunks(path: Path, skeleton: Skeleton, decode: Callable[[bytes], T | None]) -> Iterator[T]:
+    """``decode`` applied to the events of the document, a block's worth at a time: it gets
+    "[" + whole events + "]" and returns None when that is not well-formed JSON (then the block is cut
+    exactly and decoded again). ``skeleton`` is filled with the rest of the document."""
+    with open_binary(path) as handle:
+        pending = bytearray(read_block(handle, path))
+        while (found := find_events(pending, path)) is None:
+            more = read_block(handle, path)
+            if not more:
+                raise JsonTraceError(f"{path} ends before its traceEvents array (truncated?)")
+            if len(pending) > MAX_EVENT_BYTES:
+                raise JsonTraceError(f'{path}: no "traceEvents" array in its first {MAX_EVENT_BYTES >> 20} MB')
+            pending += more
+        start, skeleton.array_document = found
+        skeleton.head += pending[:start]
+        del pending[:start]
+        offset = start  # of pending's first byte in the document
+        while True:
+            block = read_block(handle, path)
+            pending += block
+            cut = quick_cut(pending) if block else 0
+            decoded = decode(_wrap(pending, cut)) if cut else None
+            close = None
+            if decoded is None:
+                cut, close = exact_cut(pending, path)
+                if cut:
+                    decoded = decode(_wrap(pending, cut))
+                    if decoded is None:
+                        raise JsonTraceError(f"{path}: malformed JSON among the events after byte offset {offset}")
+            if decoded is not None:
+                yield decoded
+            if close is not None:
+                skeleton.tail += pending[close:]
+                _read_rest(handle, path, skeleton)
+                return
+            if not block:
+                raise JsonTraceError(f"{path} ends inside its traceEvents array (truncated?)")
+            if not cut and len(pending) > MAX_EVENT_BYTES:
+                raise JsonTraceError(f"{path} has an event larger than {MAX_EVENT_BYTES >> 20} MB; not a profiler trace")
+            dropped = SEPARATOR_REST.match(pending, cut).end() if cut else 0  # the "," after the last event too
+            del pending[:dropped]
+            offset += dropped
+
+
+def _wrap(pending: bytearray, cut: int) -> bytes:
+    with memoryview(pending) as view:  # one copy; the view is released before ``pending`` changes size
+        return b"".join((b"[", view[:cut], b"]"))
+
+
+def _read_rest(handle, path: Path, skeleton: Skeleton) -> None:
+    while block := read_block(handle, path):
+        skeleton.tail += block
+        if len(skeleton.tail) > MAX_EVENT_BYTES:
+            raise JsonTraceError(f"{path} holds more than {MAX_EVENT_BYTES >> 20} MB after its traceEvents array")

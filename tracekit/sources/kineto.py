@@ -1,0 +1,258 @@
+"""torch.profiler (Kineto) Chrome-trace JSON -> normalized ``Trace``.
+
+Reads ``.json`` and ``.json.gz`` as ``export_chrome_trace`` and ``tensorboard_trace_handler`` write
+them, torch 1.8 to 2.x, CUDA and ROCm. The document is streamed (``json_stream``) and decoded by type
+(``kineto_events``), so a trace of a million kernels never becomes a million dicts; the first table a
+command asks for parses the file once and every table comes from that pass.
+
+Into the column contract (``model.schema``): kernels, memcpy and memset events are ``gpu_ops``
+(device and stream from their args; the launching process from the launch call with the same
+``correlation``, never from flow events, which changed category between versions and are absent
+from sampled traces); ``cuda_runtime``/``cuda_driver`` calls are ``launches``; record_function
+annotations, CPU operators and the annotations' GPU-side spans are ``ranges``, in the domains "",
+"cpu_op" and "gpu" (the trace has no NVTX domains; the note says so). Times are integer nanoseconds
+exactly as the text says (``decimal_text``), on the trace's own clock.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import msgspec
+import numpy as np
+import pandas as pd
+
+from tracekit.analysis.kernel_names import split_name
+from tracekit.errors import NoGpuDataError
+from tracekit.model.nesting import nest_ranges
+from tracekit.model.schema import GPU_OP_KINDS, GPUS, RANGE_STYLES
+from tracekit.model.trace import Trace, TraceMeta
+from tracekit.sources.json_stream import JsonTraceError, Skeleton, decoded_chunks, find_events, open_binary, read_block
+from tracekit.sources.kineto_events import DOMAINS, EventColumns
+
+TOOL = "torch.profiler"
+UNKNOWN = -1
+DOMAIN_NOTE = (
+    "torch.profiler traces have no NVTX domains: record_function annotations are the default domain, "
+    "CPU operators domain cpu_op, the annotations' GPU-side spans domain gpu"
+)
+OLD_OPERATOR_NOTE = (
+    "this trace (torch 1.8 era) does not tell record_function annotations from operators: both are domain cpu_op"
+)
+
+
+class DeviceProperties(msgspec.Struct):
+    id: int = -1
+    name: str | None = None
+    totalGlobalMem: int | None = None  # noqa: N815 (Kineto's field names)
+    computeMajor: int | None = None  # noqa: N815
+    computeMinor: int | None = None  # noqa: N815
+    numSms: int | None = None  # noqa: N815
+
+
+class DistributedInfo(msgspec.Struct):
+    rank: int | None = None
+    world_size: int | None = None
+
+
+class Header(msgspec.Struct):
+    """The document's fields before its events that tracekit reads."""
+
+    schemaVersion: int | str | None = None  # noqa: N815
+    deviceProperties: list[DeviceProperties] = []  # noqa: N815, RUF012 (msgspec copies defaults)
+    distributedInfo: DistributedInfo | None = None  # noqa: N815
+    baseTimeNanoseconds: int | None = None  # noqa: N815
+
+
+def read_kineto_trace(path: Path) -> Trace:
+    """The trace of a torch.profiler JSON file: metadata now (from the text before the events), the
+    tables on first use (one pass over the file for all of them)."""
+    path = Path(path)
+    header = _read_header(path)
+    meta = TraceMeta(
+        source=str(path),
+        tool=TOOL,
+        schema_version=None if header.schemaVersion is None else str(header.schemaVersion),
+        session_start_utc_ns=header.baseTimeNanoseconds,
+        gpus=_gpus(header.deviceProperties),
+        rank=header.distributedInfo.rank if header.distributedInfo else None,
+        world_size=header.distributedInfo.world_size if header.distributedInfo else None,
+    )
+
+    parsed: dict[str, pd.DataFrame] = {}
+    parsing = threading.Lock()  # a command loads tables on threads: the file is parsed once, not thrice
+
+    def tables() -> dict[str, pd.DataFrame]:
+        with parsing:
+            if not parsed:
+                parsed.update(_tables(path))
+        return parsed
+
+    return Trace(meta, {table: (lambda table=table: tables()[table]) for table in ("gpu_ops", "launches", "ranges")})
+
+
+def _read_header(path: Path) -> Header:
+    with open_binary(path) as handle:
+        head = bytearray(read_block(handle, path, 2**20))
+        while (found := find_events(head, path)) is None:
+            more = read_block(handle, path, 2**20)
+            if not more or len(head) > 64 * 2**20:
+                raise JsonTraceError(f'{path}: no "traceEvents" array found; not a torch.profiler trace')
+            head += more
+    start, array_document = found
+    if array_document:
+        return Header()
+    try:  # the text before the events, closed: {"a": ..., "traceEvents": []}
+        return msgspec.json.decode(bytes(head[:start]) + b"]}", type=Header)
+    except msgspec.DecodeError:
+        return Header()  # fields of unexpected types: the trace reads without its device descriptions
+
+
+def _gpus(properties: list[DeviceProperties]) -> pd.DataFrame:
+    frame = pd.DataFrame(
+        {
+            "id": pd.Series([device.id for device in properties], dtype="int64"),
+            "name": pd.Series([device.name for device in properties], dtype=object),
+            "sm_count": pd.Series([device.numSms for device in properties], dtype="Int64"),
+            "memory_bytes": pd.Series([device.totalGlobalMem for device in properties], dtype="Int64"),
+            "compute_capability": pd.Series(
+                [
+                    None if device.computeMajor is None else f"{device.computeMajor}.{device.computeMinor or 0}"
+                    for device in properties
+                ],
+                dtype=object,
+            ),
+        }
+    )
+    return frame[GPUS.names]
+
+
+def _tables(path: Path) -> dict[str, pd.DataFrame]:
+    columns = EventColumns()
+    skeleton = Skeleton()
+    for _ in decoded_chunks(path, skeleton, columns.decode):
+        pass
+    gpu, launch, ranges = (columns.gathered(role) for role in ("gpu", "launch", "range"))
+    if not gpu:
+        raise NoGpuDataError(f"{path} holds no GPU kernels, copies or sets (a CPU-only torch.profiler trace?)")
+    launches = _launches(launch, columns.names["launch"])
+    gpu_ops = _gpu_ops(gpu, columns.names["gpu"], launches)
+    range_frame = _ranges(ranges, columns.names["range"])
+    for role, table in (("gpu", gpu_ops), ("launch", launches), ("range", range_frame)):
+        table.attrs["dropped"] = columns.unusable[role] + (columns.malformed if role == "gpu" else 0)
+    if columns.old_operators:
+        range_frame.attrs["notes"] = f"{DOMAIN_NOTE}\n{OLD_OPERATOR_NOTE}"
+    return {"gpu_ops": gpu_ops, "launches": launches, "ranges": range_frame}
+
+
+def _names(codes: np.ndarray, names: dict[str, int]) -> pd.Categorical:
+    return _categorical(codes, list(names))
+
+
+def _categorical(codes: np.ndarray, labels: list[str]) -> pd.Categorical:
+    """Codes into ``labels``; labels that two codes share (a name in two domains cannot, but a short
+    name can) are merged, as a categorical's categories must be unique."""
+    categories, inverse = np.unique(np.asarray(labels, dtype=object), return_inverse=True)
+    return pd.Categorical.from_codes(inverse.reshape(-1)[codes], categories=pd.Index(categories, dtype=object))
+
+
+def _label(domain: str, text: str) -> str:
+    return f"{domain}:{text}" if domain else text
+
+
+def _times(columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    start, duration = columns["start"], columns["duration"]
+    return {"start": start, "end": start + duration, "duration": duration}
+
+
+def _launches(columns: dict[str, np.ndarray], names: dict[str, int]) -> pd.DataFrame:
+    if not columns:
+        from tracekit.model.schema import LAUNCHES
+
+        return LAUNCHES.empty()
+    return pd.DataFrame(
+        {
+            **_times(columns),
+            "name": _names(columns["name"], names),
+            "correlation_id": columns["correlation"],
+            "pid": columns["pid"],
+            "tid": columns["tid"],
+        }
+    )
+
+
+def _gpu_ops(columns: dict[str, np.ndarray], names: dict[str, int], launches: pd.DataFrame) -> pd.DataFrame:
+    name = _names(columns["name"], names)
+    short = [_short_name(text) for text in name.categories]
+    frame = pd.DataFrame(
+        {
+            **_times(columns),
+            "kind": pd.Categorical.from_codes(columns["kind"], categories=list(GPU_OP_KINDS)),
+            "name": name,
+            "short_name": _categorical(name.codes, short),
+            "device": columns["device"].astype(np.int16),
+            "stream": columns["stream"].astype(np.int32),
+            "correlation_id": columns["correlation"],
+            "pid": _launching_pid(columns["correlation"], launches).astype(np.int32),
+            **{
+                f"{axis}_{dim}": np.clip(columns[f"{axis}_{dim}"], 0, 2**31 - 1).astype(np.int32)
+                for axis in ("grid", "block")
+                for dim in "xyz"
+            },
+            "bytes": columns["bytes"],
+        }
+    )
+    return frame
+
+
+def _launching_pid(correlation: np.ndarray, launches: pd.DataFrame) -> np.ndarray:
+    """The process of the launch call with each GPU op's correlation id (UNKNOWN when there is none)."""
+    launch_correlation = launches["correlation_id"].to_numpy()
+    order = np.argsort(launch_correlation, kind="stable")
+    ordered = launch_correlation[order]
+    at = np.searchsorted(ordered, correlation)
+    found = (at < len(ordered)) & (correlation >= 0)
+    found[found] &= ordered[at[found]] == correlation[found]
+    pid = np.full(len(correlation), UNKNOWN, dtype=np.int64)
+    pid[found] = launches["pid"].to_numpy()[order[at[found]]]
+    return pid
+
+
+def _short_name(name: str) -> str:
+    """The base name without scopes, as nsys's shortName ("vectorized_elementwise_kernel")."""
+    return split_name(name)[0].rsplit("::", 1)[-1] or name
+
+
+def _ranges(columns: dict[str, np.ndarray], names: dict[str, int]) -> pd.DataFrame:
+    from tracekit.model.schema import RANGES
+
+    if not columns:
+        frame = RANGES.empty()
+        frame.attrs["notes"] = DOMAIN_NOTE
+        return frame
+    times = _times(columns)
+    domain_codes = columns["domain"]
+    # A range's name is "domain:text": one string per distinct (text, domain), not per range.
+    pairs, pair_codes = np.unique(columns["name"] * len(DOMAINS) + domain_codes, return_inverse=True)
+    texts = list(names)
+    labels = [_label(DOMAINS[pair % len(DOMAINS)], texts[pair // len(DOMAINS)]) for pair in pairs.tolist()]
+    pid, tid = columns["pid"], columns["tid"]
+    thread = pd.DataFrame({"pid": pid, "tid": tid}).groupby(["pid", "tid"], sort=False).ngroup().to_numpy()
+    parent, depth = nest_ranges(thread.astype(np.int64), times["start"], times["end"])
+    frame = pd.DataFrame(
+        {
+            "range_id": np.arange(len(pid), dtype=np.int64),
+            **times,
+            "name": _categorical(pair_codes.reshape(-1), labels),
+            "domain": pd.Categorical.from_codes(domain_codes, categories=pd.Index(list(DOMAINS), dtype=object)),
+            "style": pd.Categorical.from_codes(np.zeros(len(pid), dtype=np.int8), categories=list(RANGE_STYLES)),
+            "pid": pid,
+            "tid": tid,
+            "end_tid": tid,
+            "depth": depth,
+            "parent": parent,
+        }
+    )
+    frame.attrs["notes"] = DOMAIN_NOTE
+    return frame
