@@ -23,6 +23,11 @@ $(BIN)/.lint-installed: $(BIN)/.installed
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[lint]'
 	touch $@
 
+# HolisticTraceAnalysis (with Jupyter, ~1 min): the torch.profiler parity tests compare against it.
+$(BIN)/.parity-installed: $(BIN)/.installed
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[parity]'
+	touch $@
+
 demo: setup
 	scripts/install-nsys.sh
 	$(BIN)/tracekit capture tiny --ctx 64 --batch 4 --warmup 2 --steps 5 --name demo
@@ -34,7 +39,7 @@ lint: $(BIN)/.lint-installed
 	$(BIN)/ruff format --check .
 	$(BIN)/pyright
 
-test: lint
+test: lint $(BIN)/.parity-installed
 	$(BIN)/python -m pytest -q
 
 bench: setup

@@ -97,8 +97,11 @@ def replicate(source: Path, target: Path, kernels: int) -> dict:
                 first = True
                 for copy in range(copies):
                     for event in events:
-                        out.write(("" if first else ",\n") + "  " + _dump(_shifted(event, copy, span, id_steps,
-                                                                                   flow_step, step_step)))
+                        out.write(
+                            ("" if first else ",\n")
+                            + "  "
+                            + _dump(_shifted(event, copy, span, id_steps, flow_step, step_step))
+                        )
                         first = False
                 out.write("\n  ]")
             else:
@@ -106,20 +109,21 @@ def replicate(source: Path, target: Path, kernels: int) -> dict:
             out.write(",\n" if position < len(keys) - 1 else "\n")
         out.write("}\n")
     os.replace(partial, target)
-    return {"copies": copies, "kernels": base * copies, "events": len(events) * copies,
-            "bytes": target.stat().st_size}
+    return {"copies": copies, "kernels": base * copies, "events": len(events) * copies, "bytes": target.stat().st_size}
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("source", type=Path)
     parser.add_argument("target", type=Path)
     parser.add_argument("--kernels", type=int, default=200_000)
     args = parser.parse_args()
     started = time.perf_counter()
     facts = replicate(args.source, args.target, args.kernels)
-    print(f"{args.target}: {facts['kernels']:,} kernels, {facts['events']:,} events, "
-          f"{facts['bytes'] / 1e6:,.0f} MB, {facts['copies']} copies, {time.perf_counter() - started:.0f} s")
+    print(
+        f"{args.target}: {facts['kernels']:,} kernels, {facts['events']:,} events, "
+        f"{facts['bytes'] / 1e6:,.0f} MB, {facts['copies']} copies, {time.perf_counter() - started:.0f} s"
+    )
 
 
 if __name__ == "__main__":

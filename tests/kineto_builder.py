@@ -13,16 +13,29 @@ from pathlib import Path
 
 
 class KinetoBuilder:
-    def __init__(self, rank: int | None = None, world_size: int | None = None, devices: int = 1,
-                 base_time_ns: int | None = None, old: bool = False):
+    def __init__(
+        self,
+        rank: int | None = None,
+        world_size: int | None = None,
+        devices: int = 1,
+        base_time_ns: int | None = None,
+        old: bool = False,
+    ):
         self.events: list[str] = []
         self.head: dict = {"schemaVersion": 1}
         self.tail: dict = {"traceName": "built.pt.trace.json"}
         self.old = old  # torch 1.8 categories and string tids
         if devices:
             self.head["deviceProperties"] = [
-                {"id": index, "name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": 85_000_000_000, "computeMajor": 9,
-                 "computeMinor": 0, "numSms": 132} for index in range(devices)
+                {
+                    "id": index,
+                    "name": "NVIDIA H100 80GB HBM3",
+                    "totalGlobalMem": 85_000_000_000,
+                    "computeMajor": 9,
+                    "computeMinor": 0,
+                    "numSms": 132,
+                }
+                for index in range(devices)
             ]
         if rank is not None:
             self.head["distributedInfo"] = {"backend": "nccl", "rank": rank, "world_size": world_size}
@@ -30,8 +43,10 @@ class KinetoBuilder:
             self.tail["baseTimeNanoseconds"] = base_time_ns
 
     def event(self, ph: str, cat: str, name: str, pid, tid, ts, dur, args: dict | None = None) -> KinetoBuilder:
-        text = (f'{{\n    "ph": "{ph}", "cat": "{cat}", "name": {json.dumps(name)}, "pid": {json.dumps(pid)}, '
-                f'"tid": {json.dumps(tid)},\n    "ts": {ts}, "dur": {dur}')
+        text = (
+            f'{{\n    "ph": "{ph}", "cat": "{cat}", "name": {json.dumps(name)}, "pid": {json.dumps(pid)}, '
+            f'"tid": {json.dumps(tid)},\n    "ts": {ts}, "dur": {dur}'
+        )
         if args is not None:
             text += ',\n    "args": ' + json.dumps(args)
         self.events.append(text + "\n  }")
@@ -41,35 +56,78 @@ class KinetoBuilder:
         self.events.append(text)
         return self
 
-    def launch(self, name: str, ts, dur, correlation: int, pid: int = 100, tid: int = 100,
-               cat: str = "cuda_runtime") -> KinetoBuilder:
+    def launch(
+        self, name: str, ts, dur, correlation: int, pid: int = 100, tid: int = 100, cat: str = "cuda_runtime"
+    ) -> KinetoBuilder:
         cat = "Runtime" if self.old and cat == "cuda_runtime" else cat
-        return self.event("X", cat, name, pid, str(tid) if self.old else tid, ts, dur,
-                          {"cbid": 211, "correlation": correlation})
+        return self.event(
+            "X", cat, name, pid, str(tid) if self.old else tid, ts, dur, {"cbid": 211, "correlation": correlation}
+        )
 
-    def kernel(self, name: str, ts, dur, correlation: int, device: int = 0, stream: int = 7,
-               grid=(1, 1, 1), block=(128, 1, 1)) -> KinetoBuilder:
-        return self.event("X", "Kernel" if self.old else "kernel", name, device,
-                          f"stream {stream}" if self.old else stream, ts, dur,
-                          {"queued": 0, "device": device, "context": 1, "stream": stream,
-                           "correlation": correlation, "grid": list(grid), "block": list(block)})
+    def kernel(
+        self, name: str, ts, dur, correlation: int, device: int = 0, stream: int = 7, grid=(1, 1, 1), block=(128, 1, 1)
+    ) -> KinetoBuilder:
+        return self.event(
+            "X",
+            "Kernel" if self.old else "kernel",
+            name,
+            device,
+            f"stream {stream}" if self.old else stream,
+            ts,
+            dur,
+            {
+                "queued": 0,
+                "device": device,
+                "context": 1,
+                "stream": stream,
+                "correlation": correlation,
+                "grid": list(grid),
+                "block": list(block),
+            },
+        )
 
-    def memcpy(self, ts, dur, correlation: int, size: int, device: int = 0, stream: int = 7,
-               name: str = "Memcpy HtoD (Pageable -> Device)") -> KinetoBuilder:
-        return self.event("X", "gpu_memcpy", name, device, stream, ts, dur,
-                          {"device": device, "stream": stream, "correlation": correlation, "bytes": size})
+    def memcpy(
+        self,
+        ts,
+        dur,
+        correlation: int,
+        size: int,
+        device: int = 0,
+        stream: int = 7,
+        name: str = "Memcpy HtoD (Pageable -> Device)",
+    ) -> KinetoBuilder:
+        return self.event(
+            "X",
+            "gpu_memcpy",
+            name,
+            device,
+            stream,
+            ts,
+            dur,
+            {"device": device, "stream": stream, "correlation": correlation, "bytes": size},
+        )
 
     def memset(self, ts, dur, correlation: int, size: int, device: int = 0, stream: int = 7) -> KinetoBuilder:
-        return self.event("X", "gpu_memset", "Memset (Device)", device, stream, ts, dur,
-                          {"device": device, "stream": stream, "correlation": correlation, "bytes": size})
+        return self.event(
+            "X",
+            "gpu_memset",
+            "Memset (Device)",
+            device,
+            stream,
+            ts,
+            dur,
+            {"device": device, "stream": stream, "correlation": correlation, "bytes": size},
+        )
 
-    def annotation(self, name: str, ts, dur, pid: int = 100, tid: int = 100,
-                   cat: str = "user_annotation") -> KinetoBuilder:
+    def annotation(
+        self, name: str, ts, dur, pid: int = 100, tid: int = 100, cat: str = "user_annotation"
+    ) -> KinetoBuilder:
         return self.event("X", cat, name, pid, tid, ts, dur, {"External id": 1})
 
     def flow(self, ts, flow_id: int) -> KinetoBuilder:
-        self.events.append(f'{{"ph": "s", "id": {flow_id}, "pid": 100, "tid": 100, "ts": {ts}, "cat": "ac2g", '
-                           '"name": "ac2g"}')
+        self.events.append(
+            f'{{"ph": "s", "id": {flow_id}, "pid": 100, "tid": 100, "ts": {ts}, "cat": "ac2g", "name": "ac2g"}}'
+        )
         return self
 
     def text(self) -> str:

@@ -7,12 +7,12 @@ import json
 
 import numpy as np
 import pytest
-
 from kineto_builder import KinetoBuilder
+
 from tracekit.sources import json_stream, open_trace
 
 MATMUL = "void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>(Params)"
-ADD = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)"  # noqa: E501
+ADD = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)"
 NCCL = "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)"
 
 
@@ -79,8 +79,11 @@ def test_every_command_reads_a_built_trace(cli, tmp_path):
     assert [row["Total Time (ns)"] for row in ranged] == [20048, 4001]  # the launch on thread 101 counts too
     types = json.loads(cli("kernels", path, "--by", "type", "--ops", "all", "--format", "json").stdout)
     assert {row["Type"]: row["Time (ns)"] for row in types} == {  # the memset runs under the NCCL kernel
-        "computation": 20048 + 4001, "communication": 50000 - 999, "memory": 1750,
-        "communication overlapping memory": 999}
+        "computation": 20048 + 4001,
+        "communication": 50000 - 999,
+        "memory": 1750,
+        "communication overlapping memory": 999,
+    }
     window = json.loads(cli("kernels", path, "--drop-last-step", "--format", "json").stdout)
     assert [row["Total Time (ns)"] for row in window] == [20048, 4001]  # launched after ProfilerStep#2 began
     ranges = json.loads(cli("ranges", path, "--format", "json").stdout)

@@ -81,10 +81,10 @@ def type_label(mask: int) -> str:
 def type_table(ops: pd.DataFrame, rows: np.ndarray | None = None) -> pd.DataFrame:
     """Time per type and per overlap of types, largest first, with its share of the total."""
     masks, durations = type_segments(ops, rows)
-    totals = pd.Series(durations).groupby(masks).sum() if len(masks) else pd.Series(dtype=np.int64)
-    table = pd.DataFrame(
-        {TYPE: [type_label(int(mask)) for mask in totals.index], TIME: totals.to_numpy(np.int64)}
-    ).sort_values(TIME, ascending=False, kind="stable", ignore_index=True)
+    labels, inverse = np.unique(masks, return_inverse=True)
+    totals = np.bincount(inverse.reshape(-1), weights=durations, minlength=len(labels)).astype(np.int64)
+    table = pd.DataFrame({TYPE: [type_label(int(mask)) for mask in labels], TIME: totals})
+    table = table.sort_values(TIME, ascending=False, kind="stable", ignore_index=True)
     total = int(table[TIME].sum())
     table.insert(1, SHARE, np.round(100 * table[TIME] / total, 1) if total else 0.0)
     return table

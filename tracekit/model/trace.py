@@ -6,6 +6,7 @@ is checked against its schema as it loads: an analysis can rely on every column 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -44,6 +45,30 @@ class TraceMeta:
 
     def __post_init__(self):
         schema.GPUS.check(self.gpus, self.source)
+
+    def complete(self, facts: dict) -> None:
+        """Fill what is still unknown from ``facts`` (``as_dict``'s keys): a reader that finds part of its
+        metadata only while reading the tables (a JSON trace's fields after its events) hands it over
+        with the first table, so a table cache keeps it too."""
+        for key in ("tool_version", "schema_version", "session_start_utc_ns", "rank", "world_size"):
+            if getattr(self, key) is None and facts.get(key) is not None:
+                setattr(self, key, facts[key])
+        if self.gpus.empty and facts.get("gpus"):
+            import pandas as pd
+
+            records = facts["gpus"]
+            self.gpus = schema.GPUS.check(
+                pd.DataFrame(
+                    {
+                        column.name: pd.Series(
+                            [record.get(column.name) for record in records],
+                            dtype=object if column.dtype == "text" else column.dtype,
+                        )
+                        for column in schema.GPUS.columns
+                    }
+                ),
+                self.source,
+            )
 
     def as_dict(self) -> dict:
         """Plain JSON-friendly form (for run manifests and exports)."""
@@ -88,6 +113,8 @@ class Trace:
             self._dropped[table] = max(dropped, self._dropped.get(table, 0))
         for line in str(frame.attrs.get("notes", "")).splitlines():  # what the reader could not provide
             self.note(line)
+        if isinstance(frame.attrs.get("meta"), str):  # metadata the reader found only while reading tables
+            self.meta.complete(json.loads(frame.attrs["meta"]))
         return frame
 
     def dropped(self, table: str) -> int:

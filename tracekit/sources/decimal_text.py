@@ -31,7 +31,9 @@ def microseconds_to_ns(texts: list) -> tuple[np.ndarray, np.ndarray]:
     present = lengths > 0
     try:
         if not present.all():
-            strings = pc.if_else(pa.array(present), strings, pa.scalar("0", pa.large_string()))
+            strings = pc.if_else(  # pyright: ignore[reportAttributeAccessIssue]  (generated at import)
+                pa.array(present), strings, pa.scalar("0", pa.large_string())
+            )
         decimals = strings.cast(NS_DECIMAL, safe=False)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # text that is not a number: one at a time
         return _one_by_one(texts)

@@ -101,11 +101,9 @@ def quick_cut(block: bytes | bytearray) -> int:
     """Offset just past the "}" of the last likely event boundary in ``block`` (0: none found)."""
     start = max(0, len(block) - TAIL_WINDOW)
     while True:
-        last = None
-        for last in EVENT_SEPARATOR.finditer(block, start):
-            pass
-        if last is not None:
-            return last.start() + 1
+        found = [match.start() for match in EVENT_SEPARATOR.finditer(block, start)]
+        if found:
+            return found[-1] + 1
         if start == 0:
             return 0
         start = max(0, start - 16 * TAIL_WINDOW)
@@ -183,8 +181,11 @@ def decoded_chunks(path: Path, skeleton: Skeleton, decode: Callable[[bytes], T |
             if not block:
                 raise JsonTraceError(f"{path} ends inside its traceEvents array (truncated?)")
             if not cut and len(pending) > MAX_EVENT_BYTES:
-                raise JsonTraceError(f"{path} has an event larger than {MAX_EVENT_BYTES >> 20} MB; not a profiler trace")
-            dropped = SEPARATOR_REST.match(pending, cut).end() if cut else 0  # the "," after the last event too
+                raise JsonTraceError(
+                    f"{path} has an event larger than {MAX_EVENT_BYTES >> 20} MB; not a profiler trace"
+                )
+            rest = SEPARATOR_REST.match(pending, cut) if cut else None  # the "," after the last event goes too
+            dropped = rest.end() if rest is not None else 0
             del pending[:dropped]
             offset += dropped
 

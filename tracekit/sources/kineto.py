@@ -16,6 +16,7 @@ exactly as the text says (``decimal_text``), on the trace's own clock.
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 
@@ -26,7 +27,7 @@ import pandas as pd
 from tracekit.analysis.kernel_names import split_name
 from tracekit.errors import NoGpuDataError
 from tracekit.model.nesting import nest_ranges
-from tracekit.model.schema import GPU_OP_KINDS, GPUS, RANGE_STYLES
+from tracekit.model.schema import GPU_OP_KINDS, RANGE_STYLES
 from tracekit.model.trace import Trace, TraceMeta
 from tracekit.sources.json_stream import JsonTraceError, Skeleton, decoded_chunks, find_events, open_binary, read_block
 from tracekit.sources.kineto_events import DOMAINS, EventColumns
@@ -45,10 +46,10 @@ OLD_OPERATOR_NOTE = (
 class DeviceProperties(msgspec.Struct):
     id: int = -1
     name: str | None = None
-    totalGlobalMem: int | None = None  # noqa: N815 (Kineto's field names)
-    computeMajor: int | None = None  # noqa: N815
-    computeMinor: int | None = None  # noqa: N815
-    numSms: int | None = None  # noqa: N815
+    totalGlobalMem: int | None = None
+    computeMajor: int | None = None
+    computeMinor: int | None = None
+    numSms: int | None = None
 
 
 class DistributedInfo(msgspec.Struct):
@@ -59,26 +60,18 @@ class DistributedInfo(msgspec.Struct):
 class Header(msgspec.Struct):
     """The document's fields before its events that tracekit reads."""
 
-    schemaVersion: int | str | None = None  # noqa: N815
-    deviceProperties: list[DeviceProperties] = []  # noqa: N815, RUF012 (msgspec copies defaults)
-    distributedInfo: DistributedInfo | None = None  # noqa: N815
-    baseTimeNanoseconds: int | None = None  # noqa: N815
+    schemaVersion: int | str | None = None
+    deviceProperties: list[DeviceProperties] = []
+    distributedInfo: DistributedInfo | None = None
+    baseTimeNanoseconds: int | None = None
 
 
 def read_kineto_trace(path: Path) -> Trace:
-    """The trace of a torch.profiler JSON file: metadata now (from the text before the events), the
-    tables on first use (one pass over the file for all of them)."""
+    """The trace of a torch.profiler JSON file: metadata now from the text before the events, completed
+    from the text after them when the tables load (one pass over the file for all of them)."""
     path = Path(path)
-    header = _read_header(path)
-    meta = TraceMeta(
-        source=str(path),
-        tool=TOOL,
-        schema_version=None if header.schemaVersion is None else str(header.schemaVersion),
-        session_start_utc_ns=header.baseTimeNanoseconds,
-        gpus=_gpus(header.deviceProperties),
-        rank=header.distributedInfo.rank if header.distributedInfo else None,
-        world_size=header.distributedInfo.world_size if header.distributedInfo else None,
-    )
+    meta = TraceMeta(source=str(path), tool=TOOL)
+    meta.complete(_facts(_read_header(path)))
 
     parsed: dict[str, pd.DataFrame] = {}
     parsing = threading.Lock()  # a command loads tables on threads: the file is parsed once, not thrice
@@ -109,23 +102,37 @@ def _read_header(path: Path) -> Header:
         return Header()  # fields of unexpected types: the trace reads without its device descriptions
 
 
-def _gpus(properties: list[DeviceProperties]) -> pd.DataFrame:
-    frame = pd.DataFrame(
-        {
-            "id": pd.Series([device.id for device in properties], dtype="int64"),
-            "name": pd.Series([device.name for device in properties], dtype=object),
-            "sm_count": pd.Series([device.numSms for device in properties], dtype="Int64"),
-            "memory_bytes": pd.Series([device.totalGlobalMem for device in properties], dtype="Int64"),
-            "compute_capability": pd.Series(
-                [
-                    None if device.computeMajor is None else f"{device.computeMajor}.{device.computeMinor or 0}"
-                    for device in properties
-                ],
-                dtype=object,
-            ),
-        }
-    )
-    return frame[GPUS.names]
+def _facts(header: Header) -> dict:
+    """The header in ``TraceMeta.as_dict``'s terms."""
+    distributed = header.distributedInfo or DistributedInfo()
+    return {
+        "schema_version": None if header.schemaVersion is None else str(header.schemaVersion),
+        "session_start_utc_ns": header.baseTimeNanoseconds,
+        "rank": distributed.rank,
+        "world_size": distributed.world_size,
+        "gpus": [
+            {
+                "id": device.id,
+                "name": device.name,
+                "sm_count": device.numSms,
+                "memory_bytes": device.totalGlobalMem,
+                "compute_capability": None
+                if device.computeMajor is None
+                else f"{device.computeMajor}.{device.computeMinor or 0}",
+            }
+            for device in header.deviceProperties
+        ],
+    }
+
+
+def _whole_header(skeleton: Skeleton) -> Header:
+    """The document's fields before and after its events."""
+    if skeleton.array_document:
+        return Header()
+    try:
+        return msgspec.json.decode(skeleton.document(), type=Header)
+    except msgspec.DecodeError:
+        return Header()
 
 
 def _tables(path: Path) -> dict[str, pd.DataFrame]:
@@ -141,6 +148,7 @@ def _tables(path: Path) -> dict[str, pd.DataFrame]:
     range_frame = _ranges(ranges, columns.names["range"])
     for role, table in (("gpu", gpu_ops), ("launch", launches), ("range", range_frame)):
         table.attrs["dropped"] = columns.unusable[role] + (columns.malformed if role == "gpu" else 0)
+    gpu_ops.attrs["meta"] = json.dumps(_facts(_whole_header(skeleton)))  # kept by the table cache too
     if columns.old_operators:
         range_frame.attrs["notes"] = f"{DOMAIN_NOTE}\n{OLD_OPERATOR_NOTE}"
     return {"gpu_ops": gpu_ops, "launches": launches, "ranges": range_frame}

@@ -71,7 +71,9 @@ class EventColumns:
     list of arrays (one per chunk); names are codes into ``names[role]``."""
 
     def __init__(self):
-        self.columns: dict[str, defaultdict[str, list]] = {role: defaultdict(list) for role in ("gpu", "launch", "range")}
+        self.columns: dict[str, defaultdict[str, list]] = {
+            role: defaultdict(list) for role in ("gpu", "launch", "range")
+        }
         self.names: dict[str, dict[str, int]] = {role: {} for role in self.columns}
         self.threads: dict[str, int] = {}  # pid/tid strings that are not numbers -> negative ids
         self.unusable: Counter[str] = Counter()  # role -> events left out for unusable values
