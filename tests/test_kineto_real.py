@@ -18,6 +18,8 @@ from conftest import SHARED
 from tracekit.analysis.kernel_types import OTHER, launched_before_last_step, op_types, type_label, type_segments
 from tracekit.sources import open_trace
 
+# HolisticTraceAnalysis uses pandas features pandas 3 deprecates: its warnings are not ours.
+pytestmark = pytest.mark.filterwarnings("ignore:::hta")
 SHARED_KINETO = SHARED / "kineto"
 GPU = {"kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset"}
 LAUNCH = {"cuda_runtime", "cuda_driver", "Runtime"}
@@ -134,7 +136,7 @@ def hta_breakdowns(tmp_path_factory) -> dict[Path, tuple]:
     ranks = [path for path in kineto_paths() if path.parent.name == RANKS]
     _, kernels = breakdown(ranks)
     for path in ranks:
-        results[path] = (results[path][0], kernels[kernels["rank"] == open_trace(path).meta.rank])
+        results[path] = (results[path][0], kernels.loc[kernels["rank"] == open_trace(path).meta.rank])
     return results
 
 

@@ -251,7 +251,7 @@ def test_names_that_are_not_utf8_are_read_with_replacement_characters(cli, expor
         (("report", "--bench", "{notes}"), "is not an SQLite database"),
         (("report", "--bench", "{export}"), "has no runs table"),
         (("kernels", "{snapshot}"), "is a pickle"),
-        (("memory", "{export}"), "is an Nsight Systems trace, not a memory snapshot"),
+        (("memory", "{export}"), "looks like an nsys SQLite export (.sqlite), not a memory snapshot"),
         (("kernels", "{export}", "--format", "csv", "-o", "{tmp}/missing/k.csv"), "does not exist"),
         (("ranges", "{export}", "--within", "nothing"), "no NVTX range matches"),
     ],

@@ -14,7 +14,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis.kernel_names import rule_text
+from tracekit.model.kernel_names import rule_text
 from tracekit.model.trace import Trace
 
 # (category, pattern, why the rule is where it is). The first rule that matches decides.

@@ -24,8 +24,8 @@ import msgspec
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis.kernel_names import split_name
 from tracekit.errors import NoGpuDataError
+from tracekit.model.kernel_names import split_name
 from tracekit.model.nesting import nest_ranges
 from tracekit.model.schema import GPU_OP_KINDS, RANGE_STYLES
 from tracekit.model.trace import Trace, TraceMeta
@@ -36,7 +36,8 @@ TOOL = "torch.profiler"
 UNKNOWN = -1
 DOMAIN_NOTE = (
     "torch.profiler traces have no NVTX domains: record_function annotations are the default domain, "
-    "CPU operators domain cpu_op, the annotations' GPU-side spans domain gpu"
+    "CPU operators domain cpu_op, the annotations' GPU-side spans domain gpu (their GPU columns stay empty: "
+    "GPU work counts for the annotation whose thread launched it)"
 )
 OLD_OPERATOR_NOTE = (
     "this trace (torch 1.8 era) does not tell record_function annotations from operators: both are domain cpu_op"
