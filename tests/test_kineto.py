@@ -168,14 +168,15 @@ def test_small_blocks_and_separators_inside_strings_read_the_same(tmp_path, monk
     exact_cuts = []
     exact_cut = json_stream.exact_cut
     monkeypatch.setattr(json_stream, "exact_cut", lambda *args: exact_cuts.append(1) or exact_cut(*args))
-    monkeypatch.setattr(json_stream, "BLOCK_BYTES", 300)
     monkeypatch.setattr(json_stream, "TAIL_WINDOW", 64)
-    pieces = open_trace(path).gpu_ops
-    assert len(exact_cuts) > 10  # the quick cut landed inside a name, often
-    assert len(pieces) == len(whole) == 45
-    assert pieces["name"].astype(str).tolist() == whole["name"].astype(str).tolist()
-    assert set(names) <= set(pieces["name"].astype(str))
-    assert np.array_equal(pieces["start"].to_numpy(), whole["start"].to_numpy())
+    for size in range(97, 1500, 61):  # blocks that end everywhere: in names, between "}" and ",", ...
+        monkeypatch.setattr(json_stream, "BLOCK_BYTES", size)
+        pieces = open_trace(path).gpu_ops
+        assert len(pieces) == len(whole) == 45
+        assert pieces["name"].astype(str).tolist() == whole["name"].astype(str).tolist()
+        assert set(names) <= set(pieces["name"].astype(str))
+        assert np.array_equal(pieces["start"].to_numpy(), whole["start"].to_numpy())
+    assert len(exact_cuts) > 100  # the quick cut landed inside a name, often
 
 
 def test_a_huge_event_is_refused_not_read(tmp_path, monkeypatch):
@@ -185,3 +186,45 @@ def test_a_huge_event_is_refused_not_read(tmp_path, monkeypatch):
     built.kernel("k" * 5000, 1, 1, correlation=5)
     with pytest.raises(json_stream.JsonTraceError, match="larger than"):
         open_trace(built.write(tmp_path / "t.json")).gpu_ops  # noqa: B018 (loading is the test)
+
+
+@pytest.mark.parametrize("weird", [False, True])
+def test_worker_processes_read_what_one_process_reads(tmp_path, monkeypatch, weird):
+    """Chunks decoded on worker processes and merged give the tables of a one-process read; a name
+    that fools the quick cut makes a worker refuse its chunk, and the file is read again exactly."""
+    from tracekit.sources import kineto, kineto_parallel
+
+    built = step_trace(rank=None)
+    for index in range(120):
+        name = 'k%d }, {"x": 1} \\' % (index % 7) if weird else f"kernel_{index % 7}"
+        built.launch("cudaLaunchKernel", 300 + index, 1, correlation=1000 + index, tid=100 + index % 3)
+        built.kernel(name, f"{400 + index}.5", "1.25", correlation=1000 + index, stream=7 + index % 2)
+        built.annotation(f"op{index % 5}", 300 + index, "0.5", cat="cpu_op")
+    path = built.write(tmp_path / "t.json")
+    monkeypatch.setenv("TRACEKIT_WORKERS", "0")
+    alone = open_trace(path)
+    alone.load_together(("gpu_ops", "launches", "ranges"))  # now, in one process
+    monkeypatch.setenv("TRACEKIT_WORKERS", "2")
+    monkeypatch.setenv("TRACEKIT_PARALLEL_MIN_BYTES", "0")
+    monkeypatch.setattr(json_stream, "BLOCK_BYTES", 2048)
+    outcomes = []
+
+    def spy(*args):
+        try:
+            columns = parallel_columns(*args)
+        except kineto_parallel.Refused:
+            outcomes.append("refused")
+            raise
+        outcomes.append(sum(len(part) for part in columns.columns["gpu"]["start"]))
+        return columns
+
+    parallel_columns = kineto.parallel_columns
+    monkeypatch.setattr(kineto, "parallel_columns", spy)
+    together = open_trace(path)
+    for table in ("gpu_ops", "launches", "ranges"):
+        ours, theirs = getattr(together, table), getattr(alone, table)
+        assert len(ours) > 100
+        for column in ours.columns:
+            assert ours[column].astype(str).tolist() == theirs[column].astype(str).tolist(), (table, column)
+    # Refused and read again in one process, or merged from many chunks that came back from workers.
+    assert outcomes == (["refused"] if weird else [120 + 5])  # gpu ops merged from the workers

@@ -160,9 +160,14 @@ def decoded_chunks(path: Path, skeleton: Skeleton, decode: Callable[[bytes], T |
         skeleton.head += pending[:start]
         del pending[:start]
         offset = start  # of pending's first byte in the document
+        comma_due = False  # a cut fell at the end of what was read, before the "," that follows the event
         while True:
             block = read_block(handle, path)
             pending += block
+            if comma_due and (rest := SEPARATOR_REST.match(pending)) is not None and rest.group().endswith(b","):
+                del pending[: rest.end()]
+                offset += rest.end()
+                comma_due = False
             cut = quick_cut(pending) if block else 0
             decoded = decode(_wrap(pending, cut)) if cut else None
             close = None
@@ -186,6 +191,7 @@ def decoded_chunks(path: Path, skeleton: Skeleton, decode: Callable[[bytes], T |
                 )
             rest = SEPARATOR_REST.match(pending, cut) if cut else None  # the "," after the last event goes too
             dropped = rest.end() if rest is not None else 0
+            comma_due = comma_due or (rest is not None and not rest.group().endswith(b","))
             del pending[:dropped]
             offset += dropped
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import threading
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 import msgspec
@@ -31,6 +32,7 @@ from tracekit.model.schema import GPU_OP_KINDS, RANGE_STYLES
 from tracekit.model.trace import Trace, TraceMeta
 from tracekit.sources.json_stream import JsonTraceError, Skeleton, decoded_chunks, find_events, open_binary, read_block
 from tracekit.sources.kineto_events import DOMAINS, EventColumns
+from tracekit.sources.kineto_parallel import Refused, parallel_columns, worker_count
 
 TOOL = "torch.profiler"
 UNKNOWN = -1
@@ -137,10 +139,7 @@ def _whole_header(skeleton: Skeleton) -> Header:
 
 
 def _tables(path: Path) -> dict[str, pd.DataFrame]:
-    columns = EventColumns()
-    skeleton = Skeleton()
-    for _ in decoded_chunks(path, skeleton, columns.decode):
-        pass
+    columns, skeleton = _columns(path)
     gpu, launch, ranges = (columns.gathered(role) for role in ("gpu", "launch", "range"))
     if not gpu:
         raise NoGpuDataError(f"{path} holds no GPU kernels, copies or sets (a CPU-only torch.profiler trace?)")
@@ -153,6 +152,22 @@ def _tables(path: Path) -> dict[str, pd.DataFrame]:
     if columns.old_operators:
         range_frame.attrs["notes"] = f"{DOMAIN_NOTE}\n{OLD_OPERATOR_NOTE}"
     return {"gpu_ops": gpu_ops, "launches": launches, "ranges": range_frame}
+
+
+def _columns(path: Path) -> tuple[EventColumns, Skeleton]:
+    """The events' columns and the rest of the document: on worker processes for a large file (see
+    ``kineto_parallel``), else (or when a worker refused a chunk) here."""
+    workers = worker_count(path)
+    if workers:
+        skeleton = Skeleton()
+        try:
+            return parallel_columns(path, skeleton, workers), skeleton
+        except (Refused, BrokenProcessPool):  # a wrong quick cut, or a worker that died: one process, exactly
+            pass
+    columns, skeleton = EventColumns(), Skeleton()
+    for _ in decoded_chunks(path, skeleton, columns.decode):
+        pass
+    return columns, skeleton
 
 
 def _names(codes: np.ndarray, names: dict[str, int]) -> pd.Categorical:

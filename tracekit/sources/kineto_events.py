@@ -10,6 +10,7 @@ from their text (``decimal_text``). Category names changed across torch versions
 
 from __future__ import annotations
 
+import zlib
 from collections import Counter, defaultdict
 
 import msgspec
@@ -75,7 +76,6 @@ class EventColumns:
             role: defaultdict(list) for role in ("gpu", "launch", "range")
         }
         self.names: dict[str, dict[str, int]] = {role: {} for role in self.columns}
-        self.threads: dict[str, int] = {}  # pid/tid strings that are not numbers -> negative ids
         self.unusable: Counter[str] = Counter()  # role -> events left out for unusable values
         self.malformed = 0  # events that do not decode as an event object at all
         self.old_operators = False  # torch 1.8's "Operator" category: annotations and operators alike
@@ -157,19 +157,32 @@ class EventColumns:
 
     def _ids(self, values: list) -> np.ndarray:
         """Process or thread ids: ints as they are; strings of digits ("1890023232", torch 1.8) as their
-        number; other strings ("stream 7", "python") as a negative id per distinct string."""
+        number; other strings ("stream 7", "python") as a negative id, one per distinct string."""
         try:
             return np.asarray(values, dtype=np.int64)
         except (TypeError, ValueError, OverflowError):
             pass
-        threads = self.threads
         numbers = []
         for value in values:
             if type(value) is not int or not -(2**63) <= value < 2**63:
                 text = str(value)
-                value = int(text) if text.isdigit() and len(text) < 19 else threads.setdefault(text, -2 - len(threads))
+                # A hash, not a counter: chunks decoded in other processes give a string the same id.
+                value = int(text) if text.isdigit() and len(text) < 19 else -2 - zlib.crc32(text.encode())
             numbers.append(value)
         return np.asarray(numbers, dtype=np.int64)
+
+    def merge(self, part: EventColumns) -> None:
+        """Append the columns ``part`` decoded (another chunk, maybe in another process)."""
+        for role, columns in part.columns.items():
+            if not columns:
+                continue
+            codes = self.names[role]
+            mapping = np.fromiter((codes.setdefault(name, len(codes)) for name in part.names[role]), np.int64)
+            for name, arrays in columns.items():
+                self.columns[role][name] += [mapping[array] for array in arrays] if name == "name" else arrays
+        self.unusable.update(part.unusable)
+        self.malformed += part.malformed
+        self.old_operators = self.old_operators or part.old_operators
 
     def gathered(self, role: str) -> dict[str, np.ndarray]:
         """The role's columns, every chunk joined (empty arrays when no event had the role)."""

@@ -1,0 +1,79 @@
+"""Decoding a large torch.profiler trace on several cores.
+
+Decoding and sorting events into columns (``kineto_events``) is most of a read and needs the GIL, so
+threads would not help: chunks go to worker processes instead, which return their columns (names as
+chunk-local codes, merged here in file order). The main process only reads, cuts and merges.
+
+A chunk a worker cannot parse means a quick cut was wrong (``json_stream``: rare, e.g. a name that
+holds "}, {"); then the whole file is read again in one process, which cuts exactly where needed.
+Workers start from a fork server that has imported the decoder once, not by forking this process,
+whose other threads (a command loads tables on threads) might hold locks at the moment of a fork.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections import deque
+from concurrent.futures import Future, ProcessPoolExecutor
+from pathlib import Path
+
+from tracekit.sources.json_stream import Skeleton, decoded_chunks
+from tracekit.sources.kineto_events import EventColumns
+
+MIN_BYTES = 64 * 2**20  # below this, starting workers costs more than it saves
+IN_FLIGHT_PER_WORKER = 2  # chunks queued per worker: bounds memory, keeps workers busy
+
+
+class Refused(Exception):
+    """A worker found a chunk that is not well-formed JSON."""
+
+
+def worker_count(path: Path) -> int:
+    """Worker processes for ``path``: 0 (decode here) for small files, one core, or TRACEKIT_WORKERS=0/1."""
+    wanted = os.environ.get("TRACEKIT_WORKERS")
+    count = int(wanted) if wanted and wanted.isdigit() else min(os.cpu_count() or 1, 4)
+    threshold = int(os.environ.get("TRACEKIT_PARALLEL_MIN_BYTES", MIN_BYTES))
+    return count if count > 1 and path.stat().st_size >= threshold and _has_forkserver() else 0
+
+
+def _has_forkserver() -> bool:
+    return "forkserver" in multiprocessing.get_all_start_methods()
+
+
+def decode_chunk(chunk: bytes) -> EventColumns | None:
+    """One chunk's columns (in a worker); None when it is not well-formed JSON."""
+    part = EventColumns()
+    return part if part.decode(chunk) else None
+
+
+def parallel_columns(path: Path, skeleton: Skeleton, workers: int) -> EventColumns:
+    """Every event's columns, decoded by ``workers`` processes; Refused when a quick cut was wrong."""
+    columns = EventColumns()
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["tracekit.sources.kineto_events"])
+    queued: deque[Future] = deque()
+
+    def take_oldest() -> None:
+        part = queued.popleft().result()
+        if part is None:
+            raise Refused
+        columns.merge(part)
+
+    def submit(chunk: bytes) -> Future:
+        while len(queued) >= workers * IN_FLIGHT_PER_WORKER:
+            take_oldest()
+        queued.append(pool.submit(decode_chunk, chunk))
+        return queued[-1]
+
+    with ProcessPoolExecutor(workers, mp_context=context) as pool:
+        try:
+            for _ in decoded_chunks(path, skeleton, submit):
+                pass
+            while queued:
+                take_oldest()
+        except BaseException:
+            for future in queued:
+                future.cancel()
+            raise
+    return columns
