@@ -196,7 +196,7 @@ def test_worker_processes_read_what_one_process_reads(tmp_path, monkeypatch, wei
 
     built = step_trace(rank=None)
     for index in range(120):
-        name = 'k%d }, {"x": 1} \\' % (index % 7) if weird else f"kernel_{index % 7}"
+        name = f'k{index % 7} }}, {{"x": 1}} \\' if weird else f"kernel_{index % 7}"
         built.launch("cudaLaunchKernel", 300 + index, 1, correlation=1000 + index, tid=100 + index % 3)
         built.kernel(name, f"{400 + index}.5", "1.25", correlation=1000 + index, stream=7 + index % 2)
         built.annotation(f"op{index % 5}", 300 + index, "0.5", cat="cpu_op")
