@@ -1,7 +1,7 @@
 """torch.profiler traces: tracekit against HolisticTraceAnalysis, and the JSON readers one could build on.
 
-Each measurement runs in its own process; time is wall clock, memory the process's peak RSS (from
-``wait4``). On one file:
+Each measurement runs in its own process; time is wall clock, memory the peak RSS of the process and
+its children together (psutil). On one file:
 
   tracekit        ``tracekit kernels FILE --by type --ops all`` with the table cache off (a first read)
   tracekit cached the same with the cache on, after a run that wrote it
@@ -65,12 +65,28 @@ PARSERS = {
 
 
 def measure(command: list[str], env: dict | None = None) -> tuple[float, float, int]:
-    """(seconds, peak RSS in MB, exit status) of one process."""
+    """(seconds, peak RSS in MB, exit status) of one process and its children: tracekit decodes large
+    files on worker processes, so the peak is of the whole tree's RSS, sampled every 20 ms (and never
+    below the largest single process's peak, from wait4)."""
+    import psutil
+
     started = time.perf_counter()
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                env={**os.environ, **(env or {})})  # fmt: skip
-    _, status, usage = os.wait4(process.pid, 0)
-    return time.perf_counter() - started, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
+    tree_peak = 0
+    watched = psutil.Process(process.pid)
+    while True:
+        try:
+            tree = [watched, *watched.children(recursive=True)]
+            tree_peak = max(tree_peak, sum(member.memory_info().rss for member in tree))
+        except psutil.Error:
+            pass
+        finished, status, usage = os.wait4(process.pid, os.WNOHANG)
+        if finished:
+            break
+        time.sleep(0.02)
+    seconds = time.perf_counter() - started
+    return seconds, max(tree_peak / 2**20, usage.ru_maxrss / 1024), os.waitstatus_to_exitcode(status)
 
 
 def row(label: str, seconds: float, rss_mb: float, status: int, against: tuple[float, float] | None = None) -> str:

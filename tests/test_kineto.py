@@ -228,3 +228,29 @@ def test_worker_processes_read_what_one_process_reads(tmp_path, monkeypatch, wei
             assert ours[column].astype(str).tolist() == theirs[column].astype(str).tolist(), (table, column)
     # Refused and read again in one process, or merged from many chunks that came back from workers.
     assert outcomes == (["refused"] if weird else [120 + 5])  # gpu ops merged from the workers
+
+
+def test_a_cached_reread_keeps_tables_notes_and_late_metadata(tmp_path, monkeypatch):
+    """deviceProperties after the events (as re-serialized traces write them) reach the metadata, and a
+    second read from the table cache brings them back without parsing the JSON again."""
+    built = step_trace(rank=3)
+    built.tail["deviceProperties"] = built.head.pop("deviceProperties")
+    built.tail["baseTimeNanoseconds"] = 1_700_000_000_000_000_000
+    path = built.write(tmp_path / "late.json.gz", compress=True)
+    monkeypatch.setenv("TRACEKIT_CACHE_MIN_BYTES", "0")
+    first = open_trace(path)
+    assert first.meta.gpus.empty  # known only once the events are read
+    first.load_together(("gpu_ops", "launches", "ranges"))
+    assert first.meta.gpus["sm_count"].tolist() == [132] and first.meta.rank == 3
+    assert (tmp_path / "late.json.gz.tracekit-cache" / "gpu_ops").is_dir()
+
+    def no_parsing(*args):
+        raise AssertionError("the JSON was parsed again")
+
+    monkeypatch.setattr("tracekit.sources.kineto._tables", no_parsing)
+    again = open_trace(path)
+    assert again.gpu_ops["start"].tolist() == first.gpu_ops["start"].tolist()
+    assert again.meta.gpus["name"].tolist() == ["NVIDIA H100 80GB HBM3"]
+    assert again.meta.session_start_utc_ns == 1_700_000_000_000_000_000
+    assert again.ranges["name"].astype(str).tolist() == first.ranges["name"].astype(str).tolist()
+    assert any("no NVTX domains" in line for line in again.warnings)
