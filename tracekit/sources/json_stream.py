@@ -1,15 +1,16 @@
 """A Chrome-trace JSON document read as chunks of whole events, with bounded memory.
 
 A torch.profiler trace is one JSON object whose ``traceEvents`` array holds millions of events; a
-million kernels is 2-3 GB of text, where ``json.loads`` needs ~13 GB. ``event_chunks`` reads the
-file (plain or gzip) in blocks of ``BLOCK_BYTES`` and hands out the text of whole events, a block at
-a time, ready for a typed decoder; everything outside the array (``deviceProperties``,
-``distributedInfo``, ``baseTimeNanoseconds``, ...) is kept as a small document of its own.
+million kernels is 2-3 GB of text, where ``json.loads`` needs ~13 GB. ``decoded_chunks`` reads the
+file (plain or gzip) in blocks of ``BLOCK_BYTES`` and hands the text of whole events, a block at a
+time, to a typed decoder; everything outside the array (``deviceProperties``, ``distributedInfo``,
+``baseTimeNanoseconds``, ...) is kept as a small document of its own (``Skeleton``).
 
 Cutting a block: the last ``}`` + ``,`` + ``{`` of the block is almost always the boundary of two
 events, and a cut anywhere else (inside a string, or between objects nested in an event) leaves the
-first part unbalanced, which the decoder refuses. So the caller decodes the cheap cut and, only when
-that fails, asks for ``exact_cut``: a vectorized scan of the block that knows strings from structure.
+first part unbalanced, which the decoder refuses. So the cheap cut is decoded first and, only when
+that fails, the block is cut by ``exact_cut``: a vectorized scan that knows strings from structure
+(a full scan costs about as much as decoding, so it is kept for the blocks that need it).
 """
 
 from __future__ import annotations
