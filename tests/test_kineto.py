@@ -247,7 +247,7 @@ def test_a_cached_reread_keeps_tables_notes_and_late_metadata(tmp_path, monkeypa
     def no_parsing(*args):
         raise AssertionError("the JSON was parsed again")
 
-    monkeypatch.setattr("tracekit.sources.kineto._tables", no_parsing)
+    monkeypatch.setattr("tracekit.sources.kineto._parse", no_parsing)
     again = open_trace(path)
     assert again.gpu_ops["start"].tolist() == first.gpu_ops["start"].tolist()
     assert again.meta.gpus["name"].tolist() == ["NVIDIA H100 80GB HBM3"]

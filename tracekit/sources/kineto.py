@@ -76,16 +76,44 @@ def read_kineto_trace(path: Path) -> Trace:
     meta = TraceMeta(source=str(path), tool=TOOL)
     meta.complete(_facts(_read_header(path)))
 
-    parsed: dict[str, pd.DataFrame] = {}
-    parsing = threading.Lock()  # a command loads tables on threads: the file is parsed once, not thrice
+    tables = _Tables(path)
+    return Trace(meta, {table: (lambda table=table: tables.get(table)) for table in ("gpu_ops", "launches", "ranges")})
 
-    def tables() -> dict[str, pd.DataFrame]:
-        with parsing:
-            if not parsed:
-                parsed.update(_tables(path))
-        return parsed
 
-    return Trace(meta, {table: (lambda table=table: tables()[table]) for table in ("gpu_ops", "launches", "ranges")})
+class _Tables:
+    """One file's tables: the file is parsed once, each table built from the columns when first asked
+    for (``kernels`` never pays for nesting millions of CPU-op ranges)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.lock = threading.RLock()  # a command loads tables on threads; gpu_ops asks for launches
+        self.parsed: tuple[EventColumns, Skeleton] | None = None
+        self.built: dict[str, pd.DataFrame] = {}
+
+    def get(self, table: str) -> pd.DataFrame:
+        with self.lock:
+            if table not in self.built:
+                if self.parsed is None:
+                    self.parsed = _parse(self.path)
+                self.built[table] = getattr(self, f"_build_{table}")(*self.parsed)
+            return self.built[table]
+
+    def _build_launches(self, columns: EventColumns, skeleton: Skeleton) -> pd.DataFrame:
+        frame = _launches(columns.gathered("launch"), columns.names["launch"])
+        frame.attrs["dropped"] = columns.unusable["launch"]
+        return frame
+
+    def _build_gpu_ops(self, columns: EventColumns, skeleton: Skeleton) -> pd.DataFrame:
+        frame = _gpu_ops(columns.gathered("gpu"), columns.names["gpu"], self.get("launches"))
+        frame.attrs["dropped"] = columns.unusable["gpu"] + columns.malformed
+        frame.attrs["meta"] = json.dumps(_facts(_whole_header(skeleton)))  # kept by the table cache too
+        return frame
+
+    def _build_ranges(self, columns: EventColumns, skeleton: Skeleton) -> pd.DataFrame:
+        frame = _ranges(columns.gathered("range"), columns.names["range"])
+        frame.attrs["dropped"] = columns.unusable["range"]
+        frame.attrs["notes"] = DOMAIN_NOTE + (f"\n{OLD_OPERATOR_NOTE}" if columns.old_operators else "")
+        return frame
 
 
 def _read_header(path: Path) -> Header:
@@ -138,20 +166,12 @@ def _whole_header(skeleton: Skeleton) -> Header:
         return Header()
 
 
-def _tables(path: Path) -> dict[str, pd.DataFrame]:
+def _parse(path: Path) -> tuple[EventColumns, Skeleton]:
+    """Every event's columns and the rest of the document; NoGpuDataError when no GPU work is recorded."""
     columns, skeleton = _columns(path)
-    gpu, launch, ranges = (columns.gathered(role) for role in ("gpu", "launch", "range"))
-    if not gpu:
+    if not columns.columns["gpu"]:
         raise NoGpuDataError(f"{path} holds no GPU kernels, copies or sets (a CPU-only torch.profiler trace?)")
-    launches = _launches(launch, columns.names["launch"])
-    gpu_ops = _gpu_ops(gpu, columns.names["gpu"], launches)
-    range_frame = _ranges(ranges, columns.names["range"])
-    for role, table in (("gpu", gpu_ops), ("launch", launches), ("range", range_frame)):
-        table.attrs["dropped"] = columns.unusable[role] + (columns.malformed if role == "gpu" else 0)
-    gpu_ops.attrs["meta"] = json.dumps(_facts(_whole_header(skeleton)))  # kept by the table cache too
-    if columns.old_operators:
-        range_frame.attrs["notes"] = f"{DOMAIN_NOTE}\n{OLD_OPERATOR_NOTE}"
-    return {"gpu_ops": gpu_ops, "launches": launches, "ranges": range_frame}
+    return columns, skeleton
 
 
 def _columns(path: Path) -> tuple[EventColumns, Skeleton]:
@@ -252,9 +272,7 @@ def _ranges(columns: dict[str, np.ndarray], names: dict[str, int]) -> pd.DataFra
     from tracekit.model.schema import RANGES
 
     if not columns:
-        frame = RANGES.empty()
-        frame.attrs["notes"] = DOMAIN_NOTE
-        return frame
+        return RANGES.empty()
     times = _times(columns)
     domain_codes = columns["domain"]
     # A range's name is "domain:text": one string per distinct (text, domain), not per range.
@@ -278,5 +296,4 @@ def _ranges(columns: dict[str, np.ndarray], names: dict[str, int]) -> pd.DataFra
             "parent": parent,
         }
     )
-    frame.attrs["notes"] = DOMAIN_NOTE
     return frame
