@@ -7,9 +7,10 @@ its children together (psutil). On one file:
   tracekit cached the same with the cache on, after a run that wrote it
   HTA             HolisticTraceAnalysis 0.5: ``TraceAnalysis`` load + ``get_gpu_kernel_breakdown``
                   (HTA_DISABLE_NS_ROUNDING=1, as the parity tests run it)
-  --parsers       the readers alone, no analysis: ``json.loads``, msgspec untyped, msgspec typed on the
-                  whole document, ijson's event stream (when installed), and tracekit's streamed typed
-                  decoding (``json_stream`` + ``kineto_events``)
+  --parsers       the readers alone, no analysis: ``json.loads``, orjson, msgspec untyped, msgspec typed
+                  on the whole document, ijson's event stream (yajl2_c; HTA's optional backend), and
+                  tracekit's streamed typed decoding in one process (``json_stream`` + ``kineto_events``)
+                  (``pip install ijson orjson psutil`` first; a reader that is missing shows as failed)
 
     python benchmarks/bench_kineto.py benchmarks/data/kineto_200k.json --parsers
     python benchmarks/bench_kineto.py benchmarks/data/kineto_1m_torch1.8.json --no-hta
@@ -42,6 +43,7 @@ analysis.get_gpu_kernel_breakdown(visualize=False, num_kernels=10**9, duration_r
 
 PARSERS = {
     "json.loads": "import json, sys; json.loads(open(sys.argv[1], 'rb').read())",
+    "orjson.loads": "import orjson, sys; orjson.loads(open(sys.argv[1], 'rb').read())",
     "msgspec untyped": "import msgspec, sys; msgspec.json.decode(open(sys.argv[1], 'rb').read())",
     "msgspec typed, whole document": (
         "import msgspec, sys\n"

@@ -109,7 +109,8 @@ def test_torch_1_8_categories_and_string_thread_ids(tmp_path):
     assert trace.launches["tid"].tolist() == [1890023232]
     assert trace.ranges["name"].astype(str).tolist() == ["cpu_op:ProfilerStep#0", "cpu_op:aten::mm"]
     assert any("torch 1.8" in line for line in (trace.ranges.attrs["notes"].splitlines()))
-    assert trace.meta.gpus.empty
+    assert trace.meta.gpus["id"].tolist() == [0]  # no deviceProperties: the device the events name
+    assert trace.meta.gpus["name"].tolist() == [None]
 
 
 def test_bad_events_among_good_ones_are_left_out_and_counted(cli, tmp_path):

@@ -106,7 +106,12 @@ class _Tables:
     def _build_gpu_ops(self, columns: EventColumns, skeleton: Skeleton) -> pd.DataFrame:
         frame = _gpu_ops(columns.gathered("gpu"), columns.names["gpu"], self.get("launches"))
         frame.attrs["dropped"] = columns.unusable["gpu"] + columns.malformed
-        frame.attrs["meta"] = json.dumps(_facts(_whole_header(skeleton)))  # kept by the table cache too
+        facts = _facts(_whole_header(skeleton))
+        described = {gpu["id"] for gpu in facts["gpus"]}
+        facts["gpus"] += [  # devices the events use that deviceProperties does not describe (torch 1.8 has none)
+            {"id": device} for device in np.unique(frame["device"].to_numpy()).tolist() if device not in described
+        ]
+        frame.attrs["meta"] = json.dumps(facts)  # kept by the table cache too
         return frame
 
     def _build_ranges(self, columns: EventColumns, skeleton: Skeleton) -> pd.DataFrame:
