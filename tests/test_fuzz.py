@@ -250,3 +250,77 @@ def test_snapshots_never_crash_or_run_code(spec, how, plot):
         assert listing(root, root / "out") == before
         if how is None:
             assert code == 0, output
+
+
+kineto_traces = st.fixed_dictionaries(
+    {
+        "kernels": st.lists(
+            st.tuples(st.integers(0, 10_000), st.integers(0, 500), st.integers(0, 999), st.sampled_from(KERNEL_NAMES)),
+            max_size=10,
+        ),
+        "annotations": st.lists(
+            st.tuples(
+                st.integers(0, 10_000), st.integers(0, 3_000), st.sampled_from(["step", "phase1", "}, {", 'a"b', "\\"])
+            ),
+            max_size=5,
+        ),  # fmt: skip
+        "compress": st.booleans(),
+    }
+)
+kineto_damage = st.one_of(
+    st.none(),
+    st.tuples(st.just("bytes"), st.floats(0, 1), st.binary(min_size=1, max_size=64)),
+    st.tuples(st.just("truncate"), st.floats(0, 1)),
+    st.tuples(st.just("field"), st.sampled_from(["ts", "dur", "name", "cat", "args", "pid", "ph"]), WRONG_VALUES),
+)
+KINETO_COMMANDS = [
+    ["kernels"],
+    ["kernels", "--by", "type", "--ops", "all", "--drop-last-step"],
+    ["ranges", "--domain", "cpu_op"],
+    ["breakdown", "--phases", "step"],
+]
+
+
+def build_kineto(spec: dict, how: tuple | None, path: Path) -> int:
+    """A torch.profiler trace of ``spec``; returns its total kernel time in ns."""
+    from kineto_builder import KinetoBuilder
+
+    built = KinetoBuilder(rank=0, world_size=1)
+    total = 0
+    for index, (start, duration_us, fraction, name) in enumerate(spec["kernels"]):
+        built.launch("cudaLaunchKernel", start, 1, correlation=index + 1)
+        built.kernel(name, f"{start + 2}.{fraction:03d}", duration_us, correlation=index + 1)
+        total += duration_us * 1000
+    for start, duration_us, name in spec["annotations"]:
+        built.annotation(name, start, duration_us)
+    text = built.text()
+    if how is not None and how[0] == "field":  # one field of the first kernel gets a value of the wrong type
+        document = json.loads(text)
+        kernels = [event for event in document["traceEvents"] if event.get("cat") == "kernel"]
+        if kernels:
+            value = how[2].hex() if isinstance(how[2], bytes) else how[2]
+            kernels[0][how[1]] = value if not (isinstance(value, float) and value != value) else "nan"
+        text = json.dumps(document)
+    data = text.encode()
+    path.write_bytes(__import__("gzip").compress(data) if spec["compress"] else data)
+    if how is not None and how[0] != "field":
+        spoil_bytes(path, how)
+    return total
+
+
+@pytest.mark.slow
+@FUZZ
+@given(spec=kineto_traces, how=kineto_damage, command=st.sampled_from(KINETO_COMMANDS))
+def test_torch_profiler_traces_never_crash(spec, how, command):
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        trace = root / ("trace.json.gz" if spec["compress"] else "trace.json")
+        total = build_kineto(spec, how, trace)
+        before = listing(root, root / "out")
+        code, output = run([command[0], str(trace), *command[1:]], root)
+        assert_clean(code, output)
+        assert listing(root, root / "out") == before
+        if how is None and command == ["kernels"] and spec["kernels"]:
+            assert code == 0
+            _, printed = run(["kernels", str(trace), "--format", "json"], root)
+            assert sum(row["Total Time (ns)"] for row in json.loads(printed)) == total
