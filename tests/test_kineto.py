@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import time
 
 import numpy as np
 import pytest
@@ -123,7 +124,8 @@ def test_bad_events_among_good_ones_are_left_out_and_counted(cli, tmp_path):
     result = cli("kernels", built.write(tmp_path / "t.json"), "--format", "json")
     assert result.exit_code == 0
     assert sum(row["Instances"] for row in json.loads(result.stdout)) == 3
-    assert "5 gpu_ops rows" in result.stderr
+    assert "4 gpu_ops rows" in result.stderr  # unusable values
+    assert "1 event could not be read" in result.stderr  # a name that is not text
 
 
 @pytest.mark.parametrize(
@@ -255,3 +257,81 @@ def test_a_cached_reread_keeps_tables_notes_and_late_metadata(tmp_path, monkeypa
     assert again.meta.session_start_utc_ns == 1_700_000_000_000_000_000
     assert again.ranges["name"].astype(str).tolist() == first.ranges["name"].astype(str).tolist()
     assert any("no NVTX domains" in line for line in again.warnings)
+
+
+def events_file(path, *events: str, after: str = "") -> str:
+    path.write_text('{"traceEvents": [' + ",\n".join(events) + "]" + after + "}")
+    return str(path)
+
+
+KERNEL = '{"ph": "X", "cat": "kernel", "name": "%s", "pid": 0, "tid": 7, "ts": %s, "dur": 1, "args": {"device": %s, "stream": 7, "correlation": %s}}'
+LAUNCH = '{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 100, "tid": %s, "ts": %s, "dur": 1, "args": {"correlation": %s}}'
+RANGE = '{"ph": "X", "cat": "user_annotation", "name": "%s", "pid": 100, "tid": %s, "ts": %s, "dur": %s}'
+
+
+def test_hostile_values_are_left_out_and_said(cli, tmp_path):
+    """Text that is not UTF-8, nesting deeper than the decoder goes, an exponent that would take
+    minutes to expand, a device that does not fit int16: each such event is left out and counted,
+    the rest reads, fast."""
+    path = tmp_path / "t.json"
+    path.write_bytes(b'{"traceEvents": [' + b",\n".join([
+        (KERNEL % ("good", 10, 0, 1)).encode(),
+        (KERNEL % ("\xff\xfe", 10, 0, 2)).encode("latin-1"),
+        (KERNEL % ("deep", 10, 0, 3)).replace('"dur": 1', '"dur": 1, "x": ' + "[" * 3000 + "]" * 3000).encode(),
+        (KERNEL % ("huge", "1e900000", 0, 4)).encode(),
+        (KERNEL % ("far", 10, 65536, 5)).encode(),
+    ]) + b"]}")  # fmt: skip
+    started = time.perf_counter()
+    result = cli("kernels", path, "--format", "json")
+    assert result.exit_code == 0 and time.perf_counter() - started < 10
+    assert [row["Name"] for row in json.loads(result.stdout)] == ["good"]
+    assert "2 gpu_ops rows" in result.stderr and "2 events could not be read" in result.stderr
+
+
+def test_large_correlation_ids_join_their_own_launch(cli, tmp_path):
+    """Correlation ids past 2^32 (a JSON trace can hold them) are not cut to 32 bits when joined."""
+    path = events_file(
+        tmp_path / "t.json",
+        RANGE % ("early", 100, 0, 10), LAUNCH % (100, 1, 1),
+        RANGE % ("late", 100, 50, 10), LAUNCH % (100, 51, 2**32 + 1), KERNEL % ("k", 60, 0, 2**32 + 1),
+    )  # fmt: skip
+    rows = {row["Range"]: row for row in json.loads(cli("ranges", path, "--format", "json").stdout)}
+    assert rows["late"]["GPU Ops"] == 1 and rows["early"]["GPU Ops"] == 0
+
+
+def test_thread_ids_do_not_depend_on_their_neighbours(tmp_path, monkeypatch):
+    """The string tid "-1" is thread -1 in every block, whatever else the block holds."""
+    events = [RANGE % ("outer", '"-1"', 0, 100), RANGE % ("inner", '"-1"', 10, 10), RANGE % ("x", '"main"', 0, 5),
+              LAUNCH % ('"-1"', 12, 1), KERNEL % ("k", 20, 0, 1)]  # fmt: skip
+    path = events_file(tmp_path / "t.json", *events)
+    for size in (64, 100, 150, 4096):
+        monkeypatch.setattr(json_stream, "BLOCK_BYTES", size)
+        ranges = open_trace(path).ranges.set_index(open_trace(path).ranges["name"].astype(str))
+        assert ranges.loc["inner", "depth"] == 1 and ranges.loc["inner", "tid"] == -1, size
+
+
+def test_damage_around_the_events(cli, tmp_path, monkeypatch):
+    no_comma = events_file(tmp_path / "a.json", KERNEL % ("k", 1, 0, 1) + KERNEL % ("k", 2, 0, 2))
+    for size in (40, 60, 80, 4096):
+        monkeypatch.setattr(json_stream, "BLOCK_BYTES", size)
+        result = cli("kernels", no_comma)
+        assert result.exit_code == 1 and "malformed JSON" in result.stderr, size
+    monkeypatch.setattr(json_stream, "BLOCK_BYTES", 4096)
+    junk = events_file(tmp_path / "b.json", KERNEL % ("k", 1, 0, 1), after=', "deviceProperties": [{"id": 0, "na')
+    result = cli("kernels", junk)
+    assert result.exit_code == 0 and "the text after the events is damaged" in result.output
+    monkeypatch.setenv("TRACEKIT_PARALLEL_MIN_BYTES", "64M")
+    monkeypatch.setenv("TRACEKIT_CACHE_MIN_BYTES", "lots")
+    assert cli("kernels", junk).exit_code == 0  # a mistyped setting is its default, not a traceback
+
+
+def test_devices_and_source_in_metadata_and_report(cli, tmp_path):
+    built = step_trace()
+    built.kernel(MATMUL, 500, 1, correlation=77, device=1)  # deviceProperties describes only GPU 0
+    path = built.write(tmp_path / "t.json")
+    trace = open_trace(path)
+    trace.gpu_ops  # noqa: B018 (the metadata completes as the table loads)
+    assert trace.meta.gpus["id"].tolist() == [0, 1]
+    assert cli("report", path, "-o", tmp_path / "r").exit_code == 0
+    text = (tmp_path / "r" / "report.md").read_text()
+    assert "torch.profiler (export schema 1); GPUs: NVIDIA H100 80GB HBM3." in text

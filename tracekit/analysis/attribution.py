@@ -67,7 +67,7 @@ def _join_launches(trace: Trace) -> OpLaunches:
         return none
     op_pid, op_correlation = ops["pid"].to_numpy(), ops["correlation_id"].to_numpy()
     call_correlation = calls["correlation_id"].to_numpy()
-    found, row = _match(_call_key(calls["pid"].to_numpy(), call_correlation), _call_key(op_pid, op_correlation))
+    found, row = _match(*_call_keys(calls["pid"].to_numpy(), call_correlation, op_pid, op_correlation))
     unknown_pid = op_pid < 0  # an export without the ops' process ids: correlation alone (one process)
     if unknown_pid.any():
         by_correlation = _match(call_correlation.astype(np.int64), op_correlation.astype(np.int64))
@@ -88,9 +88,20 @@ def _match(call_key: np.ndarray, op_key: np.ndarray) -> tuple[np.ndarray, np.nda
     return found, np.where(found, order[position], -1)
 
 
-def _call_key(pid: np.ndarray, correlation: np.ndarray) -> np.ndarray:
-    # pid < 2^24 and CUPTI correlation ids are 32-bit: one int64 key per call.
-    return (pid.astype(np.int64) << 32) | (correlation.astype(np.int64) & 0xFFFFFFFF)
+def _call_keys(call_pid, call_correlation, op_pid, op_correlation) -> tuple[np.ndarray, np.ndarray]:
+    """One int64 key per (pid, correlation id) of the calls and of the ops, equal where both are."""
+    values = [np.asarray(array, dtype=np.int64) for array in (call_pid, call_correlation, op_pid, op_correlation)]
+    pids, correlations = values[0::2], values[1::2]
+    if all(_within(pid, 2**31) for pid in pids) and all(_within(correlation, 2**32) for correlation in correlations):
+        # CUPTI correlation ids are 32-bit and pids small: the pair packs into one int64.
+        return tuple((pid << 32) | correlation for pid, correlation in zip(pids, correlations, strict=True))
+    # A source that writes larger ids (a JSON trace can): dense codes of the pairs, no bits dropped.
+    codes = pd.MultiIndex.from_arrays([np.concatenate(pids), np.concatenate(correlations)]).factorize()[0]
+    return codes[: len(pids[0])].astype(np.int64), codes[len(pids[0]) :].astype(np.int64)
+
+
+def _within(values: np.ndarray, limit: int) -> bool:
+    return len(values) == 0 or (int(values.min()) >= -1 and int(values.max()) < limit)
 
 
 class _Groups:

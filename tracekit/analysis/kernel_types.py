@@ -82,7 +82,8 @@ def type_table(ops: pd.DataFrame, rows: np.ndarray | None = None) -> pd.DataFram
     """Time per type and per overlap of types, largest first, with its share of the total."""
     masks, durations = type_segments(ops, rows)
     labels, inverse = np.unique(masks, return_inverse=True)
-    totals = np.bincount(inverse.reshape(-1), weights=durations, minlength=len(labels)).astype(np.int64)
+    totals = np.zeros(len(labels), dtype=np.int64)
+    np.add.at(totals, inverse.reshape(-1), durations)  # integer sums: float weights lose ns past 2^53
     table = pd.DataFrame({TYPE: [type_label(int(mask)) for mask in labels], TIME: totals})
     table = table.sort_values(TIME, ascending=False, kind="stable", ignore_index=True)
     total = int(table[TIME].sum())

@@ -53,21 +53,22 @@ class TraceMeta:
         for key in ("tool_version", "schema_version", "session_start_utc_ns", "rank", "world_size"):
             if getattr(self, key) is None and facts.get(key) is not None:
                 setattr(self, key, facts[key])
-        if self.gpus.empty and facts.get("gpus"):
+        known = set(self.gpus["id"].tolist())
+        records = [record for record in facts.get("gpus") or [] if record.get("id") not in known]
+        if records:  # GPUs not described yet (or known only from the device ids the events use)
             import pandas as pd
 
-            records = facts["gpus"]
+            added = pd.DataFrame(
+                {
+                    column.name: pd.Series(
+                        [record.get(column.name) for record in records],
+                        dtype=object if column.dtype == "text" else column.dtype,
+                    )
+                    for column in schema.GPUS.columns
+                }
+            )
             self.gpus = schema.GPUS.check(
-                pd.DataFrame(
-                    {
-                        column.name: pd.Series(
-                            [record.get(column.name) for record in records],
-                            dtype=object if column.dtype == "text" else column.dtype,
-                        )
-                        for column in schema.GPUS.columns
-                    }
-                ),
-                self.source,
+                added if self.gpus.empty else pd.concat([self.gpus, added], ignore_index=True), self.source
             )
 
     def as_dict(self) -> dict:

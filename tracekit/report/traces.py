@@ -67,15 +67,16 @@ def write_report(
 def _input_section(section: Document, path: Path, trace: Trace, heading: str) -> None:
     run = Run.at(path)
     section.text(f"## {heading}")
+    has_kernels = _has_kernels(trace)  # first: a reader may complete the metadata as its tables load
     gpus = ", ".join(sorted(set(trace.meta.gpus["name"].dropna().astype(str)))) or "not recorded"
-    section.text(
-        f"Trace `{trace.name}`: Nsight Systems {trace.meta.tool_version} (export schema "
-        f"{trace.meta.schema_version}); GPUs: {gpus}."
-    )
+    tool = "Nsight Systems" if trace.meta.tool == "nsys" else trace.meta.tool
+    version = f" {trace.meta.tool_version}" if trace.meta.tool_version else ""
+    schema = f" (export schema {trace.meta.schema_version})" if trace.meta.schema_version else ""
+    section.text(f"Trace `{trace.name}`: {tool}{version}{schema}; GPUs: {gpus}.")
     source = shlex.quote(str(path))
     if run is not None and run.manifest:
         _run_section(section, run)
-    if _has_kernels(trace):
+    if has_kernels:
         _gpu_sections(section, source, trace, run)
     else:
         section.text(

@@ -64,7 +64,8 @@ class TableCache:
         """The cache of ``export``, or None when caching is off or the export is small."""
         if os.environ.get("TRACEKIT_CACHE", "1") == "0":
             return None
-        threshold = int(os.environ.get("TRACEKIT_CACHE_MIN_BYTES", MIN_BYTES))
+        text = os.environ.get("TRACEKIT_CACHE_MIN_BYTES", "").strip()
+        threshold = int(text) if text.isdigit() else MIN_BYTES  # a mistyped value is not worth a traceback
         if export.stat().st_size < threshold:
             return None
         if os.access(export.parent, os.W_OK):

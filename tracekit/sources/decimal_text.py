@@ -55,11 +55,21 @@ def _one_by_one(texts: list) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _nanoseconds(text: bytes) -> int | None:
+    """Exact integer arithmetic on the decimal's digits: no context precision to round with, and an
+    exponent past int64 nanoseconds is refused before any big number is built."""
     try:
         value = Decimal(text.decode("ascii"))
     except (InvalidOperation, UnicodeDecodeError, ValueError):
         return None
     if not value.is_finite():
         return None
-    nanoseconds = int(value.scaleb(3))  # int() truncates toward zero, as the Arrow cast does
+    if value.is_zero() or value.adjusted() < -4:
+        return 0  # below a nanosecond
+    if value.adjusted() > 16:  # 10^17 µs is past int64 nanoseconds (9.2e18)
+        return None
+    sign, digits, exponent = value.as_tuple()
+    shift = int(exponent) + 3  # of the digits, to nanoseconds
+    number = int("".join(map(str, digits)))
+    nanoseconds = number * 10**shift if shift >= 0 else number // 10**-shift  # truncated toward zero
+    nanoseconds = -nanoseconds if sign else nanoseconds
     return nanoseconds if -INT64_MAX <= nanoseconds <= INT64_MAX else None

@@ -28,7 +28,9 @@ import numpy as np
 from tracekit.errors import NotAnExportError
 
 BLOCK_BYTES = 16 * 2**20
-MAX_EVENT_BYTES = 256 * 2**20  # one event (or the text outside the events) larger than this is refused
+# One event (or the text outside the events) larger than this is refused: a cut of that much text by
+# ``exact_cut`` holds ~20 bytes of arrays per byte.
+MAX_EVENT_BYTES = 32 * 2**20
 GZIP_MAGIC = b"\x1f\x8b"
 QUOTE, BACKSLASH = 0x22, 0x5C
 OPENERS, CLOSERS = (0x7B, 0x5B), (0x7D, 0x5D)  # { [   } ]
@@ -87,8 +89,8 @@ def structure(block: bytes | bytearray | memoryview, depth: int) -> tuple[np.nda
     brackets = np.flatnonzero((data == 0x7B) | (data == 0x7D) | (data == 0x5B) | (data == 0x5D))
     brackets = brackets[(np.searchsorted(quotes, brackets) & 1) == 0]
     chars = data[brackets]
-    steps = np.where((chars == 0x7B) | (chars == 0x5B), 1, -1).astype(np.int64)
-    return brackets, chars, depth + np.cumsum(steps)
+    steps = np.where((chars == 0x7B) | (chars == 0x5B), np.int8(1), np.int8(-1))  # int8: less memory per byte
+    return brackets, chars, depth + np.cumsum(steps, dtype=np.int64)
 
 
 def _backslashes_before(data: np.ndarray, position: int) -> int:
@@ -98,16 +100,21 @@ def _backslashes_before(data: np.ndarray, position: int) -> int:
     return count
 
 
-def quick_cut(block: bytes | bytearray) -> int:
-    """Offset just past the "}" of the last likely event boundary in ``block`` (0: none found)."""
-    start = max(0, len(block) - TAIL_WINDOW)
+def quick_cut(block: bytes | bytearray, searched: int = 0) -> int:
+    """Offset just past the "}" of the last likely event boundary in ``block`` (0: none found), looking
+    back from the end in growing windows but not before ``searched`` (where an earlier look found
+    none): each byte of one huge event is searched about once, not once per block."""
+    floor = max(0, searched - 64)  # a separator may straddle the end of the earlier look
+    end, window = len(block), TAIL_WINDOW
+    start = max(floor, end - window)
     while True:
-        found = [match.start() for match in EVENT_SEPARATOR.finditer(block, start)]
+        found = [match.start() for match in EVENT_SEPARATOR.finditer(block, start, end)]
         if found:
             return found[-1] + 1
-        if start == 0:
+        if start == floor:
             return 0
-        start = max(0, start - 16 * TAIL_WINDOW)
+        end, window = start + 64, window * 4
+        start = max(floor, start - window)
 
 
 def exact_cut(block: bytes | bytearray, path: Path) -> tuple[int, int | None]:
@@ -122,6 +129,15 @@ def exact_cut(block: bytes | bytearray, path: Path) -> tuple[int, int | None]:
         return end, end
     ends = positions[(chars == 0x7D) & (depth == 1)]
     return (int(ends[-1]) + 1 if len(ends) else 0), None
+
+
+def event_spans(chunk: bytes) -> list[tuple[int, int]]:
+    """(start, end) of each top-level object of a chunk "[" + events + "]", by structure alone: for
+    decoding events one at a time when the chunk as a whole does not decode."""
+    positions, chars, depth = structure(memoryview(chunk)[1:], 1)
+    starts = positions[(chars == 0x7B) & (depth == 2)] + 1
+    ends = positions[(chars == 0x7D) & (depth == 1)] + 2
+    return list(zip(starts.tolist(), ends.tolist(), strict=False))
 
 
 def find_events(block: bytes | bytearray, path: Path) -> tuple[int, bool] | None:
@@ -162,22 +178,29 @@ def decoded_chunks(path: Path, skeleton: Skeleton, decode: Callable[[bytes], T |
         del pending[:start]
         offset = start  # of pending's first byte in the document
         comma_due = False  # a cut fell at the end of what was read, before the "," that follows the event
+        searched = 0  # pending[:searched] holds no quick cut
         while True:
             block = read_block(handle, path)
             pending += block
-            if comma_due and (rest := SEPARATOR_REST.match(pending)) is not None and rest.group().endswith(b","):
-                del pending[: rest.end()]
-                offset += rest.end()
-                comma_due = False
-            cut = quick_cut(pending) if block else 0
+            if comma_due and (rest := SEPARATOR_REST.match(pending)) is not None:
+                if rest.group().endswith(b","):
+                    del pending[: rest.end()]
+                    offset += rest.end()
+                    comma_due = False
+                elif pending[rest.end() : rest.end() + 1] not in (b"", b"]"):
+                    raise JsonTraceError(f"{path}: malformed JSON (no comma between events) at byte {offset}")
+            cut = quick_cut(pending, searched) if block else 0
             decoded = decode(_wrap(pending, cut)) if cut else None
             close = None
-            if decoded is None:
+            # No boundary found and no "]" that could end the array: one event is still arriving.
+            might_close = not block or pending.find(b"]", max(0, searched - 64)) >= 0
+            if decoded is None and (cut or might_close):
                 cut, close = exact_cut(pending, path)
                 if cut:
                     decoded = decode(_wrap(pending, cut))
                     if decoded is None:
                         raise JsonTraceError(f"{path}: malformed JSON among the events after byte offset {offset}")
+            searched = 0 if cut else len(pending)
             if decoded is not None:
                 yield decoded
             if close is not None:

@@ -105,7 +105,16 @@ class _Tables:
 
     def _build_gpu_ops(self, columns: EventColumns, skeleton: Skeleton) -> pd.DataFrame:
         frame = _gpu_ops(columns.gathered("gpu"), columns.names["gpu"], self.get("launches"))
-        frame.attrs["dropped"] = columns.unusable["gpu"] + columns.malformed
+        frame.attrs["dropped"] += columns.unusable["gpu"]
+        notes = []
+        if columns.malformed:
+            count = columns.malformed
+            notes.append(f"{count:,} event{'s' if count != 1 else ''} could not be read (fields of the wrong type, "
+                         "text that is not UTF-8, or nesting too deep) and were left out")  # fmt: skip
+        if not _readable_tail(skeleton):
+            notes.append("the text after the events is damaged or cut short: the metadata there was not read")
+        if notes:
+            frame.attrs["notes"] = "\n".join(notes)
         facts = _facts(_whole_header(skeleton))
         described = {gpu["id"] for gpu in facts["gpus"]}
         facts["gpus"] += [  # devices the events use that deviceProperties does not describe (torch 1.8 has none)
@@ -134,7 +143,7 @@ def _read_header(path: Path) -> Header:
         return Header()
     try:  # the text before the events, closed: {"a": ..., "traceEvents": []}
         return msgspec.json.decode(bytes(head[:start]) + b"]}", type=Header)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
         return Header()  # fields of unexpected types: the trace reads without its device descriptions
 
 
@@ -167,15 +176,28 @@ def _whole_header(skeleton: Skeleton) -> Header:
         return Header()
     try:
         return msgspec.json.decode(skeleton.document(), type=Header)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
         return Header()
+
+
+def _readable_tail(skeleton: Skeleton) -> bool:
+    """Whether the text around the events is well-formed JSON (a trace cut short after its events,
+    or with junk after them, still reads: the note says what was lost)."""
+    if skeleton.array_document:
+        return not bytes(skeleton.tail[1:]).strip()
+    try:
+        msgspec.json.decode(skeleton.document())
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+        return False
+    return True
 
 
 def _parse(path: Path) -> tuple[EventColumns, Skeleton]:
     """Every event's columns and the rest of the document; NoGpuDataError when no GPU work is recorded."""
     columns, skeleton = _columns(path)
     if not columns.columns["gpu"]:
-        raise NoGpuDataError(f"{path} holds no GPU kernels, copies or sets (a CPU-only torch.profiler trace?)")
+        unread = f"; {columns.malformed:,} events could not be read at all" if columns.malformed else ""
+        raise NoGpuDataError(f"{path} holds no GPU kernels, copies or sets (a CPU-only torch.profiler trace?){unread}")
     return columns, skeleton
 
 
@@ -232,6 +254,11 @@ def _launches(columns: dict[str, np.ndarray], names: dict[str, int]) -> pd.DataF
 
 
 def _gpu_ops(columns: dict[str, np.ndarray], names: dict[str, int], launches: pd.DataFrame) -> pd.DataFrame:
+    """The GPU-op table; ops whose device or stream does not fit the contract's int16/int32 are left
+    out and counted (``attrs["dropped"]``), not wrapped onto another device."""
+    fits = _fits(columns["device"], np.int16) & _fits(columns["stream"], np.int32)
+    if not fits.all():
+        columns = {key: values[fits] for key, values in columns.items()}
     name = _names(columns["name"], names)
     short = [_short_name(text) for text in name.categories]
     frame = pd.DataFrame(
@@ -252,7 +279,13 @@ def _gpu_ops(columns: dict[str, np.ndarray], names: dict[str, int], launches: pd
             "bytes": columns["bytes"],
         }
     )
+    frame.attrs["dropped"] = int((~fits).sum())
     return frame
+
+
+def _fits(values: np.ndarray, dtype) -> np.ndarray:
+    limits = np.iinfo(dtype)
+    return (values >= limits.min) & (values <= limits.max)
 
 
 def _launching_pid(correlation: np.ndarray, launches: pd.DataFrame) -> np.ndarray:

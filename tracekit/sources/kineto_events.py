@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from tracekit.sources.decimal_text import microseconds_to_ns
+from tracekit.sources.json_stream import event_spans
 
 ABSENT = msgspec.Raw()
 GPU_KINDS = {"kernel": 0, "Kernel": 0, "gpu_memcpy": 1, "Memcpy": 1, "gpu_memset": 2, "Memset": 2}
@@ -82,22 +83,31 @@ class EventColumns:
 
     def decode(self, chunk: bytes) -> bool | None:
         """Add a chunk ("[" + events + "]"); None when it is not well-formed JSON (the caller cuts again).
-        Events whose fields have the wrong types are left out one by one and counted."""
+        Events that do not decode (fields of the wrong type, text that is not UTF-8, nesting deeper
+        than the decoder goes) are left out one by one and counted."""
         try:
             events = EVENTS.decode(chunk)
-        except msgspec.ValidationError:
+        except (msgspec.ValidationError, UnicodeDecodeError, RecursionError):
             events = self._one_by_one(chunk)
+            if events is None:
+                return None
         except msgspec.DecodeError:
             return None
         self.add(events)
         return True
 
-    def _one_by_one(self, chunk: bytes) -> list[Event]:
+    def _one_by_one(self, chunk: bytes) -> list[Event] | None:
+        try:
+            raws = RAW_EVENTS.decode(chunk)  # skips each event's content: only the JSON syntax is checked
+        except RecursionError:  # nesting deeper than the decoder goes: split by structure instead
+            raws = [memoryview(chunk)[start:end] for start, end in event_spans(chunk)]
+        except msgspec.DecodeError:
+            return None
         events = []
-        for raw in RAW_EVENTS.decode(chunk):
+        for raw in raws:
             try:
                 events.append(ONE_EVENT.decode(raw))
-            except msgspec.ValidationError:
+            except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError, RecursionError):
                 self.malformed += 1
         return events
 
@@ -156,20 +166,14 @@ class EventColumns:
                 out[f"{axis}_{dim}"].append(table[:, index])
 
     def _ids(self, values: list) -> np.ndarray:
-        """Process or thread ids: ints as they are; strings of digits ("1890023232", torch 1.8) as their
-        number; other strings ("stream 7", "python") as a negative id, one per distinct string."""
-        try:
-            return np.asarray(values, dtype=np.int64)
-        except (TypeError, ValueError, OverflowError):
-            pass
-        numbers = []
-        for value in values:
-            if type(value) is not int or not -(2**63) <= value < 2**63:
-                text = str(value)
-                # A hash, not a counter: chunks decoded in other processes give a string the same id.
-                value = int(text) if text.isdigit() and len(text) < 19 else -2 - zlib.crc32(text.encode())
-            numbers.append(value)
-        return np.asarray(numbers, dtype=np.int64)
+        """Process or thread ids: ints as they are; strings of up to 9 digits ("1890023232" in torch 1.8,
+        with an optional "-") as their number; other strings ("stream 7", "python") and ints outside
+        int32 as a negative id below -1 from a hash of their text, the same in every chunk and process
+        (so the id of a value never depends on its neighbours)."""
+        numbers = np.asarray(values)
+        if numbers.dtype.kind == "i" and (len(numbers) == 0 or (numbers.min() >= -(2**31) and numbers.max() < 2**31)):
+            return numbers.astype(np.int64)
+        return np.asarray([_id(value) for value in values], dtype=np.int64)
 
     def merge(self, part: EventColumns) -> None:
         """Append the columns ``part`` decoded (another chunk, maybe in another process)."""
@@ -187,6 +191,15 @@ class EventColumns:
     def gathered(self, role: str) -> dict[str, np.ndarray]:
         """The role's columns, every chunk joined (empty arrays when no event had the role)."""
         return {name: np.concatenate(parts) for name, parts in self.columns[role].items()}
+
+
+def _id(value) -> int:
+    if type(value) is int and -(2**31) <= value < 2**31:
+        return value
+    text = str(value)
+    if text.lstrip("-").isdigit() and len(text) <= 10 and -(2**31) <= int(text) < 2**31:
+        return int(text)
+    return -2 - (zlib.crc32(text.encode()) & 0x3FFFFFFF)  # fits int32, as gpu_ops' launching pid
 
 
 def _ints(values: list, missing: int) -> np.ndarray:

@@ -18,7 +18,7 @@ from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 
-from tracekit.sources.json_stream import Skeleton, decoded_chunks
+from tracekit.sources.json_stream import JsonTraceError, Skeleton, decoded_chunks
 from tracekit.sources.kineto_events import EventColumns
 
 MIN_BYTES = 64 * 2**20  # below this, starting workers costs more than it saves
@@ -31,10 +31,15 @@ class Refused(Exception):
 
 def worker_count(path: Path) -> int:
     """Worker processes for ``path``: 0 (decode here) for small files, one core, or TRACEKIT_WORKERS=0/1."""
-    wanted = os.environ.get("TRACEKIT_WORKERS")
-    count = int(wanted) if wanted and wanted.isdigit() else min(os.cpu_count() or 1, 4)
-    threshold = int(os.environ.get("TRACEKIT_PARALLEL_MIN_BYTES", MIN_BYTES))
+    count = env_int("TRACEKIT_WORKERS", min(os.cpu_count() or 1, 4))
+    threshold = env_int("TRACEKIT_PARALLEL_MIN_BYTES", MIN_BYTES)
     return count if count > 1 and path.stat().st_size >= threshold and _has_forkserver() else 0
+
+
+def env_int(name: str, default: int) -> int:
+    """A whole number from the environment; ``default`` when it is unset or not a plain number."""
+    text = os.environ.get(name, "").strip()
+    return int(text) if text.isdigit() else default
 
 
 def _has_forkserver() -> bool:
@@ -72,8 +77,11 @@ def parallel_columns(path: Path, skeleton: Skeleton, workers: int) -> EventColum
                 pass
             while queued:
                 take_oldest()
-        except BaseException:
+        except JsonTraceError:
+            # Unchecked quick cuts can lose track of where events start (a wrong one is only found out
+            # by its worker): the one-process read decides whether the file is really damaged.
+            raise Refused from None
+        finally:
             for future in queued:
                 future.cancel()
-            raise
     return columns
