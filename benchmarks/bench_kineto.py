@@ -70,7 +70,7 @@ def measure(command: list[str], env: dict | None = None) -> tuple[float, float, 
     """(seconds, peak RSS in MB, exit status) of one process and its children: tracekit decodes large
     files on worker processes, so the peak is of the whole tree's RSS, sampled every 20 ms (and never
     below the largest single process's peak, from wait4)."""
-    import psutil
+    import psutil  # pyright: ignore[reportMissingModuleSource]  (a benchmark dependency)
 
     started = time.perf_counter()
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

@@ -121,7 +121,7 @@ def hta_breakdowns(tmp_path_factory) -> dict[Path, tuple]:
     if not SHARED_KINETO.is_dir():
         pytest.skip(f"real traces not available: {SHARED_KINETO}")
     os.environ["HTA_DISABLE_NS_ROUNDING"] = "1"  # HTA rounds ns-precision traces to whole µs otherwise
-    from hta.trace_analysis import TraceAnalysis
+    from hta.trace_analysis import TraceAnalysis  # pyright: ignore[reportMissingImports]  (optional: parity extra)
 
     def breakdown(group: list[Path]):
         folder = tmp_path_factory.mktemp("hta")

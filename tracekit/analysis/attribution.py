@@ -94,7 +94,7 @@ def _call_keys(call_pid, call_correlation, op_pid, op_correlation) -> tuple[np.n
     pids, correlations = values[0::2], values[1::2]
     if all(_within(pid, 2**31) for pid in pids) and all(_within(correlation, 2**32) for correlation in correlations):
         # CUPTI correlation ids are 32-bit and pids small: the pair packs into one int64.
-        return tuple((pid << 32) | correlation for pid, correlation in zip(pids, correlations, strict=True))
+        return (pids[0] << 32) | correlations[0], (pids[1] << 32) | correlations[1]
     # A source that writes larger ids (a JSON trace can): dense codes of the pairs, no bits dropped.
     codes = pd.MultiIndex.from_arrays([np.concatenate(pids), np.concatenate(correlations)]).factorize()[0]
     return codes[: len(pids[0])].astype(np.int64), codes[len(pids[0]) :].astype(np.int64)
