@@ -137,8 +137,8 @@ def test_bad_events_among_good_ones_are_left_out_and_counted(cli, tmp_path):
         (b"\x1f\x8b\x08\x00garbage that is not deflate", "not valid gzip"),
         (gzip.compress(b'{"traceEvents": [{"ph": "X", "cat": "kernel"')[:-8], "truncated"),
         (b'{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1}}', "not well formed"),
-        (b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "k", "ts": 1, "dur": 1}]}', "no GPU kernels"),
-        (b"[1, 2, 3]", "no GPU kernels"),
+        (b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "k", "ts": 1, "dur": 1}]}', "has no CUDA kernels"),
+        (b"[1, 2, 3]", "has no CUDA kernels"),
         (b'{"traceEvents": [{"ph": "X",, "cat": "kernel"}]}', "malformed JSON"),
     ],
 )

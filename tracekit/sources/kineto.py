@@ -25,10 +25,9 @@ import msgspec
 import numpy as np
 import pandas as pd
 
-from tracekit.errors import NoGpuDataError
 from tracekit.model.kernel_names import split_name
 from tracekit.model.nesting import nest_ranges
-from tracekit.model.schema import GPU_OP_KINDS, RANGE_STYLES
+from tracekit.model.schema import GPU_OP_KINDS, GPU_OPS, RANGE_STYLES
 from tracekit.model.trace import Trace, TraceMeta
 from tracekit.sources.json_stream import JsonTraceError, Skeleton, decoded_chunks, find_events, open_binary, read_block
 from tracekit.sources.kineto_events import DOMAINS, EventColumns
@@ -104,7 +103,9 @@ class _Tables:
         return frame
 
     def _build_gpu_ops(self, columns: EventColumns, skeleton: Skeleton) -> pd.DataFrame:
-        frame = _gpu_ops(columns.gathered("gpu"), columns.names["gpu"], self.get("launches"))
+        gpu = columns.gathered("gpu")
+        frame = _gpu_ops(gpu, columns.names["gpu"], self.get("launches")) if gpu else GPU_OPS.empty()
+        frame.attrs.setdefault("dropped", 0)
         frame.attrs["dropped"] += columns.unusable["gpu"]
         notes = []
         if columns.malformed:
@@ -193,12 +194,9 @@ def _readable_tail(skeleton: Skeleton) -> bool:
 
 
 def _parse(path: Path) -> tuple[EventColumns, Skeleton]:
-    """Every event's columns and the rest of the document; NoGpuDataError when no GPU work is recorded."""
-    columns, skeleton = _columns(path)
-    if not columns.columns["gpu"]:
-        unread = f"; {columns.malformed:,} events could not be read at all" if columns.malformed else ""
-        raise NoGpuDataError(f"{path} holds no GPU kernels, copies or sets (a CPU-only torch.profiler trace?){unread}")
-    return columns, skeleton
+    """Every event's columns and the rest of the document (a CPU-only trace has no GPU columns: its
+    GPU table is empty, as an nsys export's without CUDA is, and the kernel commands say so)."""
+    return _columns(path)
 
 
 def _columns(path: Path) -> tuple[EventColumns, Skeleton]:

@@ -1,0 +1,225 @@
+"""Mark your own training script for ``tracekit capture``: ranges and steps that nsys and torch.profiler
+both see, and that cost next to nothing when no profiler is attached.
+
+    from tracekit import annotate
+
+    for batch in annotate.steps(loader, warmup=3):      # each measured step is a "step" range
+        with annotate.range("forward"):                 # an NVTX range and a record_function
+            loss = model(batch)
+        ...
+
+    @annotate.range("optimizer")                        # as a decorator
+    def update(): ...
+
+``range(name)`` emits an NVTX push/pop range (for nsys) and a torch.profiler ``record_function`` (for
+torch.profiler) of the same name, so both sources show the same ranges. ``steps(iterable, warmup=N)``
+yields the iterable's items: the first N are warm-up (no ranges, outside the capture), then each item
+is one measured step. ``tracekit capture`` tells the program which profiler records it through
+environment variables: under nsys the measured steps are the NVTX capture range ``tracekit-capture``
+(nsys records only inside it); under torch.profiler, ``steps`` starts the profiler after the warm-up and
+writes its trace when the steps end (``TRACEKIT_TORCH_TRACE``); with ``--memory`` a CUDA memory
+snapshot of the measured steps is written too (``TRACEKIT_MEMORY_SNAPSHOT``).
+
+Without a profiler (neither variable set, no torch.profiler running), ``range`` checks two flags and
+returns: under a microsecond (``benchmarks/bench_annotate.py``). Inside code that ``torch.compile``
+traces it does nothing (a Python call there would break the graph). This module imports only the
+standard library; torch and the NVTX package are imported when a profiler needs them.
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import os
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from typing import TypeVar
+
+CAPTURE_RANGE = "tracekit-capture"  # the NVTX range `tracekit capture` asks nsys to record
+ENV_PROFILER = "TRACEKIT_PROFILER"  # "nsys" or "torch": set by `tracekit capture`
+ENV_TORCH_TRACE = "TRACEKIT_TORCH_TRACE"  # where the torch.profiler trace goes (.json or .json.gz)
+ENV_MEMORY = "TRACEKIT_MEMORY_SNAPSHOT"  # where a CUDA memory snapshot of the measured steps goes
+T = TypeVar("T")
+
+
+class _State:
+    """What the process is recorded with, decided once; ``warming`` is on during warm-up steps."""
+
+    def __init__(self):
+        profiler = os.environ.get(ENV_PROFILER, "")
+        self.nvtx = profiler == "nsys" or (profiler == "" and os.environ.get("TRACEKIT_NVTX") == "1")
+        self.warming = False
+        self.whole_program = None  # a torch.profiler a launcher started for a program without steps()
+        self._push = self._pop = None
+
+    def push(self, name: str) -> None:
+        if self._push is None:
+            self._push, self._pop = _nvtx_backend()
+        self._push(name)
+
+    def pop(self) -> None:
+        if self._pop is not None:
+            self._pop()
+
+
+STATE = _State()
+
+
+def _nvtx_backend() -> tuple[Callable[[str], object], Callable[[], object]]:
+    """NVTX push/pop: the ``nvtx`` package (0.2.8-0.2.11 record under nsys 2022.4), else torch.cuda.nvtx
+    on a CUDA build, else nothing."""
+    try:
+        import nvtx
+
+        return nvtx.push_range, nvtx.pop_range
+    except ImportError:
+        pass
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return torch.cuda.nvtx.range_push, torch.cuda.nvtx.range_pop
+    except ImportError:
+        pass
+    return (lambda name: None), (lambda: None)
+
+
+def _torch_profiling() -> bool:
+    """Whether a torch.profiler records right now (a flag read, when torch is imported at all)."""
+    profiler = sys.modules.get("torch.autograd.profiler")
+    return profiler is not None and profiler._is_profiler_enabled
+
+
+def _compiling() -> bool:
+    torch = sys.modules.get("torch")
+    return bool(torch is not None and torch.compiler.is_compiling())
+
+
+class range:
+    """An NVTX range and a torch.profiler record_function named ``name``, around a block (``with``) or
+    a function (decorator); nothing at all when no profiler records."""
+
+    __slots__ = ("name", "_open")
+
+    def __init__(self, name: str):
+        self.name = name
+        self._open: list = []  # what each __enter__ opened, for its __exit__ (re-entrant, recursive)
+
+    def __enter__(self) -> range:
+        state = STATE
+        # The cheap flags first: with no profiler this is all a range costs.
+        if state.warming or not (state.nvtx or _torch_profiling()) or _compiling():
+            self._open.append(None)
+            return self
+        record = None
+        if _torch_profiling():
+            import torch
+
+            record = torch.autograd.profiler.record_function(self.name)
+            record.__enter__()
+        if state.nvtx:
+            state.push(self.name)
+        self._open.append((record, state.nvtx))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        opened = self._open.pop()
+        if opened is None:
+            return
+        record, pushed = opened
+        if pushed:
+            STATE.pop()
+        if record is not None:
+            record.__exit__(*exc)
+
+    def __call__(self, function: Callable[..., T]) -> Callable[..., T]:
+        @functools.wraps(function)
+        def wrapper(*args, **kwargs):
+            with range(self.name):
+                return function(*args, **kwargs)
+
+        return wrapper
+
+
+def steps(iterable: Iterable[T], warmup: int = 0, name: str = "step") -> Iterator[T]:
+    """The items of ``iterable``; the first ``warmup`` are warm-up (no ranges, not captured), each
+    later one a measured step: a range ``name`` around the loop body, all of them inside the capture
+    window (see the module docstring)."""
+    items = iter(iterable)
+    STATE.warming = warmup > 0
+    try:
+        for _ in builtins.range(warmup):
+            try:
+                item = next(items)
+            except StopIteration:
+                return
+            yield item
+    finally:
+        STATE.warming = False
+    window = _Window()
+    try:
+        for item in items:
+            with range(name):
+                yield item
+    finally:
+        window.close()
+
+
+class _Window:
+    """The measured steps' capture: the NVTX capture range (nsys), a torch.profiler writing its trace
+    where ``tracekit capture`` said (torch), the CUDA memory history (--memory)."""
+
+    def __init__(self):
+        self.profiler = None
+        self.memory = os.environ.get(ENV_MEMORY)
+        if STATE.nvtx:
+            STATE.push(CAPTURE_RANGE)
+        trace = os.environ.get(ENV_TORCH_TRACE)
+        if os.environ.get(ENV_PROFILER) == "torch" and trace:
+            import torch
+
+            if STATE.whole_program is not None:  # started by the launcher: the steps decide instead
+                STATE.whole_program.stop()
+                STATE.whole_program = None
+            activities = [torch.profiler.ProfilerActivity.CPU]
+            if torch.cuda.is_available():
+                activities.append(torch.profiler.ProfilerActivity.CUDA)
+            self.profiler = torch.profiler.profile(activities=activities)
+            self.profiler.start()
+            self.trace = trace
+        if self.memory:
+            self.memory = _start_memory_history()
+
+    def close(self) -> None:
+        if STATE.nvtx:
+            STATE.pop()
+        if self.profiler is not None:
+            self.profiler.stop()
+            write_trace(self.profiler, self.trace)
+        if self.memory:
+            _dump_memory(self.memory)
+
+
+def write_trace(profiler, path: str) -> None:
+    """The profiler's Chrome trace at ``path``, written whole (a temporary name, then renamed)."""
+    partial = f"{path}.partial{'.gz' if path.endswith('.gz') else '.json'}"
+    profiler.export_chrome_trace(partial)
+    os.replace(partial, path)
+
+
+def _start_memory_history() -> str | None:
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    torch.cuda.memory._record_memory_history(max_entries=1_000_000)
+    return os.environ.get(ENV_MEMORY)
+
+
+def _dump_memory(path: str) -> None:
+    import torch
+
+    partial = f"{path}.partial"
+    torch.cuda.memory._dump_snapshot(partial)
+    torch.cuda.memory._record_memory_history(enabled=None)
+    os.replace(partial, path)
