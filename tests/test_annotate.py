@@ -63,9 +63,10 @@ def test_steps_under_torch_profiler_record_only_measured_steps(tmp_path):
     ranges = open_trace(trace_path).ranges
     user = ranges.loc[ranges["domain"] == ""]
     counts = Counter(user["name"].astype(str))
-    assert counts == {"step": 4, "forward": 4, "matmul": 4, "optimizer": 4}  # 7 items, 3 of them warm-up
+    # 7 items, 3 of them warm-up; the measured steps inside one capture window
+    assert counts == {"tracekit-capture": 1, "step": 4, "forward": 4, "matmul": 4, "optimizer": 4}
     depth = user.groupby(user["name"].astype(str))["depth"].max().to_dict()
-    assert depth == {"step": 0, "forward": 1, "matmul": 2, "optimizer": 1}
+    assert depth == {"tracekit-capture": 0, "step": 1, "forward": 2, "matmul": 3, "optimizer": 2}
     assert not list(tmp_path.glob("*.partial*"))  # the trace was written whole
 
 

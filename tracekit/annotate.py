@@ -187,6 +187,9 @@ class _Window:
             self.profiler = torch.profiler.profile(activities=activities)
             self.profiler.start()
             self.trace = trace
+            # The same outer range as nsys's capture range, so both sources nest the steps alike.
+            self.window_range = torch.autograd.profiler.record_function(CAPTURE_RANGE)
+            self.window_range.__enter__()
         if self.memory:
             self.memory = _start_memory_history()
 
@@ -194,6 +197,7 @@ class _Window:
         if STATE.nvtx:
             STATE.pop()
         if self.profiler is not None:
+            self.window_range.__exit__(None, None, None)
             self.profiler.stop()
             write_trace(self.profiler, self.trace)
         if self.memory:

@@ -26,13 +26,14 @@ if TYPE_CHECKING:
 MANIFEST = "run.json"
 REPORT = "trace.nsys-rep"
 EXPORT = "trace.sqlite"
+TORCH_TRACE = "trace.pt.trace.json.gz"  # a torch.profiler capture's trace
 MEMORY = "memory.pickle"
 STREAM = "trace.qdstrm"
 RESULT = "result.json"
 LOG = "nsys.log"
 PROGRAM_LOG = "program.log"
 LATEST = "latest"
-RUN_FILES = {MANIFEST, REPORT, EXPORT, MEMORY, STREAM, RESULT, LOG, PROGRAM_LOG}
+RUN_FILES = {MANIFEST, REPORT, EXPORT, TORCH_TRACE, MEMORY, STREAM, RESULT, LOG, PROGRAM_LOG}
 PHASE_COLUMNS = ["Phase", "Mean (ms)", "Std (ms)", "Median (ms)", "Min (ms)", "Max (ms)"]
 
 
@@ -72,14 +73,20 @@ class Run:
         return self._file(MEMORY)
 
     @property
+    def torch_trace(self) -> Path | None:
+        """trace.pt.trace.json.gz, the torch.profiler trace (``--profiler torch``)."""
+        return self._file(TORCH_TRACE)
+
+    @property
     def files(self) -> list[str]:
-        """The run's files that exist: report, export, manifest, snapshot."""
-        return [name for name in (REPORT, EXPORT, MANIFEST, MEMORY) if (self.folder / name).is_file()]
+        """The run's files that exist: report, export, torch.profiler trace, manifest, snapshot."""
+        return [name for name in (REPORT, EXPORT, TORCH_TRACE, MANIFEST, MEMORY) if (self.folder / name).is_file()]
 
     @property
     def trace_file(self) -> Path | None:
-        """The trace to read: the export, else the report (exported on first use)."""
-        return self.export or self.report
+        """The trace to read: the nsys export, else the report (exported on first use), else the
+        torch.profiler trace."""
+        return self.export or self.report or self.torch_trace
 
     @property
     def is_run(self) -> bool:
@@ -90,7 +97,7 @@ class Run:
         found = self.trace_file
         if found is None:
             what = "a tracekit run folder without" if self.is_run else "a folder, not a tracekit run folder: no"
-            raise InputNotFoundError(f"{self.folder} is {what} {EXPORT} or {REPORT}")
+            raise InputNotFoundError(f"{self.folder} is {what} {EXPORT}, {REPORT} or {TORCH_TRACE}")
         return found
 
     def require_snapshot(self) -> Path:
@@ -233,6 +240,14 @@ class Run:
 
     def report_target(self) -> Path:
         return self.folder / REPORT
+
+    def torch_trace_target(self) -> Path:
+        return self.folder / TORCH_TRACE
+
+    @property
+    def launch_note(self) -> Path:
+        """Where the program launcher says it profiled the whole program (``program_launch``)."""
+        return self.folder / ".launch-note"
 
     def write_manifest(self, manifest: dict) -> Path:
         """Write run.json atomically (a reader never sees half of it)."""

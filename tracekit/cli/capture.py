@@ -10,7 +10,7 @@ from workloads.config import ATTENTIONS, DTYPE_NAMES, MODEL_NAMES, MODES
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("model", type=click.Choice(MODEL_NAMES))
+@click.argument("model", required=False, metavar="[MODEL]")
 @click.option("--ctx", type=click.IntRange(min=1), default=256, show_default=True, help="context length")
 @click.option("--batch", type=click.IntRange(min=1), default=4, show_default=True)
 @click.option("--mode", type=click.Choice(MODES), default="train", show_default=True)
@@ -59,7 +59,15 @@ from workloads.config import ATTENTIONS, DTYPE_NAMES, MODEL_NAMES, MODES
     show_default=True,
     help="seconds nsys may take to start the program before the capture is given up",
 )
-@click.argument("nsys_args", nargs=-1, type=click.UNPROCESSED)
+@click.option(
+    "--profiler",
+    type=click.Choice(["auto", "nsys", "torch"]),
+    default="auto",
+    show_default=True,
+    help="for a COMMAND: nsys, torch.profiler, or nsys when it is installed (else torch)",
+)
+@click.option("--nsys-args", default="", metavar="'ARGS'", help="extra nsys profile arguments, one quoted string")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="[-- COMMAND...]")
 def capture(
     model,
     ctx,
@@ -78,10 +86,22 @@ def capture(
     trace,
     nsys_grace,
     start_timeout,
+    profiler,
     nsys_args,
+    command,
 ):
-    """Run MODEL under Nsight Systems and write traces/<name>/ with the report, its SQLite export,
-    run.json and (CUDA, --memory) a memory snapshot. Extra nsys arguments go after `--`."""
+    """Profile a built-in MODEL under Nsight Systems, or your own program: `tracekit capture -- python
+    train.py` (nsys or torch.profiler, see --profiler). Writes traces/<name>/ with the trace, run.json
+    and (CUDA, --memory) a memory snapshot. Mark your steps with tracekit.annotate (README)."""
+    import shlex
+
+    extra = tuple(shlex.split(nsys_args))
+    if model is None or model not in MODEL_NAMES or command:
+        if model in MODEL_NAMES and command:
+            raise click.UsageError("nsys options go in --nsys-args '...'; after MODEL nothing else is read")
+        program = tuple(part for part in (model, *command) if part is not None)
+        return _capture_command(program, profiler, memory, out, name, nsys, extra, trace, nsys_grace, start_timeout)
+    nsys_args = extra
     from tracekit.analysis.kernels import kernel_summary
     from tracekit.capture.nsys import CaptureOptions
     from tracekit.capture.nsys import capture as run_capture
@@ -91,6 +111,8 @@ def capture(
     from tracekit.sources import open_trace
     from workloads.config import RunConfig
 
+    if profiler == "torch":
+        raise click.UsageError("the built-in models are captured with nsys; --profiler torch is for a COMMAND")
     config = RunConfig(model, ctx, batch, mode, dtype, compiled, attention, warmup, steps, device)
     options = CaptureOptions(config, memory, Path(out), name, nsys, trace, tuple(nsys_args), nsys_grace, start_timeout)
     captured = run_capture(options)
@@ -122,3 +144,26 @@ def capture(
         raise click.ClickException(
             f"the workload ran out of memory ({run.program_error}); the trace of what ran is in {run.folder}"
         )
+
+
+def _capture_command(program, profiler, memory, out, name, nsys, nsys_args, trace, nsys_grace, start_timeout):
+    from tracekit.capture.command import CommandOptions, capture_command
+    from tracekit.model.result import Result
+    from tracekit.render.tables import render_text
+    from tracekit.sources import open_trace
+
+    options = CommandOptions(program, profiler, memory, Path(out), name, nsys, nsys_args, trace, nsys_grace,
+                             start_timeout)  # fmt: skip
+    captured = capture_command(options)
+    run = captured.run
+    click.echo(f"Captured `{' '.join(program)}` with {captured.profiler}\n")
+    trace_read = open_trace(run.folder)
+    ranges = trace_read.ranges
+    user = ranges.loc[ranges["domain"] == ""]
+    if len(user):
+        counts = user["name"].astype(str).value_counts().rename_axis("Range").reset_index(name="Instances")
+        click.echo(render_text(Result.of("ranges", counts.head(10), "Ranges (tracekit ranges: the full table)"),
+                               "table") + "\n")  # fmt: skip
+    for note in captured.notes:
+        click.echo(f"note: {note}")
+    click.echo(f"written: {run.folder}/ ({', '.join(run.files)})")

@@ -1,0 +1,79 @@
+"""`tracekit capture -- COMMAND`: a user's own program under torch.profiler and under nsys, on the CPU."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+from tracekit.sources import open_trace
+
+pytest.importorskip("torch", reason="the example program needs torch (pip install torch)")
+EXAMPLE = ROOT / "examples" / "train_mlp.py"
+MARKED = ("step", "forward", "backward", "optimizer")  # the example's tracekit.annotate ranges
+
+
+def capture(cli, tmp_path: Path, profiler: str, program: Path = EXAMPLE, name: str = "run"):
+    return cli("capture", "--profiler", profiler, "--out", tmp_path / "traces", "--name", name, "--",
+               sys.executable, program)  # fmt: skip
+
+
+def marked_ranges(folder: Path) -> dict[str, tuple[int, int]]:
+    """Per range the example marks: (instances, depth)."""
+    ranges = open_trace(folder).ranges
+    mine = ranges.loc[ranges["name"].astype(str).isin(MARKED)]
+    return {name: (len(group), int(group["depth"].max())) for name, group in mine.groupby(mine["name"].astype(str))}
+
+
+def test_torch_profiler_capture_of_the_example(cli, tmp_path):
+    result = capture(cli, tmp_path, "torch")
+    assert result.exit_code == 0, result.output
+    folder = tmp_path / "traces" / "run"
+    manifest = json.loads((folder / "run.json").read_text())
+    assert manifest["status"] == "complete" and manifest["profiler"] == "torch" and manifest["name"] == "run"
+    assert (folder / "trace.pt.trace.json.gz").is_file()
+    # 8 batches, 3 of them warm-up: every marked range once per measured step, nested as written
+    # inside the capture window (depth 0), as under nsys.
+    assert marked_ranges(folder) == {"step": (5, 1), "forward": (5, 2), "backward": (5, 2), "optimizer": (5, 2)}
+    rows = json.loads(cli("ranges", folder, "--format", "json").stdout)
+    assert {row["Range"]: row["Instances"] for row in rows}["step"] == 5
+    assert cli("report", folder, "-o", tmp_path / "report").exit_code == 0
+    kernels = cli("kernels", folder)
+    assert kernels.exit_code == 1 and "has no CUDA kernels" in kernels.stderr  # a CPU run, said as such
+
+
+def test_nsys_and_torch_see_the_same_ranges(cli, tmp_path, nsys):
+    assert capture(cli, tmp_path, "torch", name="torch").exit_code == 0
+    result = capture(cli, tmp_path, "nsys", name="nsys")
+    assert result.exit_code == 0, result.output
+    folder = tmp_path / "traces" / "nsys"
+    assert json.loads((folder / "run.json").read_text())["profiler"] == "nsys"
+    assert (folder / "trace.sqlite").is_file()
+    assert marked_ranges(folder) == marked_ranges(tmp_path / "traces" / "torch")
+
+
+def test_a_program_without_steps_is_profiled_whole_and_said(cli, tmp_path):
+    program = tmp_path / "plain.py"
+    program.write_text("import torch\nfrom tracekit import annotate\nwith annotate.range('work'):\n"
+                       "    torch.ones(8, 8) @ torch.ones(8, 8)\n")  # fmt: skip
+    result = capture(cli, tmp_path, "torch", program)
+    assert result.exit_code == 0, result.output
+    assert "profiled whole, warm-up included" in result.output
+    ranges = open_trace(tmp_path / "traces" / "run").ranges
+    assert "work" in set(ranges["name"].astype(str))
+
+
+def test_errors_name_the_real_cause(cli, tmp_path):
+    missing = cli("capture", "--out", tmp_path, "--", "no-such-program-here")
+    assert missing.exit_code == 1 and "command not found: no-such-program-here" in missing.stderr
+    failing = tmp_path / "fails.py"
+    failing.write_text("import sys\nprint('loading data')\nsys.exit('bad config: lr must be positive')\n")
+    result = capture(cli, tmp_path, "torch", failing)
+    assert result.exit_code == 1
+    assert "exited with status 1" in result.stderr and "bad config: lr must be positive" in result.stderr
+    assert json.loads((tmp_path / "traces" / "run" / "run.json").read_text())["status"] == "failed"
+    mixed = cli("capture", "tiny", "--", "--sample=cpu")
+    assert mixed.exit_code == 2 and "--nsys-args" in mixed.stderr

@@ -1,0 +1,263 @@
+"""``tracekit capture [OPTIONS] -- COMMAND ...``: any program under nsys or torch.profiler, into a run folder.
+
+The program learns which profiler records it from the environment (``tracekit.annotate``): under
+nsys its ``annotate.steps`` open the NVTX capture range and nsys records only inside it; under
+torch.profiler ``steps`` records the measured steps into the run folder's trace. A Python program
+(``python SCRIPT`` or ``python -m MODULE``) starts through ``program_launch``, which also profiles it
+whole under torch when it marks no steps. Whether the capture range is used under nsys is decided from
+the script's text: a program that never calls ``annotate.steps`` would never open it, so nsys records
+it whole instead (said in the summary). run.json is written last, as for the built-in workloads.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from tracekit import __version__, annotate, nsys_tool
+from tracekit.capture import watchdog
+from tracekit.capture.run_folder import NewRun
+from tracekit.errors import CaptureError, NsysNotFoundError, TracekitError
+from tracekit.runs import Run
+
+LAUNCHER = Path(__file__).resolve().with_name("program_launch.py")
+PROFILERS = ("auto", "nsys", "torch")
+GPU_TRACE, CPU_TRACE = "cuda,nvtx,osrt", "nvtx"
+WHOLE_NOTE = (
+    "the program marks no steps (tracekit.annotate.steps): it was profiled whole, warm-up included; "
+    "wrap its training loop in `for batch in annotate.steps(loader, warmup=N):` to leave warm-up out"
+)
+
+
+@dataclass
+class CommandOptions:
+    """What to run and how (see ``tracekit capture --help``)."""
+
+    command: tuple[str, ...]
+    profiler: str = "auto"
+    memory: bool = False
+    out: Path = Path("traces")
+    name: str | None = None
+    nsys: str | None = None
+    nsys_args: tuple[str, ...] = ()
+    trace: str | None = None
+    exit_grace_s: float = 600.0
+    start_timeout_s: float = 300.0
+
+
+@dataclass
+class CommandCapture:
+    run: Run
+    latest: Path | None
+    profiler: str
+    notes: list[str]
+
+
+def capture_command(options: CommandOptions) -> CommandCapture:
+    """Profile ``options.command`` into a new run folder; CaptureError names the real cause when the
+    command is not found, fails (with the tail of its output) or writes no trace."""
+    if not options.command:
+        raise CaptureError("no command to profile: give one after `--`, e.g. `tracekit capture -- python train.py`")
+    executable = shutil.which(options.command[0])
+    if executable is None:
+        raise CaptureError(f"command not found: {options.command[0]}")
+    profiler, nsys = _choose_profiler(options)
+    name = options.name or _default_name(options.command)
+    run = NewRun(options.out, name, replace=options.name is not None)
+    partial = run.folder
+    started = time.monotonic()
+    try:
+        notes = _record(run, options, profiler, nsys, started)
+    except BaseException as error:
+        final = run.publish()
+        if isinstance(error, TracekitError):  # name the folder where the run is now
+            raise type(error)(str(error).replace(str(partial), str(final.folder))) from None
+        raise
+    final = run.publish()
+    if final.manifest and final.manifest.get("name") != final.folder.name:  # written inside the hidden folder
+        final.write_manifest({**final.manifest, "name": final.folder.name})
+    return CommandCapture(final, final.point_latest(), profiler, notes)
+
+
+def _choose_profiler(options: CommandOptions) -> tuple[str, str | None]:
+    """The profiler to use (auto: nsys when it is installed, else torch) and the nsys executable."""
+    if options.profiler not in PROFILERS:
+        raise CaptureError(f"unknown --profiler {options.profiler!r}; choose {', '.join(PROFILERS)}")
+    if options.profiler in ("auto", "nsys"):
+        try:
+            return "nsys", nsys_tool.find_nsys(options.nsys)
+        except NsysNotFoundError:
+            if options.profiler == "nsys":
+                raise
+    if importlib.util.find_spec("torch") is None:
+        raise CaptureError(
+            f"--profiler torch needs torch: it is not installed for {sys.executable} (pip install torch)"
+        )
+    return "torch", None
+
+
+def _default_name(command: tuple[str, ...]) -> str:
+    words = [word for word in command if not word.startswith("-")]
+    program = Path(words[1] if len(words) > 1 and Path(words[0]).name.startswith("python") else words[0]).stem
+    cleaned = "".join(char if char.isalnum() or char in "-_" else "-" for char in program)[:40] or "program"
+    return f"{cleaned}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+
+
+def _python_program(command: tuple[str, ...]) -> bool:
+    """``python SCRIPT ...`` or ``python -m MODULE ...`` (no interpreter options before them)."""
+    return (
+        Path(command[0]).name.startswith("python")
+        and len(command) > 1
+        and not (command[1].startswith("-") and command[1] != "-m")
+    )
+
+
+def _marks_steps(command: tuple[str, ...]) -> bool:
+    """Whether the script's text calls ``steps(`` (so nsys may wait for the capture range)."""
+    if not _python_program(command) or command[1] == "-m":
+        return False
+    try:
+        return "steps(" in Path(command[1]).read_text(errors="replace")
+    except OSError:
+        return False
+
+
+def _record(run: NewRun, options: CommandOptions, profiler: str, nsys: str | None, started: float) -> list[str]:
+    marker = f"{run.folder}/{uuid.uuid4().hex[:8]}"
+    python = _python_program(options.command)
+    program = (
+        [options.command[0], str(LAUNCHER), "--tracekit-run", marker, *options.command[1:]]
+        if python
+        else list(options.command)
+    )
+    environment = {
+        **os.environ,
+        annotate.ENV_PROFILER: profiler,
+        "PYTHONUNBUFFERED": "1",
+        "TRACEKIT_LAUNCH_NOTE": str(run.launch_note),
+        "TRACEKIT_PROGRAM_LOG": str(run.program_log),  # the launcher's output apart from nsys's
+    }
+    if options.memory:
+        environment[annotate.ENV_MEMORY] = str(run.snapshot_target())
+    notes: list[str] = []
+    manifest = {
+        "status": "running",
+        "name": run.folder.name,
+        "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "command": list(options.command),
+        "profiler": profiler,
+        "versions": {"tracekit": __version__, "python": sys.version.split()[0]},
+    }
+    if profiler == "torch":
+        environment[annotate.ENV_TORCH_TRACE] = str(run.torch_trace_target())
+        status = _run_plain(program, environment, run)
+    else:
+        assert nsys is not None
+        window = _marks_steps(options.command)
+        if not window:
+            notes.append(WHOLE_NOTE)
+        trace = options.trace or (GPU_TRACE if _gpu_present() else CPU_TRACE)
+        command = [nsys, "profile", f"--trace={trace}", "--sample=none", "--cpuctxsw=none",
+                   *(["--capture-range=nvtx", f"--nvtx-capture={annotate.CAPTURE_RANGE}",
+                      "--capture-range-end=stop"] if window else []),
+                   "--force-overwrite=true", "--output", str(run.output_base), *options.nsys_args, *program]  # fmt: skip
+        environment["NSYS_NVTX_PROFILER_REGISTER_ONLY"] = "0"
+        manifest.update({"trace": trace, "nsys_command": command})
+        manifest["versions"]["nsys"] = nsys_tool.nsys_version(nsys)
+        status = _run_under_nsys(command, environment, run, marker if python else None, options)
+    manifest["program"] = {"exit_status": status}
+    if run.launch_note.exists():
+        notes.append(WHOLE_NOTE)
+        run.launch_note.unlink()
+    if status != 0:
+        _finish(run, manifest, "failed", notes, started)
+        raise CaptureError(f"the program exited with status {status}: {_tail(run.program_log)} "
+                           f"(its output: {run.program_log})")  # fmt: skip
+    if profiler == "torch":
+        if not run.torch_trace_target().exists():
+            _finish(run, manifest, "failed", notes, started)
+            raise CaptureError(
+                "the program wrote no torch.profiler trace: a program started other than `python SCRIPT` or "
+                "`python -m MODULE` must mark its steps with tracekit.annotate.steps"
+            )
+        manifest["files"] = {"trace": run.torch_trace_target().name}
+    else:
+        report = run.report_target()
+        if not report.exists() and run.stream.exists():
+            nsys_tool.import_qdstrm(run.stream, report, nsys)
+            run.stream.unlink()
+        if not report.exists():
+            _finish(run, manifest, "failed", notes, started)
+            raise CaptureError(f"nsys wrote no report: {_tail(run.log)} (full log: {run.log})")
+        export = nsys_tool.export_sqlite(report, nsys)
+        manifest["files"] = {"report": report.name, "export": export.name}
+    if options.memory:
+        snapshot = run.snapshot
+        manifest["files"]["memory"] = snapshot.name if snapshot else None
+        if snapshot is None:
+            notes.append("no memory snapshot: they need CUDA and a program that marks its steps")
+    _finish(run, manifest, "complete", notes, started)
+    return notes
+
+
+def _run_plain(program: list[str], environment: dict, run: Run) -> int:
+    with open(run.program_log, "w") as log:
+        try:
+            process = subprocess.Popen(program, stdout=log, stderr=subprocess.STDOUT, env=environment)
+        except OSError as error:
+            raise CaptureError(f"cannot start {program[0]}: {error.strerror or error}") from None
+        try:
+            return process.wait()
+        except KeyboardInterrupt:
+            process.terminate()
+            process.wait()
+            raise CaptureError("capture interrupted (Ctrl-C): the program was stopped") from None
+
+
+def _run_under_nsys(command: list[str], environment: dict, run: Run, marker: str | None, options) -> int:
+    """nsys's own output goes to nsys.log, the program's to program.log (through the launcher's
+    descriptors: nsys passes its own to the program, so both land in nsys.log for other programs)."""
+    with open(run.log, "w") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=environment)
+        # The program is found by its marker (Python programs, through the launcher); others are not
+        # watched for a late exit, and never counted as "not started".
+        watched = watchdog.watch(process, options.command[0], marker or f"{run.folder}/unmatched", options.exit_grace_s,
+                                 start_timeout_s=options.start_timeout_s if marker else None)  # fmt: skip
+    if watched.interrupted:
+        raise CaptureError(f"capture interrupted ({watched.interrupted}): nsys and the program were stopped")
+    if marker is None:  # a program outside the launcher wrote into nsys's output
+        shutil.copyfile(run.log, run.program_log)
+    return watched.returncode or 0
+
+
+def _gpu_present() -> bool:
+    from tracekit.capture.nsys import gpu_present
+
+    return gpu_present()
+
+
+def _finish(run: Run, manifest: dict, status: str, notes: list[str], started: float) -> None:
+    manifest["status"] = status
+    manifest["notes"] = notes
+    manifest["wall_s"] = {"total": round(time.monotonic() - started, 3)}
+    run.write_manifest(manifest)
+
+
+def _tail(log: Path, lines: int = 3) -> str:
+    try:
+        text = [
+            line.strip()
+            for line in log.read_text(errors="replace").splitlines()
+            if line.strip() and not line.startswith("USDT:")
+        ]  # fmt: skip  (libkineto's start/stop lines)
+    except OSError:
+        return "no output"
+    return " | ".join(text[-lines:])[-600:] or "nothing printed"
