@@ -33,7 +33,7 @@ import functools
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from typing import TypeVar
+from typing import Any, TypeVar
 
 CAPTURE_RANGE = "tracekit-capture"  # the NVTX range `tracekit capture` asks nsys to record
 ENV_PROFILER = "TRACEKIT_PROFILER"  # "nsys" or "torch": set by `tracekit capture`
@@ -49,7 +49,7 @@ class _State:
         profiler = os.environ.get(ENV_PROFILER, "")
         self.nvtx = profiler == "nsys" or (profiler == "" and os.environ.get("TRACEKIT_NVTX") == "1")
         self.warming = False
-        self.whole_program = None  # a torch.profiler a launcher started for a program without steps()
+        self.whole_program: Any = None  # a torch.profiler the launcher started (for a program without steps)
         self._push = self._pop = None
 
     def push(self, name: str) -> None:

@@ -190,6 +190,7 @@ def _record(run: NewRun, options: CommandOptions, profiler: str, nsys: str | Non
             )
         manifest["files"] = {"trace": run.torch_trace_target().name}
     else:
+        assert nsys is not None  # chosen with the profiler
         report = run.report_target()
         if not report.exists() and run.stream.exists():
             nsys_tool.import_qdstrm(run.stream, report, nsys)
@@ -201,7 +202,7 @@ def _record(run: NewRun, options: CommandOptions, profiler: str, nsys: str | Non
         manifest["files"] = {"report": report.name, "export": export.name}
     if options.memory:
         snapshot = run.snapshot
-        manifest["files"]["memory"] = snapshot.name if snapshot else None
+        manifest["files"]["memory"] = snapshot.name if snapshot else ""
         if snapshot is None:
             notes.append("no memory snapshot: they need CUDA and a program that marks its steps")
     _finish(run, manifest, "complete", notes, started)
