@@ -20,6 +20,7 @@ MAX_LINES = 400
 UTILITIES = {"errors", "files"}
 ALLOWED = {
     "files": {"errors"},
+    "annotate": set(),  # imported by users' training scripts: the standard library only
     "model": UTILITIES,
     "runs": UTILITIES,
     "nsys_tool": UTILITIES,
@@ -27,7 +28,7 @@ ALLOWED = {
     "analysis": UTILITIES | {"model"},
     "render": UTILITIES | {"model"},
     "export": UTILITIES | {"model", "analysis"},
-    "capture": UTILITIES | {"runs", "nsys_tool"},
+    "capture": UTILITIES | {"runs", "nsys_tool", "annotate"},
     "report": UTILITIES | {"model", "sources", "analysis", "render", "runs"},
     "cli": UTILITIES | {"model", "sources", "analysis", "render", "runs", "report", "capture", "export", "nsys_tool"},
 }
