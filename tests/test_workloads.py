@@ -237,11 +237,12 @@ def test_ranges_recorded_under_nsys(nsys, tmp_path):
 
 
 def test_ranges_stay_out_of_compiled_graphs(monkeypatch):
+    from tracekit.annotate import STATE
     from workloads import annotate
 
     calls = []
-    monkeypatch.setattr(annotate, "push", lambda name: calls.append(name))
-    monkeypatch.setattr(annotate, "pop", lambda: None)
+    monkeypatch.setattr(STATE, "nvtx", True)  # as under nsys
+    monkeypatch.setattr(STATE, "_backend", ("test", lambda name: calls.append(name), lambda: None))
 
     def layer(x):
         with annotate.nvtx_range("layer.0"):

@@ -46,42 +46,55 @@ class _State:
     """What the process is recorded with, decided once; ``warming`` is on during warm-up steps."""
 
     def __init__(self):
-        profiler = os.environ.get(ENV_PROFILER, "")
-        self.nvtx = profiler == "nsys" or (profiler == "" and os.environ.get("TRACEKIT_NVTX") == "1")
+        profiler, switch = os.environ.get(ENV_PROFILER, ""), os.environ.get("TRACEKIT_NVTX", "")
+        # NVTX ranges when nsys records: told by `tracekit capture`, or any NVTX tool attached (nsys sets
+        # the NVTX injection library); TRACEKIT_NVTX=1/0 forces them on/off.
+        attached = profiler == "nsys" or (profiler == "" and "NVTX_INJECTION64_PATH" in os.environ)
+        self.nvtx = switch == "1" or (switch != "0" and attached)
         self.warming = False
         self.whole_program: Any = None  # a torch.profiler the launcher started (for a program without steps)
-        self._push = self._pop = None
+        self._backend: tuple | None = None
+
+    @property
+    def backend(self) -> str:
+        """Which NVTX implementation the ranges use: "nvtx", "torch.cuda.nvtx" or "off"."""
+        if not self.nvtx:
+            return "off"
+        if self._backend is None:
+            self._backend = _nvtx_backend()
+        return self._backend[0]
 
     def push(self, name: str) -> None:
-        if self._push is None:
-            self._push, self._pop = _nvtx_backend()
-        self._push(name)
+        """An NVTX range pushed (whatever the flags say: the caller decided)."""
+        if self._backend is None:
+            self._backend = _nvtx_backend()
+        self._backend[1](name)
 
     def pop(self) -> None:
-        if self._pop is not None:
-            self._pop()
+        if self._backend is not None:
+            self._backend[2]()
 
 
 STATE = _State()
 
 
-def _nvtx_backend() -> tuple[Callable[[str], object], Callable[[], object]]:
+def _nvtx_backend() -> tuple[str, Callable[[str], object], Callable[[], object]]:
     """NVTX push/pop: the ``nvtx`` package (0.2.8-0.2.11 record under nsys 2022.4), else torch.cuda.nvtx
-    on a CUDA build, else nothing."""
+    on a CUDA build (it does nothing in a CPU build), else nothing."""
     try:
         import nvtx
 
-        return nvtx.push_range, nvtx.pop_range
+        return "nvtx", nvtx.push_range, nvtx.pop_range
     except ImportError:
         pass
     try:
         import torch
 
         if torch.cuda.is_available():
-            return torch.cuda.nvtx.range_push, torch.cuda.nvtx.range_pop
+            return "torch.cuda.nvtx", torch.cuda.nvtx.range_push, torch.cuda.nvtx.range_pop
     except ImportError:
         pass
-    return (lambda name: None), (lambda: None)
+    return "off", (lambda name: None), (lambda: None)
 
 
 def _torch_profiling() -> bool:

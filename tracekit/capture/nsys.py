@@ -20,14 +20,14 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from tracekit import __version__, nsys_tool
+from tracekit import __version__, annotate, nsys_tool
 from tracekit.capture import watchdog
 from tracekit.capture.run_folder import NewRun
 from tracekit.errors import CaptureError, TracekitError
 from tracekit.runs import Run, default_name
 from workloads.config import PHASES, STATS, RunConfig, phase_field
 
-CAPTURE_RANGE = "tracekit-capture"  # the same name as workloads.annotate.CAPTURE_RANGE (no torch import here)
+CAPTURE_RANGE = annotate.CAPTURE_RANGE
 GPU_TRACE = "cuda,nvtx,osrt"
 CPU_TRACE = "nvtx"
 
@@ -157,6 +157,7 @@ def _record(run: Run, nsys: str, options: CaptureOptions, started: float) -> lis
         "NSYS_NVTX_PROFILER_REGISTER_ONLY": "0",
         "PYTHONUNBUFFERED": "1",
         "TRACEKIT_PROGRAM_LOG": str(run.program_log),  # the program's output apart from nsys's (launch.py)
+        annotate.ENV_PROFILER: "nsys",  # the workload's tracekit.annotate ranges are NVTX ranges
     }
     manifest = {
         "status": "running",
