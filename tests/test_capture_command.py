@@ -53,6 +53,11 @@ def test_nsys_and_torch_see_the_same_ranges(cli, tmp_path, nsys):
     assert json.loads((folder / "run.json").read_text())["profiler"] == "nsys"
     assert (folder / "trace.sqlite").is_file()
     assert marked_ranges(folder) == marked_ranges(tmp_path / "traces" / "torch")
+    for run in ("nsys", "torch"):  # every command reads both run folders (a CPU run: no kernel tables)
+        for command in (["ranges"], ["ranges", "--tree"], ["report", "-o", str(tmp_path / f"report-{run}")]):
+            result = cli(command[0], tmp_path / "traces" / run, *command[1:])
+            assert result.exit_code == 0, (run, command, result.output)
+        assert cli("export", tmp_path / "traces" / run, "--parquet", tmp_path / f"parquet-{run}").exit_code == 0
 
 
 def test_a_program_without_steps_is_profiled_whole_and_said(cli, tmp_path):
@@ -77,3 +82,33 @@ def test_errors_name_the_real_cause(cli, tmp_path):
     assert json.loads((tmp_path / "traces" / "run" / "run.json").read_text())["status"] == "failed"
     mixed = cli("capture", "tiny", "--", "--sample=cpu")
     assert mixed.exit_code == 2 and "--nsys-args" in mixed.stderr
+
+
+def test_the_tiny_workload_gives_the_same_ranges_under_both_profilers(cli, tmp_path, nsys):
+    """The built-in workload under nsys (its own capture) and under torch.profiler: every range nsys
+    records, with the same count and depth (torch adds its own, like Optimizer.step#AdamW.step)."""
+    common = ["tiny", "--ctx", "32", "--batch", "2", "--warmup", "2", "--steps", "3", "--out", tmp_path / "traces"]
+    assert cli("capture", *common, "--name", "nsys").exit_code == 0
+    result = cli("capture", *common, "--name", "torch", "--profiler", "torch")
+    assert result.exit_code == 0, result.output
+
+    def shape(folder: Path) -> dict[str, tuple[int, int]]:
+        ranges = open_trace(folder).ranges
+        mine = ranges.loc[ranges["domain"] == ""]
+        return {name: (len(group), int(group["depth"].max())) for name, group in mine.groupby(mine["name"].astype(str))}
+
+    under_nsys, under_torch = shape(tmp_path / "traces" / "nsys"), shape(tmp_path / "traces" / "torch")
+    assert under_nsys["step"] == (3, 1) and under_nsys["attention"] == (6, 4)  # 3 measured steps, 2 layers
+    assert {name: under_torch.get(name) for name in under_nsys} == under_nsys
+
+
+def test_a_missing_profiler_is_named(cli, tmp_path, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *rest: None if name == "torch" else real(name))
+    result = cli("capture", "--profiler", "torch", "--out", tmp_path, "--", sys.executable, EXAMPLE)
+    assert result.exit_code == 1 and "--profiler torch needs torch" in result.stderr
+    result = cli("capture", "--profiler", "nsys", "--nsys", tmp_path / "no-nsys", "--out", tmp_path, "--",
+                 sys.executable, EXAMPLE)  # fmt: skip
+    assert result.exit_code == 1 and "no such executable" in result.stderr

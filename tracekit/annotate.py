@@ -169,7 +169,7 @@ def steps(iterable: Iterable[T], warmup: int = 0, name: str = "step") -> Iterato
             yield item
     finally:
         STATE.warming = False
-    window = _Window()
+    window = CaptureWindow()
     try:
         for item in items:
             with range(name):
@@ -178,9 +178,10 @@ def steps(iterable: Iterable[T], warmup: int = 0, name: str = "step") -> Iterato
         window.close()
 
 
-class _Window:
-    """The measured steps' capture: the NVTX capture range (nsys), a torch.profiler writing its trace
-    where ``tracekit capture`` said (torch), the CUDA memory history (--memory)."""
+class CaptureWindow:
+    """The measured steps' capture, from creation to ``close()``: the NVTX capture range (nsys), a
+    torch.profiler writing its trace where ``tracekit capture`` said (torch), the CUDA memory history
+    (--memory). ``steps`` opens one; a harness with its own loop (the workloads) opens one itself."""
 
     def __init__(self):
         self.profiler = None

@@ -18,9 +18,10 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
+from tracekit.annotate import CaptureWindow
 from tracekit.errors import UsageError
 from workloads import config as fields
-from workloads.annotate import BACKEND, CAPTURE_RANGE, nvtx_range, pop, push
+from workloads.annotate import BACKEND, nvtx_range
 from workloads.compiled import CompileReport, CompileWatch, compile_function
 from workloads.config import EAGER_FALLBACK, MODES, PHASES, STATS, RunConfig
 from workloads.hardware import device_name, environment, peak_flops
@@ -202,28 +203,30 @@ def _measure(
     if watch is not None:  # the compiling step: timed apart, in neither warm-up nor samples
         watch.first_call(step, lambda: synchronize(device))
     samples: dict[str, list[float]] = {phase: [] for phase in PHASES}
+    window = None
     for index in range(config.warmup + config.steps):
         if index == config.warmup:
-            _start_measuring(device, capture_range, memory_snapshot)
+            window = _start_measuring(device, capture_range, memory_snapshot)
         durations = step()
         if index >= config.warmup:
             for phase, duration in zip(PHASES, durations):
                 samples[phase].append(duration)
             samples["step"].append(sum(durations))
-    _stop_measuring(device, capture_range, memory_snapshot)
+    _stop_measuring(device, window, memory_snapshot)
     return {phase: values for phase, values in samples.items() if values}
 
 
-def _start_measuring(device: torch.device, capture_range: bool, memory_snapshot: str | None) -> None:
+def _start_measuring(device: torch.device, capture_range: bool, memory_snapshot: str | None) -> CaptureWindow | None:
+    """The capture window of the measured steps (the NVTX capture range under nsys, the torch.profiler
+    window under ``--profiler torch``: ``tracekit.annotate``), and the memory history."""
     if memory_snapshot and device.type == "cuda":
         torch.cuda.memory._record_memory_history(max_entries=1_000_000)
-    if capture_range:
-        push(CAPTURE_RANGE)
+    return CaptureWindow() if capture_range else None
 
 
-def _stop_measuring(device: torch.device, capture_range: bool, memory_snapshot: str | None) -> None:
-    if capture_range:
-        pop()
+def _stop_measuring(device: torch.device, window: CaptureWindow | None, memory_snapshot: str | None) -> None:
+    if window is not None:
+        window.close()
     if memory_snapshot and device.type == "cuda":
         torch.cuda.memory._dump_snapshot(memory_snapshot)
         torch.cuda.memory._record_memory_history(enabled=None)

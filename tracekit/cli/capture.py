@@ -111,9 +111,14 @@ def capture(
     from tracekit.sources import open_trace
     from workloads.config import RunConfig
 
-    if profiler == "torch":
-        raise click.UsageError("the built-in models are captured with nsys; --profiler torch is for a COMMAND")
     config = RunConfig(model, ctx, batch, mode, dtype, compiled, attention, warmup, steps, device)
+    if profiler == "torch":  # the workload as a program of its own, its measured steps in a torch.profiler window
+        import sys
+
+        from tracekit.capture.nsys import LAUNCHER
+
+        program = (sys.executable, str(LAUNCHER), *config.arguments(), "--capture-range")
+        return _capture_command(program, profiler, memory, out, name, nsys, extra, trace, nsys_grace, start_timeout)
     options = CaptureOptions(config, memory, Path(out), name, nsys, trace, tuple(nsys_args), nsys_grace, start_timeout)
     captured = run_capture(options)
     run, notes = captured.run, list(captured.notes)
