@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -112,3 +114,25 @@ def test_a_missing_profiler_is_named(cli, tmp_path, monkeypatch):
     result = cli("capture", "--profiler", "nsys", "--nsys", tmp_path / "no-nsys", "--out", tmp_path, "--",
                  sys.executable, EXAMPLE)  # fmt: skip
     assert result.exit_code == 1 and "no such executable" in result.stderr
+
+
+@pytest.mark.parametrize("profiler", ["torch", "nsys"])
+def test_a_module_with_arguments_that_leaves_its_loop_early(cli, tmp_path, monkeypatch, profiler):
+    if profiler == "nsys" and shutil.which("nsys") is None:
+        pytest.skip("Nsight Systems (nsys) is not installed")
+    package = tmp_path / "trainer"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "main.py").write_text(
+        "import sys\nimport torch\nfrom tracekit import annotate\nassert sys.argv[1:] == ['--lr', '3'], sys.argv\n"
+        "for index in annotate.steps(range(10), warmup=2):\n    with annotate.range('work'):\n"
+        "        torch.ones(8, 8) @ torch.ones(8, 8)\n    if index == 5:\n        break\n"
+    )  # fmt: skip
+    monkeypatch.chdir(tmp_path)  # `python -m` finds the module from the current folder
+    result = cli("capture", "--profiler", profiler, "--out", tmp_path / "traces", "--name", "run", "--",
+                 sys.executable, "-m", "trainer.main", "--lr", "3")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "profiled whole" not in result.output  # its steps were found
+    ranges = open_trace(tmp_path / "traces" / "run").ranges
+    names = Counter(ranges.loc[ranges["domain"] == "", "name"].astype(str))
+    assert names["work"] == 4 and names["step"] == 4  # items 2..5: the warm-up out, the window closed at break

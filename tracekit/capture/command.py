@@ -121,13 +121,23 @@ def _python_program(command: tuple[str, ...]) -> bool:
 
 
 def _marks_steps(command: tuple[str, ...]) -> bool:
-    """Whether the script's text calls ``steps(`` (so nsys may wait for the capture range)."""
-    if not _python_program(command) or command[1] == "-m":
+    """Whether the script's (or the module's, found from the current folder as ``python -m`` finds it)
+    text calls ``steps(``, so that nsys may wait for the capture range. Read, never imported."""
+    if not _python_program(command):
         return False
-    try:
-        return "steps(" in Path(command[1]).read_text(errors="replace")
-    except OSError:
-        return False
+    if command[1] == "-m":
+        if len(command) < 3:
+            return False
+        base = Path.cwd().joinpath(*command[2].split("."))
+        candidates = [base.with_suffix(".py"), base / "__main__.py"]
+    else:
+        candidates = [Path(command[1])]
+    for source in candidates:
+        try:
+            return "steps(" in source.read_text(errors="replace")
+        except OSError:
+            continue
+    return False
 
 
 def _record(run: NewRun, options: CommandOptions, profiler: str, nsys: str | None, started: float) -> list[str]:

@@ -68,6 +68,7 @@ def main() -> None:
     try:
         if arguments[0] == "-m":
             sys.argv = arguments[1:]
+            sys.path.insert(0, os.getcwd())  # as `python -m` does
             runpy.run_module(arguments[1], run_name="__main__", alter_sys=True)
         else:
             sys.argv = arguments
