@@ -97,3 +97,23 @@ def test_ranges_do_not_break_a_compiled_graph():
 
     explained = torch._dynamo.explain(step)(torch.ones(4))
     assert explained.graph_break_count == 0 and explained.graph_count == 1
+
+
+def test_only_the_first_steps_loop_is_captured(tmp_path):
+    """A training loop then an evaluation loop: the first is the capture (as nsys's capture range
+    ends it), the second neither overwrites the trace nor fails; a nested loop is inside the first."""
+    trace_path = tmp_path / "trace.json"
+    result = run_program(tmp_path, textwrap.dedent(
+        """
+        import torch
+        from tracekit import annotate
+        for _ in annotate.steps(range(4), warmup=1, name="train"):
+            for _ in annotate.steps(range(2), name="inner"):
+                torch.ones(4) + 1
+        for _ in annotate.steps(range(3), name="eval"):
+            torch.ones(4) * 2
+        """), TRACEKIT_PROFILER="torch", TRACEKIT_TORCH_TRACE=str(trace_path))  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    ranges = open_trace(trace_path).ranges
+    names = Counter(ranges.loc[ranges["domain"] == "", "name"].astype(str))
+    assert names == {"tracekit-capture": 1, "train": 3, "inner": 6}

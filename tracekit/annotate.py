@@ -52,6 +52,8 @@ class _State:
         attached = profiler == "nsys" or (profiler == "" and "NVTX_INJECTION64_PATH" in os.environ)
         self.nvtx = switch == "1" or (switch != "0" and attached)
         self.warming = False
+        self.windows = 0  # capture windows opened so far: only the first records
+        self.steps_open = 0  # steps() loops running, one inside another
         self.whole_program: Any = None  # a torch.profiler the launcher started (for a program without steps)
         self._backend: tuple | None = None
 
@@ -157,34 +159,49 @@ class range:
 def steps(iterable: Iterable[T], warmup: int = 0, name: str = "step") -> Iterator[T]:
     """The items of ``iterable``; the first ``warmup`` are warm-up (no ranges, not captured), each
     later one a measured step: a range ``name`` around the loop body, all of them inside the capture
-    window (see the module docstring)."""
+    window (see the module docstring). A ``steps`` loop inside another one only marks its steps: the
+    outer loop decides what is warm-up and what is captured."""
+    outermost = STATE.steps_open == 0
     items = iter(iterable)
-    STATE.warming = warmup > 0
+    STATE.steps_open += 1
     try:
-        for _ in builtins.range(warmup):
+        if outermost:
+            STATE.warming = warmup > 0
             try:
-                item = next(items)
-            except StopIteration:
-                return
-            yield item
+                for _ in builtins.range(warmup):
+                    try:
+                        item = next(items)
+                    except StopIteration:
+                        return
+                    yield item
+            finally:
+                STATE.warming = False
+        window = CaptureWindow() if outermost else None
+        try:
+            for item in items:
+                with range(name):
+                    yield item
+        finally:
+            if window is not None:
+                window.close()
     finally:
-        STATE.warming = False
-    window = CaptureWindow()
-    try:
-        for item in items:
-            with range(name):
-                yield item
-    finally:
-        window.close()
+        STATE.steps_open -= 1
 
 
 class CaptureWindow:
     """The measured steps' capture, from creation to ``close()``: the NVTX capture range (nsys), a
     torch.profiler writing its trace where ``tracekit capture`` said (torch), the CUDA memory history
-    (--memory). ``steps`` opens one; a harness with its own loop (the workloads) opens one itself."""
+    (--memory). ``steps`` opens one; a harness with its own loop (the workloads) opens one itself.
+    Only a program's first window records (nsys stops at the end of its capture range; a second
+    torch.profiler would overwrite the trace): a later or nested one does nothing."""
 
     def __init__(self):
         self.profiler = None
+        self.memory = None
+        self.recording = not STATE.windows
+        STATE.windows += 1
+        if not self.recording:
+            return
         self.memory = os.environ.get(ENV_MEMORY)
         if STATE.nvtx:
             STATE.push(CAPTURE_RANGE)
@@ -208,6 +225,9 @@ class CaptureWindow:
             self.memory = _start_memory_history()
 
     def close(self) -> None:
+        if not self.recording:
+            return
+        self.recording = False  # closed once, however often it is called
         if STATE.nvtx:
             STATE.pop()
         if self.profiler is not None:
