@@ -152,7 +152,9 @@ def capture(
 
 
 def _capture_command(program, profiler, memory, out, name, nsys, nsys_args, trace, nsys_grace, start_timeout):
+    from tracekit.analysis.kernels import kernel_summary
     from tracekit.capture.command import CommandOptions, capture_command
+    from tracekit.errors import NoGpuDataError
     from tracekit.model.result import Result
     from tracekit.render.tables import render_text
     from tracekit.sources import open_trace
@@ -169,6 +171,12 @@ def _capture_command(program, profiler, memory, out, name, nsys, nsys_args, trac
         counts = user["name"].astype(str).value_counts().rename_axis("Range").reset_index(name="Instances")
         click.echo(render_text(Result.of("ranges", counts.head(10), "Ranges (tracekit ranges: the full table)"),
                                "table") + "\n")  # fmt: skip
-    for note in captured.notes:
+    notes = list(captured.notes)
+    try:
+        top = kernel_summary(trace_read, top=5, name="short")
+        click.echo(render_text(Result.of("kernels", top.frame, "Top 5 kernels"), "table") + "\n")
+    except NoGpuDataError:
+        notes.append("no CUDA kernels in this trace (a CPU run): it holds the ranges only")
+    for note in notes:
         click.echo(f"note: {note}")
     click.echo(f"written: {run.folder}/ ({', '.join(run.files)})")
