@@ -198,7 +198,7 @@ def _record(run: NewRun, options: CommandOptions, profiler: str, nsys: str | Non
                 "the program wrote no torch.profiler trace: a program started other than `python SCRIPT` or "
                 "`python -m MODULE` must mark its steps with tracekit.annotate.steps"
             )
-        manifest["files"] = {"trace": run.torch_trace_target().name}
+        files: dict[str, str | None] = {"trace": run.torch_trace_target().name}
     else:
         assert nsys is not None  # chosen with the profiler
         report = run.report_target()
@@ -209,10 +209,11 @@ def _record(run: NewRun, options: CommandOptions, profiler: str, nsys: str | Non
             _finish(run, manifest, "failed", notes, started)
             raise CaptureError(f"nsys wrote no report: {_tail(run.log)} (full log: {run.log})")
         export = nsys_tool.export_sqlite(report, nsys)
-        manifest["files"] = {"report": report.name, "export": export.name}
+        files = {"report": report.name, "export": export.name}
+    manifest["files"] = files
     if options.memory:
         snapshot = run.snapshot
-        manifest["files"]["memory"] = snapshot.name if snapshot else ""
+        files["memory"] = snapshot.name if snapshot else None
         if snapshot is None:
             notes.append("no memory snapshot: they need CUDA and a program that marks its steps")
     _finish(run, manifest, "complete", notes, started)
