@@ -29,8 +29,10 @@ ALLOWED = {
     "render": UTILITIES | {"model"},
     "export": UTILITIES | {"model", "analysis"},
     "capture": UTILITIES | {"runs", "nsys_tool", "annotate"},
+    "parallel": UTILITIES | {"model", "sources", "analysis", "runs"},
     "report": UTILITIES | {"model", "sources", "analysis", "render", "runs"},
-    "cli": UTILITIES | {"model", "sources", "analysis", "render", "runs", "report", "capture", "export", "nsys_tool"},
+    "cli": UTILITIES
+    | {"model", "sources", "analysis", "render", "runs", "report", "capture", "export", "nsys_tool", "parallel"},
 }
 
 

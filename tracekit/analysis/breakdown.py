@@ -32,6 +32,11 @@ PHASE = "Phase"
 MIB = 2**20
 
 
+def count_column(ops: str) -> str:
+    """The name of the counted-ops column: Kernels, or GPU Ops with ``--ops all``."""
+    return "Kernels" if ops == "kernels" else "GPU Ops"
+
+
 def time_column(ops: str) -> str:
     """The name of the summed-time column: kernels only, or every GPU op with ``--ops all``."""
     return "Kernel Time (ns)" if ops == "kernels" else "GPU Op Time (ns)"
@@ -81,6 +86,18 @@ def breakdown_table(
     """Rows: each phase, then the whole trace. Columns: Phase, Instances, Kernels (ops counted),
     Kernel Time (ns) (or GPU Op Time with ``ops`` "all"), Memcpy Time (ns), Memcpy (MiB), Memset Time
     (ns), Memset (MiB), then "<category> (%)" of the time for every category that has time anywhere."""
+    return category_shares(breakdown_times(trace, phases, same_thread, ops, domain), ops)
+
+
+def breakdown_times(
+    trace: Trace,
+    phases: list[str] | None = None,
+    same_thread: bool = False,
+    ops: str = "kernels",
+    domain: str | None = None,
+) -> pd.DataFrame:
+    """``breakdown_table`` with each category's time ("<category> (ns)", every category) in place of
+    its share: the columns add up over traces."""
     if ops not in OPS_CHOICES:
         raise UsageError(f"unknown --ops {ops!r}; choose one of {', '.join(OPS_CHOICES)}")
     parts = phases_with_whole(trace, phases, same_thread, domain)
@@ -89,26 +106,35 @@ def breakdown_table(
     counted = (kind == "kernel") if ops == "kernels" else np.ones(len(gpu_ops), dtype=bool)
     categories, durations = op_categories(trace), gpu_ops["duration"].to_numpy()
     sizes = gpu_ops["bytes"].to_numpy()
-    total_column = time_column(ops)
     rows = []
     for phase, instances, interval in parts:
         inside = interval >= 0
         chosen = inside & counted
-        by_category = np.bincount(categories[chosen], weights=durations[chosen], minlength=len(CATEGORIES))
-        total = int(durations[chosen].sum())
-        row = {PHASE: phase, "Instances": instances, "Kernels" if ops == "kernels" else "GPU Ops": int(chosen.sum()),
-               total_column: total}  # fmt: skip
+        by_category = np.bincount(categories[chosen], minlength=len(CATEGORIES), weights=durations[chosen])
+        row = {PHASE: phase, "Instances": instances, count_column(ops): int(chosen.sum()),
+               time_column(ops): int(durations[chosen].sum())}  # fmt: skip
         for name in ("memcpy", "memset"):
             mine = inside & (kind == name)
             row[f"{name.capitalize()} Time (ns)"] = int(durations[mine].sum())
             row[f"{name.capitalize()} (MiB)"] = float(sizes[mine].sum()) / MIB
-        shares = stats.percent_of_total(by_category) if total else np.zeros(len(CATEGORIES))
-        row.update({f"{category} (%)": share for category, share in zip(CATEGORIES, shares)})
+        row.update({f"{category} (ns)": int(time) for category, time in zip(CATEGORIES, by_category)})
         rows.append(row)
-    table = pd.DataFrame(rows)
-    shares = [f"{category} (%)" for category in CATEGORIES if table[f"{category} (%)"].sum() > 0]
-    leading = [column for column in table.columns if not column.endswith(" (%)")]
-    return table.loc[:, leading + shares]
+    return pd.DataFrame(rows)
+
+
+def category_shares(times: pd.DataFrame, ops: str) -> pd.DataFrame:
+    """``breakdown_times`` with each category's time turned into its share of the row's time (%), as
+    nsys rounds shares; only the categories that have time in some row."""
+    table = times.drop(columns=[f"{category} (ns)" for category in CATEGORIES])
+    category_times = times[[f"{category} (ns)" for category in CATEGORIES]].to_numpy(np.int64)
+    shares = np.zeros(category_times.shape)
+    for row, (values, total) in enumerate(zip(category_times, times[time_column(ops)].to_numpy())):
+        if total:
+            shares[row] = stats.percent_of_total(values)
+    kept = [index for index, category in enumerate(CATEGORIES) if shares[:, index].sum() > 0]
+    for index in kept:
+        table[f"{CATEGORIES[index]} (%)"] = shares[:, index]
+    return table
 
 
 def gpu_table(

@@ -7,6 +7,8 @@ name by grid and block dimensions (``by_launch_config``); 2023.1+ group by name 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 
@@ -51,15 +53,11 @@ def kernel_mask(trace: Trace, ops: str = "kernels") -> np.ndarray | None:
     return None if rows is not None and rows.all() else rows
 
 
-def summarize_kernels(
+def kernel_groups(
     ops: pd.DataFrame, name: str = "demangled", by_launch_config: bool = False, rows: np.ndarray | None = None
-) -> pd.DataFrame:
-    """Per kernel (and launch configuration): the gpukernsum statistics of the ``rows`` of ``ops``.
-
-    Columns: Time (%), Total Time (ns), Instances, Avg (ns), Med (ns), Min (ns), Max (ns),
-    StdDev (ns), [GridXYZ, BlockXYZ,] Name. Launch configurations print as nsys does ("%4d %4d %4d").
-    Rows are selected by a mask rather than copied: a 10M-row table is never duplicated.
-    """
+) -> tuple[np.ndarray, Callable[[np.ndarray], dict[str, np.ndarray | list[str]]]]:
+    """Per GPU op: its group code (kernel name, and launch configuration with ``by_launch_config``; -1
+    outside ``rows``), and a function giving the key columns (Name[, GridXYZ, BlockXYZ]) of codes."""
     if name not in NAME_COLUMNS:
         raise UsageError(f"unknown --name {name!r}; choose demangled or short")
     names = ops[NAME_COLUMNS[name]]
@@ -74,14 +72,31 @@ def summarize_kernels(
     del parts
     if rows is not None:
         combined[~rows] = -1
+
+    def keys_of(codes: np.ndarray) -> dict[str, np.ndarray | list[str]]:
+        key_codes = stats.split_codes(codes, radices)
+        keys: dict[str, np.ndarray | list[str]] = {NAME: uniques[0][key_codes[0]]}
+        if by_launch_config:
+            keys[GRID] = _format_dims(uniques[1][key_codes[1]])
+            keys[BLOCK] = _format_dims(uniques[2][key_codes[2]])
+        return keys
+
+    return combined, keys_of
+
+
+def summarize_kernels(
+    ops: pd.DataFrame, name: str = "demangled", by_launch_config: bool = False, rows: np.ndarray | None = None
+) -> pd.DataFrame:
+    """Per kernel (and launch configuration): the gpukernsum statistics of the ``rows`` of ``ops``.
+
+    Columns: Time (%), Total Time (ns), Instances, Avg (ns), Med (ns), Min (ns), Max (ns),
+    StdDev (ns), [GridXYZ, BlockXYZ,] Name. Launch configurations print as nsys does ("%4d %4d %4d").
+    Rows are selected by a mask rather than copied: a 10M-row table is never duplicated.
+    """
+    combined, keys_of = kernel_groups(ops, name, by_launch_config, rows)
     table = stats.grouped_stats(combined, ops["duration"].to_numpy())
     del combined
-    key_codes = stats.split_codes(table.index.to_numpy(), radices)
-    keys: dict[str, np.ndarray | list[str]] = {NAME: uniques[0][key_codes[0]]}
-    if by_launch_config:
-        keys[GRID] = _format_dims(uniques[1][key_codes[1]])
-        keys[BLOCK] = _format_dims(uniques[2][key_codes[2]])
-    summary = stats.finish(table, keys)
+    summary = stats.finish(table, keys_of(table.index.to_numpy()))
     return summary.loc[:, stats.STAT_COLUMNS + ([GRID, BLOCK] if by_launch_config else []) + [NAME]]
 
 
@@ -102,7 +117,7 @@ def kernel_table(
     number of matching range instances (nested matches count once): the per-step figure.
     Time (%) is of all listed rows, before ``top`` cuts them.
     """
-    rows, instances = _selected_rows(trace, ops, ranges, same_thread, domain, window)
+    rows, instances = selected_rows(trace, ops, ranges, same_thread, domain, window)
     # The whole trace's summary is asked for by several tables of a report: computed once per trace.
     summarize = lambda: summarize_kernels(trace.gpu_ops, name=name, by_launch_config=by_launch_config, rows=rows)
     key = f"kernel_summary:{name}:{by_launch_config}:{ops}"
@@ -112,7 +127,7 @@ def kernel_table(
     return summary.head(top) if top else summary
 
 
-def _selected_rows(
+def selected_rows(
     trace: Trace,
     ops: str,
     ranges: list[str] | None,
@@ -187,7 +202,7 @@ def category_table(
     domain: str | None = None,
 ) -> pd.DataFrame:
     """``tracekit kernels --by category`` (optionally of the ops inside ``ranges``, per instance)."""
-    rows, instances = _selected_rows(trace, ops, ranges, same_thread, domain)
+    rows, instances = selected_rows(trace, ops, ranges, same_thread, domain)
     return _categories_of(trace, rows, instances, per_instance)
 
 
@@ -257,7 +272,7 @@ def kernel_summary(
         window, note = launched_before_last_step(trace)
         notes.append(note)
     if by in ("category", "type"):
-        rows, instances = _selected_rows(trace, ops, ranges, same_thread, domain, window)  # once: ranges cost most
+        rows, instances = selected_rows(trace, ops, ranges, same_thread, domain, window)  # once: ranges cost most
         if by == "type":
             if per_instance:
                 raise UsageError("--per-instance does not apply to --by type (overlap is not a per-instance sum)")

@@ -6,6 +6,7 @@ Ranges are named by specs (``model.selection``): a name, a glob, or a path such 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import cast
 
 import numpy as np
@@ -25,6 +26,7 @@ GPU_OPS_COLUMN = "GPU Ops"
 GPU_TIME_COLUMN = "GPU Time (ns)"
 GPU_SPAN_COLUMN = "GPU Span (ns)"
 NSYS_STYLES = {"pushpop": "PushPop", "startend": "StartEnd"}
+EXTRA_COLUMNS = [DEPTH, GPU_OPS_COLUMN, GPU_TIME_COLUMN, GPU_SPAN_COLUMN]
 
 
 def grouped_names(names: pd.Series, raw_names: bool = False) -> pd.Series:
@@ -41,14 +43,12 @@ def ranges_of(trace: Trace, domain: str | None) -> pd.DataFrame:
     return ranges.loc[domain_names(ranges, domain)[1]]
 
 
-def range_table(
-    trace: Trace, same_thread: bool = False, top: int | None = None, raw_names: bool = False, domain: str | None = None
-) -> pd.DataFrame:
-    """``tracekit ranges``: per range name (emit_nvtx ranges by op unless ``raw_names``) and style,
-    nsys nvtxsum's statistics of CPU durations plus the GPU work launched inside: GPU Ops, GPU Time (ns,
-    summed op durations), GPU Span (ns, summed per-instance first-op-start to last-op-end), and the
-    shallowest depth the name occurs at. With ``raw_names`` the rows are nvtxsum's rows.
-    """
+def range_groups(
+    trace: Trace, same_thread: bool = False, raw_names: bool = False, domain: str | None = None
+) -> tuple[np.ndarray, np.ndarray, Callable[[np.ndarray], pd.DataFrame]]:
+    """Per range: its group code (name, emit_nvtx ranges by op unless ``raw_names``, and style) and CPU
+    duration (ns); and a function giving, for group codes, Range, Style, the shallowest Depth and the
+    GPU work launched inside (GPU Ops, GPU Time (ns), GPU Span (ns): sums over the group's ranges)."""
     ranges = ranges_of(trace, domain)
     if ranges.empty:
         raise UsageError(f"no NVTX ranges to list in {trace.name}: {no_ranges_reason(trace, domain)}")
@@ -57,19 +57,52 @@ def range_table(
     # Group on integer codes (name code * 2 + style code): factorizing millions of strings costs seconds.
     style_codes = ranges["style"].cat.codes.to_numpy().astype(np.int64)
     group = names.cat.codes.to_numpy().astype(np.int64) * 2 + style_codes
-    table = stats.grouped_stats(group, ranges["duration"].to_numpy())
-    codes = table.index.to_numpy()
-    sums = {
-        column: np.bincount(group, weights=gpu[source].to_numpy(), minlength=int(codes.max()) + 1)[codes]
-        for column, source in ((GPU_OPS_COLUMN, GPU_OPS), (GPU_TIME_COLUMN, GPU_TIME), (GPU_SPAN_COLUMN, GPU_SPAN))
-    }
-    # A Series grouped and reduced is a Series; pandas annotates groupby reductions with every scalar type too.
-    depth_per_group = cast(pd.Series, pd.Series(ranges["depth"].to_numpy()).groupby(group).min())
-    depth = depth_per_group.reindex(codes).to_numpy()
-    labels = np.asarray(names.cat.categories, dtype=object)[codes // 2]
-    styles = np.array([NSYS_STYLES[style] for style in ranges["style"].cat.categories], dtype=object)[codes % 2]
-    extra = {DEPTH: depth, **{column: values.astype(np.int64) for column, values in sums.items()}}
-    table = stats.finish(table, {RANGE: labels, STYLE: styles}, extra)
+    durations = ranges["duration"].to_numpy()
+
+    def describe(codes: np.ndarray) -> pd.DataFrame:
+        size = int(codes.max(initial=-1)) + 1
+        sums = {
+            column: np.bincount(group, weights=gpu[source].to_numpy(), minlength=size)[codes].astype(np.int64)
+            for column, source in ((GPU_OPS_COLUMN, GPU_OPS), (GPU_TIME_COLUMN, GPU_TIME), (GPU_SPAN_COLUMN, GPU_SPAN))
+        }
+        # A Series grouped and reduced is a Series; pandas annotates groupby reductions with every scalar type too.
+        depth_per_group = cast(pd.Series, pd.Series(ranges["depth"].to_numpy()).groupby(group).min())
+        styles = np.array([NSYS_STYLES[style] for style in ranges["style"].cat.categories], dtype=object)
+        return pd.DataFrame(
+            {
+                RANGE: np.asarray(names.cat.categories, dtype=object)[codes // 2],
+                STYLE: styles[codes % 2],
+                DEPTH: depth_per_group.reindex(codes).to_numpy(),
+                **sums,
+            },
+            index=pd.Index(codes, dtype=np.int64),
+        )
+
+    return group, durations, describe
+
+
+def range_table(
+    trace: Trace, same_thread: bool = False, top: int | None = None, raw_names: bool = False, domain: str | None = None
+) -> pd.DataFrame:
+    """``tracekit ranges``: per range name (emit_nvtx ranges by op unless ``raw_names``) and style,
+    nsys nvtxsum's statistics of CPU durations plus the GPU work launched inside: GPU Ops, GPU Time (ns,
+    summed op durations), GPU Span (ns, summed per-instance first-op-start to last-op-end), and the
+    shallowest depth the name occurs at. With ``raw_names`` the rows are nvtxsum's rows.
+    """
+    group, durations, describe = range_groups(trace, same_thread, raw_names, domain)
+    table = stats.grouped_stats(group, durations)
+    described = describe(table.index.to_numpy())
+    return range_rows(table, described, top)
+
+
+def range_rows(
+    table: pd.DataFrame, described: pd.DataFrame, top: int | None = None, extra_columns: list[str] = EXTRA_COLUMNS
+) -> pd.DataFrame:
+    """nsys's rounding and column order for statistics ``table`` and their ``range_groups`` columns
+    (aligned by row; ``extra_columns`` of them between the statistics and the name); largest total first."""
+    extra = {column: described[column].to_numpy() for column in extra_columns}
+    keys = {RANGE: described[RANGE].to_numpy(), STYLE: described[STYLE].to_numpy()}
+    table = stats.finish(table.reset_index(drop=True), keys, extra)
     table = table.loc[:, stats.STAT_COLUMNS + [STYLE, *extra, RANGE]]  # nsys's order, the name last
     return table.head(top) if top else table
 

@@ -1,7 +1,8 @@
 """Commands on traces: ``kernels``, ``ranges``, ``breakdown``, ``diff``, ``export``.
 
 A TRACE is an nsys .sqlite export, an .nsys-rep report (exported with nsys, the export kept beside
-it), or a tracekit run folder.
+it), a torch.profiler trace, or a tracekit run folder. ``kernels``, ``ranges`` and ``breakdown`` also
+take many: several paths, globs or a folder of them (``cli.many``: per input and over all of them).
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ from tracekit.cli.common import (
     top_option,
     unit_option,
 )
+from tracekit.cli.many import is_many, many_options, run_many, split_many
 
 
 @click.command()
-@click.argument("trace", type=click.Path())
+@click.argument("traces", nargs=-1, required=True, type=click.Path())
 @top_option
 @click.option(
     "--name",
@@ -56,9 +58,10 @@ from tracekit.cli.common import (
 )
 @unit_option()
 @nsys_option
+@many_options
 @output_options
 def kernels(
-    trace,
+    traces,
     top,
     name,
     by_launch_config,
@@ -73,15 +76,27 @@ def kernels(
     nsys,
     fmt,
     output,
+    **kwargs,
 ):
-    """Top GPU kernels of TRACE: nsys's kernel summary (gpukernsum), or time per category."""
+    """Top GPU kernels of TRACES: nsys's kernel summary (gpukernsum), or time per category.
+
+    Several traces (paths, globs, a folder): each one's table with a Rank or Run column, and the
+    summary over all of them."""
     from tracekit.analysis.kernels import kernel_summary
     from tracekit.sources import open_trace
 
     if per_instance and not ranges:
         raise click.UsageError("--per-instance divides by the instances of --range: give --range too")
+    many = split_many(kwargs)
+    if is_many(traces):
+        if per_instance:
+            raise click.UsageError("--per-instance takes one trace")
+        options = dict(by=by, top=top, name=name, by_launch_config=by_launch_config, ops=ops, ranges=list(ranges),
+                       same_thread=same_thread, domain=domain, drop_last_step=drop_last_step, nsys=nsys)  # fmt: skip
+        emit(run_many("kernels", traces, options, many, f"by {by}"), fmt, output, unit)
+        return
     result = kernel_summary(
-        open_trace(trace, nsys),
+        open_trace(traces[0], nsys),
         by=by,
         top=top,
         name=name,
@@ -97,7 +112,7 @@ def kernels(
 
 
 @click.command()
-@click.argument("trace", type=click.Path())
+@click.argument("traces", nargs=-1, required=True, type=click.Path())
 @click.option("--top", type=click.IntRange(min=1), default=None, help="only the N range names with the most time")
 @click.option("--tree", is_flag=True, help="one instance of the outermost range as an indented tree")
 @click.option(
@@ -131,35 +146,52 @@ def kernels(
 @same_thread_option
 @unit_option()
 @nsys_option
+@many_options
 @output_options
 def ranges(
-    trace, top, tree, root, instance, max_depth, within, raw_names, domain, same_thread, unit, nsys, fmt, output
-):
-    """NVTX ranges of TRACE: nsys's range summary (nvtxsum) plus the GPU work launched inside each."""
+    traces, top, tree, root, instance, max_depth, within, raw_names, domain, same_thread, unit, nsys, fmt, output,
+    **kwargs,
+):  # fmt: skip
+    """NVTX ranges of TRACES: nsys's range summary (nvtxsum) plus the GPU work launched inside each.
+
+    Several traces: each one's table with a Rank or Run column, and the summary over all of them."""
     from tracekit.analysis.ranges import range_summary
     from tracekit.sources import open_trace
 
-    trace_ = open_trace(trace, nsys)
+    many = split_many(kwargs)
+    if is_many(traces):
+        if tree or within or root or instance is not None or max_depth is not None:
+            raise click.UsageError("--tree, --root, --instance, --max-depth and --within take one trace")
+        options = dict(top=top, raw_names=raw_names, domain=domain, same_thread=same_thread, nsys=nsys)
+        emit(run_many("ranges", traces, options, many, "range summary"), fmt, output, unit)
+        return
+    trace_ = open_trace(traces[0], nsys)
     result = range_summary(trace_, top, tree, root, instance, max_depth, within, same_thread, raw_names, domain)
     emit(result, fmt, output, unit)
 
 
 @click.command()
-@click.argument("trace", type=click.Path())
+@click.argument("traces", nargs=-1, required=True, type=click.Path())
 @phases_option("the phases: comma-separated range specs (names, paths, globs)")
 @domain_option
 @ops_option
 @same_thread_option
 @unit_option()
 @nsys_option
+@many_options
 @output_options
-def breakdown(trace, phases, domain, ops, same_thread, unit, nsys, fmt, output):
+def breakdown(traces, phases, domain, ops, same_thread, unit, nsys, fmt, output, **kwargs):
     """Kernel time by category (matmul, elementwise, softmax, ...) per phase, copies beside it, and each
-    GPU's busy and idle time."""
+    GPU's busy and idle time. Several traces: each one's tables and the sums over all of them."""
     from tracekit.analysis.breakdown import phase_breakdown
     from tracekit.sources import open_trace
 
-    emit(phase_breakdown(open_trace(trace, nsys), phases, same_thread, ops, domain), fmt, output, unit)
+    many = split_many(kwargs)
+    if is_many(traces):
+        options = dict(phases=phases, domain=domain, ops=ops, same_thread=same_thread, nsys=nsys)
+        emit(run_many("breakdown", traces, options, many, "breakdown"), fmt, output, unit)
+        return
+    emit(phase_breakdown(open_trace(traces[0], nsys), phases, same_thread, ops, domain), fmt, output, unit)
 
 
 @click.command()

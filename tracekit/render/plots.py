@@ -146,8 +146,40 @@ def bench_scaling(title: str, data: dict[str, Any]) -> Figure:
     return figure
 
 
+def compare_bars(title: str, data: dict[str, Any]) -> Figure:
+    """Grouped bars: per phase a group, per run a bar of its kernel time per phase instance (ms),
+    stacked by category (``data["table"]``: the label column, Phase, Per Instance (ns), "<cat> (%)")."""
+    table, label, categories = data["table"], data["label"], list(data["categories"])
+    phases = list(dict.fromkeys(table["Phase"]))
+    runs = list(dict.fromkeys(table[label]))
+    width = 0.8 / max(len(runs), 1)
+    figure = Figure(figsize=(max(8, 1.2 * len(phases) * max(len(runs), 1) ** 0.5 + 4), 5), layout="constrained")
+    axes = figure.add_subplot()
+    colors = matplotlib.colormaps["tab20"].colors  # type: ignore[attr-defined]
+    for position, run in enumerate(runs):
+        rows = table.loc[table[label] == run].set_index("Phase").reindex(phases)
+        x = np.arange(len(phases)) + (position - (len(runs) - 1) / 2) * width
+        bottom = np.zeros(len(phases))
+        total_ms = rows["Per Instance (ns)"].fillna(0).to_numpy(float) / 1e6
+        for index, category in enumerate(categories):
+            height = total_ms * rows[f"{category} (%)"].fillna(0).to_numpy(float) / 100
+            axes.bar(x, height, width, bottom=bottom, color=colors[index % len(colors)],
+                     label=category if position == 0 else None)  # fmt: skip
+            bottom += height
+        for x_at, top in zip(x, total_ms):
+            axes.text(x_at, top, printable(str(run)), ha="center", va="bottom", fontsize=7, rotation=90)
+    axes.set_xticks(np.arange(len(phases)), [printable(str(phase)) for phase in phases])
+    axes.set_ylabel("kernel time per instance (ms)")
+    axes.set_title(title)
+    axes.grid(alpha=0.3, axis="y")
+    if categories:
+        axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    return figure
+
+
 DRAW = {
     "memory_timeline": memory_timeline,
+    "compare_bars": compare_bars,
     "category_bars": category_bars,
     "step_times": step_times,
     "bench_scaling": bench_scaling,

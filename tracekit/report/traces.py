@@ -19,6 +19,7 @@ import pandas as pd
 from tracekit import __version__
 from tracekit.analysis.breakdown import PHASE, WHOLE, phase_breakdown
 from tracekit.analysis.busy import ANY
+from tracekit.analysis.compare import compare_traces
 from tracekit.analysis.diff import compare_categories, compare_kernels, labels_for
 from tracekit.analysis.kernels import kernel_mask, kernel_summary
 from tracekit.analysis.memory_tables import memory_summary
@@ -239,3 +240,12 @@ def _comparison(document: Document, paths: list[Path], traces: list[Trace]) -> N
         )
     except NoGpuDataError as error:
         document.text(f"No GPU comparison: {error}")
+        return
+    runs = [Run.at(path) for path in paths]
+    configs = [run.config if run is not None else {} for run in runs]
+    compared = compare_traces(traces, labels, configs, PHASES)
+    document.text("Kernel time per phase instance and its split by category, input by input:")
+    command = "tracekit compare " + " ".join(shlex.quote(str(path)) for path in paths)
+    document.table(compared.table("compare"), f"{command} --unit ms")
+    if "compare" in compared.charts:
+        document.picture(compared.charts["compare"], "compare", "kernel time per phase instance by category")

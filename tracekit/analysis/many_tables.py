@@ -1,0 +1,244 @@
+"""``kernels``, ``ranges`` and ``breakdown`` over many inputs: what one trace contributes (``*_part``)
+and how contributions merge into the aggregate tables (``*Merger``).
+
+Exact merges: counts, totals, minima, maxima, means and sample standard deviations (``merge_stats``),
+category and type times (sums), busy/span/idle (sums over every GPU of every input). The median of a
+group over many inputs is exact while the group has at most ``limit`` instances in all, else from a
+quantile sketch; the ``Med Exact`` column says which.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import numpy as np
+import pandas as pd
+
+from tracekit.analysis import merge_stats, stats
+from tracekit.analysis.breakdown import (
+    PHASE,
+    breakdown_times,
+    category_shares,
+    copy_table,
+    gpu_table,
+    time_column,
+)
+from tracekit.analysis.busy import ANY, MEAN, SUM
+from tracekit.analysis.categories import CATEGORIES, op_categories
+from tracekit.analysis.kernel_types import SHARE, TIME, TYPE, launched_before_last_step, type_table
+from tracekit.analysis.kernels import (
+    BLOCK,
+    CATEGORY,
+    GRID,
+    KERNEL_COUNT,
+    NAME,
+    NAME_COLUMNS,
+    kernel_groups,
+    selected_rows,
+    summarize_categories,
+    unclassified_note,
+)
+from tracekit.analysis.many_inputs import Part
+from tracekit.analysis.ranges import DEPTH, EXTRA_COLUMNS, RANGE, STYLE, range_groups, range_rows
+from tracekit.errors import UsageError
+from tracekit.model.result import Table
+from tracekit.model.trace import Trace
+
+
+def kernels_part(trace: Trace, part: Part, options: dict[str, Any], limit: int) -> Part:
+    """``tracekit kernels`` of one trace (by kernel, category or type) and its mergeable pieces."""
+    by, ops, ranges = options.get("by", "kernel"), options.get("ops", "kernels"), list(options.get("ranges") or [])
+    window = None
+    if options.get("drop_last_step"):
+        window, note = launched_before_last_step(trace)
+        part.notes.append(note)
+    rows, _ = selected_rows(trace, ops, ranges, options.get("same_thread", False), options.get("domain"), window)
+    where = f" inside {', '.join(ranges)}" if ranges else ""
+    if by == "type":
+        table = type_table(trace.gpu_ops, rows)
+        part.tables.append(Table("types", table, f"GPU time by kernel type and overlap{where}: {trace.name}"))
+        part.pieces["types"] = table.loc[:, [TYPE, TIME]]
+    elif by == "category":
+        table = summarize_categories(trace, rows)
+        part.notes += unclassified_note(trace, table, rows)
+        part.tables.append(Table("categories", table, f"GPU time by category{where}: {trace.name}"))
+        part.pieces["categories"] = table.loc[:, [CATEGORY, stats.TOTAL, stats.INSTANCES]]
+        part.pieces["names"] = _category_names(trace, rows)
+    else:
+        name, by_launch_config = options.get("name", "demangled"), options.get("by_launch_config", False)
+        codes, keys_of = kernel_groups(trace.gpu_ops, name, by_launch_config, rows)
+        durations = trace.gpu_ops["duration"].to_numpy()
+        table = stats.grouped_stats(codes, durations)
+        keys = keys_of(table.index.to_numpy())
+        own = stats.finish(table, keys)
+        own = own.loc[:, stats.STAT_COLUMNS + [column for column in (GRID, BLOCK) if column in keys] + [NAME]]
+        top = options.get("top")
+        part.tables.append(Table("kernels", own.head(top) if top else own, f"GPU kernels{where}: {trace.name}"))
+        part.pieces["kernels"] = merge_stats.partial_of(codes, durations, table, pd.DataFrame(keys), list(keys), limit)
+    part.notes += trace.warnings
+    return part
+
+
+def _category_names(trace: Trace, rows: np.ndarray | None) -> pd.DataFrame:
+    """The distinct (category, kernel name) pairs of the rows: distinct kernels per category merge as sets."""
+    names = trace.gpu_ops[NAME_COLUMNS["demangled"]]
+    codes = names.cat.codes.to_numpy().astype(np.int64)
+    categories = op_categories(trace)
+    if rows is not None:
+        codes, categories = codes[rows], categories[rows]
+    pairs = np.unique(categories * (int(codes.max(initial=0)) + 1) + codes)
+    radix = int(codes.max(initial=0)) + 1
+    labels = np.asarray(names.cat.categories, dtype=object)
+    return pd.DataFrame({CATEGORY: np.asarray(CATEGORIES, dtype=object)[pairs // radix], NAME: labels[pairs % radix]})
+
+
+class KernelsMerger:
+    """The aggregate of ``kernels_part``'s pieces: the kernel summary, categories or types of all inputs."""
+
+    def __init__(self, options: dict[str, Any], limit: int):
+        self.options, self.limit = options, limit
+        self.partial: merge_stats.StatsPartial | None = None
+        self.sums: dict[str, pd.DataFrame] = {}
+
+    def add(self, index: int, pieces: dict[str, Any]) -> None:
+        if "kernels" in pieces:
+            partials = [pieces["kernels"]] if self.partial is None else [self.partial, pieces["kernels"]]
+            self.partial = merge_stats.merge(partials, self.limit)
+        for name, keys in (("types", [TYPE]), ("categories", [CATEGORY]), ("names", [CATEGORY, NAME])):
+            if name in pieces:
+                frames = [frame for frame in (self.sums.get(name), pieces[name]) if frame is not None]
+                stacked = pd.concat(frames, ignore_index=True)
+                merged = (
+                    stacked.drop_duplicates(ignore_index=True)
+                    if name == "names"
+                    else stacked.groupby(keys, sort=False, as_index=False).sum()
+                )
+                self.sums[name] = cast(pd.DataFrame, merged)
+
+    def tables(self, labels: dict[int, Any], column: str) -> tuple[list[Table], list[str]]:
+        if "types" in self.sums:
+            table = self.sums["types"].sort_values(TIME, ascending=False, kind="stable", ignore_index=True)
+            total = int(table[TIME].sum())
+            table.insert(1, SHARE, np.round(100 * table[TIME] / total, 1) if total else 0.0)
+            return [Table("types", table, "GPU time by kernel type and overlap")], []
+        if "categories" in self.sums:
+            table = self.sums["categories"]
+            kernels = self.sums["names"].groupby(CATEGORY).size()
+            table[KERNEL_COUNT] = kernels.reindex(table[CATEGORY]).fillna(0).to_numpy(np.int64)
+            table.insert(1, stats.TIME_PCT, stats.percent_of_total(table[stats.TOTAL].to_numpy()))
+            table = table.sort_values(stats.TOTAL, ascending=False, kind="stable", ignore_index=True)
+            return [Table("categories", table, "GPU time by category")], []
+        assert self.partial is not None
+        merged = merge_stats.statistics(self.partial)
+        keys = {key: self.partial.groups[key].to_numpy() for key in self.partial.keys}
+        table = stats.finish(merged, keys, {merge_stats.MED_EXACT: merged[merge_stats.MED_EXACT].to_numpy()})
+        order = stats.STAT_COLUMNS + [key for key in (GRID, BLOCK) if key in keys] + [merge_stats.MED_EXACT, NAME]
+        top = self.options.get("top")
+        table = table.loc[:, order]
+        return [Table("kernels", table.head(top) if top else table, "GPU kernels")], _median_notes(table, self.limit)
+
+
+def _median_notes(table: pd.DataFrame, limit: int) -> list[str]:
+    approximate = int((~table[merge_stats.MED_EXACT]).sum())
+    if not approximate:
+        return []
+    return [
+        f"Med of {approximate} row(s) is approximate (Med Exact false): more than {limit:,} instances in all "
+        f"(--exact-median-limit), so it comes from a quantile sketch within {merge_stats.ALPHA:.1%}"
+    ]
+
+
+def ranges_part(trace: Trace, part: Part, options: dict[str, Any], limit: int) -> Part:
+    """``tracekit ranges`` of one trace and its mergeable pieces."""
+    group, durations, describe = range_groups(
+        trace, options.get("same_thread", False), options.get("raw_names", False), options.get("domain")
+    )
+    table = stats.grouped_stats(group, durations)
+    described = describe(table.index.to_numpy())
+    part.tables.append(Table("ranges", range_rows(table, described, options.get("top")), f"NVTX ranges: {trace.name}"))
+    part.pieces["ranges"] = merge_stats.partial_of(
+        group, durations, table, described, [RANGE, STYLE], limit, minimum=(DEPTH,)
+    )
+    part.notes += trace.warnings
+    return part
+
+
+class RangesMerger:
+    """The aggregate of ``ranges_part``'s pieces: nvtxsum's statistics and the GPU columns of all inputs."""
+
+    def __init__(self, options: dict[str, Any], limit: int):
+        self.options, self.limit = options, limit
+        self.partial: merge_stats.StatsPartial | None = None
+
+    def add(self, index: int, pieces: dict[str, Any]) -> None:
+        partials = [pieces["ranges"]] if self.partial is None else [self.partial, pieces["ranges"]]
+        self.partial = merge_stats.merge(partials, self.limit)
+
+    def tables(self, labels: dict[int, Any], column: str) -> tuple[list[Table], list[str]]:
+        assert self.partial is not None
+        merged = merge_stats.statistics(self.partial)
+        described = self.partial.groups.loc[:, [RANGE, STYLE, *EXTRA_COLUMNS]]
+        described[merge_stats.MED_EXACT] = merged[merge_stats.MED_EXACT].to_numpy()
+        table = range_rows(merged, described, None, [*EXTRA_COLUMNS, merge_stats.MED_EXACT])
+        top = self.options.get("top")
+        return [Table("ranges", table.head(top) if top else table, "NVTX ranges")], _median_notes(table, self.limit)
+
+
+def breakdown_part(trace: Trace, part: Part, options: dict[str, Any], limit: int) -> Part:
+    """``tracekit breakdown`` of one trace and its pieces (times, not shares: times add up)."""
+    phases, same_thread, ops, domain = (options.get(key) for key in ("phases", "same_thread", "ops", "domain"))
+    ops = ops or "kernels"
+    times = breakdown_times(trace, phases, bool(same_thread), ops, domain)
+    gpus = gpu_table(trace, phases, bool(same_thread), domain)
+    copies = copy_table(trace, phases, bool(same_thread), domain)
+    part.tables += [
+        Table("breakdown", category_shares(times, ops), f"GPU time by phase and category: {trace.name}"),
+        Table("gpus", gpus, "Busy and idle time per GPU"),
+    ]
+    if not copies.empty:
+        part.tables.append(Table("copies", copies, "Memory copies and sets"))
+    part.pieces.update(times=times, gpus=gpus.loc[~gpus["GPU"].isin([SUM, MEAN, ANY])], copies=copies)
+    part.notes += trace.warnings
+    return part
+
+
+class BreakdownMerger:
+    """The aggregate of ``breakdown_part``'s pieces: phases summed over inputs, every GPU of every input."""
+
+    def __init__(self, options: dict[str, Any], limit: int):
+        self.ops = options.get("ops") or "kernels"
+        self.sums: dict[str, pd.DataFrame] = {}
+
+    def add(self, index: int, pieces: dict[str, Any]) -> None:
+        gpus = pieces["gpus"].assign(GPUs=1)
+        for name, frame, keys in (("times", pieces["times"], [PHASE]), ("gpus", gpus, [PHASE]),
+                                  ("copies", pieces["copies"], [PHASE, "Operation"])):  # fmt: skip
+            numeric = frame.drop(columns=[column for column in ("GPU", "Idle (%)") if column in frame])
+            stacked = pd.concat([f for f in (self.sums.get(name), numeric) if f is not None], ignore_index=True)
+            self.sums[name] = cast(pd.DataFrame, stacked.groupby(keys, sort=False, as_index=False).sum())
+
+    def tables(self, labels: dict[int, Any], column: str) -> tuple[list[Table], list[str]]:
+        if self.ops not in ("kernels", "all"):
+            raise UsageError(f"unknown --ops {self.ops!r}")
+        table = category_shares(self.sums["times"], self.ops)
+        gpus = self.sums["gpus"]
+        rows = []
+        for record in gpus.to_dict("records"):
+            busy, span, idle = (int(record[column]) for column in ("Busy (ns)", "Span (ns)", "Idle (ns)"))
+            count = int(record["GPUs"])
+            share = stats.round_half_away(idle * 100.0 / span, 1) if span else 0.0
+            rows.append({PHASE: record[PHASE], "GPU": SUM, "GPUs": count, "Busy (ns)": busy, "Span (ns)": span,
+                         "Idle (ns)": idle, "Idle (%)": share})  # fmt: skip
+            rows.append({PHASE: record[PHASE], "GPU": MEAN, "GPUs": count, "Busy (ns)": busy / count,
+                         "Span (ns)": span / count, "Idle (ns)": idle / count, "Idle (%)": share})  # fmt: skip
+        tables = [
+            Table("breakdown", table, f"GPU time by phase and category ({time_column(self.ops)} summed)"),
+            Table("gpus", pd.DataFrame(rows), "Busy and idle time of every GPU of every input"),
+        ]
+        if not self.sums["copies"].empty:
+            tables.append(Table("copies", self.sums["copies"], "Memory copies and sets"))
+        return tables, []
+
+
+MAPS = {"kernels": kernels_part, "ranges": ranges_part, "breakdown": breakdown_part}
+MERGERS = {"kernels": KernelsMerger, "ranges": RangesMerger, "breakdown": BreakdownMerger}

@@ -1,0 +1,199 @@
+"""``tracekit ranks``: one row per rank of a distributed job (or per run), and where they differ.
+
+Per input:
+- Steps and Step Time (ns): the mean duration of its step ranges: ``--step-range NAME`` when given,
+  else torch.profiler's ``ProfilerStep#N`` (CPU side), else ranges named ``step`` (tracekit's
+  workloads and ``annotate.steps``). A trace without any: no steps, and the GPU figures cover it all.
+- GPU Busy / Span / Idle (ns): summed over the input's GPUs (``busy``: every GPU op counts).
+- Computation, Communication, Memory (ns): summed durations of the GPU ops of each of
+  HolisticTraceAnalysis's kernel types (``kernel_types``: NCCL kernels are communication), as its
+  ``get_gpu_kernel_breakdown`` sums them per rank; ``drop_last_step`` applies its step window.
+- Per NCCL collective (AllReduce, SendRecv, AllGather, ...; from the kernel name): instances and time.
+
+Across inputs: the spread of each figure (slowest and fastest rank), the collectives per rank, and
+per kernel name the rank where its mean duration is highest against the one where it is lowest.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from tracekit.analysis import stats
+from tracekit.analysis.busy import SUM, device_busy
+from tracekit.analysis.kernel_types import TYPES, launched_before_last_step, op_types
+from tracekit.analysis.many_inputs import Part
+from tracekit.model.result import Table
+from tracekit.model.trace import Trace
+
+PROFILER_STEP = re.compile(r"^ProfilerStep#\d+$")
+COLLECTIVE = re.compile(r"^nccl(?:Dev)?Kernel_([A-Za-z]+)")
+STEPS, STEP_TIME = "Steps", "Step Time (ns)"
+BUSY, SPAN, IDLE = "GPU Busy (ns)", "GPU Span (ns)", "GPU Idle (ns)"
+TYPE_COLUMNS = {kind: f"{kind.capitalize()} (ns)" for kind in TYPES}
+COMM_SHARE = "Communication (%)"
+SPREAD_METRICS = [STEP_TIME, BUSY, IDLE, TYPE_COLUMNS["computation"], TYPE_COLUMNS["communication"]]
+KERNEL_TOP = 15
+
+
+def step_durations(trace: Trace, step_range: str | None = None) -> np.ndarray:
+    """Durations (ns) of the trace's steps (see the module docstring for which ranges they are)."""
+    ranges = trace.ranges
+    if ranges.empty:
+        return np.zeros(0, dtype=np.int64)
+    cpu_side = (ranges["domain"].astype(str) != "gpu").to_numpy()
+    names = ranges["name"].astype(str)
+    if step_range:
+        chosen = (names == step_range).to_numpy()
+    else:
+        chosen = names.str.match(PROFILER_STEP.pattern).to_numpy() & cpu_side
+        if not chosen.any():
+            chosen = (names == "step").to_numpy()
+    return ranges["duration"].to_numpy()[chosen & cpu_side]
+
+
+def collective_name(kernel: str) -> str:
+    """ "ncclKernel_AllReduce_RING_LL_Sum_float(...)" -> "AllReduce"; other names stay whole."""
+    found = COLLECTIVE.match(kernel)
+    return found.group(1) if found else kernel.split("(")[0]
+
+
+def ranks_part(trace: Trace, part: Part, options: dict[str, Any], limit: int) -> Part:
+    """One input's row, its collectives and its per-kernel means."""
+    ops = trace.gpu_ops
+    window = None
+    if options.get("drop_last_step"):
+        window, note = launched_before_last_step(trace)
+        part.notes.append(note)
+    counted = np.ones(len(ops), dtype=bool) if window is None else window
+    steps = step_durations(trace, options.get("step_range"))
+    busy = device_busy(ops, np.where(counted, 0, -1)).set_index("GPU")
+    total = busy.loc[SUM] if SUM in busy.index else busy.iloc[0]
+    types, durations = op_types(ops), ops["duration"].to_numpy()
+    row: dict[str, Any] = {
+        STEPS: len(steps),
+        STEP_TIME: float(steps.mean()) if len(steps) else np.nan,
+        BUSY: int(total["Busy (ns)"]),
+        SPAN: int(total["Span (ns)"]),
+        IDLE: int(total["Idle (ns)"]),
+    }
+    for index, kind in enumerate(TYPES):
+        row[TYPE_COLUMNS[kind]] = int(durations[counted & (types == index)].sum())
+    kernels = row[TYPE_COLUMNS["computation"]] + row[TYPE_COLUMNS["communication"]]
+    row[COMM_SHARE] = stats.round_half_away(row[TYPE_COLUMNS["communication"]] * 100.0 / kernels, 1) if kernels else 0.0
+    part.pieces["row"] = row
+    codes = ops["name"].cat.codes.to_numpy()
+    labels = np.asarray(ops["name"].cat.categories, dtype=object)
+    collectives = np.asarray([collective_name(str(name)) for name in labels], dtype=object)
+    communication = counted & (types == TYPES.index("communication"))
+    frame = pd.DataFrame({"Collective": collectives[codes[communication]], "ns": durations[communication]})
+    part.pieces["collectives"] = frame.groupby("Collective", as_index=False).agg(
+        Instances=("ns", "size"), **{"Time (ns)": ("ns", "sum")}
+    )
+    kernel = counted & (ops["kind"] == "kernel").to_numpy()
+    instances = np.bincount(codes[kernel], minlength=len(labels))
+    totals = np.bincount(codes[kernel], weights=durations[kernel], minlength=len(labels))
+    present = instances > 0
+    part.pieces["kernels"] = pd.DataFrame(
+        {"Name": labels[present], "Instances": instances[present], "Total": totals[present].astype(np.int64)}
+    )
+    part.notes += trace.warnings
+    return part
+
+
+class RanksMerger:
+    """Rows of every input side by side, their spread, collectives per rank, kernels slowest where."""
+
+    def __init__(self, options: dict[str, Any], limit: int):
+        self.top = options.get("top") or KERNEL_TOP
+        self.rows: dict[int, dict[str, Any]] = {}
+        self.collectives: list[pd.DataFrame] = []
+        self.kernels: list[pd.DataFrame] = []
+
+    def add(self, index: int, pieces: dict[str, Any]) -> None:
+        self.rows[index] = pieces["row"]
+        self.collectives.append(pieces["collectives"].assign(input=index))
+        self.kernels.append(pieces["kernels"].assign(input=index))
+
+    def tables(self, labels: dict[int, Any], column: str) -> tuple[list[Table], list[str]]:
+        label = labels
+        order = sorted(self.rows, key=lambda index: (label[index], index))
+        table = pd.DataFrame([{column: label[index], **self.rows[index]} for index in order])
+        steps = table[STEP_TIME].to_numpy(float)
+        if np.isfinite(steps).any():
+            table["Step vs Median (%)"] = stats.round_half_away((steps / np.nanmedian(steps) - 1) * 100, 1)
+        tables = [Table("ranks", table, f"Per {column.lower()}: steps, GPU busy and idle, compute and communication")]
+        tables.append(Table("spread", _spread(table, column), "Slowest and fastest per figure"))
+        collectives = pd.concat(self.collectives, ignore_index=True)
+        if not collectives.empty:
+            collectives.insert(0, column, [label[index] for index in collectives.pop("input")])
+            collectives = collectives.sort_values(["Collective", column], kind="stable", ignore_index=True)
+            tables.append(Table("collectives", collectives, f"NCCL collectives per {column.lower()}"))
+        kernels = _kernel_spread(pd.concat(self.kernels, ignore_index=True), label, column, self.top)
+        if not kernels.empty:
+            tables.append(Table("kernels", kernels, f"Kernels whose mean differs most between {column.lower()}s"))
+        return tables, _straggler_note(table, column)
+
+
+def _spread(table: pd.DataFrame, column: str) -> pd.DataFrame:
+    rows = []
+    for metric in SPREAD_METRICS:
+        values = table[metric].to_numpy(float)
+        if not np.isfinite(values).any():
+            continue
+        low, high = int(np.nanargmin(values)), int(np.nanargmax(values))
+        rows.append({"Figure": metric, f"Min {column}": table[column].iloc[low], "Min (ns)": values[low],
+                     f"Max {column}": table[column].iloc[high], "Max (ns)": values[high],
+                     "Median (ns)": float(np.nanmedian(values)), "Spread (ns)": values[high] - values[low],
+                     "Spread (%)": stats.round_half_away((values[high] - values[low]) * 100 / values[low], 1)
+                     if values[low] else 0.0})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def _kernel_spread(kernels: pd.DataFrame, label: dict[int, Any], column: str, top: int) -> pd.DataFrame:
+    """Per kernel name on two or more inputs: where its mean is highest and lowest; ordered by the time
+    the slowest input loses against the fastest (difference of means x the slow input's instances)."""
+    if kernels.empty:
+        return kernels
+    kernels = kernels.assign(Mean=kernels["Total"] / kernels["Instances"])
+    grouped = kernels.groupby("Name", sort=False)
+    spread = grouped.agg(Inputs=("input", "size"), Instances=("Instances", "sum"), Total=("Total", "sum"))
+    spread = spread.loc[spread["Inputs"] > 1]
+    if spread.empty:
+        return pd.DataFrame()
+    slow = kernels.loc[grouped["Mean"].idxmax()].set_index("Name").loc[spread.index]
+    fast = kernels.loc[grouped["Mean"].idxmin()].set_index("Name").loc[spread.index]
+    table = pd.DataFrame(
+        {
+            f"{column}s": spread["Inputs"].to_numpy(),
+            "Instances": spread["Instances"].to_numpy(),
+            "Avg (ns)": stats.round_half_away(spread["Total"].to_numpy() / spread["Instances"].to_numpy()),
+            f"Slowest {column}": [label[index] for index in slow["input"]],
+            "Slowest Avg (ns)": stats.round_half_away(slow["Mean"].to_numpy()),
+            f"Fastest {column}": [label[index] for index in fast["input"]],
+            "Fastest Avg (ns)": stats.round_half_away(fast["Mean"].to_numpy()),
+            "Lost (ns)": np.round((slow["Mean"].to_numpy() - fast["Mean"].to_numpy()) * slow["Instances"].to_numpy()),
+            "Name": spread.index.to_numpy(),
+        }
+    )
+    table["Spread (%)"] = stats.round_half_away(
+        (table["Slowest Avg (ns)"] / table["Fastest Avg (ns)"].where(table["Fastest Avg (ns)"] > 0) - 1) * 100, 1
+    )
+    table = table.sort_values("Lost (ns)", ascending=False, kind="stable", ignore_index=True)
+    return table.loc[:, [c for c in table.columns if c != "Name"] + ["Name"]].head(top)
+
+
+def _straggler_note(table: pd.DataFrame, column: str) -> list[str]:
+    steps = table[STEP_TIME].to_numpy(float)
+    if len(table) < 2 or not np.isfinite(steps).any():
+        return [f"no step ranges (ProfilerStep#N, step or --step-range): no step times per {column.lower()}"]
+    slow, fast = int(np.nanargmax(steps)), int(np.nanargmin(steps))
+    median = float(np.nanmedian(steps))
+    return [
+        f"slowest {column.lower()} by step time: {table[column].iloc[slow]} ({steps[slow] / 1e6:,.3f} ms, "
+        f"{(steps[slow] / median - 1) * 100:+.1f}% against the median {median / 1e6:,.3f} ms); fastest: "
+        f"{table[column].iloc[fast]} ({steps[fast] / 1e6:,.3f} ms)"
+    ]

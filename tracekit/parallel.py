@@ -1,0 +1,222 @@
+"""Many inputs: which files they are, and reading them on a process pool or on Dask.
+
+Every input is one task: open the trace (its cache when present), run the command's analysis on it
+and return a ``Part`` (``analysis.many_inputs``): the file's own tables plus mergeable partial
+aggregates, a few hundred KB even for a 1M-kernel export. The client folds parts as they arrive, so
+its memory grows with the aggregates, not with the number of files; each worker holds one file at a
+time. A file that cannot be read becomes a one-line ``Failure`` and the others go on (``strict``
+stops at the first). On Dask, the same task runs on a ``LocalCluster`` started for the command or on
+an existing scheduler: what crosses the network is the file's path (each worker must see the files at
+the same path: a shared file system) and the Part back.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any
+
+from tracekit.analysis.many_inputs import Accumulator, Failure, Part
+from tracekit.errors import InputNotFoundError, TracekitError, UsageError
+from tracekit.model.result import Result
+from tracekit.runs import Run
+
+TRACE_SUFFIXES = (".sqlite", ".nsys-rep", ".qdrep", ".json", ".json.gz")
+LABEL_SUFFIXES = (".pt.trace.json.gz", ".pt.trace.json", ".json.gz", ".json", ".sqlite", ".nsys-rep", ".qdrep")
+RANK_IN_NAME = re.compile(r"(?:^|[^a-z0-9])rank[_-]?(\d+)(?![0-9])", re.IGNORECASE)
+Progress = Callable[[int, int], None]
+
+
+def expand_inputs(arguments: list[str]) -> list[Path]:
+    """The inputs named by paths, globs and folders, each once, in the order given (a folder's and a
+    glob's in name order). A folder is one input when it is a run folder, else its traces and runs."""
+    found: dict[Path, Path] = {}
+    for argument in arguments:
+        for path in _expand(argument):
+            found.setdefault(path.resolve(), path)
+    if not found:
+        raise InputNotFoundError("no inputs: give trace files, run folders, folders of them, or globs")
+    return list(found.values())
+
+
+def _expand(argument: str) -> list[Path]:
+    path = Path(argument)
+    if not path.exists() and glob.has_magic(argument):
+        matches = sorted(Path(match) for match in glob.glob(argument))
+        if not matches:
+            raise InputNotFoundError(f"{argument}: no file matches this pattern")
+        return [found for match in matches for found in (_folder_inputs(match) if _is_plain_folder(match) else [match])]
+    if not path.exists():
+        raise InputNotFoundError(f"{argument}: no such file or folder")
+    return _folder_inputs(path) if _is_plain_folder(path) else [path]
+
+
+def names_many(argument: str) -> bool:
+    """Whether one argument names many inputs: a glob, or a folder that is not a run folder."""
+    path = Path(argument)
+    return (not path.exists() and glob.has_magic(argument)) or _is_plain_folder(path)
+
+
+def _is_plain_folder(path: Path) -> bool:
+    return path.is_dir() and not Run(path).is_run
+
+
+def _folder_inputs(folder: Path) -> list[Path]:
+    """A folder's traces (an .nsys-rep only when no export of it sits beside it) and run folders."""
+    entries = sorted(folder.iterdir())
+    names = {entry.name for entry in entries}
+    inputs = []
+    for entry in entries:
+        if entry.is_dir():
+            if Run(entry).is_run:
+                inputs.append(entry)
+        elif entry.name.endswith(TRACE_SUFFIXES):
+            if entry.suffix in (".nsys-rep", ".qdrep") and entry.with_suffix(".sqlite").name in names:
+                continue  # the report's export beside it is the same capture
+            inputs.append(entry)
+    if not inputs:
+        raise InputNotFoundError(f"{folder}: no traces or run folders in this folder")
+    return inputs
+
+
+def labels_for(paths: list[Path]) -> list[str]:
+    """A short, distinct name per input: the run folder's or the file's name without trace suffixes;
+    the parent folder is added where two would read the same."""
+
+    def short(path: Path, parents: int) -> str:
+        name = path.name
+        for suffix in LABEL_SUFFIXES:
+            if name.endswith(suffix) and len(name) > len(suffix):
+                name = name[: -len(suffix)]
+                break
+        return "/".join([*path.resolve().parent.parts[-parents:], name] if parents else [name])
+
+    labels = [short(path, 0) for path in paths]
+    for depth in range(1, 4):
+        if len(set(labels)) == len(labels):
+            break
+        labels = [short(path, depth) if labels.count(label) > 1 else label for path, label in zip(paths, labels)]
+    return labels
+
+
+def rank_in_name(label: str) -> int | None:
+    """A rank written in a file name ("trace_rank3", "rank-12.sqlite"), as torchrun jobs name them."""
+    found = RANK_IN_NAME.search(label)
+    return int(found.group(1)) if found else None
+
+
+def read_part(source: str, label: str, command: str, options: dict[str, Any], limit: int) -> Part | Failure:
+    """One input's Part, or its Failure; the task a worker runs (never raises for a bad file)."""
+    os.environ["TRACEKIT_WORKERS"] = "1"  # one file per worker already uses the cores; daemons may not fork
+    try:
+        from tracekit.analysis.compare import compare_part
+        from tracekit.analysis.many_tables import MAPS
+        from tracekit.analysis.ranks import ranks_part
+        from tracekit.sources import open_trace
+
+        mappers = {**MAPS, "ranks": ranks_part, "compare": compare_part}
+        trace = open_trace(source, options.get("nsys"))
+        run = Run.at(source)
+        part = Part(source, label, trace.meta.rank, config=run.config if run is not None and run.is_run else {})
+        if part.rank is None:
+            part.rank = rank_in_name(label)
+        return mappers[command](trace, part, options, limit)
+    except TracekitError as error:
+        return Failure(source, str(error))
+    except MemoryError:
+        return Failure(source, "out of memory while reading it")
+    except OSError as error:
+        return Failure(source, f"{error.strerror or error}{f': {error.filename}' if error.filename else ''}")
+    except Exception as error:  # a bug must not lose the other files' results: reported with the file
+        return Failure(source, f"could not be analysed ({type(error).__name__}: {error})")
+
+
+def read_many(
+    arguments: list[str],
+    command: str,
+    options: dict[str, Any],
+    merger: Any,
+    title: str,
+    limit: int,
+    workers: int | None = None,
+    dask: bool = False,
+    scheduler: str | None = None,
+    strict: bool = False,
+    progress: Progress | None = None,
+) -> Result:
+    """``command`` over every input: per-input tables and the aggregate, folded as parts arrive."""
+    paths = expand_inputs(arguments)
+    labels = labels_for(paths)
+    workers = max(1, min(workers or os.cpu_count() or 1, len(paths)))
+    tasks = [(str(path), label, command, options, limit) for path, label in zip(paths, labels)]
+    accumulator = Accumulator(merger, title)
+    runner = _on_dask(tasks, workers, scheduler) if dask or scheduler else _on_pool(tasks, workers)
+    for done, (index, part) in enumerate(runner, start=1):
+        if isinstance(part, Failure) and strict:
+            raise TracekitError(f"{part.source}: {part.reason}")
+        accumulator.add(index, part)
+        if progress:
+            progress(done, len(tasks))
+    if not accumulator.parts:
+        reasons = "; ".join(f"{failure.source}: {failure.reason}" for _, failure in accumulator.failures[:3])
+        raise TracekitError(f"none of the {len(tasks)} inputs could be read ({reasons})")
+    return accumulator.result()
+
+
+def _on_pool(tasks: list[tuple], workers: int) -> Iterator[tuple[int, Part | Failure]]:
+    """The tasks on ``workers`` local processes (fresh interpreters: a forkserver where there is one)."""
+    import multiprocessing
+
+    method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+    context = multiprocessing.get_context(method)
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        futures: dict[Future, int] = {pool.submit(read_part, *task): index for index, task in enumerate(tasks)}
+        for future in as_completed(futures):
+            index = futures.pop(future)
+            try:
+                yield index, future.result()
+            except Exception as error:  # the worker process died (killed for memory, a crash)
+                yield index, Failure(tasks[index][0], f"its worker process stopped ({type(error).__name__})")
+
+
+def _on_dask(tasks: list[tuple], workers: int, scheduler: str | None) -> Iterator[tuple[int, Part | Failure]]:
+    """The tasks on Dask: a LocalCluster of ``workers`` single-threaded processes, or ``scheduler``."""
+    try:
+        from dask.distributed import Client, LocalCluster
+        from dask.distributed import as_completed as dask_completed
+    except ImportError:
+        raise UsageError("--dask needs Dask: pip install 'tracekit[dask]' (dask and distributed)") from None
+    import logging
+
+    if scheduler:
+        try:
+            client = Client(scheduler, timeout="20s")
+        except (OSError, TimeoutError) as error:
+            raise TracekitError(f"cannot reach the Dask scheduler at {scheduler}: {error}") from None
+        cluster = None
+    else:
+        cluster = LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,  # pyright: ignore[reportArgumentType]  (None: no dashboard, as documented)
+            silence_logs=logging.ERROR,
+        )
+        client = Client(cluster)
+    try:
+        futures = {client.submit(read_part, *task, pure=False): index for index, task in enumerate(tasks)}
+        for future in dask_completed(list(futures)):
+            index = futures[future]
+            try:
+                yield index, future.result()
+            except Exception as error:  # the worker died or the task was lost
+                yield index, Failure(tasks[index][0], f"its Dask task failed ({type(error).__name__}: {error})")
+            future.release()
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
