@@ -121,3 +121,22 @@ def test_a_missing_folder_is_named(cli, tmp_path):
     with pytest.raises(UsageError, match="is a folder: give a file name"):
         renderer.write(frame, "json", tmp_path)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_device_or_pipe_is_written_into_never_replaced(tmp_path):
+    """`-o /dev/null` (or a FIFO) gets the bytes; a rename would replace the device node with a file."""
+    import os
+    import stat
+    import threading
+
+    renderer.write(Result.of("k", pd.DataFrame({"a": [1]})), "csv", "/dev/null")
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_text()))
+    reader.start()
+    renderer.write(Result.of("k", pd.DataFrame({"a": [7]})), "csv", fifo)
+    reader.join(timeout=10)
+    assert received == ["a\n7\n"] and stat.S_ISFIFO(fifo.stat().st_mode)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["pipe"]  # no temporary left beside it

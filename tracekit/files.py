@@ -2,13 +2,15 @@
 reader never sees half a file and a failed write leaves the old one (or none) in place.
 
 The temporary file is made with ``open`` (the user's umask decides its mode, as for any file they
-write); a file being replaced keeps its mode; a symbolic link is written through, not replaced.
+write); a file being replaced keeps its mode; a symbolic link is written through, not replaced; a
+device or pipe (``/dev/null``, a FIFO) is written into, never replaced.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -58,6 +60,8 @@ def check_target(path: str | Path) -> Path:
 def write_whole(path: str | Path, write_to: Callable[[Path], object]) -> Path:
     """Call ``write_to(temporary)`` and move the result to ``path``; returns the path written."""
     target = check_target(path)
+    if target.exists() and not target.is_file():
+        return _write_into_special(target, write_to)
     temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.partial")
     try:
         write_to(temporary)
@@ -67,6 +71,17 @@ def write_whole(path: str | Path, write_to: Callable[[Path], object]) -> Path:
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
+    return target
+
+
+def _write_into_special(target: Path, write_to: Callable[[Path], object]) -> Path:
+    """A device or a pipe (``-o /dev/null``, a FIFO): written into, never renamed over (a rename would
+    replace the device node with a plain file). The content is made whole in a temporary folder first."""
+    with tempfile.TemporaryDirectory(prefix="tracekit-") as folder:
+        temporary = Path(folder) / target.name
+        write_to(temporary)
+        with open(temporary, "rb") as source, open(target, "wb") as sink:
+            shutil.copyfileobj(source, sink)
     return target
 
 
