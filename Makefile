@@ -23,9 +23,10 @@ $(BIN)/.lint-installed: $(BIN)/.installed
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[lint]'
 	touch $@
 
-# HolisticTraceAnalysis (with Jupyter, ~1 min): the torch.profiler parity tests compare against it.
+# HolisticTraceAnalysis (with Jupyter, ~1 min): the torch.profiler parity tests compare against it;
+# Dask: the many-input tests run on a LocalCluster too.
 $(BIN)/.parity-installed: $(BIN)/.installed
-	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[parity]'
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[parity,dask]'
 	touch $@
 
 demo: setup

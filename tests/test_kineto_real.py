@@ -192,3 +192,22 @@ def test_kernel_types_and_overlap_equal_hta(cli, path, hta_breakdowns):
         exact[type_label(mask)] += duration
     assert {row["Type"]: row["Time (ns)"] for row in shown} == dict(exact)
     assert np.isclose(sum(row["Time (%)"] for row in shown), 100, atol=0.3)
+
+
+@needs_shared
+def test_rank_communication_equals_hta(cli, hta_breakdowns):
+    """`tracekit ranks` on the DLRM job: each rank's communication time is the sum of the COMMUNICATION
+    kernels in HTA's kernel breakdown of that rank, within 1 ns per instance."""
+    result = cli("ranks", SHARED_KINETO / RANKS, "--drop-last-step", "--format", "json")
+    ours = {row["Rank"]: row for row in json.loads(result.stdout)["ranks"]}
+    paths = [path for path in kineto_paths() if path.parent.name == RANKS]
+    assert sorted(ours) == list(range(8)) and len(paths) == 8
+    for path in paths:
+        _, theirs = hta_breakdowns[path]
+        communication = theirs.loc[theirs["kernel_type"].astype(str).str.upper() == "COMMUNICATION"]
+        assert len(communication) > 0
+        instances = sum(
+            round(total / mean) for total, mean in zip(communication["sum (us)"], communication["mean (us)"])
+        )
+        mine = ours[open_trace(path).meta.rank]["Communication (ns)"]
+        assert abs(mine - float(communication["sum (us)"].sum()) * 1000) <= instances, path.name
