@@ -6,8 +6,9 @@ workers'.
 
 The copies are hard links in benchmarks/data/many/ (no extra disk; the page cache holds the file once,
 so this measures reading and computing, not the disk). Each configuration runs in a fresh Python
-process that calls the CLI in-process, so its own peak RSS is the client's; RUSAGE_CHILDREN gives the
-largest worker (pool workers and Dask's nannies wait for their children). TRACEKIT_CACHE=0 measures
+process that calls the CLI in-process, so its own peak RSS (getrusage) is the client's; the workers'
+(pool workers live under the fork server, Dask's under nannies) are sampled every 50 ms with psutil
+over the process tree: the largest single worker and the whole tree's sum. TRACEKIT_CACHE=0 measures
 reading the exports; "cached" reads the caches a first run wrote.
 """
 
@@ -18,6 +19,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -31,8 +33,7 @@ try:
 finally:
     wall = time.perf_counter() - started
     client = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    worker = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    print(f"RESULT {wall:.2f} {client:.0f} {worker:.0f}", file=sys.stderr)
+    print(f"RESULT {wall:.2f} {client:.0f}", file=sys.stderr)
 """
 
 
@@ -47,15 +48,31 @@ def replicate(source: Path, copies: int) -> Path:
     return folder
 
 
-def measure(folder: Path, options: list[str], cache: bool) -> tuple[float, float, float]:
+def measure(folder: Path, options: list[str], cache: bool) -> tuple[float, float, float, float]:
+    """(wall s, client peak MB, largest worker peak MB, peak MB of the whole process tree)."""
+    import psutil
+
     env = {**os.environ, "TRACEKIT_CACHE": "1" if cache else "0"}
-    command = [sys.executable, "-c", PROBE, "kernels", str(folder), "--format", "csv", "-o", os.devnull, *options]
-    done = subprocess.run(command, env=env, capture_output=True, text=True)
-    lines = [line for line in done.stderr.splitlines() if line.startswith("RESULT")]
-    if done.returncode != 0 or not lines:
-        raise SystemExit(f"{' '.join(command)} failed: {done.stderr[-800:]}")
-    wall, client, worker = lines[-1].split()[1:]
-    return float(wall), float(client), float(worker)
+    with tempfile.TemporaryDirectory() as out:
+        command = [sys.executable, "-c", PROBE, "kernels", str(folder), "--format", "csv", "-o", f"{out}/k.csv",
+                   *options]  # fmt: skip
+        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        root = psutil.Process(process.pid)
+        worker = tree = 0.0
+        while process.poll() is None:
+            try:
+                sizes = [child.memory_info().rss for child in root.children(recursive=True)]
+                tree = max(tree, (sum(sizes) + root.memory_info().rss) / 2**20)
+                worker = max(worker, max(sizes, default=0) / 2**20)
+            except psutil.Error:
+                pass
+            time.sleep(0.05)
+        stderr = process.stderr.read() if process.stderr else ""
+    lines = [line for line in stderr.splitlines() if line.startswith("RESULT")]
+    if process.returncode != 0 or not lines:
+        raise SystemExit(f"{' '.join(command)} failed: {stderr[-800:]}")
+    wall, client = lines[-1].split()[1:]
+    return float(wall), float(client), worker, tree
 
 
 def main() -> None:
@@ -75,13 +92,14 @@ def main() -> None:
         ("pool, 2 workers, cached", ["--workers", "2"], True),
     ]
     print(f"{args.copies} exports x {args.export.name} ({args.export.stat().st_size / 2**20:.0f} MB each)")
-    print("| configuration | wall (s) | per file (s) | client peak RSS (MB) | largest worker peak RSS (MB) |")
-    print("|---|---|---|---|---|")
+    print("| configuration | wall (s) | per file (s) | client peak RSS (MB) | largest worker (MB) | whole tree (MB) |")
+    print("|---|---|---|---|---|---|")
     for label, options, cache in configurations:
         runs = [measure(folder, options, cache) for _ in range(1 if cache else args.repeat)]
         wall = min(run[0] for run in runs)
-        client, worker = max(run[1] for run in runs), max(run[2] for run in runs)
-        print(f"| {label} | {wall:.1f} | {wall / args.copies:.2f} | {client:.0f} | {worker:.0f} |", flush=True)
+        client, worker, tree = (max(run[index] for run in runs) for index in (1, 2, 3))
+        print(f"| {label} | {wall:.1f} | {wall / args.copies:.2f} | {client:.0f} | {worker:.0f} | {tree:.0f} |",
+              flush=True)  # fmt: skip
     started = time.perf_counter()
     single = measure(args.export.parent / "many" / "rank0.sqlite", [], False)
     print(f"\none file alone (`tracekit kernels rank0.sqlite`, in-process): {single[0]:.2f} s, "

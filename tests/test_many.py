@@ -142,7 +142,7 @@ def test_a_part_is_small_and_carries_no_trace(tmp_path):
     assert isinstance(part, Part)
     assert len(pickle.dumps(part)) < 20_000  # 5,000 kernels: a few KB of tables and buckets
     with_samples = read_part(str(tmp_path / "a.sqlite"), "a", "kernels", {}, limit=10**6)
-    assert isinstance(with_samples, Part) and len(with_samples.pieces["kernels"].samples) == 5000
+    assert isinstance(with_samples, Part) and len(with_samples.pieces["kernels"].sample_values) == 5000
 
 
 # --- ranks ---------------------------------------------------------------------------------------------
@@ -177,8 +177,8 @@ def test_ranks_of_a_built_job(cli, tmp_path):
     assert [rows[rank]["Step Time (ns)"] for rank in range(3)] == [300_000, 600_000, 330_000]
     assert rows[1]["GPU Busy (ns)"] == 2 * 450_000 and rows[1]["GPU Idle (ns)"] == 1_000_000 + 450_000 - 900_000
     spread = {row["Figure"]: row for row in tables["spread"]}
-    assert spread["Step Time (ns)"]["Max Rank"] == 1 and spread["Step Time (ns)"]["Min Rank"] == 0
-    assert spread["Communication (ns)"]["Spread (ns)"] == 600_000
+    assert spread["Step Time"]["Max Rank"] == 1 and spread["Step Time"]["Min Rank"] == 0
+    assert spread["Communication"]["Spread (ns)"] == 600_000
     collectives = tables["collectives"]
     assert {(row["Rank"], row["Collective"], row["Instances"], row["Time (ns)"]) for row in collectives} == {
         (0, "AllReduce", 2, 200_000), (1, "AllReduce", 2, 800_000), (2, "AllReduce", 2, 200_000)}  # fmt: skip
@@ -187,6 +187,7 @@ def test_ranks_of_a_built_job(cli, tmp_path):
     assert (nccl["Slowest Rank"], nccl["Slowest Avg (ns)"], nccl["Fastest Avg (ns)"]) == (1, 400_000, 100_000)
     assert nccl["Lost (ns)"] == 600_000 and nccl["Spread (%)"] == 300.0
     assert "slowest rank by step time: 1" in result.stderr
+    assert "waited" not in result.stderr  # no rank's communication is under half the median
 
 
 def test_ranks_without_rank_metadata_are_runs(cli, tmp_path):
@@ -242,3 +243,17 @@ def test_report_of_several_runs_has_the_compare_table(cli, tmp_path):
     text = (tmp_path / "report" / "report.md").read_text()
     assert "tracekit compare" in text and "compare.png" in text
     assert (tmp_path / "report" / "compare.png").is_file()
+
+
+def test_the_cli_default_limit_is_the_library_default():
+    from tracekit.cli import many
+
+    assert many.DEFAULT_EXACT_LIMIT == merge_stats.DEFAULT_EXACT_LIMIT
+
+
+def test_the_rank_the_others_waited_for_is_named(cli, tmp_path):
+    for rank, allreduce in enumerate([300, 20, 280]):  # rank 1 joined last: its collective barely waited
+        dist_rank(tmp_path / f"w{rank}.json", rank, allreduce, 50, [(0, 500)])
+    result = cli("ranks", tmp_path, "--format", "csv")
+    assert "rank 1 spent the least time in communication kernels (0.020 ms against a median of 0.280 ms)" in (
+        result.stderr)  # fmt: skip

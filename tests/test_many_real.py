@@ -185,3 +185,11 @@ def test_ranks_of_real_exports(cli, job):
     # rank 0 and rank 3 are the same export: identical rows
     assert {k: v for k, v in rows[0].items() if k not in ("Rank", "Step vs Median (%)")} == {
         k: v for k, v in rows[3].items() if k not in ("Rank", "Step vs Median (%)")}  # fmt: skip
+
+
+def test_an_existing_dask_scheduler(cli, job):
+    distributed = pytest.importorskip("dask.distributed", reason="Dask is not installed (pip install -e '.[dask]')")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=None) as cluster:
+        result = cli("kernels", job, "--scheduler", cluster.scheduler_address, "--format", "json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["kernels"] == json.loads(cli("kernels", job, "--format", "json").stdout)["kernels"]

@@ -12,6 +12,7 @@ the same path: a shared file system) and the Part back.
 
 from __future__ import annotations
 
+import gc
 import glob
 import os
 import re
@@ -133,6 +134,10 @@ def read_part(source: str, label: str, command: str, options: dict[str, Any], li
         return Failure(source, f"{error.strerror or error}{f': {error.filename}' if error.filename else ''}")
     except Exception as error:  # a bug must not lose the other files' results: reported with the file
         return Failure(source, f"could not be analysed ({type(error).__name__}: {error})")
+    finally:
+        # A Trace's tables sit in reference cycles (loaders and memos refer back to it) that only the
+        # cycle collector frees; a worker reading file after file would otherwise keep every one.
+        gc.collect()
 
 
 def read_many(

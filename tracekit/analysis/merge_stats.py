@@ -27,7 +27,7 @@ from tracekit.analysis import stats
 ALPHA = 0.005  # the sketch's relative error bound on a quantile
 GAMMA = (1 + ALPHA) / (1 - ALPHA)
 ZERO_BUCKET = -1  # durations of 0 ns: log() is undefined there
-DEFAULT_EXACT_LIMIT = 100_000  # samples kept per group for an exact median
+DEFAULT_EXACT_LIMIT = 10_000  # samples kept per group for an exact median (12 bytes each)
 COUNT, TOTAL, MIN, MAX, M2 = "count", "total", "min", "max", "m2"
 MED_EXACT = "Med Exact"
 
@@ -38,20 +38,22 @@ class StatsPartial:
 
     ``groups``: one row per group, the key columns then count, total, min, max (int64 ns), m2 (ns^2,
     float), then extra columns (summed when merged, except those in ``minimum``, which take the least).
-    ``samples``: (group row, duration) of the groups whose samples are all held, sorted.
+    ``sample_groups``, ``sample_values``: (group row int32, duration int64) of the groups whose samples
+    are all held, sorted by group then value (plain arrays: 12 bytes a sample).
     ``sketch``: (group row, bucket, count) for every group.
     """
 
     keys: list[str]
     groups: pd.DataFrame
-    samples: pd.DataFrame
+    sample_groups: np.ndarray
+    sample_values: np.ndarray
     sketch: pd.DataFrame
     minimum: tuple[str, ...] = ()
 
     @property
     def exact(self) -> np.ndarray:
         """Per group: whether its samples are all held (its median is exact)."""
-        held = np.bincount(self.samples["group"].to_numpy(), minlength=len(self.groups))
+        held = np.bincount(self.sample_groups, minlength=len(self.groups))
         return held == self.groups[COUNT].to_numpy()
 
 
@@ -84,9 +86,10 @@ def partial_of(
     kept = codes >= 0
     rows, values = row_of_code[codes[kept]], np.asarray(durations, dtype=np.int64)[kept]
     small = (counts <= limit)[rows]
-    order = np.lexsort((values[small], rows[small]))
-    samples = pd.DataFrame({"group": rows[small][order], "value": values[small][order]})
-    return StatsPartial(list(keys), groups, samples, _sketch(rows, values), tuple(minimum))
+    sample_groups, sample_values = rows[small].astype(np.int32), values[small]
+    order = np.lexsort((sample_values, sample_groups))
+    sketch = _sketch(rows, values)
+    return StatsPartial(list(keys), groups, sample_groups[order], sample_values[order], sketch, tuple(minimum))
 
 
 def _sketch(rows: np.ndarray, values: np.ndarray) -> pd.DataFrame:
@@ -121,25 +124,24 @@ def merge(parts: list[StatsPartial], limit: int = DEFAULT_EXACT_LIMIT) -> StatsP
     for column in [COUNT, TOTAL, MIN, MAX, M2, *extra]:
         groups[column] = merged[column].to_numpy()
 
-    def remapped(tables: list[pd.DataFrame]) -> list[pd.DataFrame]:
-        out = []
-        for index, table in enumerate(tables):
-            table = table.copy()
-            table["group"] = ids[offsets[index] + table["group"].to_numpy()]
-            out.append(table)
-        return out
+    def remapped(index: int, rows: np.ndarray) -> np.ndarray:
+        return ids[offsets[index] + rows.astype(np.int64)]
 
-    sketch = pd.concat(remapped([part.sketch for part in parts]), ignore_index=True)
+    sketches = [
+        part.sketch.assign(group=remapped(index, part.sketch["group"].to_numpy())) for index, part in enumerate(parts)
+    ]
+    sketch = pd.concat(sketches, ignore_index=True)
     sketch = cast(pd.DataFrame, sketch.groupby(["group", "bucket"], sort=True, as_index=False)["count"].sum())
     all_exact = np.ones(len(groups), dtype=bool)
     for index, part in enumerate(parts):
-        missing = ~part.exact
-        all_exact[ids[offsets[index] : offsets[index + 1]][missing]] = False
+        all_exact[ids[offsets[index] : offsets[index + 1]][~part.exact]] = False
     keep = all_exact & (count <= limit)
-    samples = pd.concat(remapped([part.samples for part in parts]), ignore_index=True)
-    samples = samples.loc[keep[samples["group"].to_numpy()]]
-    samples = samples.sort_values(["group", "value"], kind="stable", ignore_index=True)
-    return StatsPartial(first.keys, groups, samples, sketch, first.minimum)
+    sample_groups = np.concatenate([remapped(index, part.sample_groups) for index, part in enumerate(parts)])
+    sample_values = np.concatenate([part.sample_values for part in parts])
+    kept = keep[sample_groups]
+    sample_groups, sample_values = sample_groups[kept].astype(np.int32), sample_values[kept]
+    order = np.lexsort((sample_values, sample_groups))
+    return StatsPartial(first.keys, groups, sample_groups[order], sample_values[order], sketch, first.minimum)
 
 
 def statistics(partial: StatsPartial) -> pd.DataFrame:
@@ -148,11 +150,9 @@ def statistics(partial: StatsPartial) -> pd.DataFrame:
     count = groups[COUNT].to_numpy(np.int64)
     exact = partial.exact
     median = _sketch_median(partial.sketch, count)
-    samples = partial.samples
-    if len(samples):
-        rows = samples["group"].to_numpy()
-        starts = np.searchsorted(rows, np.arange(len(groups)))
-        values = samples["value"].to_numpy()
+    if len(partial.sample_values):
+        starts = np.searchsorted(partial.sample_groups, np.arange(len(groups)))
+        values = partial.sample_values
         low = values[np.minimum(starts + (count - 1) // 2, len(values) - 1)]
         high = values[np.minimum(starts + count // 2, len(values) - 1)]
         median = np.where(exact, (low + high) / 2.0, median)

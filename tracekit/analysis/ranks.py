@@ -145,7 +145,7 @@ def _spread(table: pd.DataFrame, column: str) -> pd.DataFrame:
         if not np.isfinite(values).any():
             continue
         low, high = int(np.nanargmin(values)), int(np.nanargmax(values))
-        rows.append({"Figure": metric, f"Min {column}": table[column].iloc[low], "Min (ns)": values[low],
+        rows.append({"Figure": metric.removesuffix(" (ns)"), f"Min {column}": table[column].iloc[low], "Min (ns)": values[low],
                      f"Max {column}": table[column].iloc[high], "Max (ns)": values[high],
                      "Median (ns)": float(np.nanmedian(values)), "Spread (ns)": values[high] - values[low],
                      "Spread (%)": stats.round_half_away((values[high] - values[low]) * 100 / values[low], 1)
@@ -187,13 +187,28 @@ def _kernel_spread(kernels: pd.DataFrame, label: dict[int, Any], column: str, to
 
 
 def _straggler_note(table: pd.DataFrame, column: str) -> list[str]:
+    """Who was slowest by step time, and who the others likely waited for: an NCCL kernel runs until
+    every rank has joined, so its time includes the wait for the last one; the rank with the least
+    communication time is the one that arrived last."""
+    notes = []
     steps = table[STEP_TIME].to_numpy(float)
     if len(table) < 2 or not np.isfinite(steps).any():
-        return [f"no step ranges (ProfilerStep#N, step or --step-range): no step times per {column.lower()}"]
-    slow, fast = int(np.nanargmax(steps)), int(np.nanargmin(steps))
-    median = float(np.nanmedian(steps))
-    return [
-        f"slowest {column.lower()} by step time: {table[column].iloc[slow]} ({steps[slow] / 1e6:,.3f} ms, "
-        f"{(steps[slow] / median - 1) * 100:+.1f}% against the median {median / 1e6:,.3f} ms); fastest: "
-        f"{table[column].iloc[fast]} ({steps[fast] / 1e6:,.3f} ms)"
-    ]
+        notes.append(f"no step ranges (ProfilerStep#N, step or --step-range): no step times per {column.lower()}")
+    else:
+        slow, fast = int(np.nanargmax(steps)), int(np.nanargmin(steps))
+        median = float(np.nanmedian(steps))
+        notes.append(
+            f"slowest {column.lower()} by step time: {table[column].iloc[slow]} ({steps[slow] / 1e6:,.3f} ms, "
+            f"{(steps[slow] / median - 1) * 100:+.1f}% against the median {median / 1e6:,.3f} ms); fastest: "
+            f"{table[column].iloc[fast]} ({steps[fast] / 1e6:,.3f} ms)"
+        )
+    communication = table[TYPE_COLUMNS["communication"]].to_numpy(float)
+    if len(table) > 1 and communication.max() > 0:
+        least, median = int(np.argmin(communication)), float(np.median(communication))
+        if communication[least] < 0.5 * median:
+            notes.append(
+                f"{column.lower()} {table[column].iloc[least]} spent the least time in communication kernels "
+                f"({communication[least] / 1e6:,.3f} ms against a median of {median / 1e6:,.3f} ms): a collective "
+                f"runs until every {column.lower()} joins, so the others likely waited for it (a straggler)"
+            )
+    return notes

@@ -21,7 +21,7 @@ from tracekit.cli.common import (
     unit_option,
 )
 
-DEFAULT_EXACT_LIMIT = 100_000  # as merge_stats.DEFAULT_EXACT_LIMIT; not imported here: numpy stays unloaded
+DEFAULT_EXACT_LIMIT = 10_000  # as merge_stats.DEFAULT_EXACT_LIMIT; not imported here: numpy stays unloaded
 
 
 def many_options(function):
