@@ -82,7 +82,7 @@ def test_zero_durations_and_single_instances():
 # --- inputs and labels ---------------------------------------------------------------------------------
 
 
-def export(path, kernels: list[tuple[int, int, str]], ranges: list[tuple[int, int, str]] = ()):
+def export(path, kernels: list[tuple[int, int, str]], ranges: tuple[tuple[int, int, str], ...] | list = ()):
     b = ExportBuilder("2026.2")
     for start, end, name in kernels:
         b.kernel(start, end, name, launch_at=start - 10)
@@ -118,7 +118,10 @@ def test_labels_and_ranks_from_names(tmp_path):
 
 
 def test_inputs_that_name_nothing_are_one_line_errors(cli, tmp_path):
-    for argument, message in ((tmp_path / "none*.sqlite", "no file matches"), (tmp_path, "no traces or run folders")):
+    for argument, message in (
+        (tmp_path / "none*.sqlite", "no file matches"),
+        (tmp_path, "holds no traces or run folders"),
+    ):
         result = cli("kernels", argument)
         assert result.exit_code == 1 and message in result.output and "Traceback" not in result.output
     export(tmp_path / "a.sqlite", [(100, 200, "k")])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -46,10 +47,12 @@ def by_hand(folder: Path, column: str = "name") -> pd.DataFrame:
         kernels = ops.loc[ops["kind"] == "kernel"]
         frames.append(pd.DataFrame({"name": kernels[column].astype(str), "ns": kernels["duration"].to_numpy()}))
     durations = pd.concat(frames, ignore_index=True)
-    return durations.groupby("name")["ns"].agg(["count", "sum", "min", "max", "mean", "median", "std"])
+    return cast(
+        pd.DataFrame, durations.groupby("name")["ns"].agg(["count", "sum", "min", "max", "mean", "median", "std"])
+    )
 
 
-def rows_by_name(text: str, table: str) -> dict[str, dict]:
+def rows_by_name(text: str, table: str) -> dict[Any, dict]:
     return {row["Name"]: row for row in json.loads(text)[table]}
 
 

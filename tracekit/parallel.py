@@ -80,7 +80,7 @@ def _folder_inputs(folder: Path) -> list[Path]:
                 continue  # the report's export beside it is the same capture
             inputs.append(entry)
     if not inputs:
-        raise InputNotFoundError(f"{folder}: no traces or run folders in this folder")
+        raise InputNotFoundError(f"{folder} is not a tracekit run folder, and holds no traces or run folders")
     return inputs
 
 
