@@ -79,6 +79,29 @@ def _join_launches(trace: Trace) -> OpLaunches:
     return OpLaunches(found, row, pick("start"), pick("end"), pick("pid"), pick("tid"))
 
 
+def every_op_launch(trace: Trace, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every (GPU op, launching call) pair with the same pid and correlation id, for the ops ``rows``
+    (a mask): two arrays, the op's index and the call's row. An op matched by several calls (an export
+    that records a call twice) is paired with each, as an SQL join pairs them (nsys's reports do)."""
+    ops, calls = trace.gpu_ops, trace.launches
+    chosen = np.flatnonzero(rows & (ops["correlation_id"].to_numpy() >= 0))
+    if calls.empty or not len(chosen):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    op_pid = ops["pid"].to_numpy()[chosen]
+    call_pid = calls["pid"].to_numpy()
+    if (op_pid < 0).any():  # an export without the ops' process ids: correlation alone (one process)
+        op_pid, call_pid = np.zeros_like(op_pid), np.zeros_like(call_pid)
+    call_key, op_key = _call_keys(call_pid, calls["correlation_id"].to_numpy(), op_pid,
+                                  ops["correlation_id"].to_numpy()[chosen])  # fmt: skip
+    order = np.argsort(call_key, kind="stable")
+    sorted_key = call_key[order]
+    low, high = np.searchsorted(sorted_key, op_key, "left"), np.searchsorted(sorted_key, op_key, "right")
+    counts = high - low
+    op_index = np.repeat(chosen, counts)
+    within = np.arange(len(op_index)) - np.repeat(np.cumsum(counts) - counts, counts)
+    return op_index, order[np.repeat(low, counts) + within]
+
+
 def _match(call_key: np.ndarray, op_key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For each op key: whether a call has it, and that call's row (the first such call)."""
     order = np.argsort(call_key, kind="stable")

@@ -195,6 +195,29 @@ def breakdown(traces, phases, domain, ops, same_thread, unit, nsys, fmt, output,
 
 
 @click.command()
+@click.argument("trace", type=click.Path())
+@top_option
+@click.option(
+    "--name",
+    type=click.Choice(["demangled", "short"]),
+    default="demangled",
+    show_default=True,
+    help="group by the full templated name or the base name",
+)
+@unit_option()
+@nsys_option
+@output_options
+def launches(trace, top, name, unit, nsys, fmt, output):
+    """Launch delays of TRACE's kernels, as nsys's kernexecsum: per launching thread, device, API and
+    kernel, the launch call's time (API), the wait from the call's end to the kernel's start (queue),
+    the kernel's time, and the total."""
+    from tracekit.analysis.launch_delays import launch_delays
+    from tracekit.sources import open_trace
+
+    emit(launch_delays(open_trace(trace, nsys), name=name, top=top), fmt, output, unit)
+
+
+@click.command()
 @click.argument("a", type=click.Path())
 @click.argument("b", type=click.Path())
 @phases_option("range specs compared besides the whole trace")
