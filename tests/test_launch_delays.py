@@ -16,8 +16,8 @@ KEY = ["PID", "TID", "DevId", "API Name", "Kernel Name"]
 
 
 def numbers(column: pd.Series) -> np.ndarray:
-    """A CSV column as floats, an empty cell (no queue time) as -1."""
-    return np.asarray(pd.to_numeric(column.replace("", "-1")), dtype=float)
+    """A CSV column as floats; no queue time (our empty cell, nsys's "None" for SQL NULL) as -1."""
+    return np.asarray(pd.to_numeric(column.astype(str).replace({"": "-1", "None": "-1"})), dtype=float)
 
 
 def compare_with_nsys(cli, nsys, export):
