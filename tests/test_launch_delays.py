@@ -75,6 +75,6 @@ def test_known_delays(cli, tmp_path):
     )
     assert (gemm["AAvg (ns)"], gemm["KAvg (ns)"], gemm["TAvg (ns)"], gemm["TMax (ns)"]) == (50, 75, 175, 200)
     assert gemm["API Name"] == "cudaLaunchKernel"  # the _v7000 suffix dropped, as nsys does
-    assert (tiny["Count"], tiny["QCount"], tiny["QAvg (ns)"]) == (1, 0, None)
+    assert (tiny["Count"], tiny["QCount"], tiny["QAvg (ns)"], tiny["QStdDev (ns)"]) == (1, 0, None, 0.0)
     assert tiny["TAvg (ns)"] == 20  # max(call end 405, kernel end 410) - call start 390
     assert "orphan" not in rows and "1 kernels without their launching call" in result.stderr

@@ -112,6 +112,8 @@ def _statistics(combined: np.ndarray, durations: dict[str, np.ndarray]) -> pd.Da
             values_of = table[column]
             if label in ("Avg", "Med", "StdDev"):
                 values_of = pd.Series(stats.round_half_away(values_of.to_numpy(np.float64)), index=index)
+            if label == "StdDev":  # nsys's stdev of no values (no queue time) is 0.0, its avg/med/min/max NULL
+                values_of = values_of.fillna(0.0)
             columns[f"{prefix}{label} (ns)"] = values_of
     assert index is not None
     ordered = ["Count", "QCount"] + [f"{prefix}{label} (ns)" for prefix in PREFIXES for label, _ in STATISTICS]
