@@ -26,10 +26,10 @@ from tracekit.analysis import stats
 from tracekit.analysis.busy import SUM, device_busy
 from tracekit.analysis.kernel_types import TYPES, launched_before_last_step, op_types
 from tracekit.analysis.many_inputs import Part
+from tracekit.analysis.steps import step_rows
 from tracekit.model.result import Table
 from tracekit.model.trace import Trace
 
-PROFILER_STEP = re.compile(r"^ProfilerStep#\d+$")
 COLLECTIVE = re.compile(r"^nccl(?:Dev)?Kernel_([A-Za-z]+)")
 STEPS, STEP_TIME = "Steps", "Step Time (ns)"
 BUSY, SPAN, IDLE = "GPU Busy (ns)", "GPU Span (ns)", "GPU Idle (ns)"
@@ -40,19 +40,9 @@ KERNEL_TOP = 15
 
 
 def step_durations(trace: Trace, step_range: str | None = None) -> np.ndarray:
-    """Durations (ns) of the trace's steps (see the module docstring for which ranges they are)."""
-    ranges = trace.ranges
-    if ranges.empty:
-        return np.zeros(0, dtype=np.int64)
-    cpu_side = (ranges["domain"].astype(str) != "gpu").to_numpy()
-    names = ranges["name"].astype(str)
-    if step_range:
-        chosen = (names == step_range).to_numpy()
-    else:
-        chosen = names.str.match(PROFILER_STEP.pattern).to_numpy() & cpu_side
-        if not chosen.any():
-            chosen = (names == "step").to_numpy()
-    return ranges["duration"].to_numpy()[chosen & cpu_side]
+    """Durations (ns) of the trace's steps (``steps.step_rows``)."""
+    steps = step_rows(trace, step_range)
+    return steps["duration"].to_numpy() if not steps.empty else np.zeros(0, dtype=np.int64)
 
 
 def collective_name(kernel: str) -> str:

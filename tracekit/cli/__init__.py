@@ -17,7 +17,7 @@ from tracekit.cli.common import TracekitGroup
 from tracekit.cli.many import compare, ranks
 from tracekit.cli.memory import memory
 from tracekit.cli.report import report
-from tracekit.cli.traces import breakdown, diff, export, kernels, launches, ranges
+from tracekit.cli.traces import breakdown, diff, export, kernels, launches, ranges, steps
 
 
 @click.group(cls=TracekitGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -26,5 +26,19 @@ def main():
     """Where a PyTorch training step's GPU time and memory go, from Nsight Systems traces."""
 
 
-for command in (kernels, ranges, breakdown, launches, ranks, compare, diff, memory, report, export, bench, capture):
+for command in (
+    kernels,
+    ranges,
+    breakdown,
+    steps,
+    launches,
+    ranks,
+    compare,
+    diff,
+    memory,
+    report,
+    export,
+    bench,
+    capture,
+):
     main.add_command(command)

@@ -218,6 +218,25 @@ def launches(trace, top, name, unit, nsys, fmt, output):
 
 
 @click.command()
+@click.argument("trace", type=click.Path())
+@click.option("--step-range", default=None, metavar="NAME",
+              help="the range that is one training step (default: ProfilerStep#N, else 'step')")  # fmt: skip
+@click.option("--phases", default="forward,backward,optimizer", show_default=True, metavar="NAME,...",
+              help="range names whose time per step gets a column")  # fmt: skip
+@unit_option("ms")
+@nsys_option
+@output_options
+def steps(trace, step_range, phases, unit, nsys, fmt, output):
+    """One row per training step of TRACE: wall time, kernels, each GPU's busy and idle time, the time of
+    each phase, outliers flagged."""
+    from tracekit.analysis.steps import step_table
+    from tracekit.sources import open_trace
+
+    names = [name.strip() for name in phases.split(",") if name.strip()]
+    emit(step_table(open_trace(trace, nsys), step_range, names), fmt, output, unit)
+
+
+@click.command()
 @click.argument("a", type=click.Path())
 @click.argument("b", type=click.Path())
 @phases_option("range specs compared besides the whole trace")

@@ -1,0 +1,58 @@
+"""`tracekit steps` on built exports with exact numbers, and on real traces."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import SHARED
+from nsys_builder import ExportBuilder
+
+
+def built_steps(tmp_path):
+    """Four steps of 1000 ns (the last 3000: an outlier); each launches two kernels of 100 ns at
+    step start + 100 and + 300 (launch calls at + 10 and + 20), the GPU running 50 ns behind; a forward
+    range of 400 ns and a backward of 500 ns inside each step."""
+    b = ExportBuilder("2026.2")
+    for index, (start, wall) in enumerate([(0, 1000), (1000, 1000), (2000, 1000), (3000, 3000)]):
+        b.push_pop(start, start + wall, "step")
+        b.push_pop(start + 5, start + 405, "forward")
+        b.push_pop(start + 450, start + 950, "backward")
+        b.kernel(start + 150, start + 250, "gemm", launch_at=start + 10, launch_end=start + 15)
+        b.kernel(start + 350, start + 450, "relu", launch_at=start + 20, launch_end=start + 25)
+    return b.write(tmp_path / "steps.sqlite")
+
+
+def test_steps_of_a_built_export(cli, tmp_path):
+    result = cli("steps", built_steps(tmp_path), "--unit", "ns", "--format", "json")
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    assert [row["Wall (ns)"] for row in rows] == [1000, 1000, 1000, 3000]
+    assert all(row["Kernels"] == 2 and row["Kernel Time (ns)"] == 200 for row in rows)
+    assert all(row["cuda:0 Busy (ns)"] == 200 for row in rows)
+    # On the GPU's clock a step runs from its first kernel (start + 150) to the next step's first one.
+    assert [row["cuda:0 Idle (ns)"] for row in rows] == [800, 800, 800, 100]
+    assert all(row["forward (ns)"] == 400 and row["backward (ns)"] == 500 for row in rows)
+    assert [row["Flag"] for row in rows] == ["", "", "", "outlier"]
+    assert "1 of 4 steps are outliers" in result.stderr
+
+
+def test_steps_need_step_ranges(cli, tmp_path):
+    b = ExportBuilder("2026.2")
+    b.kernel(100, 200, "gemm", launch_at=10)
+    b.push_pop(0, 500, "train")
+    path = b.write(tmp_path / "k.sqlite")
+    result = cli("steps", path)
+    assert result.exit_code == 1 and "--step-range" in result.output and "Traceback" not in result.output
+    named = json.loads(cli("steps", path, "--step-range", "train", "--unit", "ns", "--format", "json").stdout)
+    assert named[0]["Wall (ns)"] == 500 and named[0]["Kernels"] == 1
+
+
+@pytest.mark.skipif(not (SHARED / "kineto").is_dir(), reason="real traces not available")
+def test_steps_of_a_real_torch_profiler_trace(cli):
+    path = SHARED / "kineto" / "a100_ddp_rank0of2_nccl.json.gz"
+    rows = json.loads(cli("steps", path, "--unit", "ns", "--format", "json").stdout)
+    assert [row["Step"] for row in rows] == ["ProfilerStep#4", "ProfilerStep#5", "ProfilerStep#6"]
+    kernels = json.loads(cli("kernels", path, "--range", "ProfilerStep#*", "--format", "json").stdout)
+    assert sum(row["Kernels"] for row in rows) == sum(row["Instances"] for row in kernels)
+    assert sum(row["Kernel Time (ns)"] for row in rows) == sum(row["Total Time (ns)"] for row in kernels)
