@@ -14,7 +14,7 @@ def built_steps(tmp_path):
     step start + 100 and + 300 (launch calls at + 10 and + 20), the GPU running 50 ns behind; a forward
     range of 400 ns and a backward of 500 ns inside each step."""
     b = ExportBuilder("2026.2")
-    for index, (start, wall) in enumerate([(0, 1000), (1000, 1000), (2000, 1000), (3000, 3000)]):
+    for start, wall in [(0, 1000), (1000, 1000), (2000, 1000), (3000, 3000)]:
         b.push_pop(start, start + wall, "step")
         b.push_pop(start + 5, start + 405, "forward")
         b.push_pop(start + 450, start + 950, "backward")
