@@ -237,6 +237,22 @@ def steps(trace, step_range, phases, unit, nsys, fmt, output):
 
 
 @click.command()
+@click.argument("trace", type=click.Path())
+@click.option("--per-step", is_flag=True, help="also one row per step and GPU")
+@click.option("--step-range", default=None, metavar="NAME",
+              help="with --per-step: the range that is one step (default: ProfilerStep#N, else 'step')")  # fmt: skip
+@unit_option("ms")
+@nsys_option
+@output_options
+def overlap(trace, per_step, step_range, unit, nsys, fmt, output):
+    """Per GPU: communication (NCCL) time, the part computation hid, and the exposed rest."""
+    from tracekit.analysis.overlap import overlap_table
+    from tracekit.sources import open_trace
+
+    emit(overlap_table(open_trace(trace, nsys), per_step, step_range), fmt, output, unit)
+
+
+@click.command()
 @click.argument("a", type=click.Path())
 @click.argument("b", type=click.Path())
 @phases_option("range specs compared besides the whole trace")
