@@ -17,7 +17,7 @@ from tracekit.cli.common import TracekitGroup
 from tracekit.cli.many import compare, ranks
 from tracekit.cli.memory import memory
 from tracekit.cli.report import report
-from tracekit.cli.traces import breakdown, diff, export, kernels, launches, overlap, ranges, steps
+from tracekit.cli.traces import breakdown, diff, export, kernels, launches, overlap, ranges, steps, syncs
 
 
 @click.group(cls=TracekitGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -33,6 +33,7 @@ for command in (
     steps,
     launches,
     overlap,
+    syncs,
     ranks,
     compare,
     diff,

@@ -253,6 +253,21 @@ def overlap(trace, per_step, step_range, unit, nsys, fmt, output):
 
 
 @click.command()
+@click.argument("trace", type=click.Path())
+@click.option("--top", type=click.IntRange(min=1), default=15, show_default=True, help="longest calls listed")
+@unit_option("ms")
+@nsys_option
+@output_options
+def syncs(trace, top, unit, nsys, fmt, output):
+    """Blocking host calls of TRACE (synchronize, synchronous memcpy): where they sat, how long the CPU
+    waited, and the GPU idle that followed."""
+    from tracekit.analysis.syncs import sync_summary
+    from tracekit.sources import open_trace
+
+    emit(sync_summary(open_trace(trace, nsys), top), fmt, output, unit)
+
+
+@click.command()
 @click.argument("a", type=click.Path())
 @click.argument("b", type=click.Path())
 @phases_option("range specs compared besides the whole trace")
