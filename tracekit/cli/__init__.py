@@ -17,7 +17,7 @@ from tracekit.cli.common import TracekitGroup
 from tracekit.cli.many import compare, ranks
 from tracekit.cli.memory import memory
 from tracekit.cli.report import report
-from tracekit.cli.traces import breakdown, diff, export, kernels, launches, overlap, ranges, steps, syncs
+from tracekit.cli.traces import breakdown, diff, export, idle, kernels, launches, overlap, ranges, steps, syncs
 
 
 @click.group(cls=TracekitGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -32,6 +32,7 @@ for command in (
     breakdown,
     steps,
     launches,
+    idle,
     overlap,
     syncs,
     ranks,

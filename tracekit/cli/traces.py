@@ -268,6 +268,21 @@ def syncs(trace, top, unit, nsys, fmt, output):
 
 
 @click.command()
+@click.argument("trace", type=click.Path())
+@click.option("--top", type=click.IntRange(min=1), default=15, show_default=True, help="longest gaps listed")
+@unit_option("ms")
+@nsys_option
+@output_options
+def idle(trace, top, unit, nsys, fmt, output):
+    """Why each GPU of TRACE sat idle: every gap between its busy intervals gets one cause (sync, launch
+    latency, other stream or device, host not launching, other)."""
+    from tracekit.analysis.idle import idle_by_cause
+    from tracekit.sources import open_trace
+
+    emit(idle_by_cause(open_trace(trace, nsys), top), fmt, output, unit)
+
+
+@click.command()
 @click.argument("a", type=click.Path())
 @click.argument("b", type=click.Path())
 @phases_option("range specs compared besides the whole trace")
