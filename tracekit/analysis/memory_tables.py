@@ -128,10 +128,17 @@ def memory_summary(
     """``tracekit memory``: the peak summary, then the largest allocations live at the peak (``by``
     "allocation"), or what holds the memory at the peak grouped by frame ("frame"), or both ("both");
     with ``timeline``, the timeline chart with the ``bands`` largest allocations drawn apart."""
-    if by not in ("allocation", "frame", "both"):
-        raise UsageError(f"unknown --by {by!r}; choose allocation or frame")
+    if by not in ("allocation", "frame", "role", "both"):
+        raise UsageError(f"unknown --by {by!r}; choose allocation, frame or role")
     memory = replay(trace, device)
     tables = [Table("summary", peak_summary(trace, memory), f"Memory snapshot: {trace.source}")]
+    notes = list(memory.notes)
+    if by in ("role", "both"):
+        from tracekit.analysis.memory_roles import memory_by_role
+
+        roles, role_notes = memory_by_role(trace, memory)
+        tables.append(Table("roles", roles, "What the memory live at the peak is for"))
+        notes += role_notes
     if by in ("frame", "both"):
         holders = holders_at_peak(trace, memory)
         shown = holders.head(top) if top is not None else holders  # top=None: every frame, as head(None) gives
@@ -139,7 +146,7 @@ def memory_summary(
     if by in ("allocation", "both"):
         tables.append(Table("allocations", largest_at_peak(trace, memory, top), "Largest allocations live at the peak"))
     charts = {"timeline": timeline_chart(trace, memory, min(top or bands, bands))} if timeline else {}
-    return Result(tables, notes=list(memory.notes), charts=charts)
+    return Result(tables, notes=notes, charts=charts)
 
 
 def compare_snapshots(a: MemoryTrace, b: MemoryTrace, device: int | None = None) -> Result:

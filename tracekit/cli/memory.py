@@ -13,10 +13,11 @@ from tracekit.cli.common import emit, output_options
 @click.option(
     "--by",
     "by",
-    type=click.Choice(["allocation", "frame"]),
+    type=click.Choice(["allocation", "frame", "role"]),
     default="allocation",
     show_default=True,
-    help="largest live allocations at the peak, or their total per allocating frame",
+    help="largest live allocations at the peak, their total per allocating frame, or per role (parameters, "
+    "optimizer state, gradients, activations, temporaries)",
 )
 @click.option(
     "--plot",
