@@ -8,7 +8,7 @@ pageable host memory, which the trace does not say (a tensor's ``.item()`` shows
 ``cudaStreamSynchronize`` after it).
 
 Per call: its duration (ns: the time the CPU waited), the innermost range open on its thread when it
-started, and the GPU idle it caused: the process's GPUs (all its devices, taken together) had run out of
+started (emit_nvtx ranges "aten::copy_, seq = 3, op_id = 7" by their op, as ``ranges`` groups them), and the GPU idle it caused: the process's GPUs (all its devices, taken together) had run out of
 work by the time the call returned, and stayed idle until the next op started: that gap, counted once
 (for the last blocking call that returned in it).
 """
@@ -23,6 +23,7 @@ import pandas as pd
 from tracekit.analysis.attribution import merge_intervals
 from tracekit.analysis.launch_delays import api_name
 from tracekit.model.result import Result, Table
+from tracekit.model.selection import op_name
 from tracekit.model.trace import Trace
 
 BLOCKING = re.compile(
@@ -81,7 +82,7 @@ def _innermost_range(ranges: pd.DataFrame, calls: pd.DataFrame) -> np.ndarray:
             if not closed.any():
                 break
             candidate = np.where(closed, parent[np.maximum(candidate, 0)], candidate)
-        found[which[candidate >= 0]] = names[candidate[candidate >= 0]]
+        found[which[candidate >= 0]] = [op_name(name) for name in names[candidate[candidate >= 0]]]
     return found
 
 

@@ -30,6 +30,7 @@ from tracekit.model.result import Chart
 from tracekit.model.trace import Trace
 from tracekit.render.tables import in_unit
 from tracekit.report.document import Document
+from tracekit.report.why import why_section
 from tracekit.runs import Run
 from tracekit.sources import open_snapshot, open_trace
 
@@ -79,6 +80,7 @@ def _input_section(section: Document, path: Path, trace: Trace, heading: str) ->
         _run_section(section, run)
     if has_kernels:
         _gpu_sections(section, source, trace, run)
+        why_section(section, source, trace)
     else:
         section.text(
             "No CUDA kernels in this trace (a CPU capture, or nsys ran without `--trace=cuda`): the GPU "
@@ -220,6 +222,8 @@ def _memory_section(section: Document, snapshot: Path) -> None:
     for note in memory.notes:
         section.text(f"> note: {note}")
     section.picture(memory.charts["timeline"], "memory_timeline", "active memory timeline")
+    section.text("What the memory live at the peak is for (parameters, optimizer state, gradients, activations):")
+    section.table(memory.table("roles"), f"tracekit memory {source} --by role")
     section.text("What holds the memory at the peak:")
     section.table(memory.table("holders"), f"tracekit memory {source} --by frame")
     section.text("Largest allocations live at the peak:")
