@@ -50,7 +50,7 @@ def replicate(source: Path, copies: int) -> Path:
 
 def measure(folder: Path, options: list[str], cache: bool) -> tuple[float, float, float, float]:
     """(wall s, client peak MB, largest worker peak MB, peak MB of the whole process tree)."""
-    import psutil
+    import psutil  # pyright: ignore[reportMissingModuleSource]  (benchmarks only)
 
     env = {**os.environ, "TRACEKIT_CACHE": "1" if cache else "0"}
     with tempfile.TemporaryDirectory() as out:

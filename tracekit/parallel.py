@@ -191,8 +191,9 @@ def _on_pool(tasks: list[tuple], workers: int) -> Iterator[tuple[int, Part | Fai
 def _on_dask(tasks: list[tuple], workers: int, scheduler: str | None) -> Iterator[tuple[int, Part | Failure]]:
     """The tasks on Dask: a LocalCluster of ``workers`` single-threaded processes, or ``scheduler``."""
     try:
-        from dask.distributed import Client, LocalCluster
-        from dask.distributed import as_completed as dask_completed
+        # Optional (the dask extra): absent, one line below; pyright runs before the extra is installed.
+        from dask.distributed import Client, LocalCluster  # pyright: ignore[reportMissingImports]
+        from dask.distributed import as_completed as dask_completed  # pyright: ignore[reportMissingImports]
     except ImportError:
         raise UsageError("--dask needs Dask: pip install 'tracekit[dask]' (dask and distributed)") from None
     import logging
