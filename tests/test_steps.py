@@ -56,3 +56,18 @@ def test_steps_of_a_real_torch_profiler_trace(cli):
     kernels = json.loads(cli("kernels", path, "--range", "ProfilerStep#*", "--format", "json").stdout)
     assert sum(row["Kernels"] for row in rows) == sum(row["Instances"] for row in kernels)
     assert sum(row["Kernel Time (ns)"] for row in rows) == sum(row["Total Time (ns)"] for row in kernels)
+
+
+def test_diff_step_by_step(cli, tmp_path):
+    a = built_steps(tmp_path)
+    b = ExportBuilder("2026.2")
+    for start in (0, 2000):  # two steps of 2000 ns, one kernel of 300 ns each
+        b.push_pop(start, start + 2000, "step")
+        b.kernel(start + 100, start + 400, "gemm", launch_at=start + 10)
+    result = cli("diff", a, b.write(tmp_path / "b.sqlite"), "--by", "step", "--unit", "ns", "--format", "json")
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    assert [(row["A Wall (ns)"], row["B Wall (ns)"], row["Delta Wall (ns)"], row["Wall Ratio"]) for row in rows] == [
+        (1000, 2000, 1000, 2.0), (1000, 2000, 1000, 2.0)]  # fmt: skip
+    assert [row["Delta Kernel Time (ns)"] for row in rows] == [100, 100]
+    assert "A has 4 steps, B 2: the first 2 are compared" in result.stderr

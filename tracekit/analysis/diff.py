@@ -105,6 +105,26 @@ def compare_kernels(traces: Sequence[Trace], top: int = 15, name: str = "short",
     return table.head(top).reset_index()
 
 
+def compare_steps(a: Trace, b: Trace, step_range: str | None = None) -> pd.DataFrame:
+    """Step by step (the i-th step of A against the i-th of B): wall and kernel time of each, and the
+    change. Steps beyond the shorter trace are left out (a note in ``trace_diff`` says how many)."""
+    from tracekit.analysis.steps import KERNEL_TIME, WALL, step_table
+
+    first, second = (step_table(trace, step_range).frame for trace in (a, b))
+    count = min(len(first), len(second))
+    table = pd.DataFrame({"Step": np.arange(count), "A Step": first["Step"].to_numpy()[:count],
+                          "B Step": second["Step"].to_numpy()[:count]})  # fmt: skip
+    for column, label in ((WALL, "Wall"), (KERNEL_TIME, "Kernel Time")):
+        if column not in first or column not in second:
+            continue
+        before, after = first[column].to_numpy()[:count], second[column].to_numpy()[:count]
+        table[f"A {label} (ns)"], table[f"B {label} (ns)"] = before, after
+        table[f"Delta {label} (ns)"] = after - before
+        with np.errstate(divide="ignore", invalid="ignore"):
+            table[f"{label} Ratio"] = np.where(before > 0, np.round(after / np.maximum(before, 1), 3), np.nan)
+    return table
+
+
 def trace_diff(
     a: Trace,
     b: Trace,
@@ -119,9 +139,18 @@ def trace_diff(
     """``tracekit diff``: per phase and category (``by`` "category"), the kernels that changed most
     ("kernel"), or both, with the memory peaks of two snapshots when given. ``labels`` name A and B in
     titles (default: the traces' files)."""
-    if by not in (None, "category", "kernel"):
-        raise UsageError(f"unknown --by {by!r}; choose category or kernel")
+    if by not in (None, "category", "kernel", "step"):
+        raise UsageError(f"unknown --by {by!r}; choose category, kernel or step")
     tables = []
+    if by == "step":
+        table = compare_steps(a, b)
+        notes = a.warnings + b.warnings
+        from tracekit.analysis.steps import step_rows
+
+        counts = len(step_rows(a)), len(step_rows(b))
+        if counts[0] != counts[1]:
+            notes.append(f"A has {counts[0]} steps, B {counts[1]}: the first {min(counts)} are compared")
+        return Result([Table("steps", table, "Step by step: A against B")], notes=notes)
     if by in (None, "category"):
         table = compare_categories([a, b], phases, ops, same_thread)
         name_a, name_b = labels or (a.name, b.name)

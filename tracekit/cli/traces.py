@@ -289,9 +289,9 @@ def idle(trace, top, unit, nsys, fmt, output):
 @click.option(
     "--by",
     "by",
-    type=click.Choice(["category", "kernel"]),
+    type=click.Choice(["category", "kernel", "step"]),
     default=None,
-    help="only one table: per phase and category, or the kernels that changed most",
+    help="only one table: per phase and category, the kernels that changed most, or step by step",
 )
 @click.option("--top", type=click.IntRange(min=1), default=15, show_default=True, help="kernels listed")
 @ops_option
