@@ -71,3 +71,24 @@ def test_diff_step_by_step(cli, tmp_path):
         (1000, 2000, 1000, 2.0), (1000, 2000, 1000, 2.0)]  # fmt: skip
     assert [row["Delta Kernel Time (ns)"] for row in rows] == [100, 100]
     assert "A has 4 steps, B 2: the first 2 are compared" in result.stderr
+
+
+def test_steps_picture(cli, tmp_path):
+    from tracekit.analysis.steps import step_table
+    from tracekit.sources import open_trace
+
+    path = built_steps(tmp_path)
+    rows = step_table(open_trace(path)).charts["timeline"].data["rows"]
+    starts, widths = rows["cuda:0"]
+    assert list(starts * 1e6) == [150, 350, 1150, 1350, 2150, 2350, 3150, 3350] and set(widths * 1e6) == {100}
+    picture = tmp_path / "steps.png"
+    result = cli("steps", path, "--picture", picture)
+    assert result.exit_code == 0 and picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_report_has_the_why_section(cli, tmp_path):
+    result = cli("report", built_steps(tmp_path), "-o", tmp_path / "report")
+    assert result.exit_code == 0, result.output
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "### Why the GPU waits" in text and "tracekit idle" in text and "steps.png" in text
+    assert (tmp_path / "report" / "steps.png").is_file()

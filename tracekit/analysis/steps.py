@@ -22,10 +22,10 @@ import re
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis.attribution import op_launches
+from tracekit.analysis.attribution import merge_intervals, op_launches
 from tracekit.analysis.busy import busy_span
 from tracekit.errors import UsageError
-from tracekit.model.result import Result
+from tracekit.model.result import Chart, Result
 from tracekit.model.trace import Trace
 
 PROFILER_STEP = re.compile(r"^ProfilerStep#\d+$")
@@ -105,6 +105,9 @@ def step_table(
         totals = np.bincount(where[inside], weights=named["duration"].to_numpy()[inside], minlength=count)
         table[f"{phase} (ns)"] = totals.astype(np.int64)
     table[FLAG] = _flags(wall, outlier_mads)
+    charts = {}
+    if launches is not None and launches.found.any():
+        charts["timeline"] = timeline_chart(trace, steps)
     notes = list(trace.warnings)
     flagged = int((table[FLAG] != "").sum())
     if flagged:
@@ -112,7 +115,30 @@ def step_table(
                      f"and 5% of the median {np.median(wall) / 1e6:,.3f} ms")  # fmt: skip
     if launches is None or not launches.found.any():
         notes.append("no GPU work with its launching call in the trace: the GPU columns are left out")
-    return Result.of("steps", table, f"Steps: {trace.name}", notes)
+    result = Result.of("steps", table, f"Steps: {trace.name}", notes)
+    result.charts.update(charts)
+    return result
+
+
+def timeline_chart(trace: Trace, steps: pd.DataFrame, intervals: int = 4000) -> Chart:
+    """The steps' CPU ranges and each GPU's busy intervals on one time axis (ms from the first step):
+    white space on a GPU's row is idle time. Intervals closer than the span / ``intervals`` are drawn
+    merged (a picture has no more pixels than that)."""
+    origin = int(steps["start"].min())
+    ops = trace.gpu_ops
+    span = max(int(max(steps["end"].max(), ops["end"].max())) - origin, 1)
+    rows: dict[str, tuple[np.ndarray, np.ndarray]] = {
+        "CPU steps": ((steps["start"].to_numpy() - origin) / 1e6, steps["duration"].to_numpy() / 1e6)
+    }
+    devices = ops["device"].to_numpy()
+    for device in np.unique(devices):
+        mine = devices == device
+        low, high = merge_intervals(ops["start"].to_numpy()[mine], ops["end"].to_numpy()[mine])
+        keep = np.concatenate(([True], (low[1:] - high[:-1]) > span / intervals))  # starts of drawn runs
+        starts = np.flatnonzero(keep)
+        ends = np.append(starts[1:] - 1, len(low) - 1)
+        rows[f"cuda:{int(device)}"] = ((low[starts] - origin) / 1e6, (high[ends] - low[starts]) / 1e6)
+    return Chart("step_timeline", "Steps (CPU) and GPU busy time: gaps are idle", {"rows": rows})
 
 
 def _gpu_windows(start: np.ndarray, end: np.ndarray, step: np.ndarray, count: int) -> np.ndarray:

@@ -223,17 +223,26 @@ def launches(trace, top, name, unit, nsys, fmt, output):
               help="the range that is one training step (default: ProfilerStep#N, else 'step')")  # fmt: skip
 @click.option("--phases", default="forward,backward,optimizer", show_default=True, metavar="NAME,...",
               help="range names whose time per step gets a column")  # fmt: skip
+@click.option("--picture", type=click.Path(dir_okay=False), default=None,
+              help="also draw the steps and each GPU's busy time on one time axis (PNG)")  # fmt: skip
 @unit_option("ms")
 @nsys_option
 @output_options
-def steps(trace, step_range, phases, unit, nsys, fmt, output):
+def steps(trace, step_range, phases, picture, unit, nsys, fmt, output):
     """One row per training step of TRACE: wall time, kernels, each GPU's busy and idle time, the time of
     each phase, outliers flagged."""
     from tracekit.analysis.steps import step_table
     from tracekit.sources import open_trace
 
     names = [name.strip() for name in phases.split(",") if name.strip()]
-    emit(step_table(open_trace(trace, nsys), step_range, names), fmt, output, unit)
+    result = step_table(open_trace(trace, nsys), step_range, names)
+    if picture:
+        from tracekit.render.plots import save
+
+        if "timeline" not in result.charts:
+            raise click.ClickException("nothing to draw: no GPU work with its launching call in the trace")
+        click.echo(f"picture: {save(result.charts['timeline'], picture)}", err=True)
+    emit(result, fmt, output, unit)
 
 
 @click.command()

@@ -177,8 +177,29 @@ def compare_bars(title: str, data: dict[str, Any]) -> Figure:
     return figure
 
 
+def step_timeline(title: str, data: dict[str, Any]) -> Figure:
+    """One row per lane (``data["rows"]``: name -> (starts, widths) in ms): the steps' CPU ranges
+    alternate in two shades; each GPU's busy intervals in one colour, idle left white."""
+    rows = data["rows"]
+    figure = Figure(figsize=(12, 0.6 * len(rows) + 1.5), layout="constrained")
+    axes = figure.add_subplot()
+    for position, (name, (starts, widths)) in enumerate(rows.items()):
+        if name == "CPU steps":
+            colors = ["#4c72b0" if index % 2 == 0 else "#8fa8d8" for index in range(len(starts))]
+        else:
+            colors = "#55a868"
+        axes.broken_barh(list(zip(starts, widths)), (position - 0.4, 0.8), facecolors=colors)
+    axes.set_yticks(range(len(rows)), [printable(name) for name in rows])
+    axes.invert_yaxis()
+    axes.set_xlabel("time from the first step (ms)")
+    axes.set_title(title)
+    axes.grid(alpha=0.3, axis="x")
+    return figure
+
+
 DRAW = {
     "memory_timeline": memory_timeline,
+    "step_timeline": step_timeline,
     "compare_bars": compare_bars,
     "category_bars": category_bars,
     "step_times": step_times,

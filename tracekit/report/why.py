@@ -33,6 +33,8 @@ def why_section(section: Document, source: str, trace: Trace) -> None:
         steps = step_table(trace)
         section.text("Per step (`ProfilerStep#N` or `step` ranges):")
         section.table(steps.frame, f"tracekit steps {source}")
+        if "timeline" in steps.charts:
+            section.picture(steps.charts["timeline"], "steps", "steps and each GPU's busy time; gaps are idle")
     except TracekitError as error:
         section.text(f"No per-step table: {error}")
     idle = idle_by_cause(trace, top=TOP)
