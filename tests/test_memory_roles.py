@@ -51,3 +51,20 @@ def test_a_forward_only_snapshot_has_no_optimizer_state(cli):
     roles = {row["Role"]: row["Size (MiB)"] for row in json.loads(result.stdout)["roles"]}
     assert roles["optimizer state"] == 0 and roles["parameters"] == pytest.approx(4 * PARAMETERS / MIB, rel=0.02)
     assert "no optimizer in the snapshot" in result.stderr
+
+
+@pytest.mark.skipif(not MEMORY.is_dir(), reason=f"real snapshots not available: {MEMORY}")
+def test_a_run_folder_gets_the_activation_formula_beside_the_roles(cli, tmp_path):
+    import shutil
+
+    pytest.importorskip("torch", reason="the activation formula lives in workloads (torch)")
+    from workloads.activations import activation_terms
+
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copyfile(MEMORY / "cs336_medium_ctx512_forward.pickle", run / "memory.pickle")
+    (run / "run.json").write_text(json.dumps({"config": {"model": "tiny", "ctx": 64, "batch": 4, "mode": "train",
+                                                         "dtype": "fp32"}}))  # fmt: skip
+    result = cli("memory", run, "--by", "role", "--format", "csv")
+    formula = sum(size for _, size, _ in activation_terms("tiny", 64, 4)) / MIB
+    assert f"gives {formula:,.1f} MiB saved for backward" in result.stderr

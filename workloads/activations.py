@@ -30,6 +30,7 @@ from __future__ import annotations
 import pandas as pd
 import torch
 
+from tracekit.errors import TracekitError
 from tracekit.model.result import Result
 from workloads.attention_probe import saved_storage_bytes
 from workloads.bench import make_batch
@@ -105,3 +106,22 @@ def activations_table(model: str, context: int, batch: int = 1, dtype: str = "fp
         )
     title = f"Activation memory saved for backward: {model}, context {context}, batch {batch}, {dtype}"
     return Result.of("activations", pd.DataFrame(rows), title, notes)
+
+
+def formula_note(config: dict) -> str | None:
+    """For a run folder's config (model, ctx, batch, mode, dtype): the formula's activation total, to set
+    beside the measured "activations" role of ``tracekit memory --by role``; None when it does not apply
+    (not a training run of a known model in fp32)."""
+    model, context, batch = config.get("model"), config.get("ctx"), config.get("batch")
+    if config.get("mode", "train") != "train" or config.get("dtype", "fp32") != "fp32":
+        return None
+    if not isinstance(model, str) or not isinstance(context, int) or not isinstance(batch, int):
+        return None
+    try:
+        total = sum(size for _, size, _ in activation_terms(model, context, batch))
+    except (KeyError, ValueError, TracekitError):  # a model this project does not define
+        return None
+    return (
+        f"the activation formula (`tracekit bench activations {model} --ctx {context} --batch {batch}`) gives "
+        f"{total / 2**20:,.1f} MiB saved for backward for this run's model, to compare with the activations role"
+    )

@@ -49,6 +49,16 @@ def memory(snapshots, top, by, plot, compare, device, fmt, output):
 
         check_picture_path(plot)  # before any output, and once the snapshot is known as an input
     result = memory_summary(snapshot, top, by, device, timeline=plot is not None)
+    if by == "role":
+        from tracekit.runs import Run
+
+        run = Run.at(snapshots[0])
+        if run is not None and run.config:
+            from workloads.activations import formula_note
+
+            note = formula_note(run.config)
+            if note:
+                result.notes.append(note)
     emit(result, fmt, output)
     if plot:
         from tracekit.render.plots import save
