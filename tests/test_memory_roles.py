@@ -68,3 +68,20 @@ def test_a_run_folder_gets_the_activation_formula_beside_the_roles(cli, tmp_path
     result = cli("memory", run, "--by", "role", "--format", "csv")
     formula = sum(size for _, size, _ in activation_terms("tiny", 64, 4)) / MIB
     assert f"gives {formula:,.1f} MiB saved for backward" in result.stderr
+
+
+@pytest.mark.skipif(not MEMORY.is_dir(), reason=f"real snapshots not available: {MEMORY}")
+def test_roles_over_time_add_up_and_keep_parameters_through_the_optimizer_step():
+    from tracekit.analysis.memory import replay
+    from tracekit.analysis.memory_roles import role_timeline
+    from tracekit.sources import open_snapshot
+
+    trace = open_snapshot(MEMORY / "cs336_medium_ctx128_train_step.pickle")
+    memory = replay(trace)
+    chart = role_timeline(trace, memory)
+    bands = dict(zip(chart.data["labels"], chart.data["bands"]))
+    total = np.sum(chart.data["bands"], axis=0)
+    assert total.max() == pytest.approx(memory.peak_allocated / MIB, rel=1e-9)  # the bands are the allocated memory
+    # The step writes new parameter tensors and frees the old: still 4P and 8P at the end, not moved to "state".
+    assert bands["parameters"][-1] == pytest.approx(4 * PARAMETERS / MIB, rel=0.02)
+    assert bands["optimizer state"][-1] == pytest.approx(8 * PARAMETERS / MIB, rel=0.02)

@@ -12,8 +12,9 @@ Rules, in this order, for each allocation live at the peak:
   such size, 1/(1 + s) of the bytes are parameters and the rest optimizer
   state; sizes whose counts are not multiples are "other (before the trace)".
 - Frames naming AccumulateGrad (autograd writing a .grad): gradients.
-- Frames in torch/optim/ and still allocated at the end of the trace: optimizer state (made by a step);
-  freed ones are temporaries.
+- Frames in torch/optim/ and still allocated at the end of the trace: a replacement of memory from before
+  the trace when the trace freed as many of that size (a step that writes new parameter tensors frees the
+  old ones): it takes their split; else optimizer state (made by a step). Freed ones are temporaries.
 - Frames in a forward (a ``forward`` function, no ``backward`` frame) still live at the peak:
   activations (saved for backward).
 - Everything else: temporaries.
@@ -27,6 +28,7 @@ import pandas as pd
 
 from tracekit.analysis.memory import MIB, DeviceMemory
 from tracekit.model.memory import MemoryTrace
+from tracekit.model.result import Chart
 
 ROLES = ("parameters", "optimizer state", "gradients", "activations", "temporaries",
          "other (before the trace)", "allocator rounding")  # fmt: skip
@@ -71,48 +73,115 @@ def _stack_text(trace: MemoryTrace, stack: int) -> str:
     return "\n".join(f"{frame.get('filename', '')}:{frame.get('name', '')}" for frame in frames)
 
 
-def memory_by_role(trace: MemoryTrace, memory: DeviceMemory) -> tuple[pd.DataFrame, list[str]]:
-    """Role, Size (MiB), Share (%) of the memory live at the peak; notes stating the inferences."""
-    live = memory.live_at_peak
+def role_bytes(trace: MemoryTrace, memory: DeviceMemory, rows: pd.DataFrame) -> tuple[np.ndarray, int]:
+    """Bytes per role (columns in ``ROLES`` order) of each allocation in ``rows`` (rows of
+    ``memory.allocations``), by the module's rules; and s, the optimizer states per parameter."""
     everything = memory.allocations
     before_all = everything.loc[everything["before_trace"].to_numpy()]
     shares, states = split_before_trace(before_all["size"].to_numpy(), has_optimizer(trace))
-    share_of = pd.Series(shares, index=before_all.index)
-    totals = dict.fromkeys(ROLES, 0.0)
+    share = pd.Series(shares, index=before_all.index).reindex(rows.index).to_numpy(np.float64)
+    result = np.zeros((len(rows), len(ROLES)))
+    role = {name: index for index, name in enumerate(ROLES)}
     events = int(memory.timeline["index"].max())
-    size = live["size"].to_numpy(np.float64)
-    before = live["before_trace"].to_numpy()
-    share = share_of.reindex(live.index).to_numpy(np.float64)
+    size = rows["size"].to_numpy(np.float64)
+    before = rows["before_trace"].to_numpy()
     matched = before & ~np.isnan(share)
-    totals["parameters"] += float((size * share)[matched].sum())
-    totals["optimizer state"] += float((size * (1 - share))[matched].sum())
-    totals["other (before the trace)"] += float(size[before & ~matched].sum())
-    requested = live["requested_size"].to_numpy(np.float64)
+    result[matched, role["parameters"]] = (size * share)[matched]
+    result[matched, role["optimizer state"]] = (size * (1 - share))[matched]
+    result[before & ~matched, role["other (before the trace)"]] = size[before & ~matched]
+    requested = rows["requested_size"].to_numpy(np.float64)
     known = ~before & (requested >= 0)
-    totals["allocator rounding"] += float((size - requested)[known].sum())
+    result[known, role["allocator rounding"]] = (size - requested)[known]
     size = np.where(known, requested, size)
     # One role per distinct stack (stacks repeat), then per allocation by lookup.
-    stacks = live["stack"].to_numpy(np.int64)
-    ends = live["end"].to_numpy(np.int64)
+    stacks = rows["stack"].to_numpy(np.int64)
+    kept = rows["end"].to_numpy(np.int64) > events
+    replacing = _replacements(trace, everything, before_all, shares, events).reindex(rows.index).to_numpy(np.float64)
+    swapped = ~np.isnan(replacing)
+    result[swapped, role["parameters"]] = (size * replacing)[swapped]
+    result[swapped, role["optimizer state"]] = (size * (1 - replacing))[swapped]
+    before = before | swapped  # decided: the frame rules below leave them alone
     for stack in np.unique(stacks[~before]):
         text = _stack_text(trace, int(stack))
         mine = ~before & (stacks == stack)
         if "AccumulateGrad" in text:
-            totals["gradients"] += float(size[mine].sum())
+            result[mine, role["gradients"]] = size[mine]
         elif "torch/optim/" in text:
-            kept = mine & (ends > events)
-            totals["optimizer state"] += float(size[kept].sum())
-            totals["temporaries"] += float(size[mine & ~kept].sum())
+            result[mine & kept, role["optimizer state"]] = size[mine & kept]
+            result[mine & ~kept, role["temporaries"]] = size[mine & ~kept]
         elif ":forward" in text and ":backward" not in text.lower():
-            totals["activations"] += float(size[mine].sum())
+            result[mine, role["activations"]] = size[mine]
         else:
-            totals["temporaries"] += float(size[mine].sum())
+            result[mine, role["temporaries"]] = size[mine]
+    return result, states
+
+
+def _replacements(
+    trace: MemoryTrace, everything: pd.DataFrame, before_all: pd.DataFrame, shares: np.ndarray, events: int
+) -> pd.Series:
+    """Allocations an optimizer made and kept that replace memory from before the trace: a step that
+    writes new parameter tensors (``p.data = p - lr * update``) frees the old ones. Per size, as many
+    kept torch/optim allocations (earliest first) as before-trace allocations of that size were freed
+    take the freed ones' parameter share (a Series of shares by allocation index; the others absent)."""
+    freed = before_all["end"].to_numpy(np.int64) <= events
+    if not freed.any():
+        return pd.Series(dtype=np.float64)
+    freed_sizes = allocator_size(before_all["size"].to_numpy()[freed])
+    sizes, counts = np.unique(freed_sizes, return_counts=True)
+    share_by_size = pd.Series(shares[freed], index=freed_sizes).groupby(level=0).first()
+    traced = everything.loc[~everything["before_trace"].to_numpy() & (everything["end"].to_numpy() > events)]
+    stacks = traced["stack"].to_numpy(np.int64)
+    optim = {int(stack) for stack in np.unique(stacks) if "torch/optim/" in _stack_text(trace, int(stack))}
+    candidates = traced.loc[np.isin(stacks, list(optim))].sort_values("start", kind="stable")
+    rounded = pd.Series(allocator_size(candidates["size"].to_numpy()), index=candidates.index)
+    rank = rounded.groupby(rounded).cumcount()
+    allowed = pd.Series(counts, index=sizes).reindex(rounded.to_numpy()).fillna(0).to_numpy()
+    chosen = rank.to_numpy() < allowed
+    return pd.Series(
+        share_by_size.reindex(rounded.to_numpy()[chosen]).to_numpy(np.float64), index=candidates.index[chosen]
+    )
+
+
+def role_timeline(trace: MemoryTrace, memory: DeviceMemory, points: int = 2000) -> Chart:
+    """Live bytes per role over the trace (stacked bands), at up to ``points`` evenly spaced events
+    and the peak; x as the memory timeline's (ms, or event index without timestamps)."""
+    allocations = memory.allocations
+    weights, _ = role_bytes(trace, memory, allocations)
+    timeline = memory.timeline
+    first = int(timeline["index"].min())  # -1: before the first event
+    length = int(timeline["index"].max()) - first + 2
+    change = np.zeros((length, len(ROLES)))
+    starts = allocations["start"].to_numpy(np.int64) - first
+    ends = np.minimum(allocations["end"].to_numpy(np.int64) - first, length - 1)
+    np.add.at(change, starts, weights)
+    np.add.at(change, ends, -weights)
+    live = np.cumsum(change, axis=0)[: length - 1]
+    rows = np.unique(np.append(np.linspace(0, len(timeline) - 1, min(points, len(timeline))).astype(np.int64),
+                               int(np.flatnonzero(timeline["index"].to_numpy() == memory.peak_index)[0])))  # fmt: skip
+    index = timeline["index"].to_numpy()[rows] - first
+    shown = [name for column, name in enumerate(ROLES) if live[:, column].any()]
+    return Chart(
+        "role_timeline",
+        f"Live memory by role, cuda:{memory.device}",
+        {
+            "x": timeline["x"].to_numpy()[rows],
+            "bands": [live[index, ROLES.index(name)] / MIB for name in shown],
+            "labels": shown,
+            "x_label": "time (ms)" if memory.has_time else "allocator event",
+        },
+    )
+
+
+def memory_by_role(trace: MemoryTrace, memory: DeviceMemory) -> tuple[pd.DataFrame, list[str]]:
+    """Role, Size (MiB), Share (%) of the memory live at the peak; notes stating the inferences."""
+    weights, states = role_bytes(trace, memory, memory.live_at_peak)
+    totals = dict(zip(ROLES, weights.sum(axis=0).tolist()))
     if not totals["allocator rounding"]:
         del totals["allocator rounding"]  # the snapshot records no requested sizes: the rounding is unknown here
     total = sum(totals.values())
     table = pd.DataFrame({"Role": list(totals), "Size (MiB)": [value / MIB for value in totals.values()]})
     table["Share (%)"] = np.round(100 * table["Size (MiB)"] * MIB / total, 1) if total else 0.0
-    before_bytes = float(before_all["size"].sum())
+    before_bytes = float(memory.allocations.loc[memory.allocations["before_trace"].to_numpy(), "size"].sum())
     if states:
         kind = "Adam/AdamW" if states == 2 else "SGD with momentum"
         notes = [f"before the trace: {before_bytes / MIB:,.1f} MiB allocated with no frames; their sizes repeat as 1 + "

@@ -146,6 +146,10 @@ def memory_summary(
     if by in ("allocation", "both"):
         tables.append(Table("allocations", largest_at_peak(trace, memory, top), "Largest allocations live at the peak"))
     charts = {"timeline": timeline_chart(trace, memory, min(top or bands, bands))} if timeline else {}
+    if timeline and by in ("role", "both"):
+        from tracekit.analysis.memory_roles import role_timeline
+
+        charts["roles"] = role_timeline(trace, memory)
     return Result(tables, notes=notes, charts=charts)
 
 

@@ -23,7 +23,7 @@ from tracekit.cli.common import emit, output_options
     "--plot",
     type=click.Path(dir_okay=False),
     default=None,
-    help="write the active-memory timeline picture here (.png or .svg)",
+    help="write the active-memory timeline picture here (.png or .svg); with --by role, live memory by role over time",
 )
 @click.option("--compare", is_flag=True, help="two snapshots: peak delta and the frames that grew or shrank")
 @click.option("--device", type=click.IntRange(min=0), default=None, help="CUDA device (default: highest peak)")
@@ -63,5 +63,5 @@ def memory(snapshots, top, by, plot, compare, device, fmt, output):
     if plot:
         from tracekit.render.plots import save
 
-        save(result.charts["timeline"], plot)
+        save(result.charts["roles" if by == "role" else "timeline"], plot)
         click.echo(f"timeline: {plot}", err=True)

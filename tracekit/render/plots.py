@@ -197,8 +197,23 @@ def step_timeline(title: str, data: dict[str, Any]) -> Figure:
     return figure
 
 
+def role_timeline(title: str, data: dict[str, Any]) -> Figure:
+    """Live memory (MiB) by role over time, stacked (``analysis.memory_roles.role_timeline``)."""
+    figure = Figure(figsize=(11, 5), layout="constrained")
+    axes = figure.add_subplot()
+    if data["bands"]:
+        axes.stackplot(data["x"], *data["bands"], labels=[printable(label) for label in data["labels"]], alpha=0.85)
+        axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    axes.set_xlabel(data["x_label"])
+    axes.set_ylabel("live memory (MiB)")
+    axes.set_title(title)
+    axes.grid(alpha=0.3)
+    return figure
+
+
 DRAW = {
     "memory_timeline": memory_timeline,
+    "role_timeline": role_timeline,
     "step_timeline": step_timeline,
     "compare_bars": compare_bars,
     "category_bars": category_bars,

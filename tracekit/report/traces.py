@@ -224,6 +224,8 @@ def _memory_section(section: Document, snapshot: Path) -> None:
     section.picture(memory.charts["timeline"], "memory_timeline", "active memory timeline")
     section.text("What the memory live at the peak is for (parameters, optimizer state, gradients, activations):")
     section.table(memory.table("roles"), f"tracekit memory {source} --by role")
+    if "roles" in memory.charts:
+        section.picture(memory.charts["roles"], "memory_roles", "live memory by role over time")
     section.text("What holds the memory at the peak:")
     section.table(memory.table("holders"), f"tracekit memory {source} --by frame")
     section.text("Largest allocations live at the peak:")
