@@ -63,9 +63,16 @@ def _innermost_range(ranges: pd.DataFrame, calls: pd.DataFrame) -> np.ndarray:
     found = np.full(len(calls), NO_RANGE, dtype=object)
     if ranges.empty or calls.empty:
         return found
+    # Only the threads that made a blocking call matter: a few of the trace's millions of ranges.
+    threads = pd.MultiIndex.from_arrays([ranges["pid"].to_numpy(), ranges["tid"].to_numpy()])
+    wanted = pd.MultiIndex.from_arrays([calls["pid"].to_numpy(), calls["tid"].to_numpy()])
+    ranges = ranges.loc[threads.isin(wanted)]
+    if ranges.empty:
+        return found
     row_of_id = pd.Series(np.arange(len(ranges)), index=ranges["range_id"].to_numpy())
     parent = row_of_id.reindex(ranges["parent"].to_numpy()).fillna(-1).to_numpy(np.int64)
-    names = ranges["name"].astype(str).to_numpy()
+    name_codes = ranges["name"].cat.codes.to_numpy()
+    labels = np.asarray([op_name(str(name)) for name in ranges["name"].cat.categories], dtype=object)
     start, end = ranges["start"].to_numpy(), ranges["end"].to_numpy()
     keys = ranges["pid"].to_numpy(), ranges["tid"].to_numpy()
     for pid, tid in set(zip(calls["pid"], calls["tid"])):
@@ -82,7 +89,7 @@ def _innermost_range(ranges: pd.DataFrame, calls: pd.DataFrame) -> np.ndarray:
             if not closed.any():
                 break
             candidate = np.where(closed, parent[np.maximum(candidate, 0)], candidate)
-        found[which[candidate >= 0]] = [op_name(name) for name in names[candidate[candidate >= 0]]]
+        found[which[candidate >= 0]] = labels[name_codes[candidate[candidate >= 0]]]
     return found
 
 
