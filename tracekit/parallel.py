@@ -162,7 +162,7 @@ def read_many(
     runner = _on_dask(tasks, workers, scheduler) if dask or scheduler else _on_pool(tasks, workers)
     for done, (index, part) in enumerate(runner, start=1):
         if isinstance(part, Failure) and strict:
-            raise TracekitError(f"{part.source}: {part.reason}")
+            raise TracekitError(part.reason if part.reason.startswith(part.source) else f"{part.source}: {part.reason}")
         accumulator.add(index, part)
         if progress:
             progress(done, len(tasks))

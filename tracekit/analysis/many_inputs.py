@@ -97,7 +97,10 @@ class Accumulator:
         kind = "ranks" if column == RANK else "inputs"
         read = len(self.parts)
         notes.insert(0, f"{read} {kind} read" + (f", {len(self.failures)} could not be" if self.failures else ""))
-        notes += [f"{failure.source}: {failure.reason}" for _, failure in sorted(self.failures, key=lambda f: f[0])]
+        notes += [
+            failure.reason if failure.reason.startswith(failure.source) else f"{failure.source}: {failure.reason}"
+            for _, failure in sorted(self.failures, key=lambda item: item[0])
+        ]  # a reader's message often names the file already
         notes += _common_notes(self.parts, labels, column)
         if tables:
             tables[0].title = f"{tables[0].title} ({self.title} over {read} {kind})"
