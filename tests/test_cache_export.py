@@ -1,5 +1,6 @@
 """The table cache beside large exports, and `tracekit export --parquet`."""
 
+import json
 import os
 import time
 
@@ -107,7 +108,8 @@ def test_a_damaged_cache_is_rebuilt_and_said_so(export):
     again = open_trace(export)  # rebuilt: read from the cache again, nothing to say
     pd.testing.assert_frame_equal(again.gpu_ops, expected, check_categorical=False)
     assert again.warnings == []
-    (folder / "gpu_ops" / "columns.json").write_text('{"rows": 3, "columns": [["start", null]]}')  # wrong shape
+    layout = json.loads((folder / "gpu_ops" / "columns.json").read_text())
+    (folder / "gpu_ops" / "columns.json").write_text(json.dumps({**layout, "rows": 3}))  # wrong shape
     wrong = open_trace(export)
     assert len(wrong.gpu_ops) == len(expected) and "was damaged" in wrong.warnings[0]
 

@@ -301,8 +301,9 @@ def test_null_ids_are_valid_input(cli, tmp_path):
 
 @pytest.mark.parametrize("rows, expected", [("start = 100", 60), ("1", None)])
 def test_null_where_the_schema_forbids_it(cli, tmp_path, rows, expected):
-    """A file whose schema text was edited to allow NULL in blockZ: NULL rows are left out and counted;
-    a column that is NULL in every row of a chunk (nothing for group_concat to join) is no traceback."""
+    """A file whose schema text was edited to allow NULL in blockZ: where blockZ is read (a summary by
+    launch configuration), NULL rows are left out and counted; a column that is NULL in every row of a
+    chunk (nothing for group_concat to join) is no traceback. The plain summary does not read blockZ."""
     import json
     import sqlite3
 
@@ -312,7 +313,10 @@ def test_null_where_the_schema_forbids_it(cli, tmp_path, rows, expected):
     path = without_not_null(b.write(tmp_path / "nulls.sqlite"), "CUPTI_ACTIVITY_KIND_KERNEL")
     with sqlite3.connect(path) as connection:
         connection.execute(f"UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET blockZ = NULL WHERE {rows}")
-    result = cli("kernels", path, "--format", "json")
+    plain = cli("kernels", path, "--format", "json")
+    assert plain.exit_code == 0 and sum(row["Total Time (ns)"] for row in json.loads(plain.stdout)) == 160
+    assert "left out" not in plain.stderr
+    result = cli("kernels", path, "--by-launch-config", "--format", "json")
     if expected is None:
         one_line_error(result, "none of its GPU operations is usable: all 2 rows")
     else:

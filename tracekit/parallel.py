@@ -19,12 +19,14 @@ import re
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tracekit.analysis.many_inputs import Accumulator, Failure, Part
 from tracekit.errors import InputNotFoundError, TracekitError, UsageError
-from tracekit.model.result import Result
 from tracekit.runs import Run
+
+if TYPE_CHECKING:  # pandas comes with them: only the many-inputs path loads them (``is_many`` does not)
+    from tracekit.analysis.many_inputs import Failure, Part
+    from tracekit.model.result import Result
 
 TRACE_SUFFIXES = (".sqlite", ".nsys-rep", ".qdrep", ".json", ".json.gz")
 LABEL_SUFFIXES = (".pt.trace.json.gz", ".pt.trace.json", ".json.gz", ".json", ".sqlite", ".nsys-rep", ".qdrep")
@@ -112,6 +114,8 @@ def rank_in_name(label: str) -> int | None:
 
 def read_part(source: str, label: str, command: str, options: dict[str, Any], limit: int) -> Part | Failure:
     """One input's Part, or its Failure; the task a worker runs (never raises for a bad file)."""
+    from tracekit.analysis.many_inputs import Failure, Part
+
     os.environ["TRACEKIT_WORKERS"] = "1"  # one file per worker already uses the cores; daemons may not fork
     try:
         from tracekit.analysis.compare import compare_part
@@ -154,6 +158,8 @@ def read_many(
     progress: Progress | None = None,
 ) -> Result:
     """``command`` over every input: per-input tables and the aggregate, folded as parts arrive."""
+    from tracekit.analysis.many_inputs import Accumulator, Failure
+
     paths = expand_inputs(arguments)
     labels = labels_for(paths)
     workers = max(1, min(workers or os.cpu_count() or 1, len(paths)))
@@ -176,6 +182,8 @@ def _on_pool(tasks: list[tuple], workers: int) -> Iterator[tuple[int, Part | Fai
     """The tasks on ``workers`` local processes (fresh interpreters: a forkserver where there is one)."""
     import multiprocessing
 
+    from tracekit.analysis.many_inputs import Failure
+
     method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
     context = multiprocessing.get_context(method)
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
@@ -190,6 +198,8 @@ def _on_pool(tasks: list[tuple], workers: int) -> Iterator[tuple[int, Part | Fai
 
 def _on_dask(tasks: list[tuple], workers: int, scheduler: str | None) -> Iterator[tuple[int, Part | Failure]]:
     """The tasks on Dask: a LocalCluster of ``workers`` single-threaded processes, or ``scheduler``."""
+    from tracekit.analysis.many_inputs import Failure
+
     try:
         # Optional (the dask extra): absent, one line below; pyright runs before the extra is installed.
         from dask.distributed import Client, LocalCluster  # pyright: ignore[reportMissingImports]

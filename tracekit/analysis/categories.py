@@ -116,4 +116,6 @@ def categorize_ops(ops: pd.DataFrame) -> pd.Categorical:
 
 def op_categories(trace: Trace) -> np.ndarray:
     """Category codes (indices into CATEGORIES) of a trace's GPU ops, computed once per trace."""
-    return trace.derived("op_categories", lambda: categorize_ops(trace.gpu_ops).codes.astype(np.int64))
+    return trace.derived(
+        "op_categories", lambda: categorize_ops(trace.columns("gpu_ops", ["kind", "name"])).codes.astype(np.int64)
+    )

@@ -15,9 +15,16 @@ import pandas as pd
 from tracekit.analysis import stats
 from tracekit.analysis.attribution import ops_in_ranges
 from tracekit.analysis.categories import CATEGORIES, op_categories
+from tracekit.analysis.kernel_columns import (
+    CATEGORY_COLUMNS,
+    NAME_COLUMNS,
+    command_columns,
+    summary_columns,
+)
 from tracekit.analysis.kernel_types import launched_before_last_step, type_table
 from tracekit.errors import NoGpuDataError, UsageError
 from tracekit.model.result import Result
+from tracekit.model.schema import GPU_OPS
 from tracekit.model.selection import select_ranges
 from tracekit.model.trace import Trace
 
@@ -26,7 +33,6 @@ GRID = "GridXYZ"
 BLOCK = "BlockXYZ"
 CATEGORY = "Category"
 KERNEL_COUNT = "Kernels"
-NAME_COLUMNS = {"demangled": "name", "short": "short_name"}
 OPS_CHOICES = ("kernels", "all")
 
 
@@ -37,9 +43,10 @@ def kernel_mask(trace: Trace, ops: str = "kernels") -> np.ndarray | None:
     """
     if ops not in OPS_CHOICES:
         raise UsageError(f"unknown --ops {ops!r}; choose one of {', '.join(OPS_CHOICES)}")
-    rows = (trace.gpu_ops["kind"] == "kernel").to_numpy() if ops == "kernels" else None
-    if not (rows.any() if rows is not None else len(trace.gpu_ops)):
-        dropped = int(trace.gpu_ops.attrs.get("dropped", 0))
+    kinds = trace.columns("gpu_ops", ["kind"])["kind"]
+    rows = (kinds == "kernel").to_numpy() if ops == "kernels" else None
+    if not (rows.any() if rows is not None else len(kinds)):
+        dropped = trace.dropped("gpu_ops")
         if dropped:
             raise NoGpuDataError(
                 f"{trace.name}: none of its GPU operations is usable: all {dropped:,} rows read hold unusable values "
@@ -119,7 +126,10 @@ def kernel_table(
     """
     rows, instances = selected_rows(trace, ops, ranges, same_thread, domain, window)
     # The whole trace's summary is asked for by several tables of a report: computed once per trace.
-    summarize = lambda: summarize_kernels(trace.gpu_ops, name=name, by_launch_config=by_launch_config, rows=rows)
+    columns = summary_columns(name, by_launch_config)
+    summarize = lambda: summarize_kernels(
+        trace.columns("gpu_ops", columns), name=name, by_launch_config=by_launch_config, rows=rows
+    )
     key = f"kernel_summary:{name}:{by_launch_config}:{ops}"
     summary = summarize() if ranges or window is not None else trace.derived(key, summarize)
     if per_instance:
@@ -168,7 +178,7 @@ def summarize_categories(trace: Trace, rows: np.ndarray | None = None) -> pd.Dat
 
     Every category appears, zeros included, so the tables of two traces have the same rows.
     """
-    ops = trace.gpu_ops
+    ops = trace.columns("gpu_ops", CATEGORY_COLUMNS)
     categories = op_categories(trace)
     names = ops["name"].cat.codes.to_numpy().astype(np.int64)
     durations = ops["duration"].to_numpy()
@@ -219,8 +229,9 @@ def unclassified_note(trace: Trace, table: pd.DataFrame, rows: np.ndarray | None
     mask = op_categories(trace) == CATEGORIES.index("other")
     if rows is not None:
         mask &= rows
-    short = trace.gpu_ops["short_name"]
-    totals = np.bincount(short.cat.codes.to_numpy()[mask], weights=trace.gpu_ops["duration"].to_numpy()[mask])
+    ops = trace.columns("gpu_ops", ["short_name", "duration"])
+    short = ops["short_name"]
+    totals = np.bincount(short.cat.codes.to_numpy()[mask], weights=ops["duration"].to_numpy()[mask])
     largest = np.argsort(-totals, kind="stable")[:shown]
     labels = np.asarray(short.cat.categories, dtype=object)
     names = ", ".join(f"{labels[code]} ({totals[code] / 1e6:,.3f} ms)" for code in largest if totals[code] > 0)
@@ -267,6 +278,10 @@ def kernel_summary(
     if per_instance and not ranges:
         raise UsageError("--per-instance divides by the instances of --range: give --range too")
     where = f" inside {', '.join(ranges)}" + (" (per instance)" if per_instance else "") if ranges else ""
+    # The columns this command reads, said before the first read so that one read fetches them all: a
+    # range filter, a step window or the type split reads the whole table.
+    columns = command_columns(by, name, by_launch_config, bool(ranges), drop_last_step)
+    trace.need("gpu_ops", GPU_OPS.names if columns is None else columns)
     window, notes = None, []
     if drop_last_step:
         window, note = launched_before_last_step(trace)

@@ -82,12 +82,14 @@ def kernels(
 
     Several traces (paths, globs, a folder): each one's table with a Rank or Run column, and the
     summary over all of them."""
-    from tracekit.analysis.kernels import kernel_summary
-    from tracekit.sources import open_trace
-
     if per_instance and not ranges:
         raise click.UsageError("--per-instance divides by the instances of --range: give --range too")
     many = split_many(kwargs)
+    if not is_many(traces):
+        _read_ahead(traces[0], by, name, by_launch_config, bool(ranges), drop_last_step)
+    from tracekit.analysis.kernels import kernel_summary
+    from tracekit.sources import open_trace
+
     if is_many(traces):
         if per_instance:
             raise click.UsageError("--per-instance takes one trace")
@@ -109,6 +111,23 @@ def kernels(
         drop_last_step=drop_last_step,
     )
     emit(result, fmt, output, unit)
+
+
+def _read_ahead(trace: str, by: str, name: str, by_launch_config: bool, ranges: bool, drop_last_step: bool) -> None:
+    """Start reading the columns the summary uses while the analysis imports (``sources.read_ahead``)."""
+    from tracekit.analysis.kernel_columns import NAME_COLUMNS, command_columns
+    from tracekit.errors import TracekitError
+    from tracekit.sources import trace_file
+    from tracekit.sources.read_ahead import read_gpu_ops_ahead
+
+    if name not in NAME_COLUMNS:
+        return
+    columns = command_columns(by, name, by_launch_config, ranges, drop_last_step)
+    try:
+        if columns is not None:
+            read_gpu_ops_ahead(trace_file(trace), columns)
+    except TracekitError:
+        return  # the command itself says what is wrong with the input
 
 
 @click.command()

@@ -65,12 +65,14 @@ class Schema:
     def column(self, name: str) -> Column:
         return next(column for column in self.columns if column.name == name)
 
-    def check(self, frame: pd.DataFrame, source: str) -> pd.DataFrame:
+    def check(self, frame: pd.DataFrame, source: str, partial: bool = False) -> pd.DataFrame:
         """The frame itself when it fills this schema; InvalidTraceError (naming the table, the column
-        and what is wrong) when a column is missing, extra, out of order or of another dtype."""
+        and what is wrong) when a column is missing, extra, out of order or of another dtype. ``partial``:
+        the frame holds some of the columns (in order), as a command that reads only what it uses gets."""
         have = [str(column) for column in frame.columns]
-        if have != self.names:
-            missing = [name for name in self.names if name not in have]
+        expected = [name for name in self.names if name in set(have)] if partial else self.names
+        if have != expected:
+            missing = [name for name in expected if name not in have]
             extra = [name for name in have if name not in self.names]
             what = (
                 f"missing {', '.join(missing)}"
@@ -80,7 +82,7 @@ class Schema:
                 else "columns out of order"
             )
             raise InvalidTraceError(f"{source}: the {self.table} table breaks tracekit's column contract ({what})")
-        for column in self.columns:
+        for column in (column for column in self.columns if column.name in set(have)):
             dtype = frame[column.name].dtype
             if not _dtype_fits(dtype, column.dtype):
                 raise InvalidTraceError(
@@ -91,16 +93,21 @@ class Schema:
                     f"{source}: {self.table}.{column.name} has categories "
                     f"{list(frame[column.name].cat.categories)}, the contract says {list(column.categories)}"
                 )
-        if self.interval and len(frame):
-            start, end = frame["start"].to_numpy(), frame["end"].to_numpy()
-            bad = end < start
+        if self.interval and len(frame) and ("duration" in have or {"start", "end"} <= set(have)):
+            # from start and end when the frame has them: a duration that disagrees with them is not trusted
+            durations = (
+                frame["end"].to_numpy() - frame["start"].to_numpy()
+                if {"start", "end"} <= set(have)
+                else frame["duration"].to_numpy()
+            )
+            bad = durations < 0
             if bad.any():
                 raise InvalidTraceError(
                     f"{source}: {int(bad.sum())} rows of {self.table} end before they start; the input is damaged"
                 )
             # Totals and prefix sums of durations are int64: a sum past 2^62 ns (146 years) would wrap.
             # Each time is plausible on its own (readers check that), so only a forged file gets here.
-            if float((end - start).sum(dtype="float64")) >= DURATION_SUM_LIMIT:
+            if float(durations.sum(dtype="float64")) >= DURATION_SUM_LIMIT:
                 raise InvalidTraceError(
                     f"{source}: the durations in {self.table} add up to more than 2^62 ns (146 years); "
                     "no capture holds that much, the input is damaged"

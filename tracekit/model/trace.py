@@ -92,7 +92,9 @@ class Trace:
     ``loaders`` maps each of ``TABLES`` to a zero-argument function returning that table; it may also
     hold "ranges_named", a function of a set of names/globs returning only those ranges (a reader that
     can filter at the source, as nsys's does in SQL, so that a phase breakdown of a trace with millions
-    of NVTX ranges never loads the millions).
+    of NVTX ranges never loads the millions), and "<table>:columns", a function of a tuple of column
+    names returning the table with only those columns (at least; a reader that reads a column store, as
+    SQLite is read here, fetches only what the command uses: see ``columns``).
     """
 
     def __init__(self, meta: TraceMeta, loaders: dict[str, Callable]):
@@ -101,14 +103,19 @@ class Trace:
         self._derived: dict[str, object] = {}
         self._dropped: dict[str, int] = {}
         self._notes: list[str] = []
+        self._partial: dict[str, pd.DataFrame] = {}  # tables read for some of their columns only
+        self._needed: dict[str, set[str]] = {}  # columns a command said it will use (``need``)
 
     def note(self, text: str) -> None:
         """Something a reader wants the user told (a damaged cache rebuilt, say); once per text."""
         if text not in self._notes:
             self._notes.append(text)
 
-    def _load(self, table: str, frame: pd.DataFrame | None = None) -> pd.DataFrame:
-        frame = SCHEMAS[table].check(self.loaders[table]() if frame is None else frame, self.meta.source)
+    def _load(self, table: str, frame: pd.DataFrame | None = None, partial: bool = False) -> pd.DataFrame:
+        if frame is None and self._has_columns(table):  # the whole table through the column reader
+            return self._partial_frame(table, tuple(SCHEMAS[table].names))
+        frame = self.loaders[table]() if frame is None else frame
+        frame = SCHEMAS[table].check(frame, self.meta.source, partial=partial)
         dropped = int(frame.attrs.get("dropped", 0))
         if dropped:
             self._dropped[table] = max(dropped, self._dropped.get(table, 0))
@@ -132,6 +139,43 @@ class Trace:
             "out-of-range numbers, or NULL, REAL or TEXT where integers belong)"
             for table, count in self._dropped.items()
         ] + self._notes
+
+    def _has_columns(self, table: str) -> bool:
+        return f"{table}:columns" in self.loaders
+
+    def columns(self, table: str, names: Collection[str]) -> pd.DataFrame:
+        """``table`` with only the columns ``names`` (contract order): what a command declares it uses.
+
+        A reader that can fetch columns separately (an nsys export; its cache) reads only these; others
+        load the whole table once. A row is left out when a value read for it is unusable, so the rows
+        follow the columns read: asking later for more columns than the table holds reads them all
+        again, together, so every column of the table always comes from one read. A command asks for
+        all it needs at once.
+        """
+        wanted = [name for name in SCHEMAS[table].names if name in set(names)]
+        if table in self.__dict__ or not self._has_columns(table):  # the whole table (or no column reader)
+            return getattr(self, table).loc[:, wanted]
+        return self._partial_frame(table, tuple(wanted))
+
+    def need(self, table: str, names: Collection[str]) -> None:
+        """Say which columns of ``table`` the command will use, before it uses any: the first read
+        fetches them all at once."""
+        self._needed.setdefault(table, set()).update(names)
+
+    def _partial_frame(self, table: str, wanted: tuple[str, ...]) -> pd.DataFrame:
+        held = self._partial.get(table)
+        if held is None or not set(wanted) <= set(held.columns):
+            union = set(wanted) | self._needed.get(table, set()) | (set(held.columns) if held is not None else set())
+            ordered = tuple(name for name in SCHEMAS[table].names if name in union)
+            frame = self._load(table, self.loaders[f"{table}:columns"](ordered).loc[:, list(ordered)], partial=True)
+            if held is not None and len(frame) != len(held):
+                # More columns read, more values checked: rows with an unusable value in a new column are
+                # left out now, so what was computed per row of the narrower table no longer lines up.
+                self._derived.clear()
+            self._partial[table] = held = frame
+        if len(wanted) == len(SCHEMAS[table].names):
+            self.__dict__[table] = held  # the whole table: later ``trace.gpu_ops`` reads it as it is
+        return held.loc[:, list(wanted)]
 
     @cached_property
     def gpu_ops(self) -> pd.DataFrame:

@@ -24,16 +24,22 @@ import shutil
 import threading
 from collections.abc import Callable, Collection
 from pathlib import Path
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from tracekit.errors import InvalidTraceError, TracekitError
 from tracekit.files import write_text
-from tracekit.model.selection import Pattern, select_named
-from tracekit.model.trace import SCHEMAS, TABLES, Trace
+from tracekit.model.schema import TRACE_TABLES
 
-FORMAT = 4  # 3: the GPU-op table is called gpu_ops; 4: unusable rows left out and counted (attrs)
+if TYPE_CHECKING:  # pandas loads when a table does: the command line asks the cache before importing it
+    import pandas as pd
+
+    from tracekit.model.selection import Pattern
+    from tracekit.model.trace import Trace
+
+SCHEMAS = {schema.table: schema for schema in TRACE_TABLES}
+TABLES = tuple(SCHEMAS)
+
+FORMAT = 5  # 3: the GPU-op table is called gpu_ops; 4: unusable rows left out and counted (attrs); 5: some columns
 MIN_BYTES = 32 * 2**20
 SUFFIX = ".tracekit-cache"
 
@@ -96,24 +102,43 @@ class TableCache:
             return True
         return folder.is_dir() and ((folder / "key.json").is_file() or not any(folder.iterdir()))
 
-    def load(self, table: str) -> pd.DataFrame | None:
+    def cached_columns(self, table: str) -> list[str]:
+        """The columns of ``table`` the cache holds ([] when none)."""
+        if not self._ours() or not self.has(table):
+            return []
+        try:
+            return [column for column, _ in json.loads((self.folder / table / "columns.json").read_text())["columns"]]
+        except (OSError, ValueError, KeyError, TypeError, RecursionError):
+            return []
+
+    def load(self, table: str, columns: Collection[str] | None = None) -> pd.DataFrame | None:
+        """The cached ``table`` (only ``columns``, when given), or None when the cache lacks any of them."""
+        import numpy as np
+        import pandas as pd
+
         if not self._ours() or not self.has(table):
             return None
         folder = self.folder / table
+        schema = SCHEMAS["ranges" if table.startswith("ranges_named-") else table]
+        columns = schema.names if columns is None else columns
         try:
             layout = json.loads((folder / "columns.json").read_text())
+            held = {column: categories for column, categories in layout["columns"]}
+            wanted = [column for column, _ in layout["columns"] if column in set(columns)]
+            if not set(columns) <= set(held):
+                return None
             frame = pd.DataFrame(index=pd.RangeIndex(layout["rows"]))
             frame.attrs.update(layout.get("attrs", {}))  # e.g. the count of rows the reader left out
-            for column, categories in layout["columns"]:
+            for column in wanted:
                 values = np.load(folder / f"{column}.npy", allow_pickle=False)
+                categories = held[column]
                 frame[column] = (
                     values
                     if categories is None
                     else pd.Categorical.from_codes(values, categories=pd.Index(categories, dtype=object))
                 )
             # The contract the reader's own table would meet: a cache that breaks it is damaged.
-            schema = SCHEMAS["ranges" if table.startswith("ranges_named-") else table]
-            return schema.check(frame, str(self.export))
+            return schema.check(frame, str(self.export), partial=True)
         # MemoryError: a damaged .npy header claiming a huge shape; RecursionError: absurdly nested JSON
         except (OSError, ValueError, KeyError, TypeError, IndexError, EOFError, MemoryError, RecursionError,
                 InvalidTraceError):  # fmt: skip
@@ -122,6 +147,9 @@ class TableCache:
 
     def store(self, table: str, frame: pd.DataFrame) -> None:
         """Write one table; a cache we cannot write (or a column type it does not hold) is skipped."""
+        import numpy as np
+        import pandas as pd
+
         columns = []
         for column in frame.columns:
             dtype = frame[column].dtype
@@ -135,6 +163,8 @@ class TableCache:
             self._store(table, frame, columns)
 
     def _store(self, table: str, frame: pd.DataFrame, columns: list) -> None:
+        import numpy as np
+
         if not self._ours():
             return
         try:
@@ -173,10 +203,30 @@ class TableCache:
 
         return load
 
+    def wrap_columns(
+        self, table: str, loader: Callable[[tuple[str, ...]], pd.DataFrame]
+    ) -> Callable[[tuple[str, ...]], pd.DataFrame]:
+        """A loader of some columns (``Trace.columns``) that reads them from the cache when it holds them
+        all, else reads them together with the cached ones (a table's columns come from one read: see
+        ``Trace.columns``) and caches that wider set in place of the narrower one."""
+
+        def load(columns: tuple[str, ...]) -> pd.DataFrame:
+            cached = self.load(table, columns)
+            if cached is not None:
+                return cached
+            union = set(columns) | set(self.cached_columns(table))
+            frame = loader(tuple(name for name in SCHEMAS[table].names if name in union))
+            self.store(table, frame)
+            return frame.loc[:, [name for name in frame.columns if name in set(columns)]]
+
+        return load
+
 
 def cached_trace(trace: Trace, export: Path) -> Trace:
     """``trace`` (read from ``export``) with its tables read from and written to the export's cache, or
     ``trace`` itself when the export is small or caching is off."""
+    from tracekit.model.trace import Trace
+
     cache = TableCache.for_export(export)
     if cache is None:
         return trace
@@ -195,6 +245,8 @@ def cached_trace(trace: Trace, export: Path) -> Trace:
 
     for table in TABLES:
         loaders[table] = noting(cache.wrap(table, trace.loaders[table]))
+        if f"{table}:columns" in trace.loaders:
+            loaders[f"{table}:columns"] = noting(cache.wrap_columns(table, trace.loaders[f"{table}:columns"]))
     if "ranges_named" in trace.loaders:
         loaders["ranges_named"] = noting(
             lambda patterns: _cached_selection(cache, trace.loaders["ranges_named"], patterns)
@@ -231,6 +283,8 @@ def _cached_selection(cache: TableCache, read_named: Callable, patterns: Collect
     """Named ranges on a cached export: from the whole cached range table when there is one (a
     filter beats a scan of SQLite), else from a cached earlier selection of the same patterns, else
     a filtered read that is cached for next time (a breakdown's phases are asked for again)."""
+    from tracekit.model.selection import select_named
+
     whole = cache.load("ranges")
     if whole is not None:
         return select_named(whole, patterns)

@@ -9,7 +9,7 @@ table only when it has rows) read as empty. Integer columns come through the col
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from contextlib import closing
 from pathlib import Path
 from typing import TypeVar
@@ -21,13 +21,6 @@ from tracekit.errors import InvalidTraceError, NotAnExportError
 from tracekit.model.schema import GPU_OP_KINDS, GPU_OPS, LAUNCHES
 from tracekit.model.trace import Trace
 from tracekit.sources.nsys_checks import (
-    COPY_GUARD,
-    KERNEL_CAREFUL,
-    KERNEL_GUARD,
-    KERNEL_OPTIONAL,
-    MEMCPY_OPTIONAL,
-    MEMSET_OPTIONAL,
-    OP_CAREFUL,
     RUNTIME_OPTIONAL,
     UNKNOWN_PID,
     keep_usable,
@@ -36,6 +29,7 @@ from tracekit.sources.nsys_checks import (
     with_dropped,
     with_notes,
 )
+from tracekit.sources.nsys_gpu_reads import LAUNCH_CONFIG, gpu_op_reads
 from tracekit.sources.nsys_meta import read_meta
 from tracekit.sources.sqlite_columns import (
     DROPPED,
@@ -44,15 +38,13 @@ from tracekit.sources.sqlite_columns import (
     connect_readonly,
     index_of_ids,
     present_ids,
+    read_columns,
     read_int_columns,
     read_strings,
     text_among,
 )
 
 T = TypeVar("T")
-KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
-MEMCPY_TABLE = "CUPTI_ACTIVITY_KIND_MEMCPY"
-MEMSET_TABLE = "CUPTI_ACTIVITY_KIND_MEMSET"
 RUNTIME_TABLE = "CUPTI_ACTIVITY_KIND_RUNTIME"
 
 
@@ -90,6 +82,7 @@ def read_nsys_export(path: str | Path) -> Trace:
     meta = reading(path, "metadata", read_meta)(path, tables)
     loaders = {
         "gpu_ops": reading(path, "GPU activity", lambda: read_gpu_ops(path, tables)),
+        "gpu_ops:columns": reading(path, "GPU activity", lambda columns: read_gpu_ops(path, tables, columns)),
         "launches": reading(path, "CUDA API calls", lambda: read_launches(path, tables)),
         "ranges": reading(path, "NVTX ranges", lambda: read_ranges(path, tables)),
         "ranges_named": reading(path, "NVTX ranges", lambda names: read_ranges(path, tables, names)),
@@ -160,103 +153,67 @@ def _categorical_from_ids(
     return pd.Categorical.from_codes(codes, categories=pd.Index(categories, dtype=object))
 
 
-def read_gpu_ops(path: Path, tables: frozenset[str]) -> pd.DataFrame:
-    """Kernels, memcpys and memsets as one table of GPU operations (``schema.GPU_OPS``).
+def read_gpu_ops(path: Path, tables: frozenset[str], columns: Collection[str] | None = None) -> pd.DataFrame:
+    """Kernels, memcpys and memsets as one table of GPU operations (``schema.GPU_OPS``), with only
+    ``columns`` (all by default; see ``nsys_gpu_reads``).
 
     Built column by column, each array narrowed as it is read, so that the peak memory of a 10M-row
     export stays near the size of the table itself.
     """
-    # Few, short values per row: SQLite formats every value as text for the columnar reader, so the
-    # pid is taken out of the 15-digit global id, and small ids share one value (unpacked in numpy).
-    # Arithmetic rather than bit operators: a REAL stays REAL (and fails to parse), where << and &
-    # would silently truncate it.
-    common = {
-        "start": "start",
-        "end": "end",
-        "device_stream": "deviceId * 4294967296 + streamId",
-        "correlation_id": "ifnull(correlationId, -1)",
-        # a NULL globalPid (allowed by the schema) is an unknown process: matched by correlation alone
-        "pid": f"ifnull({low_bits(f'globalPid / {2**24}', 24)}, {UNKNOWN_PID})",
-    }
+    wanted = [name for name in GPU_OPS.names if columns is None or name in set(columns)]
     parts: dict[str, dict[str, np.ndarray]] = {}
-    dropped = 0
-    if KERNEL_TABLE in tables:
-        parts["kernel"] = read_int_columns(
-            path,
-            KERNEL_TABLE,
-            {
-                **common,
-                "name_ids": "demangledName * 4294967296 + shortName",
-                "grid": "gridX * 4294967296 + gridY * 65536 + gridZ",
-                "block": "blockX * 4294967296 + blockY * 65536 + blockZ",
-            },
-            guard=KERNEL_GUARD,
-            careful=KERNEL_CAREFUL,
-            optional=KERNEL_OPTIONAL,
-        )
-    if MEMCPY_TABLE in tables:
-        parts["memcpy"] = read_int_columns(
-            path,
-            MEMCPY_TABLE,
-            {**common, "bytes": "bytes", "copy_kind": "copyKind"},
-            dtypes={"copy_kind": "int32"},
-            guard=COPY_GUARD,
-            careful=f"{OP_CAREFUL} AND {are_integers('bytes', 'copyKind')}",
-            optional=MEMCPY_OPTIONAL,
-        )
-    if MEMSET_TABLE in tables:
-        parts["memset"] = read_int_columns(
-            path,
-            MEMSET_TABLE,
-            {**common, "bytes": "bytes"},
-            guard=COPY_GUARD,
-            careful=f"{OP_CAREFUL} AND {are_integers('bytes')}",
-            optional=MEMSET_OPTIONAL,
-        )
-    notes = []
-    tables_of = {"kernel": KERNEL_TABLE, "memcpy": MEMCPY_TABLE, "memset": MEMSET_TABLE}
-    for kind, columns in parts.items():
-        dropped += int(columns.pop(DROPPED))  # type: ignore[arg-type]
-        missing = columns.pop(MISSING)
-        notes.append(missing_notes(tables_of[kind], missing, str(path)))  # type: ignore[arg-type]
-        dropped += keep_usable(columns)
-        if "globalPid" in missing:
-            columns["pid"][:] = UNKNOWN_PID
-        if kind == "kernel":
-            _unpack_launch_config(columns)
-        packed = columns.pop("device_stream")
-        columns["device"], columns["stream"] = (packed >> 32).astype(np.int16), (packed & 0xFFFFFFFF).astype(np.int32)
-        columns["pid"] = columns["pid"].astype(np.int32)
+    dropped, notes = 0, []
+    for kind, read in gpu_op_reads(tables, wanted).items():
+        part = read_columns(path, **read.arguments())
+        dropped += int(part.pop(DROPPED))  # type: ignore[arg-type]
+        missing = part.pop(MISSING)
+        notes.append(missing_notes(read.table, missing, str(path)))  # type: ignore[arg-type]
+        dropped += keep_usable(part)
+        if "globalPid" in missing and "pid" in part:
+            part["pid"][:] = UNKNOWN_PID
+        parts[kind] = part
+    empty = GPU_OPS.empty().loc[:, wanted]
     if not parts:
-        return GPU_OPS.empty()
-    if not sum(len(columns["start"]) for columns in parts.values()):
-        return with_notes(with_dropped(GPU_OPS.empty(), dropped), notes)
+        return empty
+    if not sum(len(next(iter(part.values()))) for part in parts.values()):
+        return with_notes(with_dropped(empty, dropped), notes)
+    return with_notes(with_dropped(_gpu_op_frame(path, parts, wanted), dropped), notes)
 
-    lengths = {kind: len(columns["start"]) for kind, columns in parts.items()}
-    names, short_names = _gpu_op_names(path, parts)
+
+def _gpu_op_frame(path: Path, parts: dict[str, dict[str, np.ndarray]], wanted: list[str]) -> pd.DataFrame:
+    """The columns ``wanted`` of the GPU-op table from the kinds' columns as read (consumed on the way)."""
+    for kind, part in parts.items():
+        if kind == "kernel" and "grid" in part:
+            _unpack_launch_config(part)
+        if "device_stream" in part:
+            packed = part.pop("device_stream")
+            part["device"], part["stream"] = (packed >> 32).astype(np.int16), (packed & 0xFFFFFFFF).astype(np.int32)
+        if "pid" in part:
+            part["pid"] = part["pid"].astype(np.int32)
+    lengths = {kind: len(next(iter(part.values()))) for kind, part in parts.items()}
     frame = pd.DataFrame(index=pd.RangeIndex(sum(lengths.values())))
-    for column in ("start", "end", "device", "stream", "correlation_id", "pid", *LAUNCH_CONFIG, "bytes"):
-        pieces = [columns.pop(column, None) for columns in parts.values()]
-        dtype = np.dtype(GPU_OPS.column(column).dtype)
-        # Columns a kind does not have (grid for memcpy, bytes for kernels) are 0 for it.
-        frame[column] = np.concatenate(
-            [
-                piece.astype(dtype, copy=False) if piece is not None else np.zeros(length, dtype)
-                for piece, length in zip(pieces, lengths.values())
-            ]
-        )
-        del pieces
-    frame["duration"] = frame["end"] - frame["start"]
-    frame["kind"] = pd.Categorical.from_codes(
-        np.concatenate([np.full(length, GPU_OP_KINDS.index(kind), np.int8) for kind, length in lengths.items()]),
-        categories=GPU_OP_KINDS,
-    )
-    frame["name"] = names
-    frame["short_name"] = short_names
-    return with_notes(with_dropped(frame.loc[:, GPU_OPS.names], dropped), notes)
-
-
-LAUNCH_CONFIG = ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")
+    names = _gpu_op_names(path, parts, "name" in wanted, "short_name" in wanted)
+    numbers = ["start", "end", "duration", "device", "stream", "correlation_id", "pid", *LAUNCH_CONFIG, "bytes"]
+    for column in wanted:
+        if column in names:
+            frame[column] = names.pop(column)
+        elif column == "kind":
+            codes = [np.full(length, GPU_OP_KINDS.index(kind), np.int8) for kind, length in lengths.items()]
+            frame[column] = pd.Categorical.from_codes(np.concatenate(codes), categories=GPU_OP_KINDS)
+        elif column == "duration" and "start" in wanted:
+            frame[column] = frame["end"].to_numpy() - frame["start"].to_numpy()
+        elif column in numbers:
+            dtype = np.dtype(GPU_OPS.column(column).dtype)
+            pieces = [part.pop(column, None) for part in parts.values()]
+            # Columns a kind does not have (grid for memcpy, bytes for kernels) are 0 for it.
+            frame[column] = np.concatenate(
+                [
+                    piece.astype(dtype, copy=False) if piece is not None else np.zeros(length, dtype)
+                    for piece, length in zip(pieces, lengths.values())
+                ]
+            )
+            del pieces
+    return frame
 
 
 def _unpack_launch_config(columns: dict[str, np.ndarray]) -> None:
@@ -268,12 +225,16 @@ def _unpack_launch_config(columns: dict[str, np.ndarray]) -> None:
         columns[f"{axis}_z"] = (packed & 0xFFFF).astype(np.int32)
 
 
-def _gpu_op_names(path: Path, parts: dict[str, dict[str, np.ndarray]]) -> tuple[pd.Categorical, pd.Categorical]:
-    """Name and short name of every GPU op, in the order kernel, memcpy, memset rows.
+def _gpu_op_names(
+    path: Path, parts: dict[str, dict[str, np.ndarray]], name: bool, short_name: bool
+) -> dict[str, pd.Categorical]:
+    """Name and short name (those asked for) of every GPU op, in the order kernel, memcpy, memset rows.
 
     memcpys are named by direction ("[CUDA memcpy HtoD]") and memsets "[CUDA memset]", as nsys's
     reports name them; name and short name are the same for both.
     """
+    if not (name or short_name):
+        return {}
     labels: list[str] = []
     label_codes = []
     if "memcpy" in parts:
@@ -283,17 +244,16 @@ def _gpu_op_names(path: Path, parts: dict[str, dict[str, np.ndarray]]) -> tuple[
         label_codes.append(np.searchsorted(used, directions).astype(np.int32))
     if "memset" in parts:
         labels.append("[CUDA memset]")
-        label_codes.append(np.full(len(parts["memset"]["start"]), len(labels) - 1, np.int32))
+        label_codes.append(np.full(len(next(iter(parts["memset"].values()))), len(labels) - 1, np.int32))
     extra_codes = np.concatenate(label_codes) if label_codes else None
     kernel = parts.get("kernel", {})
-    packed = kernel.pop("name_ids", np.empty(0, np.int64))
-    name_ids, short_ids = (packed >> 32).astype(np.int32), (packed & 0xFFFFFFFF).astype(np.int32)
-    del packed
-    strings = read_strings(path, name_ids, short_ids) if len(name_ids) else {}
-    names = _categorical_from_ids(name_ids, strings, labels, extra_codes)
-    del name_ids
-    short_names = _categorical_from_ids(short_ids, strings, labels, extra_codes)
-    return names, short_names
+    ids = {
+        column: kernel.pop(f"{column}_id", np.empty(0, np.int64)).astype(np.int32)
+        for column, asked in (("name", name), ("short_name", short_name))
+        if asked
+    }
+    strings = read_strings(path, *ids.values()) if any(len(values) for values in ids.values()) else {}
+    return {column: _categorical_from_ids(values, strings, labels, extra_codes) for column, values in ids.items()}
 
 
 def read_launches(path: Path, tables: frozenset[str]) -> pd.DataFrame:

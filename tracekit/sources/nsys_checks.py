@@ -12,10 +12,13 @@ read again with the per-row ``careful`` tests. The count of rows left out travel
 
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING
 
-from tracekit.sources.sqlite_columns import are_integers, between, outside, text_among
+import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
+
 
 # Times stay below 2^62 ns: nsys export --ts-normalize gives times since the Unix epoch (~1.8e18 ns), so
 # the limit cannot be tighter. Everything built on times subtracts the first one or falls back to ranks
@@ -24,29 +27,6 @@ TIME_LIMIT = 2**62
 # The process id of GPU operations read from an export without globalPid (see attribution).
 UNKNOWN_PID = -1
 KERNEL_DIMS = ("gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ")
-OP_CAREFUL = (
-    f"{are_integers('start', 'end', 'deviceId', 'streamId', nullable=('correlationId', 'globalPid'))} AND "
-    f"{between('deviceId', high=2**15)} AND {between('streamId', high=2**31)}"
-)
-# Per chunk: a packed field outside its half would spill into its neighbour (a stream id past 2^32 reads as
-# another device, a short-name id past 2^32 as another kernel's name), and TEXT would turn into 0; TEXT
-# sorts after every number, so the range tests catch it too. Devices go with the 16-bit fields here
-# (packing stays exact); keep_usable holds them to int16.
-KERNEL_GUARD = (
-    f"{outside(['deviceId', 'gridY', 'gridZ', 'blockY', 'blockZ'], 0, 2**16)} "
-    f"OR {outside(['streamId', 'demangledName', 'shortName', 'gridX', 'blockX'], 0, 2**31)} "
-    f"OR {text_among(nullable=('globalPid',))}"
-)
-KERNEL_CAREFUL = (
-    f"{OP_CAREFUL} AND {are_integers('demangledName', 'shortName', *KERNEL_DIMS)} AND "
-    f"{between('gridY', 'gridZ', 'blockY', 'blockZ', high=2**16)} AND "
-    f"{between('gridX', 'blockX', 'demangledName', 'shortName', high=2**31)}"
-)
-COPY_GUARD = (
-    f"{outside(['deviceId'], 0, 2**16)} OR {outside(['streamId'], 0, 2**31)} OR {text_among(nullable=('globalPid',))}"
-)
-
-
 # Columns an export may lack (nullable in nsys's schema, or not in every version or exporter), with the
 # SQL value that stands for them and what their absence costs (said once per table in a note).
 OP_OPTIONAL = {"globalPid": "NULL", "correlationId": "NULL", "streamId": "0"}
@@ -89,19 +69,23 @@ def low_bits(expression: str, bits: int) -> str:
 
 def keep_usable(columns: dict[str, np.ndarray]) -> int:
     """Leave out, in place, the rows whose values cannot be right; returns how many. Times must lie in
-    [0, TIME_LIMIT) with end >= start; sizes, kinds and process ids (UNKNOWN_PID aside) must not be negative; ids packed
-    two to a value must each fit their half (device int16, stream, names: int32)."""
-    start, end = columns["start"], columns["end"]
-    usable = (start >= 0) & (end >= start) & (end < TIME_LIMIT)
-    for name in ("device_stream", "name_ids"):
-        if name in columns:
-            high, low = np.divmod(columns[name], 2**32)
-            usable &= (high >= 0) & (high < (2**15 if name == "device_stream" else 2**31)) & (low < 2**31)
+    [0, TIME_LIMIT) with end >= start (a checked duration read alone is -1 otherwise); sizes, kinds and
+    process ids (UNKNOWN_PID aside) must not be negative; ids packed two to a value must each fit their
+    half (device int16, stream int32); name ids must fit int32."""
+    if "start" in columns:
+        start, end = columns["start"], columns["end"]
+        usable = (start >= 0) & (end >= start) & (end < TIME_LIMIT)
+    else:
+        usable = columns["duration"] >= 0
+    if "device_stream" in columns:
+        high, low = np.divmod(columns["device_stream"], 2**32)
+        usable &= (high >= 0) & (high < 2**15) & (low < 2**31)
     for name in ("bytes", "copy_kind", "pid", "thread"):
         if name in columns:
             usable &= columns[name] >= (UNKNOWN_PID if name == "pid" else 0)
-    if "name_id" in columns:
-        usable &= (columns["name_id"] >= 0) & (columns["name_id"] < 2**31)
+    for name in ("name_id", "short_name_id"):
+        if name in columns:
+            usable &= (columns[name] >= 0) & (columns[name] < 2**31)
     return keep_rows(columns, usable)
 
 

@@ -13,17 +13,22 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import threading
 import warnings
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import closing
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 import numpy as np
-import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+# pandas and pyarrow load only for text columns: the kernel summary's reads start before pandas is imported
+# (``read_ahead``).
 
 # Rows per query: bounds the memory of one chunk's strings (about 12 bytes a value) while keeping
 # the per-query overhead small.
@@ -79,7 +84,43 @@ def chunk_bounds(
     return [(start, end - 1) for start, end in zip(starts, starts[1:])] + [(starts[-1], high)]
 
 
-def read_columns(
+_AHEAD: dict[str, Future] = {}
+_AHEAD_LOCK = threading.Lock()
+
+
+def read_ahead(path: str | Path, **arguments) -> None:
+    """Start ``read_columns(path, **arguments)`` on a background thread: the same call made later takes
+    its result instead of reading again. SQLite runs without the GIL, so a command reads its export while
+    its own imports (pandas: ~0.45 s) are still loading on the other core."""
+    key = _ahead_key(path, arguments)
+    future: Future = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(_read_columns(path, **arguments))
+        except BaseException as error:  # handed to the caller, who would have met it reading itself
+            future.set_exception(error)
+
+    with _AHEAD_LOCK:
+        if key in _AHEAD:
+            return
+        _AHEAD[key] = future
+    threading.Thread(target=run, name="tracekit-read-ahead", daemon=True).start()
+
+
+def _ahead_key(path: str | Path, arguments: Mapping) -> str:
+    return repr((str(Path(path).resolve()), sorted((name, repr(value)) for name, value in arguments.items())))
+
+
+def read_columns(path: str | Path, table: str, ints: Mapping[str, str], **arguments) -> dict:
+    """``_read_columns``, or the result of the same read started ahead (``read_ahead``)."""
+    arguments = {"table": table, "ints": ints, **arguments}
+    with _AHEAD_LOCK:
+        started = _AHEAD.pop(_ahead_key(path, arguments), None)
+    return started.result() if started is not None else _read_columns(path, **arguments)
+
+
+def _read_columns(
     path: str | Path,
     table: str,
     ints: Mapping[str, str],
@@ -154,6 +195,8 @@ def read_columns(
                 raise ValueError(f"{table}.{name}: {len(values[index])} numbers for {count} rows")
         for offset, name in enumerate(text_names):
             index = len(int_names) + offset
+            import pyarrow as pa
+
             strings = _split_text(values[index]) if count else pa.array([], pa.large_string())
             if len(strings) != count:  # a value held the separator: fetch this column row by row
                 strings = pa.array(
@@ -207,6 +250,9 @@ def _split_text(joined: str) -> pa.Array:
     """Split separator-joined values in C++ (pyarrow): no Python string per value."""
     # pyarrow.compute builds its kernel wrappers (split_pattern among them) at import time, so a static
     # checker does not see the name; it exists at runtime.
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     split = pc.split_pattern  # pyright: ignore[reportAttributeAccessIssue]
     return split(pa.array([joined], pa.large_string()), TEXT_SEPARATOR).flatten()
 
@@ -260,6 +306,8 @@ def between(*columns: str, low: int = 0, high: int = 2**62) -> str:
 
 def _join_text_chunks(chunks: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, list[str]]:
     """Chunks were factorized separately: map each chunk's distinct values into one shared list."""
+    import pandas as pd
+
     all_uniques = np.concatenate([uniques for _, uniques in chunks]) if chunks else np.empty(0, object)
     shared_codes, shared = pd.factorize(pd.Series(all_uniques, dtype=object))
     offsets = np.cumsum([0] + [len(uniques) for _, uniques in chunks])

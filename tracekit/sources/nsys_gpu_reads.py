@@ -1,0 +1,131 @@
+"""Which SQL reads give which columns of the GPU-op table: the column contract's side in SQLite.
+
+A command declares the ``gpu_ops`` columns it uses (``Trace.columns``); this module turns them into one
+columnar read per export table (kernels, memcpys, memsets) that fetches only what they need: the
+default kernel summary reads a duration and a name id per kernel (2 values, not 14), a launch
+configuration only with ``--by-launch-config``. Each value read brings its own checks (``nsys_checks``):
+a row is left out when a value read for it is unusable, and the times are always read (or checked in
+SQL when only the duration is), so a row with impossible times is left out by every command.
+
+No pandas here: the command line starts these reads on a thread while pandas is still importing
+(``read_ahead``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass, field
+
+from tracekit.sources.nsys_checks import (
+    KERNEL_DIMS,
+    KERNEL_OPTIONAL,
+    MEMCPY_OPTIONAL,
+    MEMSET_OPTIONAL,
+    TIME_LIMIT,
+    UNKNOWN_PID,
+    low_bits,
+)
+from tracekit.sources.sqlite_columns import are_integers, between, outside, text_among
+
+KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
+MEMCPY_TABLE = "CUPTI_ACTIVITY_KIND_MEMCPY"
+MEMSET_TABLE = "CUPTI_ACTIVITY_KIND_MEMSET"
+KIND_TABLES = {"kernel": KERNEL_TABLE, "memcpy": MEMCPY_TABLE, "memset": MEMSET_TABLE}
+LAUNCH_CONFIG = ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")
+# The duration alone, with the time checks done in SQL: a row whose times are unusable reads as -1 (the
+# subtraction would hide a TEXT time, which arithmetic turns into 0). REAL times give a non-integer and
+# send the chunk to the careful read.
+CHECKED_DURATION = f"CASE WHEN start >= 0 AND end >= start AND end < {TIME_LIMIT} THEN end - start ELSE -1 END"
+
+
+@dataclass
+class Read:
+    """One columnar read (``sqlite_columns.read_columns``'s arguments) of one export table."""
+
+    table: str
+    ints: dict[str, str] = field(default_factory=dict)
+    dtypes: dict[str, str] = field(default_factory=dict)
+    guards: list[str] = field(default_factory=list)  # SQL aggregates: a chunk that needs the careful read
+    carefuls: list[str] = field(default_factory=list)  # per-row tests of the careful read
+    optional: dict[str, str] = field(default_factory=dict)
+
+    def add(self, name: str, sql: str, careful: str, guard: str = "", dtype: str = "") -> None:
+        self.ints[name] = sql
+        self.carefuls.append(careful)
+        if guard:
+            self.guards.append(guard)
+        if dtype:
+            self.dtypes[name] = dtype
+
+    def arguments(self) -> dict:
+        return {
+            "table": self.table,
+            "ints": self.ints,
+            "dtypes": self.dtypes,
+            "guard": " OR ".join(f"({guard})" for guard in self.guards),
+            "careful": " AND ".join(f"({careful})" for careful in dict.fromkeys(self.carefuls)),
+            "optional": self.optional,
+        }
+
+
+def gpu_op_reads(tables: Collection[str], columns: Collection[str]) -> dict[str, Read]:
+    """Per op kind whose table the export has: the read giving ``columns`` of ``schema.GPU_OPS``."""
+    wanted = set(columns)
+    reads = {}
+    optional = {"kernel": KERNEL_OPTIONAL, "memcpy": MEMCPY_OPTIONAL, "memset": MEMSET_OPTIONAL}
+    for kind, table in KIND_TABLES.items():
+        if table not in tables:
+            continue
+        read = Read(table, optional=optional[kind])
+        _times(read, wanted)
+        if wanted & {"device", "stream"}:
+            # device and stream packed in one value: fewer numbers for SQLite to format
+            read.add(
+                "device_stream",
+                "deviceId * 4294967296 + streamId",
+                f"{are_integers('deviceId', 'streamId')} AND {between('deviceId', high=2**15)} AND "
+                f"{between('streamId', high=2**31)}",
+                guard=f"{outside(['deviceId'], 0, 2**16)} OR {outside(['streamId'], 0, 2**31)}",
+            )
+        if "correlation_id" in wanted:
+            read.add("correlation_id", "ifnull(correlationId, -1)", are_integers(nullable=("correlationId",)))
+        if "pid" in wanted:
+            # a NULL globalPid (allowed by the schema) is an unknown process: matched by correlation alone;
+            # arithmetic rather than bit operators: a REAL stays REAL (and fails to parse)
+            read.add(
+                "pid",
+                f"ifnull({low_bits(f'globalPid / {2**24}', 24)}, {UNKNOWN_PID})",
+                are_integers(nullable=("globalPid",)),
+                guard=text_among(nullable=("globalPid",)),
+            )
+        if kind == "kernel":
+            _kernel_columns(read, wanted)
+        if kind != "kernel" and "bytes" in wanted:
+            read.add("bytes", "bytes", are_integers("bytes"))
+        if kind == "memcpy" and wanted & {"name", "short_name"}:
+            read.add("copy_kind", "copyKind", are_integers("copyKind"), dtype="int32")
+        reads[kind] = read
+    return reads
+
+
+def _times(read: Read, wanted: set[str]) -> None:
+    """Every read has the times' checks: start and end when asked for, else the checked duration."""
+    if wanted & {"start", "end"}:
+        read.add("start", "start", are_integers("start", "end"))
+        read.add("end", "end", are_integers("start", "end"))
+    else:
+        read.add("duration", CHECKED_DURATION, are_integers("start", "end"))
+
+
+def _kernel_columns(read: Read, wanted: set[str]) -> None:
+    for name, column in (("name", "demangledName"), ("short_name", "shortName")):
+        if name in wanted:
+            read.add(f"{name}_id", column, f"{are_integers(column)} AND {between(column, high=2**31)}")
+    if wanted & set(LAUNCH_CONFIG):
+        dims = f"{are_integers(*KERNEL_DIMS)} AND {between('gridY', 'gridZ', 'blockY', 'blockZ', high=2**16)} AND "
+        dims += between("gridX", "blockX", high=2**31)
+        # a 16-bit field past its half would spill into its neighbour, and TEXT would turn into 0: per chunk
+        guard = f"{outside(['gridY', 'gridZ', 'blockY', 'blockZ'], 0, 2**16)} OR "
+        guard += outside(["gridX", "blockX"], 0, 2**31)
+        read.add("grid", "gridX * 4294967296 + gridY * 65536 + gridZ", dims, guard=guard)
+        read.add("block", "blockX * 4294967296 + blockY * 65536 + blockZ", dims)
