@@ -8,6 +8,9 @@ are imported inside the command that needs them.
 
 from __future__ import annotations
 
+import os
+import sys
+
 import click
 
 from tracekit import __version__
@@ -45,3 +48,43 @@ for command in (
     capture,
 ):
     main.add_command(command)
+
+
+# Commands that only read their inputs and write whole files: once they have printed, nothing is left to
+# do but exit (``run``). capture and bench start programs and clean up after them: they exit normally.
+FAST_EXIT = {command.name for command in main.commands.values()} - {"capture", "bench"}
+
+
+def run() -> None:
+    """The ``tracekit`` program: ``main``, then, for a command that has finished its work, an immediate
+    exit. Python's own exit tears down every module it imported, ~0.25 s once pandas and pyarrow are
+    loaded, longer than many commands take; nothing in it matters once the output is flushed. A child
+    process or a non-daemon thread still running gets the normal exit, which waits for them."""
+    try:
+        main()
+        code = 0
+    except SystemExit as done:
+        code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
+        if not isinstance(done.code, (int, type(None))):
+            print(done.code, file=sys.stderr)
+    if _may_exit_now():
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):  # a closed pipe (``| head``): nothing more can reach it
+                pass
+        os._exit(code)
+    sys.exit(code)
+
+
+def _may_exit_now() -> bool:
+    import threading
+
+    command = next((argument for argument in sys.argv[1:] if not argument.startswith("-")), None)
+    if command is not None and command not in FAST_EXIT:
+        return False
+    main_thread = threading.main_thread()
+    if any(thread is not main_thread and thread.is_alive() and not thread.daemon for thread in threading.enumerate()):
+        return False
+    multiprocessing = sys.modules.get("multiprocessing")
+    return multiprocessing is None or not multiprocessing.active_children()

@@ -1,5 +1,5 @@
 """``python -m tracekit.cli``: the same as the ``tracekit`` command."""
 
-from tracekit.cli import main
+from tracekit.cli import run
 
-main()
+run()

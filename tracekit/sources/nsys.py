@@ -172,11 +172,10 @@ def read_gpu_ops(path: Path, tables: frozenset[str], columns: Collection[str] | 
         if "globalPid" in missing and "pid" in part:
             part["pid"][:] = UNKNOWN_PID
         parts[kind] = part
-    empty = GPU_OPS.empty().loc[:, wanted]
     if not parts:
-        return empty
+        return GPU_OPS.empty().loc[:, wanted]
     if not sum(len(next(iter(part.values()))) for part in parts.values()):
-        return with_notes(with_dropped(empty, dropped), notes)
+        return with_notes(with_dropped(GPU_OPS.empty().loc[:, wanted], dropped), notes)
     return with_notes(with_dropped(_gpu_op_frame(path, parts, wanted), dropped), notes)
 
 
@@ -191,28 +190,30 @@ def _gpu_op_frame(path: Path, parts: dict[str, dict[str, np.ndarray]], wanted: l
         if "pid" in part:
             part["pid"] = part["pid"].astype(np.int32)
     lengths = {kind: len(next(iter(part.values()))) for kind, part in parts.items()}
-    frame = pd.DataFrame(index=pd.RangeIndex(sum(lengths.values())))
     names = _gpu_op_names(path, parts, "name" in wanted, "short_name" in wanted)
     numbers = ["start", "end", "duration", "device", "stream", "correlation_id", "pid", *LAUNCH_CONFIG, "bytes"]
+    columns: dict[str, object] = {}
     for column in wanted:
         if column in names:
-            frame[column] = names.pop(column)
+            columns[column] = names.pop(column)
         elif column == "kind":
             codes = [np.full(length, GPU_OP_KINDS.index(kind), np.int8) for kind, length in lengths.items()]
-            frame[column] = pd.Categorical.from_codes(np.concatenate(codes), categories=GPU_OP_KINDS)
+            columns[column] = pd.Categorical.from_codes(np.concatenate(codes), categories=GPU_OP_KINDS)
         elif column == "duration" and "start" in wanted:
-            frame[column] = frame["end"].to_numpy() - frame["start"].to_numpy()
+            columns[column] = columns["end"] - columns["start"]  # type: ignore[operator]  # arrays
         elif column in numbers:
             dtype = np.dtype(GPU_OPS.column(column).dtype)
             pieces = [part.pop(column, None) for part in parts.values()]
             # Columns a kind does not have (grid for memcpy, bytes for kernels) are 0 for it.
-            frame[column] = np.concatenate(
+            columns[column] = np.concatenate(
                 [
                     piece.astype(dtype, copy=False) if piece is not None else np.zeros(length, dtype)
                     for piece, length in zip(pieces, lengths.values())
                 ]
             )
             del pieces
+    # copy=False: every array here is new and the table's own
+    frame = pd.DataFrame(columns, index=pd.RangeIndex(sum(lengths.values())), copy=False)
     return frame
 
 
