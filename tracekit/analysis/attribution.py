@@ -59,8 +59,12 @@ def op_launches(trace: Trace) -> OpLaunches:
     return launches
 
 
+# The GPU-op columns attributing ops to ranges reads (the column contract: nothing else is fetched).
+ATTRIBUTION_COLUMNS = ("start", "end", "duration", "correlation_id", "pid")
+
+
 def _join_launches(trace: Trace) -> OpLaunches:
-    ops, calls = trace.gpu_ops, trace.launches
+    ops, calls = trace.columns("gpu_ops", ATTRIBUTION_COLUMNS), trace.launches
     n = len(ops)
     none = OpLaunches(np.zeros(n, bool), *(np.full(n, -1, np.int64) for _ in range(5)))
     if n == 0 or calls.empty:
@@ -83,7 +87,7 @@ def every_op_launch(trace: Trace, rows: np.ndarray) -> tuple[np.ndarray, np.ndar
     """Every (GPU op, launching call) pair with the same pid and correlation id, for the ops ``rows``
     (a mask): two arrays, the op's index and the call's row. An op matched by several calls (an export
     that records a call twice) is paired with each, as an SQL join pairs them (nsys's reports do)."""
-    ops, calls = trace.gpu_ops, trace.launches
+    ops, calls = trace.columns("gpu_ops", ATTRIBUTION_COLUMNS), trace.launches
     chosen = np.flatnonzero(rows & (ops["correlation_id"].to_numpy() >= 0))
     if calls.empty or not len(chosen):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
@@ -170,7 +174,7 @@ def range_gpu_stats(trace: Trace, ranges: pd.DataFrame, same_thread: bool = Fals
     launches = op_launches(trace)
     if count == 0 or not launches.found.any():
         return result
-    ops = trace.gpu_ops
+    ops = trace.columns("gpu_ops", ATTRIBUTION_COLUMNS)
     calls = _calls_with_ops(launches, ops)
     groups = _Groups(
         same_thread,

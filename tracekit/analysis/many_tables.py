@@ -25,6 +25,7 @@ from tracekit.analysis.breakdown import (
 )
 from tracekit.analysis.busy import ANY, MEAN, SUM
 from tracekit.analysis.categories import CATEGORIES, op_categories
+from tracekit.analysis.kernel_columns import command_columns, summary_columns
 from tracekit.analysis.kernel_types import SHARE, TIME, TYPE, launched_before_last_step, type_table
 from tracekit.analysis.kernels import (
     BLOCK,
@@ -42,12 +43,16 @@ from tracekit.analysis.many_inputs import Part
 from tracekit.analysis.ranges import DEPTH, EXTRA_COLUMNS, RANGE, STYLE, range_groups, range_rows
 from tracekit.errors import UsageError
 from tracekit.model.result import Table
+from tracekit.model.schema import GPU_OPS
 from tracekit.model.trace import Trace
 
 
 def kernels_part(trace: Trace, part: Part, options: dict[str, Any], limit: int) -> Part:
     """``tracekit kernels`` of one trace (by kernel, category or type) and its mergeable pieces."""
     by, ops, ranges = options.get("by", "kernel"), options.get("ops", "kernels"), list(options.get("ranges") or [])
+    name, by_launch_config = options.get("name", "demangled"), options.get("by_launch_config", False)
+    columns = command_columns(by, name, by_launch_config, bool(ranges), bool(options.get("drop_last_step")))
+    trace.need("gpu_ops", GPU_OPS.names if columns is None else columns)  # one read of what is used
     window = None
     if options.get("drop_last_step"):
         window, note = launched_before_last_step(trace)
@@ -65,9 +70,9 @@ def kernels_part(trace: Trace, part: Part, options: dict[str, Any], limit: int) 
         part.pieces["categories"] = table.loc[:, [CATEGORY, stats.TOTAL, stats.INSTANCES]]
         part.pieces["names"] = _category_names(trace, rows)
     else:
-        name, by_launch_config = options.get("name", "demangled"), options.get("by_launch_config", False)
-        codes, keys_of = kernel_groups(trace.gpu_ops, name, by_launch_config, rows)
-        durations = trace.gpu_ops["duration"].to_numpy()
+        table_ops = trace.columns("gpu_ops", summary_columns(name, by_launch_config))
+        codes, keys_of = kernel_groups(table_ops, name, by_launch_config, rows)
+        durations = table_ops["duration"].to_numpy()
         table = stats.grouped_stats(codes, durations)
         keys = keys_of(table.index.to_numpy())
         own = stats.finish(table, keys)
@@ -81,7 +86,7 @@ def kernels_part(trace: Trace, part: Part, options: dict[str, Any], limit: int) 
 
 def _category_names(trace: Trace, rows: np.ndarray | None) -> pd.DataFrame:
     """The distinct (category, kernel name) pairs of the rows: distinct kernels per category merge as sets."""
-    names = trace.gpu_ops[NAME_COLUMNS["demangled"]]
+    names = trace.columns("gpu_ops", [NAME_COLUMNS["demangled"]])[NAME_COLUMNS["demangled"]]
     codes = names.cat.codes.to_numpy().astype(np.int64)
     categories = op_categories(trace)
     if rows is not None:
