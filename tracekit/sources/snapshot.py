@@ -13,6 +13,8 @@ Tables and their columns: ``tracekit.model.memory`` and ``tracekit.model.schema`
 
 from __future__ import annotations
 
+import gc
+import operator
 import os
 import pickle
 from pathlib import Path
@@ -66,7 +68,20 @@ class RefusingUnpickler(pickle.Unpickler):
 
 def load_snapshot(path: str | Path) -> MemoryTrace:
     """Read a snapshot pickle without executing anything from it."""
-    file = Path(path)
+    # Python's cycle collector would walk the millions of dicts a snapshot unpickles into, again and again
+    # while they are made: 2.2 s of a 1M-entry snapshot's 2.5 s unpickling, 0.6-0.9 s without it. A
+    # snapshot is plain data, freed by reference counting once its columns are built; the collector is
+    # back on when this returns.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _load(Path(path))
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _load(file: Path) -> MemoryTrace:
     size = file.stat().st_size  # bytes
     size_mb, limit_mb = size / 2**20, _limit(SIZE_LIMIT_VARIABLE, DEFAULT_SIZE_LIMIT_MB)
     if size_mb > limit_mb:
@@ -195,8 +210,10 @@ def _events(traces: list[list], stacks: _Stacks) -> tuple[pd.DataFrame, bool]:
             continue
         if not all(isinstance(entry, dict) for entry in trace[:100]):
             raise SnapshotError("device_traces holds something other than event dicts: not a memory snapshot")
-        times = [entry.get("time_us") for entry in trace]
+        times = _field(trace, "time_us")
         has_time = has_time or any(t is not None for t in times[:1000])
+        time_us = np.array([t if t is not None else np.nan for t in times], dtype=np.float64)
+        del times
         # Codes through a dict: a Categorical built from a million strings costs a second.
         other = ACTION_CODES["other"]
         frame = pd.DataFrame(
@@ -204,15 +221,16 @@ def _events(traces: list[list], stacks: _Stacks) -> tuple[pd.DataFrame, bool]:
                 "device": np.full(len(trace), device, dtype=np.int16),
                 "index": np.arange(len(trace), dtype=np.int64),
                 "action": pd.Categorical.from_codes(
-                    np.array([ACTION_CODES.get(entry.get("action"), other) for entry in trace], dtype=np.int8),
+                    np.array([ACTION_CODES.get(action, other) for action in _field(trace, "action")], dtype=np.int8),
                     categories=list(MEMORY_ACTIONS),
                 ),
-                "addr": np.array([entry.get("addr") or 0 for entry in trace], dtype=np.int64),
-                "size": np.array([entry.get("size") or 0 for entry in trace], dtype=np.int64),
-                "stream": np.array([entry.get("stream") or 0 for entry in trace], dtype=np.int64),
-                "time_us": np.array([t if t is not None else np.nan for t in times], dtype=np.float64),
-                "stack": stacks.ids([entry.get("frames") for entry in trace]),
-            }
+                "addr": _integers(_field(trace, "addr")),
+                "size": _integers(_field(trace, "size")),
+                "stream": _integers(_field(trace, "stream")),
+                "time_us": time_us,
+                "stack": stacks.ids(_field(trace, "frames")),
+            },
+            copy=False,
         )
         if np.isinf(frame["time_us"]).any() or (has_time and frame["time_us"].isna().any()):
             raise ValueError("time_us holds NaN or infinity, not a time")
@@ -220,6 +238,24 @@ def _events(traces: list[list], stacks: _Stacks) -> tuple[pd.DataFrame, bool]:
     if not frames:
         return MEMORY_EVENTS.empty(), False
     return pd.concat(frames, ignore_index=True), has_time
+
+
+def _field(trace: list, name: str) -> list:
+    """One field of every entry (None where an entry lacks it): one pass in C (itemgetter) when every entry
+    has it, 3x faster than ``entry.get`` in a comprehension; fields one at a time, so that the lists
+    made on the way are one entry-count long at most."""
+    try:
+        return list(map(operator.itemgetter(name), trace))
+    except (KeyError, TypeError):  # an entry without it (torch <= 2.1 has no time_us), or not a dict
+        return [entry.get(name) for entry in trace]
+
+
+def _integers(values) -> np.ndarray:
+    """int64 array of the values, a missing one (None) as 0."""
+    try:
+        return np.array(values, dtype=np.int64)
+    except TypeError:  # None among them
+        return np.array([value or 0 for value in values], dtype=np.int64)
 
 
 def _history_frames(history) -> list:
