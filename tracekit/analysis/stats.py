@@ -94,7 +94,7 @@ def grouped_stats(codes: np.ndarray, values: np.ndarray) -> pd.DataFrame:
 # grouped by a radix sort of 16-bit codes and each group's median found by selection: linear, and faster
 # than sorting every (group, value) pair (10M rows, 45 groups: 0.65 s against 0.85-1.2 s). With many small
 # groups the per-group step's Python loop would cost more than the sort it saves.
-FEW_GROUPS = 2**15 - 1
+FEW_GROUPS = 2**16 - 1
 ROWS_PER_GROUP = 1000
 
 
@@ -122,10 +122,14 @@ def _sort_by_group_then_value(codes: np.ndarray, values: np.ndarray) -> tuple[np
 def _grouped_by_selection(codes: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``_sort_by_group_then_value`` for few groups: a stable sort of 16-bit codes is a radix sort in
     numpy (linear), then per group a partition puts min, the middle pair and max in place."""
-    small = codes.astype(np.int16)
+    # Shifted by one so that -1 (rows left out) is 0: unsigned keys sort fastest (uint8 twice int8's speed).
+    shifted = np.maximum(codes.astype(np.int32, copy=False), -1)  # a new array; any negative code is "left out"
+    shifted += 1
+    small = shifted.astype(np.uint8 if int(shifted.max()) < 2**8 else np.uint16)
+    del shifted
     order = np.argsort(small, kind="stable")
-    order = order[int(np.count_nonzero(small < 0)) :]  # code -1 sorts first: the rows left out
-    group, ordered = small[order], values[order]
+    order = order[int(np.count_nonzero(small == 0)) :]  # the rows left out sort first
+    group, ordered = small[order].astype(np.int32) - 1, values[order]
     del order, small
     starts = np.flatnonzero(np.concatenate(([True], group[1:] != group[:-1]))) if len(group) else np.empty(0, np.int64)
     ends = np.append(starts[1:], len(group))
