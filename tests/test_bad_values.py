@@ -1,5 +1,6 @@
-"""Rows with unusable values are left out of every number and reported in one line with their count,
-never crashed on nor misattributed; when nothing usable is left, one error line and exit status 1."""
+"""Rows with unusable times are left out of every number and reported in one line with their count; other
+unusable GPU-op values read as unknown (counted, their rows kept), so every command sees the same rows.
+Never crashed on nor misattributed; when nothing usable is left, one error line and exit status 1."""
 
 from __future__ import annotations
 
@@ -47,29 +48,34 @@ def export(request, tmp_path):
 def test_bad_rows_are_left_out_and_counted(export):
     trace = open_trace(export)
     ops = trace.gpu_ops
-    assert ops["duration"].tolist() == [100, 50] and ops["kind"].tolist() == ["kernel", "memcpy"]
-    assert ops["start"].min() >= 0 and ops["bytes"].min() >= 0
+    assert ops["duration"].tolist() == [100, 100, 100, 50]
+    assert ops["kind"].tolist() == ["kernel", "kernel", "memcpy", "memcpy"]
+    # the device no int16 holds and the negative size read as unknown: device and stream -1, 0 bytes
+    assert ops["device"].tolist() == [0, -1, 0, 0] and ops["stream"].tolist() == [7, -1, 7, 7]
+    assert ops["bytes"].tolist() == [0, 0, 0, 2048] and ops["start"].min() >= 0
     assert len(trace.launches) == 9 and sorted(trace.ranges["name"].astype(str)) == ["step"]
     warnings = trace.warnings
-    assert len(warnings) == 3
-    assert warnings[0].startswith("7 gpu_ops rows of") and "were left out: unusable values" in warnings[0]
+    assert len(warnings) == 4
+    assert warnings[0].startswith("5 gpu_ops rows of") and "were left out: unusable values" in warnings[0]
     assert warnings[1].startswith("1 launches row of") and warnings[2].startswith("2 ranges rows")
+    assert warnings[3].startswith("2 gpu_ops values of") and "(bytes: 1, device/stream: 1)" in warnings[3]
 
 
 def test_commands_say_so_in_one_line_each(cli, export):
     result = cli("kernels", export, "--format", "csv")
     assert result.exit_code == 0, result.output
-    # The kernel summary reads times and names only (the column contract): the kernel on device 40,000 has
-    # usable times and name, so it counts (as the copy of -4096 bytes stays a copy); the five kernels with
-    # unusable times are left out.
+    # The kernel on device 40,000 has usable times and name, so it counts (its device is unknown); the five
+    # kernels with unusable times are left out.
     assert result.stdout.splitlines()[1].split(",")[1:3] == ["200", "2"]  # Total Time, Instances
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert lines == [lines[0]] and lines[0].startswith("note: 5 gpu_ops rows")  # only gpu_ops was read
-    # a summary per device reads the device too, which that kernel's value fails
+    # a summary that reads the device too has the same rows, and says which values it could not read
     by_device = cli("kernels", export, "--by", "category", "--range", "step", "--format", "csv")
-    assert by_device.exit_code == 0 and "note: 7 gpu_ops rows" in by_device.stderr
+    assert by_device.exit_code == 0 and "note: 5 gpu_ops rows" in by_device.stderr
+    assert "note: 2 gpu_ops values of" in by_device.stderr and "(bytes: 1, device/stream: 1)" in by_device.stderr
+    assert by_device.stdout.splitlines()[1].split(",")[:4] == ["matmul", "100.0", "200", "2"]
     table = cli("breakdown", export, "--phases", "step")
-    assert table.exit_code == 0 and "note: 7 gpu_ops rows" in table.stdout and "Traceback" not in table.output
+    assert table.exit_code == 0 and "note: 5 gpu_ops rows" in table.stdout and "Traceback" not in table.output
     rows = json.loads(cli("ranges", export, "--format", "json").stdout)
     assert [row["Range"] for row in rows] == ["step"]
 
@@ -77,9 +83,10 @@ def test_commands_say_so_in_one_line_each(cli, export):
 def test_cached_tables_keep_the_count(export, monkeypatch):
     monkeypatch.setenv("TRACEKIT_CACHE_MIN_BYTES", "0")
     first = open_trace(export)
-    assert len(first.gpu_ops) == 2
+    assert len(first.gpu_ops) == 4
     second = open_trace(export)  # read from the cache the first one wrote
-    assert len(second.gpu_ops) == 2 and second.warnings[0].startswith("7 gpu_ops rows")
+    assert len(second.gpu_ops) == 4 and second.warnings[0].startswith("5 gpu_ops rows")
+    assert second.warnings[1].startswith("2 gpu_ops values") and len(second.warnings) == 2
     named = [open_trace(export) for _ in range(2)]  # a selection read, then the same from its cache
     for trace in named:
         assert trace.ranges_named(spec_patterns(["step", "backwards"]))["name"].astype(str).tolist() == ["step"]
@@ -97,7 +104,7 @@ def test_nothing_usable_is_one_error(cli, tmp_path):
 
 
 @pytest.mark.parametrize("generation", ["2022.4", "2026.2"])
-def test_packed_ids_that_do_not_fit_are_left_out(generation, tmp_path):
+def test_packed_ids_that_do_not_fit_read_as_unknown(generation, tmp_path):
     """Readers pack small ids two to a number; TEXT there, or a field too wide for its half, must not
     turn into a plausible id (TEXT would count as 0: stream 0, device 0) or spill into its neighbour."""
     b = ExportBuilder(generation)
@@ -109,8 +116,14 @@ def test_packed_ids_that_do_not_fit_are_left_out(generation, tmp_path):
     b.memcpy(1_100, 1_200, size=64, stream=raw("s"))
     trace = open_trace(b.write(tmp_path / "packed.sqlite"))
     ops = trace.gpu_ops
-    assert ops["start"].tolist() == [100] and ops["stream"].tolist() == [7] and ops["device"].tolist() == [0]
-    assert trace.warnings[0].startswith("5 gpu_ops rows")
+    assert ops["start"].tolist() == [100, 300, 500, 700, 900, 1_100]
+    assert ops["stream"].tolist() == [7, -1, -1, 7, 7, -1] and ops["device"].tolist() == [0, -1, -1, 0, 0, -1]
+    assert ops["grid_y"].tolist() == [1, 1, 1, 0, 1, 0] and ops["block_z"].tolist() == [1, 1, 1, 1, 0, 0]
+    assert ops["grid_x"].tolist()[3:5] == [0, 1] and ops["block_x"].tolist()[3:5] == [128, 0]
+    assert trace.warnings == [
+        f"5 gpu_ops values of {trace.name} are unusable and read as unknown (block: 1, device/stream: 3, grid: 1); "
+        "their rows count in everything else"
+    ]
 
 
 def test_huge_string_ids_cost_no_memory(tmp_path):
@@ -167,7 +180,7 @@ def test_epoch_timestamps_give_the_same_tables(cli, shared_traces, tmp_path):
 
 
 @pytest.mark.parametrize("generation", ["2022.4", "2026.2"])
-def test_too_wide_ids_are_left_out_without_a_bad_neighbour(generation, tmp_path):
+def test_too_wide_ids_read_as_unknown_without_a_bad_neighbour(generation, tmp_path):
     """No TEXT in the chunk to trip the check: ids too wide for their packed half must still be caught
     (stream 2^32 + 5 would read as device 1, stream 5; a short-name id past 2^32 as another name)."""
     b = ExportBuilder(generation)
@@ -180,6 +193,10 @@ def test_too_wide_ids_are_left_out_without_a_bad_neighbour(generation, tmp_path)
     b.kernel(1_100, 1_200, GEMM, stream=-1)
     b.kernel(1_300, 1_400, GEMM, device=2**15)
     trace = open_trace(b.write(tmp_path / "wide.sqlite"))
-    ops = trace.gpu_ops
-    assert ops["start"].tolist() == [100] and ops["device"].tolist() == [0] and ops["stream"].tolist() == [7]
-    assert trace.warnings[0].startswith("6 gpu_ops rows")
+    ops = trace.gpu_ops.sort_values("start")
+    assert ops["start"].tolist() == [100, 300, 500, 700, 900, 1_100, 1_300]
+    assert ops["device"].tolist() == [0, -1, -1, 0, 0, -1, -1] and ops["stream"].tolist() == [7, -1, -1, 7, 7, -1, -1]
+    assert ops["grid_x"].tolist() == [1, 1, 0, 0, 1, 1, 1]  # the copy has none; -3 is unknown
+    names = ops["short_name"].astype(str).tolist()
+    assert names[4] == "[unreadable kernel name]" and names[:4] == [GEMM, GEMM, "[CUDA memcpy HtoD]", GEMM]
+    assert "6 gpu_ops values" in trace.warnings[0] and "(device/stream: 4, grid: 1, short_name: 1)" in trace.warnings[0]

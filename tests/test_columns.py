@@ -60,17 +60,59 @@ def test_a_kernel_summary_reads_durations_and_names_only(export, reads):
     assert trace.dropped("gpu_ops") == 0
 
 
-def test_more_columns_are_read_together_and_rows_follow_what_is_read(export, reads):
+def test_more_columns_are_read_together_and_the_rows_stay(export, reads):
     trace = open_trace(export)
     first = trace.columns("gpu_ops", ["duration", "name"])
     assert len(first) == 4
     marker = trace.derived("per-row", lambda: np.arange(len(first)))
-    wider = trace.columns("gpu_ops", ["device", "grid_x"])  # reads device: the 40,000 one is left out now
+    wider = trace.columns("gpu_ops", ["device", "grid_x"])  # reads device: the 40,000 one reads as unknown
     assert len(reads) == 4 and sorted(reads[2][1]) == ["block", "device_stream", "duration", "grid", "name_id"]
-    assert wider["grid_x"].tolist() == [4, 1, 0] and wider["device"].tolist() == [0, 0, 0]
-    assert trace.columns("gpu_ops", ["duration"])["duration"].tolist() == [100, 30, 50]
-    assert trace.dropped("gpu_ops") == 1 and "1 gpu_ops row" in trace.warnings[0]
-    assert len(trace.derived("per-row", lambda: np.arange(3))) == 3 != len(marker)  # per-row results dropped
+    assert wider["grid_x"].tolist() == [4, 1, 8, 0] and wider["device"].tolist() == [0, 0, -1, 0]
+    assert trace.columns("gpu_ops", ["duration"])["duration"].tolist() == [100, 30, 60, 50]
+    assert trace.dropped("gpu_ops") == 0 and trace.warnings[0].startswith("1 gpu_ops value of")
+    assert trace.derived("per-row", lambda: np.arange(0)) is marker  # per-row results still line up
+
+
+@pytest.mark.parametrize("names", [["end", "duration"], ["start", "duration"], ["duration"], ["start", "end"]])
+def test_durations_are_right_with_any_time_column(export, names):
+    ops = open_trace(export).columns("gpu_ops", names)
+    assert list(ops.columns) == names
+    if "duration" in names:
+        assert ops["duration"].tolist() == [100, 30, 60, 50]
+    if "start" in names:
+        assert ops["start"].tolist() == [100, 300, 400, 500]
+
+
+def test_masks_taken_before_a_wider_read_still_line_up(cli, tmp_path):
+    """A command that selects rows on a narrow read, then reads more columns (a diff by kernel reads the
+    kind first, then the short names) must not misalign its selection, whatever the values it meets."""
+    b = ExportBuilder("2026.2")
+    b.push_pop(0, 10_000, "step")
+    b.kernel(100, 200, GEMM, launch_at=50)
+    b.kernel(300, 330, ADD, launch_at=60)
+    b.rows["CUPTI_ACTIVITY_KIND_KERNEL"][-1]["shortName"] = 2**40  # no such string id, nor int32
+    b.kernel(400, 460, GEMM, launch_at=70)
+    path = b.write(tmp_path / "bad-name.sqlite")
+    result = cli("diff", path, path, "--by", "kernel", "--format", "csv")
+    assert result.exit_code == 0, result.output
+    rows = {line.split(",")[0]: line.split(",") for line in result.stdout.splitlines()[1:]}
+    assert set(rows) == {GEMM, "[unreadable kernel name]"}
+    from tracekit.analysis.kernels import kernel_table
+
+    trace = open_trace(path)
+    trace.columns("gpu_ops", ["kind"])  # a narrow read first, as kernel_mask does
+    table = kernel_table(trace, ranges=["step"])
+    assert table["Instances"].tolist() == [2, 1] and table["Total Time (ns)"].tolist() == [160, 30]
+
+
+def test_answers_do_not_depend_on_earlier_commands(cli, export, monkeypatch):
+    """The cache keeps the union of the columns read; a narrow command served from a wider cache gives the
+    rows it gives alone."""
+    monkeypatch.setenv("TRACEKIT_CACHE_MIN_BYTES", "0")
+    alone = cli("kernels", export, "--format", "csv").stdout
+    assert cli("kernels", export, "--by-launch-config", "--format", "csv").exit_code == 0  # reads the device
+    assert cli("kernels", export, "--format", "csv").stdout == alone
+    assert alone.splitlines()[1].split(",")[1:3] == ["160", "2"]  # GEMM: 100 + 60 ns, the 40,000 one too
 
 
 def test_the_whole_table_equals_a_reader_of_every_column(export):
@@ -127,6 +169,9 @@ def test_grouped_stats_by_selection_equal_the_full_sort(seed, monkeypatch):
     values = rng.integers(0, int(rng.choice([3, 1000, 2**40])), rows).astype(np.int64)  # ties too
     monkeypatch.setattr(stats, "ROWS_PER_GROUP", 1)
     fast = stats.grouped_stats(codes, values)
+    wide = codes.astype(np.int64)
+    wide[wide < 0] = -(2**32) + 1  # left out as -1 is: narrowed to int32 unclamped, it would read as group 1
+    pd.testing.assert_frame_equal(stats.grouped_stats(wide, values), fast)
     monkeypatch.setattr(stats, "FEW_GROUPS", -1)
     pd.testing.assert_frame_equal(fast, stats.grouped_stats(codes, values))
     group = codes == codes.max()

@@ -299,30 +299,30 @@ def test_null_ids_are_valid_input(cli, tmp_path):
     assert "1 of 2 GPU operations have no recorded launching call" in ranged.stderr
 
 
-@pytest.mark.parametrize("rows, expected", [("start = 100", 60), ("1", None)])
-def test_null_where_the_schema_forbids_it(cli, tmp_path, rows, expected):
+@pytest.mark.parametrize("rows, nulls", [("start = 100", 1), ("1", 2)])
+def test_null_where_the_schema_forbids_it(cli, tmp_path, rows, nulls):
     """A file whose schema text was edited to allow NULL in blockZ: where blockZ is read (a summary by
-    launch configuration), NULL rows are left out and counted; a column that is NULL in every row of a
-    chunk (nothing for group_concat to join) is no traceback. The plain summary does not read blockZ."""
+    launch configuration), a NULL block reads as unknown (0 0 0) and is counted, its kernel still counts; a
+    column that is NULL in every row of a chunk (nothing for group_concat to join) is no traceback. The
+    plain summary does not read blockZ."""
     import json
     import sqlite3
 
     b = ExportBuilder("2026.2")
-    b.kernel(100, 200, GEMM, launch_at=10)
-    b.kernel(300, 360, GEMM, launch_at=20)
+    b.kernel(100, 200, GEMM, launch_at=10, block=(128, 1, 1))
+    b.kernel(300, 360, GEMM, launch_at=20, block=(128, 1, 1))
     path = without_not_null(b.write(tmp_path / "nulls.sqlite"), "CUPTI_ACTIVITY_KIND_KERNEL")
     with sqlite3.connect(path) as connection:
         connection.execute(f"UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET blockZ = NULL WHERE {rows}")
     plain = cli("kernels", path, "--format", "json")
     assert plain.exit_code == 0 and sum(row["Total Time (ns)"] for row in json.loads(plain.stdout)) == 160
-    assert "left out" not in plain.stderr
+    assert "left out" not in plain.stderr and "unknown" not in plain.stderr
     result = cli("kernels", path, "--by-launch-config", "--format", "json")
-    if expected is None:
-        one_line_error(result, "none of its GPU operations is usable: all 2 rows")
-    else:
-        assert result.exit_code == 0, result.output
-        assert sum(row["Total Time (ns)"] for row in json.loads(result.stdout)) == expected
-        assert "1 gpu_ops row of" in result.stderr, result.stderr
+    assert result.exit_code == 0, result.output
+    blocks = {row["BlockXYZ"].split()[0]: row["Total Time (ns)"] for row in json.loads(result.stdout)}
+    assert blocks == ({"128": 60, "0": 100} if nulls == 1 else {"0": 160})
+    assert result.stderr.startswith(f"note: {nulls} gpu_ops {'value' if nulls == 1 else 'values'} of")
+    assert f"read as unknown (block: {nulls})" in result.stderr, result.stderr
 
 
 def edited(path: Path, *statements: str) -> Path:
@@ -468,3 +468,24 @@ def test_snapshot_times_that_are_not_numbers_and_entries_by_reference(cli, tmp_p
     bomb = tmp_path / "bomb.pickle"  # one entry repeated 100,000 times by reference: 2 bytes each
     bomb.write_bytes(pickle.dumps({"segments": [], "device_traces": [[entry] * 100_000]}))
     one_line_error(cli("memory", bomb), "names 100,000 trace entries and blocks in", "repeated by reference")
+
+
+def test_snapshot_sizes_left_empty_read_as_zero(tmp_path):
+    """A field some writer left empty ("", None) reads as 0, as it did before fields were read by column;
+    text that is not a number stays an error."""
+    import pickle
+
+    from tracekit.sources.snapshot import load_snapshot
+
+    entries = [
+        {"action": "alloc", "addr": 16, "size": 512, "stream": 0, "time_us": 1.0, "frames": []},
+        {"action": "free_requested", "addr": 16, "size": "", "stream": None, "time_us": 2.0, "frames": []},
+    ]
+    path = tmp_path / "empty.pickle"
+    path.write_bytes(pickle.dumps({"segments": [], "device_traces": [entries]}))
+    events = load_snapshot(path).events
+    assert events["size"].tolist() == [512, 0] and events["stream"].tolist() == [0, 0]
+    entries[1]["size"] = "big"
+    path.write_bytes(pickle.dumps({"segments": [], "device_traces": [entries]}))
+    with pytest.raises(Exception, match="big"):
+        load_snapshot(path)

@@ -123,7 +123,8 @@ def _grouped_by_selection(codes: np.ndarray, values: np.ndarray) -> tuple[np.nda
     """``_sort_by_group_then_value`` for few groups: a stable sort of 16-bit codes is a radix sort in
     numpy (linear), then per group a partition puts min, the middle pair and max in place."""
     # Shifted by one so that -1 (rows left out) is 0: unsigned keys sort fastest (uint8 twice int8's speed).
-    shifted = np.maximum(codes.astype(np.int32, copy=False), -1)  # a new array; any negative code is "left out"
+    # clamped before narrowing (a code below -2^31 must not wrap); a new array; any negative code is "left out"
+    shifted = np.maximum(codes, -1).astype(np.int32, copy=False)
     shifted += 1
     small = shifted.astype(np.uint8 if int(shifted.max()) < 2**8 else np.uint16)
     del shifted

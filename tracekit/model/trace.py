@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import pandas as pd
 
+from tracekit.errors import InvalidTraceError
 from tracekit.model import schema
 
 if TYPE_CHECKING:
@@ -102,6 +103,7 @@ class Trace:
         self.loaders = loaders
         self._derived: dict[str, object] = {}
         self._dropped: dict[str, int] = {}
+        self._unknown: dict[str, dict[str, int]] = {}  # per table, values read as unknown per column
         self._notes: list[str] = []
         self._partial: dict[str, pd.DataFrame] = {}  # tables read for some of their columns only
         self._needed: dict[str, set[str]] = {}  # columns a command said it will use (``need``)
@@ -119,6 +121,10 @@ class Trace:
         dropped = int(frame.attrs.get("dropped", 0))
         if dropped:
             self._dropped[table] = max(dropped, self._dropped.get(table, 0))
+        if isinstance(frame.attrs.get("unknown"), str):  # unusable values a reader kept the rows of
+            held = self._unknown.setdefault(table, {})
+            for column, count in json.loads(frame.attrs["unknown"]).items():
+                held[column] = max(int(count), held.get(column, 0))
         for line in str(frame.attrs.get("notes", "")).splitlines():  # what the reader could not provide
             self.note(line)
         if isinstance(frame.attrs.get("meta"), str):  # metadata the reader found only while reading tables
@@ -131,14 +137,22 @@ class Trace:
 
     @property
     def warnings(self) -> list[str]:
-        """One line per table whose reader left rows out for unusable values, with their count; then the
-        readers' other notes."""
-        return [
+        """One line per table whose reader left rows out for unusable values, with their count; one per
+        table with values read as unknown, by column; then the readers' other notes."""
+        dropped = [
             f"{count:,} {table} {'row' if count == 1 else 'rows'} of {self.name} {'was' if count == 1 else 'were'} "
             "left out: unusable values (end before start, negative or "
             "out-of-range numbers, or NULL, REAL or TEXT where integers belong)"
             for table, count in self._dropped.items()
-        ] + self._notes
+        ]
+        unknown = [
+            f"{sum(counts.values()):,} {table} {'value' if sum(counts.values()) == 1 else 'values'} of {self.name} "
+            f"{'is' if sum(counts.values()) == 1 else 'are'} unusable and read as unknown "
+            f"({', '.join(f'{column}: {count:,}' for column, count in sorted(counts.items()))}); "
+            "their rows count in everything else"
+            for table, counts in self._unknown.items()
+        ]
+        return dropped + unknown + self._notes
 
     def _has_columns(self, table: str) -> bool:
         return f"{table}:columns" in self.loaders
@@ -169,9 +183,13 @@ class Trace:
             ordered = tuple(name for name in SCHEMAS[table].names if name in union)
             frame = self._load(table, self.loaders[f"{table}:columns"](ordered).loc[:, list(ordered)], partial=True)
             if held is not None and len(frame) != len(held):
-                # More columns read, more values checked: rows with an unusable value in a new column are
-                # left out now, so what was computed per row of the narrower table no longer lines up.
-                self._derived.clear()
+                # Readers keep the same rows whatever the columns (only unusable times leave a row out),
+                # so what was computed per row of the narrower table still lines up; a reader that broke
+                # that would misalign every mask a command holds.
+                raise InvalidTraceError(
+                    f"{self.name}: reading more columns of {table} gave {len(frame):,} rows, not {len(held):,}; "
+                    "the file changed while it was read"
+                )
             self._partial[table] = held = frame
         if len(wanted) == len(SCHEMAS[table].names):
             self.__dict__[table] = held  # the whole table: later ``trace.gpu_ops`` reads it as it is

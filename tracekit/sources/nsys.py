@@ -23,11 +23,14 @@ from tracekit.model.trace import Trace
 from tracekit.sources.nsys_checks import (
     RUNTIME_OPTIONAL,
     UNKNOWN_PID,
+    keep_timed,
     keep_usable,
     low_bits,
     missing_notes,
+    unknown_values,
     with_dropped,
     with_notes,
+    with_unknown,
 )
 from tracekit.sources.nsys_gpu_reads import LAUNCH_CONFIG, gpu_op_reads
 from tracekit.sources.nsys_meta import read_meta
@@ -46,6 +49,8 @@ from tracekit.sources.sqlite_columns import (
 
 T = TypeVar("T")
 RUNTIME_TABLE = "CUPTI_ACTIVITY_KIND_RUNTIME"
+# The name of a kernel whose name id is unusable (nsys_checks.unknown_values).
+UNREADABLE_NAME = "[unreadable kernel name]"
 
 
 # Short copy directions nsys prints ("[CUDA memcpy HtoD]"), by ENUM_CUDA_MEMCPY_OPER id.
@@ -134,22 +139,29 @@ def pid_of(global_id: np.ndarray) -> np.ndarray:
 
 
 def _categorical_from_ids(
-    ids: np.ndarray, strings: dict[int, str], extra: list[str] | None = None, extra_codes: np.ndarray | None = None
+    ids: np.ndarray,
+    strings: dict[int, str],
+    extra: list[str] | None = None,
+    extra_codes: np.ndarray | None = None,
+    unknown: str | None = None,
 ) -> pd.Categorical:
     """StringIds ids -> Categorical of their values, without a Python object per row.
 
     ``extra`` categories (e.g. memcpy labels) with their own codes are appended after the rows of
-    ``ids``, so kernels and other GPU operations share one Categorical without recoding either.
+    ``ids``, so kernels and other GPU operations share one Categorical without recoding either. A
+    negative id has no value, or the value ``unknown`` when given.
     """
     present = present_ids(ids)
     values = [strings.get(int(i), f"<string {i}>") for i in present]
+    without = [unknown] if unknown is not None and (ids < 0).any() else []
     # Two ids may hold the same text, and categories must be unique: map ids to text codes.
-    value_codes, categories = pd.factorize(pd.Series(values + (extra or []), dtype=object))
+    value_codes, categories = pd.factorize(pd.Series(values + without + (extra or []), dtype=object))
     positions = index_of_ids(ids, present)  # -1 marks "no id" (e.g. an NVTX range named by text)
-    codes = np.where(positions >= 0, value_codes[: len(present)].astype(np.int32)[np.maximum(positions, 0)], -1)
+    no_id = int(value_codes[len(present)]) if without else -1
+    codes = np.where(positions >= 0, value_codes[: len(present)].astype(np.int32)[np.maximum(positions, 0)], no_id)
     codes = codes.astype(np.int32)
     if extra:
-        codes = np.concatenate([codes, value_codes[len(present) :].astype(np.int32)[extra_codes]])
+        codes = np.concatenate([codes, value_codes[len(present) + len(without) :].astype(np.int32)[extra_codes]])
     return pd.Categorical.from_codes(codes, categories=pd.Index(categories, dtype=object))
 
 
@@ -162,21 +174,32 @@ def read_gpu_ops(path: Path, tables: frozenset[str], columns: Collection[str] | 
     """
     wanted = [name for name in GPU_OPS.names if columns is None or name in set(columns)]
     parts: dict[str, dict[str, np.ndarray]] = {}
-    dropped, notes = 0, []
+    dropped, notes, unknown = 0, [], {}
     for kind, read in gpu_op_reads(tables, wanted).items():
         part = read_columns(path, **read.arguments())
         dropped += int(part.pop(DROPPED))  # type: ignore[arg-type]
         missing = part.pop(MISSING)
         notes.append(missing_notes(read.table, missing, str(path)))  # type: ignore[arg-type]
-        dropped += keep_usable(part)
+        dropped += keep_timed(part)
+        for name, count in unknown_values(part).items():
+            unknown[name] = unknown.get(name, 0) + count
         if "globalPid" in missing and "pid" in part:
             part["pid"][:] = UNKNOWN_PID
         parts[kind] = part
     if not parts:
         return GPU_OPS.empty().loc[:, wanted]
     if not sum(len(next(iter(part.values()))) for part in parts.values()):
-        return with_notes(with_dropped(GPU_OPS.empty().loc[:, wanted], dropped), notes)
-    return with_notes(with_dropped(_gpu_op_frame(path, parts, wanted), dropped), notes)
+        frame = GPU_OPS.empty().loc[:, wanted]
+    else:
+        frame = _gpu_op_frame(path, parts, wanted)
+    return with_notes(with_unknown(with_dropped(frame, dropped), _unknown_by_column(unknown)), notes)
+
+
+def _unknown_by_column(unknown: dict[str, int]) -> dict[str, int]:
+    """Counts of unknown values per column read -> per contract column (a packed value is two or more)."""
+    unpacked = {"device_stream": "device/stream", "grid": "grid", "block": "block", "copy_kind": "name (copy kind)"}
+    return {unpacked.get(name, name.removesuffix("_id") if name.endswith("name_id") else name): count
+            for name, count in unknown.items()}  # fmt: skip
 
 
 def _gpu_op_frame(path: Path, parts: dict[str, dict[str, np.ndarray]], wanted: list[str]) -> pd.DataFrame:
@@ -189,6 +212,8 @@ def _gpu_op_frame(path: Path, parts: dict[str, dict[str, np.ndarray]], wanted: l
             part["device"], part["stream"] = (packed >> 32).astype(np.int16), (packed & 0xFFFFFFFF).astype(np.int32)
         if "pid" in part:
             part["pid"] = part["pid"].astype(np.int32)
+        if "start" in part and "duration" in wanted:  # start and end are read together (nsys_gpu_reads)
+            part["duration"] = part["end"] - part["start"]
     lengths = {kind: len(next(iter(part.values()))) for kind, part in parts.items()}
     names = _gpu_op_names(path, parts, "name" in wanted, "short_name" in wanted)
     numbers = ["start", "end", "duration", "device", "stream", "correlation_id", "pid", *LAUNCH_CONFIG, "bytes"]
@@ -199,8 +224,6 @@ def _gpu_op_frame(path: Path, parts: dict[str, dict[str, np.ndarray]], wanted: l
         elif column == "kind":
             codes = [np.full(length, GPU_OP_KINDS.index(kind), np.int8) for kind, length in lengths.items()]
             columns[column] = pd.Categorical.from_codes(np.concatenate(codes), categories=GPU_OP_KINDS)
-        elif column == "duration" and "start" in wanted:
-            columns[column] = columns["end"] - columns["start"]  # type: ignore[operator]  # arrays
         elif column in numbers:
             dtype = np.dtype(GPU_OPS.column(column).dtype)
             pieces = [part.pop(column, None) for part in parts.values()]
@@ -254,7 +277,11 @@ def _gpu_op_names(
         if asked
     }
     strings = read_strings(path, *ids.values()) if any(len(values) for values in ids.values()) else {}
-    return {column: _categorical_from_ids(values, strings, labels, extra_codes) for column, values in ids.items()}
+    # an unusable id (nsys_checks.unknown_values) is named as such, not left without a name
+    return {
+        column: _categorical_from_ids(values, strings, labels, extra_codes, unknown=UNREADABLE_NAME)
+        for column, values in ids.items()
+    }
 
 
 def read_launches(path: Path, tables: frozenset[str]) -> pd.DataFrame:

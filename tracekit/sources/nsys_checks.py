@@ -1,13 +1,16 @@
 """What an nsys export should not hold, and how reading leaves it out: the one definition of an
-unusable row (the robustness rules build on it).
+unusable value (the robustness rules build on it).
 
-A row is left out when its times lie outside [0, TIME_LIMIT) or end before they start, when a size,
-kind or id is negative or does not fit the column it goes to, or when a value is NULL, REAL or TEXT
-where an integer belongs. Rows read as numbers are checked here in numpy (``keep_usable``); what the
-packing of small ids into one number would hide (TEXT turned into 0 by arithmetic, a 16-bit field
-overflowing into its neighbour) is caught per chunk by a cheap SQL ``guard``, and only such a chunk is
-read again with the per-row ``careful`` tests. The count of rows left out travels with the table
-(``frame.attrs["dropped"]``); ``Trace.warnings`` reports it.
+A value is unusable when a time lies outside [0, TIME_LIMIT) or an end comes before its start, when a
+size, kind or id is negative or does not fit the column it goes to, or when it is NULL, REAL or TEXT
+where an integer belongs. A row whose times are unusable is left out (nothing about it can be placed in
+time); the count travels with the table (``frame.attrs["dropped"]``). In the GPU-op table, which is read
+column by column, any other unusable value is read as unknown instead (``UNKNOWN``: -1 for an id, 0 for a
+size or a launch dimension, an unknown copy direction or name) and counted per column
+(``frame.attrs["unknown"]``), so a command gets the same rows whichever columns it reads. ``Trace.warnings``
+reports both. Rows read as numbers are checked here in numpy; what the packing of small ids into one
+number would hide (TEXT turned into 0 by arithmetic, a 16-bit field overflowing into its neighbour) is
+caught per chunk by a cheap SQL ``guard``, and only such a chunk is read again with per-row tests.
 """
 
 from __future__ import annotations
@@ -68,25 +71,61 @@ def low_bits(expression: str, bits: int) -> str:
 
 
 def keep_usable(columns: dict[str, np.ndarray]) -> int:
-    """Leave out, in place, the rows whose values cannot be right; returns how many. Times must lie in
-    [0, TIME_LIMIT) with end >= start (a checked duration read alone is -1 otherwise); sizes, kinds and
-    process ids (UNKNOWN_PID aside) must not be negative; ids packed two to a value must each fit their
-    half (device int16, stream int32); name ids must fit int32."""
+    """Leave out, in place, the rows whose values cannot be right (a table read whole: the API calls);
+    returns how many. Times as ``keep_timed``; thread ids must not be negative; name ids must fit int32."""
+    usable = _usable_times(columns)
+    if "thread" in columns:
+        usable &= columns["thread"] >= 0
+    if "name_id" in columns:
+        usable &= (columns["name_id"] >= 0) & (columns["name_id"] < 2**31)
+    return keep_rows(columns, usable)
+
+
+def _usable_times(columns: dict[str, np.ndarray]) -> np.ndarray:
     if "start" in columns:
         start, end = columns["start"], columns["end"]
-        usable = (start >= 0) & (end >= start) & (end < TIME_LIMIT)
-    else:
-        usable = columns["duration"] >= 0
-    if "device_stream" in columns:
-        high, low = np.divmod(columns["device_stream"], 2**32)
-        usable &= (high >= 0) & (high < 2**15) & (low < 2**31)
-    for name in ("bytes", "copy_kind", "pid", "thread"):
-        if name in columns:
-            usable &= columns[name] >= (UNKNOWN_PID if name == "pid" else 0)
-    for name in ("name_id", "short_name_id"):
-        if name in columns:
-            usable &= (columns[name] >= 0) & (columns[name] < 2**31)
-    return keep_rows(columns, usable)
+        return (start >= 0) & (end >= start) & (end < TIME_LIMIT)
+    return columns["duration"] >= 0
+
+
+# What an unusable GPU-op value reads as, by the column read (see ``unknown_values``); the per-row SQL of a
+# careful read gives CAREFUL_SENTINEL instead, out of every column's range, so numpy finds and counts it.
+UNKNOWN = {"device_stream": -1, "correlation_id": -1, "pid": UNKNOWN_PID, "grid": 0, "block": 0, "bytes": 0,
+           "copy_kind": 0, "name_id": -1, "short_name_id": -1}  # fmt: skip
+CAREFUL_SENTINEL = -2
+
+
+def keep_timed(columns: dict[str, np.ndarray]) -> int:
+    """Leave out, in place, the rows whose times cannot be right; returns how many. Times must lie in
+    [0, TIME_LIMIT) with end >= start (a checked duration read alone is -1 otherwise)."""
+    return keep_rows(columns, _usable_times(columns))
+
+
+def unknown_values(columns: dict[str, np.ndarray]) -> dict[str, int]:
+    """Replace, in place, the unusable values of the GPU-op columns read (other than times) by what
+    stands for unknown (``UNKNOWN``); returns how many per column. Ids packed two to a value must each
+    fit their half (device int16, stream int32) and are unknown together; sizes, directions, launch
+    dimensions and correlation ids must not be negative (-1: none), process ids not below UNKNOWN_PID;
+    name ids must fit int32."""
+    counts = {}
+    for name, stands_for in UNKNOWN.items():
+        values = columns.get(name)
+        if values is None:
+            continue
+        if name == "device_stream":
+            high, low = np.divmod(values, 2**32)
+            bad = (high < 0) | (high >= 2**15) | (low >= 2**31)
+        elif name in ("name_id", "short_name_id"):
+            bad = (values < 0) | (values >= 2**31)
+        elif name in ("grid", "block"):  # x << 32 | y << 16 | z, each in range (the SQL guard saw to it)
+            bad = values < 0
+        else:
+            bad = values < (-1 if name in ("correlation_id", "pid") else 0)
+        count = int(np.count_nonzero(bad))
+        if count:
+            values[bad] = stands_for
+            counts[name] = count
+    return counts
 
 
 def keep_rows(columns: dict, usable: np.ndarray) -> int:
@@ -107,6 +146,15 @@ def with_notes(frame: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
     text = "\n".join(note for note in notes if note)
     if text:
         frame.attrs["notes"] = text
+    return frame
+
+
+def with_unknown(frame: pd.DataFrame, unknown: dict[str, int]) -> pd.DataFrame:
+    """Record on the table how many values per column were unusable and read as unknown."""
+    if unknown:
+        import json
+
+        frame.attrs["unknown"] = json.dumps(unknown, sort_keys=True)
     return frame
 
 

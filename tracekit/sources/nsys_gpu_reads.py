@@ -3,9 +3,10 @@
 A command declares the ``gpu_ops`` columns it uses (``Trace.columns``); this module turns them into one
 columnar read per export table (kernels, memcpys, memsets) that fetches only what they need: the
 default kernel summary reads a duration and a name id per kernel (2 values, not 14), a launch
-configuration only with ``--by-launch-config``. Each value read brings its own checks (``nsys_checks``):
-a row is left out when a value read for it is unusable, and the times are always read (or checked in
-SQL when only the duration is), so a row with impossible times is left out by every command.
+configuration only with ``--by-launch-config``. The times are always read (or checked in SQL when only
+the duration is), so a row with impossible times is left out by every command; any other value brings
+its own checks (``nsys_checks``) and reads as unknown when unusable, so the rows never depend on the
+columns read.
 
 No pandas here: the command line starts these reads on a thread while pandas is still importing
 (``read_ahead``).
@@ -17,7 +18,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from tracekit.sources.nsys_checks import (
-    KERNEL_DIMS,
+    CAREFUL_SENTINEL,
     KERNEL_OPTIONAL,
     MEMCPY_OPTIONAL,
     MEMSET_OPTIONAL,
@@ -46,16 +47,24 @@ class Read:
     ints: dict[str, str] = field(default_factory=dict)
     dtypes: dict[str, str] = field(default_factory=dict)
     guards: list[str] = field(default_factory=list)  # SQL aggregates: a chunk that needs the careful read
-    carefuls: list[str] = field(default_factory=list)  # per-row tests of the careful read
+    carefuls: list[str] = field(default_factory=list)  # per-row tests of the careful read (the times)
+    careful_ints: dict[str, str] = field(default_factory=dict)  # the careful read's per-row checked values
     optional: dict[str, str] = field(default_factory=dict)
 
     def add(self, name: str, sql: str, careful: str, guard: str = "", dtype: str = "") -> None:
+        """Read ``sql`` as ``name``; the careful read gives CAREFUL_SENTINEL where ``careful`` fails (the
+        value is unknown, the row stays)."""
         self.ints[name] = sql
-        self.carefuls.append(careful)
+        self.careful_ints[name] = f"CASE WHEN {careful} THEN {sql} ELSE {CAREFUL_SENTINEL} END"
         if guard:
             self.guards.append(guard)
         if dtype:
             self.dtypes[name] = dtype
+
+    def add_time(self, name: str, sql: str, careful: str) -> None:
+        """Read ``sql`` as ``name``; the careful read leaves out the rows where ``careful`` fails."""
+        self.ints[name] = sql
+        self.carefuls.append(careful)
 
     def arguments(self) -> dict:
         return {
@@ -64,6 +73,7 @@ class Read:
             "dtypes": self.dtypes,
             "guard": " OR ".join(f"({guard})" for guard in self.guards),
             "careful": " AND ".join(f"({careful})" for careful in dict.fromkeys(self.carefuls)),
+            "careful_ints": self.careful_ints,
             "optional": self.optional,
         }
 
@@ -95,15 +105,15 @@ def gpu_op_reads(tables: Collection[str], columns: Collection[str]) -> dict[str,
             read.add(
                 "pid",
                 f"ifnull({low_bits(f'globalPid / {2**24}', 24)}, {UNKNOWN_PID})",
-                are_integers(nullable=("globalPid",)),
+                f"{are_integers(nullable=('globalPid',))} AND ifnull(globalPid, 0) >= 0",
                 guard=text_among(nullable=("globalPid",)),
             )
         if kind == "kernel":
             _kernel_columns(read, wanted)
         if kind != "kernel" and "bytes" in wanted:
-            read.add("bytes", "bytes", are_integers("bytes"))
+            read.add("bytes", "bytes", f"{are_integers('bytes')} AND bytes >= 0")
         if kind == "memcpy" and wanted & {"name", "short_name"}:
-            read.add("copy_kind", "copyKind", are_integers("copyKind"), dtype="int32")
+            read.add("copy_kind", "copyKind", f"{are_integers('copyKind')} AND {between('copyKind', high=2**31)}")
         reads[kind] = read
     return reads
 
@@ -111,10 +121,10 @@ def gpu_op_reads(tables: Collection[str], columns: Collection[str]) -> dict[str,
 def _times(read: Read, wanted: set[str]) -> None:
     """Every read has the times' checks: start and end when asked for, else the checked duration."""
     if wanted & {"start", "end"}:
-        read.add("start", "start", are_integers("start", "end"))
-        read.add("end", "end", are_integers("start", "end"))
+        read.add_time("start", "start", are_integers("start", "end"))
+        read.add_time("end", "end", are_integers("start", "end"))
     else:
-        read.add("duration", CHECKED_DURATION, are_integers("start", "end"))
+        read.add_time("duration", CHECKED_DURATION, are_integers("start", "end"))
 
 
 def _kernel_columns(read: Read, wanted: set[str]) -> None:
@@ -122,10 +132,10 @@ def _kernel_columns(read: Read, wanted: set[str]) -> None:
         if name in wanted:
             read.add(f"{name}_id", column, f"{are_integers(column)} AND {between(column, high=2**31)}")
     if wanted & set(LAUNCH_CONFIG):
-        dims = f"{are_integers(*KERNEL_DIMS)} AND {between('gridY', 'gridZ', 'blockY', 'blockZ', high=2**16)} AND "
-        dims += between("gridX", "blockX", high=2**31)
         # a 16-bit field past its half would spill into its neighbour, and TEXT would turn into 0: per chunk
         guard = f"{outside(['gridY', 'gridZ', 'blockY', 'blockZ'], 0, 2**16)} OR "
         guard += outside(["gridX", "blockX"], 0, 2**31)
-        read.add("grid", "gridX * 4294967296 + gridY * 65536 + gridZ", dims, guard=guard)
-        read.add("block", "blockX * 4294967296 + blockY * 65536 + blockZ", dims)
+        for axis in ("grid", "block"):
+            x, y, z = (f"{axis}{dim}" for dim in "XYZ")
+            dims = f"{are_integers(x, y, z)} AND {between(y, z, high=2**16)} AND {between(x, high=2**31)}"
+            read.add(axis, f"{x} * 4294967296 + {y} * 65536 + {z}", dims, guard=guard if axis == "grid" else "")

@@ -251,10 +251,10 @@ def _field(trace: list, name: str) -> list:
 
 
 def _integers(values) -> np.ndarray:
-    """int64 array of the values, a missing one (None) as 0."""
+    """int64 array of the values, a missing one (None, or an empty string) as 0."""
     try:
         return np.array(values, dtype=np.int64)
-    except TypeError:  # None among them
+    except (TypeError, ValueError):  # None or "" among them (anything else fails again, as it should)
         return np.array([value or 0 for value in values], dtype=np.int64)
 
 

@@ -129,6 +129,7 @@ def _read_columns(
     where: str = "",
     guard: str = "",
     careful: str = "",
+    careful_ints: Mapping[str, str] | None = None,
     optional: Mapping[str, str] | None = None,
 ) -> dict:
     """Read SQL expressions of the rows of ``table`` (rowid order) in one scan per chunk.
@@ -144,8 +145,9 @@ def _read_columns(
     small ids) turns TEXT into 0, which ``guard`` catches: an SQL aggregate, true for a chunk that
     needs care (cheap: ``max`` over the row's ids is TEXT when one of them is). Such a chunk alone is
     read again without the rows failing ``careful`` (per-row typeof() and range tests, too costly for
-    every read), and those are counted under the key DROPPED. Checks of the values read (ranges,
-    end >= start) are the caller's, in numpy.
+    every read), and those are counted under the key DROPPED; there ``careful_ints`` may give other
+    expressions for some of ``ints`` (per-row checked values that stand in for an unusable one rather than
+    leave its row out). Checks of the values read (ranges, end >= start) are the caller's, in numpy.
 
     ``optional`` maps columns some exports lack (nullable in nsys's schema, or newer than an export)
     to the SQL value that stands for them; the names of those missing come back under the key MISSING.
@@ -159,6 +161,7 @@ def _read_columns(
         if missing:  # every expression reads the stand-in value instead
             ints = {name: stand_in(sql, missing) for name, sql in ints.items()}
             texts = {name: stand_in(sql, missing) for name, sql in texts.items()}
+            careful_ints = {name: stand_in(sql, missing) for name, sql in (careful_ints or {}).items()}
             where, guard, careful = (stand_in(sql, missing) for sql in (where, guard, careful))
         low, high = rowid_bounds(connection, table)
         bounds = chunk_bounds(connection, table, low, high)
@@ -166,8 +169,10 @@ def _read_columns(
         empty = {name: np.empty(0, dtype=dtypes.get(name, "int64")) for name in int_names}
         return {**empty, **{name: (np.empty(0, np.int32), []) for name in text_names}, DROPPED: 0, MISSING: []}
 
-    selects = ["count(*)", f"({guard or 0})"] + [f"group_concat({ints[name]})" for name in int_names]
-    selects += [f"group_concat(ifnull(CAST({texts[name]} AS TEXT), ''), char(31))" for name in text_names]
+    text_selects = [f"group_concat(ifnull(CAST({texts[name]} AS TEXT), ''), char(31))" for name in text_names]
+    selects = ["count(*)", f"({guard or 0})"] + [f"group_concat({ints[name]})" for name in int_names] + text_selects
+    checked = {**ints, **(careful_ints or {})}
+    careful_selects = ["count(*)", "0"] + [f"group_concat({checked[name]})" for name in int_names] + text_selects
     selected = f" AND ({where})" if where else ""
     typed = selected + (f" AND ({careful})" if careful else "")
     total_query = f"SELECT count(*) FROM {table} WHERE rowid BETWEEN ? AND ?{selected}"
@@ -177,12 +182,13 @@ def _read_columns(
             try:
                 return parse(connection, selected, bound, counted=False)
             except ValueError:  # a REAL or TEXT value where an integer belongs
-                if not careful:
+                if not (careful or careful_ints):
                     raise
                 return parse(connection, typed, bound, counted=True)
 
     def parse(connection: sqlite3.Connection, condition: str, bound: tuple[int, int], counted: bool) -> list:
-        sql = f"SELECT {', '.join(selects)} FROM {table} WHERE rowid BETWEEN ? AND ?{condition}"
+        columns = careful_selects if counted else selects
+        sql = f"SELECT {', '.join(columns)} FROM {table} WHERE rowid BETWEEN ? AND ?{condition}"
         row = connection.execute(sql, bound).fetchone()
         count, flagged, values = row[0], row[1], list(row[2:])
         if flagged and not counted:
