@@ -124,9 +124,11 @@ def kernel_table(
     number of matching range instances (nested matches count once): the per-step figure.
     Time (%) is of all listed rows, before ``top`` cuts them.
     """
+    # Said before the first read (the kind, for the mask), so that one read fetches them all.
+    columns = summary_columns(name, by_launch_config)
+    trace.need("gpu_ops", columns if not ranges and window is None else GPU_OPS.names)
     rows, instances = selected_rows(trace, ops, ranges, same_thread, domain, window)
     # The whole trace's summary is asked for by several tables of a report: computed once per trace.
-    columns = summary_columns(name, by_launch_config)
     summarize = lambda: summarize_kernels(
         trace.columns("gpu_ops", columns), name=name, by_launch_config=by_launch_config, rows=rows
     )
