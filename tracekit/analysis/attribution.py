@@ -263,7 +263,7 @@ def interval_of_ops(trace: Trace, ranges: pd.DataFrame, same_thread: bool = Fals
     overlap) whose open time covers its launch, or -1. Merged intervals are numbered in (group, start) order.
     """
     launches = op_launches(trace)
-    result = np.full(len(trace.gpu_ops), -1, dtype=np.int64)
+    result = np.full(len(launches.found), -1, dtype=np.int64)  # one per GPU op
     if same_thread:
         ranges = ranges.loc[(ranges["end_tid"] == ranges["tid"]).to_numpy()]
     if ranges.empty or not launches.found.any():

@@ -37,6 +37,17 @@ def count_column(ops: str) -> str:
     return "Kernels" if ops == "kernels" else "GPU Ops"
 
 
+# The GPU-op columns a breakdown reads (kinds, times and sizes, the category's name, the device for busy
+# time, the launch join's correlation and process): not the streams, short names and launch configurations.
+BREAKDOWN_COLUMNS = ("kind", "start", "end", "duration", "device", "correlation_id", "pid", "name", "bytes")
+
+
+def breakdown_ops(trace: Trace) -> pd.DataFrame:
+    """The GPU-op columns of ``BREAKDOWN_COLUMNS`` (said needed first: read together, once)."""
+    trace.need("gpu_ops", BREAKDOWN_COLUMNS)
+    return trace.columns("gpu_ops", BREAKDOWN_COLUMNS)
+
+
 def time_column(ops: str) -> str:
     """The name of the summed-time column: kernels only, or every GPU op with ``--ops all``."""
     return "Kernel Time (ns)" if ops == "kernels" else "GPU Op Time (ns)"
@@ -50,6 +61,7 @@ def phase_intervals(
     trace for the same phases (breakdown and a report's comparison both ask)."""
 
     def compute() -> dict[str, tuple[int, np.ndarray]]:
+        trace.need("gpu_ops", BREAKDOWN_COLUMNS)  # the ops' columns load beside the ranges: only these
         selection = select(trace, phases, load_too=["gpu_ops", "launches"], domain=domain)
         return {phase: (len(selection.of(phase)), interval_of_ops(trace, selection.of(phase), same_thread))
                 for phase in phases}  # fmt: skip
@@ -72,7 +84,7 @@ def phases_with_whole(
         dropped = trace.dropped("ranges")
         why = f"; {dropped:,} ranges that could match were left out: unusable values" if dropped else ""
         raise UsageError(f"no NVTX range matches {', '.join(phases)}{where} in {trace.name}{why}")
-    whole = np.zeros(len(trace.gpu_ops), dtype=np.int64)  # every op in one interval
+    whole = np.zeros(len(breakdown_ops(trace)), dtype=np.int64)  # every op in one interval
     return [(phase, instances, interval) for phase, (instances, interval) in intervals.items()] + [(WHOLE, 1, whole)]
 
 
@@ -101,7 +113,7 @@ def breakdown_times(
     if ops not in OPS_CHOICES:
         raise UsageError(f"unknown --ops {ops!r}; choose one of {', '.join(OPS_CHOICES)}")
     parts = phases_with_whole(trace, phases, same_thread, domain)
-    gpu_ops = trace.gpu_ops
+    gpu_ops = breakdown_ops(trace)
     kind = gpu_ops["kind"].to_numpy()
     counted = (kind == "kernel") if ops == "kernels" else np.ones(len(gpu_ops), dtype=bool)
     categories, durations = op_categories(trace), gpu_ops["duration"].to_numpy()
@@ -146,7 +158,7 @@ def gpu_table(
     frames = []
     for phase, instances, interval in phases_with_whole(trace, phases, same_thread, domain):
         if instances:
-            table = device_busy(trace.gpu_ops, interval)
+            table = device_busy(breakdown_ops(trace), interval)
             table.insert(0, PHASE, phase)
             frames.append(table)
     return pd.concat(frames, ignore_index=True)
@@ -157,7 +169,7 @@ def copy_table(
 ) -> pd.DataFrame:
     """Memory copies and sets per phase and direction ("memcpy HtoD", "memset"): Phase, Operation,
     Count, Time (ns), MiB. Empty when the trace has none."""
-    gpu_ops = trace.gpu_ops
+    gpu_ops = breakdown_ops(trace)
     moves = (gpu_ops["kind"] != "kernel").to_numpy()
     names = gpu_ops["name"].astype(object).to_numpy()
     rows = []

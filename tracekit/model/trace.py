@@ -225,15 +225,22 @@ class Trace:
         """Load several tables (and ``ranges_named(patterns)``) at once, on threads.
 
         Readers spend most of their time inside SQLite, which runs without the GIL, so reading the
-        GPU ops, the API calls and the ranges side by side overlaps their Python parts. Returns the
-        named ranges, or None without ``patterns``.
+        GPU ops, the API calls and the ranges side by side overlaps their Python parts. A table whose
+        columns the command said it needs (``need``) loads only those. Returns the named ranges, or None
+        without ``patterns``.
         """
         with ThreadPoolExecutor(max_workers=len(tables) + 1) as pool:
-            loads = [pool.submit(getattr, self, table) for table in tables]
+            loads = [pool.submit(self._load_needed, table) for table in tables]
             selection = pool.submit(self.ranges_named, patterns) if patterns is not None else None
             for load in loads:
                 load.result()
             return selection.result() if selection is not None else None
+
+    def _load_needed(self, table: str) -> pd.DataFrame:
+        needed = self._needed.get(table)
+        if needed and table not in self.__dict__ and self._has_columns(table):
+            return self.columns(table, needed)
+        return getattr(self, table)
 
     def derived(self, key: str, compute: Callable[[], T]) -> T:
         """Something analyses compute from the tables (the GPU-op-to-launch join, say), computed once
