@@ -205,8 +205,7 @@ def range_gpu_stats(trace: Trace, ranges: pd.DataFrame, same_thread: bool = Fals
     result[GPU_LAUNCHES] = high - low
     result[GPU_TIME] = prefix(per_call["time"])[high] - prefix(per_call["time"])[low]
     has_ops = high > low
-    first = _segment_reduce(np.minimum, per_call["first"], low, high)
-    last = _segment_reduce(np.maximum, per_call["last"], low, high)
+    first, last = _segment_reduce([(np.minimum, per_call["first"]), (np.maximum, per_call["last"])], low, high)
     result[GPU_START] = np.where(has_ops, first, -1)
     result[GPU_END] = np.where(has_ops, last, -1)
     result[GPU_SPAN] = np.where(has_ops, last - first, 0)
@@ -232,25 +231,29 @@ def _calls_with_ops(launches: OpLaunches, ops: pd.DataFrame) -> dict[str, np.nda
     }
 
 
-def _segment_reduce(ufunc, values: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
-    """ufunc.reduce over values[low[i]:high[i]] for every i (empty segments give values[low], ignore them).
+def _segment_reduce(reductions: list[tuple[np.ufunc, np.ndarray]], low: np.ndarray, high: np.ndarray) -> list:
+    """For each (ufunc, values): ufunc.reduce over values[low[i]:high[i]] for every i (empty segments give
+    values[low], ignore them). One ordering of the segments serves every reduction.
 
     ``reduceat`` over interleaved (low, high) indices: even results are the segments; sorting the
     segments by ``low`` keeps the odd, discarded stretches disjoint, so the cost stays O(n + total
     segment length).
     """
-    if len(values) == 0:
-        return np.zeros(len(low), dtype=values.dtype)
-    padded = np.append(values, values[-1])  # reduceat indices must be < len
+    length = len(reductions[0][1])
+    if length == 0:
+        return [np.zeros(len(low), dtype=values.dtype) for _, values in reductions]
     order = np.argsort(low, kind="stable")
     indices = np.empty(2 * len(low), dtype=np.int64)
     indices[0::2] = low[order]
-    indices[1::2] = np.maximum(high[order], low[order])
-    indices = np.minimum(indices, len(values))
-    reduced = ufunc.reduceat(padded, indices)[0::2]
-    result = np.empty(len(low), dtype=values.dtype)
-    result[order] = reduced
-    return result
+    indices[1::2] = np.maximum(high[order], indices[0::2])
+    np.minimum(indices, length, out=indices)
+    results = []
+    for ufunc, values in reductions:
+        padded = np.append(values, values[-1])  # reduceat indices must be < len
+        result = np.empty(len(low), dtype=values.dtype)
+        result[order] = ufunc.reduceat(padded, indices)[0::2]
+        results.append(result)
+    return results
 
 
 def ops_in_ranges(trace: Trace, ranges: pd.DataFrame, same_thread: bool = False) -> np.ndarray:
