@@ -160,20 +160,24 @@ def range_gpu_stats(trace: Trace, ranges: pd.DataFrame, same_thread: bool = Fals
     With ``same_thread``, ranges closed on another thread get no GPU work (as in nsys).
     """
     count = len(ranges)
-    result = pd.DataFrame(
-        {
-            GPU_OPS: np.zeros(count, np.int64),
-            GPU_LAUNCHES: np.zeros(count, np.int64),
-            GPU_TIME: np.zeros(count, np.int64),
-            GPU_START: np.full(count, -1, np.int64),
-            GPU_END: np.full(count, -1, np.int64),
-            GPU_SPAN: np.zeros(count, np.int64),
-        },
-        index=ranges.index,
-    )
+    columns = {
+        GPU_OPS: np.zeros(count, np.int64),
+        GPU_LAUNCHES: np.zeros(count, np.int64),
+        GPU_TIME: np.zeros(count, np.int64),
+        GPU_START: np.full(count, -1, np.int64),
+        GPU_END: np.full(count, -1, np.int64),
+        GPU_SPAN: np.zeros(count, np.int64),
+    }
     launches = op_launches(trace)
-    if count == 0 or not launches.found.any():
-        return result
+    if count and launches.found.any():
+        _fill_range_gpu_stats(columns, trace, launches, ranges, same_thread)
+    # copy=False: the arrays are this table's own; a copy would stack six columns of millions of rows again
+    return pd.DataFrame(columns, index=ranges.index, copy=False)
+
+
+def _fill_range_gpu_stats(
+    columns: dict[str, np.ndarray], trace: Trace, launches: OpLaunches, ranges: pd.DataFrame, same_thread: bool
+) -> None:
     ops = trace.columns("gpu_ops", ATTRIBUTION_COLUMNS)
     calls = _calls_with_ops(launches, ops)
     groups = _Groups(
@@ -201,15 +205,16 @@ def range_gpu_stats(trace: Trace, ranges: pd.DataFrame, same_thread: bool = Fals
         high = np.searchsorted(call_start, range_end, side="right")
 
     prefix = lambda values: np.concatenate(([0], np.cumsum(values)))
-    result[GPU_OPS] = prefix(per_call["ops"])[high] - prefix(per_call["ops"])[low]
-    result[GPU_LAUNCHES] = high - low
-    result[GPU_TIME] = prefix(per_call["time"])[high] - prefix(per_call["time"])[low]
-    has_ops = high > low
-    first, last = _segment_reduce([(np.minimum, per_call["first"]), (np.maximum, per_call["last"])], low, high)
-    result[GPU_START] = np.where(has_ops, first, -1)
-    result[GPU_END] = np.where(has_ops, last, -1)
-    result[GPU_SPAN] = np.where(has_ops, last - first, 0)
-    return result
+    columns[GPU_OPS] = prefix(per_call["ops"])[high] - prefix(per_call["ops"])[low]
+    columns[GPU_LAUNCHES] = (high - low).astype(np.int64)
+    columns[GPU_TIME] = prefix(per_call["time"])[high] - prefix(per_call["time"])[low]
+    # Most ranges launch nothing (4 in 5 of a PyTorch trace's op ranges): reduce over those that do
+    with_ops = np.flatnonzero(high > low)
+    reductions = [(np.minimum, per_call["first"]), (np.maximum, per_call["last"])]
+    first, last = _segment_reduce(reductions, low[with_ops], high[with_ops])
+    columns[GPU_START][with_ops] = first
+    columns[GPU_END][with_ops] = last
+    columns[GPU_SPAN][with_ops] = last - first
 
 
 def _calls_with_ops(launches: OpLaunches, ops: pd.DataFrame) -> dict[str, np.ndarray]:
