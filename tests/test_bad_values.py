@@ -200,3 +200,76 @@ def test_too_wide_ids_read_as_unknown_without_a_bad_neighbour(generation, tmp_pa
     names = ops["short_name"].astype(str).tolist()
     assert names[4] == "[unreadable kernel name]" and names[:4] == [GEMM, GEMM, "[CUDA memcpy HtoD]", GEMM]
     assert "6 gpu_ops values" in trace.warnings[0] and "(device/stream: 4, grid: 1, short_name: 1)" in trace.warnings[0]
+
+
+def two_processes(tmp_path, global_pid) -> Any:
+    """Processes 100 (range A) and 200 (range B) each launch a kernel with correlation id 1; the second
+    kernel's globalPid is ``global_pid`` (None: as written)."""
+    b = ExportBuilder("2026.2")
+    b.push_pop(0, 10_000, "A", pid=100, tid=100)
+    b.push_pop(0, 10_000, "B", pid=200, tid=200)
+    b.kernel(100, 200, "kernel_of_A", launch_at=50, pid=100)
+    b.next_correlation = 1  # process 200 numbers its own calls
+    b.kernel(300, 1_300, "kernel_of_B", launch_at=60, pid=200, tid=200)
+    if global_pid is not None:
+        b.rows["CUPTI_ACTIVITY_KIND_KERNEL"][-1]["globalPid"] = global_pid
+    return b.write(tmp_path / "two.sqlite")
+
+
+@pytest.mark.parametrize("global_pid", [raw("garbled"), -5, -(2**24) - 3])
+def test_an_unreadable_process_matches_no_launch(cli, tmp_path, global_pid):
+    """An op whose process cannot be read is no op of any process: matched by correlation alone, it would
+    be taken for the other process's launch (both number their calls from 1)."""
+    path = two_processes(tmp_path, global_pid)
+    inside_a = cli("kernels", path, "--range", "A", "--format", "csv")
+    assert inside_a.exit_code == 0 and [line.split(",")[-1] for line in inside_a.stdout.splitlines()[1:]] == [
+        "kernel_of_A"
+    ]
+    assert "no GPU kernels were launched inside B" in cli("kernels", path, "--range", "B").output
+    trace = open_trace(path)
+    for columns in (["pid"], ["pid", "grid_y"], ["pid", "device", "name"]):  # the same whatever else is read
+        assert open_trace(path).columns("gpu_ops", columns)["pid"].tolist() == [100, -2]
+    assert trace.gpu_ops["pid"].tolist() == [100, -2] and "(pid: 1)" in trace.warnings[0]
+    delays = cli("launches", path, "--format", "csv")
+    assert delays.exit_code == 0 and "kernel_of_B" not in delays.stdout and "kernel_of_A" in delays.stdout
+
+
+def test_a_copy_kind_past_int32_reads_as_unknown_with_any_columns(tmp_path):
+    b = ExportBuilder("2026.2")
+    b.memcpy(100, 200, size=64)
+    b.rows["CUPTI_ACTIVITY_KIND_MEMCPY"][-1]["copyKind"] = 2**31
+    path = b.write(tmp_path / "copy.sqlite")
+    for columns in (["name"], ["name", "stream"]):
+        trace = open_trace(path)
+        assert trace.columns("gpu_ops", columns)["name"].astype(str).tolist() == ["[CUDA memcpy Unknown]"]
+        assert trace.warnings[0].startswith("1 gpu_ops value of") and "(name (copy kind): 1)" in trace.warnings[0]
+
+
+def test_notes_from_the_cache_are_those_of_the_columns_read(cli, tmp_path, monkeypatch):
+    """A cache holding more columns than a command reads says only what that command read: the kernel
+    summary of a file with a copy of -5 bytes has no note, cold or after a command that read the sizes."""
+    monkeypatch.setenv("TRACEKIT_CACHE_MIN_BYTES", "0")
+    b = ExportBuilder("2026.2")
+    b.push_pop(0, 1_000, "step")
+    b.kernel(100, 200, GEMM, launch_at=10)
+    b.memcpy(300, 400, size=-5, launch_at=20)
+    path = b.write(tmp_path / "copy.sqlite")
+    cold = cli("kernels", path, "--format", "csv")
+    assert cold.exit_code == 0 and cold.stderr == ""
+    assert "(bytes: 1)" in cli("breakdown", path, "--phases", "step", "--format", "csv").output  # reads sizes
+    warm = cli("kernels", path, "--format", "csv")
+    assert (warm.stdout, warm.stderr) == (cold.stdout, "")
+
+
+def test_an_unknown_device_is_no_gpu_of_its_own(cli, tmp_path):
+    b = ExportBuilder("2026.2")
+    b.push_pop(0, 10_000, "step")
+    b.kernel(100, 200, GEMM, launch_at=50)
+    b.kernel(300, 320, GEMM, launch_at=60, device=raw("gpu?"))
+    b.kernel(400, 500, GEMM, launch_at=70)
+    result = cli("breakdown", b.write(tmp_path / "device.sqlite"), "--phases", "step", "--format", "json")
+    assert result.exit_code == 0, result.output
+    gpus = {row["GPU"]: row for row in json.loads(result.stdout)["gpus"] if row["Phase"] == "step"}
+    assert "cuda:-1" not in gpus and gpus["cuda:0"]["Busy (ns)"] == 200 and gpus["cuda:0"]["Span (ns)"] == 400
+    assert gpus["mean per GPU"]["Busy (ns)"] == 200  # over the one GPU known
+    assert gpus["any GPU busy"]["Busy (ns)"] == 220  # the op on the unknown device ran on some GPU

@@ -23,6 +23,7 @@ import pandas as pd
 
 from tracekit.analysis.keyed_times import KeyedTimes
 from tracekit.model.nesting import thread_key
+from tracekit.model.schema import UNKNOWN_PID, UNREADABLE_PID
 from tracekit.model.trace import Trace
 
 # Per-range GPU columns (one row per range instance).
@@ -72,12 +73,12 @@ def _join_launches(trace: Trace) -> OpLaunches:
     op_pid, op_correlation = ops["pid"].to_numpy(), ops["correlation_id"].to_numpy()
     call_correlation = calls["correlation_id"].to_numpy()
     found, row = _match(*_call_keys(calls["pid"].to_numpy(), call_correlation, op_pid, op_correlation))
-    unknown_pid = op_pid < 0  # an export without the ops' process ids: correlation alone (one process)
+    unknown_pid = op_pid == UNKNOWN_PID  # an export without the ops' process ids: correlation alone
     if unknown_pid.any():
         by_correlation = _match(call_correlation.astype(np.int64), op_correlation.astype(np.int64))
         found = np.where(unknown_pid, by_correlation[0], found)
         row = np.where(unknown_pid, by_correlation[1], row)
-    found &= op_correlation >= 0
+    found &= (op_correlation >= 0) & (op_pid != UNREADABLE_PID)  # an unreadable process matches no call
     row = np.where(found, row, -1)
     pick = lambda column: np.where(found, calls[column].to_numpy(np.int64)[np.maximum(row, 0)], -1)
     return OpLaunches(found, row, pick("start"), pick("end"), pick("pid"), pick("tid"))
@@ -88,12 +89,13 @@ def every_op_launch(trace: Trace, rows: np.ndarray) -> tuple[np.ndarray, np.ndar
     (a mask): two arrays, the op's index and the call's row. An op matched by several calls (an export
     that records a call twice) is paired with each, as an SQL join pairs them (nsys's reports do)."""
     ops, calls = trace.columns("gpu_ops", ATTRIBUTION_COLUMNS), trace.launches
-    chosen = np.flatnonzero(rows & (ops["correlation_id"].to_numpy() >= 0))
+    # an op whose process is unreadable matches no call
+    chosen = np.flatnonzero(rows & (ops["correlation_id"].to_numpy() >= 0) & (ops["pid"].to_numpy() != UNREADABLE_PID))
     if calls.empty or not len(chosen):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     op_pid = ops["pid"].to_numpy()[chosen]
     call_pid = calls["pid"].to_numpy()
-    if (op_pid < 0).any():  # an export without the ops' process ids: correlation alone (one process)
+    if (op_pid == UNKNOWN_PID).any():  # an export without the ops' process ids: correlation alone (one process)
         op_pid, call_pid = np.zeros_like(op_pid), np.zeros_like(call_pid)
     call_key, op_key = _call_keys(call_pid, calls["correlation_id"].to_numpy(), op_pid,
                                   ops["correlation_id"].to_numpy()[chosen])  # fmt: skip

@@ -56,12 +56,16 @@ def device_busy(ops: pd.DataFrame, instance: np.ndarray) -> pd.DataFrame:
     docstring). Columns: GPU, Busy (ns), Span (ns), Idle (ns), Idle (%) of the span."""
     inside = instance >= 0
     start, end = ops["start"].to_numpy()[inside], ops["end"].to_numpy()[inside]
-    devices, device_codes = np.unique(ops["device"].to_numpy()[inside], return_inverse=True)
+    device = ops["device"].to_numpy()[inside]
     owner = instance[inside].astype(np.int64)
+    # An op whose device the trace could not say (-1) ran on some GPU: it counts in "any GPU busy", but in
+    # no GPU's own row, nor in the sum and mean over GPUs.
+    known = device >= 0
+    devices, device_codes = np.unique(device[known], return_inverse=True)
     rows = []
     if len(devices):
         # one group per (instance, device): each device's span is measured inside each instance
-        busy, span = busy_span(start, end, owner * len(devices) + device_codes)
+        busy, span = busy_span(start[known], end[known], owner[known] * len(devices) + device_codes)
         # integer sums (a float bincount would round totals past 2^53 ns)
         by_device_busy, by_device_span = np.zeros(len(devices), np.int64), np.zeros(len(devices), np.int64)
         np.add.at(by_device_busy, np.arange(len(busy)) % len(devices), busy)
@@ -73,6 +77,7 @@ def device_busy(ops: pd.DataFrame, instance: np.ndarray) -> pd.DataFrame:
         # the mean in whole ns (every column stays integer), idle from the exact mean, not the rounded two
         mean = lambda total: int(round_half_away(total / len(devices), 0))
         rows.append((MEAN, mean(total_busy), mean(total_span), mean(total_span - total_busy)))
+    if len(start):
         any_busy, any_span = busy_span(start, end, owner)
         rows.append((ANY, int(any_busy.sum()), int(any_span.sum()), None))
     table = pd.DataFrame(

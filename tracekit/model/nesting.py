@@ -32,6 +32,8 @@ def nest_ranges(
     depth = np.zeros(count, dtype=np.int32)
     # Row positions fit int32 below 2^31 rows: half the memory of every index array here (millions of rows)
     index = np.int32 if count < 2**31 else np.int64
+    if count == 0:
+        return parent, depth
     if eligible is None or eligible.all():  # the usual case: no copies of the columns to sort them
         order = np.lexsort((-end, start, thread)).astype(index)
     else:

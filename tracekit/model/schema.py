@@ -152,6 +152,24 @@ _LAUNCH_CONFIG = tuple(
     for dim in ("x", "y", "z")
 )
 
+
+def unknown_values_within(recorded: str, columns) -> str:
+    """Of a reader's count of unusable values read as unknown (``frame.attrs["unknown"]``: JSON, label ->
+    [count, the contract columns the label covers]), the entries about ``columns``, as the same JSON
+    ("" when none): a table cached with more columns than a command reads says only what that command
+    read."""
+    import json
+
+    wanted = set(columns)
+    kept = {label: entry for label, entry in json.loads(recorded).items() if wanted & set(entry[1])}
+    return json.dumps(kept, sort_keys=True) if kept else ""
+
+
+# A GPU op's launching process when the export does not record it (every op is matched to its call by
+# correlation id alone), and when the value recorded is unusable (the op matches no call at all).
+UNKNOWN_PID = -1
+UNREADABLE_PID = -2
+
 GPU_OPS = Schema(
     "gpu_ops",
     (
@@ -162,7 +180,7 @@ GPU_OPS = Schema(
         Column("device", "int16", "", "GPU index"),
         Column("stream", "int32", "", "stream id"),
         Column("correlation_id", "int64", "", "joins the host call that launched it (-1 when unknown)"),
-        Column("pid", "int32", "", "process that launched it"),
+        Column("pid", "int32", "", "process that launched it (UNKNOWN_PID -1: not recorded; UNREADABLE_PID -2)"),
         *_LAUNCH_CONFIG,
         Column("bytes", "int64", "bytes", "bytes copied or set (0 for kernels)"),
     ),

@@ -121,10 +121,10 @@ class Trace:
         dropped = int(frame.attrs.get("dropped", 0))
         if dropped:
             self._dropped[table] = max(dropped, self._dropped.get(table, 0))
-        if isinstance(frame.attrs.get("unknown"), str):  # unusable values a reader kept the rows of
+        if frame.attrs.get("unknown"):  # unusable values a reader kept the rows of
             held = self._unknown.setdefault(table, {})
-            for column, count in json.loads(frame.attrs["unknown"]).items():
-                held[column] = max(int(count), held.get(column, 0))
+            for label, (count, _) in json.loads(frame.attrs["unknown"]).items():
+                held[label] = max(int(count), held.get(label, 0))
         for line in str(frame.attrs.get("notes", "")).splitlines():  # what the reader could not provide
             self.note(line)
         if isinstance(frame.attrs.get("meta"), str):  # metadata the reader found only while reading tables

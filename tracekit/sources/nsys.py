@@ -18,11 +18,10 @@ import numpy as np
 import pandas as pd
 
 from tracekit.errors import InvalidTraceError, NotAnExportError
-from tracekit.model.schema import GPU_OP_KINDS, GPU_OPS, LAUNCHES
+from tracekit.model.schema import GPU_OP_KINDS, GPU_OPS, LAUNCHES, UNKNOWN_PID
 from tracekit.model.trace import Trace
 from tracekit.sources.nsys_checks import (
     RUNTIME_OPTIONAL,
-    UNKNOWN_PID,
     keep_timed,
     keep_usable,
     low_bits,
@@ -192,14 +191,7 @@ def read_gpu_ops(path: Path, tables: frozenset[str], columns: Collection[str] | 
         frame = GPU_OPS.empty().loc[:, wanted]
     else:
         frame = _gpu_op_frame(path, parts, wanted)
-    return with_notes(with_unknown(with_dropped(frame, dropped), _unknown_by_column(unknown)), notes)
-
-
-def _unknown_by_column(unknown: dict[str, int]) -> dict[str, int]:
-    """Counts of unknown values per column read -> per contract column (a packed value is two or more)."""
-    unpacked = {"device_stream": "device/stream", "grid": "grid", "block": "block", "copy_kind": "name (copy kind)"}
-    return {unpacked.get(name, name.removesuffix("_id") if name.endswith("name_id") else name): count
-            for name, count in unknown.items()}  # fmt: skip
+    return with_notes(with_unknown(with_dropped(frame, dropped), unknown), notes)
 
 
 def _gpu_op_frame(path: Path, parts: dict[str, dict[str, np.ndarray]], wanted: list[str]) -> pd.DataFrame:

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from tracekit.model.schema import UNREADABLE_PID
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -27,8 +29,6 @@ if TYPE_CHECKING:
 # the limit cannot be tighter. Everything built on times subtracts the first one or falls back to ranks
 # (keyed_times, nesting), and sums of durations are checked once per table (schema.DURATION_SUM_LIMIT).
 TIME_LIMIT = 2**62
-# The process id of GPU operations read from an export without globalPid (see attribution).
-UNKNOWN_PID = -1
 KERNEL_DIMS = ("gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ")
 # Columns an export may lack (nullable in nsys's schema, or not in every version or exporter), with the
 # SQL value that stands for them and what their absence costs (said once per table in a note).
@@ -90,9 +90,9 @@ def _usable_times(columns: dict[str, np.ndarray]) -> np.ndarray:
 
 # What an unusable GPU-op value reads as, by the column read (see ``unknown_values``); the per-row SQL of a
 # careful read gives CAREFUL_SENTINEL instead, out of every column's range, so numpy finds and counts it.
-UNKNOWN = {"device_stream": -1, "correlation_id": -1, "pid": UNKNOWN_PID, "grid": 0, "block": 0, "bytes": 0,
+UNKNOWN = {"device_stream": -1, "correlation_id": -1, "pid": UNREADABLE_PID, "grid": 0, "block": 0, "bytes": 0,
            "copy_kind": 0, "name_id": -1, "short_name_id": -1}  # fmt: skip
-CAREFUL_SENTINEL = -2
+CAREFUL_SENTINEL = -3
 
 
 def keep_timed(columns: dict[str, np.ndarray]) -> int:
@@ -105,8 +105,9 @@ def unknown_values(columns: dict[str, np.ndarray]) -> dict[str, int]:
     """Replace, in place, the unusable values of the GPU-op columns read (other than times) by what
     stands for unknown (``UNKNOWN``); returns how many per column. Ids packed two to a value must each
     fit their half (device int16, stream int32) and are unknown together; sizes, directions, launch
-    dimensions and correlation ids must not be negative (-1: none), process ids not below UNKNOWN_PID;
-    name ids must fit int32."""
+    dimensions and correlation ids must not be negative (-1: none), nor process ids (UNKNOWN_PID aside: the
+    export does not record them; an unusable one becomes UNREADABLE_PID, which matches no launching
+    call); name ids and copy kinds must fit int32."""
     counts = {}
     for name, stands_for in UNKNOWN.items():
         values = columns.get(name)
@@ -115,7 +116,7 @@ def unknown_values(columns: dict[str, np.ndarray]) -> dict[str, int]:
         if name == "device_stream":
             high, low = np.divmod(values, 2**32)
             bad = (high < 0) | (high >= 2**15) | (low >= 2**31)
-        elif name in ("name_id", "short_name_id"):
+        elif name in ("name_id", "short_name_id", "copy_kind"):
             bad = (values < 0) | (values >= 2**31)
         elif name in ("grid", "block"):  # x << 32 | y << 16 | z, each in range (the SQL guard saw to it)
             bad = values < 0
@@ -150,11 +151,20 @@ def with_notes(frame: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
 
 
 def with_unknown(frame: pd.DataFrame, unknown: dict[str, int]) -> pd.DataFrame:
-    """Record on the table how many values per column were unusable and read as unknown."""
+    """Record on the table how many values per column read were unusable and read as unknown, each with
+    the contract columns it stands for (``schema.unknown_values_within``)."""
     if unknown:
         import json
 
-        frame.attrs["unknown"] = json.dumps(unknown, sort_keys=True)
+        covers = {"device_stream": ("device", "stream"), "grid": ("grid_x", "grid_y", "grid_z"),
+                  "block": ("block_x", "block_y", "block_z"), "copy_kind": ("name", "short_name"),
+                  "name_id": ("name",), "short_name_id": ("short_name",)}  # fmt: skip
+        labels = {"device_stream": "device/stream", "copy_kind": "name (copy kind)", "name_id": "name",
+                  "short_name_id": "short_name"}  # fmt: skip
+        frame.attrs["unknown"] = json.dumps(
+            {labels.get(name, name): [count, covers.get(name, (name,))] for name, count in unknown.items()},
+            sort_keys=True,
+        )
     return frame
 
 

@@ -17,13 +17,13 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
+from tracekit.model.schema import UNKNOWN_PID
 from tracekit.sources.nsys_checks import (
     CAREFUL_SENTINEL,
     KERNEL_OPTIONAL,
     MEMCPY_OPTIONAL,
     MEMSET_OPTIONAL,
     TIME_LIMIT,
-    UNKNOWN_PID,
     low_bits,
 )
 from tracekit.sources.sqlite_columns import are_integers, between, outside, text_among
@@ -106,7 +106,8 @@ def gpu_op_reads(tables: Collection[str], columns: Collection[str]) -> dict[str,
                 "pid",
                 f"ifnull({low_bits(f'globalPid / {2**24}', 24)}, {UNKNOWN_PID})",
                 f"{are_integers(nullable=('globalPid',))} AND ifnull(globalPid, 0) >= 0",
-                guard=text_among(nullable=("globalPid",)),
+                # a negative globalPid would read as process 0 or -1 (bits of its two's complement): per chunk
+                guard=f"{text_among(nullable=('globalPid',))} OR ifnull(min(globalPid), 0) < 0",
             )
         if kind == "kernel":
             _kernel_columns(read, wanted)
