@@ -130,9 +130,10 @@ def build_inputs(hta: bool) -> dict[str, Path]:
             subprocess.run(command + (["--with-ranges"] if ranges else []), check=True)
     snapshot = inputs["snapshot"] = DATA / "snapshot_1m.pickle"
     if not snapshot.exists():
-        from bench_memory import build
-
-        build(1_000_000, snapshot)
+        # In a child process: a command's peak RSS (wait4) counts this process's own peak when it forked
+        # it (Linux keeps the high-water mark across exec), so this process must stay small.
+        build = f"import sys; sys.path.insert(0, {str(HERE)!r}); from bench_memory import build; build(1_000_000, {str(snapshot)!r})"
+        subprocess.run([PYTHON, "-c", build], check=True)
     if hta:
         trace = inputs["kineto"] = DATA / "kineto_200k.json"
         if not trace.exists():
