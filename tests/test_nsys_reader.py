@@ -151,3 +151,35 @@ def test_nesting_on_many_threads_over_a_long_capture():
     parent, depth = nest_ranges(thread, start, end)
     assert parent[-1] == len(rows) - 2 and depth[-1] == 1 and depth[-2] == 0
     assert (parent[:-1] == -1).all()
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_nesting_equals_the_definition(seed):
+    """The tightest encloser of a range is the nearest earlier range on its thread (ordered by start, then
+    longest first) that ends no earlier; depth counts the ancestors. Random tables, ties and zero-length
+    ranges included, against that definition row by row; ineligible ranges are nobody's parent."""
+    from tracekit.model.nesting import nest_ranges
+
+    rng = np.random.default_rng(seed)
+    count = 0 if seed < 2 else int(rng.integers(1, 60))  # empty tables too (with and without a mask)
+    thread = rng.integers(0, 3, count).astype(np.int64)
+    start = rng.integers(0, 40, count).astype(np.int64)
+    end = start + rng.integers(0, 25, count)
+    eligible = None if seed % 2 else rng.random(count) < 0.8
+    parent, depth = nest_ranges(thread, start, end, eligible)
+    usable = np.ones(count, bool) if eligible is None else eligible
+    order = sorted(np.flatnonzero(usable).tolist(), key=lambda row: (thread[row], start[row], -end[row], row))
+    expected_parent = np.full(count, -1)
+    for position, row in enumerate(order):
+        for earlier in reversed(order[:position]):
+            if thread[earlier] == thread[row] and end[earlier] >= end[row]:
+                expected_parent[row] = earlier
+                break
+    expected_depth = np.zeros(count, int)
+    for row in range(count):
+        above = expected_parent[row]
+        while above >= 0:
+            expected_depth[row] += 1
+            above = expected_parent[above]
+    assert parent.tolist() == expected_parent.tolist() and depth.tolist() == expected_depth.tolist()
+    assert parent.dtype == np.int64 and depth.dtype == np.int32
