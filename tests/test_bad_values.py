@@ -273,3 +273,19 @@ def test_an_unknown_device_is_no_gpu_of_its_own(cli, tmp_path):
     assert "cuda:-1" not in gpus and gpus["cuda:0"]["Busy (ns)"] == 200 and gpus["cuda:0"]["Span (ns)"] == 400
     assert gpus["mean per GPU"]["Busy (ns)"] == 200  # over the one GPU known
     assert gpus["any GPU busy"]["Busy (ns)"] == 220  # the op on the unknown device ran on some GPU
+
+
+@pytest.mark.parametrize("command", ["idle", "overlap", "steps"])
+def test_per_gpu_tables_name_no_unknown_device(cli, tmp_path, command):
+    """Ops whose device is unusable (read as -1) are on no GPU a table can name: no "cuda:-1" row or column
+    (gaps between them would be gaps between unrelated GPUs), while the known GPU's figures stand."""
+    b = ExportBuilder("2026.2")
+    b.push_pop(0, 1_000, "step")
+    b.kernel(100, 200, GEMM, launch_at=50)
+    b.kernel(300, 400, GEMM, launch_at=250, device=40_000)
+    b.kernel(600, 700, GEMM, launch_at=550, device=40_000)
+    b.kernel(800, 900, GEMM, launch_at=750)  # cuda:0 idles from 200 to 800 ns
+    path = b.write(tmp_path / "devices.sqlite")
+    result = cli(command, path, "--format", "csv")
+    assert result.exit_code == 0, result.output
+    assert "cuda:-1" not in result.stdout and "cuda:0" in result.stdout

@@ -186,3 +186,18 @@ def test_the_program_exits_at_once_with_its_output_whole(export, tmp_path):
     assert done.returncode == 0 and done.stdout.splitlines()[1].split(",")[1:3] == ["160", "2"]
     missing = subprocess.run([*command[:4], str(tmp_path / "none.sqlite")], capture_output=True, text=True)
     assert missing.returncode == 1 and missing.stderr.strip().count("\n") == 0 and "no such file" in missing.stderr
+
+
+@pytest.mark.parametrize("command", ["report", "diff", "breakdown"])
+def test_each_command_reads_the_gpu_ops_once(cli, export, reads, tmp_path, command):
+    """A command that needs many GPU-op columns says so before its first read: one read per kind table
+    (a breakdown alone reads its nine columns; a report or a diff, the whole table)."""
+    args = {"report": ["report", export, "-o", tmp_path / "report"], "diff": ["diff", export, export],
+            "breakdown": ["breakdown", export, "--phases", "step"]}[command]  # fmt: skip
+    result = cli(*args)
+    assert result.exit_code == 0, result.output
+    kernel_reads = [columns for table, columns in reads if table == "CUPTI_ACTIVITY_KIND_KERNEL"]
+    assert len(kernel_reads) == (2 if command == "diff" else 1)  # a diff opens its two inputs
+    breakdown = ["correlation_id", "device_stream", "end", "name_id", "pid", "start"]  # not streams'/grids' own
+    whole = sorted([*breakdown, "block", "grid", "short_name_id"])
+    assert all(columns == (breakdown if command == "breakdown" else whole) for columns in kernel_reads), kernel_reads

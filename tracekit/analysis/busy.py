@@ -50,6 +50,12 @@ def busy_span(start: np.ndarray, end: np.ndarray, group: np.ndarray) -> tuple[np
     return busy, span
 
 
+def known_devices(devices: np.ndarray) -> np.ndarray:
+    """The distinct GPU indexes among ``devices``, without -1 (an op whose device the trace could not
+    say ran on some GPU, but on none that a per-GPU figure can name)."""
+    return np.unique(devices[devices >= 0])
+
+
 def device_busy(ops: pd.DataFrame, instance: np.ndarray) -> pd.DataFrame:
     """Busy, span and idle (ns) of the ops with ``instance`` >= 0 (their phase instance): one row per
     device ("cuda:N"), then the sum of GPUs, the mean per GPU and "any GPU busy" (see the module

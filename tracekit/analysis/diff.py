@@ -23,6 +23,7 @@ from tracekit.analysis.categories import CATEGORIES, op_categories
 from tracekit.analysis.kernels import NAME, NAME_COLUMNS, kernel_mask, kernel_table
 from tracekit.errors import UsageError
 from tracekit.model.result import Result, Table
+from tracekit.model.schema import GPU_OPS
 from tracekit.model.trace import Trace
 
 if TYPE_CHECKING:
@@ -141,6 +142,8 @@ def trace_diff(
     titles (default: the traces' files)."""
     if by not in (None, "category", "kernel", "step"):
         raise UsageError(f"unknown --by {by!r}; choose category, kernel or step")
+    for trace in (a, b):  # categories, kernels and steps use most of the GPU-op table: one read of it all
+        trace.need("gpu_ops", GPU_OPS.names)
     tables = []
     if by == "step":
         table = compare_steps(a, b)

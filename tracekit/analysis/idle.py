@@ -25,6 +25,7 @@ import pandas as pd
 
 from tracekit.analysis import stats
 from tracekit.analysis.attribution import merge_intervals, op_launches
+from tracekit.analysis.busy import known_devices
 from tracekit.analysis.kernels import kernel_mask
 from tracekit.analysis.launch_delays import api_name
 from tracekit.analysis.syncs import BLOCKING
@@ -60,7 +61,7 @@ def idle_gaps(trace: Trace) -> pd.DataFrame:
     sync_start, sync_end, sync_pid = _calls_matching(trace, BLOCKING)
     wait_start, _, wait_pid = _calls_matching(trace, STREAM_WAIT)
     frames = []
-    for device in np.unique(devices):
+    for device in known_devices(devices):  # an op on an unknown device (-1) has no gaps of its own
         mine = np.flatnonzero(devices == device)
         low, high = merge_intervals(start[mine], end[mine])
         if len(low) < 2:

@@ -17,6 +17,7 @@ import pandas as pd
 
 from tracekit.analysis import stats
 from tracekit.analysis.attribution import op_launches
+from tracekit.analysis.busy import known_devices
 from tracekit.analysis.kernel_types import TYPES, type_segments
 from tracekit.analysis.kernels import kernel_mask
 from tracekit.analysis.steps import step_of, step_rows
@@ -52,7 +53,7 @@ def overlap_table(trace: Trace, per_step: bool = False, step_range: str | None =
             step_index = np.where(launches.found, step_of(steps, launches.pid, launches.start), -1)
             names = steps["name"].astype(str).to_numpy()
     rows = []
-    for device in np.unique(devices):
+    for device in known_devices(devices):
         on_device = devices == device
         groups = [("(whole trace)", on_device)]
         if step_index is not None:

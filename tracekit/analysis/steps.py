@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis.attribution import merge_intervals, op_launches
-from tracekit.analysis.busy import busy_span
+from tracekit.analysis.busy import busy_span, known_devices
 from tracekit.errors import UsageError
 from tracekit.model.result import Chart, Result
 from tracekit.model.trace import Trace
@@ -89,7 +89,7 @@ def step_table(
         table[KERNELS] = np.bincount(index[kernel], minlength=count)
         table[KERNEL_TIME] = np.bincount(index[kernel], weights=durations[kernel], minlength=count).astype(np.int64)
         devices = ops["device"].to_numpy()
-        for device in np.unique(devices[index >= 0]):
+        for device in known_devices(devices[index >= 0]):
             mine = (index >= 0) & (devices == device)
             start, end, step = ops["start"].to_numpy()[mine], ops["end"].to_numpy()[mine], index[mine]
             busy, _ = busy_span(start, end, step)
@@ -131,7 +131,7 @@ def timeline_chart(trace: Trace, steps: pd.DataFrame, intervals: int = 4000) -> 
         "CPU steps": ((steps["start"].to_numpy() - origin) / 1e6, steps["duration"].to_numpy() / 1e6)
     }
     devices = ops["device"].to_numpy()
-    for device in np.unique(devices):
+    for device in known_devices(devices):
         mine = devices == device
         low, high = merge_intervals(ops["start"].to_numpy()[mine], ops["end"].to_numpy()[mine])
         keep = np.concatenate(([True], (low[1:] - high[:-1]) > span / intervals))  # starts of drawn runs

@@ -27,6 +27,7 @@ from tracekit.analysis.ranges import range_summary
 from tracekit.errors import NoGpuDataError, TracekitError, UsageError
 from tracekit.files import check_target
 from tracekit.model.result import Chart
+from tracekit.model.schema import GPU_OPS
 from tracekit.model.trace import Trace
 from tracekit.render.tables import in_unit
 from tracekit.report.document import Document
@@ -69,6 +70,7 @@ def write_report(
 def _input_section(section: Document, path: Path, trace: Trace, heading: str) -> None:
     run = Run.at(path)
     section.text(f"## {heading}")
+    trace.need("gpu_ops", GPU_OPS.names)  # the report's tables use every GPU-op column: one read of them all
     has_kernels = _has_kernels(trace)  # first: a reader may complete the metadata as its tables load
     gpus = ", ".join(sorted(set(trace.meta.gpus["name"].dropna().astype(str)))) or "not recorded"
     tool = "Nsight Systems" if trace.meta.tool == "nsys" else trace.meta.tool

@@ -39,8 +39,9 @@ if TYPE_CHECKING:  # pandas loads when a table does: the command line asks the c
 SCHEMAS = {schema.table: schema for schema in TRACE_TABLES}
 TABLES = tuple(SCHEMAS)
 
-FORMAT = 6  # 3: the GPU-op table is called gpu_ops; 4: unusable rows left out and counted (attrs); 5: some columns;
-# 6: GPU ops keep their rows for unusable values other than times (read as unknown)
+FORMAT = 7  # 3: the GPU-op table is called gpu_ops; 4: unusable rows left out and counted (attrs); 5: some columns;
+# 6: GPU ops keep their rows for unusable values other than times (read as unknown); 7: unknown counts with
+# the columns they cover, unreadable processes -2
 MIN_BYTES = 32 * 2**20
 SUFFIX = ".tracekit-cache"
 
