@@ -144,8 +144,8 @@ class _Groups:
             return thread_key(pid, tid) if same_thread else np.asarray(pid, dtype=np.int64)
 
         codes, uniques = pd.factorize(np.concatenate([key(call_pid, call_tid), key(range_pid, range_tid)]))
-        self.call_code = codes[: len(call_pid)].astype(np.int64)
-        self.range_code = codes[len(call_pid) :].astype(np.int64)
+        self.call_code = codes[: len(call_pid)].astype(np.int64, copy=False)
+        self.range_code = codes[len(call_pid) :].astype(np.int64, copy=False)
         self.keyed = KeyedTimes(len(uniques), times)
 
     def calls(self, t: np.ndarray) -> np.ndarray:
@@ -194,22 +194,31 @@ def _fill_range_gpu_stats(
     order = np.argsort(call_start, kind="stable")
     call_start = call_start[order]
     per_call = {key: calls[key][order] for key in ("ops", "time", "first", "last")}
-    range_start = groups.ranges(ranges["start"].to_numpy())
+    # Arrays of one value per range (millions): each freed, or reused in place, as soon as it is done with.
+    low = np.searchsorted(call_start, groups.ranges(ranges["start"].to_numpy()), side="left")
     range_end = groups.ranges(ranges["end"].to_numpy())
-    low = np.searchsorted(call_start, range_start, side="left")
     if same_thread:
         # Calls on one thread never overlap, so sorted by start they are sorted by end too.
         call_end = np.maximum.accumulate(groups.calls(calls["end"])[order])
-        high = np.maximum(np.searchsorted(call_end, range_end, side="right"), low)
-        eligible = (ranges["end_tid"] == ranges["tid"]).to_numpy()
-        high = np.where(eligible, high, low)
+        high = np.searchsorted(call_end, range_end, side="right")
+        np.maximum(high, low, out=high)
+        ineligible = (ranges["end_tid"] != ranges["tid"]).to_numpy()
+        high[ineligible] = low[ineligible]
+        del ineligible
     else:
         high = np.searchsorted(call_start, range_end, side="right")
+    del range_end
 
-    prefix = lambda values: np.concatenate(([0], np.cumsum(values)))
-    columns[GPU_OPS] = prefix(per_call["ops"])[high] - prefix(per_call["ops"])[low]
-    columns[GPU_LAUNCHES] = (high - low).astype(np.int64)
-    columns[GPU_TIME] = prefix(per_call["time"])[high] - prefix(per_call["time"])[low]
+    def between(values: np.ndarray) -> np.ndarray:
+        """Sum of ``values`` (per call, in call order) over each range's calls [low, high)."""
+        prefix = np.concatenate(([0], np.cumsum(values)))
+        total = prefix[high]
+        total -= prefix[low]
+        return total
+
+    columns[GPU_OPS] = between(per_call["ops"])
+    columns[GPU_LAUNCHES] = np.subtract(high, low, dtype=np.int64)
+    columns[GPU_TIME] = between(per_call["time"])
     # Most ranges launch nothing (4 in 5 of a PyTorch trace's op ranges): reduce over those that do
     with_ops = np.flatnonzero(high > low)
     reductions = [(np.minimum, per_call["first"]), (np.maximum, per_call["last"])]

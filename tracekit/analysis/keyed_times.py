@@ -28,8 +28,13 @@ class KeyedTimes:
 
     def key(self, code: np.ndarray, t: np.ndarray) -> np.ndarray:
         """int64 key per (code, time); ``t`` must be among the times given at construction."""
-        offset = (t - self.t0) if self.ranks is None else np.searchsorted(self.ranks, t)
-        return np.asarray(code, dtype=np.int64) * self.span + offset
+        key = np.asarray(code, dtype=np.int64) * self.span  # a new array: the offset is added in place
+        if self.ranks is None:
+            key -= self.t0  # first: code * span + t alone could pass int64 with epoch times
+            key += t
+        else:
+            key += np.searchsorted(self.ranks, t)
+        return key
 
     def split(self, key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(code, time in ns) of each key."""
