@@ -225,3 +225,41 @@ def test_report_says_which_rows_it_left_out(cli, tmp_path):
         text = (out / "report.md").read_text()
         assert text.count("note: 1 gpu_ops row of") == 1
         assert text.count("note: 1 ranges row of") == (1 if with_ranges else 0)
+
+
+def test_report_says_when_its_phases_are_not_in_the_trace(cli, tmp_path):
+    """The default phases (forward, backward, optimizer) missing: the report says so once, and how to name
+    the trace's own; a trace that has them gets no such note."""
+    from nsys_builder import ExportBuilder
+
+    for phase in ("forward pass", "forward"):
+        b = ExportBuilder("2026.2")
+        b.push_pop(0, 1_000, phase)
+        b.kernel(100, 300, "ampere_sgemm_128x64_tn", launch_at=50)
+        path = b.write(tmp_path / f"{phase.replace(' ', '_')}.sqlite")
+        out = tmp_path / f"report-{phase.replace(' ', '_')}"
+        assert cli("report", path, "-o", out).exit_code == 0
+        text = (out / "report.md").read_text()
+        expected = 1 if phase == "forward pass" else 0
+        assert text.count("note: no range named forward, backward or optimizer in this trace") == expected
+        assert text.count(f"with `tracekit breakdown {path} --phases ...`") == expected
+
+
+def test_diff_notes_say_which_input_they_are_about(cli, tmp_path):
+    from nsys_builder import ExportBuilder
+
+    paths = []
+    for name, bad in (("a", False), ("b", True)):
+        b = ExportBuilder("2026.2")
+        b.push_pop(0, 1_000, "forward")
+        b.kernel(100, 300, "ampere_sgemm_128x64_tn", launch_at=50)
+        b.kernel(400, 500, "ampere_sgemm_128x64_tn")  # launched by no recorded call
+        if bad:
+            b.kernel(600, 550, "ampere_sgemm_128x64_tn", launch_at=60)  # ends before it starts
+        paths.append(b.write(tmp_path / f"{name}.sqlite"))
+    result = cli("diff", *paths, "--format", "csv")
+    assert result.exit_code == 0, result.output
+    notes = [line for line in result.stderr.splitlines() if line.startswith("note: ")]
+    assert notes[0].startswith("note: A: 1 of 2 GPU operations have no recorded launching call")
+    assert notes[1].startswith("note: B: 1 gpu_ops row of") and notes[2].startswith("note: B: 1 of 2 GPU operations")
+    assert len(notes) == 3

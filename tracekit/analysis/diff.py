@@ -126,6 +126,11 @@ def compare_steps(a: Trace, b: Trace, step_range: str | None = None) -> pd.DataF
     return table
 
 
+def _notes_of(a: Trace, b: Trace) -> list[str]:
+    """Each trace's notes, marked A or B: two traces often give notes alike but for their counts."""
+    return [f"A: {note}" for note in a.warnings] + [f"B: {note}" for note in b.warnings]
+
+
 def trace_diff(
     a: Trace,
     b: Trace,
@@ -147,7 +152,7 @@ def trace_diff(
     tables = []
     if by == "step":
         table = compare_steps(a, b)
-        notes = a.warnings + b.warnings
+        notes = _notes_of(a, b)
         from tracekit.analysis.steps import step_rows
 
         counts = len(step_rows(a)), len(step_rows(b))
@@ -164,4 +169,4 @@ def trace_diff(
         from tracekit.analysis.memory_tables import compare
 
         tables.append(Table("memory", compare(snapshots[0], snapshots[1]).head(10), "Memory at the peak"))
-    return Result(tables, notes=a.warnings + b.warnings)
+    return Result(tables, notes=_notes_of(a, b))

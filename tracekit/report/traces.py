@@ -151,6 +151,9 @@ def _gpu_sections(section: Document, source: str, trace: Trace, run: Run | None)
         "sets are the columns beside it, not part of it.",
     )
     section.table(present, f"tracekit breakdown {source} --unit ms")
+    for note in breakdown.notes:  # the trace's own warnings come once, at the end of its section
+        if note.startswith("no range named"):  # its phases have other names: say how to break them down
+            section.text(f"> note: {note.replace('with --phases', f'with `tracekit breakdown {source} --phases ...`')}")
     if "categories" in breakdown.charts:
         section.picture(breakdown.charts["categories"], "categories", "share of kernel time by category and phase")
     gpus = breakdown.table("gpus")
