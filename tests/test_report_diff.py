@@ -240,6 +240,7 @@ def test_report_says_when_its_phases_are_not_in_the_trace(cli, tmp_path):
         out = tmp_path / f"report-{phase.replace(' ', '_')}"
         assert cli("report", path, "-o", out).exit_code == 0
         text = (out / "report.md").read_text()
+        assert "; GPUs: not recorded (its GPU work ran on cuda:0)." in text  # the export has no GPU table
         expected = 1 if phase == "forward pass" else 0
         assert text.count("note: no range named forward, backward or optimizer in this trace") == expected
         assert text.count(f"with `tracekit breakdown {path} --phases ...`") == expected

@@ -28,6 +28,7 @@ def test_steps_of_a_built_export(cli, tmp_path):
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)
     assert [row["Wall (ns)"] for row in rows] == [1000, 1000, 1000, 3000]
+    assert [row["Step"] for row in rows] == ["step #1", "step #2", "step #3", "step #4"]  # which is the outlier
     assert all(row["Kernels"] == 2 and row["Kernel Time (ns)"] == 200 for row in rows)
     assert all(row["cuda:0 Busy (ns)"] == 200 for row in rows)
     # On the GPU's clock a step runs from its first kernel (start + 150) to the next step's first one.

@@ -76,7 +76,11 @@ def step_table(
     steps = steps.reset_index(drop=True)
     count = len(steps)
     wall = steps["duration"].to_numpy()
-    table = pd.DataFrame({STEP: steps["name"].astype(str).to_numpy()})
+    labels = steps["name"].astype(str).to_numpy()
+    if len(set(labels.tolist())) < count:  # "step" five times: numbered per process, as ProfilerStep#N are
+        number = steps.groupby("pid", sort=False).cumcount().to_numpy() + 1
+        labels = np.array([f"{label} #{index}" for label, index in zip(labels.tolist(), number.tolist())], dtype=object)
+    table = pd.DataFrame({STEP: labels})
     if steps["pid"].nunique() > 1:
         table["PID"] = steps["pid"].to_numpy()
     table[WALL] = wall

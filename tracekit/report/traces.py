@@ -18,7 +18,7 @@ import pandas as pd
 
 from tracekit import __version__
 from tracekit.analysis.breakdown import PHASE, WHOLE, phase_breakdown
-from tracekit.analysis.busy import ANY
+from tracekit.analysis.busy import ANY, known_devices
 from tracekit.analysis.compare import compare_traces
 from tracekit.analysis.diff import compare_categories, compare_kernels, labels_for
 from tracekit.analysis.kernels import kernel_mask, kernel_summary
@@ -73,6 +73,11 @@ def _input_section(section: Document, path: Path, trace: Trace, heading: str) ->
     trace.need("gpu_ops", GPU_OPS.names)  # the report's tables use every GPU-op column: one read of them all
     has_kernels = _has_kernels(trace)  # first: a reader may complete the metadata as its tables load
     gpus = ", ".join(sorted(set(trace.meta.gpus["name"].dropna().astype(str)))) or "not recorded"
+    if has_kernels and not len(trace.meta.gpus):  # the export names no GPU, but its work says which ran
+        devices = known_devices(trace.columns("gpu_ops", ["device"])["device"].to_numpy())
+        gpus += (
+            f" (its GPU work ran on {', '.join(f'cuda:{int(device)}' for device in devices)})" if len(devices) else ""
+        )
     tool = "Nsight Systems" if trace.meta.tool == "nsys" else trace.meta.tool
     version = f" {trace.meta.tool_version}" if trace.meta.tool_version else ""
     schema = f" (export schema {trace.meta.schema_version})" if trace.meta.schema_version else ""
