@@ -72,3 +72,20 @@ def test_causes_add_up_to_each_gpus_idle_on_real_traces(cli, path):
         summed[row["GPU"]] = summed.get(row["GPU"], 0) + row["Idle (ns)"]
     expected = {gpu: idle for gpu, idle in device_idle(cli, path).items() if idle}
     assert summed == expected
+
+
+def test_a_sync_that_starts_inside_a_gap_is_not_its_cause(tmp_path):
+    """A blocking call explains a gap only when it was running as the GPU ran out of work: one called
+    late in the gap returns at once (nothing left to wait for); the host was busy elsewhere."""
+    b = ExportBuilder("2026.2")
+    b.kernel(0, 100, "a", launch_at=-50)
+    b.runtime(95, 3_000, "cudaHostAlloc_v3020", 900)  # not blocking on the GPU: the host is busy
+    b.runtime(3_000, 3_016, "cudaStreamSynchronize_v3020", 901)  # called inside the gap 100..4000
+    b.kernel(4_000, 4_100, "b", launch_at=3_020)
+    b.runtime(4_050, 4_200, "cudaDeviceSynchronize_v3020", 902)  # running when the gap 4100..4300 begins
+    b.kernel(4_300, 4_400, "c", launch_at=4_210)
+    gaps = idle_gaps(open_trace(b.write(tmp_path / "late-sync.sqlite")))
+    assert list(zip(gaps["Start (ns)"], gaps["Idle (ns)"], gaps["Cause"])) == [
+        (100, 3_900, "host not launching"),
+        (4_100, 200, "sync"),
+    ]

@@ -4,8 +4,9 @@ A device is busy while any of its ops (kernel, copy, set) runs; its idle time is
 merged busy intervals, from its first op to its last (``busy``: the same Idle). Each gap gets one cause,
 tried in this order, decided by the op that ends the gap (the first to start after it, "next op") and its
 launching call:
-1. sync: a blocking host call of the process (``syncs``: synchronize, synchronous memcpy) overlaps the
-   gap: the CPU was waiting for the GPU, so nothing new was queued.
+1. sync: a blocking host call of the process (``syncs``: synchronize, synchronous memcpy) was running
+   when the gap began: the CPU was waiting for the GPU, so nothing new was queued. (A blocking call that
+   starts inside the gap returns at once, the GPU having nothing left to finish: it does not explain it.)
 2. launch latency: the next op's launching call started at or before the gap began (its work was
    already queued when the GPU went idle, and not yet running), and no stream wait preceded it.
 3. other stream or device: as 2, but the process called cudaStreamWaitEvent between the previous op's
@@ -36,7 +37,7 @@ CAUSES = ("sync", "launch latency", "other stream or device", "host not launchin
 STREAM_WAIT = re.compile(r"^(cudaStreamWaitEvent|cuStreamWaitEvent)$")
 METHOD = (
     "method: per GPU, each gap between busy intervals gets the first cause that holds: sync (a blocking host "
-    "call overlaps it), launch latency (the next op was launched before the gap began), other stream or device "
+    "call was running when it began), launch latency (the next op was launched before the gap began), other stream or device "
     "(as launch latency, after a cudaStreamWaitEvent), host not launching (the next op was launched during the "
     "gap), other (no launching call in the trace)"
 )
@@ -80,7 +81,7 @@ def idle_gaps(trace: Trace) -> pd.DataFrame:
         waited = _any_between(wait_start, wait_pid, pid, previous_launch, launch_start)
         cause = np.where(pending & waited, CAUSES.index("other stream or device"), cause)
         cause = np.where(pending & ~waited, CAUSES.index("launch latency"), cause)
-        synced = _overlaps(sync_start, sync_end, sync_pid, pid, gap_start, gap_end)
+        synced = _running_at(sync_start, sync_end, sync_pid, pid, gap_start)
         cause = np.where(synced, CAUSES.index("sync"), cause)
         frames.append(pd.DataFrame({"GPU": f"cuda:{int(device)}", "Start (ns)": gap_start, "Idle (ns)": gap_end -
                                     gap_start, "Cause": np.asarray(CAUSES, dtype=object)[cause]}))  # fmt: skip
@@ -106,18 +107,19 @@ def _any_between(times: np.ndarray, pids: np.ndarray, pid: np.ndarray, low: np.n
     return result
 
 
-def _overlaps(call_start, call_end, call_pid, pid, gap_start, gap_end) -> np.ndarray:
-    """Per gap: whether a call of the gap's process overlaps it (calls sorted by start)."""
+def _running_at(call_start, call_end, call_pid, pid, time) -> np.ndarray:
+    """Per row: whether a call of the row's process was running at ``time`` (started at or before it, ended
+    after it; calls sorted by start)."""
     result = np.zeros(len(pid), dtype=bool)
     for process in np.unique(pid):
         mine = call_pid == process
         starts, ends = call_start[mine], call_end[mine]
         if not len(starts):
             continue
-        latest_end = np.maximum.accumulate(ends)  # of the calls that started before a time
+        latest_end = np.maximum.accumulate(ends)  # of the calls that started up to a time
         rows = pid == process
-        before = np.searchsorted(starts, gap_end[rows], "left") - 1
-        result[rows] = (before >= 0) & (latest_end[np.maximum(before, 0)] > gap_start[rows])
+        before = np.searchsorted(starts, time[rows], "right") - 1
+        result[rows] = (before >= 0) & (latest_end[np.maximum(before, 0)] > time[rows])
     return result
 
 
