@@ -9,7 +9,7 @@ import pytest
 from snapshot_builder import SnapshotBuilder, stack
 
 from tracekit.analysis.memory import replay
-from tracekit.analysis.memory_tables import compare, holders_at_peak, largest_at_peak, phases
+from tracekit.analysis.memory_tables import compare, holders_at_peak, largest_at_peak, memory_summary, phases
 from tracekit.errors import SnapshotError
 from tracekit.sources.snapshot import load_snapshot
 
@@ -162,6 +162,9 @@ def test_without_timestamps_several_devices_and_empty_trace(tmp_path):
     assert memory.device == 1 and memory.peak_allocated == 5 * MIB and not memory.has_time
     assert memory.timeline["x"].tolist() == [-1.0, 0.0, 1.0, 2.0]  # event index stands in for time
     assert replay(trace, device=0).peak_allocated == 2 * MIB
+    events = largest_at_peak(trace, replay(trace, device=0))  # the 2 MiB block, allocated at event 0, live
+    assert events["Allocated At (event)"].tolist() == [0] and str(events["Allocated At (event)"].dtype) == "Int64"
+    assert events["Freed At (event)"].isna().all()  # whole numbers, blank where none: not 0.0 / NaN
     empty = SnapshotBuilder()
     empty.traces = [[]]
     empty.segment(0x0, 4 * MIB, [(0x0, 3 * MIB, "active_allocated", WEIGHTS)])
@@ -241,3 +244,21 @@ def test_cli_plot_compare_and_run_folder(cli, tmp_path, shared_memory):
     peak = table.set_index("Holder").loc["(peak allocated)"]
     assert peak["Delta (MiB)"] == pytest.approx(peak["B (MiB)"] - peak["A (MiB)"]) and peak["Delta (MiB)"] > 9000
     assert np.isfinite(peak["Ratio"])
+
+
+def test_the_summary_says_which_device_it_shows_and_the_out_of_memory_errors(tmp_path):
+    b = SnapshotBuilder(with_time=False, devices=2)
+    b.alloc(0x10, 2 * MIB, 0, ACTIVATION, device=0)
+    b.alloc(0x20, 5 * MIB, 0, SCORES, device=1)
+    b._event(1, "oom", 0, 64 * MIB, 0, [])  # the allocation that failed: never given memory
+    trace = load_snapshot(b.dump(tmp_path / "oom.pickle"))
+    notes = memory_summary(trace, timeline=False).notes
+    assert (
+        "the snapshot traces 2 devices: cuda:1 has the highest peak and is shown; --device N shows another (cuda:0)"
+        in notes
+    )
+    oom = [note for note in notes if "out-of-memory" in note]
+    assert oom == ["the snapshot records 1 out-of-memory error (cuda:1 at event 1, asking for 64.0 MiB); the failed "
+                   "allocation is in no table: it never got memory"]  # fmt: skip
+    asked = memory_summary(trace, device=0, timeline=False).notes  # a device asked for: nothing to explain
+    assert not any("highest peak" in note for note in asked) and len([n for n in asked if "out-of-memory" in n]) == 1

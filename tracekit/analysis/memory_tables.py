@@ -47,14 +47,17 @@ def largest_at_peak(trace: MemoryTrace, memory: DeviceMemory, top: int | None = 
     x = memory.timeline.set_index("index")["x"]
     events = len(memory.timeline) - 1
     unit = "ms" if memory.has_time else "event"
+    # event indexes are whole numbers: a nullable integer column, so that a blank does not make them floats
+    at = (lambda values: np.array(values, dtype=float)) if memory.has_time else (
+        lambda values: pd.array([None if value is None else int(value) for value in values], dtype="Int64"))  # fmt: skip
     return pd.DataFrame(
         {
             "Size (MiB)": live["size"].to_numpy() / MIB,
             "Requested (MiB)": np.where(
                 live["requested_size"].to_numpy() >= 0, live["requested_size"].to_numpy() / MIB, np.nan
             ),
-            f"Allocated At ({unit})": [x[start] if start >= 0 else None for start in live["start"].tolist()],
-            f"Freed At ({unit})": [x[end] if end < events else None for end in live["end"].tolist()],
+            f"Allocated At ({unit})": at([x[start] if start >= 0 else None for start in live["start"].tolist()]),
+            f"Freed At ({unit})": at([x[end] if end < events else None for end in live["end"].tolist()]),
             "Frame": frames,
             "Stack": stacks,
         }
@@ -117,6 +120,24 @@ def compare(trace_a: MemoryTrace, trace_b: MemoryTrace, device: int | None = Non
     return table.reset_index()
 
 
+def device_notes(trace: MemoryTrace, shown: int, chosen: bool) -> list[str]:
+    """What a one-device summary should say about the others: which device it picked among several, and
+    the out-of-memory events the snapshot recorded (the reason many snapshots are taken)."""
+    notes = []
+    if chosen and len(trace.devices) > 1:
+        others = ", ".join(f"cuda:{device}" for device in trace.devices if device != shown)
+        notes.append(f"the snapshot traces {len(trace.devices)} devices: cuda:{shown} has the highest peak and is "
+                     f"shown; --device N shows another ({others})")  # fmt: skip
+    events = trace.events
+    ooms = events.loc[(events["action"] == "oom").to_numpy()]
+    if len(ooms):
+        where = ", ".join(f"cuda:{int(device)} at event {int(index):,}, asking for {size / MIB:,.1f} MiB"
+                          for device, index, size in zip(*(ooms[key].tolist() for key in ("device", "index", "size"))))  # fmt: skip
+        notes.append(f"the snapshot records {len(ooms)} out-of-memory {'error' if len(ooms) == 1 else 'errors'} "
+                     f"({where}); the failed allocation is in no table: it never got memory")  # fmt: skip
+    return notes
+
+
 def memory_summary(
     trace: MemoryTrace,
     top: int | None = 20,
@@ -132,7 +153,7 @@ def memory_summary(
         raise UsageError(f"unknown --by {by!r}; choose allocation, frame or role")
     memory = replay(trace, device)
     tables = [Table("summary", peak_summary(trace, memory), f"Memory snapshot: {trace.source}")]
-    notes = list(memory.notes)
+    notes = list(memory.notes) + device_notes(trace, memory.device, chosen=device is None)
     if by in ("role", "both"):
         from tracekit.analysis.memory_roles import memory_by_role
 
