@@ -161,10 +161,11 @@ class Trace:
         """``table`` with only the columns ``names`` (contract order): what a command declares it uses.
 
         A reader that can fetch columns separately (an nsys export; its cache) reads only these; others
-        load the whole table once. A row is left out when a value read for it is unusable, so the rows
-        follow the columns read: asking later for more columns than the table holds reads them all
-        again, together, so every column of the table always comes from one read. A command asks for
-        all it needs at once.
+        load the whole table once. Such a reader gives the same rows whatever the columns (only unusable
+        times leave a row out; other unusable values read as unknown), so masks taken on a narrow read
+        hold on a wider one. Asking later for more columns than the table holds reads them all again,
+        together, so every column of the table comes from one read: a command says all it needs at once
+        (``need``), which costs one read instead of two.
         """
         wanted = [name for name in SCHEMAS[table].names if name in set(names)]
         if table in self.__dict__ or not self._has_columns(table):  # the whole table (or no column reader)
