@@ -262,3 +262,15 @@ def test_the_summary_says_which_device_it_shows_and_the_out_of_memory_errors(tmp
                    "allocation is in no table: it never got memory"]  # fmt: skip
     asked = memory_summary(trace, device=0, timeline=False).notes  # a device asked for: nothing to explain
     assert not any("highest peak" in note for note in asked) and len([n for n in asked if "out-of-memory" in n]) == 1
+
+
+def test_a_comparison_lists_what_changed_to_one_precision(tmp_path):
+    traces = []
+    for name, scores in (("a", 3 * MIB), ("b", 3 * MIB + 100 * 1024 + 7)):
+        b = SnapshotBuilder()
+        b.alloc(0x10, 2 * MIB, 0, ACTIVATION)  # the same in both: not listed
+        b.alloc(0x900000, scores, 1, SCORES)  # 100 KiB and 7 bytes more in B
+        traces.append(load_snapshot(b.dump(tmp_path / f"{name}.pickle")))
+    table = compare(*traces)
+    assert table["Holder"].tolist() == ["(peak allocated)", "model/attention.py:12 softmax"]
+    assert table["Delta (MiB)"].tolist() == [0.098, 0.098] and table["B (MiB)"].tolist()[1] == 3.098

@@ -97,16 +97,22 @@ def phases(trace: MemoryTrace, memory: DeviceMemory) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["Phase", "Start (ms)", "End (ms)"])
 
 
+UNCHANGED_MIB = 512 / MIB
+
+
 def compare(trace_a: MemoryTrace, trace_b: MemoryTrace, device: int | None = None) -> pd.DataFrame:
     """Peak of B against A and the allocation groups (by frame) that grew or shrank at the peak.
 
-    Columns: Holder, A (MiB), B (MiB), Delta (MiB), Ratio; the first row is the whole peak.
+    Columns: Holder, A (MiB), B (MiB), Delta (MiB), Ratio (sizes to 1 KiB); the first row is the whole
+    peak; holders whose total did not change are left out.
     """
     memory_a, memory_b = replay(trace_a, device), replay(trace_b, device)
     a = holders_at_peak(trace_a, memory_a).set_index("Frame")["Total (MiB)"]
     b = holders_at_peak(trace_b, memory_b).set_index("Frame")["Total (MiB)"]
     groups = pd.concat([a.rename("A (MiB)"), b.rename("B (MiB)")], axis=1).fillna(0.0)
     groups["Delta (MiB)"] = groups["B (MiB)"] - groups["A (MiB)"]
+    # Holders that did not change (within the allocator's 512-byte rounding) say nothing about A against B
+    groups = groups.loc[groups["Delta (MiB)"].abs() >= UNCHANGED_MIB]
     groups = groups.reindex(groups["Delta (MiB)"].abs().sort_values(ascending=False, kind="stable").index)
     peak = pd.DataFrame(
         {"A (MiB)": [memory_a.peak_allocated / MIB], "B (MiB)": [memory_b.peak_allocated / MIB]},
@@ -117,6 +123,9 @@ def compare(trace_a: MemoryTrace, trace_b: MemoryTrace, device: int | None = Non
     with np.errstate(divide="ignore", invalid="ignore"):
         table["Ratio"] = np.where(table["A (MiB)"] > 0, table["B (MiB)"] / table["A (MiB)"], np.nan)
     table.index.name = "Holder"
+    # one precision for every size (1 KiB): sizes of a few bytes apart would otherwise print with 6 decimals
+    for column in ("A (MiB)", "B (MiB)", "Delta (MiB)"):
+        table[column] = table[column].round(3)
     return table.reset_index()
 
 
