@@ -187,6 +187,18 @@ def copy_table(
     return pd.DataFrame(rows, columns=[PHASE, "Operation", "Count", "Time (ns)", "MiB"])
 
 
+def default_phases_missing(table: pd.DataFrame, phases: list[str] | None, how: str) -> str | None:
+    """The note for a breakdown (``table``) asked for the default phases of a trace that has none of
+    them, saying ``how`` to name its own; None otherwise."""
+    if (
+        list(phases or DEFAULT_PHASES) != list(DEFAULT_PHASES)
+        or (table.loc[table[PHASE] != WHOLE, "Instances"] > 0).any()
+    ):
+        return None
+    return (f"no range named {', '.join(DEFAULT_PHASES[:-1])} or {DEFAULT_PHASES[-1]} in this trace: only the whole "
+            f"trace is broken down; name its phases with {how} (`tracekit ranges` lists its range names)")  # fmt: skip
+
+
 def phase_breakdown(
     trace: Trace,
     phases: list[str] | None = None,
@@ -204,14 +216,8 @@ def phase_breakdown(
     copies = copy_table(trace, phases, same_thread, domain)
     if not copies.empty:
         tables.append(Table("copies", copies, "Memory copies and sets"))
-    notes = list(trace.warnings)
-    if (
-        list(phases or DEFAULT_PHASES) == list(DEFAULT_PHASES)
-        and not (table.loc[table[PHASE] != WHOLE, "Instances"] > 0).any()
-    ):
-        notes.insert(0, f"no range named {', '.join(DEFAULT_PHASES[:-1])} or {DEFAULT_PHASES[-1]} in this trace: only the whole trace is broken "
-                     "down; name its phases with --phases (`tracekit ranges` lists its range names)")  # fmt: skip
-    result = Result(tables, notes=notes)
+    missing = default_phases_missing(table, phases, "--phases")
+    result = Result(tables, notes=([missing] if missing else []) + trace.warnings)
     present = table.loc[(table["Instances"] > 0) | (table[PHASE] == WHOLE)]
     if present[time_column(ops)].sum() > 0:
         title = "Share of kernel time by category" if ops == "kernels" else "Share of GPU op time by category"

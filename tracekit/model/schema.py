@@ -153,18 +153,6 @@ _LAUNCH_CONFIG = tuple(
 )
 
 
-def unknown_values_within(recorded: str, columns) -> str:
-    """Of a reader's count of unusable values read as unknown (``frame.attrs["unknown"]``: JSON, label ->
-    [count, the contract columns the label covers]), the entries about ``columns``, as the same JSON
-    ("" when none): a table cached with more columns than a command reads says only what that command
-    read."""
-    import json
-
-    wanted = set(columns)
-    kept = {label: entry for label, entry in json.loads(recorded).items() if wanted & set(entry[1])}
-    return json.dumps(kept, sort_keys=True) if kept else ""
-
-
 # A GPU op's launching process when the export does not record it (every op is matched to its call by
 # correlation id alone), and when the value recorded is unusable (the op matches no call at all).
 UNKNOWN_PID = -1

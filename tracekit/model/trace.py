@@ -121,10 +121,13 @@ class Trace:
         dropped = int(frame.attrs.get("dropped", 0))
         if dropped:
             self._dropped[table] = max(dropped, self._dropped.get(table, 0))
-        if frame.attrs.get("unknown"):  # unusable values a reader kept the rows of
+        if frame.attrs.get("unknown"):  # unusable values a reader kept the rows of: label -> [count, columns]
             held = self._unknown.setdefault(table, {})
-            for label, (count, _) in json.loads(frame.attrs["unknown"]).items():
-                held[label] = max(int(count), held.get(label, 0))
+            for label, (count, covers) in json.loads(frame.attrs["unknown"]).items():
+                # only those in the columns handed over: a table cache may hold (and count) more than a
+                # command reads, and the note must be the one a fresh read of these columns gives
+                if set(covers) & set(frame.columns):
+                    held[label] = max(int(count), held.get(label, 0))
         for line in str(frame.attrs.get("notes", "")).splitlines():  # what the reader could not provide
             self.note(line)
         if isinstance(frame.attrs.get("meta"), str):  # metadata the reader found only while reading tables
@@ -146,11 +149,11 @@ class Trace:
             for table, count in self._dropped.items()
         ]
         unknown = [
-            f"{sum(counts.values()):,} {table} {'value' if sum(counts.values()) == 1 else 'values'} of {self.name} "
-            f"{'is' if sum(counts.values()) == 1 else 'are'} unusable and read as unknown "
-            f"({', '.join(f'{column}: {count:,}' for column, count in sorted(counts.items()))}); "
+            f"{total:,} {table} {'value' if total == 1 else 'values'} of {self.name} {'is' if total == 1 else 'are'} "
+            f"unusable and read as unknown ({', '.join(f'{column}: {count:,}' for column, count in sorted(counts.items()))}); "
             "their rows count in everything else"
             for table, counts in self._unknown.items()
+            if (total := sum(counts.values()))
         ]
         return dropped + unknown + self._notes
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from tracekit import __version__
-from tracekit.analysis.breakdown import PHASE, WHOLE, phase_breakdown
+from tracekit.analysis.breakdown import PHASE, WHOLE, default_phases_missing, phase_breakdown
 from tracekit.analysis.busy import ANY, known_devices
 from tracekit.analysis.compare import compare_traces
 from tracekit.analysis.diff import compare_categories, compare_kernels, labels_for
@@ -156,9 +156,9 @@ def _gpu_sections(section: Document, source: str, trace: Trace, run: Run | None)
         "sets are the columns beside it, not part of it.",
     )
     section.table(present, f"tracekit breakdown {source} --unit ms")
-    for note in breakdown.notes:  # the trace's own warnings come once, at the end of its section
-        if note.startswith("no range named"):  # its phases have other names: say how to break them down
-            section.text(f"> note: {note.replace('with --phases', f'with `tracekit breakdown {source} --phases ...`')}")
+    missing = default_phases_missing(table, PHASES, f"`tracekit breakdown {source} --phases ...`")
+    if missing:  # (the trace's own warnings come once, at the end of its section)
+        section.text(f"> note: {missing}")
     if "categories" in breakdown.charts:
         section.picture(breakdown.charts["categories"], "categories", "share of kernel time by category and phase")
     gpus = breakdown.table("gpus")

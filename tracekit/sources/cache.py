@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from tracekit.errors import InvalidTraceError, TracekitError
 from tracekit.files import write_text
-from tracekit.model.schema import TRACE_TABLES, unknown_values_within
+from tracekit.model.schema import TRACE_TABLES
 
 if TYPE_CHECKING:  # pandas loads when a table does: the command line asks the cache before importing it
     import pandas as pd
@@ -143,8 +143,6 @@ class TableCache:
             # copy=False: the arrays just loaded are the table's own (a copy of 10M rows costs 0.3 s)
             frame = pd.DataFrame(arrays, index=pd.RangeIndex(layout["rows"]), copy=False)
             frame.attrs.update(layout.get("attrs", {}))  # e.g. the count of rows the reader left out
-            if "unknown" in frame.attrs:  # only what the columns asked for hold: the note a fresh read gives
-                frame.attrs["unknown"] = unknown_values_within(frame.attrs["unknown"], wanted)
             # The contract the reader's own table would meet: a cache that breaks it is damaged.
             return schema.check(frame, str(self.export), partial=True)
         # MemoryError: a damaged .npy header claiming a huge shape; RecursionError: absurdly nested JSON
@@ -225,10 +223,7 @@ class TableCache:
             union = set(columns) | set(self.cached_columns(table))
             frame = loader(tuple(name for name in SCHEMAS[table].names if name in union))
             self.store(table, frame)
-            narrowed = frame.loc[:, [name for name in frame.columns if name in set(columns)]]
-            if "unknown" in frame.attrs:
-                narrowed.attrs["unknown"] = unknown_values_within(frame.attrs["unknown"], columns)
-            return narrowed
+            return frame.loc[:, [name for name in frame.columns if name in set(columns)]]
 
         return load
 

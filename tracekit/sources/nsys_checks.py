@@ -15,6 +15,7 @@ caught per chunk by a cheap SQL ``guard``, and only such a chunk is read again w
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -88,10 +89,29 @@ def _usable_times(columns: dict[str, np.ndarray]) -> np.ndarray:
     return columns["duration"] >= 0
 
 
-# What an unusable GPU-op value reads as, by the column read (see ``unknown_values``); the per-row SQL of a
-# careful read gives CAREFUL_SENTINEL instead, out of every column's range, so numpy finds and counts it.
-UNKNOWN = {"device_stream": -1, "correlation_id": -1, "pid": UNREADABLE_PID, "grid": 0, "block": 0, "bytes": 0,
-           "copy_kind": 0, "name_id": -1, "short_name_id": -1}  # fmt: skip
+@dataclass(frozen=True)
+class Unknown:
+    """How a GPU-op value read (a column of the SQL read) stands for unknown when it is unusable: the value
+    it reads as, the label the note counts it under, and the contract columns it fills."""
+
+    stands_for: int
+    label: str
+    covers: tuple[str, ...]
+
+
+# By the column read (see ``unknown_values``); the per-row SQL of a careful read gives CAREFUL_SENTINEL
+# instead, out of every column's range, so numpy finds and counts it.
+UNKNOWN = {
+    "device_stream": Unknown(-1, "device/stream", ("device", "stream")),
+    "correlation_id": Unknown(-1, "correlation_id", ("correlation_id",)),
+    "pid": Unknown(UNREADABLE_PID, "pid", ("pid",)),
+    "grid": Unknown(0, "grid", ("grid_x", "grid_y", "grid_z")),
+    "block": Unknown(0, "block", ("block_x", "block_y", "block_z")),
+    "bytes": Unknown(0, "bytes", ("bytes",)),
+    "copy_kind": Unknown(0, "name (copy kind)", ("name", "short_name")),
+    "name_id": Unknown(-1, "name", ("name",)),
+    "short_name_id": Unknown(-1, "short_name", ("short_name",)),
+}
 CAREFUL_SENTINEL = -3
 
 
@@ -109,7 +129,7 @@ def unknown_values(columns: dict[str, np.ndarray]) -> dict[str, int]:
     export does not record them; an unusable one becomes UNREADABLE_PID, which matches no launching
     call); name ids and copy kinds must fit int32."""
     counts = {}
-    for name, stands_for in UNKNOWN.items():
+    for name, unknown in UNKNOWN.items():
         values = columns.get(name)
         if values is None:
             continue
@@ -124,7 +144,7 @@ def unknown_values(columns: dict[str, np.ndarray]) -> dict[str, int]:
             bad = values < (-1 if name in ("correlation_id", "pid") else 0)
         count = int(np.count_nonzero(bad))
         if count:
-            values[bad] = stands_for
+            values[bad] = unknown.stands_for
             counts[name] = count
     return counts
 
@@ -151,20 +171,13 @@ def with_notes(frame: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
 
 
 def with_unknown(frame: pd.DataFrame, unknown: dict[str, int]) -> pd.DataFrame:
-    """Record on the table how many values per column read were unusable and read as unknown, each with
-    the contract columns it stands for (``schema.unknown_values_within``)."""
+    """Record on the table how many values per column read were unusable and read as unknown: JSON, label ->
+    [count, the contract columns it fills] (``Trace`` notes those of the columns it is handed)."""
     if unknown:
         import json
 
-        covers = {"device_stream": ("device", "stream"), "grid": ("grid_x", "grid_y", "grid_z"),
-                  "block": ("block_x", "block_y", "block_z"), "copy_kind": ("name", "short_name"),
-                  "name_id": ("name",), "short_name_id": ("short_name",)}  # fmt: skip
-        labels = {"device_stream": "device/stream", "copy_kind": "name (copy kind)", "name_id": "name",
-                  "short_name_id": "short_name"}  # fmt: skip
-        frame.attrs["unknown"] = json.dumps(
-            {labels.get(name, name): [count, covers.get(name, (name,))] for name, count in unknown.items()},
-            sort_keys=True,
-        )
+        counts = {UNKNOWN[name].label: [count, list(UNKNOWN[name].covers)] for name, count in unknown.items()}
+        frame.attrs["unknown"] = json.dumps(counts, sort_keys=True)
     return frame
 
 
