@@ -169,7 +169,10 @@ def _read_columns(
         empty = {name: np.empty(0, dtype=dtypes.get(name, "int64")) for name in int_names}
         return {**empty, **{name: (np.empty(0, np.int32), []) for name in text_names}, DROPPED: 0, MISSING: []}
 
-    text_selects = [f"group_concat(ifnull(CAST({texts[name]} AS TEXT), ''), char(31))" for name in text_names]
+    # The separator as a literal, not char(31): a function call per row allocates a string each time,
+    # and SQLite's allocator (memory statistics on) serializes the two reading threads on it: 4 chunks of
+    # NVTX text took 0.64 s on two threads that way, 0.20 s with the literal.
+    text_selects = [f"group_concat(ifnull(CAST({texts[name]} AS TEXT), ''), '{TEXT_SEPARATOR}')" for name in text_names]
     selects = ["count(*)", f"({guard or 0})"] + [f"group_concat({ints[name]})" for name in int_names] + text_selects
     checked = {**ints, **(careful_ints or {})}
     careful_selects = ["count(*)", "0"] + [f"group_concat({checked[name]})" for name in int_names] + text_selects
