@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import time
 
 import pandas as pd
@@ -137,3 +138,33 @@ def test_the_cache_of_a_private_export_is_private(export):
         os.umask(old)
     folder = export.with_name(export.name + cache_module.SUFFIX)
     assert folder.stat().st_mode & 0o077 == 0
+
+
+def test_a_command_writes_its_cache_behind_and_finishes_before_it_returns(export, cli):
+    folder = export.with_name(export.name + cache_module.SUFFIX)
+    with cache_module.writing_behind():
+        trace = open_trace(export)
+        ops = trace.gpu_ops
+        assert len(cache_module._WRITES) >= 1  # handed to a background write
+    assert not cache_module._WRITES  # every write joined when the block ends
+    assert (folder / "gpu_ops" / "columns.json").is_file() and not list(folder.glob(".*.partial"))
+    pd.testing.assert_frame_equal(open_trace(export).gpu_ops, ops, check_categorical=False)
+
+    shutil.rmtree(folder)
+    assert cli("kernels", export).exit_code == 0  # the command line writes behind, and waits before it returns
+    assert not cache_module._WRITES and {path.name for path in folder.iterdir()} == {"key.json", "gpu_ops"}
+    assert not list(folder.glob(".*.partial"))
+
+
+def test_a_table_being_written_is_served_from_memory(export):
+    cache = cache_module.TableCache.for_export(export)
+    assert cache is not None
+    frame = open_trace(export).gpu_ops
+    with cache_module.writing_behind():
+        with cache_module._STORING:  # hold the writer back: the table is pending, not yet on disk
+            cache.store("gpu_ops", frame)
+            assert cache.cached_columns("gpu_ops") == list(frame.columns)
+            served = cache.load("gpu_ops", ["start", "end"])
+            assert served is not None and served.equals(frame.loc[:, ["start", "end"]])
+            assert cache.load("gpu_ops", ["no_such_column"]) is None
+    assert cache.load("gpu_ops") is not None and not cache._pending

@@ -23,8 +23,11 @@ class TracekitGroup(click.Group):
         from tracekit.files import forget_inputs
 
         forget_inputs()
+        from tracekit.sources.cache import writing_behind
+
         try:
-            return super().invoke(ctx)
+            with writing_behind():  # tables cached while the command goes on, all written before it returns
+                return super().invoke(ctx)
         except TracekitError as error:  # messages quote names from the input: shown, never obeyed
             raise click.ClickException(printable(str(error))) from None
         except OSError as error:
