@@ -129,6 +129,33 @@ def test_reads_in_chunks_across_threads(tmp_path, monkeypatch):
     assert ops["name"].tolist() == [f"k{i % 3}" for i in range(100)]
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+def test_chunks_read_into_their_slots_keep_every_selected_row(tmp_path, monkeypatch, sparse):
+    """Each chunk writes its rows into its own slot of the output; a WHERE that leaves out rows (some
+    chunks keep none, one keeps all) must still give the selected rows, in rowid order, with nothing
+    from the unwritten slack; a table with far-apart rowids takes the joining path."""
+    import sqlite3
+
+    from tracekit.sources import sqlite_columns
+
+    monkeypatch.setattr(sqlite_columns, "CHUNK_ROWS", 10)
+    path = tmp_path / "t.sqlite"
+    with sqlite3.connect(path) as connection:
+        connection.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, value INTEGER, name TEXT)")
+        ids = [i * (2**40 if sparse else 1) + 1 for i in range(95)]
+        connection.executemany("INSERT INTO t VALUES (?, ?, ?)", [(i, n * 7, f"n{n % 4}") for n, i in enumerate(ids)])
+    keep = [n for n in range(95) if (n // 10) % 3 == 1 or n % 10 == 3]  # chunks 1, 4, 7 whole; one row elsewhere
+    where = " OR ".join(["(value / 7 / 10) % 3 = 1", "(value / 7) % 10 = 3"])
+    columns = sqlite_columns.read_columns(
+        path, "t", {"value": "value", "small": "value / 7"}, texts={"name": "name"}, where=where,
+        dtypes={"small": "int16"},
+    )  # fmt: skip
+    assert columns["value"].tolist() == [n * 7 for n in keep]
+    assert columns["small"].dtype == np.int16 and columns["small"].tolist() == keep
+    codes, names = columns["name"]
+    assert [names[code] for code in codes] == [f"n{n % 4}" for n in keep]
+
+
 def test_nesting_of_partially_overlapping_and_equal_ranges():
     from tracekit.model.nesting import nest_ranges
 

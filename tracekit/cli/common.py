@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import functools
+import sys
 from typing import TYPE_CHECKING
 
 import click
@@ -33,6 +34,10 @@ class TracekitGroup(click.Group):
         except OSError as error:
             where = f": {error.filename}" if error.filename else ""
             raise click.ClickException(f"{error.strerror or error}{where}") from None
+        finally:
+            reader = sys.modules.get("tracekit.sources.sqlite_columns")  # not imported: nothing was read ahead
+            if reader is not None:
+                reader.forget_reads_ahead()
 
 
 def output_options(function):
