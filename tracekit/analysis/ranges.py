@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis import stats
-from tracekit.analysis.attribution import GPU_OPS, GPU_SPAN, GPU_TIME, range_gpu_stats
+from tracekit.analysis.attribution import ATTRIBUTION_COLUMNS, GPU_OPS, GPU_SPAN, GPU_TIME, range_gpu_stats
 from tracekit.errors import UsageError
 from tracekit.model.result import Result
 from tracekit.model.selection import domain_names, known_names, match, no_ranges_reason, op_name, relabel, subtree
@@ -49,6 +49,10 @@ def range_groups(
     """Per range: its group code (name, emit_nvtx ranges by op unless ``raw_names``, and style) and CPU
     duration (ns); and a function giving, for group codes, Range, Style, the shallowest Depth and the
     GPU work launched inside (GPU Ops, GPU Time (ns), GPU Span (ns): sums over the group's ranges)."""
+    # The ranges first, then the GPU ops and calls that attribution needs: their chunks queue behind the
+    # ranges' on the reading threads and are read while the ranges are nested.
+    trace.need("gpu_ops", ATTRIBUTION_COLUMNS)
+    trace.load_together(["ranges", "launches", "gpu_ops"])
     ranges = ranges_of(trace, domain)
     if ranges.empty:
         raise UsageError(f"no NVTX ranges to list in {trace.name}: {no_ranges_reason(trace, domain)}")

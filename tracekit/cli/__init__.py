@@ -60,6 +60,7 @@ def run() -> None:
     exit. Python's own exit tears down every module it imported, ~0.25 s once pandas and pyarrow are
     loaded, longer than many commands take; nothing in it matters once the output is flushed. A child
     process or a non-daemon thread still running gets the normal exit, which waits for them."""
+    _one_malloc_arena()
     try:
         main()
         code = 0
@@ -75,6 +76,21 @@ def run() -> None:
                 pass
         os._exit(code)
     sys.exit(code)
+
+
+def _one_malloc_arena() -> None:
+    """glibc gives each thread that allocates a heap of its own (an arena), and memory freed into one is
+    not used again by the others: tables read on the reading threads, then worked on in the main one,
+    held 200-300 MB more at the peak that way (ranges of 4.9M ranges: 1.4-1.6 GB, 1.2 GB with one arena,
+    no slower). The program's own process only: a library caller's allocator is theirs to set. Elsewhere
+    than glibc (no mallopt, or one that ignores the setting) nothing changes."""
+    import ctypes
+
+    M_ARENA_MAX = -8  # glibc's malloc.h
+    try:
+        ctypes.CDLL(None).mallopt(M_ARENA_MAX, 1)
+    except (OSError, AttributeError):
+        pass
 
 
 def _may_exit_now() -> bool:

@@ -38,13 +38,11 @@ from tracekit.sources.sqlite_columns import (
     MISSING,
     are_integers,
     connect_readonly,
-    index_of_ids,
-    present_ids,
     read_columns,
     read_int_columns,
-    read_strings,
     text_among,
 )
+from tracekit.sources.string_ids import index_of_ids, present_ids, read_strings
 
 T = TypeVar("T")
 RUNTIME_TABLE = "CUPTI_ACTIVITY_KIND_RUNTIME"

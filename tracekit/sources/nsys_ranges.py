@@ -33,13 +33,11 @@ from tracekit.sources.sqlite_columns import (
     MISSING,
     are_integers,
     connect_readonly,
-    index_of_ids,
-    present_ids,
     read_columns,
-    read_strings,
     stand_in,
     text_among,
 )
+from tracekit.sources.string_ids import index_of_ids, present_ids, read_strings
 
 NVTX_TABLE = "NVTX_EVENTS"
 # NVTX_EVENTS.eventType values (ENUM_NSYS_EVENT_TYPE); 70/71 are ranges imported from NVTXT files.

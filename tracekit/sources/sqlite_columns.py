@@ -84,6 +84,20 @@ def chunk_bounds(
     return [(start, end - 1) for start, end in zip(starts, starts[1:])] + [(starts[-1], high)]
 
 
+_POOL: list[ThreadPoolExecutor] = []
+_POOL_LOCK = threading.Lock()
+
+
+def _chunk_pool() -> ThreadPoolExecutor:
+    """The READ_THREADS threads every read's chunks run on, in the order they were asked for. Reads of
+    several tables at once (``Trace.load_together``) share them: never more SQLite scans than cores, and
+    the table asked for first is read first, while the others' chunks wait their turn."""
+    with _POOL_LOCK:
+        if not _POOL:
+            _POOL.append(ThreadPoolExecutor(max_workers=READ_THREADS, thread_name_prefix="tracekit-read"))
+        return _POOL[0]
+
+
 _AHEAD: dict[str, Future] = {}
 _AHEAD_LOCK = threading.Lock()
 
@@ -248,8 +262,7 @@ def _read_columns(
                 values[index] = len(values[index])
         return values
 
-    with ThreadPoolExecutor(max_workers=READ_THREADS) as pool:
-        chunks = list(pool.map(read_into, range(len(bounds))))
+    chunks = list(_chunk_pool().map(read_into, range(len(bounds))))
     result = {}
     for index, name in enumerate(int_names):
         if out is not None:
@@ -365,57 +378,6 @@ def _join_text_chunks(chunks: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.n
         for (chunk_codes, uniques), offset in zip(chunks, offsets)
     ]
     return (np.concatenate(codes) if codes else np.empty(0, np.int32)), list(shared)
-
-
-# Ids up to this bound are handled with tables indexed by id (fast); beyond it, a hostile or odd export
-# could make such a table gigabytes, so sorting takes over.
-DENSE_ID_LIMIT = 2**22
-
-
-def present_ids(*id_arrays: np.ndarray) -> np.ndarray:
-    """Distinct non-negative ids used in the arrays, sorted (small ids: a bincount, not a sort)."""
-    valid = [ids[ids >= 0] if (ids < 0).any() else ids for ids in id_arrays]
-    valid = [ids for ids in valid if len(ids)]
-    if not valid:
-        return np.zeros(0, dtype=np.int64)
-    if max(int(ids.max()) for ids in valid) >= DENSE_ID_LIMIT:
-        return np.unique(np.concatenate(valid)).astype(np.int64)
-    seen = np.zeros(DENSE_ID_LIMIT, dtype=bool)
-    for ids in valid:
-        seen[ids] = True
-    return np.flatnonzero(seen)
-
-
-def index_of_ids(ids: np.ndarray, present: np.ndarray) -> np.ndarray:
-    """Position in ``present`` (sorted, from ``present_ids``) of each non-negative id; -1 for negative ids.
-    A table indexed by id when ids are small, a binary search otherwise."""
-    if not len(ids) or not len(present):
-        return np.full(len(ids), -1, dtype=np.int64)
-    if int(present[-1]) < DENSE_ID_LIMIT:
-        table = np.full(int(present[-1]) + 1, -1, dtype=np.int64)
-        table[present] = np.arange(len(present))
-        positions = table[np.maximum(ids, 0)]
-    else:
-        positions = np.searchsorted(present, ids)
-    return np.where(ids >= 0, positions, -1)
-
-
-def read_strings(path: str | Path, *id_arrays: np.ndarray) -> dict[int, str]:
-    """Look up ``StringIds`` values for the ids used in the arrays (not the whole table)."""
-    wanted = present_ids(*id_arrays).tolist()
-    strings: dict[int, str] = {}
-    with closing(connect_readonly(path)) as connection:
-        for start in range(0, len(wanted), 900):  # SQLite caps bound parameters per statement
-            batch = wanted[start : start + 900]
-            marks = ",".join("?" * len(batch))
-            strings.update(
-                connection.execute(
-                    # CAST: a BLOB reads as text (bytes that are not UTF-8 as U+FFFD), NULL as ""
-                    f"SELECT id, ifnull(CAST(value AS TEXT), '') FROM StringIds WHERE id IN ({marks})",
-                    batch,
-                ).fetchall()
-            )
-    return strings
 
 
 def table_columns(connection: sqlite3.Connection, table: str) -> list[str]:
