@@ -132,7 +132,7 @@ def build_inputs(hta: bool) -> dict[str, Path]:
     if not snapshot.exists():
         # In a child process: a command's peak RSS (wait4) counts this process's own peak when it forked
         # it (Linux keeps the high-water mark across exec), so this process must stay small.
-        build = f"import sys; sys.path.insert(0, {str(HERE)!r}); from bench_memory import build; build(1_000_000, {str(snapshot)!r})"
+        build = f"import sys; sys.path.insert(0, {str(HERE)!r}); from pathlib import Path; from bench_memory import build; build(1_000_000, Path({str(snapshot)!r}))"
         subprocess.run([PYTHON, "-c", build], check=True)
     if hta:
         trace = inputs["kineto"] = DATA / "kineto_200k.json"
