@@ -4,8 +4,10 @@ Python's sqlite3 builds one Python object per value (about 140 ns each), so a mi
 table with 14 columns costs 2 s that way. Here SQLite itself formats each column of a chunk of rows
 into one separated string (``group_concat``, in C) and numpy parses it (in C): no Python object per
 value. Text columns come back as codes into their distinct values, so a name repeated a million
-times is one string (pyarrow splits and dictionary-encodes them in C++). SQLite releases the GIL while it runs a query, so chunks read on two threads
-really run in parallel. Measured on a 1M-row nsys kernel table, 14 columns: 0.85 s (fetchall:
+times is one string (pyarrow splits and dictionary-encodes them in C++). SQLite releases the GIL while
+it runs a query, so chunks read on two threads really run in parallel, as long as the SQL calls no
+function per row that allocates (see ``TEXT_SEPARATOR``'s use). Every read shares the same two threads
+(``_chunk_pool``), its chunks taken in the order asked. Measured on a 1M-row nsys kernel table, 14 columns: 0.85 s (fetchall:
 2.0 s, ``pandas.read_sql``: 4.5 s).
 """
 
