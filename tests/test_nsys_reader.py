@@ -1,5 +1,7 @@
 """The nsys SQLite reader on exports built in code (both schema generations) with known contents."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from nsys_builder import ExportBuilder
@@ -210,3 +212,24 @@ def test_nesting_equals_the_definition(seed):
             above = expected_parent[above]
     assert parent.tolist() == expected_parent.tolist() and depth.tolist() == expected_depth.tolist()
     assert parent.dtype == np.int64 and depth.dtype == np.int32
+
+
+def test_a_forked_process_reads_with_threads_of_its_own(tmp_path):
+    """The reading threads are shared in a process; a child forked after they started has none of them
+    and must start its own rather than queue chunks for threads that do not exist there."""
+    import multiprocessing
+
+    from tracekit.sources import sqlite_columns
+
+    b = ExportBuilder("2026.2")
+    for i in range(20):
+        b.kernel(i * 100, i * 100 + i, "k")
+    path = b.write(tmp_path / "fork.sqlite")
+    assert read_nsys_export(path).gpu_ops["duration"].sum() == sum(range(20))  # the pool now runs here
+    assert sqlite_columns._POOL
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        assert pool.apply_async(_durations_in_child, (str(path),)).get(timeout=60) == sum(range(20))
+
+
+def _durations_in_child(path: str) -> int:
+    return int(read_nsys_export(Path(path)).gpu_ops["duration"].sum())

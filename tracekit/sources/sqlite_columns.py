@@ -13,6 +13,7 @@ function per row that allocates (see ``TEXT_SEPARATOR``'s use). Every read share
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 import threading
@@ -99,6 +100,9 @@ def _chunk_pool() -> ThreadPoolExecutor:
             _POOL.append(ThreadPoolExecutor(max_workers=READ_THREADS, thread_name_prefix="tracekit-read"))
         return _POOL[0]
 
+
+# A process forked after the pool started holds its record but not its threads: it starts its own.
+os.register_at_fork(after_in_child=_POOL.clear)
 
 _AHEAD: dict[str, Future] = {}
 _AHEAD_LOCK = threading.Lock()
