@@ -131,7 +131,7 @@ def test_reads_in_chunks_across_threads(tmp_path, monkeypatch):
     assert ops["name"].tolist() == [f"k{i % 3}" for i in range(100)]
 
 
-@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("sparse", [False, True, "beyond int64"])
 def test_chunks_read_into_their_slots_keep_every_selected_row(tmp_path, monkeypatch, sparse):
     """Each chunk writes its rows into its own slot of the output; a WHERE that leaves out rows (some
     chunks keep none, one keeps all) must still give the selected rows, in rowid order, with nothing
@@ -145,6 +145,8 @@ def test_chunks_read_into_their_slots_keep_every_selected_row(tmp_path, monkeypa
     with sqlite3.connect(path) as connection:
         connection.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, value INTEGER, name TEXT)")
         ids = [i * (2**40 if sparse else 1) + 1 for i in range(95)]
+        if sparse == "beyond int64":  # rowids spanning more than int64 holds: the slots must not wrap
+            ids = [-(2**62)] + ids[1:-1] + [2**63 - 1]
         connection.executemany("INSERT INTO t VALUES (?, ?, ?)", [(i, n * 7, f"n{n % 4}") for n, i in enumerate(ids)])
     keep = [n for n in range(95) if (n // 10) % 3 == 1 or n % 10 == 3]  # chunks 1, 4, 7 whole; one row elsewhere
     where = " OR ".join(["(value / 7 / 10) % 3 = 1", "(value / 7) % 10 = 3"])
@@ -219,17 +221,78 @@ def test_a_forked_process_reads_with_threads_of_its_own(tmp_path):
     and must start its own rather than queue chunks for threads that do not exist there."""
     import multiprocessing
 
-    from tracekit.sources import sqlite_columns
+    from tracekit.sources import read_pool
 
     b = ExportBuilder("2026.2")
     for i in range(20):
         b.kernel(i * 100, i * 100 + i, "k")
     path = b.write(tmp_path / "fork.sqlite")
     assert read_nsys_export(path).gpu_ops["duration"].sum() == sum(range(20))  # the pool now runs here
-    assert sqlite_columns._POOL
+    assert read_pool._POOL
     with multiprocessing.get_context("fork").Pool(1) as pool:
         assert pool.apply_async(_durations_in_child, (str(path),)).get(timeout=60) == sum(range(20))
 
 
 def _durations_in_child(path: str) -> int:
     return int(read_nsys_export(Path(path)).gpu_ops["duration"].sum())
+
+
+def test_reads_loaded_behind_wait_for_the_others():
+    """On the shared reading threads, a read started inside reading_later runs after every read of
+    urgency NOW that is waiting, whenever it was asked for; equal urgencies keep their order."""
+    import itertools
+    import queue
+    import threading
+
+    from tracekit.model.reading import reading_later
+    from tracekit.sources import read_pool
+
+    pool = read_pool.ReadPool.__new__(read_pool.ReadPool)  # one thread, started by hand
+    pool.queue, pool.order = queue.PriorityQueue(), itertools.count()
+    release, ran = threading.Event(), []
+
+    def submit(label: str, later: bool) -> threading.Thread:
+        def run() -> None:
+            if later:
+                with reading_later():
+                    pool.map(ran.append, [label])
+            else:
+                pool.map(ran.append, [label])
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        return thread
+
+    blocker = threading.Thread(target=lambda: pool.map(lambda _: release.wait(), [None]))
+    blocker.start()
+    threads = [submit("later 1", True), submit("later 2", True)]
+    while pool.queue.qsize() < 3:  # the blocker and both later reads queued
+        pass
+    threads.append(submit("now", False))
+    while pool.queue.qsize() < 4:
+        pass
+    worker = threading.Thread(target=pool._work, daemon=True)
+    worker.start()
+    release.set()
+    for thread in [blocker, *threads]:
+        thread.join(timeout=10)
+    assert ran == ["now", "later 1", "later 2"]
+
+
+def test_reading_leaves_no_warning_filter_and_no_thread_holding_the_exit(tmp_path, monkeypatch):
+    """Chunks parse on two threads at once: no process-wide warning filter may be switched on the way
+    (warnings.catch_warnings is not per thread), and the idle reading threads are daemons."""
+    import threading
+    import warnings
+
+    from tracekit.sources import sqlite_columns
+
+    monkeypatch.setattr(sqlite_columns, "CHUNK_ROWS", 3)
+    b = ExportBuilder("2026.2")
+    for i in range(40):
+        b.kernel(i * 100, i * 100 + i, "k")
+    before = list(warnings.filters)
+    assert read_nsys_export(b.write(tmp_path / "w.sqlite")).gpu_ops["duration"].sum() == sum(range(40))
+    assert warnings.filters == before
+    readers = [thread for thread in threading.enumerate() if thread.name.startswith("tracekit-read")]
+    assert readers and all(thread.daemon for thread in readers)  # so the program's quick exit may go ahead

@@ -49,13 +49,14 @@ def range_groups(
     """Per range: its group code (name, emit_nvtx ranges by op unless ``raw_names``, and style) and CPU
     duration (ns); and a function giving, for group codes, Range, Style, the shallowest Depth and the
     GPU work launched inside (GPU Ops, GPU Time (ns), GPU Span (ns): sums over the group's ranges)."""
-    # The ranges first, then the GPU ops and calls that attribution needs: their chunks queue behind the
-    # ranges' on the reading threads and are read while the ranges are nested.
+    # The GPU ops and calls that attribution needs load behind the ranges: their reads wait for the ranges'
+    # and run while the ranges are nested. Without ranges the error comes at once, not after them.
     trace.need("gpu_ops", ATTRIBUTION_COLUMNS)
-    trace.load_together(["ranges", "launches", "gpu_ops"])
+    attribution_tables_loaded = trace.load_behind(["launches", "gpu_ops"])
     ranges = ranges_of(trace, domain)
     if ranges.empty:
         raise UsageError(f"no NVTX ranges to list in {trace.name}: {no_ranges_reason(trace, domain)}")
+    attribution_tables_loaded()
     gpu = range_gpu_stats(trace, ranges, same_thread)
     names = grouped_names(ranges["name"], raw_names)
     # Group on integer codes (name code * 2 + style code): factorizing millions of strings costs seconds.

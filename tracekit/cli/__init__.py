@@ -84,12 +84,14 @@ def _one_malloc_arena() -> None:
     held 200-300 MB more at the peak that way (ranges of 4.9M ranges: 1.4-1.6 GB, 1.2 GB with one arena,
     no slower). The program's own process only: a library caller's allocator is theirs to set. Elsewhere
     than glibc (no mallopt, or one that ignores the setting) nothing changes."""
-    import ctypes
-
+    if not sys.platform.startswith("linux"):
+        return
     M_ARENA_MAX = -8  # glibc's malloc.h
     try:
+        import ctypes
+
         ctypes.CDLL(None).mallopt(M_ARENA_MAX, 1)
-    except (OSError, AttributeError):
+    except (ImportError, OSError, AttributeError, TypeError):  # a C library without it: nothing to set
         pass
 
 

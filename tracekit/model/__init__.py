@@ -6,6 +6,7 @@
 ``selection``  range specs: grammar, name matching, nesting lookups (the one place that selects ranges)
 ``nesting``    parent and depth of ranges on a thread
 ``result``     ``Result``: what an analysis returns (named tables, notes, figures)
+``reading``    how urgent a read is (tables loaded ahead of need wait for the others)
 
 Nothing here imports from ``sources``, ``analysis``, ``render`` or ``cli``.
 """

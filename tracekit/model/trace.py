@@ -7,6 +7,7 @@ is checked against its schema as it loads: an analysis can rely on every column 
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ import pandas as pd
 
 from tracekit.errors import InvalidTraceError
 from tracekit.model import schema
+from tracekit.model.reading import reading_later
 
 if TYPE_CHECKING:
     from tracekit.model.selection import Pattern
@@ -239,6 +241,32 @@ class Trace:
             for load in loads:
                 load.result()
             return selection.result() if selection is not None else None
+
+    def load_behind(self, tables: Collection[str]) -> Callable[[], None]:
+        """Start loading ``tables`` (the columns declared with ``need``) on a background thread, their reads
+        queued behind every read the command waits on meanwhile (``reading.reading_later``): a command
+        that loads one table, then works on it, has the others read on the idle core meanwhile. Returns a
+        function that waits for them (raising what their loading raised); not called (the command gave
+        up first), the thread finishes on its own and holds nothing up."""
+        failure: list[BaseException] = []
+
+        def load() -> None:
+            try:
+                with reading_later():
+                    for table in tables:
+                        self._load_needed(table)
+            except BaseException as error:  # handed to whoever waits
+                failure.append(error)
+
+        thread = threading.Thread(target=load, name="tracekit-load-behind", daemon=True)
+        thread.start()
+
+        def wait() -> None:
+            thread.join()
+            if failure:
+                raise failure[0]
+
+        return wait
 
     def _load_needed(self, table: str) -> pd.DataFrame:
         needed = self._needed.get(table)

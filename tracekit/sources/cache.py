@@ -139,15 +139,15 @@ class TableCache:
         import numpy as np
         import pandas as pd
 
+        schema = SCHEMAS["ranges" if table.startswith("ranges_named-") else table]
+        columns = schema.names if columns is None else columns
         pending = self._pending.get(table)
         if pending is not None:  # still being written: the frame itself is the cached table
-            wanted = [column for column in pending.columns if columns is None or column in set(columns)]
-            return pending.loc[:, wanted] if columns is None or set(columns) <= set(wanted) else None
+            wanted = [column for column in pending.columns if column in set(columns)]
+            return pending.loc[:, wanted] if set(columns) <= set(wanted) else None
         if not self._ours() or not self.has(table):
             return None
         folder = self.folder / table
-        schema = SCHEMAS["ranges" if table.startswith("ranges_named-") else table]
-        columns = schema.names if columns is None else columns
         try:
             layout = json.loads((folder / "columns.json").read_text())
             held = {column: categories for column, categories in layout["columns"]}

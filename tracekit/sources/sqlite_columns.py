@@ -7,19 +7,19 @@ value. Text columns come back as codes into their distinct values, so a name rep
 times is one string (pyarrow splits and dictionary-encodes them in C++). SQLite releases the GIL while
 it runs a query, so chunks read on two threads really run in parallel, as long as the SQL calls no
 function per row that allocates (see ``TEXT_SEPARATOR``'s use). Every read shares the same two threads
-(``_chunk_pool``), its chunks taken in the order asked. Measured on a 1M-row nsys kernel table, 14 columns: 0.85 s (fetchall:
+(``read_pool``), its chunks taken in the order asked. Measured on a 1M-row nsys kernel table, 14 columns: 0.85 s (fetchall:
 2.0 s, ``pandas.read_sql``: 4.5 s).
 """
 
 from __future__ import annotations
 
-import os
+import itertools
 import re
 import sqlite3
 import threading
 import warnings
 from collections.abc import Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,8 +27,13 @@ from urllib.parse import quote
 
 import numpy as np
 
+from tracekit.sources.read_pool import chunk_pool
+
 if TYPE_CHECKING:
     import pyarrow as pa
+
+# numpy's notice when a parse stops early; _parse_integers detects that itself (a sentinel value).
+warnings.filterwarnings("ignore", message="string or file could not be read to its end", category=DeprecationWarning)
 
 # pandas and pyarrow load only for text columns: the kernel summary's reads start before pandas is imported
 # (``read_ahead``).
@@ -36,7 +41,6 @@ if TYPE_CHECKING:
 # Rows per query: bounds the memory of one chunk's strings (about 12 bytes a value) while keeping
 # the per-query overhead small.
 CHUNK_ROWS = 500_000
-READ_THREADS = 2
 # ASCII "unit separator": joins text values; no NVTX or kernel name contains it (checked per chunk).
 TEXT_SEPARATOR = "\x1f"
 DROPPED = "__dropped__"  # read_columns' count of rows with unusable values
@@ -86,23 +90,6 @@ def chunk_bounds(
     ]
     return [(start, end - 1) for start, end in zip(starts, starts[1:])] + [(starts[-1], high)]
 
-
-_POOL: list[ThreadPoolExecutor] = []
-_POOL_LOCK = threading.Lock()
-
-
-def _chunk_pool() -> ThreadPoolExecutor:
-    """The READ_THREADS threads every read's chunks run on, in the order they were asked for. Reads of
-    several tables at once (``Trace.load_together``) share them: never more SQLite scans than cores, and
-    the table asked for first is read first, while the others' chunks wait their turn."""
-    with _POOL_LOCK:
-        if not _POOL:
-            _POOL.append(ThreadPoolExecutor(max_workers=READ_THREADS, thread_name_prefix="tracekit-read"))
-        return _POOL[0]
-
-
-# A process forked after the pool started holds its record but not its threads: it starts its own.
-os.register_at_fork(after_in_child=_POOL.clear)
 
 _AHEAD: dict[str, Future] = {}
 _AHEAD_LOCK = threading.Lock()
@@ -253,9 +240,10 @@ def _read_columns(
     # holds at least its rows): the copies run on the reading threads, and a chunk's arrays are freed as soon
     # as it is parsed, not all kept for one join at the end (0.6 s on the main thread for 4.9M NVTX rows).
     # Slots of a sparse table's chunks could be vast: those are joined at the end instead.
-    slots = np.cumsum([0] + [end - start + 1 for start, end in bounds])
+    # (Spans added as Python integers: rowids may span more than int64 holds.)
+    slots = list(itertools.accumulate((end - start + 1 for start, end in bounds), initial=0))
     out = (
-        {name: np.empty(int(slots[-1]), dtype=dtypes.get(name, "int64")) for name in int_names}
+        {name: np.empty(slots[-1], dtype=dtypes.get(name, "int64")) for name in int_names}
         if slots[-1] <= (DENSE_CHUNKS + 1) * CHUNK_ROWS
         else None
     )
@@ -268,7 +256,7 @@ def _read_columns(
                 values[index] = len(values[index])
         return values
 
-    chunks = list(_chunk_pool().map(read_into, range(len(bounds))))
+    chunks = list(chunk_pool().map(read_into, range(len(bounds))))
     result = {}
     for index, name in enumerate(int_names):
         if out is not None:
@@ -284,7 +272,7 @@ def _read_columns(
     return result
 
 
-def _packed(values: np.ndarray, slots: np.ndarray, counts: list[int]) -> np.ndarray:
+def _packed(values: np.ndarray, slots: list[int], counts: list[int]) -> np.ndarray:
     """The chunks' rows (``counts[i]`` of them at ``slots[i]``) moved together to the front of ``values``,
     in place; a copy when they fill less than half of it (the rest was reserved, never written)."""
     end = counts[0] if counts else 0
@@ -303,15 +291,18 @@ def stand_in(sql: str, missing: Mapping[str, str]) -> str:
 
 
 def _parse_integers(joined: str | None, dtype: str) -> np.ndarray:
-    """Comma-joined integers -> array; ValueError for anything else (numpy only warns, then stops)."""
+    """Comma-joined integers -> array; ValueError for anything else.
+
+    numpy stops at the first value that is not an integer and only warns. A sentinel value after the
+    last tells a complete parse from one that stopped early (a trailing "3x" would otherwise read as 3),
+    with no warning filter changed: ``warnings.catch_warnings`` is process-wide, not per thread, and two
+    reading threads entering it together left every later warning of the process raised as an error."""
     if joined is None:  # every value of the chunk was NULL (group_concat skips NULLs)
         raise ValueError("NULL where an integer belongs")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        try:
-            return np.fromstring(joined, dtype=np.int64, sep=",").astype(dtype, copy=False)
-        except (DeprecationWarning, ValueError) as error:
-            raise ValueError(str(error)) from None
+    values = np.fromstring(joined + ",0", dtype=np.int64, sep=",")
+    if len(values) != joined.count(",") + 2:
+        raise ValueError("a value that is not an integer")
+    return values[:-1].astype(dtype, copy=False)
 
 
 def _split_text(joined: str) -> pa.Array:
