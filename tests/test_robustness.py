@@ -4,6 +4,8 @@ is touched, and every failure is one line with a non-zero exit, never a tracebac
 from __future__ import annotations
 
 import hashlib
+import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -489,3 +491,21 @@ def test_snapshot_sizes_left_empty_read_as_zero(tmp_path):
     path.write_bytes(pickle.dumps({"segments": [], "device_traces": [entries]}))
     with pytest.raises(Exception, match="big"):
         load_snapshot(path)
+
+
+def test_an_unclosed_range_beside_a_damaged_start_closes_at_the_last_usable_time(tmp_path, cli):
+    """nsys closes an unclosed range at the last NVTX timestamp; a TEXT start (a damaged row, left out)
+    sorts above every number in SQLite and must not be taken for that timestamp."""
+    b = ExportBuilder("2026.2")
+    b.push_pop(0, 1_000, "step")
+    b.push_pop(100, 400, "open")
+    b.push_pop(500, 600, "damaged")
+    path = b.write(tmp_path / "unclosed.sqlite")
+    with sqlite3.connect(path) as connection:
+        connection.execute("UPDATE NVTX_EVENTS SET end = NULL WHERE start = 100")
+        connection.execute("UPDATE NVTX_EVENTS SET start = 'bad' WHERE start = 500")
+    result = cli("ranges", path, "--format", "json")
+    assert result.exit_code == 0, result.output
+    rows = {row["Range"]: row for row in json.loads(result.stdout)}
+    assert set(rows) == {"step", "open"}
+    assert rows["open"]["Total Time (ns)"] == 1_000 - 100  # closed at the last usable time: step's end

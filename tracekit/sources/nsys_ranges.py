@@ -94,7 +94,9 @@ def read_ranges(path: Path, tables: frozenset[str], names: Collection[Pattern] |
     if unclosed.any():  # nsys closes an unclosed range at the last NVTX timestamp; do the same
         with closing(connect_readonly(path)) as connection:
             last = connection.execute(
-                f"SELECT max(coalesce(max(start), 0), coalesce(max(end), 0)) FROM {NVTX_TABLE}"
+                # integers only: a TEXT or REAL time (a damaged row, left out) sorts above every number
+                "SELECT max(coalesce(max(CASE WHEN typeof(start) = 'integer' THEN start END), 0), "
+                f"coalesce(max(CASE WHEN typeof(end) = 'integer' THEN end END), 0)) FROM {NVTX_TABLE}"
             ).fetchone()[0]
         columns["end"][unclosed] = last
     domains = []
