@@ -281,18 +281,31 @@ def test_reads_loaded_behind_wait_for_the_others():
 
 def test_reading_leaves_no_warning_filter_and_no_thread_holding_the_exit(tmp_path, monkeypatch):
     """Chunks parse on two threads at once: no process-wide warning filter may be switched on the way
-    (warnings.catch_warnings is not per thread), and the idle reading threads are daemons."""
+    (warnings.catch_warnings is not per thread: two threads inside it left every later warning raised as
+    an error), also where a value is not an integer; and the idle reading threads are daemons."""
+    import sqlite3
     import threading
     import warnings
 
     from tracekit.sources import sqlite_columns
 
+    def switched(*args, **kwargs):
+        raise AssertionError("a process-wide warning filter switched while reading")
+
+    class Warnings:  # the reader's view of the warnings module: switching a filter fails the read
+        catch_warnings = simplefilter = filterwarnings = staticmethod(switched)
+
+    before = list(warnings.filters)
+    monkeypatch.setattr(sqlite_columns, "warnings", Warnings)
     monkeypatch.setattr(sqlite_columns, "CHUNK_ROWS", 3)
     b = ExportBuilder("2026.2")
     for i in range(40):
         b.kernel(i * 100, i * 100 + i, "k")
-    before = list(warnings.filters)
-    assert read_nsys_export(b.write(tmp_path / "w.sqlite")).gpu_ops["duration"].sum() == sum(range(40))
+    path = b.write(tmp_path / "w.sqlite")
+    assert read_nsys_export(path).gpu_ops["duration"].sum() == sum(range(40))
+    with sqlite3.connect(path) as connection:  # a REAL start: its chunk is read again with checks
+        connection.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 150.5 WHERE start = 100")
+    assert read_nsys_export(path).gpu_ops["duration"].sum() == sum(range(40)) - 1
     assert warnings.filters == before
     readers = [thread for thread in threading.enumerate() if thread.name.startswith("tracekit-read")]
     assert readers and all(thread.daemon for thread in readers)  # so the program's quick exit may go ahead
