@@ -218,6 +218,24 @@ def test_attention_flops_memory_and_backend(cli):
     assert by[("sdpa", "fp32")]["SDPA Backend"] in ("flash", "memory-efficient", "cuDNN", "math")
 
 
+def test_explicit_softmax_saves_what_the_published_tables_measured():
+    """The softmax written out keeps the exponentials and the weights (two B L L tensors), the mask, the
+    row maximum's int64 indices and the row sums: the terms of CS336's naive-attention memory column
+    (benchmarks/GPU_RESULTS.md); torch.softmax keeps one B L L tensor. Both compute the same attention."""
+    from workloads.attention import attention_grid, explicit, naive
+
+    b, length = 8, 64
+    rows = attention_grid(head_dims=(16,), lengths=(length,), implementations=("naive", "explicit"), passes=1,
+                          warmup=0, device="cpu").tables[0].frame.set_index("Implementation")  # fmt: skip
+    saved = rows["Saved For Backward (MiB)"] * 2**20
+    assert saved["explicit"] == 2 * b * length * length * 4 + length * length + b * length * (8 + 4)
+    assert saved["naive"] == b * length * length * 4 + length * length
+    generator = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 5, 3, generator=generator) for _ in range(3))
+    assert torch.allclose(explicit(q, k, v, True), naive(q, k, v, True), atol=1e-6)
+    assert torch.allclose(explicit(q, k, v, False), naive(q, k, v, False), atol=1e-6)
+
+
 def test_the_model_benchmark_states_both_flops_conventions():
     from workloads.bench import RunResult, summarize
     from workloads.config import RunConfig

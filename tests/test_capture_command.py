@@ -104,6 +104,22 @@ def test_the_tiny_workload_gives_the_same_ranges_under_both_profilers(cli, tmp_p
     assert {name: under_torch.get(name) for name in under_nsys} == under_nsys
 
 
+def test_a_workload_under_torch_profiler_records_what_ran(cli, tmp_path):
+    """`capture MODEL --profiler torch` keeps in run.json what the nsys capture keeps: the configuration,
+    the device, torch's version and the harness's step timings (one sample per measured step)."""
+    result = cli("capture", "tiny", "--ctx", "16", "--batch", "1", "--warmup", "1", "--steps", "2", "--device", "cpu",
+                 "--profiler", "torch", "--out", tmp_path / "traces")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    folder = tmp_path / "traces" / "latest"
+    manifest = json.loads((folder / "run.json").read_text())
+    assert folder.resolve().name.startswith("tiny-ctx16-train-fp32-")  # named by what ran, as under nsys
+    assert {key: manifest["config"][key] for key in ("model", "context", "batch", "warmup", "steps")} == {
+        "model": "tiny", "context": 16, "batch": 1, "warmup": 1, "steps": 2}  # fmt: skip
+    assert manifest["device"]["type"] == "cpu" and manifest["versions_program"]["torch"]
+    assert len(manifest["samples_ms"]["step"]) == 2 and manifest["timings_ms"]["step"]["mean"] > 0
+    assert manifest["program"]["status"] == "ok" and not (folder / "result.json").exists()  # merged, then removed
+
+
 def test_a_missing_profiler_is_named(cli, tmp_path, monkeypatch):
     import importlib.util
 

@@ -1,14 +1,16 @@
 """Attention micro-benchmark: forward and backward time of single-head attention over a grid of head
-dimensions and sequence lengths, naive (explicit matmul, softmax, matmul) against
-``scaled_dot_product_attention``, eager against ``torch.compile``; out-of-memory points are rows.
+dimensions and sequence lengths, naive (explicit matmul, softmax, matmul; ``explicit`` also writes the
+softmax out) against ``scaled_dot_product_attention``, eager against ``torch.compile``; out-of-memory
+points are rows.
 
 Inputs are (batch, sequence, head_dim) tensors created in the chosen dtype (native, not autocast: the
 kernels under test see that dtype). Forward and backward are each timed over ``passes`` repetitions
-after warm-up, with device synchronisation around each repetition; the memory in use before backward
-is read with the graph of one forward pass alive (CUDA only). TFLOP/s, the bytes saved for backward,
-the peak memory and the SDPA backend come from ``attention_probe`` (its docstring states the FLOPs
-convention); the probes run on eager points (a compiled function's saved tensors are the compiler's).
-"""
+after warm-up, with device synchronisation around each repetition. The memory allocated after a
+forward is read with that pass's output and graph alive (CUDA only), as the published naive-attention
+tables define it (CS336: "memory in use before the backward pass starts"). TFLOP/s, the bytes saved
+for backward, the peak memory and the SDPA backend come from ``attention_probe`` (its docstring states
+the FLOPs convention); the probes run on eager points (a compiled function's saved tensors are the
+compiler's)."""
 
 from __future__ import annotations
 
@@ -40,21 +42,36 @@ HEAD_DIMS = (16, 32, 64, 128)
 SEQUENCE_LENGTHS = (256, 1024, 4096, 8192, 16384)
 
 
-def naive(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> torch.Tensor:
+def _masked_scores(q: torch.Tensor, k: torch.Tensor, causal: bool) -> torch.Tensor:
+    """q k^T / sqrt(d), the future masked with -inf (an L x L bool mask, which masked_fill keeps for backward)."""
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
     if causal:
         length = q.shape[-2]
         scores = scores.masked_fill(
             torch.ones(length, length, dtype=torch.bool, device=q.device).triu(1), float("-inf")
         )
-    return torch.softmax(scores, dim=-1) @ v
+    return scores
+
+
+def naive(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> torch.Tensor:
+    return torch.softmax(_masked_scores(q, k, causal), dim=-1) @ v
+
+
+def explicit(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> torch.Tensor:
+    """Naive attention with the softmax written out, as from-scratch course code writes it (CS336's
+    assignments): the row maximum subtracted, exp, divided by its sum. Autograd then keeps two L x L
+    tensors (the exponentials and the weights) where torch.softmax keeps one, plus the maximum's int64
+    indices and the sums (B L each): the memory of the published naive-attention tables."""
+    scores = _masked_scores(q, k, causal)
+    exps = torch.exp(scores - scores.max(dim=-1, keepdim=True).values)
+    return (exps / exps.sum(dim=-1, keepdim=True)) @ v
 
 
 def sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> torch.Tensor:
     return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
 
-IMPLEMENTATIONS: dict[str, Callable] = {"naive": naive, "sdpa": sdpa}
+IMPLEMENTATIONS: dict[str, Callable] = {"naive": naive, "explicit": explicit, "sdpa": sdpa}
 
 
 def time_attention(
@@ -70,8 +87,10 @@ def time_attention(
     dtype: torch.dtype = torch.float32,
     probe: bool = False,
 ) -> dict:
-    """Mean forward and backward ms over ``passes``, and the memory in use before backward (bytes).
-    With ``watch`` (a compiled ``function``), the first, compiling forward and backward is timed apart;
+    """Mean forward and backward ms over ``passes``; the memory allocated after a forward (bytes, CUDA):
+    the output and its sum (the loss) alive, as before a backward, and the inputs' gradients from the
+    earlier passes; and what stays allocated once the point's tensors are freed (``held``: cuBLAS and
+    cuBLASLt workspaces, which the first figure includes). With ``watch`` (a compiled ``function``), the first, compiling forward and backward is timed apart;
     with ``probe``, also the bytes saved for backward, the peak memory and the SDPA backend."""
     q, k, v = (torch.randn(batch, length, head_dim, device=device, dtype=dtype, requires_grad=True) for _ in range(3))
     if watch is not None:
@@ -95,7 +114,8 @@ def time_attention(
     backward_ms = []
     memory = None
     for _ in range(passes):
-        loss = function(q, k, v, causal).sum()
+        output = function(q, k, v, causal)
+        loss = output.sum()
         synchronize(device)
         if memory is None and device.type == "cuda":
             memory = torch.cuda.memory_allocated(device)
@@ -103,10 +123,14 @@ def time_attention(
         loss.backward()
         synchronize(device)
         backward_ms.append((time.perf_counter() - started) * 1e3)
+        del output, loss
+    q = k = v = None  # (closures above share these names): what stays allocated is held apart
     timing = {
         "forward": statistics.fmean(forward_ms),
         "backward": statistics.fmean(backward_ms),
         "memory": memory,
+        # What outlives the point's tensors (cuBLAS/cuBLASLt workspaces): part of the memory figure.
+        "held": torch.cuda.memory_allocated(device) if device.type == "cuda" else None,
         "cv": max(cv_pct(forward_ms) or 0.0, cv_pct(backward_ms) or 0.0),  # the less steady; 0 for one pass
     }
     return {**timing, **probed}
@@ -128,7 +152,7 @@ def attention_grid(
 ) -> Result:
     """One row per (implementation, compiled, dtype, head dim, length): Status (ok | oom | error |
     eager-fallback), Forward/Backward (ms) and TFLOP/s, Saved For Backward and Peak Memory (MiB), SDPA
-    Backend, Memory Before Backward (MiB, CUDA)."""
+    Backend, Memory After Forward and Held Apart (MiB, CUDA: see ``time_attention``)."""
     target = resolve_device(device)
     setup = {"batch": batch, "passes": passes, "warmup": warmup, "causal": causal, "device": target, "tf32": tf32}
     rows = []
@@ -165,7 +189,8 @@ def _point(name: str, compiled: bool, dtype: str, head_dim: int, length: int, se
         "Saved For Backward (MiB)": None,
         "Peak Memory (MiB)": None,
         "SDPA Backend": None,  # eager points only (compiled ones run the compiler's kernels)
-        "Memory Before Backward (MiB)": None,
+        "Memory After Forward (MiB)": None,  # CUDA: allocated with the forward's output and graph alive
+        "Held Apart (MiB)": None,  # CUDA: what the point's tensors did not hold (workspaces), included above
         "CV (%)": None,  # of the forward or backward pass times, whichever is less steady
         "Noisy": None,
         "Error": None,
@@ -186,7 +211,8 @@ def _point(name: str, compiled: bool, dtype: str, head_dim: int, length: int, se
                 "Saved For Backward (MiB)": timing["saved"] / 2**20 if "saved" in timing else None,
                 "Peak Memory (MiB)": timing["peak"] / 2**20 if timing.get("peak") is not None else None,
                 "SDPA Backend": timing.get("backend"),
-                "Memory Before Backward (MiB)": timing["memory"] / 2**20 if timing["memory"] else None,
+                "Memory After Forward (MiB)": timing["memory"] / 2**20 if timing["memory"] else None,
+                "Held Apart (MiB)": timing["held"] / 2**20 if timing["held"] is not None else None,
                 "CV (%)": timing["cv"],
                 "Noisy": noisy(timing["cv"]),
             }

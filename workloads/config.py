@@ -15,7 +15,9 @@ from dataclasses import dataclass
 MODEL_NAMES = ("tiny", "small", "medium", "large", "xl", "2.7B")
 MODES = ("forward", "forward-backward", "train")
 DTYPE_NAMES = ("fp32", "bf16", "fp16")
-ATTENTIONS = ("naive", "sdpa")
+ATTENTIONS = ("naive", "sdpa")  # in the models
+# `bench attention` also has the naive one with its softmax written out (workloads/attention.py).
+ATTENTION_IMPLEMENTATIONS = ("naive", "explicit", "sdpa")
 OPTIMIZERS = ("single-tensor", "foreach", "fused", "compiled")
 PHASES = ("forward", "backward", "optimizer", "step")
 RESULTS_TABLE = "runs"  # the table of a results database (`tracekit bench --db`)

@@ -18,15 +18,17 @@ import subprocess
 import sys
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 from tracekit import __version__, annotate, nsys_tool
 from tracekit.capture import watchdog
+from tracekit.capture.nsys import from_result, read_result
 from tracekit.capture.run_folder import NewRun
 from tracekit.errors import CaptureError, NsysNotFoundError, TracekitError
-from tracekit.runs import Run
+from tracekit.runs import Run, default_name
+from workloads.config import RunConfig
 
 LAUNCHER = Path(__file__).resolve().with_name("program_launch.py")
 PROFILERS = ("auto", "nsys", "torch")
@@ -51,6 +53,9 @@ class CommandOptions:
     trace: str | None = None
     exit_grace_s: float = 600.0
     start_timeout_s: float = 300.0
+    # A built-in workload run as a program (`capture MODEL --profiler torch`): its configuration and the
+    # harness's measurements (device, versions, step timings) go into run.json as under nsys.
+    workload: RunConfig | None = None
 
 
 @dataclass
@@ -70,7 +75,7 @@ def capture_command(options: CommandOptions) -> CommandCapture:
     if executable is None:
         raise CaptureError(f"command not found: {options.command[0]}")
     profiler, nsys = _choose_profiler(options)
-    name = options.name or _default_name(options.command)
+    name = options.name or _default_name(options.command, options.workload)
     run = NewRun(options.out, name, replace=options.name is not None)
     partial = run.folder
     started = time.monotonic()
@@ -104,7 +109,10 @@ def _choose_profiler(options: CommandOptions) -> tuple[str, str | None]:
     return "torch", None
 
 
-def _default_name(command: tuple[str, ...]) -> str:
+def _default_name(command: tuple[str, ...], workload: RunConfig | None = None) -> str:
+    if workload is not None:
+        return default_name(workload.model, workload.context, workload.mode, workload.dtype, workload.compile,
+                            workload.attention)  # fmt: skip
     words = [word for word in command if not word.startswith("-")]
     program = Path(words[1] if len(words) > 1 and Path(words[0]).name.startswith("python") else words[0]).stem
     cleaned = "".join(char if char.isalnum() or char in "-_" else "-" for char in program)[:40] or "program"
@@ -148,6 +156,8 @@ def _record(run: NewRun, options: CommandOptions, profiler: str, nsys: str | Non
         if python
         else list(options.command)
     )
+    if options.workload is not None:
+        program += ["--result", str(run.result_file)]
     environment = {
         **os.environ,
         annotate.ENV_PROFILER: profiler,
@@ -166,6 +176,8 @@ def _record(run: NewRun, options: CommandOptions, profiler: str, nsys: str | Non
         "profiler": profiler,
         "versions": {"tracekit": __version__, "python": sys.version.split()[0]},
     }
+    if options.workload is not None:
+        manifest["config"] = {**asdict(options.workload), "memory": options.memory}
     if profiler == "torch":
         environment[annotate.ENV_TORCH_TRACE] = str(run.torch_trace_target())
         status = _run_plain(program, environment, run)
@@ -183,7 +195,13 @@ def _record(run: NewRun, options: CommandOptions, profiler: str, nsys: str | Non
         manifest.update({"trace": trace, "nsys_command": command})
         manifest["versions"]["nsys"] = nsys_tool.nsys_version(nsys)
         status = _run_under_nsys(command, environment, run, marker if python else None, options)
-    manifest["program"] = {"exit_status": status}
+    program_state: dict[str, object] = {"exit_status": status}
+    manifest["program"] = program_state
+    if options.workload is not None:
+        result = read_result(run)
+        manifest.update(from_result(result))
+        program_state.update({"status": result.get("status", "failed"), "error": result.get("error")})
+        run.result_file.unlink(missing_ok=True)  # merged into run.json
     if run.launch_note.exists():
         notes.append(WHOLE_NOTE)
         run.launch_note.unlink()

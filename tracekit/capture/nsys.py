@@ -185,8 +185,8 @@ def _record(run: Run, nsys: str, options: CaptureOptions, started: float) -> lis
             f"the nsys agent (pid {', '.join(map(str, watched.killed_agents))}) kept running after the "
             "program ended; the watchdog stopped it"
         )
-    result = _read_result(run)
-    manifest.update(_from_result(result))
+    result = read_result(run)
+    manifest.update(from_result(result))
     manifest["program"] = {
         "status": result.get("status", "failed"),
         "error": result.get("error"),
@@ -266,14 +266,14 @@ def _config(options: CaptureOptions) -> dict:
     return {**asdict(options.run), "memory": options.memory}
 
 
-def _read_result(run: Run) -> dict:
+def read_result(run: Run) -> dict:
     try:
         return json.loads(run.result_file.read_text()) if run.result_file.exists() else {}
     except (OSError, ValueError, RecursionError):  # the program's own file, but it may have died writing it
         return {}
 
 
-def _from_result(result: dict) -> dict:
+def from_result(result: dict) -> dict:
     """The harness's measurements and environment, as run.json keeps them."""
     summary = result.get("summary", {})
     timings = {
@@ -297,7 +297,7 @@ def _from_result(result: dict) -> dict:
 def program_failure(run: Run) -> str:
     """Why the profiled program failed, in its own words: the error its result recorded (CUDA not
     available, out of memory, a missing module), else the last line it printed (log: program.log)."""
-    error = run.program_error or _read_result(run).get("error")
+    error = run.program_error or read_result(run).get("error")
     return f"{error or _tail(run.program_log)} (its output: {run.program_log})"
 
 

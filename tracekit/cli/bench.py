@@ -20,7 +20,7 @@ from tracekit.cli.bench_options import (
     tf32_option,
 )
 from tracekit.cli.common import emit, output_options
-from workloads.config import ATTENTIONS, MODEL_NAMES, MODES, OPTIMIZERS
+from workloads.config import ATTENTION_IMPLEMENTATIONS, ATTENTIONS, MODEL_NAMES, MODES, OPTIMIZERS
 from workloads.config import DTYPE_NAMES as DTYPES
 
 
@@ -159,7 +159,13 @@ def _tf32_on_cpu(device: str, tf32: str) -> list[str]:
     help="timed forward and backward passes per point",
 )
 @click.option("--warmup", type=click.IntRange(min=0), default=5, show_default=True)
-@click.option("--impl", multiple=True, default=ATTENTIONS, callback=choices(ATTENTIONS), help="naive and/or sdpa")
+@click.option(
+    "--impl",
+    multiple=True,
+    default=ATTENTIONS,
+    callback=choices(ATTENTION_IMPLEMENTATIONS),
+    help="naive, explicit (naive with the softmax written out: max, exp, sum, divide) and/or sdpa  [default: naive sdpa]",
+)
 @click.option("--compile", "compiled", is_flag=True, help="torch.compile the attention function")
 @click.option("--compare-compile", is_flag=True, help="eager and compiled rows")
 @click.option("--causal/--no-causal", default=True, show_default=True)

@@ -8,7 +8,7 @@ import sys
 
 import click
 
-from workloads.config import ATTENTIONS, MODES, OPTIMIZERS
+from workloads.config import ATTENTION_IMPLEMENTATIONS, ATTENTIONS, MODES, OPTIMIZERS
 from workloads.config import DTYPE_NAMES as DTYPES
 
 SIZE_PATTERN = re.compile(r"^\d+(Ki|Mi|Gi)?$")
@@ -24,7 +24,7 @@ LIST_VALUES = {
     "--mode": set(MODES),
     "--dtype": set(DTYPES),
     "--attention": set(ATTENTIONS),
-    "--impl": set(ATTENTIONS + OPTIMIZERS),
+    "--impl": set(ATTENTION_IMPLEMENTATIONS + OPTIMIZERS),
 }
 
 

@@ -118,7 +118,8 @@ def capture(
         from tracekit.capture.nsys import LAUNCHER
 
         program = (sys.executable, str(LAUNCHER), *config.arguments(), "--capture-range")
-        return _capture_command(program, profiler, memory, out, name, nsys, extra, trace, nsys_grace, start_timeout)
+        return _capture_command(program, profiler, memory, out, name, nsys, extra, trace, nsys_grace, start_timeout,
+                                workload=config)  # fmt: skip
     options = CaptureOptions(config, memory, Path(out), name, nsys, trace, tuple(nsys_args), nsys_grace, start_timeout)
     captured = run_capture(options)
     run, notes = captured.run, list(captured.notes)
@@ -151,7 +152,8 @@ def capture(
         )
 
 
-def _capture_command(program, profiler, memory, out, name, nsys, nsys_args, trace, nsys_grace, start_timeout):
+def _capture_command(program, profiler, memory, out, name, nsys, nsys_args, trace, nsys_grace, start_timeout,
+                     workload=None):  # fmt: skip
     from tracekit.analysis.kernels import kernel_summary
     from tracekit.capture.command import CommandOptions, capture_command
     from tracekit.errors import NoGpuDataError
@@ -160,7 +162,7 @@ def _capture_command(program, profiler, memory, out, name, nsys, nsys_args, trac
     from tracekit.sources import open_trace
 
     options = CommandOptions(program, profiler, memory, Path(out), name, nsys, nsys_args, trace, nsys_grace,
-                             start_timeout)  # fmt: skip
+                             start_timeout, workload)  # fmt: skip
     captured = capture_command(options)
     run = captured.run
     click.echo(f"Captured `{' '.join(program)}` with {captured.profiler}\n")
