@@ -9,6 +9,8 @@
 # exists) they are installed into a private folder first. tracekit runs from this checkout
 # (python3 -m tracekit.cli), nothing is installed into the machine's Python.
 #
+# ONLY=GLOB runs the steps whose names match (ONLY='attention_*' reruns the attention table alone).
+#
 # Each step has its own time limit and the whole run a deadline (DEADLINE_S, default 330 s), so a slow
 # or failing step costs only itself. A step's output, errors and exit status go to OUT/work/; at the
 # end OUT holds: outputs.tar.gz (every step's output, run.json files, the environment), the small
@@ -41,6 +43,8 @@ export PYTHONUNBUFFERED=1 MPLBACKEND=Agg
 step() {
   local name=$1 limit=$2
   shift 2
+  # shellcheck disable=SC2254  # ONLY is a glob on purpose
+  case $name in ${ONLY:-*}) ;; *) return 0 ;; esac
   local left=$((deadline - (SECONDS - started)))
   if [ "$left" -lt 15 ]; then
     echo "skip  $name (deadline: ${left}s left)" | tee -a "$work/steps.txt"
@@ -57,14 +61,16 @@ step() {
 
 if [ "$mode" = "--cpu" ]; then
   device=cpu small=tiny big=tiny models=(tiny) ctx=32 steps=2
-  grid=(--head-dim 16 --seq 64 128 --passes 3)
-  table_points=(--head-dim 16 --seq 64 --passes 2)
+  points=("--head-dim 16 --seq 64 128" "--head-dim 32 --seq 64")
+  passes=3
+  compiled_points=(--head-dim 16 --seq 64 --passes 2)
   compile_backend=aot_eager  # inductor takes ~20 s a shape on a CPU
 else
   device=cuda small=small big=xl models=(small medium large) ctx=256 steps=3
-  # The published table's points (head dim x length), run as the product of its dims and lengths.
-  grid=(--head-dim 16 64 128 --seq 256 1024 4096 8192 16384 --passes 100)
-  table_points=(--head-dim 16 128 --seq 16384 --passes 100)
+  # The published table's points (head dim x lengths), and its compiled ones.
+  points=("--head-dim 16 --seq 256 4096 16384" "--head-dim 64 --seq 1024 8192" "--head-dim 128 --seq 4096 16384")
+  passes=100
+  compiled_points=(--head-dim 16 128 --seq 16384 --passes 100)
   compile_backend=inductor
 fi
 
@@ -84,9 +90,13 @@ EOF
 } >"$work/environment.txt" 2>&1
 cat "$work/environment.txt"
 
-# 1. Attention against the published table: eager naive and explicit over the grid, fp32, batch 8.
-step attention_eager 150 bench attention --impl naive explicit "${grid[@]}" --batch 8 --dtype fp32 \
-  --device "$device" --format csv
+# 1. Attention against the published table: eager naive and explicit at its points, fp32, batch 8.
+for point in "${points[@]}"; do
+  dims=${point#--head-dim }
+  # shellcheck disable=SC2086  # a point is its options, split on purpose
+  step "attention_d${dims%% *}" 100 bench attention --impl naive explicit $point --passes "$passes" --batch 8 \
+    --dtype fp32 --device "$device" --format csv
+done
 # 2. The small model's train step under torch.profiler with its memory snapshot (kept as test data).
 step capture_small 150 capture "$small" --ctx "$ctx" --steps "$steps" --warmup 5 --profiler torch --memory \
   --device "$device" --out "$runs" --name small
@@ -101,7 +111,7 @@ done
 step models 180 bench "${models[@]}" --ctx "$ctx" --mode train --dtype fp32 bf16 --device "$device" --format csv
 # 5. Compiled: attention at the table's compiled points, and the small model in bf16.
 TRACEKIT_COMPILE_BACKEND=$compile_backend step attention_compiled 150 bench attention --impl explicit --compile \
-  "${table_points[@]}" --batch 8 --dtype fp32 --device "$device" --format csv
+  "${compiled_points[@]}" --batch 8 --dtype fp32 --device "$device" --format csv
 TRACEKIT_COMPILE_BACKEND=$compile_backend step models_compiled 150 bench "$small" --ctx "$ctx" --mode train \
   --dtype bf16 --compile --device "$device" --format csv
 

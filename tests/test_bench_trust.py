@@ -236,6 +236,26 @@ def test_explicit_softmax_saves_what_the_published_tables_measured():
     assert torch.allclose(explicit(q, k, v, False), naive(q, k, v, False), atol=1e-6)
 
 
+def test_counting_saved_tensors_leaves_none_behind():
+    """The saved-tensor probe held every tensor a node saved of its own output (softmax, exp) in a
+    reference cycle Python cannot collect: on a GPU each attention point leaked its L x L tensors and
+    the grid ran out of memory at L 16384. Three probes now leave the live tensors as they were."""
+    import gc
+
+    from workloads.attention import explicit, naive
+    from workloads.attention_probe import saved_bytes
+
+    def live_tensors() -> int:
+        gc.collect()
+        return sum(isinstance(thing, torch.Tensor) for thing in gc.get_objects())
+
+    q, k, v = (torch.randn(2, 64, 8, requires_grad=True) for _ in range(3))
+    before = live_tensors()
+    counted = [saved_bytes(function, q, k, v, True) for function in (naive, explicit, naive)]
+    assert counted == [2 * 64 * 64 * 4 + 64 * 64, 2 * 2 * 64 * 64 * 4 + 64 * 64 + 2 * 64 * 12, counted[0]]
+    assert live_tensors() == before
+
+
 def test_the_model_benchmark_states_both_flops_conventions():
     from workloads.bench import RunResult, summarize
     from workloads.config import RunConfig

@@ -61,20 +61,28 @@ def saved_bytes(function: Callable, q: torch.Tensor, k: torch.Tensor, v: torch.T
 
 def saved_storage_bytes(forward: Callable[[], object], leave_out: Iterable[torch.Tensor]) -> int:
     """Bytes of the distinct storages autograd saves for backward while ``forward()`` runs, each counted
-    once (views share their storage), the storages of ``leave_out`` (inputs, parameters) not counted."""
+    once (views share their storage), the storages of ``leave_out`` (inputs, parameters) not counted.
+
+    The pack hook keeps each saved tensor in a list of its own and gives autograd only its position
+    (the graph is never run backward). Returning the tensor itself would leak it: a node that saves its
+    own output (softmax, exp) would then hold that tensor, which holds the node, a cycle through C++ that
+    Python's collector cannot see (on a GPU each probe leaked the point's L x L tensors)."""
     excluded = {tensor.untyped_storage().data_ptr() for tensor in leave_out}
-    storages: dict[int, int] = {}
+    kept: list[torch.Tensor] = []  # alive until the count is done: no storage is reused meanwhile
 
-    def keep(tensor: torch.Tensor) -> torch.Tensor:
-        storage = tensor.untyped_storage()
-        if storage.data_ptr() not in excluded:
-            storages[storage.data_ptr()] = storage.nbytes()
-        return tensor
+    def keep(tensor: torch.Tensor) -> int:
+        kept.append(tensor)
+        return len(kept) - 1
 
-    with torch.autograd.graph.saved_tensors_hooks(keep, lambda tensor: tensor):
+    def never_unpacked(position: int) -> torch.Tensor:
+        raise RuntimeError("saved_storage_bytes: this graph is only counted, never run backward")
+
+    with torch.autograd.graph.saved_tensors_hooks(keep, never_unpacked):
         output = forward()
+    storages = {tensor.untyped_storage().data_ptr(): tensor.untyped_storage().nbytes() for tensor in kept}
     del output
-    return sum(storages.values())
+    kept.clear()
+    return sum(size for pointer, size in storages.items() if pointer not in excluded)
 
 
 def peak_bytes(function: Callable, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> int | None:

@@ -10,7 +10,10 @@ Rules, in this order, for each allocation live at the peak:
   (512 B below 1 MiB, 2 MiB above). s is the largest of {2, 1} under which at least 90 % of the bytes come
   in whole multiples of (1 + s) (a count divisible by 6 fits both: the larger is the more specific); in each
   such size, 1/(1 + s) of the bytes are parameters and the rest optimizer
-  state; sizes whose counts are not multiples are "other (before the trace)".
+  state; sizes whose counts are not multiples are "other (before the trace)". Sizes are the bytes asked
+  for (the allocator's rounding is its own role); where the trace shows which sizes parameters have
+  (gradients, tensors the optimizer step makes), only those sizes can be parameters: buffers and
+  cuBLAS workspaces are "other".
 - Frames naming AccumulateGrad (autograd writing a .grad): gradients.
 - Frames in torch/optim/ and still allocated at the end of the trace: a replacement of memory from before
   the trace when the trace freed as many of that size (a step that writes new parameter tensors frees the
@@ -18,7 +21,8 @@ Rules, in this order, for each allocation live at the peak:
 - Frames in a forward (a ``forward`` function, no ``backward`` frame) still live at the peak:
   activations (saved for backward).
 - Everything else: temporaries.
-- The allocator's rounding (size - requested size, where the snapshot records it) is its own role.
+- The allocator's rounding (block size - requested size, where the snapshot records it) is its own role,
+  for allocations from before the trace too.
 """
 
 from __future__ import annotations
@@ -50,22 +54,49 @@ def has_optimizer(trace: MemoryTrace) -> bool:
     return in_frames or bool(texts.apply(lambda column: column.str.contains("Optimizer")).to_numpy().any())
 
 
-def split_before_trace(sizes: np.ndarray, optimizer: bool = True) -> tuple[np.ndarray, int]:
+def split_before_trace(
+    sizes: np.ndarray, optimizer: bool = True, parameter_sizes: np.ndarray | None = None
+) -> tuple[np.ndarray, int]:
     """Per allocation made before the trace: the share of its bytes that are parameters (the rest of a
     matched size is optimizer state), NaN for sizes that do not come in multiples; and s. Without an
-    optimizer in the snapshot, s is 0: everything made before it counts as parameters (and buffers)."""
+    optimizer in the snapshot, s is 0: everything made before it counts as parameters (and buffers).
+    ``parameter_sizes`` (``parameter_size_evidence``, when the trace has any): only sizes among them can
+    be parameters, so that buffers that happen to come in threes (a RoPE table per layer) are not read
+    as a parameter and its states."""
     if not optimizer:
         return np.ones(len(sizes)), 0
     rounded = allocator_size(sizes)
     keys, inverse, counts = np.unique(rounded, return_inverse=True, return_counts=True)
+    eligible = np.ones(len(keys), dtype=bool)
+    if parameter_sizes is not None and len(parameter_sizes):
+        eligible = np.isin(keys, allocator_size(parameter_sizes))
     totals = np.bincount(inverse, weights=np.asarray(sizes, dtype=float))
     states = 1
     for candidate in (2, 1):  # the more specific hypothesis first: a count divisible by 6 fits both
-        if totals[counts % (1 + candidate) == 0].sum() >= COVERAGE * totals.sum():
+        if totals[eligible & (counts % (1 + candidate) == 0)].sum() >= COVERAGE * totals[eligible].sum():
             states = candidate
             break
-    matched = (counts % (1 + states) == 0)[inverse]
+    matched = (eligible & (counts % (1 + states) == 0))[inverse]
     return np.where(matched, 1.0 / (1 + states), np.nan), states
+
+
+def asked_sizes(allocations: pd.DataFrame) -> np.ndarray:
+    """Bytes each allocation asked for: its requested size where the snapshot records one, else the
+    block's size (which the allocator rounds up: a 2.25 MiB tensor may hold a 3 MiB block)."""
+    requested = allocations["requested_size"].to_numpy(np.int64)
+    return np.where(requested >= 0, requested, allocations["size"].to_numpy(np.int64))
+
+
+def parameter_size_evidence(trace: MemoryTrace, allocations: pd.DataFrame) -> np.ndarray:
+    """Sizes (bytes asked) the trace shows parameters have: tensors allocated with AccumulateGrad in
+    their frames (gradients) or by the optimizer step (torch/optim/ frames: foreach and single-tensor
+    optimizers make one per parameter). Empty when the trace allocated neither (a fused optimizer, a
+    forward pass)."""
+    traced = allocations.loc[~allocations["before_trace"].to_numpy()]
+    stacks = traced["stack"].to_numpy(np.int64)
+    texts = {int(stack): _stack_text(trace, int(stack)) for stack in np.unique(stacks)}
+    chosen = [stack for stack, text in texts.items() if "AccumulateGrad" in text or "torch/optim/" in text]
+    return asked_sizes(traced.loc[np.isin(stacks, chosen)])
 
 
 def _stack_text(trace: MemoryTrace, stack: int) -> str:
@@ -78,21 +109,20 @@ def role_bytes(trace: MemoryTrace, memory: DeviceMemory, rows: pd.DataFrame) -> 
     ``memory.allocations``), by the module's rules; and s, the optimizer states per parameter."""
     everything = memory.allocations
     before_all = everything.loc[everything["before_trace"].to_numpy()]
-    shares, states = split_before_trace(before_all["size"].to_numpy(), has_optimizer(trace))
+    shares, states = split_before_trace(asked_sizes(before_all), has_optimizer(trace),
+                                        parameter_size_evidence(trace, everything))  # fmt: skip
     share = pd.Series(shares, index=before_all.index).reindex(rows.index).to_numpy(np.float64)
     result = np.zeros((len(rows), len(ROLES)))
     role = {name: index for index, name in enumerate(ROLES)}
     events = int(memory.timeline["index"].max())
-    size = rows["size"].to_numpy(np.float64)
+    blocks = rows["size"].to_numpy(np.float64)
+    size = asked_sizes(rows).astype(np.float64)
+    result[:, role["allocator rounding"]] = blocks - size  # 0 where the snapshot records no requested size
     before = rows["before_trace"].to_numpy()
     matched = before & ~np.isnan(share)
     result[matched, role["parameters"]] = (size * share)[matched]
     result[matched, role["optimizer state"]] = (size * (1 - share))[matched]
     result[before & ~matched, role["other (before the trace)"]] = size[before & ~matched]
-    requested = rows["requested_size"].to_numpy(np.float64)
-    known = ~before & (requested >= 0)
-    result[known, role["allocator rounding"]] = (size - requested)[known]
-    size = np.where(known, requested, size)
     # One role per distinct stack (stacks repeat), then per allocation by lookup.
     stacks = rows["stack"].to_numpy(np.int64)
     kept = rows["end"].to_numpy(np.int64) > events
@@ -126,14 +156,14 @@ def _replacements(
     freed = before_all["end"].to_numpy(np.int64) <= events
     if not freed.any():
         return pd.Series(dtype=np.float64)
-    freed_sizes = allocator_size(before_all["size"].to_numpy()[freed])
+    freed_sizes = allocator_size(asked_sizes(before_all)[freed])
     sizes, counts = np.unique(freed_sizes, return_counts=True)
     share_by_size = pd.Series(shares[freed], index=freed_sizes).groupby(level=0).first()
     traced = everything.loc[~everything["before_trace"].to_numpy() & (everything["end"].to_numpy() > events)]
     stacks = traced["stack"].to_numpy(np.int64)
     optim = {int(stack) for stack in np.unique(stacks) if "torch/optim/" in _stack_text(trace, int(stack))}
     candidates = traced.loc[np.isin(stacks, list(optim))].sort_values("start", kind="stable")
-    rounded = pd.Series(allocator_size(candidates["size"].to_numpy()), index=candidates.index)
+    rounded = pd.Series(allocator_size(asked_sizes(candidates)), index=candidates.index)
     rank = rounded.groupby(rounded).cumcount()
     allowed = pd.Series(counts, index=sizes).reindex(rounded.to_numpy()).fillna(0).to_numpy()
     chosen = rank.to_numpy() < allowed
