@@ -85,8 +85,7 @@ if torch.cuda.is_available():
     p = torch.cuda.get_device_properties(0)
     print("device", p.name, "sms", p.multi_processor_count, "memory MiB", p.total_memory // 2**20)
 EOF
-  "$python" -c "import pandas, numpy, msgspec, click; print('pandas', pandas.__version__, 'numpy', numpy.__version__, 'msgspec', msgspec.__version__, 'click', click.__version__)"
-  git rev-parse HEAD 2>/dev/null || true
+  "$python" -c "from importlib.metadata import version as v; print(*(f'{n} {v(n)}' for n in ('pandas', 'numpy', 'msgspec', 'click')))"
 } >"$work/environment.txt" 2>&1
 cat "$work/environment.txt"
 
