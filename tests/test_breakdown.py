@@ -78,6 +78,26 @@ def test_busy_and_idle_on_two_gpus(tmp_path):
     assert gpus.loc["cuda:0", "Idle (%)"] == 33.3
 
 
+def test_any_gpu_busy_over_two_ranks_running_at_once(tmp_path):
+    """A two-GPU DDP export: each rank (process) has its own forward range at the same time. "any GPU
+    busy" was their sum (busy 5.4 ms over a 628.5 ms span where each GPU spanned 300 and 328 ms): the
+    union of both ranks' ops over the union of their spans is meant."""
+    b = ExportBuilder("2026.2")
+    b.push_pop(0, 1000, "forward pass", pid=1000, tid=1000)
+    b.push_pop(20, 1020, "forward pass", pid=2000, tid=2000)
+    b.kernel(100, 400, GEMM, device=0, pid=1000, launch_at=50)  # rank 0: span 100-500, busy 300 + 50
+    b.kernel(450, 500, ADD, device=0, pid=1000, launch_at=60)
+    b.kernel(300, 600, GEMM, device=1, pid=2000, launch_at=70)  # rank 1: span 300-628
+    b.kernel(610, 628, ADD, device=1, pid=2000, launch_at=80)
+    trace = open_trace(b.write(tmp_path / "ddp.sqlite"))
+    gpus = gpu_table(trace, ["forward pass"]).set_index(["Phase", "GPU"]).loc["forward pass"]
+    assert gpus.loc["cuda:0", ["Busy (ns)", "Span (ns)"]].tolist() == [350, 400]
+    assert gpus.loc["cuda:1", ["Busy (ns)", "Span (ns)"]].tolist() == [318, 328]
+    assert gpus.loc["sum of GPUs", ["Busy (ns)", "Span (ns)"]].tolist() == [668, 728]
+    # union of ops: 100-600 and 610-628; union of the ranks' spans: 100-628
+    assert gpus.loc["any GPU busy", ["Busy (ns)", "Span (ns)", "Idle (ns)"]].tolist() == [518, 528, 10]
+
+
 def test_many_instances_over_a_long_capture(tmp_path):
     """2,000 step instances spread over 2^53 ns (104 days): (instance, time) keys would overflow int64
     as code * span, so times are keyed by rank; every figure must still be exact."""

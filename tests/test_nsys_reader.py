@@ -89,6 +89,30 @@ def test_launches_and_metadata(tmp_path, generation):
     assert meta.session_start_utc_ns == 1763820000000000000
 
 
+@pytest.mark.parametrize("column", ["deviceId", None])
+def test_a_gpu_table_without_an_id_column(cli, tmp_path, column):
+    """nsys of about 2021, exported without EXPORT_META_DATA: TARGET_INFO_GPU names its GPUs by
+    deviceId, with no id column (every command ended in a TypeError); without either, by row."""
+    import sqlite3
+
+    export = build_small("2022.4", tmp_path / "t.sqlite")
+    with sqlite3.connect(export) as connection:
+        connection.execute("DROP TABLE EXPORT_META_DATA")
+        if column:
+            connection.execute(f"ALTER TABLE TARGET_INFO_GPU RENAME COLUMN id TO {column}")
+        else:
+            connection.execute("ALTER TABLE TARGET_INFO_GPU DROP COLUMN id")
+    trace = read_nsys_export(export)
+    assert trace.meta.gpus[["id", "name", "sm_count"]].to_dict("records") == [
+        {"id": 0, "name": "NVIDIA H100 80GB HBM3", "sm_count": 132}
+    ]
+    assert trace.meta.tool_version is None
+    for command in ("kernels", "ranges", "breakdown", "idle", "steps", "launches", "report"):
+        args = ["-o", tmp_path / f"report-{column}"] if command == "report" else []
+        result = cli(command, export, *args)
+        assert result.exit_code == 0 and "Traceback" not in result.output, (command, result.output)
+
+
 @pytest.mark.parametrize("generation", GENERATIONS)
 def test_ranges_are_named_nested_and_closed(tmp_path, generation):
     trace = read_nsys_export(build_small(generation, tmp_path / "t.sqlite"))

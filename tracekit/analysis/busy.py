@@ -8,7 +8,8 @@ phase's instances. Across devices:
 - "sum of GPUs" adds the devices' figures (GPU-seconds), "mean per GPU" divides the sum by the number
   of devices that ran anything in the phase;
 - "any GPU busy" treats all devices as one: busy while at least one runs something, idle only when
-  every device is idle, span from the first op on any device to the last.
+  every device is idle, span from the first op on any device to the last; instances that run at the
+  same time (each rank's own forward in a multi-process export) count their common time once.
 Everything is vector work on sorted (group, time) keys (``keyed_times``), no loop over ops.
 """
 
@@ -50,6 +51,22 @@ def busy_span(start: np.ndarray, end: np.ndarray, group: np.ndarray) -> tuple[np
     return busy, span
 
 
+def any_gpu_busy(start: np.ndarray, end: np.ndarray, instance: np.ndarray) -> tuple[int, int, None]:
+    """ "any GPU busy" over ops grouped in instances (ns): busy while at least one op of any instance runs,
+    over the union of the instances' spans (first op start to last op end). Instances of one process
+    follow each other, so this is their sum; those of several processes (one per rank of a DDP export)
+    run at once, and overlapping time counts once. (None: idle is span - busy.)"""
+    busy = int(union_length(start, end, np.zeros(len(start), dtype=np.int64), 1)[0])
+    groups = int(instance.max()) + 1
+    first = np.full(groups, np.iinfo(np.int64).max)
+    last = np.full(groups, np.iinfo(np.int64).min)
+    np.minimum.at(first, instance, start)
+    np.maximum.at(last, instance, end)
+    used = first <= last
+    low, high = merge_intervals(first[used], last[used])
+    return busy, int((high - low).sum()), None
+
+
 def known_devices(devices: np.ndarray) -> np.ndarray:
     """The distinct GPU indexes among ``devices``, without -1 (an op whose device the trace could not
     say ran on some GPU, but on none that a per-GPU figure can name)."""
@@ -84,8 +101,7 @@ def device_busy(ops: pd.DataFrame, instance: np.ndarray) -> pd.DataFrame:
         mean = lambda total: int(round_half_away(total / len(devices), 0))
         rows.append((MEAN, mean(total_busy), mean(total_span), mean(total_span - total_busy)))
     if len(start):
-        any_busy, any_span = busy_span(start, end, owner)
-        rows.append((ANY, int(any_busy.sum()), int(any_span.sum()), None))
+        rows.append((ANY, *any_gpu_busy(start, end, owner)))
     table = pd.DataFrame(
         [(gpu, busy_ns, span_ns, span_ns - busy_ns if idle is None else idle) for gpu, busy_ns, span_ns, idle in rows],
         columns=["GPU", "Busy (ns)", "Span (ns)", "Idle (ns)"],

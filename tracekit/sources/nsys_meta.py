@@ -38,11 +38,13 @@ def read_meta(path: Path, tables: frozenset[str]) -> TraceMeta:
 
 def _read_gpus(connection: sqlite3.Connection, tables: frozenset[str]) -> pd.DataFrame:
     """GPU descriptions (``schema.GPUS``): TARGET_INFO_GPU (2021.3+), else TARGET_INFO_CUDA_DEVICE (2026) or
-    TARGET_INFO_CUDA_GPU (older)."""
+    TARGET_INFO_CUDA_GPU (older). A GPU's id is TARGET_INFO_GPU's ``id``, or ``deviceId`` where an export
+    of about 2021 has that instead, else its row's position."""
     if "TARGET_INFO_GPU" in tables:
         have = set(table_columns(connection, "TARGET_INFO_GPU"))
+        identifier = next((column for column in ("id", "deviceId") if column in have), "rowid - 1")
         pick = {
-            "id": "id",
+            "id": identifier,
             "name": "name",
             "sm_count": "smCount",
             "memory_bytes": "totalMemory",
@@ -50,10 +52,11 @@ def _read_gpus(connection: sqlite3.Connection, tables: frozenset[str]) -> pd.Dat
             "minor": "computeMinor",
         }
         select = ", ".join(
-            f"{_typed(source, alias) if source in have else 'NULL'} AS {alias}" for alias, source in pick.items()
+            f"{_typed(source, alias) if source in have or source == identifier else 'NULL'} AS {alias}"
+            for alias, source in pick.items()
         )
         frame = pd.read_sql_query(
-            f"SELECT DISTINCT {select} FROM TARGET_INFO_GPU WHERE {_is_integer(pick['id'], have)} ORDER BY id",
+            f"SELECT DISTINCT {select} FROM TARGET_INFO_GPU WHERE {_is_integer(identifier, have)} ORDER BY id",
             connection,
         )
         frame["compute_capability"] = [
@@ -95,7 +98,9 @@ def _is_integer(column: str, have: set[str]) -> str:
 
 
 def _as_gpus(frame: pd.DataFrame) -> pd.DataFrame:
-    """The contract's dtypes: counts that may be unknown as nullable integers, text as objects."""
+    """The contract's dtypes: counts that may be unknown as nullable integers, text as objects; a GPU
+    without a usable id is left out."""
+    frame = frame.loc[frame["id"].notna()]
     result = pd.DataFrame(
         {
             "id": frame["id"].astype("int64"),
