@@ -103,7 +103,7 @@ def test_a_gpu_table_without_an_id_column(cli, tmp_path, column):
         else:
             connection.execute("ALTER TABLE TARGET_INFO_GPU DROP COLUMN id")
     trace = read_nsys_export(export)
-    assert trace.meta.gpus[["id", "name", "sm_count"]].to_dict("records") == [
+    assert trace.meta.gpus.loc[:, ["id", "name", "sm_count"]].to_dict("records") == [
         {"id": 0, "name": "NVIDIA H100 80GB HBM3", "sm_count": 132}
     ]
     assert trace.meta.tool_version is None
