@@ -12,43 +12,69 @@ from nsys_builder import ExportBuilder
 from tracekit.analysis.idle import idle_gaps
 from tracekit.sources import open_trace
 
+US = 1_000  # ns
+
 
 def built(tmp_path):
-    """Five gaps on cuda:0, one per cause, and one on cuda:1 (host not launching)."""
+    """One gap per cause on cuda:0 (times in us), and one on cuda:1 (host not launching)."""
     b = ExportBuilder("2026.2")
-    b.kernel(0, 100, "a", launch_at=-50)
+    b.kernel(0, 100 * US, "a", launch_at=-50 * US)
     # gap 100..200, sync: the CPU waits in cudaDeviceSynchronize 90..150, then launches at 160
-    b.runtime(90, 150, "cudaDeviceSynchronize_v3020", 900)
-    b.kernel(200, 300, "b", launch_at=160)
-    # gap 300..400, launch latency: c was launched at 250 (queued before the gap) and started late
-    b.kernel(400, 500, "c", launch_at=250)
-    # gap 500..600, other stream or device: d launched at 450 after a stream wait at 440
-    b.runtime(440, 445, "cudaStreamWaitEvent_v3020", 901)
-    b.kernel(600, 700, "d", launch_at=450)
-    # gap 700..800, host not launching: e launched at 750, during the gap
-    b.kernel(800, 900, "e", launch_at=750)
-    # gap 900..1000, other: f has no launching call in the trace
-    b.kernel(1000, 1100, "f")
-    b.kernel(0, 10, "g", device=1, launch_at=-5)
-    b.kernel(60, 70, "h", device=1, launch_at=40)  # launched during the gap 10..60
+    b.runtime(90 * US, 150 * US, "cudaDeviceSynchronize_v3020", 900)
+    b.kernel(200 * US, 300 * US, "b", launch_at=160 * US)
+    # gap 300..310, launch overhead: c was queued at 250 and started 10 us after b ended
+    b.kernel(310 * US, 400 * US, "c", launch_at=250 * US)
+    # gap 400..500, other stream or device: d queued at 350, after a stream wait at 340
+    b.runtime(340 * US, 341 * US, "cudaStreamWaitEvent_v3020", 901)
+    b.kernel(500 * US, 600 * US, "d", launch_at=350 * US)
+    # gap 600..700, host not launching: e launched at 650, during the gap
+    b.kernel(700 * US, 800 * US, "e", launch_at=650 * US)
+    # gap 800..900, dependency not in trace: f queued at 750, no stream wait, started 100 us late
+    b.kernel(900 * US, 1000 * US, "f", launch_at=750 * US)
+    # gap 1000..1100, other: g has no launching call in the trace
+    b.kernel(1100 * US, 1200 * US, "g")
+    b.kernel(0, 10 * US, "h", device=1, launch_at=-5 * US)
+    b.kernel(60 * US, 70 * US, "i", device=1, launch_at=40 * US)  # launched during the gap 10..60
     return b.write(tmp_path / "idle.sqlite")
 
 
 def test_every_gap_gets_its_cause(cli, tmp_path):
     path = built(tmp_path)
     gaps = idle_gaps(open_trace(path))
-    assert list(zip(gaps["GPU"], gaps["Start (ns)"], gaps["Idle (ns)"], gaps["Cause"])) == [
+    assert list(zip(gaps["GPU"], gaps["Start (ns)"] // US, gaps["Idle (ns)"] // US, gaps["Cause"])) == [
         ("cuda:0", 100, 100, "sync"),
-        ("cuda:0", 300, 100, "launch latency"),
-        ("cuda:0", 500, 100, "other stream or device"),
-        ("cuda:0", 700, 100, "host not launching"),
-        ("cuda:0", 900, 100, "other"),
+        ("cuda:0", 300, 10, "launch overhead"),
+        ("cuda:0", 400, 100, "other stream or device"),
+        ("cuda:0", 600, 100, "host not launching"),
+        ("cuda:0", 800, 100, "dependency not in trace"),
+        ("cuda:0", 1000, 100, "other"),
         ("cuda:1", 10, 50, "host not launching"),
     ]
-    result = cli("idle", path, "--unit", "ns", "--format", "json")
+    result = cli("idle", path, "--unit", "us", "--format", "json")
     rows = {(row["GPU"], row["Cause"]): row for row in json.loads(result.stdout)["idle"]}
-    assert rows[("cuda:0", "sync")]["Share (%)"] == 20.0 and rows[("cuda:1", "host not launching")]["Idle (ns)"] == 50
-    assert "method:" in result.stderr
+    assert rows[("cuda:0", "sync")]["Share (%)"] == 19.6 and rows[("cuda:1", "host not launching")]["Idle (us)"] == 50
+    assert "method:" in result.stderr and "under 30 us" in result.stderr
+    # The bound is an option: at 5 us the 10 us gap waited on something the trace does not show.
+    tight = idle_gaps(open_trace(path), overhead_max_ns=5 * US)
+    assert tight["Cause"].tolist()[1] == "dependency not in trace"
+
+
+def test_an_op_queued_before_the_sync_did_not_wait_for_it(tmp_path):
+    """HolisticTraceAnalysis's kernel wait: the op that ends the gap was launched before the blocking
+    call, so the GPU had work queued; the sync running meanwhile is not why it idled (tracekit moved
+    0.5-5 ms of such gaps to sync on real traces). And a long gap before a queued op is not launch
+    overhead (one 58.86 ms gap was 46 % of a rank's idle time): the op waited on something unseen."""
+    b = ExportBuilder("2026.2")
+    b.kernel(0, 100 * US, "a", launch_at=-50 * US)
+    b.kernel(105 * US, 200 * US, "b", launch_at=20 * US)  # queued at 20
+    b.runtime(30 * US, 190 * US, "cudaStreamSynchronize_v3020", 900)  # running when the gap 100..105 begins
+    b.kernel(58_960 * US, 59_000 * US, "c", launch_at=150 * US)  # queued, then 58.76 ms late
+    b.runtime(195 * US, 58_990 * US, "cudaDeviceSynchronize_v3020", 901)
+    gaps = idle_gaps(open_trace(b.write(tmp_path / "queued.sqlite")))
+    assert list(zip(gaps["Idle (ns)"] // US, gaps["Cause"])) == [
+        (5, "launch overhead"),
+        (58_760, "dependency not in trace"),
+    ]
 
 
 def device_idle(cli, path) -> dict[str, int]:

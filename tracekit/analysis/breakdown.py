@@ -20,6 +20,7 @@ from tracekit.analysis import stats
 from tracekit.analysis.attribution import interval_of_ops
 from tracekit.analysis.busy import device_busy
 from tracekit.analysis.categories import CATEGORIES, op_categories
+from tracekit.analysis.kernel_types import launched_before_last_step
 from tracekit.analysis.kernels import OPS_CHOICES, kernel_mask
 from tracekit.errors import UsageError
 from tracekit.model.result import Chart, Result, Table
@@ -70,10 +71,11 @@ def phase_intervals(
 
 
 def phases_with_whole(
-    trace: Trace, phases: list[str] | None, same_thread: bool, domain: str | None = None
+    trace: Trace, phases: list[str] | None, same_thread: bool, domain: str | None = None, drop_last_step: bool = False
 ) -> list[tuple[str, int, np.ndarray]]:
     """(phase, instances, interval per op) for each phase, then the whole trace as one instance.
-    UsageError when phases were asked for and none matched."""
+    UsageError when phases were asked for and none matched. ``drop_last_step``: ops launched after the
+    last ProfilerStep began are in no interval (HolisticTraceAnalysis's window)."""
     phases = list(phases or DEFAULT_PHASES)
     intervals = phase_intervals(trace, phases, same_thread, domain)  # loads the tables together: first
     kernel_mask(trace, ops="all")  # raises a clear error for a trace without GPU work
@@ -85,7 +87,12 @@ def phases_with_whole(
         why = f"; {dropped:,} ranges that could match were left out: unusable values" if dropped else ""
         raise UsageError(f"no NVTX range matches {', '.join(phases)}{where} in {trace.name}{why}")
     whole = np.zeros(len(breakdown_ops(trace)), dtype=np.int64)  # every op in one interval
-    return [(phase, instances, interval) for phase, (instances, interval) in intervals.items()] + [(WHOLE, 1, whole)]
+    parts = [(phase, instances, interval) for phase, (instances, interval) in intervals.items()] + [(WHOLE, 1, whole)]
+    if drop_last_step:
+        window, _ = launched_before_last_step(trace)
+        if window is not None:
+            parts = [(phase, instances, np.where(window, interval, -1)) for phase, instances, interval in parts]
+    return parts
 
 
 def breakdown_table(
@@ -94,11 +101,12 @@ def breakdown_table(
     same_thread: bool = False,
     ops: str = "kernels",
     domain: str | None = None,
+    drop_last_step: bool = False,
 ) -> pd.DataFrame:
     """Rows: each phase, then the whole trace. Columns: Phase, Instances, Kernels (ops counted),
     Kernel Time (ns) (or GPU Op Time with ``ops`` "all"), Memcpy Time (ns), Memcpy (MiB), Memset Time
     (ns), Memset (MiB), then "<category> (%)" of the time for every category that has time anywhere."""
-    return category_shares(breakdown_times(trace, phases, same_thread, ops, domain), ops)
+    return category_shares(breakdown_times(trace, phases, same_thread, ops, domain, drop_last_step), ops)
 
 
 def breakdown_times(
@@ -107,12 +115,13 @@ def breakdown_times(
     same_thread: bool = False,
     ops: str = "kernels",
     domain: str | None = None,
+    drop_last_step: bool = False,
 ) -> pd.DataFrame:
     """``breakdown_table`` with each category's time ("<category> (ns)", every category) in place of
     its share: the columns add up over traces."""
     if ops not in OPS_CHOICES:
         raise UsageError(f"unknown --ops {ops!r}; choose one of {', '.join(OPS_CHOICES)}")
-    parts = phases_with_whole(trace, phases, same_thread, domain)
+    parts = phases_with_whole(trace, phases, same_thread, domain, drop_last_step)
     gpu_ops = breakdown_ops(trace)
     kind = gpu_ops["kind"].to_numpy()
     counted = (kind == "kernel") if ops == "kernels" else np.ones(len(gpu_ops), dtype=bool)
@@ -150,13 +159,17 @@ def category_shares(times: pd.DataFrame, ops: str) -> pd.DataFrame:
 
 
 def gpu_table(
-    trace: Trace, phases: list[str] | None = None, same_thread: bool = False, domain: str | None = None
+    trace: Trace,
+    phases: list[str] | None = None,
+    same_thread: bool = False,
+    domain: str | None = None,
+    drop_last_step: bool = False,
 ) -> pd.DataFrame:
     """Per phase (and the whole trace): each GPU's busy, span and idle, their sum, mean, and the "any
     GPU busy" figure (``busy.device_busy``). Columns: Phase, GPU, Busy (ns), Span (ns), Idle (ns),
     Idle (%)."""
     frames = []
-    for phase, instances, interval in phases_with_whole(trace, phases, same_thread, domain):
+    for phase, instances, interval in phases_with_whole(trace, phases, same_thread, domain, drop_last_step):
         if instances:
             table = device_busy(breakdown_ops(trace), interval)
             table.insert(0, PHASE, phase)
@@ -165,7 +178,11 @@ def gpu_table(
 
 
 def copy_table(
-    trace: Trace, phases: list[str] | None = None, same_thread: bool = False, domain: str | None = None
+    trace: Trace,
+    phases: list[str] | None = None,
+    same_thread: bool = False,
+    domain: str | None = None,
+    drop_last_step: bool = False,
 ) -> pd.DataFrame:
     """Memory copies and sets per phase and direction ("memcpy HtoD", "memset"): Phase, Operation,
     Count, Time (ns), MiB. Empty when the trace has none."""
@@ -173,7 +190,7 @@ def copy_table(
     moves = (gpu_ops["kind"] != "kernel").to_numpy()
     names = gpu_ops["name"].astype(object).to_numpy()
     rows = []
-    for phase, _, interval in phases_with_whole(trace, phases, same_thread, domain):
+    for phase, _, interval in phases_with_whole(trace, phases, same_thread, domain, drop_last_step):
         mine = moves & (interval >= 0)
         if not mine.any():
             continue
@@ -205,19 +222,22 @@ def phase_breakdown(
     same_thread: bool = False,
     ops: str = "kernels",
     domain: str | None = None,
+    drop_last_step: bool = False,
 ) -> Result:
     """``tracekit breakdown``: the phase x category table, each GPU's busy and idle time per phase, the
-    copies by direction, and a chart of the category shares of the phases found."""
-    table = breakdown_table(trace, phases, same_thread, ops, domain)
+    copies by direction, and a chart of the category shares of the phases found. ``drop_last_step``:
+    only GPU work launched before the last ProfilerStep began (HolisticTraceAnalysis's window)."""
+    table = breakdown_table(trace, phases, same_thread, ops, domain, drop_last_step)
     tables = [
         Table("breakdown", table, f"GPU time by phase and category: {trace.name}"),
-        Table("gpus", gpu_table(trace, phases, same_thread, domain), "Busy and idle time per GPU"),
+        Table("gpus", gpu_table(trace, phases, same_thread, domain, drop_last_step), "Busy and idle time per GPU"),
     ]
-    copies = copy_table(trace, phases, same_thread, domain)
+    copies = copy_table(trace, phases, same_thread, domain, drop_last_step)
     if not copies.empty:
         tables.append(Table("copies", copies, "Memory copies and sets"))
     missing = default_phases_missing(table, phases, "--phases")
-    result = Result(tables, notes=([missing] if missing else []) + trace.warnings)
+    window = [launched_before_last_step(trace)[1]] if drop_last_step else []
+    result = Result(tables, notes=([missing] if missing else []) + window + trace.warnings)
     present = table.loc[(table["Instances"] > 0) | (table[PHASE] == WHOLE)]
     if present[time_column(ops)].sum() > 0:
         title = "Share of kernel time by category" if ops == "kernels" else "Share of GPU op time by category"

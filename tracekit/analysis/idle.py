@@ -1,20 +1,31 @@
 """``tracekit idle``: why each GPU sat idle, gap by gap.
 
 A device is busy while any of its ops (kernel, copy, set) runs; its idle time is the gaps between the
-merged busy intervals, from its first op to its last (``busy``: the same Idle). Each gap gets one cause,
-tried in this order, decided by the op that ends the gap (the first to start after it, "next op") and its
+merged busy intervals, from its first op to its last (``busy``: the same Idle). ``per_stream`` takes
+each stream on its own instead (a stream's gaps, as HolisticTraceAnalysis counts them). Each gap gets
+one cause, decided by the op that ends the gap (the first to start after it, "next op") and its
 launching call:
+
+Nothing was queued (the next op's launching call started after the gap began):
 1. sync: a blocking host call of the process (``syncs``: synchronize, synchronous memcpy) was running
-   when the gap began: the CPU was waiting for the GPU, so nothing new was queued. (A blocking call that
-   starts inside the gap returns at once, the GPU having nothing left to finish: it does not explain it.)
-2. launch latency: the next op's launching call started at or before the gap began (its work was
-   already queued when the GPU went idle, and not yet running), and no stream wait preceded it.
-3. other stream or device: as 2, but the process called cudaStreamWaitEvent between the previous op's
-   launch and the next op's launch: the next op waited on work recorded on another stream or device.
-4. host not launching: the next op's launching call started after the gap began: the GPU had nothing
-   queued; the CPU was late (Python, data loading, a CPU-side op).
-5. other: the next op has no launching call in the trace.
-The causes of a device add up to its idle time.
+   when the gap began: the CPU waited for the GPU to drain before it could launch more. (A blocking
+   call that starts inside the gap returns at once, the GPU having nothing left to finish: it does not
+   explain the gap.)
+2. host not launching: otherwise; the CPU was late (Python, data loading, a CPU-side op).
+The next op was queued (its launching call started at or before the gap began):
+3. launch overhead: the gap is shorter than ``overhead_max_ns`` (30 us, HolisticTraceAnalysis's
+   ``consecutive_kernel_delay``): the time the GPU takes to start queued work after the previous op.
+   A blocking call running meanwhile does not matter: the work was already queued.
+4. other stream or device: longer, and the process called cudaStreamWaitEvent between the previous
+   op's launch and the next op's launch: the next op waited on work recorded on another stream or device.
+5. dependency not in trace: longer, with no such call: the op was queued and waited on something the
+   trace does not show (an event of another process, a stream wait before the trace began, ...).
+6. other: the next op has no launching call in the trace.
+The causes of a device (or stream) add up to its idle time.
+
+Against HolisticTraceAnalysis's ``get_idle_time_breakdown`` (per stream): its host wait is 1 + 2 (it
+has no sync cause), its kernel wait 3 plus the gaps of 6 under the bound, its other 4 + 5 plus the rest
+of 6; it counts kernels, copies and sets as tracekit does (not its cuda_sync events).
 """
 
 from __future__ import annotations
@@ -27,20 +38,30 @@ import pandas as pd
 from tracekit.analysis import stats
 from tracekit.analysis.attribution import merge_intervals, op_launches
 from tracekit.analysis.busy import known_devices
+from tracekit.analysis.kernel_types import launched_before_last_step
 from tracekit.analysis.kernels import kernel_mask
 from tracekit.analysis.launch_delays import api_name
 from tracekit.analysis.syncs import BLOCKING
 from tracekit.model.result import Result, Table
 from tracekit.model.trace import Trace
 
-CAUSES = ("sync", "launch latency", "other stream or device", "host not launching", "other")
-STREAM_WAIT = re.compile(r"^(cudaStreamWaitEvent|cuStreamWaitEvent)$")
-METHOD = (
-    "method: per GPU, each gap between busy intervals gets the first cause that holds: sync (a blocking host "
-    "call was running when it began), launch latency (the next op was launched before the gap began), other stream or device "
-    "(as launch latency, after a cudaStreamWaitEvent), host not launching (the next op was launched during the "
-    "gap), other (no launching call in the trace)"
-)
+CAUSES = ("sync", "host not launching", "launch overhead", "other stream or device", "dependency not in trace",
+          "other")  # fmt: skip
+OVERHEAD_MAX_NS = 30_000  # HolisticTraceAnalysis's consecutive_kernel_delay (30, in its microseconds)
+STREAM_WAIT = re.compile(r"^(cudaStreamWaitEvent|cuStreamWaitEvent|hipStreamWaitEvent)$")
+
+
+def method(overhead_max_ns: int = OVERHEAD_MAX_NS, per_stream: bool = False) -> str:
+    """The note that says how gaps get their causes (the module docstring, in one line)."""
+    where = "stream" if per_stream else "GPU"
+    return (
+        f"method: per {where}, each gap between busy intervals gets the first cause that holds. The next op was "
+        "launched during the gap: sync (a blocking host call was running when the gap began), else host not "
+        f"launching. It was queued before: launch overhead (gap under {overhead_max_ns / 1000:g} us), other "
+        "stream or device (longer, after a cudaStreamWaitEvent), dependency not in trace (longer, no such call). "
+        "other: no launching call in the trace. HolisticTraceAnalysis's host wait = sync + host not launching, "
+        "kernel wait = launch overhead (+ short 'other'), other = the rest"
+    )
 
 
 def _calls_matching(trace: Trace, pattern: re.Pattern) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -53,40 +74,59 @@ def _calls_matching(trace: Trace, pattern: re.Pattern) -> tuple[np.ndarray, np.n
     return (calls["start"].to_numpy()[order], calls["end"].to_numpy()[order], calls["pid"].to_numpy()[order])
 
 
-def idle_gaps(trace: Trace) -> pd.DataFrame:
-    """Every idle gap of every device: GPU, Start (ns), Idle (ns), Cause."""
+def idle_gaps(
+    trace: Trace, per_stream: bool = False, overhead_max_ns: int = OVERHEAD_MAX_NS, window: np.ndarray | None = None
+) -> pd.DataFrame:
+    """Every idle gap of every device (or stream): GPU, [Stream,] Start (ns), Idle (ns), Cause, and the
+    positions in ``trace.gpu_ops`` of the op before the gap and the op that ends it (Previous Op, Next
+    Op). ``window`` (a mask of GPU ops, ``kernel_types.launched_before_last_step``) keeps only those ops."""
     kernel_mask(trace, "all")  # a clear error for a trace without GPU work
     ops = trace.gpu_ops
     launches = op_launches(trace)
     start, end, devices = ops["start"].to_numpy(), ops["end"].to_numpy(), ops["device"].to_numpy()
+    streams = ops["stream"].to_numpy() if per_stream else np.zeros(len(ops), dtype=np.int64)
     sync_start, sync_end, sync_pid = _calls_matching(trace, BLOCKING)
     wait_start, _, wait_pid = _calls_matching(trace, STREAM_WAIT)
     frames = []
-    for device in known_devices(devices):  # an op on an unknown device (-1) has no gaps of its own
-        mine = np.flatnonzero(devices == device)
-        low, high = merge_intervals(start[mine], end[mine])
-        if len(low) < 2:
-            continue
-        gap_start, gap_end = high[:-1], low[1:]
-        # the op that ends each gap: the first of the device's ops to start at the next interval's start
-        order = mine[np.lexsort((end[mine], start[mine]))]
-        next_op = order[np.searchsorted(start[order], gap_end, side="left")]
-        found = launches.found[next_op]
-        launch_start = launches.start[next_op]
-        pid = np.where(found, launches.pid[next_op], ops["pid"].to_numpy()[next_op])
-        previous_launch = np.where(found, _previous_launch(launches, order, start, gap_start), -1)
-        cause = np.full(len(gap_start), CAUSES.index("other"))
-        cause = np.where(found & (launch_start > gap_start), CAUSES.index("host not launching"), cause)
-        pending = found & (launch_start <= gap_start)
-        waited = _any_between(wait_start, wait_pid, pid, previous_launch, launch_start)
-        cause = np.where(pending & waited, CAUSES.index("other stream or device"), cause)
-        cause = np.where(pending & ~waited, CAUSES.index("launch latency"), cause)
-        synced = _running_at(sync_start, sync_end, sync_pid, pid, gap_start)
-        cause = np.where(synced, CAUSES.index("sync"), cause)
-        frames.append(pd.DataFrame({"GPU": f"cuda:{int(device)}", "Start (ns)": gap_start, "Idle (ns)": gap_end -
-                                    gap_start, "Cause": np.asarray(CAUSES, dtype=object)[cause]}))  # fmt: skip
+    kept = np.ones(len(ops), dtype=bool) if window is None else window
+    for device in known_devices(devices[kept]):  # an op on an unknown device (-1) has no gaps of its own
+        on_device = (devices == device) & kept
+        for stream in np.unique(streams[on_device]):
+            mine = np.flatnonzero(on_device & (streams == stream))
+            low, high = merge_intervals(start[mine], end[mine])
+            if len(low) < 2:
+                continue
+            gap_start, gap_end = high[:-1], low[1:]
+            # the op that ends each gap: the first of the group's ops to start at the next interval's start
+            order = mine[np.lexsort((end[mine], start[mine]))]
+            next_op = order[np.searchsorted(start[order], gap_end, side="left")]
+            found = launches.found[next_op]
+            launch_start = launches.start[next_op]
+            pid = np.where(found, launches.pid[next_op], ops["pid"].to_numpy()[next_op])
+            previous_launch = np.where(found, _previous_launch(launches, order, start, gap_start), -1)
+            late = found & (launch_start > gap_start)
+            queued = found & ~late
+            long_wait = queued & (gap_end - gap_start >= overhead_max_ns)
+            waited = _any_between(wait_start, wait_pid, pid, previous_launch, launch_start)
+            synced = _running_at(sync_start, sync_end, sync_pid, pid, gap_start)
+            cause = np.select(
+                [late & synced, late, queued & ~long_wait, long_wait & waited, long_wait],
+                [CAUSES.index(name) for name in CAUSES[:5]],
+                default=CAUSES.index("other"),
+            )
+            # the op that ends the busy interval before each gap (the last to end; of those, the last to start)
+            by_end = mine[np.lexsort((start[mine], end[mine]))]
+            previous_op = by_end[np.searchsorted(end[by_end], gap_start, side="right") - 1]
+            frame = {"GPU": f"cuda:{int(device)}", "Start (ns)": gap_start, "Idle (ns)": gap_end - gap_start,
+                     "Cause": np.asarray(CAUSES, dtype=object)[cause], "Previous Op": previous_op,
+                     "Next Op": next_op}  # fmt: skip
+            if per_stream:
+                frame = {"GPU": frame.pop("GPU"), "Stream": int(stream), **frame}
+            frames.append(pd.DataFrame(frame))
     if not frames:
-        return pd.DataFrame({"GPU": [], "Start (ns)": [], "Idle (ns)": [], "Cause": []})
+        columns = ["GPU", "Stream"] if per_stream else ["GPU"]
+        names = [*columns, "Start (ns)", "Idle (ns)", "Cause", "Previous Op", "Next Op"]
+        return pd.DataFrame({name: [] for name in names})
     return pd.concat(frames, ignore_index=True)
 
 
@@ -123,23 +163,34 @@ def _running_at(call_start, call_end, call_pid, pid, time) -> np.ndarray:
     return result
 
 
-def idle_by_cause(trace: Trace, top: int = 15) -> Result:
-    """Per GPU and cause: gaps, idle time and share of the GPU's idle; then the longest gaps."""
-    gaps = idle_gaps(trace)
-    grouped = gaps.groupby(["GPU", "Cause"], as_index=False, sort=True).agg(
+def idle_by_cause(
+    trace: Trace,
+    top: int = 15,
+    per_stream: bool = False,
+    overhead_max_ns: int = OVERHEAD_MAX_NS,
+    drop_last_step: bool = False,
+) -> Result:
+    """Per GPU (and stream) and cause: gaps, idle time and share of the group's idle; then the longest gaps.
+    ``drop_last_step``: HolisticTraceAnalysis's default window (GPU work launched before the last
+    ProfilerStep began)."""
+    window, window_note = launched_before_last_step(trace) if drop_last_step else (None, None)
+    gaps = idle_gaps(trace, per_stream, overhead_max_ns, window).drop(columns=["Previous Op", "Next Op"])
+    keys = ["GPU", "Stream"] if per_stream else ["GPU"]
+    grouped = gaps.groupby([*keys, "Cause"], as_index=False, sort=True).agg(
         Gaps=("Idle (ns)", "size"), **{"Idle (ns)": ("Idle (ns)", "sum")}
     )
-    totals = grouped.groupby("GPU")["Idle (ns)"].transform("sum").to_numpy(float)
+    totals = grouped.groupby(keys)["Idle (ns)"].transform("sum").to_numpy(float)
     with np.errstate(divide="ignore", invalid="ignore"):
         grouped["Share (%)"] = np.where(totals > 0, stats.round_half_away(grouped["Idle (ns)"] * 100 / totals), 0.0)
     rank = {cause: index for index, cause in enumerate(CAUSES)}
-    grouped = grouped.sort_values(["GPU", "Cause"], key=lambda column: column.map(rank) if column.name == "Cause"
+    grouped = grouped.sort_values([*keys, "Cause"], key=lambda column: column.map(rank) if column.name == "Cause"
                                   else column, kind="stable", ignore_index=True)  # fmt: skip
     origin = int(trace.gpu_ops["start"].min())
     longest = gaps.nlargest(top, "Idle (ns)").assign(**{"Start (ns)": lambda frame: frame["Start (ns)"] - origin})
-    notes = [METHOD, *trace.warnings]
+    notes = [method(overhead_max_ns, per_stream), *([window_note] if window_note else []), *trace.warnings]
+    where = " per stream" if per_stream else ""
     return Result(
-        [Table("idle", grouped, f"GPU idle time by cause: {trace.name}"),
+        [Table("idle", grouped, f"GPU idle time by cause{where}: {trace.name}"),
          Table("gaps", longest.reset_index(drop=True), f"The {top} longest gaps (Start from the first GPU op)")],
         notes,
     )  # fmt: skip

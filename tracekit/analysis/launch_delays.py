@@ -23,6 +23,7 @@ import pandas as pd
 
 from tracekit.analysis import stats
 from tracekit.analysis.attribution import every_op_launch
+from tracekit.analysis.kernel_types import launched_before_last_step
 from tracekit.analysis.kernels import NAME_COLUMNS, kernel_mask
 from tracekit.errors import NoGpuDataError, UsageError
 from tracekit.model.result import Result
@@ -38,13 +39,21 @@ def api_name(name: str) -> str:
     return name[:-6] if len(name) >= 6 and name[-6:-4] == "_v" else name
 
 
-def launch_delays(trace: Trace, name: str = "demangled", top: int | None = None) -> Result:
-    """``tracekit launches``: kernexecsum's table of ``trace`` (``name`` "short" groups by base name)."""
+def launch_delays(
+    trace: Trace, name: str = "demangled", top: int | None = None, drop_last_step: bool = False
+) -> Result:
+    """``tracekit launches``: kernexecsum's table of ``trace`` (``name`` "short" groups by base name);
+    ``drop_last_step``: only kernels launched before the last ProfilerStep began (HTA's window)."""
     if name not in NAME_COLUMNS:
         raise UsageError(f"unknown --name {name!r}; choose demangled or short")
     ops = trace.gpu_ops
     kernels = kernel_mask(trace, "kernels")
     kernels = np.ones(len(ops), dtype=bool) if kernels is None else kernels
+    window_notes = []
+    if drop_last_step:
+        window, note = launched_before_last_step(trace)
+        kernels = kernels if window is None else kernels & window
+        window_notes.append(note)
     op_index, rows = every_op_launch(trace, kernels)
     if not len(op_index):
         raise NoGpuDataError(
@@ -79,7 +88,7 @@ def launch_delays(trace: Trace, name: str = "demangled", top: int | None = None)
     frame["API Name"] = uniques[3][keys[3]]
     frame["Kernel Name"] = uniques[4][keys[4]]
     frame = frame.sort_values("TAvg (ns)", ascending=False, kind="stable", ignore_index=True)
-    notes = list(trace.warnings)
+    notes = [*window_notes, *trace.warnings]
     matched = np.bincount(op_index, minlength=len(ops))
     left_out = int((kernels & (matched == 0)).sum())
     if left_out:

@@ -192,10 +192,12 @@ class RangesMerger:
 def breakdown_part(trace: Trace, part: Part, options: dict[str, Any], limit: int) -> Part:
     """``tracekit breakdown`` of one trace and its pieces (times, not shares: times add up)."""
     phases, same_thread, ops, domain = (options.get(key) for key in ("phases", "same_thread", "ops", "domain"))
-    ops = ops or "kernels"
-    times = breakdown_times(trace, phases, bool(same_thread), ops, domain)
-    gpus = gpu_table(trace, phases, bool(same_thread), domain)
-    copies = copy_table(trace, phases, bool(same_thread), domain)
+    ops, drop = ops or "kernels", bool(options.get("drop_last_step"))
+    times = breakdown_times(trace, phases, bool(same_thread), ops, domain, drop)
+    gpus = gpu_table(trace, phases, bool(same_thread), domain, drop)
+    copies = copy_table(trace, phases, bool(same_thread), domain, drop)
+    if drop:
+        part.notes.append(launched_before_last_step(trace)[1])
     part.tables += [
         Table("breakdown", category_shares(times, ops), f"GPU time by phase and category: {trace.name}"),
         Table("gpus", gpus, "Busy and idle time per GPU"),

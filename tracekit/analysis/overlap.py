@@ -18,7 +18,7 @@ import pandas as pd
 from tracekit.analysis import stats
 from tracekit.analysis.attribution import op_launches
 from tracekit.analysis.busy import known_devices
-from tracekit.analysis.kernel_types import TYPES, type_segments
+from tracekit.analysis.kernel_types import TYPES, launched_before_last_step, type_segments
 from tracekit.analysis.kernels import kernel_mask
 from tracekit.analysis.steps import step_of, step_rows
 from tracekit.model.result import Result
@@ -37,12 +37,20 @@ def overlap_of(ops: pd.DataFrame, rows: np.ndarray) -> tuple[int, int]:
     return int(durations[communicating].sum()), int(durations[hidden].sum())
 
 
-def overlap_table(trace: Trace, per_step: bool = False, step_range: str | None = None) -> Result:
-    """Per device (and per step with ``per_step``): Communication, Overlapped, Exposed, Overlap (%)."""
+def overlap_table(
+    trace: Trace, per_step: bool = False, step_range: str | None = None, drop_last_step: bool = False
+) -> Result:
+    """Per device (and per step with ``per_step``): Communication, Overlapped, Exposed, Overlap (%).
+    ``drop_last_step``: only GPU work launched before the last ProfilerStep began (HTA's window)."""
     kernel_mask(trace, "all")  # a clear error for a trace without GPU work
     ops = trace.gpu_ops
     devices = ops["device"].to_numpy()
     notes = list(trace.warnings)
+    window = np.ones(len(ops), dtype=bool)
+    if drop_last_step:
+        kept, note = launched_before_last_step(trace)
+        window = window if kept is None else kept
+        notes.append(note)
     step_index = None
     if per_step:
         steps = step_rows(trace, step_range).reset_index(drop=True)
@@ -53,8 +61,8 @@ def overlap_table(trace: Trace, per_step: bool = False, step_range: str | None =
             step_index = np.where(launches.found, step_of(steps, launches.pid, launches.start), -1)
             names = steps["name"].astype(str).to_numpy()
     rows = []
-    for device in known_devices(devices):
-        on_device = devices == device
+    for device in known_devices(devices[window]):
+        on_device = (devices == device) & window
         groups = [("(whole trace)", on_device)]
         if step_index is not None:
             groups += [(names[step], on_device & (step_index == step)) for step in np.unique(step_index[on_device])

@@ -147,6 +147,12 @@ domain_option = click.option(
     help="only ranges of this NVTX domain (`default` for the default one); specs then match names without the "
     "'NAME:' prefix",
 )
+drop_last_step_option = click.option(
+    "--drop-last-step",
+    is_flag=True,
+    help="leave out GPU work launched after the last ProfilerStep#N starts (HolisticTraceAnalysis's default: "
+    "a profiler schedule's last step is often cut short)",
+)
 top_option = click.option(
     "--top", type=click.IntRange(min=1), default=None, help="only the N rows with the most total time"
 )

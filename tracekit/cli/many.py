@@ -11,6 +11,7 @@ import click
 
 from tracekit.cli.common import (
     domain_option,
+    drop_last_step_option,
     emit,
     nsys_option,
     ops_option,
@@ -86,8 +87,7 @@ def split_many(kwargs: dict[str, Any]) -> dict[str, Any]:
 @click.argument("inputs", nargs=-1, required=True, type=click.Path())
 @click.option("--step-range", default=None, metavar="NAME",
               help="the range that is one training step (default: ProfilerStep#N, else 'step')")  # fmt: skip
-@click.option("--drop-last-step", is_flag=True,
-              help="leave out GPU work launched after the last ProfilerStep#N starts (as HolisticTraceAnalysis)")  # fmt: skip
+@drop_last_step_option
 @top_option
 @unit_option()
 @nsys_option

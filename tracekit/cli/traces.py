@@ -11,6 +11,7 @@ import click
 
 from tracekit.cli.common import (
     domain_option,
+    drop_last_step_option,
     emit,
     not_blank,
     nsys_option,
@@ -50,12 +51,7 @@ from tracekit.cli.many import is_many, many_options, run_many, split_many
 @domain_option
 @click.option("--per-instance", is_flag=True, help="divide totals and counts by the number of --range instances")
 @same_thread_option
-@click.option(
-    "--drop-last-step",
-    is_flag=True,
-    help="leave out GPU work launched after the last ProfilerStep#N starts (HolisticTraceAnalysis's default: "
-    "a profiler schedule's last step is often cut short)",
-)
+@drop_last_step_option
 @unit_option()
 @nsys_option
 @many_options
@@ -195,11 +191,12 @@ def ranges(
 @domain_option
 @ops_option
 @same_thread_option
+@drop_last_step_option
 @unit_option()
 @nsys_option
 @many_options
 @output_options
-def breakdown(traces, phases, domain, ops, same_thread, unit, nsys, fmt, output, **kwargs):
+def breakdown(traces, phases, domain, ops, same_thread, drop_last_step, unit, nsys, fmt, output, **kwargs):
     """Kernel time by category (matmul, elementwise, softmax, ...) per phase, copies beside it, and each
     GPU's busy and idle time. Several traces: each one's tables and the sums over all of them."""
     from tracekit.analysis.breakdown import phase_breakdown
@@ -207,10 +204,12 @@ def breakdown(traces, phases, domain, ops, same_thread, unit, nsys, fmt, output,
 
     many = split_many(kwargs)
     if is_many(traces):
-        options = dict(phases=phases, domain=domain, ops=ops, same_thread=same_thread, nsys=nsys)
+        options = dict(phases=phases, domain=domain, ops=ops, same_thread=same_thread, nsys=nsys,
+                       drop_last_step=drop_last_step)  # fmt: skip
         emit(run_many("breakdown", traces, options, many, "breakdown"), fmt, output, unit)
         return
-    emit(phase_breakdown(open_trace(traces[0], nsys), phases, same_thread, ops, domain), fmt, output, unit)
+    result = phase_breakdown(open_trace(traces[0], nsys), phases, same_thread, ops, domain, drop_last_step)
+    emit(result, fmt, output, unit)
 
 
 @click.command()
@@ -223,17 +222,18 @@ def breakdown(traces, phases, domain, ops, same_thread, unit, nsys, fmt, output,
     show_default=True,
     help="group by the full templated name or the base name",
 )
+@drop_last_step_option
 @unit_option()
 @nsys_option
 @output_options
-def launches(trace, top, name, unit, nsys, fmt, output):
+def launches(trace, top, name, drop_last_step, unit, nsys, fmt, output):
     """Launch delays of TRACE's kernels, as nsys's kernexecsum: per launching thread, device, API and
     kernel, the launch call's time (API), the wait from the call's end to the kernel's start (queue),
     the kernel's time, and the total."""
     from tracekit.analysis.launch_delays import launch_delays
     from tracekit.sources import open_trace
 
-    emit(launch_delays(open_trace(trace, nsys), name=name, top=top), fmt, output, unit)
+    emit(launch_delays(open_trace(trace, nsys), name=name, top=top, drop_last_step=drop_last_step), fmt, output, unit)
 
 
 @click.command()
@@ -269,15 +269,16 @@ def steps(trace, step_range, phases, picture, unit, nsys, fmt, output):
 @click.option("--per-step", is_flag=True, help="also one row per step and GPU")
 @click.option("--step-range", default=None, metavar="NAME",
               help="with --per-step: the range that is one step (default: ProfilerStep#N, else 'step')")  # fmt: skip
+@drop_last_step_option
 @unit_option("ms")
 @nsys_option
 @output_options
-def overlap(trace, per_step, step_range, unit, nsys, fmt, output):
+def overlap(trace, per_step, step_range, drop_last_step, unit, nsys, fmt, output):
     """Per GPU: communication (NCCL) time, the part computation hid, and the exposed rest."""
     from tracekit.analysis.overlap import overlap_table
     from tracekit.sources import open_trace
 
-    emit(overlap_table(open_trace(trace, nsys), per_step, step_range), fmt, output, unit)
+    emit(overlap_table(open_trace(trace, nsys), per_step, step_range, drop_last_step), fmt, output, unit)
 
 
 @click.command()
@@ -298,16 +299,27 @@ def syncs(trace, top, unit, nsys, fmt, output):
 @click.command()
 @click.argument("trace", type=click.Path())
 @click.option("--top", type=click.IntRange(min=1), default=15, show_default=True, help="longest gaps listed")
+@click.option("--per-stream", is_flag=True, help="each stream's gaps (as HolisticTraceAnalysis counts them)")
+@click.option(
+    "--overhead-max",
+    type=click.FloatRange(min=0),
+    default=30.0,
+    show_default=True,
+    metavar="US",
+    help="a gap before a queued op shorter than this is launch overhead (us); longer ones waited on something",
+)
+@drop_last_step_option
 @unit_option("ms")
 @nsys_option
 @output_options
-def idle(trace, top, unit, nsys, fmt, output):
-    """Why each GPU of TRACE sat idle: every gap between its busy intervals gets one cause (sync, launch
-    latency, other stream or device, host not launching, other)."""
+def idle(trace, top, per_stream, overhead_max, drop_last_step, unit, nsys, fmt, output):
+    """Why each GPU of TRACE sat idle: every gap between its busy intervals gets one cause (sync, host not
+    launching, launch overhead, other stream or device, dependency not in trace, other)."""
     from tracekit.analysis.idle import idle_by_cause
     from tracekit.sources import open_trace
 
-    emit(idle_by_cause(open_trace(trace, nsys), top), fmt, output, unit)
+    result = idle_by_cause(open_trace(trace, nsys), top, per_stream, round(overhead_max * 1000), drop_last_step)
+    emit(result, fmt, output, unit)
 
 
 @click.command()
