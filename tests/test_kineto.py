@@ -128,6 +128,28 @@ def test_bad_events_among_good_ones_are_left_out_and_counted(cli, tmp_path):
     assert "1 event could not be read" in result.stderr  # a name that is not text
 
 
+def test_rocm_args_written_as_text_are_read(cli, tmp_path):
+    """HIP runtime calls carry ``"bytes": "128"`` and ``"stream": "0x0"``: every such event was left out
+    ("366 events could not be read"), so the copies lost their launch calls and idle blamed the host."""
+    built = KinetoBuilder(devices=1)
+    built.kernel(ADD, 1_000, 10, correlation=1)
+    built.event("X", "cuda_runtime", "hipLaunchKernel", 100, 100, 990, 5, {"correlation": 1, "stream": "0x0"})
+    built.event("X", "cuda_runtime", "hipMemcpyAsync", 100, 100, 1_002, 3,
+                {"correlation": "2", "stream": "0x0", "bytes": "128", "kind": "1"})  # fmt: skip
+    built.event("X", "gpu_memcpy", "Memcpy HtoD (Host -> Device)", 0, 7, 1_070, 2,
+                {"device": "0", "stream": 7, "correlation": 2, "bytes": "128", "grid": ["1", 1, 1]})  # fmt: skip
+    path = built.write(tmp_path / "rocm.json")
+    trace = open_trace(path)
+    assert trace.launches["name"].astype(str).tolist() == ["hipLaunchKernel", "hipMemcpyAsync"]
+    assert trace.launches["correlation_id"].tolist() == [1, 2]
+    copy = trace.gpu_ops.loc[trace.gpu_ops["kind"] == "memcpy"]
+    assert copy[["bytes", "device", "correlation_id"]].values.tolist() == [[128, 0, 2]]
+    result = cli("idle", path, "--unit", "ns", "--format", "json")
+    assert "could not be read" not in result.stderr
+    (gap,) = json.loads(result.stdout)["gaps"]
+    assert (gap["Idle (ns)"], gap["Cause"]) == (60_000, "dependency not in trace")  # queued at 1,002 us
+
+
 @pytest.mark.parametrize(
     ("content", "expected"),
     [

@@ -35,15 +35,16 @@ ROLES = {
 
 
 class Args(msgspec.Struct, gc=False):
-    """The ``args`` fields tracekit reads, with the value an absent one reads as; ``stream`` is a string
-    ("0x0") in HIP runtime calls."""
+    """The ``args`` fields tracekit reads, with the value an absent one reads as. Any of them may be
+    text: ROCm's HIP events write ``"stream": "0x0"`` and ``"bytes": "128"``; a decimal string reads as
+    its number, other text as the absent value (``_ints``), never as a reason to drop the event."""
 
-    correlation: int = -1
-    device: int = -1
+    correlation: int | str = -1
+    device: int | str = -1
     stream: int | str = -1
-    grid: list[int] | None = None  # None, not []: msgspec would build an empty list for every event
-    block: list[int] | None = None
-    bytes: int = 0
+    grid: list[int | str] | None = None  # None, not []: msgspec would build an empty list for every event
+    block: list[int | str] | None = None
+    bytes: int | str = 0
 
 
 NO_ARGS = Args()
@@ -156,7 +157,7 @@ class EventColumns:
         out["kind"].append(np.asarray([GPU_KINDS[row.cat] for row in rows], dtype=np.int8))
         device = _ints([arg.device for arg in args], -1)
         out["device"].append(np.where(device >= 0, device, pid))  # old traces: the pid is the device
-        stream = _ints([arg.stream if type(arg.stream) is int else -1 for arg in args], -1)
+        stream = _ints([arg.stream for arg in args], -1)
         out["stream"].append(np.where(stream >= 0, stream, tid))
         out["bytes"].append(_ints([arg.bytes for arg in args], 0))
         for axis in ("grid", "block"):
@@ -203,13 +204,20 @@ def _id(value) -> int:
 
 
 def _ints(values: list, missing: int) -> np.ndarray:
-    """int64 of ints (or lists of ints); values outside int64 become ``missing``."""
+    """int64 of ints (or lists of ints); values outside int64, and text that is not a decimal integer
+    ("0x0", "", "n/a"), become ``missing``; decimal text ("128") reads as its number."""
     try:
-        return np.asarray(values, dtype=np.int64)
-    except OverflowError:
+        return np.asarray(values, dtype=np.int64)  # ints, and decimal strings: numpy parses them
+    except (OverflowError, ValueError, TypeError):
         flat = np.asarray(values, dtype=object)
-        inside = np.vectorize(lambda value: -(2**63) <= value < 2**63, otypes=[bool])(flat)
-        return np.where(inside, flat, missing).astype(np.int64)
+        return np.vectorize(lambda value: _int(value, missing), otypes=[np.int64])(flat)
+
+
+def _int(value, missing: int) -> int:
+    if type(value) is str:
+        text = value.strip()
+        value = int(text) if text.lstrip("+-").isdigit() and text.isascii() else missing
+    return value if type(value) is int and -(2**63) <= value < 2**63 else missing
 
 
 def _codes(values: list[str], codes: dict[str, int]) -> np.ndarray:
