@@ -151,6 +151,23 @@ def test_known_snapshot(tmp_path):
     assert phases(trace, memory).values.tolist() == [["Optimizer.step#AdamW.step", 0.25, 0.35]]
 
 
+def test_the_two_before_trace_figures_say_what_they_are(tmp_path):
+    """The summary said "allocated before the trace began" 52,129.6 MiB and the holders table 39,133.65
+    under the same label: one is all of it when the trace began, the other what was still live at the
+    peak. Built: 3 MiB from before the trace, 2 of it freed before the peak."""
+    b = SnapshotBuilder()
+    b.free(0x1000, 2 * MIB, 50)  # made before the trace, freed in it
+    b.alloc(0x3000, 8 * MIB, 100, SCORES)  # the peak: 1 + 8 MiB
+    b.segment(0x0, 20 * MIB, [(0x0, MIB, "active_allocated"), (0x3000, 8 * MIB, "active_allocated")])
+    summary = memory_summary(load_snapshot(b.dump(tmp_path / "s.pickle")), by="frame", timeline=False)
+    facts = dict(zip(summary.table("summary")["Quantity"], summary.table("summary")["Value"]))
+    assert facts["allocated when the trace began (MiB)"] == 3 and facts["of it still live at the peak (MiB)"] == 1
+    holders = summary.table("holders").set_index("Frame")
+    assert (
+        holders.loc["(allocated before the trace began)", "Total (MiB)"] == facts["of it still live at the peak (MiB)"]
+    )
+
+
 def test_without_timestamps_several_devices_and_empty_trace(tmp_path):
     b = SnapshotBuilder(with_time=False, devices=2)
     b.alloc(0x10, 2 * MIB, 0, ACTIVATION, device=0)
@@ -274,3 +291,20 @@ def test_a_comparison_lists_what_changed_to_one_precision(tmp_path):
     table = compare(*traces)
     assert table["Holder"].tolist() == ["(peak allocated)", "model/attention.py:12 softmax"]
     assert table["Delta (MiB)"].tolist() == [0.098, 0.098] and table["B (MiB)"].tolist()[1] == 3.098
+
+
+def test_a_comparison_shows_top_holders(cli, tmp_path):
+    """`memory A B --compare --top 5` printed every holder that changed (35 rows)."""
+    paths = []
+    for name, grow in (("a", 0), ("b", 1)):
+        b = SnapshotBuilder()
+        for index in range(12):  # 12 holders, each a different line, growing by index KiB in B
+            b.alloc(0x100000 * (index + 1), MIB + grow * index * 1024, index,
+                    [{"filename": "model/net.py", "line": 10 + index, "name": "forward"}])  # fmt: skip
+        paths.append(b.dump(tmp_path / f"{name}.pickle"))
+    result = cli("memory", *paths, "--compare", "--top", "5", "--format", "json")
+    rows = json.loads(result.stdout)
+    assert [row["Holder"] for row in rows] == ["(peak allocated)"] + [
+        f"model/net.py:{10 + i} forward" for i in (11, 10, 9, 8, 7)
+    ]
+    assert "the 5 of 11 holders that changed most" in result.stderr

@@ -21,11 +21,16 @@ def peak_summary(trace: MemoryTrace, memory: DeviceMemory) -> pd.DataFrame:
     are numbers as computed (the renderer rounds them for people)."""
     timeline = memory.timeline
     at_peak = timeline.loc[timeline["index"] == memory.peak_index].iloc[0]
+    live = memory.live_at_peak
+    before_at_peak = live.loc[live["before_trace"].to_numpy(), "size"].sum()
     rows = [
         ("device", f"cuda:{memory.device}"),
         ("peak allocated (MiB)", memory.peak_allocated / MIB),
         ("peak at (ms)", float(at_peak["x"])) if memory.has_time else ("peak at (event)", memory.peak_index),
-        ("allocated before the trace began (MiB)", int(timeline["allocated"].iloc[0]) / MIB),
+        # what the holders table's "(allocated before the trace began)" row is: of it, what was still live at
+        # the peak (the rest was freed on the way)
+        ("allocated when the trace began (MiB)", int(timeline["allocated"].iloc[0]) / MIB),
+        ("of it still live at the peak (MiB)", int(before_at_peak) / MIB),
         ("peak of allocations made during the trace (MiB)", int(timeline["allocated_in_trace"].max()) / MIB),
         ("reserved at peak (MiB)", int(at_peak["reserved"]) / MIB),
         ("max reserved (MiB)", int(timeline["reserved"].max()) / MIB),
@@ -100,11 +105,14 @@ def phases(trace: MemoryTrace, memory: DeviceMemory) -> pd.DataFrame:
 UNCHANGED_MIB = 512 / MIB
 
 
-def compare(trace_a: MemoryTrace, trace_b: MemoryTrace, device: int | None = None) -> pd.DataFrame:
+def compare(
+    trace_a: MemoryTrace, trace_b: MemoryTrace, device: int | None = None, top: int | None = None
+) -> pd.DataFrame:
     """Peak of B against A and the allocation groups (by frame) that grew or shrank at the peak.
 
     Columns: Holder, A (MiB), B (MiB), Delta (MiB), Ratio (sizes to 1 KiB); the first row is the whole
-    peak; holders whose total did not change are left out.
+    peak, then the ``top`` holders that changed most (all with None); holders whose total did not
+    change are left out.
     """
     memory_a, memory_b = replay(trace_a, device), replay(trace_b, device)
     a = holders_at_peak(trace_a, memory_a).set_index("Frame")["Total (MiB)"]
@@ -114,6 +122,7 @@ def compare(trace_a: MemoryTrace, trace_b: MemoryTrace, device: int | None = Non
     # Holders that did not change (within the allocator's 512-byte rounding) say nothing about A against B
     groups = groups.loc[groups["Delta (MiB)"].abs() >= UNCHANGED_MIB]
     groups = groups.reindex(groups["Delta (MiB)"].abs().sort_values(ascending=False, kind="stable").index)
+    groups = groups.head(top) if top is not None else groups
     peak = pd.DataFrame(
         {"A (MiB)": [memory_a.peak_allocated / MIB], "B (MiB)": [memory_b.peak_allocated / MIB]},
         index=["(peak allocated)"],
@@ -183,9 +192,15 @@ def memory_summary(
     return Result(tables, notes=notes, charts=charts)
 
 
-def compare_snapshots(a: MemoryTrace, b: MemoryTrace, device: int | None = None) -> Result:
-    """``tracekit memory A B --compare``."""
-    return Result.of("compare", compare(a, b, device), f"Memory at the peak: A={a.source}  B={b.source}")
+def compare_snapshots(a: MemoryTrace, b: MemoryTrace, device: int | None = None, top: int | None = None) -> Result:
+    """``tracekit memory A B --compare``: the peaks and the ``top`` holders that changed most."""
+    table = compare(a, b, device, top)
+    notes = []
+    if top is not None:
+        changed = len(compare(a, b, device)) - 1
+        if changed > top:
+            notes.append(f"the {top} of {changed} holders that changed most (--top shows more)")
+    return Result.of("compare", table, f"Memory at the peak: A={a.source}  B={b.source}", notes)
 
 
 MAX_POINTS = 3000  # more points than a picture's width in pixels add time, not detail

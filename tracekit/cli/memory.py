@@ -39,7 +39,7 @@ def memory(snapshots, top, by, plot, compare, device, fmt, output):
             raise click.UsageError("--compare takes two snapshots: A B")
         if plot:
             raise click.UsageError("--plot draws one snapshot's timeline: give one snapshot, without --compare")
-        emit(compare_snapshots(open_snapshot(snapshots[0]), open_snapshot(snapshots[1]), device), fmt, output)
+        emit(compare_snapshots(open_snapshot(snapshots[0]), open_snapshot(snapshots[1]), device, top), fmt, output)
         return
     if len(snapshots) > 1:
         raise click.UsageError("give one snapshot, or two with --compare")
