@@ -260,3 +260,33 @@ def test_the_rank_the_others_waited_for_is_named(cli, tmp_path):
     result = cli("ranks", tmp_path, "--format", "csv")
     assert "rank 1 spent the least time in communication kernels (0.020 ms against a median of 0.280 ms)" in (
         result.stderr)  # fmt: skip
+
+
+def test_ranks_of_one_input_say_what_they_compared(cli, tmp_path):
+    """One trace of one GPU with 3 steps printed "no step ranges ... no step times" above Steps = 3 and a
+    min = max spread table; one export of a two-GPU job showed one row: its GPUs are the ranks."""
+    single = ExportBuilder("2026.2")
+    for step in range(3):
+        single.push_pop(step * 1_000, step * 1_000 + 900, "step", pid=111, tid=111)
+        single.kernel(step * 1_000 + 100, step * 1_000 + 400, "gemm_kernel", pid=111, launch_at=step * 1_000 + 10)
+    result = cli("ranks", single.write(tmp_path / "one.sqlite"), "--format", "json")
+    rows = json.loads(result.stdout)  # one table: its rows (no spread table beside it)
+    assert isinstance(rows, list) and [row["Steps"] for row in rows] == [3]
+    assert "no step ranges" not in result.stderr and "one input with one GPU: nothing to compare" in result.stderr
+
+    job = ExportBuilder("2026.2")
+    for device, (pid, steps, length) in enumerate(((111, 2, 900), (112, 3, 600))):
+        for step in range(steps):
+            job.push_pop(step * 1_000, step * 1_000 + length, "step", pid=pid, tid=pid)
+            job.kernel(step * 1_000 + 100, step * 1_000 + 300 + device * 100, "gemm_kernel", device=device, pid=pid,
+                       launch_at=step * 1_000 + 10)  # fmt: skip
+    result = cli("ranks", job.write(tmp_path / "job.sqlite"), "--format", "json")
+    tables = json.loads(result.stdout)
+    rows = {row["GPU"]: row for row in tables["ranks"]}
+    assert {gpu: (row["Steps"], row["Step Time (ns)"], row["GPU Busy (ns)"]) for gpu, row in rows.items()} == {
+        "cuda:0": (2, 900, 400), "cuda:1": (3, 600, 900)}  # fmt: skip
+    assert {row["Figure"] for row in tables["spread"]} == {"Step Time", "GPU Busy", "GPU Idle", "Computation"}
+    assert (
+        "one input holding 2 GPUs: compared GPU by GPU" in result.stderr and "slowest GPU by step time" in result.stderr
+    )
+    assert "(ranks compared over 1 input)" in cli("ranks", tmp_path / "job.sqlite").output

@@ -94,8 +94,8 @@ class Accumulator:
             title = self.titles[name].rsplit(":", 1)[0]
             tables.append(Table(f"{name}_by_{column.lower()}", pd.concat(labelled, ignore_index=True),
                                 f"{title}, per {column.lower()}"))  # fmt: skip
-        kind = "ranks" if column == RANK else "inputs"
         read = len(self.parts)
+        kind = ("rank" if column == RANK else "input") + ("s" if read != 1 else "")
         notes.insert(0, f"{read} {kind} read" + (f", {len(self.failures)} could not be" if self.failures else ""))
         notes += [
             failure.reason if failure.reason.startswith(failure.source) else f"{failure.source}: {failure.reason}"

@@ -23,7 +23,8 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis import stats
-from tracekit.analysis.busy import SUM, device_busy
+from tracekit.analysis.attribution import op_launches
+from tracekit.analysis.busy import SUM, device_busy, known_devices
 from tracekit.analysis.kernel_types import TYPES, launched_before_last_step, op_types
 from tracekit.analysis.many_inputs import Part
 from tracekit.analysis.steps import step_rows
@@ -52,44 +53,60 @@ def collective_name(kernel: str) -> str:
 
 
 def ranks_part(trace: Trace, part: Part, options: dict[str, Any], limit: int) -> Part:
-    """One input's row, its collectives and its per-kernel means."""
+    """One input's row (one per GPU when it holds several: a single export of a multi-GPU job, each
+    GPU's row with the steps of the processes that launched its work), its collectives and its
+    per-kernel means."""
     ops = trace.gpu_ops
     window = None
     if options.get("drop_last_step"):
         window, note = launched_before_last_step(trace)
         part.notes.append(note)
     counted = np.ones(len(ops), dtype=bool) if window is None else window
-    steps = step_durations(trace, options.get("step_range"))
-    busy = device_busy(ops, np.where(counted, 0, -1)).set_index("GPU")
-    total = busy.loc[SUM] if SUM in busy.index else busy.iloc[0]
+    devices = ops["device"].to_numpy()
+    gpus = known_devices(devices[counted])
+    # the whole input (its row among a job's ranks), then each GPU (its rows when it is the only input)
+    groups = [(None, counted)] + (
+        [(f"cuda:{int(gpu)}", counted & (devices == gpu)) for gpu in gpus] if len(gpus) > 1 else []
+    )
+    steps = step_rows(trace, options.get("step_range"))
+    launches = op_launches(trace)
+    launcher = np.where(launches.found, launches.pid, ops["pid"].to_numpy())
     types, durations = op_types(ops), ops["duration"].to_numpy()
-    row: dict[str, Any] = {
-        STEPS: len(steps),
-        STEP_TIME: float(steps.mean()) if len(steps) else np.nan,
-        BUSY: int(total["Busy (ns)"]),
-        SPAN: int(total["Span (ns)"]),
-        IDLE: int(total["Idle (ns)"]),
-    }
-    for index, kind in enumerate(TYPES):
-        row[TYPE_COLUMNS[kind]] = int(durations[counted & (types == index)].sum())
-    kernels = row[TYPE_COLUMNS["computation"]] + row[TYPE_COLUMNS["communication"]]
-    row[COMM_SHARE] = stats.round_half_away(row[TYPE_COLUMNS["communication"]] * 100.0 / kernels, 1) if kernels else 0.0
-    part.pieces["row"] = row
     codes = ops["name"].cat.codes.to_numpy()
     labels = np.asarray(ops["name"].cat.categories, dtype=object)
-    collectives = np.asarray([collective_name(str(name)) for name in labels], dtype=object)
-    communication = counted & (types == TYPES.index("communication"))
-    frame = pd.DataFrame({"Collective": collectives[codes[communication]], "ns": durations[communication]})
-    part.pieces["collectives"] = frame.groupby("Collective", as_index=False).agg(
-        Instances=("ns", "size"), **{"Time (ns)": ("ns", "sum")}
-    )
-    kernel = counted & (ops["kind"] == "kernel").to_numpy()
-    instances = np.bincount(codes[kernel], minlength=len(labels))
-    totals = np.bincount(codes[kernel], weights=durations[kernel], minlength=len(labels))
-    present = instances > 0
-    part.pieces["kernels"] = pd.DataFrame(
-        {"Name": labels[present], "Instances": instances[present], "Total": totals[present].astype(np.int64)}
-    )
+    collective_names = np.asarray([collective_name(str(name)) for name in labels], dtype=object)
+    kernel = (ops["kind"] == "kernel").to_numpy()
+    part.pieces["rows"] = []
+    for gpu, mine in groups:
+        own = steps if gpu is None else steps.loc[steps["pid"].isin(np.unique(launcher[mine])).to_numpy()]
+        step_ns = own["duration"].to_numpy() if not own.empty else np.zeros(0, dtype=np.int64)
+        busy = device_busy(ops, np.where(mine, 0, -1)).set_index("GPU")
+        total = busy.loc[SUM] if SUM in busy.index else busy.iloc[0]
+        row: dict[str, Any] = {
+            STEPS: len(step_ns),
+            STEP_TIME: float(step_ns.mean()) if len(step_ns) else np.nan,
+            BUSY: int(total["Busy (ns)"]),
+            SPAN: int(total["Span (ns)"]),
+            IDLE: int(total["Idle (ns)"]),
+        }
+        for index, kind in enumerate(TYPES):
+            row[TYPE_COLUMNS[kind]] = int(durations[mine & (types == index)].sum())
+        kernels = row[TYPE_COLUMNS["computation"]] + row[TYPE_COLUMNS["communication"]]
+        communication_ns = row[TYPE_COLUMNS["communication"]]
+        row[COMM_SHARE] = stats.round_half_away(communication_ns * 100.0 / kernels, 1) if kernels else 0.0
+        communication = mine & (types == TYPES.index("communication"))
+        frame = pd.DataFrame({"Collective": collective_names[codes[communication]], "ns": durations[communication]})
+        collectives = frame.groupby("Collective", as_index=False).agg(
+            Instances=("ns", "size"), **{"Time (ns)": ("ns", "sum")}
+        )
+        chosen = mine & kernel
+        instances = np.bincount(codes[chosen], minlength=len(labels))
+        totals = np.bincount(codes[chosen], weights=durations[chosen], minlength=len(labels))
+        present = instances > 0
+        kernel_table = pd.DataFrame(
+            {"Name": labels[present], "Instances": instances[present], "Total": totals[present].astype(np.int64)}
+        )
+        part.pieces["rows"].append((gpu, row, collectives, kernel_table))
     part.notes += trace.warnings
     return part
 
@@ -99,40 +116,61 @@ class RanksMerger:
 
     def __init__(self, options: dict[str, Any], limit: int):
         self.top = options.get("top") or KERNEL_TOP
-        self.rows: dict[int, dict[str, Any]] = {}
+        self.rows: dict[tuple[int, str], dict[str, Any]] = {}  # (input, GPU or "") -> row
         self.collectives: list[pd.DataFrame] = []
         self.kernels: list[pd.DataFrame] = []
 
     def add(self, index: int, pieces: dict[str, Any]) -> None:
-        self.rows[index] = pieces["row"]
-        self.collectives.append(pieces["collectives"].assign(input=index))
-        self.kernels.append(pieces["kernels"].assign(input=index))
+        for gpu, row, collectives, kernels in pieces["rows"]:
+            key = (index, gpu or "")
+            self.rows[key] = row
+            self.collectives.append(collectives.assign(input=[key] * len(collectives)))
+            self.kernels.append(kernels.assign(input=[key] * len(kernels)))
 
     def tables(self, labels: dict[int, Any], column: str) -> tuple[list[Table], list[str]]:
-        label = labels
-        order = sorted(self.rows, key=lambda index: (label[index], index))
-        table = pd.DataFrame([{column: label[index], **self.rows[index]} for index in order])
+        inputs = {index for index, _ in self.rows}
+        split = len(inputs) == 1 and len(self.rows) > 1  # one export of a multi-GPU job: its GPUs are the ranks
+        keep = {key for key in self.rows if bool(key[1]) == split}
+        self.rows = {key: row for key, row in self.rows.items() if key in keep}
+        self.collectives = [frame.loc[[key in keep for key in frame["input"]]] for frame in self.collectives]
+        self.kernels = [frame.loc[[key in keep for key in frame["input"]]] for frame in self.kernels]
+        if split:
+            column = "GPU"
+            label = {key: key[1] for key in self.rows}
+        else:
+            label = {key: labels[key[0]] for key in self.rows}
+        order = sorted(self.rows, key=lambda key: (label[key], key))
+        table = pd.DataFrame([{column: label[key], **self.rows[key]} for key in order])
         steps = table[STEP_TIME].to_numpy(float)
-        if np.isfinite(steps).any():
+        if np.isfinite(steps).any() and len(table) > 1:
             table["Step vs Median (%)"] = stats.round_half_away((steps / np.nanmedian(steps) - 1) * 100, 1)
-        tables = [Table("ranks", table, f"Per {column.lower()}: steps, GPU busy and idle, compute and communication")]
-        tables.append(Table("spread", _spread(table, column), "Slowest and fastest per figure"))
+        named = column if column == "GPU" else column.lower()
+        tables = [Table("ranks", table, f"Per {named}: steps, GPU busy and idle, compute and communication")]
+        notes = []
+        if len(table) > 1:
+            tables.append(Table("spread", _spread(table, column), "Slowest and fastest per figure"))
+        else:
+            notes.append("one input with one GPU: nothing to compare it with (ranks compares the traces of a job's "
+                         "ranks: give them as files, a folder or a glob)")  # fmt: skip
+        if split and len(inputs) == 1:
+            notes.append(f"one input holding {len(table)} GPUs: compared GPU by GPU (each with the steps of the "
+                         "processes that launched its work)")  # fmt: skip
         collectives = pd.concat(self.collectives, ignore_index=True)
         if not collectives.empty:
-            collectives.insert(0, column, [label[index] for index in collectives.pop("input")])
+            collectives.insert(0, column, [label[key] for key in collectives.pop("input")])
             collectives = collectives.sort_values(["Collective", column], kind="stable", ignore_index=True)
-            tables.append(Table("collectives", collectives, f"NCCL collectives per {column.lower()}"))
+            tables.append(Table("collectives", collectives, f"NCCL collectives per {named}"))
         kernels = _kernel_spread(pd.concat(self.kernels, ignore_index=True), label, column, self.top)
         if not kernels.empty:
-            tables.append(Table("kernels", kernels, f"Kernels whose mean differs most between {column.lower()}s"))
-        return tables, _straggler_note(table, column)
+            tables.append(Table("kernels", kernels, f"Kernels whose mean differs most between {named}s"))
+        return tables, notes + _straggler_note(table, column)
 
 
 def _spread(table: pd.DataFrame, column: str) -> pd.DataFrame:
     rows = []
     for metric in SPREAD_METRICS:
         values = table[metric].to_numpy(float)
-        if not np.isfinite(values).any():
+        if not np.isfinite(values).any() or not np.nan_to_num(values).any():  # nothing, or zero everywhere
             continue
         low, high = int(np.nanargmin(values)), int(np.nanargmax(values))
         rows.append({"Figure": metric.removesuffix(" (ns)"), f"Min {column}": table[column].iloc[low], "Min (ns)": values[low],
@@ -143,7 +181,7 @@ def _spread(table: pd.DataFrame, column: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _kernel_spread(kernels: pd.DataFrame, label: dict[int, Any], column: str, top: int) -> pd.DataFrame:
+def _kernel_spread(kernels: pd.DataFrame, label: dict[Any, Any], column: str, top: int) -> pd.DataFrame:
     """Per kernel name on two or more inputs: where its mean is highest and lowest; ordered by the time
     the slowest input loses against the fastest (difference of means x the slow input's instances)."""
     if kernels.empty:
@@ -181,14 +219,15 @@ def _straggler_note(table: pd.DataFrame, column: str) -> list[str]:
     every rank has joined, so its time includes the wait for the last one; the rank with the least
     communication time is the one that arrived last."""
     notes = []
+    named = column if column == "GPU" else column.lower()
     steps = table[STEP_TIME].to_numpy(float)
-    if len(table) < 2 or not np.isfinite(steps).any():
-        notes.append(f"no step ranges (ProfilerStep#N, step or --step-range): no step times per {column.lower()}")
-    else:
+    if not np.isfinite(steps).any():
+        notes.append(f"no step ranges (ProfilerStep#N, step or --step-range): no step times per {named}")
+    elif len(table) > 1:
         slow, fast = int(np.nanargmax(steps)), int(np.nanargmin(steps))
         median = float(np.nanmedian(steps))
         notes.append(
-            f"slowest {column.lower()} by step time: {table[column].iloc[slow]} ({steps[slow] / 1e6:,.3f} ms, "
+            f"slowest {named} by step time: {table[column].iloc[slow]} ({steps[slow] / 1e6:,.3f} ms, "
             f"{(steps[slow] / median - 1) * 100:+.1f}% against the median {median / 1e6:,.3f} ms); fastest: "
             f"{table[column].iloc[fast]} ({steps[fast] / 1e6:,.3f} ms)"
         )
@@ -197,8 +236,8 @@ def _straggler_note(table: pd.DataFrame, column: str) -> list[str]:
         least, median = int(np.argmin(communication)), float(np.median(communication))
         if communication[least] < 0.5 * median:
             notes.append(
-                f"{column.lower()} {table[column].iloc[least]} spent the least time in communication kernels "
+                f"{named} {table[column].iloc[least]} spent the least time in communication kernels "
                 f"({communication[least] / 1e6:,.3f} ms against a median of {median / 1e6:,.3f} ms): a collective "
-                f"runs until every {column.lower()} joins, so the others likely waited for it (a straggler)"
+                f"runs until every {named} joins, so the others likely waited for it (a straggler)"
             )
     return notes
