@@ -42,7 +42,14 @@ def test_torch_profiler_capture_of_the_example(cli, tmp_path):
     assert marked_ranges(folder) == {"step": (5, 1), "forward": (5, 2), "backward": (5, 2), "optimizer": (5, 2)}
     rows = json.loads(cli("ranges", folder, "--format", "json").stdout)
     assert {row["Range"]: row["Instances"] for row in rows}["step"] == 5
+    # What the program said of itself: the steps it marked, torch's version, its device.
+    assert manifest["config"] == {"steps": 5, "warmup": 3}
+    assert manifest["versions_program"]["torch"] and manifest["device"]["type"] == "cpu"
+    assert not (folder / "facts.json").exists()  # merged into run.json
     assert cli("report", folder, "-o", tmp_path / "report").exit_code == 0
+    report = (tmp_path / "report" / "report.md").read_text()
+    assert "None" not in report and "| steps (after warm-up) | 5 (after 3) |" in report
+    assert "train_mlp.py" in report and "torch " in report
     kernels = cli("kernels", folder)
     assert kernels.exit_code == 1 and "has no CUDA kernels" in kernels.stderr  # a CPU run, said as such
 

@@ -109,7 +109,7 @@ def test_torch_1_8_categories_and_string_thread_ids(tmp_path):
     assert trace.gpu_ops["stream"].tolist() == [7] and trace.gpu_ops["duration"].tolist() == [9000]
     assert trace.launches["tid"].tolist() == [1890023232]
     assert trace.ranges["name"].astype(str).tolist() == ["cpu_op:ProfilerStep#0", "cpu_op:aten::mm"]
-    assert any("torch 1.8" in line for line in (trace.ranges.attrs["notes"].splitlines()))
+    assert any("torch 1.8" in line for line in trace.range_notes)
     assert trace.meta.gpus["id"].tolist() == [0]  # no deviceProperties: the device the events name
     assert trace.meta.gpus["name"].tolist() == [None]
 
@@ -278,7 +278,7 @@ def test_a_cached_reread_keeps_tables_notes_and_late_metadata(tmp_path, monkeypa
     assert again.meta.gpus["name"].tolist() == ["NVIDIA H100 80GB HBM3"]
     assert again.meta.session_start_utc_ns == 1_700_000_000_000_000_000
     assert again.ranges["name"].astype(str).tolist() == first.ranges["name"].astype(str).tolist()
-    assert any("no NVTX domains" in line for line in again.warnings)
+    assert any("no NVTX domains" in line for line in again.range_notes)
 
 
 def events_file(path, *events: str, after: str = "") -> str:

@@ -100,10 +100,11 @@ def test_commands_on_real_traces(cli, tmp_path):
     gemms = [row for row in rows if "gemm" in row["Name"].lower()]
     assert categories["matmul"]["Total Time (ns)"] == sum(row["Total Time (ns)"] for row in gemms) > 0
     assert categories["matmul"]["Instances"] == sum(row["Instances"] for row in gemms) == 242
-    ranges = json.loads(cli("ranges", SHARED_KINETO / "gp100_steps_gpu_user_annotation.json.gz", "--format",
-                            "json").stdout)  # fmt: skip
-    annotations = {row["Range"]: row["Instances"] for row in ranges if ":" not in row["Range"]}
-    twins = {row["Range"][4:]: row["Instances"] for row in ranges if row["Range"].startswith("gpu:")}
+    steps = SHARED_KINETO / "gp100_steps_gpu_user_annotation.json.gz"
+    ranges = json.loads(cli("ranges", steps, "--format", "json").stdout)  # the annotations by default
+    annotations = {row["Range"]: row["Instances"] for row in ranges}
+    spans = json.loads(cli("ranges", steps, "--domain", "gpu", "--format", "json").stdout)
+    twins = {row["Range"].removeprefix("gpu:"): row["Instances"] for row in spans}
     assert annotations == twins and sum(annotations.values()) == 10  # each annotation and its GPU-side span
     rank0, rank1 = (SHARED_KINETO / RANKS / f"rank{rank}.pt.trace.json" for rank in (0, 1))
     assert cli("diff", rank0, rank1).exit_code == 0

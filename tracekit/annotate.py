@@ -39,6 +39,7 @@ CAPTURE_RANGE = "tracekit-capture"  # the NVTX range `tracekit capture` asks nsy
 ENV_PROFILER = "TRACEKIT_PROFILER"  # "nsys" or "torch": set by `tracekit capture`
 ENV_TORCH_TRACE = "TRACEKIT_TORCH_TRACE"  # where the torch.profiler trace goes (.json or .json.gz)
 ENV_MEMORY = "TRACEKIT_MEMORY_SNAPSHOT"  # where a CUDA memory snapshot of the measured steps goes
+ENV_FACTS = "TRACEKIT_PROGRAM_FACTS"  # where the program's facts go (steps, torch, devices: ``write_facts``)
 T = TypeVar("T")
 
 
@@ -177,15 +178,56 @@ def steps(iterable: Iterable[T], warmup: int = 0, name: str = "step") -> Iterato
             finally:
                 STATE.warming = False
         window = CaptureWindow() if outermost else None
+        measured = 0
         try:
             for item in items:
                 with range(name):
+                    measured += 1
                     yield item
         finally:
             if window is not None:
                 window.close()
+                write_facts(steps=measured, warmup=warmup)
     finally:
         STATE.steps_open -= 1
+
+
+def write_facts(steps: int | None = None, warmup: int | None = None, replace: bool = True) -> None:
+    """What ``tracekit capture`` cannot see from outside, written where it said (TRACEKIT_PROGRAM_FACTS):
+    the measured steps and warm-up (``steps``), torch's and CUDA's versions and the devices, when torch
+    is imported. Nothing without the variable; a file already there is kept unless ``replace``."""
+    path = os.environ.get(ENV_FACTS)
+    if not path or (not replace and os.path.exists(path)):
+        return
+    import json
+
+    facts: dict[str, Any] = {"steps": steps, "warmup": warmup}
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        facts["torch"] = str(getattr(torch, "__version__", "")) or None
+        facts["cuda"] = getattr(getattr(torch, "version", None), "cuda", None)
+        try:
+            if torch.cuda.is_available():
+                names = [torch.cuda.get_device_name(index) for index in builtins.range(torch.cuda.device_count())]
+                facts["device"] = {"type": "cuda", "name": ", ".join(dict.fromkeys(names))}
+        except Exception:  # a broken CUDA setup must not fail the user's program at its end
+            pass
+    facts.setdefault("device", {"type": "cpu", "name": _cpu_name()})
+    partial = f"{path}.partial"
+    with builtins.open(partial, "w") as handle:
+        json.dump(facts, handle)
+    os.replace(partial, path)
+
+
+def _cpu_name() -> str | None:
+    try:
+        with builtins.open("/proc/cpuinfo") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
 
 
 class CaptureWindow:

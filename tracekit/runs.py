@@ -30,10 +30,11 @@ TORCH_TRACE = "trace.pt.trace.json.gz"  # a torch.profiler capture's trace
 MEMORY = "memory.pickle"
 STREAM = "trace.qdstrm"
 RESULT = "result.json"
+FACTS = "facts.json"  # what a profiled program says of itself (merged into run.json, then removed)
 LOG = "nsys.log"
 PROGRAM_LOG = "program.log"
 LATEST = "latest"
-RUN_FILES = {MANIFEST, REPORT, EXPORT, TORCH_TRACE, MEMORY, STREAM, RESULT, LOG, PROGRAM_LOG}
+RUN_FILES = {MANIFEST, REPORT, EXPORT, TORCH_TRACE, MEMORY, STREAM, RESULT, FACTS, LOG, PROGRAM_LOG}
 PHASE_COLUMNS = ["Phase", "Mean (ms)", "Std (ms)", "Median (ms)", "Min (ms)", "Max (ms)"]
 
 
@@ -140,7 +141,9 @@ class Run:
     def device(self) -> str:
         """ "NVIDIA H100 80GB HBM3 (cuda)", or "unknown" when the program did not say."""
         device = self._section("device")
-        return f"{device.get('name')} ({device.get('type')})" if device.get("name") else "unknown"
+        if not device.get("name"):
+            return "unknown"
+        return f"{device['name']} ({device['type']})" if device.get("type") else str(device["name"])
 
     @property
     def device_type(self) -> str | None:
@@ -219,6 +222,11 @@ class Run:
     def result_file(self) -> Path:
         """Where the workload writes its measurements (merged into run.json, then removed)."""
         return self.folder / RESULT
+
+    @property
+    def facts_file(self) -> Path:
+        """Where a profiled program writes its steps, torch version and devices (``annotate.write_facts``)."""
+        return self.folder / FACTS
 
     @property
     def log(self) -> Path:

@@ -237,7 +237,8 @@ def phase_breakdown(
         tables.append(Table("copies", copies, "Memory copies and sets"))
     missing = default_phases_missing(table, phases, "--phases")
     window = [launched_before_last_step(trace)[1]] if drop_last_step else []
-    result = Result(tables, notes=([missing] if missing else []) + window + trace.warnings)
+    domains = trace.range_notes if domain else []
+    result = Result(tables, notes=([missing] if missing else []) + window + domains + trace.warnings)
     present = table.loc[(table["Instances"] > 0) | (table[PHASE] == WHOLE)]
     if present[time_column(ops)].sum() > 0:
         title = "Share of kernel time by category" if ops == "kernels" else "Share of GPU op time by category"

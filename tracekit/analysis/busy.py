@@ -76,7 +76,8 @@ def known_devices(devices: np.ndarray) -> np.ndarray:
 def device_busy(ops: pd.DataFrame, instance: np.ndarray) -> pd.DataFrame:
     """Busy, span and idle (ns) of the ops with ``instance`` >= 0 (their phase instance): one row per
     device ("cuda:N"), then the sum of GPUs, the mean per GPU and "any GPU busy" (see the module
-    docstring). Columns: GPU, Busy (ns), Span (ns), Idle (ns), Idle (%) of the span."""
+    docstring) when there are several (on one GPU they repeat its row; "any GPU busy" stays when some
+    ops ran on an unknown device). Columns: GPU, Busy (ns), Span (ns), Idle (ns), Idle (%) of the span."""
     inside = instance >= 0
     start, end = ops["start"].to_numpy()[inside], ops["end"].to_numpy()[inside]
     device = ops["device"].to_numpy()[inside]
@@ -95,12 +96,13 @@ def device_busy(ops: pd.DataFrame, instance: np.ndarray) -> pd.DataFrame:
         np.add.at(by_device_span, np.arange(len(span)) % len(devices), span)
         for device, device_busy_ns, device_span_ns in zip(devices, by_device_busy, by_device_span):
             rows.append((f"cuda:{int(device)}", int(device_busy_ns), int(device_span_ns), None))
-        total_busy, total_span = int(by_device_busy.sum()), int(by_device_span.sum())
-        rows.append((SUM, total_busy, total_span, None))
-        # the mean in whole ns (every column stays integer), idle from the exact mean, not the rounded two
-        mean = lambda total: int(round_half_away(total / len(devices), 0))
-        rows.append((MEAN, mean(total_busy), mean(total_span), mean(total_span - total_busy)))
-    if len(start):
+        if len(devices) > 1:  # on one GPU the sum, the mean and "any" are that GPU's row again
+            total_busy, total_span = int(by_device_busy.sum()), int(by_device_span.sum())
+            rows.append((SUM, total_busy, total_span, None))
+            # the mean in whole ns (every column stays integer), idle from the exact mean, not the rounded two
+            mean = lambda total: int(round_half_away(total / len(devices), 0))
+            rows.append((MEAN, mean(total_busy), mean(total_span), mean(total_span - total_busy)))
+    if len(start) and (len(devices) != 1 or not known.all()):
         rows.append((ANY, *any_gpu_busy(start, end, owner)))
     table = pd.DataFrame(
         [(gpu, busy_ns, span_ns, span_ns - busy_ns if idle is None else idle) for gpu, busy_ns, span_ns, idle in rows],

@@ -127,8 +127,11 @@ def compare_steps(a: Trace, b: Trace, step_range: str | None = None) -> pd.DataF
 
 
 def _notes_of(a: Trace, b: Trace) -> list[str]:
-    """Each trace's notes, marked A or B: two traces often give notes alike but for their counts."""
-    return [f"A: {note}" for note in a.warnings] + [f"B: {note}" for note in b.warnings]
+    """Each trace's notes, marked A or B (two traces often give notes alike but for their counts); a note
+    both give word for word, once, marked A and B."""
+    both = [note for note in a.warnings if note in b.warnings]
+    return ([f"A and B: {note}" for note in both] + [f"A: {note}" for note in a.warnings if note not in both]
+            + [f"B: {note}" for note in b.warnings if note not in both])  # fmt: skip
 
 
 def trace_diff(

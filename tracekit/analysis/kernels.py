@@ -178,7 +178,8 @@ def summarize_categories(trace: Trace, rows: np.ndarray | None = None) -> pd.Dat
     """Share of GPU time per kernel category of the ``rows`` of ``trace.gpu_ops``. Columns: Category,
     Time (%), Total Time (ns), Instances, Kernels.
 
-    Every category appears, zeros included, so the tables of two traces have the same rows.
+    Every category appears, zeros included, so the tables of two traces have the same rows (merges and
+    comparisons rely on it); ``shown`` leaves out the empty ones for people.
     """
     ops = trace.columns("gpu_ops", CATEGORY_COLUMNS)
     categories = op_categories(trace)
@@ -205,6 +206,11 @@ def summarize_categories(trace: Trace, rows: np.ndarray | None = None) -> pd.Dat
     return result.sort_values(stats.TOTAL, ascending=False, kind="stable").reset_index(drop=True)
 
 
+def shown(table: pd.DataFrame) -> pd.DataFrame:
+    """A category table without the categories no op fell in (rows that carry no information)."""
+    return table.loc[table[stats.INSTANCES] > 0].reset_index(drop=True)
+
+
 def category_table(
     trace: Trace,
     ops: str = "kernels",
@@ -226,8 +232,8 @@ def _categories_of(trace: Trace, rows: np.ndarray | None, instances: int, per_in
 def unclassified_note(trace: Trace, table: pd.DataFrame, rows: np.ndarray | None, shown: int = 3) -> list[str]:
     """A note naming the largest kernels no rule classifies ("other"), so a user sees what is missing."""
     other = table.loc[table[CATEGORY] == "other"]
-    if other.empty or other[stats.TOTAL].iloc[0] == 0:
-        return []
+    if other.empty or other[stats.TOTAL].iloc[0] == 0 or other[stats.TIME_PCT].iloc[0] == 0:
+        return []  # nothing unclassified, or less than the 0.05 % a share shows
     mask = op_categories(trace) == CATEGORIES.index("other")
     if rows is not None:
         mask &= rows
@@ -284,7 +290,7 @@ def kernel_summary(
     # range filter, a step window or the type split reads the whole table.
     columns = command_columns(by, name, by_launch_config, bool(ranges), drop_last_step)
     trace.need("gpu_ops", GPU_OPS.names if columns is None else columns)
-    window, notes = None, []
+    window, notes = None, list(trace.range_notes if domain else [])
     if drop_last_step:
         window, note = launched_before_last_step(trace)
         notes.append(note)
@@ -297,7 +303,9 @@ def kernel_summary(
             return Result.of("types", type_table(trace.gpu_ops, rows), title, notes + trace.warnings)
         table = _categories_of(trace, rows, instances, per_instance)
         notes += unclassified_note(trace, table, rows)
-        return Result.of("categories", table, f"GPU time by category{where}: {trace.name}", notes + trace.warnings)
+        return Result.of(
+            "categories", shown(table), f"GPU time by category{where}: {trace.name}", notes + trace.warnings
+        )
     if by != "kernel":
         raise UsageError(f"unknown --by {by!r}; choose kernel, category or type")
     table = kernel_table(

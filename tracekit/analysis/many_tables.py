@@ -36,6 +36,7 @@ from tracekit.analysis.kernels import (
     NAME_COLUMNS,
     kernel_groups,
     selected_rows,
+    shown,
     summarize_categories,
     unclassified_note,
 )
@@ -66,7 +67,7 @@ def kernels_part(trace: Trace, part: Part, options: dict[str, Any], limit: int) 
     elif by == "category":
         table = summarize_categories(trace, rows)
         part.notes += unclassified_note(trace, table, rows)
-        part.tables.append(Table("categories", table, f"GPU time by category{where}: {trace.name}"))
+        part.tables.append(Table("categories", shown(table), f"GPU time by category{where}: {trace.name}"))
         part.pieces["categories"] = table.loc[:, [CATEGORY, stats.TOTAL, stats.INSTANCES]]
         part.pieces["names"] = _category_names(trace, rows)
     else:
@@ -132,7 +133,7 @@ class KernelsMerger:
             table[KERNEL_COUNT] = kernels.reindex(table[CATEGORY]).fillna(0).to_numpy(np.int64)
             table.insert(1, stats.TIME_PCT, stats.percent_of_total(table[stats.TOTAL].to_numpy()))
             table = table.sort_values(stats.TOTAL, ascending=False, kind="stable", ignore_index=True)
-            return [Table("categories", table, "GPU time by category")], []
+            return [Table("categories", shown(table), "GPU time by category")], []
         assert self.partial is not None
         merged = merge_stats.statistics(self.partial)
         keys = {key: self.partial.groups[key].to_numpy() for key in self.partial.keys}

@@ -93,7 +93,7 @@ def _replay(trace: MemoryTrace, device: int) -> DeviceMemory:
     # for, so a block held by a traced allocation counts at its traced size: one unit throughout.
     rounding = _rounding_of_traced(allocations, active_blocks, count)
     start_amount = int(active_blocks["size"].sum()) - rounding - int(delta.sum())
-    if rounding:
+    if rounding >= MIB / 20:  # what shows as 0.0 MiB carries no information
         notes.append(
             f"{rounding / MIB:,.1f} MiB of the snapshot's active blocks is allocator rounding of allocations "
             "made during the trace (blocks are rounded up; the trace records requested sizes)"

@@ -6,6 +6,7 @@ Ranges are named by specs (``model.selection``): a name, a glob, or a path such 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import cast
 
@@ -19,6 +20,8 @@ from tracekit.model.result import Result
 from tracekit.model.selection import domain_names, known_names, match, no_ranges_reason, op_name, relabel, subtree
 from tracekit.model.trace import Trace
 
+TORCH_PROFILER = "torch.profiler"  # the tool a torch.profiler trace's metadata names
+
 RANGE = "Range"
 STYLE = "Style"
 DEPTH = "Depth"
@@ -29,10 +32,21 @@ NSYS_STYLES = {"pushpop": "PushPop", "startend": "StartEnd"}
 EXTRA_COLUMNS = [DEPTH, GPU_OPS_COLUMN, GPU_TIME_COLUMN, GPU_SPAN_COLUMN]
 
 
+STEP_NUMBER = re.compile(r"^((?:[\w.-]+:)?ProfilerStep)#\d+$")
+
+
+def group_label(name: str) -> str:
+    """The row a range name is counted in: an emit_nvtx range ("aten::mm, seq = 3, op_id = 7") in its op's
+    ("aten::mm"), a numbered profiler step ("ProfilerStep#12") in "ProfilerStep#*" (the spec that selects
+    them all), any other name in its own."""
+    step = STEP_NUMBER.match(name)
+    return f"{step.group(1)}#*" if step else op_name(name)
+
+
 def grouped_names(names: pd.Series, raw_names: bool = False) -> pd.Series:
-    """Range names as the tables group them: emit_nvtx ranges ("aten::mm, seq = 3, op_id = 7") by their
-    op ("aten::mm"), unless ``raw_names``; one string per distinct name, not per row."""
-    return names if raw_names else relabel(names, op_name)
+    """Range names as the tables group them (``group_label``), unless ``raw_names``; one string per
+    distinct name, not per row."""
+    return names if raw_names else relabel(names, group_label)
 
 
 def ranges_of(trace: Trace, domain: str | None) -> pd.DataFrame:
@@ -237,16 +251,24 @@ def range_summary(
     keeps one NVTX domain ("default" for the default one)."""
     if tree:
         table = range_tree(trace, root, instance, max_depth, same_thread, domain)
-        return Result.of("tree", table, f"Range tree: {trace.name}", trace.warnings)
+        return Result.of("tree", table, f"Range tree: {trace.name}", trace.range_notes + trace.warnings)
     if within:
         table = range_within(trace, within, same_thread, raw_names, domain)
-        return Result.of("within", table, f"Inside {within}: {trace.name}", trace.warnings)
-    table = range_table(trace, same_thread, top, raw_names, domain)
+        return Result.of("within", table, f"Inside {within}: {trace.name}", trace.range_notes + trace.warnings)
     notes = []
+    if domain is None and trace.meta.tool == TORCH_PROFILER:
+        # CPU operators outnumber annotations many times over: the annotations unless asked for more
+        others = domain_names(trace.ranges, "default")[1]
+        if others.any() and not others.all():
+            operators = int((~others).sum())
+            domain = "default"
+            notes.append(f"record_function annotations only: {operators:,} CPU operators and GPU-side spans are "
+                         "domains cpu_op and gpu (--domain cpu_op lists the operators)")  # fmt: skip
+    table = range_table(trace, same_thread, top, raw_names, domain)
     if not raw_names:
         names = ranges_of(trace, domain)["name"].unique()
-        ops = {op_name(str(name)) for name in names}
-        if len(ops) < len(names):
-            notes.append(f"emit_nvtx ranges grouped by op: {len(names):,} names in {len(ops):,} rows (--raw-names keeps "
-                         "every name apart, as nsys's nvtxsum does)")  # fmt: skip
-    return Result.of("ranges", table, f"NVTX ranges: {trace.name}", notes + trace.warnings)
+        rows = {group_label(str(name)) for name in names}
+        if len(rows) < len(names):
+            notes.append(f"numbered profiler steps and emit_nvtx ranges grouped: {len(names):,} names in {len(rows):,} "
+                         "rows (--raw-names keeps every name apart, as nsys's nvtxsum does)")  # fmt: skip
+    return Result.of("ranges", table, f"NVTX ranges: {trace.name}", notes + trace.range_notes + trace.warnings)

@@ -12,6 +12,7 @@ it whole instead (said in the summary). run.json is written last, as for the bui
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -167,6 +168,8 @@ def _record(run: NewRun, options: CommandOptions, profiler: str, nsys: str | Non
     }
     if options.memory:
         environment[annotate.ENV_MEMORY] = str(run.snapshot_target())
+    if options.workload is None:  # a built-in workload reports through its result file instead
+        environment[annotate.ENV_FACTS] = str(run.facts_file)
     notes: list[str] = []
     manifest = {
         "status": "running",
@@ -197,6 +200,7 @@ def _record(run: NewRun, options: CommandOptions, profiler: str, nsys: str | Non
         status = _run_under_nsys(command, environment, run, marker if python else None, options)
     program_state: dict[str, object] = {"exit_status": status}
     manifest["program"] = program_state
+    manifest.update(_program_facts(run))
     if options.workload is not None:
         result = read_result(run)
         manifest.update(from_result(result))
@@ -236,6 +240,40 @@ def _record(run: NewRun, options: CommandOptions, profiler: str, nsys: str | Non
             notes.append("no memory snapshot: they need CUDA and a program that marks its steps")
     _finish(run, manifest, "complete", notes, started)
     return notes
+
+
+def _program_facts(run: Run) -> dict:
+    """What the program wrote of itself (``annotate.write_facts``), as run.json keeps it: the steps it
+    measured and its warm-up (config), its device and torch's and CUDA's versions; {} when it wrote
+    nothing (not Python, or it died first). The file is the program's: each value is checked."""
+    try:
+        facts = json.loads(run.facts_file.read_text())
+    except (OSError, ValueError, RecursionError):
+        return {}
+    finally:
+        run.facts_file.unlink(missing_ok=True)
+    if not isinstance(facts, dict):
+        return {}
+
+    def count(key: str) -> int | None:
+        value = facts.get(key)
+        return value if type(value) is int and value >= 0 else None
+
+    def text(value) -> str | None:
+        return value[:200] if isinstance(value, str) and value else None
+
+    merged: dict = {}
+    config = {key: count(key) for key in ("steps", "warmup") if count(key) is not None}
+    if config:
+        merged["config"] = config
+    named = facts.get("device")
+    device: dict = named if isinstance(named, dict) else {}
+    if text(device.get("name")):
+        merged["device"] = {"name": text(device.get("name")), "type": text(device.get("type"))}
+    versions = {key: text(facts.get(key)) for key in ("torch", "cuda") if text(facts.get(key))}
+    if versions:
+        merged["versions_program"] = versions
+    return merged
 
 
 def _run_plain(program: list[str], environment: dict, run: Run) -> int:

@@ -8,7 +8,9 @@ removed before the program sees its arguments. The program runs as ``python SCRI
 Under ``--profiler torch`` (TRACEKIT_PROFILER=torch) a program that never calls
 ``tracekit.annotate.steps`` is profiled whole: a torch.profiler starts before it and its trace is
 written when it ends; ``steps`` stops that one and records its measured steps instead. Whether the
-program was profiled whole is written to TRACEKIT_LAUNCH_NOTE for the capture's summary.
+program was profiled whole is written to TRACEKIT_LAUNCH_NOTE for the capture's summary. When it ends,
+what the capture cannot see from outside (torch's version, the devices) goes to TRACEKIT_PROGRAM_FACTS,
+unless its ``annotate.steps`` wrote it already, with the steps it measured.
 """
 
 import os
@@ -77,6 +79,9 @@ def main() -> None:
     finally:
         if annotate is not None:
             _finish_whole_program(annotate)
+        from tracekit import annotate as marks
+
+        marks.write_facts(replace=False)  # torch and devices of a program that marked no steps
 
 
 if __name__ == "__main__":

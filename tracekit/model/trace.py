@@ -107,6 +107,7 @@ class Trace:
         self._dropped: dict[str, int] = {}
         self._unknown: dict[str, dict[str, int]] = {}  # per table, values read as unknown per column
         self._notes: list[str] = []
+        self._range_notes: list[str] = []  # what the ranges' names and domains mean (``range_notes``)
         self._partial: dict[str, pd.DataFrame] = {}  # tables read for some of their columns only
         self._needed: dict[str, set[str]] = {}  # columns a command said it will use (``need``)
 
@@ -132,6 +133,9 @@ class Trace:
                     held[label] = max(int(count), held.get(label, 0))
         for line in str(frame.attrs.get("notes", "")).splitlines():  # what the reader could not provide
             self.note(line)
+        for line in str(frame.attrs.get("range_notes", "")).splitlines():
+            if line not in self._range_notes:
+                self._range_notes.append(line)
         if isinstance(frame.attrs.get("meta"), str):  # metadata the reader found only while reading tables
             self.meta.complete(json.loads(frame.attrs["meta"]))
         return frame
@@ -158,6 +162,12 @@ class Trace:
             if (total := sum(counts.values()))
         ]
         return dropped + unknown + self._notes
+
+    @property
+    def range_notes(self) -> list[str]:
+        """What the reader says the ranges' names and domains mean (torch.profiler: which records are which
+        domain): for the commands that list ranges or choose a domain, not for every command."""
+        return list(self._range_notes)
 
     def _has_columns(self, table: str) -> bool:
         return f"{table}:columns" in self.loaders

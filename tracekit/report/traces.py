@@ -116,8 +116,12 @@ def _has_kernels(trace: Trace) -> bool:
 
 def _run_section(section: Document, run: Run) -> None:
     config = run.config
+    steps, warmup = config.get("steps"), config.get("warmup")
+    command = run.manifest.get("command") if "model" not in config else None
     rows = [
         ("status", run.status),
+        ("program", " ".join(map(str, command)) if isinstance(command, list) else None),
+        ("profiler", run.manifest.get("profiler")),
         ("model", config.get("model")),
         ("context", config.get("context")),
         ("batch", config.get("batch")),
@@ -125,12 +129,16 @@ def _run_section(section: Document, run: Run) -> None:
         ("dtype", config.get("dtype")),
         ("torch.compile", config.get("compile")),
         ("attention", config.get("attention")),
-        ("steps (after warm-up)", f"{config.get('steps')} (after {config.get('warmup')})"),
-        ("device", run.device),
+        (
+            "steps (after warm-up)",
+            None if steps is None else f"{steps}" + (f" (after {warmup})" if warmup is not None else ""),
+        ),
+        ("device", run.device if run.device != "unknown" else None),
         ("nsys --trace", run.trace_apis),
-        ("versions", ", ".join(f"{key} {value}" for key, value in run.versions.items())),
+        ("versions", ", ".join(f"{key} {value}" for key, value in run.versions.items()) or None),
         ("capture wall time (s)", run.wall_s.get("total")),
     ]
+    rows = [(key, value) for key, value in rows if value is not None and value != ""]  # what is known only
     section.text("### Run")
     section.table(pd.DataFrame([(key, str(value)) for key, value in rows], columns=["", "Value"]))
     if run.timings_ms:
@@ -164,7 +172,7 @@ def _gpu_sections(section: Document, source: str, trace: Trace, run: Run | None)
     gpus = breakdown.table("gpus")
     section.text(
         "Busy and idle per GPU: busy while any kernel, copy or set runs on it; idle = span - busy, the time it "
-        "waited inside each phase instance. *any GPU busy* counts idle only when every GPU is idle."
+        "waited inside each phase instance. With several GPUs, *any GPU busy* counts idle only when every GPU is idle."
     )
     section.table(gpus)
     if "copies" in breakdown.names:
@@ -173,7 +181,9 @@ def _gpu_sections(section: Document, source: str, trace: Trace, run: Run | None)
     timings = run.timings_ms if run is not None else {}
     phases = present.loc[present[PHASE] != WHOLE]
     if timings and not phases.empty:
-        any_gpu = gpus.loc[gpus["GPU"] == ANY].set_index(PHASE)
+        # "any GPU busy", or the one GPU's own row where there is only one
+        any_gpu = gpus.loc[(gpus["GPU"] == ANY) | ~gpus.groupby(PHASE)["GPU"].transform(lambda g: (g == ANY).any())]
+        any_gpu = any_gpu.set_index(PHASE)
         rows = [
             {
                 "Phase": phase,

@@ -127,7 +127,8 @@ class _Tables:
     def _build_ranges(self, columns: EventColumns, skeleton: Skeleton) -> pd.DataFrame:
         frame = _ranges(columns.gathered("range"), columns.names["range"])
         frame.attrs["dropped"] = columns.unusable["range"]
-        frame.attrs["notes"] = DOMAIN_NOTE + (f"\n{OLD_OPERATOR_NOTE}" if columns.old_operators else "")
+        # what the domains of these ranges mean: said where domains are shown or chosen (Trace.range_notes)
+        frame.attrs["range_notes"] = DOMAIN_NOTE + (f"\n{OLD_OPERATOR_NOTE}" if columns.old_operators else "")
         return frame
 
 
