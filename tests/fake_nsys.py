@@ -8,6 +8,9 @@ FAKE_NSYS_MODE:
   nostart never start the program (an nsys stuck before launching it)
   plain  run the program, write the report, exit 0; on SIGINT write the report at once and exit 130,
          leaving the program to whoever started nsys
+  streamint  as plain, but on SIGINT leave only a raw .qdstrm (the recording, for the importer)
+  subreaper  as real nsys: adopt the program's orphaned children and wait for all of them before writing
+FAKE_NSYS_SIGNALS: a file to which every SIGINT received appends a line (so a test can count them).
 FAKE_NSYS_REPORT and FAKE_NSYS_EXPORT are the files `profile` and `export` copy into place.
 """
 
@@ -30,7 +33,18 @@ elif args[:1] == ["profile"]:
     program = rest[next(index for index, arg in enumerate(rest) if not arg.startswith("-")) :]
     report = output + ".nsys-rep"
     interrupted = []
-    signal.signal(signal.SIGINT, lambda *_: interrupted.append(True))
+
+    def on_sigint(*_):
+        interrupted.append(True)
+        if os.environ.get("FAKE_NSYS_SIGNALS"):
+            with open(os.environ["FAKE_NSYS_SIGNALS"], "a") as log:
+                log.write("SIGINT\n")
+
+    signal.signal(signal.SIGINT, on_sigint)
+    if mode == "subreaper":
+        import ctypes
+
+        ctypes.CDLL(None).prctl(36, 1)  # PR_SET_CHILD_SUBREAPER: orphans of the program become ours
     if mode == "nostart":
         while True:
             time.sleep(1)
@@ -39,7 +53,19 @@ elif args[:1] == ["profile"]:
         if interrupted and mode == "plain":  # write what was collected and exit, leaving the program running
             shutil.copy(os.environ["FAKE_NSYS_REPORT"], report)
             sys.exit(130)
+        if interrupted and mode == "streamint":  # the raw recording only, as an nsys without its importer
+            with open(output + ".qdstrm", "wb") as handle:
+                handle.write(b"raw capture stream")
+            sys.exit(130)
         time.sleep(0.05)
+    if mode == "subreaper":  # real nsys waits for the whole tree: the program's leftover children too
+        while True:
+            try:
+                os.wait()
+            except ChildProcessError:
+                break
+        shutil.copy(os.environ["FAKE_NSYS_REPORT"], report)
+        sys.exit(child.returncode)
     if mode == "slow":
         open(output + ".profiling", "w").close()
         while not interrupted:
@@ -63,3 +89,4 @@ elif args[:1] == ["profile"]:
     if mode == "hang":
         while True:
             time.sleep(1)
+    sys.exit(child.returncode)  # nsys returns the program's exit status

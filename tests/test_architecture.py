@@ -17,9 +17,11 @@ MAX_LINES = 400
 # What each part of tracekit may import from tracekit (besides itself): the layers, lowest first.
 # errors and files (writing a file whole) are utilities everything may use; nsys_tool (the nsys
 # executable) and runs (a run folder's files) serve the registry, capture and report.
-UTILITIES = {"errors", "files"}
+UTILITIES = {"errors", "files", "signals"}  # signals: Ctrl-C and SIGTERM as an exception, for cleanups
 ALLOWED = {
     "files": {"errors"},
+    "signals": set(),
+    "dask_client": UTILITIES,
     "annotate": set(),  # imported by users' training scripts: the standard library only
     "model": UTILITIES,
     "runs": UTILITIES,
@@ -29,7 +31,7 @@ ALLOWED = {
     "render": UTILITIES | {"model"},
     "export": UTILITIES | {"model", "analysis"},
     "capture": UTILITIES | {"runs", "nsys_tool", "annotate"},
-    "parallel": UTILITIES | {"model", "sources", "analysis", "runs"},
+    "parallel": UTILITIES | {"model", "sources", "analysis", "runs", "dask_client"},
     "report": UTILITIES | {"model", "sources", "analysis", "render", "runs"},
     "cli": UTILITIES
     | {"model", "sources", "analysis", "render", "runs", "report", "capture", "export", "nsys_tool", "parallel"},

@@ -438,3 +438,19 @@ def test_a_failed_capture_names_the_real_cause(cli, fake_nsys, tmp_path, monkeyp
     assert expected in lines[-1] and "QdstrmImporter" not in lines[-1], lines[-1]
     assert "program.log" in lines[-1] or cause == "oom_in_warmup"  # an oom is its own message
     assert (out / cause / runs.PROGRAM_LOG).exists()
+
+
+def test_two_default_names_in_one_second_take_suffixes(tmp_path):
+    """Two captures with the default name started in the same second: the second takes "-2" (its
+    docstring's promise) instead of failing on the first one's lock."""
+    first = NewRun(tmp_path, "tiny-ctx32-train-fp32-20261126-0700", replace=False)
+    second = NewRun(tmp_path, "tiny-ctx32-train-fp32-20261126-0700", replace=False)
+    assert (first.publish().folder.name, second.publish().folder.name) == (
+        "tiny-ctx32-train-fp32-20261126-0700", "tiny-ctx32-train-fp32-20261126-0700-2")  # fmt: skip
+    assert not list(tmp_path.glob(".*.lock"))
+
+
+@pytest.mark.parametrize("name", ["", " ", " run", "run "])
+def test_blank_names_are_refused(tmp_path, name):
+    with pytest.raises(CaptureError, match="1 to 200 characters|blank or start or end with spaces"):
+        NewRun(tmp_path, name, replace=True)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
+from test_capture import fake_nsys  # noqa: F401  (a fixture)
 
 from tracekit.sources import open_trace
 
@@ -159,3 +160,26 @@ def test_a_module_with_arguments_that_leaves_its_loop_early(cli, tmp_path, monke
     ranges = open_trace(tmp_path / "traces" / "run").ranges
     names = Counter(ranges.loc[ranges["domain"] == "", "name"].astype(str))
     assert names["work"] == 4 and names["step"] == 4  # items 2..5: the warm-up out, the window closed at break
+
+
+def test_a_failed_program_names_its_run_and_its_own_output(cli, tmp_path, fake_nsys):  # noqa: F811
+    """A failed run's run.json said "name": ".NAME.partial-XXXX"; for a program outside the launcher
+    (not python) under nsys, the error quoted nsys's own lines instead of the program's."""
+    script = tmp_path / "fails.sh"
+    script.write_text("#!/bin/sh\necho 'loading data'\necho 'disk quota exceeded' >&2\nexit 3\n")
+    script.chmod(0o755)
+    out = tmp_path / "traces"
+    result = cli("capture", "--profiler", "nsys", "--nsys", fake_nsys, "--out", out, "--name", "bad", "--",
+                 str(script))  # fmt: skip
+    assert result.exit_code == 1 and "exited with status 3" in result.output
+    assert "disk quota exceeded" in result.output and "Generating" not in result.output
+    assert json.loads((out / "bad" / "run.json").read_text())["name"] == "bad"
+    torch_run = cli("capture", "--profiler", "torch", "--out", out, "--name", "bad2", "--", str(script))
+    assert torch_run.exit_code == 1 and json.loads((out / "bad2" / "run.json").read_text())["name"] == "bad2"
+
+
+@pytest.mark.parametrize("name", ["", " "])
+def test_a_blank_name_is_refused(cli, tmp_path, name):
+    """--name '' was ignored (a default name) and --name ' ' made a folder named " "."""
+    result = cli("capture", "--profiler", "torch", "--out", tmp_path, "--name", name, "--", sys.executable, EXAMPLE)
+    assert result.exit_code == 1 and "run name" in result.output and not any(tmp_path.iterdir())

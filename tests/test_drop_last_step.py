@@ -32,7 +32,7 @@ def rows(cli, *args):
 
 
 def test_every_command_leaves_the_last_step_out(cli, two_steps):
-    for flag, kernels, idle in (([], 6, [100, 100, 650]), (["--drop-last-step"], 3, [100])):
+    for flag, kernels, idle in (([], 6, [100, 100, 650]), (["--drop-last-step"], 3, [100])):  # 2 steps, or 1
         table, notes = rows(cli, "kernels", two_steps, *flag)
         assert sum(row["Instances"] for row in table) == kernels
         gaps, _ = rows(cli, "idle", two_steps, "--unit", "ns", *flag)
@@ -43,6 +43,9 @@ def test_every_command_leaves_the_last_step_out(cli, two_steps):
         breakdown, _ = rows(cli, "breakdown", two_steps, "--phases", "ProfilerStep*", *flag)
         phases = {row["Phase"]: row for row in breakdown["breakdown"]}
         assert phases["(whole trace)"]["Kernels"] == kernels and phases["ProfilerStep*"]["Kernels"] == kernels
+        assert phases["ProfilerStep*"]["Instances"] == kernels // 3  # the left-out step is no instance
+        per_step, _ = rows(cli, "kernels", two_steps, "--range", "ProfilerStep*", "--per-instance", *flag)
+        assert sum(row["Instances"] for row in per_step) == 3  # 3 kernels a step, with or without the window
         launches, notes = rows(cli, "launches", two_steps, *flag)
         assert sum(row["Count"] for row in launches) == kernels
         assert ("the last profiler step left out" in notes) == bool(flag)

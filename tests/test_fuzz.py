@@ -324,3 +324,97 @@ def test_torch_profiler_traces_never_crash(spec, how, command):
             assert code == 0
             _, printed = run(["kernels", str(trace), "--format", "json"], root)
             assert sum(row["Total Time (ns)"] for row in json.loads(printed)) == total
+
+
+# --- many inputs and the cache (issue 33: nothing lost) ------------------------------------------------
+
+FOLDER_ENTRIES = st.lists(
+    st.sampled_from(["export", "export", "corrupt", "fifo", "loop", "dangling", "empty", "subfolder"]),
+    min_size=1,
+    max_size=6,
+)
+MANY_COMMANDS = [["kernels"], ["kernels", "--by", "category"], ["ranges"], ["breakdown"], ["ranks"]]
+
+
+def folder_of(entries: list[str], folder: Path) -> list[Path]:
+    """A folder holding these entries (named trace-like, as a user's folder of ranks); the regular files."""
+    files = []
+    for index, kind in enumerate(entries):
+        path = folder / f"rank{index}.sqlite"
+        if kind == "export":
+            build_export({"generation": "2026.2", "kernels": [(100, 50, "gemm", 0)], "ranges": [(0, 500, "step")],
+                          "copies": []}, path)  # fmt: skip
+            files.append(path)
+        elif kind == "corrupt":
+            path.write_bytes(b"SQLite format 3\x00" + bytes(range(256)) * 4)
+            files.append(path)
+        elif kind == "empty":
+            path.write_bytes(b"")
+            files.append(path)
+        elif kind == "fifo":
+            os.mkfifo(path)
+        elif kind == "loop":
+            path.symlink_to(path)
+        elif kind == "dangling":
+            path.symlink_to(folder / "nowhere")
+        elif kind == "subfolder":
+            path.mkdir()
+    return files
+
+
+def digests(paths: list[Path]) -> dict[Path, bytes]:
+    return {path: path.read_bytes() for path in paths}
+
+
+@pytest.mark.slow
+@settings(FUZZ, max_examples=20)
+@given(entries=FOLDER_ENTRIES, command=st.sampled_from(MANY_COMMANDS), target=st.integers(0, 5),
+       fmt=st.sampled_from(["json", "md", "csv"]))  # fmt: skip
+def test_many_input_folders_never_crash_hang_or_lose_an_input(entries, command, target, fmt):
+    """A folder of exports, corrupt files, FIFOs, link loops and folders named like traces, with -o
+    naming one of them: one line or a table, never a traceback, never a hang (an alarm fails the case),
+    never an input changed."""
+    import signal
+
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        files = folder_of(entries, root)
+        before = digests(files)
+        output = root / f"rank{target}.sqlite"
+        signal.signal(signal.SIGALRM, lambda *_: pytest.fail(f"hung: {entries} {command}"))
+        signal.alarm(60)
+        try:
+            code, printed = run([command[0], str(root), *command[1:], "--workers", "1", "--format", fmt, "-o",
+                                 str(output)], root)  # fmt: skip
+        finally:
+            signal.alarm(0)
+        assert "Traceback" not in printed and code in (0, 1, 2), printed
+        assert digests(files) == before, printed
+
+
+@pytest.mark.slow
+@settings(FUZZ, max_examples=40)
+@given(choice=st.integers(0, 10**6), offset=st.floats(0, 1), flip=st.integers(1, 255))
+def test_a_damaged_cache_is_never_read(choice, offset, flip):
+    """One byte of one cached file changed: the command gives the numbers of the export (the damaged
+    table is rebuilt and said), never a traceback, never numbers off by the damage."""
+    os.environ["TRACEKIT_CACHE_MIN_BYTES"] = "0"
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            root = Path(folder)
+            path = root / "t.sqlite"
+            build_export({"generation": "2026.2", "kernels": [(index * 100, 10 + index, "gemm", 0) for index in range(20)],
+                          "ranges": [(0, 5_000, "step")], "copies": []}, path)  # fmt: skip
+            _, expected = run(["idle", str(path), "--unit", "ns", "--format", "json"], root)
+            cached = sorted(file for file in root.rglob("*") if file.is_file() and ".tracekit-cache" in str(file))
+            assert cached
+            victim = cached[choice % len(cached)]
+            data = bytearray(victim.read_bytes())
+            if data:
+                data[int(offset * (len(data) - 1))] ^= flip
+                victim.write_bytes(bytes(data))
+            code, printed = run(["idle", str(path), "--unit", "ns", "--format", "json"], root)
+            assert code == 0 and "Traceback" not in printed, printed
+            assert json.loads(printed.split("\nnote:")[0]) == json.loads(expected.split("\nnote:")[0])
+    finally:
+        del os.environ["TRACEKIT_CACHE_MIN_BYTES"]

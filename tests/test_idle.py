@@ -59,6 +59,17 @@ def test_every_gap_gets_its_cause(cli, tmp_path):
     assert tight["Cause"].tolist()[1] == "dependency not in trace"
 
 
+def test_a_stream_wait_before_an_op_without_launch_explains_nothing(tmp_path):
+    """The op before the gap has no launching call: the search for a stream wait between the two
+    launches has no lower bound, and a wait long before (here, before anything) blamed the gap on it."""
+    b = ExportBuilder("2026.2")
+    b.runtime(1 * US, 2 * US, "cudaStreamWaitEvent_v3020", 900)
+    b.kernel(0, 100 * US, "a")  # no launching call in the trace
+    b.kernel(300 * US, 400 * US, "b", launch_at=50 * US)  # queued, then 200 us late
+    gaps = idle_gaps(open_trace(b.write(tmp_path / "wait.sqlite")))
+    assert gaps["Cause"].tolist() == ["dependency not in trace"]
+
+
 def test_an_op_queued_before_the_sync_did_not_wait_for_it(tmp_path):
     """HolisticTraceAnalysis's kernel wait: the op that ends the gap was launched before the blocking
     call, so the GPU had work queued; the sync running meanwhile is not why it idled (tracekit moved
@@ -115,3 +126,19 @@ def test_a_sync_that_starts_inside_a_gap_is_not_its_cause(tmp_path):
         (100, 3_900, "host not launching"),
         (4_100, 200, "sync"),
     ]
+
+
+@pytest.mark.parametrize("path", REAL, ids=lambda path: path.name)
+def test_per_stream_causes_add_up_to_each_streams_idle(path):
+    """Per stream (without HolisticTraceAnalysis, which the parity test needs): the gaps of a stream are
+    the gaps between its own ops, and its causes add up to them."""
+    from tracekit.analysis.attribution import merge_intervals
+
+    trace = open_trace(path)
+    gaps = idle_gaps(trace, per_stream=True)
+    ops = trace.gpu_ops
+    for keys, group in gaps.groupby(["GPU", "Stream"]):
+        gpu, stream = keys  # pyright: ignore[reportGeneralTypeIssues]  (a two-column groupby gives pairs)
+        mine = ops.loc[(ops["device"] == int(str(gpu)[5:])) & (ops["stream"] == stream)]
+        low, high = merge_intervals(mine["start"].to_numpy(), mine["end"].to_numpy())
+        assert int(group["Idle (ns)"].sum()) == int((low[1:] - high[:-1]).sum()), (gpu, stream)

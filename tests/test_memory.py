@@ -308,3 +308,17 @@ def test_a_comparison_shows_top_holders(cli, tmp_path):
         f"model/net.py:{10 + i} forward" for i in (11, 10, 9, 8, 7)
     ]
     assert "the 5 of 11 holders that changed most" in result.stderr
+
+
+def test_a_frame_that_is_not_a_dict_reads_as_unknown(tmp_path, cli):
+    """One flipped bit can make a frame a string: --by role ended in AttributeError ('str' has no .get)."""
+    b = SnapshotBuilder()
+    b.alloc(0x2000, 4 * MIB, 100, [*ACTIVATION[:1], "forward", 7])  # type: ignore[list-item]  # not frames
+    b.alloc(0x3000, 2 * MIB, 200, ACTIVATION)
+    b.segment(0x0, 20 * MIB, [(0x2000, 4 * MIB, "active_allocated"), (0x3000, 2 * MIB, "active_allocated")])
+    path = b.dump(tmp_path / "flipped.pickle")
+    for view in ("allocation", "frame", "role"):
+        result = cli("memory", path, "--by", view)
+        assert result.exit_code == 0 and "Traceback" not in result.output, (view, result.output)
+    stacks = load_snapshot(path).stacks
+    assert any(frame == {"filename": "?", "line": 0, "name": "?"} for stack in stacks for frame in stack)

@@ -186,8 +186,10 @@ def steps(iterable: Iterable[T], warmup: int = 0, name: str = "step") -> Iterato
                     yield item
         finally:
             if window is not None:
+                recorded = window.recording  # only a program's first window records: its steps are the facts
                 window.close()
-                write_facts(steps=measured, warmup=warmup)
+                if recorded:
+                    write_facts(steps=measured, warmup=warmup)
     finally:
         STATE.steps_open -= 1
 

@@ -8,14 +8,16 @@ device or pipe (``/dev/null``, a FIFO) is written into, never replaced.
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
+import stat
 import tempfile
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from tracekit.errors import UsageError
+from tracekit.errors import InputNotFoundError, UsageError
 
 # Files this process read as inputs (real paths, and (device, inode) so a hard link counts too):
 # never written over (see ``protect``).
@@ -36,6 +38,35 @@ def protect(*paths: str | Path | None) -> None:
     mistyped ``-o`` cannot destroy the trace it was reading."""
     _INPUTS.update(os.path.realpath(path) for path in paths if path is not None)
     _INPUT_IDS.update(identity for path in paths if path is not None and (identity := _identity(path)))
+
+
+KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+         (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))  # fmt: skip
+
+
+def not_a_file(path: str | Path) -> str | None:
+    """Why ``path`` is neither a regular file nor a folder (reading a FIFO would wait forever for a
+    writer, a device never ends, a symbolic link loop never resolves), or None when it is one; "no
+    such file" when nothing is there."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            return "a symbolic link that loops"
+        return "a symbolic link to nothing" if os.path.islink(path) else "no such file or folder"
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    return next((what for test, what in KINDS if test(mode)), "not a regular file")
+
+
+def require_file_or_folder(path: str | Path) -> Path:
+    """``path`` when it is a regular file or a folder; InputNotFoundError saying what it is otherwise."""
+    what = not_a_file(path)
+    if what == "no such file or folder":
+        raise InputNotFoundError(f"{path}: no such file or folder")
+    if what is not None:
+        raise InputNotFoundError(f"{path} is {what}, not a file: tracekit reads trace files, snapshots and run folders")
+    return Path(path)
 
 
 def forget_inputs() -> None:
@@ -80,9 +111,26 @@ def _write_into_special(target: Path, write_to: Callable[[Path], object]) -> Pat
     with tempfile.TemporaryDirectory(prefix="tracekit-") as folder:
         temporary = Path(folder) / target.name
         write_to(temporary)
-        with open(temporary, "rb") as source, open(target, "wb") as sink:
+        with open(temporary, "rb") as source, _open_for_writing(target) as sink:
             shutil.copyfileobj(source, sink)
     return target
+
+
+def _open_for_writing(target: Path):
+    """``target`` opened to write into; a FIFO only when a process is reading it (opening one without
+    a reader would wait for ever): UsageError otherwise."""
+    if not stat.S_ISFIFO(os.stat(target).st_mode):
+        return open(target, "wb")
+    try:
+        descriptor = os.open(target, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError as error:
+        if error.errno == errno.ENXIO:
+            raise UsageError(
+                f"{target} is a FIFO (named pipe) that no process is reading: start the reader first"
+            ) from None
+        raise
+    os.set_blocking(descriptor, True)  # a reader is there: write at its pace
+    return os.fdopen(descriptor, "wb")
 
 
 def write_text(path: str | Path, text: str) -> Path:

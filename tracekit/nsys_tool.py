@@ -88,15 +88,22 @@ def import_qdstrm(qdstrm: Path, report: Path, nsys: str) -> Path:
             f"(looked beside {nsys} and in {', '.join(IMPORTER_LOCATIONS)}); install Nsight Systems (its host "
             "part has the importer), then `QdstrmImporter -i FILE.qdstrm -o FILE.nsys-rep`"
         )
-    result = subprocess.run(
-        [importer, "-i", str(qdstrm), "-o", str(report)],
-        capture_output=True,
-        text=True,
-        errors="replace",
-        timeout=EXPORT_TIMEOUT_S,
-    )
-    if result.returncode != 0 or not report.exists():
-        raise NsysExportError(f"QdstrmImporter could not import {qdstrm}: {_last_line(result)}")
+    # Imported under a name of its own, renamed into place when whole: an interrupted import leaves nothing.
+    partial = report.with_name(f".{report.stem}.{uuid.uuid4().hex[:8]}.partial{report.suffix}")
+    try:
+        result = subprocess.run(
+            [importer, "-i", str(qdstrm), "-o", str(partial)],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=EXPORT_TIMEOUT_S,
+        )
+        if result.returncode != 0 or not partial.exists():
+            raise NsysExportError(f"QdstrmImporter could not import {qdstrm}: {_last_line(result)}")
+        os.replace(partial, report)
+    except BaseException:  # a failure, a timeout, Ctrl-C: nothing half-written stays behind
+        partial.unlink(missing_ok=True)
+        raise
     return report
 
 

@@ -20,7 +20,7 @@ from tracekit.analysis import stats
 from tracekit.analysis.attribution import interval_of_ops
 from tracekit.analysis.busy import device_busy
 from tracekit.analysis.categories import CATEGORIES, op_categories
-from tracekit.analysis.kernel_types import launched_before_last_step
+from tracekit.analysis.kernel_types import last_step_start, launched_before_last_step
 from tracekit.analysis.kernels import OPS_CHOICES, kernel_mask
 from tracekit.errors import UsageError
 from tracekit.model.result import Chart, Result, Table
@@ -56,15 +56,16 @@ def time_column(ops: str) -> str:
 
 def phase_intervals(
     trace: Trace, phases: list[str], same_thread: bool = False, domain: str | None = None
-) -> dict[str, tuple[int, np.ndarray]]:
-    """Per phase spec: its number of range instances, and for every GPU op the merged phase interval
-    its launch fell in (-1 outside the phase). Reads only the ranges the specs name; computed once per
-    trace for the same phases (breakdown and a report's comparison both ask)."""
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per phase spec: the start (ns) of each of its range instances, and for every GPU op the merged
+    phase interval its launch fell in (-1 outside the phase). Reads only the ranges the specs name;
+    computed once per trace for the same phases (breakdown and a report's comparison both ask)."""
 
-    def compute() -> dict[str, tuple[int, np.ndarray]]:
+    def compute() -> dict[str, tuple[np.ndarray, np.ndarray]]:
         trace.need("gpu_ops", BREAKDOWN_COLUMNS)  # the ops' columns load beside the ranges: only these
         selection = select(trace, phases, load_too=["gpu_ops", "launches"], domain=domain)
-        return {phase: (len(selection.of(phase)), interval_of_ops(trace, selection.of(phase), same_thread))
+        return {phase: (selection.of(phase)["start"].to_numpy(), interval_of_ops(trace, selection.of(phase),
+                                                                                 same_thread))
                 for phase in phases}  # fmt: skip
 
     return trace.derived(f"phase_intervals:{same_thread}:{domain}:" + "\0".join(phases), compute)
@@ -79,7 +80,7 @@ def phases_with_whole(
     phases = list(phases or DEFAULT_PHASES)
     intervals = phase_intervals(trace, phases, same_thread, domain)  # loads the tables together: first
     kernel_mask(trace, ops="all")  # raises a clear error for a trace without GPU work
-    if not any(instances for instances, _ in intervals.values()) and phases != list(DEFAULT_PHASES):
+    if not any(len(starts) for starts, _ in intervals.values()) and phases != list(DEFAULT_PHASES):
         where = f" in domain {domain}" if domain else ""
         # Only the ranges these names can match were read: say what was left out of them, not more
         # (listing the trace's names would read millions of ranges for an error message).
@@ -87,11 +88,17 @@ def phases_with_whole(
         why = f"; {dropped:,} ranges that could match were left out: unusable values" if dropped else ""
         raise UsageError(f"no NVTX range matches {', '.join(phases)}{where} in {trace.name}{why}")
     whole = np.zeros(len(breakdown_ops(trace)), dtype=np.int64)  # every op in one interval
-    parts = [(phase, instances, interval) for phase, (instances, interval) in intervals.items()] + [(WHOLE, 1, whole)]
+    window, cutoff = None, None
     if drop_last_step:
         window, _ = launched_before_last_step(trace)
-        if window is not None:
-            parts = [(phase, instances, np.where(window, interval, -1)) for phase, instances, interval in parts]
+        cutoff = last_step_start(trace)
+    parts = [(WHOLE, 1, whole)]
+    for phase, (starts, interval) in intervals.items():
+        # with the window, an instance of the left-out step is no instance, its ops in no interval
+        instances = int((starts < cutoff).sum()) if cutoff is not None else len(starts)
+        parts.insert(len(parts) - 1, (phase, instances, interval))
+    if window is not None:
+        parts = [(phase, instances, np.where(window, interval, -1)) for phase, instances, interval in parts]
     return parts
 
 

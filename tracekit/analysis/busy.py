@@ -39,14 +39,20 @@ def union_length(start: np.ndarray, end: np.ndarray, group: np.ndarray, groups: 
     return result
 
 
-def busy_span(start: np.ndarray, end: np.ndarray, group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per group code (0..max): busy time (union of its ops) and span (last end - first start), ns."""
-    groups = int(group.max()) + 1 if len(group) else 0
-    busy = union_length(start, end, group, groups)
+def first_last(start: np.ndarray, end: np.ndarray, group: np.ndarray, groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per group code (0..groups-1): its first op's start and last op's end (first > last: no op)."""
     first = np.full(groups, np.iinfo(np.int64).max)
     last = np.full(groups, np.iinfo(np.int64).min)
     np.minimum.at(first, group, start)
     np.maximum.at(last, group, end)
+    return first, last
+
+
+def busy_span(start: np.ndarray, end: np.ndarray, group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per group code (0..max): busy time (union of its ops) and span (last end - first start), ns."""
+    groups = int(group.max()) + 1 if len(group) else 0
+    busy = union_length(start, end, group, groups)
+    first, last = first_last(start, end, group, groups)
     span = np.where(first <= last, last - first, 0)
     return busy, span
 
@@ -57,11 +63,7 @@ def any_gpu_busy(start: np.ndarray, end: np.ndarray, instance: np.ndarray) -> tu
     follow each other, so this is their sum; those of several processes (one per rank of a DDP export)
     run at once, and overlapping time counts once. (None: idle is span - busy.)"""
     busy = int(union_length(start, end, np.zeros(len(start), dtype=np.int64), 1)[0])
-    groups = int(instance.max()) + 1
-    first = np.full(groups, np.iinfo(np.int64).max)
-    last = np.full(groups, np.iinfo(np.int64).min)
-    np.minimum.at(first, instance, start)
-    np.maximum.at(last, instance, end)
+    first, last = first_last(start, end, instance, int(instance.max()) + 1)
     used = first <= last
     low, high = merge_intervals(first[used], last[used])
     return busy, int((high - low).sum()), None

@@ -43,8 +43,8 @@ def category_times(trace: Trace, phases: list[str], ops: str = "kernels", same_t
     categories = op_categories(trace)
     durations = trace.gpu_ops["duration"].to_numpy()
     masks = {WHOLE: selected}
-    for phase, (instances, interval) in intervals.items():
-        if instances:
+    for phase, (starts, interval) in intervals.items():
+        if len(starts):
             masks[phase] = selected & (interval >= 0)
     records = []
     for phase, mask in masks.items():

@@ -85,14 +85,17 @@ def idle_gaps(
     launches = op_launches(trace)
     start, end, devices = ops["start"].to_numpy(), ops["end"].to_numpy(), ops["device"].to_numpy()
     streams = ops["stream"].to_numpy() if per_stream else np.zeros(len(ops), dtype=np.int64)
+    owners = _stream_owners(ops, devices, streams) if per_stream else np.zeros(len(ops), dtype=np.int64)
     sync_start, sync_end, sync_pid = _calls_matching(trace, BLOCKING)
     wait_start, _, wait_pid = _calls_matching(trace, STREAM_WAIT)
     frames = []
     kept = np.ones(len(ops), dtype=bool) if window is None else window
+    shared = False  # a device whose streams come from several processes: the table names the process
     for device in known_devices(devices[kept]):  # an op on an unknown device (-1) has no gaps of its own
         on_device = (devices == device) & kept
-        for stream in np.unique(streams[on_device]):
-            mine = np.flatnonzero(on_device & (streams == stream))
+        shared = shared or bool(owners[on_device].any())
+        for stream, owner in np.unique(np.stack([streams[on_device], owners[on_device]], axis=1), axis=0).tolist():
+            mine = np.flatnonzero(on_device & (streams == stream) & (owners == owner))
             low, high = merge_intervals(start[mine], end[mine])
             if len(low) < 2:
                 continue
@@ -103,11 +106,13 @@ def idle_gaps(
             found = launches.found[next_op]
             launch_start = launches.start[next_op]
             pid = np.where(found, launches.pid[next_op], ops["pid"].to_numpy()[next_op])
-            previous_launch = np.where(found, _previous_launch(launches, order, start, gap_start), -1)
+            previous_launch = np.where(found, _previous_launch(launches, order, start, gap_start), NO_LAUNCH)
             late = found & (launch_start > gap_start)
             queued = found & ~late
             long_wait = queued & (gap_end - gap_start >= overhead_max_ns)
-            waited = _any_between(wait_start, wait_pid, pid, previous_launch, launch_start)
+            # a stream wait between the two launches; a previous op with no launching call bounds nothing
+            waited = (previous_launch != NO_LAUNCH) & _any_between(wait_start, wait_pid, pid, previous_launch,
+                                                                   launch_start)  # fmt: skip
             synced = _running_at(sync_start, sync_end, sync_pid, pid, gap_start)
             cause = np.select(
                 [late & synced, late, queued & ~long_wait, long_wait & waited, long_wait],
@@ -121,20 +126,38 @@ def idle_gaps(
                      "Cause": np.asarray(CAUSES, dtype=object)[cause], "Previous Op": previous_op,
                      "Next Op": next_op}  # fmt: skip
             if per_stream:
-                frame = {"GPU": frame.pop("GPU"), "Stream": int(stream), **frame}
+                frame = {"GPU": frame.pop("GPU"), "PID": owner, "Stream": stream, **frame}
             frames.append(pd.DataFrame(frame))
     if not frames:
         columns = ["GPU", "Stream"] if per_stream else ["GPU"]
         names = [*columns, "Start (ns)", "Idle (ns)", "Cause", "Previous Op", "Next Op"]
         return pd.DataFrame({name: [] for name in names})
-    return pd.concat(frames, ignore_index=True)
+    gaps = pd.concat(frames, ignore_index=True)
+    return gaps if shared or not per_stream else gaps.drop(columns=["PID"])
+
+
+def _stream_owners(ops: pd.DataFrame, devices: np.ndarray, streams: np.ndarray) -> np.ndarray:
+    """Per op, the process its stream belongs to, when that matters: stream ids are per process (CUDA
+    context), so two processes on one GPU may both have a stream 7, which are two streams. A stream id
+    used by one process on a device (ops whose process is unknown, -1, joining it) is one stream: 0."""
+    pids = ops["pid"].to_numpy()
+    owners = np.zeros(len(ops), dtype=np.int64)
+    for device, stream in np.unique(np.stack([devices, streams], axis=1), axis=0).tolist():
+        mine = (devices == device) & (streams == stream)
+        if len(np.unique(pids[mine & (pids >= 0)])) > 1:
+            owners[mine] = pids[mine]
+    return owners
+
+
+NO_LAUNCH = np.iinfo(np.int64).min  # no previous op, or one without a launching call in the trace
 
 
 def _previous_launch(launches, order: np.ndarray, start: np.ndarray, gap_start: np.ndarray) -> np.ndarray:
-    """Per gap: the launch start of the last op (in start order) that started before the gap began."""
+    """Per gap: the launch start of the last op (in start order) that started before the gap began;
+    ``NO_LAUNCH`` when there is none or it has no launching call."""
     before = np.searchsorted(start[order], gap_start, side="left") - 1
     op = order[np.maximum(before, 0)]
-    return np.where(before >= 0, launches.start[op], -1)
+    return np.where((before >= 0) & launches.found[op], launches.start[op], NO_LAUNCH)
 
 
 def _any_between(times: np.ndarray, pids: np.ndarray, pid: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
@@ -175,7 +198,7 @@ def idle_by_cause(
     ProfilerStep began)."""
     window, window_note = launched_before_last_step(trace) if drop_last_step else (None, None)
     gaps = idle_gaps(trace, per_stream, overhead_max_ns, window).drop(columns=["Previous Op", "Next Op"])
-    keys = ["GPU", "Stream"] if per_stream else ["GPU"]
+    keys = [key for key in ("GPU", "PID", "Stream") if key in gaps]
     grouped = gaps.groupby([*keys, "Cause"], as_index=False, sort=True).agg(
         Gaps=("Idle (ns)", "size"), **{"Idle (ns)": ("Idle (ns)", "sum")}
     )

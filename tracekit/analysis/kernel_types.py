@@ -91,14 +91,23 @@ def type_table(ops: pd.DataFrame, rows: np.ndarray | None = None) -> pd.DataFram
     return table
 
 
-def launched_before_last_step(trace: Trace) -> tuple[np.ndarray | None, str]:
-    """HTA's step window: a mask of the GPU ops it counts (None: all, fewer than two steps) and a note."""
+def last_step_start(trace: Trace) -> int | None:
+    """When the last ProfilerStep began (ns): HTA's step window ends there; None with fewer than two
+    distinct steps (HTA then counts everything)."""
     ranges = trace.ranges
     texts = ranges["name"].astype(str).str.replace(r"^gpu:", "", regex=True)
     steps = texts.str.contains(STEP, regex=False).to_numpy()
     if len(set(texts[steps])) < 2:
+        return None
+    return int(ranges["start"].to_numpy()[steps].max())
+
+
+def launched_before_last_step(trace: Trace) -> tuple[np.ndarray | None, str]:
+    """HTA's step window: a mask of the GPU ops it counts (None: all, fewer than two steps) and a note.
+    Range instances that start at or after ``last_step_start`` are outside it too."""
+    cutoff = last_step_start(trace)
+    if cutoff is None:
         return None, "fewer than two ProfilerStep ranges: every GPU operation counts"
-    cutoff = int(ranges["start"].to_numpy()[steps].max())
     launches = op_launches(trace)
     keep = launches.found & (launches.start < cutoff)
     return keep, (

@@ -21,7 +21,7 @@ from tracekit.analysis.kernel_columns import (
     command_columns,
     summary_columns,
 )
-from tracekit.analysis.kernel_types import launched_before_last_step, type_table
+from tracekit.analysis.kernel_types import last_step_start, launched_before_last_step, type_table
 from tracekit.errors import NoGpuDataError, UsageError
 from tracekit.model.result import Result
 from tracekit.model.schema import GPU_OPS
@@ -164,7 +164,11 @@ def selected_rows(
             f"{', '.join(ranges)} in {trace.name}"
             + (" on the ranges' own threads (drop --same-thread to count other threads)" if same_thread else "")
         )
-    return inside, int(chosen["outermost"].sum())
+    outermost = chosen["outermost"].to_numpy()
+    cutoff = last_step_start(trace) if window is not None else None
+    if cutoff is not None:  # an instance of the left-out step is no instance
+        outermost = outermost & (chosen["start"].to_numpy() < cutoff)
+    return inside, int(outermost.sum())
 
 
 def _per_instance(table: pd.DataFrame, instances: int, columns: list[str]) -> pd.DataFrame:

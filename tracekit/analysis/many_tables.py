@@ -41,7 +41,15 @@ from tracekit.analysis.kernels import (
     unclassified_note,
 )
 from tracekit.analysis.many_inputs import Part
-from tracekit.analysis.ranges import DEPTH, EXTRA_COLUMNS, RANGE, STYLE, range_groups, range_rows
+from tracekit.analysis.ranges import (
+    DEPTH,
+    EXTRA_COLUMNS,
+    RANGE,
+    STYLE,
+    annotations_by_default,
+    range_groups,
+    range_rows,
+)
 from tracekit.errors import UsageError
 from tracekit.model.result import Table
 from tracekit.model.schema import GPU_OPS
@@ -156,8 +164,10 @@ def _median_notes(table: pd.DataFrame, limit: int) -> list[str]:
 
 def ranges_part(trace: Trace, part: Part, options: dict[str, Any], limit: int) -> Part:
     """``tracekit ranges`` of one trace and its mergeable pieces."""
+    domain, notes = annotations_by_default(trace, options.get("domain"))
+    part.notes += notes
     group, durations, describe = range_groups(
-        trace, options.get("same_thread", False), options.get("raw_names", False), options.get("domain")
+        trace, options.get("same_thread", False), options.get("raw_names", False), domain
     )
     table = stats.grouped_stats(group, durations)
     described = describe(table.index.to_numpy())
@@ -165,7 +175,7 @@ def ranges_part(trace: Trace, part: Part, options: dict[str, Any], limit: int) -
     part.pieces["ranges"] = merge_stats.partial_of(
         group, durations, table, described, [RANGE, STYLE], limit, minimum=(DEPTH,)
     )
-    part.notes += trace.warnings
+    part.notes += (trace.range_notes if notes or domain else []) + trace.warnings
     return part
 
 

@@ -8,7 +8,9 @@ Rules, in this order, for each allocation live at the peak:
   parameter, g 1 when gradients were live. The optimizer comes from the snapshot's frames
   (``torch/optim/adamw.py``) and annotations (``Optimizer.step#AdamW.step``): Adam, AdamW, Adamax,
   NAdam, RAdam, Adadelta keep 2 states, Adagrad and RMSprop 1, SGD 1 with momentum and 0 without (the
-  frames cannot say which); without any optimizer in the snapshot, all of it is parameters. Of the
+  frames cannot say which; Adam's amsgrad and RMSprop's momentum or centered variants, which keep
+  more, are not told apart: their extra state would read as gradients); without any optimizer in the
+  snapshot, all of it is parameters. Of the
   readings (s, g) the optimizer allows, those under which at least 90 % of the bytes come in whole
   multiples of k fit; one whose k divides another fitting one's is implied by it (a count divisible
   by 4 is divisible by 2) and the more specific stands; of the rest, the one that explains the most
@@ -97,11 +99,6 @@ def _display(module: str) -> str:
             "radam": "RAdam"}.get(module, module.capitalize())  # fmt: skip
 
 
-def has_optimizer(trace: MemoryTrace) -> bool:
-    """Whether the snapshot shows an optimizer: frames in torch/optim/, or an annotation naming one."""
-    return optimizer_of(trace) is not None
-
-
 @dataclass
 class BeforeTrace:
     """How the memory allocated before the trace splits: per allocation, the shares of its bytes that are
@@ -133,7 +130,7 @@ def split_before_trace(
     as a parameter and its states."""
     if optimizer is True:
         optimizer = Optimizer("", (2, 1))
-    if not optimizer:
+    if not optimizer or not len(sizes):  # no optimizer, or nothing from before the trace to split
         return BeforeTrace(np.tile([1.0, 0.0, 0.0, 0.0], (len(sizes), 1)))
     rounded = allocator_size(sizes)
     keys, inverse, counts = np.unique(rounded, return_inverse=True, return_counts=True)
@@ -312,6 +309,8 @@ READING = {(2, 0): "a parameter and 2 optimizer states (Adam, AdamW)",
 def before_trace_note(trace: MemoryTrace, memory: DeviceMemory, split: BeforeTrace) -> str:
     """What the memory from before the trace was read as, and why."""
     before_bytes = float(memory.allocations.loc[memory.allocations["before_trace"].to_numpy(), "size"].sum())
+    if not before_bytes:
+        return "nothing was allocated before the trace began: every allocation has its frames"
     head = f"before the trace: {before_bytes / MIB:,.1f} MiB allocated with no frames"
     optimizer = optimizer_of(trace)
     if optimizer is None:

@@ -71,7 +71,7 @@ def overlap_table(
             communication, overlapped = overlap_of(ops, chosen)
             rows.append({"GPU": f"cuda:{int(device)}", "Step": label, COMM: communication, OVERLAPPED: overlapped,
                          EXPOSED: communication - overlapped})  # fmt: skip
-    table = pd.DataFrame(rows)
+    table = pd.DataFrame(rows, columns=["GPU", "Step", COMM, OVERLAPPED, EXPOSED])
     if step_index is None:
         table = table.drop(columns=["Step"])
     communication = table[COMM].to_numpy(float)

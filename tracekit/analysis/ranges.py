@@ -18,9 +18,7 @@ from tracekit.analysis.attribution import ATTRIBUTION_COLUMNS, GPU_OPS, GPU_SPAN
 from tracekit.errors import UsageError
 from tracekit.model.result import Result
 from tracekit.model.selection import domain_names, known_names, match, no_ranges_reason, op_name, relabel, subtree
-from tracekit.model.trace import Trace
-
-TORCH_PROFILER = "torch.profiler"  # the tool a torch.profiler trace's metadata names
+from tracekit.model.trace import TORCH_PROFILER, Trace
 
 RANGE = "Range"
 STYLE = "Style"
@@ -234,6 +232,20 @@ def range_within(
     )
 
 
+def annotations_by_default(trace: Trace, domain: str | None) -> tuple[str | None, list[str]]:
+    """The domain ``tracekit ranges`` lists: the one asked for, else, in a torch.profiler trace, its
+    record_function annotations (CPU operators outnumber them many times over), with a note saying
+    where the rest is; in a trace that does not tell them apart (torch 1.8), everything."""
+    if domain is not None or trace.meta.tool != TORCH_PROFILER:
+        return domain, []
+    annotations = domain_names(trace.ranges, "default")[1]
+    if not annotations.any() or annotations.all():
+        return domain, []
+    note = (f"record_function annotations only: {int((~annotations).sum()):,} CPU operators and GPU-side spans are "
+            "domains cpu_op and gpu (--domain cpu_op lists the operators)")  # fmt: skip
+    return "default", [note]
+
+
 def range_summary(
     trace: Trace,
     top: int | None = None,
@@ -255,15 +267,7 @@ def range_summary(
     if within:
         table = range_within(trace, within, same_thread, raw_names, domain)
         return Result.of("within", table, f"Inside {within}: {trace.name}", trace.range_notes + trace.warnings)
-    notes = []
-    if domain is None and trace.meta.tool == TORCH_PROFILER:
-        # CPU operators outnumber annotations many times over: the annotations unless asked for more
-        others = domain_names(trace.ranges, "default")[1]
-        if others.any() and not others.all():
-            operators = int((~others).sum())
-            domain = "default"
-            notes.append(f"record_function annotations only: {operators:,} CPU operators and GPU-side spans are "
-                         "domains cpu_op and gpu (--domain cpu_op lists the operators)")  # fmt: skip
+    domain, notes = annotations_by_default(trace, domain)
     table = range_table(trace, same_thread, top, raw_names, domain)
     if not raw_names:
         names = ranges_of(trace, domain)["name"].unique()

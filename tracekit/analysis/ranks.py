@@ -40,12 +40,6 @@ SPREAD_METRICS = [STEP_TIME, BUSY, IDLE, TYPE_COLUMNS["computation"], TYPE_COLUM
 KERNEL_TOP = 15
 
 
-def step_durations(trace: Trace, step_range: str | None = None) -> np.ndarray:
-    """Durations (ns) of the trace's steps (``steps.step_rows``)."""
-    steps = step_rows(trace, step_range)
-    return steps["duration"].to_numpy() if not steps.empty else np.zeros(0, dtype=np.int64)
-
-
 def collective_name(kernel: str) -> str:
     """ "ncclKernel_AllReduce_RING_LL_Sum_float(...)" -> "AllReduce"; other names stay whole."""
     found = COLLECTIVE.match(kernel)
@@ -76,18 +70,23 @@ def ranks_part(trace: Trace, part: Part, options: dict[str, Any], limit: int) ->
     labels = np.asarray(ops["name"].cat.categories, dtype=object)
     collective_names = np.asarray([collective_name(str(name)) for name in labels], dtype=object)
     kernel = (ops["kind"] == "kernel").to_numpy()
+    unknown = int((counted & (devices < 0)).sum())
+    if len(gpus) > 1 and unknown:
+        part.notes.append(f"{unknown:,} GPU operations ran on an unknown device: they count in no GPU's row")
     part.pieces["rows"] = []
     for gpu, mine in groups:
         own = steps if gpu is None else steps.loc[steps["pid"].isin(np.unique(launcher[mine])).to_numpy()]
         step_ns = own["duration"].to_numpy() if not own.empty else np.zeros(0, dtype=np.int64)
         busy = device_busy(ops, np.where(mine, 0, -1)).set_index("GPU")
-        total = busy.loc[SUM] if SUM in busy.index else busy.iloc[0]
+        # the GPUs summed; one GPU: its row; none (no op in the window): zeros
+        chosen = busy.loc[[SUM]] if SUM in busy.index else busy.iloc[:1]
+        totals = {column: int(chosen[column].sum()) for column in ("Busy (ns)", "Span (ns)", "Idle (ns)")}
         row: dict[str, Any] = {
             STEPS: len(step_ns),
             STEP_TIME: float(step_ns.mean()) if len(step_ns) else np.nan,
-            BUSY: int(total["Busy (ns)"]),
-            SPAN: int(total["Span (ns)"]),
-            IDLE: int(total["Idle (ns)"]),
+            BUSY: totals["Busy (ns)"],
+            SPAN: totals["Span (ns)"],
+            IDLE: totals["Idle (ns)"],
         }
         for index, kind in enumerate(TYPES):
             row[TYPE_COLUMNS[kind]] = int(durations[mine & (types == index)].sum())
@@ -139,7 +138,8 @@ class RanksMerger:
             label = {key: key[1] for key in self.rows}
         else:
             label = {key: labels[key[0]] for key in self.rows}
-        order = sorted(self.rows, key=lambda key: (label[key], key))
+        # by input, then GPU number (cuda:2 before cuda:10)
+        order = sorted(self.rows, key=lambda key: (label[key] if not split else "", key[0], _gpu_number(key[1])))
         table = pd.DataFrame([{column: label[key], **self.rows[key]} for key in order])
         steps = table[STEP_TIME].to_numpy(float)
         if np.isfinite(steps).any() and len(table) > 1:
@@ -166,6 +166,10 @@ class RanksMerger:
         return tables, notes + _straggler_note(table, column)
 
 
+def _gpu_number(gpu: str) -> int:
+    return int(gpu.removeprefix("cuda:")) if gpu.startswith("cuda:") else -1
+
+
 def _spread(table: pd.DataFrame, column: str) -> pd.DataFrame:
     rows = []
     for metric in SPREAD_METRICS:
@@ -173,11 +177,20 @@ def _spread(table: pd.DataFrame, column: str) -> pd.DataFrame:
         if not np.isfinite(values).any() or not np.nan_to_num(values).any():  # nothing, or zero everywhere
             continue
         low, high = int(np.nanargmin(values)), int(np.nanargmax(values))
-        rows.append({"Figure": metric.removesuffix(" (ns)"), f"Min {column}": table[column].iloc[low], "Min (ns)": values[low],
-                     f"Max {column}": table[column].iloc[high], "Max (ns)": values[high],
-                     "Median (ns)": float(np.nanmedian(values)), "Spread (ns)": values[high] - values[low],
-                     "Spread (%)": stats.round_half_away((values[high] - values[low]) * 100 / values[low], 1)
-                     if values[low] else 0.0})  # fmt: skip
+        rows.append(
+            {
+                "Figure": metric.removesuffix(" (ns)"),
+                f"Min {column}": table[column].iloc[low],
+                "Min (ns)": values[low],
+                f"Max {column}": table[column].iloc[high],
+                "Max (ns)": values[high],
+                "Median (ns)": float(np.nanmedian(values)),
+                "Spread (ns)": values[high] - values[low],
+                "Spread (%)": stats.round_half_away((values[high] - values[low]) * 100 / values[low], 1)
+                if values[low]
+                else None,
+            }
+        )  # fmt: skip  (no share of nothing)
     return pd.DataFrame(rows)
 
 

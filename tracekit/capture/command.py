@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -26,9 +27,11 @@ from pathlib import Path
 from tracekit import __version__, annotate, nsys_tool
 from tracekit.capture import watchdog
 from tracekit.capture.nsys import from_result, read_result
+from tracekit.capture.process_group import INTERRUPT_GRACE_S, end_group, stop_group
 from tracekit.capture.run_folder import NewRun
 from tracekit.errors import CaptureError, NsysNotFoundError, TracekitError
 from tracekit.runs import Run, default_name
+from tracekit.signals import Interrupted, raising_interrupted
 from workloads.config import RunConfig
 
 LAUNCHER = Path(__file__).resolve().with_name("program_launch.py")
@@ -76,21 +79,30 @@ def capture_command(options: CommandOptions) -> CommandCapture:
     if executable is None:
         raise CaptureError(f"command not found: {options.command[0]}")
     profiler, nsys = _choose_profiler(options)
-    name = options.name or _default_name(options.command, options.workload)
-    run = NewRun(options.out, name, replace=options.name is not None)
-    partial = run.folder
-    started = time.monotonic()
-    try:
-        notes = _record(run, options, profiler, nsys, started)
-    except BaseException as error:
+    name = options.name if options.name is not None else _default_name(options.command, options.workload)
+    with raising_interrupted():  # SIGTERM too ends in the cleanup below: lock released, folder published
+        run = NewRun(options.out, name, replace=options.name is not None)
+        partial = run.folder
+        started = time.monotonic()
+        try:
+            notes = _record(run, options, profiler, nsys, started)
+        except BaseException as error:
+            final = run.publish()
+            _name_final_folder(final)
+            if isinstance(error, TracekitError):  # name the folder where the run is now
+                raise type(error)(str(error).replace(str(partial), str(final.folder))) from None
+            if isinstance(error, OSError):  # a full disk, say: one line naming where the run is now
+                raise CaptureError(f"{error.strerror or error} while writing {final.folder}") from None
+            raise
         final = run.publish()
-        if isinstance(error, TracekitError):  # name the folder where the run is now
-            raise type(error)(str(error).replace(str(partial), str(final.folder))) from None
-        raise
-    final = run.publish()
-    if final.manifest and final.manifest.get("name") != final.folder.name:  # written inside the hidden folder
-        final.write_manifest({**final.manifest, "name": final.folder.name})
+    _name_final_folder(final)
     return CommandCapture(final, final.point_latest(), profiler, notes)
+
+
+def _name_final_folder(final: Run) -> None:
+    """run.json names the folder the run was published as, not the hidden one it was written in."""
+    if final.manifest and final.manifest.get("name") != final.folder.name:
+        final.write_manifest({**final.manifest, "name": final.folder.name})
 
 
 def _choose_profiler(options: CommandOptions) -> tuple[str, str | None]:
@@ -181,9 +193,10 @@ def _record(run: NewRun, options: CommandOptions, profiler: str, nsys: str | Non
     }
     if options.workload is not None:
         manifest["config"] = {**asdict(options.workload), "memory": options.memory}
+    interrupted = None
     if profiler == "torch":
         environment[annotate.ENV_TORCH_TRACE] = str(run.torch_trace_target())
-        status = _run_plain(program, environment, run)
+        status, interrupted = _run_plain(program, environment, run)
     else:
         assert nsys is not None
         window = _marks_steps(options.command)
@@ -197,7 +210,7 @@ def _record(run: NewRun, options: CommandOptions, profiler: str, nsys: str | Non
         environment["NSYS_NVTX_PROFILER_REGISTER_ONLY"] = "0"
         manifest.update({"trace": trace, "nsys_command": command})
         manifest["versions"]["nsys"] = nsys_tool.nsys_version(nsys)
-        status = _run_under_nsys(command, environment, run, marker if python else None, options)
+        status, interrupted = _run_under_nsys(command, environment, run, marker if python else None, options)
     program_state: dict[str, object] = {"exit_status": status}
     manifest["program"] = program_state
     manifest.update(_program_facts(run))
@@ -209,12 +222,16 @@ def _record(run: NewRun, options: CommandOptions, profiler: str, nsys: str | Non
     if run.launch_note.exists():
         notes.append(WHOLE_NOTE)
         run.launch_note.unlink()
-    if status != 0:
+    if status != 0 and not interrupted:
         _finish(run, manifest, "failed", notes, started)
         raise CaptureError(f"the program exited with status {status}: {_tail(run.program_log)} "
                            f"(its output: {run.program_log})")  # fmt: skip
     if profiler == "torch":
         if not run.torch_trace_target().exists():
+            if interrupted:
+                _finish(run, manifest, "interrupted", notes, started)
+                raise CaptureError(f"capture interrupted ({interrupted}): the program was stopped before it wrote "
+                                   f"its trace; its output is in {run.program_log}")  # fmt: skip
             _finish(run, manifest, "failed", notes, started)
             raise CaptureError(
                 "the program wrote no torch.profiler trace: a program started other than `python SCRIPT` or "
@@ -224,11 +241,14 @@ def _record(run: NewRun, options: CommandOptions, profiler: str, nsys: str | Non
     else:
         assert nsys is not None  # chosen with the profiler
         report = run.report_target()
-        if not report.exists() and run.stream.exists():
+        if not report.exists() and run.stream.exists():  # also after an interruption: the recording is kept
             nsys_tool.import_qdstrm(run.stream, report, nsys)
             run.stream.unlink()
         if not report.exists():
-            _finish(run, manifest, "failed", notes, started)
+            _finish(run, manifest, "interrupted" if interrupted else "failed", notes, started)
+            if interrupted:
+                raise CaptureError(f"capture interrupted ({interrupted}): nsys and the program were stopped before "
+                                   "nsys wrote a report")  # fmt: skip
             raise CaptureError(f"nsys wrote no report: {_tail(run.log)} (full log: {run.log})")
         export = nsys_tool.export_sqlite(report, nsys)
         files = {"report": report.name, "export": export.name}
@@ -238,6 +258,11 @@ def _record(run: NewRun, options: CommandOptions, profiler: str, nsys: str | Non
         files["memory"] = snapshot.name if snapshot else None
         if snapshot is None:
             notes.append("no memory snapshot: they need CUDA and a program that marks its steps")
+    if interrupted:
+        _finish(run, manifest, "interrupted", notes, started)
+        kept = ", ".join(name for name in run.files if name != "run.json")
+        raise CaptureError(f"capture interrupted ({interrupted}): the program was stopped; what it recorded is in "
+                           f"{run.folder} ({kept}; run.json: interrupted)")  # fmt: skip
     _finish(run, manifest, "complete", notes, started)
     return notes
 
@@ -276,34 +301,46 @@ def _program_facts(run: Run) -> dict:
     return merged
 
 
-def _run_plain(program: list[str], environment: dict, run: Run) -> int:
+def _run_plain(program: list[str], environment: dict, run: Run) -> tuple[int, str | None]:
+    """Run the program in a process group of its own; (its exit status, the interruption or None).
+
+    Ctrl-C or SIGTERM to tracekit: the program's group gets SIGINT, then SIGTERM and SIGKILL if it does
+    not end (``INTERRUPT_GRACE_S``); a second signal kills it at once. Children the program leaves
+    running after it exits are ended (``end_group``)."""
     with open(run.program_log, "w") as log:
         try:
-            process = subprocess.Popen(program, stdout=log, stderr=subprocess.STDOUT, env=environment)
+            process = subprocess.Popen(program, stdout=log, stderr=subprocess.STDOUT, env=environment,
+                                       start_new_session=True)  # fmt: skip
         except OSError as error:
             raise CaptureError(f"cannot start {program[0]}: {error.strerror or error}") from None
+        interrupted = None
         try:
-            return process.wait()
-        except KeyboardInterrupt:
-            process.terminate()
-            process.wait()
-            raise CaptureError("capture interrupted (Ctrl-C): the program was stopped") from None
+            status = process.wait()
+        except Interrupted as interruption:
+            interrupted = interruption.name
+            status = stop_group(process, INTERRUPT_GRACE_S.get(interruption.name, 3.0))
+        end_group(process.pid)
+        return status, interrupted
 
 
-def _run_under_nsys(command: list[str], environment: dict, run: Run, marker: str | None, options) -> int:
+def _run_under_nsys(
+    command: list[str], environment: dict, run: Run, marker: str | None, options
+) -> tuple[int, str | None]:
     """nsys's own output goes to nsys.log, the program's to program.log (through the launcher's
-    descriptors: nsys passes its own to the program, so both land in nsys.log for other programs)."""
+    descriptors: nsys passes its own to the program, so both land in nsys.log for other programs).
+    nsys runs in a session of its own: a signal to tracekit's process group reaches it once, from the
+    watchdog (a second SIGINT makes nsys abandon its report outside the run folder)."""
     with open(run.log, "w") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=environment)
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=environment,
+                                   start_new_session=True)  # fmt: skip
         # The program is found by its marker (Python programs, through the launcher); others are not
         # watched for a late exit, and never counted as "not started".
         watched = watchdog.watch(process, options.command[0], marker or f"{run.folder}/unmatched", options.exit_grace_s,
                                  start_timeout_s=options.start_timeout_s if marker else None)  # fmt: skip
-    if watched.interrupted:
-        raise CaptureError(f"capture interrupted ({watched.interrupted}): nsys and the program were stopped")
     if marker is None:  # a program outside the launcher wrote into nsys's output
         shutil.copyfile(run.log, run.program_log)
-    return watched.returncode or 0
+    interrupted = {"SIGINT": "Ctrl-C"}.get(watched.interrupted or "", watched.interrupted)
+    return (watched.returncode or 0), interrupted
 
 
 def _gpu_present() -> bool:
@@ -319,13 +356,22 @@ def _finish(run: Run, manifest: dict, status: str, notes: list[str], started: fl
     run.write_manifest(manifest)
 
 
+# What nsys itself prints around a program's output (a program outside the launcher shares nsys's log):
+# left out of the lines that say why the program failed.
+NSYS_LINE = re.compile(
+    r"^(Collecting data|Generating|Generated|Processing|Importing|Exporting|Capture range|Stopping|"
+    r"The target application|The application terminated|WARNING:|NOTICE:|SKIPPED:|\[\d+/\d+\])"
+)
+
+
 def _tail(log: Path, lines: int = 3) -> str:
+    """The program's last lines: not libkineto's start/stop lines, nor nsys's own messages."""
     try:
         text = [
             line.strip()
             for line in log.read_text(errors="replace").splitlines()
-            if line.strip() and not line.startswith("USDT:")
-        ]  # fmt: skip  (libkineto's start/stop lines)
+            if line.strip() and not line.startswith("USDT:") and not NSYS_LINE.match(line.strip())
+        ]
     except OSError:
         return "no output"
     return " | ".join(text[-lines:])[-600:] or "nothing printed"

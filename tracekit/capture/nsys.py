@@ -25,6 +25,7 @@ from tracekit.capture import watchdog
 from tracekit.capture.run_folder import NewRun
 from tracekit.errors import CaptureError, TracekitError
 from tracekit.runs import Run, default_name
+from tracekit.signals import raising_interrupted
 from workloads.config import PHASES, STATS, RunConfig, phase_field
 
 CAPTURE_RANGE = annotate.CAPTURE_RANGE
@@ -121,18 +122,21 @@ def capture(options: CaptureOptions) -> Capture:
         if options.name is not None
         else default_name(config.model, config.context, config.mode, config.dtype, config.compile, config.attention)
     )
-    run = NewRun(options.out, name, replace=options.name is not None)
-    partial = run.folder
-    try:
-        notes = _record(run, nsys, options, started)
-    except BaseException as error:
+    with raising_interrupted():  # SIGTERM too ends in the cleanup below: lock released, folder published
+        run = NewRun(options.out, name, replace=options.name is not None)
+        partial = run.folder
+        try:
+            notes = _record(run, nsys, options, started)
+        except BaseException as error:
+            final = run.publish()
+            _name_final_folder(final)
+            if isinstance(error, TracekitError):  # say where the run folder is now, not where it was written
+                raise type(error)(str(error).replace(str(partial), str(final.folder))) from None
+            if isinstance(error, OSError):  # a full disk, say: one line naming where the run is now
+                raise CaptureError(f"{error.strerror or error} while writing {final.folder}") from None
+            raise
         final = run.publish()
         _name_final_folder(final)
-        if isinstance(error, TracekitError):  # say where the run folder is now, not where it was written
-            raise type(error)(str(error).replace(str(partial), str(final.folder))) from None
-        raise
-    final = run.publish()
-    _name_final_folder(final)
     latest = final.point_latest()
     if final.status == "failed":
         raise CaptureError(f"the workload failed: {program_failure(final)} (run folder {final.folder})")
@@ -170,7 +174,9 @@ def _record(run: Run, nsys: str, options: CaptureOptions, started: float) -> lis
     }
     notes: list[str] = []
     with open(run.log, "w") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=environment)
+        # a session of its own: a signal to our process group reaches nsys once, from the watchdog
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=environment,
+                                   start_new_session=True)  # fmt: skip
         watched = watchdog.watch(
             process, sys.executable, str(run.result_file), options.exit_grace_s, start_timeout_s=options.start_timeout_s
         )
@@ -196,14 +202,20 @@ def _record(run: Run, nsys: str, options: CaptureOptions, started: float) -> lis
         "killed_nsys": watched.killed_nsys,
         "killed_agents": watched.killed_agents,
         "killed_after_interruption": watched.killed_tree,
+        "killed_lingering": watched.killed_lingering,
     }
+    if watched.killed_lingering:
+        notes.append(f"the program left {len(watched.killed_lingering)} child process(es) running after it exited; "
+                     "they were stopped so that nsys could finish")  # fmt: skip
     if watched.interrupted:
-        _finish(run, manifest, "interrupted", notes, started, profiled)
         how = "Ctrl-C" if watched.interrupted == "SIGINT" else watched.interrupted
+        saved = _saved_after_interruption(run, nsys)  # a complete recording is imported, never thrown away
+        _finish(run, manifest, "interrupted", notes, started, profiled)
         raise CaptureError(
-            f"capture interrupted ({how}): nsys, the program and its agents were stopped; what nsys saved is in "
-            f"{run.folder} (run.json: interrupted)"
-        )
+            f"capture interrupted ({how}): nsys, the program and its agents were stopped; "
+            + (f"what nsys recorded is in {run.folder} ({', '.join(saved)}; run.json: interrupted)" if saved
+               else f"nsys saved nothing; {run.folder} holds its log (run.json: interrupted)")
+        )  # fmt: skip
     if watched.never_started:
         _finish(run, manifest, "failed", notes, started, profiled)
         raise CaptureError(
@@ -228,6 +240,23 @@ def _record(run: Run, nsys: str, options: CaptureOptions, started: float) -> lis
     _finish(run, manifest, status, notes, started, profiled)
     run.result_file.unlink(missing_ok=True)  # merged into run.json
     return notes
+
+
+def _saved_after_interruption(run: Run, nsys: str) -> list[str]:
+    """After an interruption: the report nsys wrote (importing its raw stream when it left one) and its
+    export; the files there are. A second interruption while importing gives up the import, keeping
+    what was on disk."""
+    from tracekit.signals import Interrupted
+
+    try:
+        if not run.report_target().exists() and run.stream.exists():
+            nsys_tool.import_qdstrm(run.stream, run.report_target(), nsys)
+            run.stream.unlink()
+        if run.report_target().exists():
+            nsys_tool.export_sqlite(run.report_target(), nsys)
+    except (TracekitError, Interrupted):
+        pass
+    return [path.name for path in (run.report_target(), run.folder / "trace.sqlite", run.stream) if path.exists()]
 
 
 def _report(run: Run, nsys: str, manifest: dict, notes: list[str], started: float, profiled: float) -> Path:

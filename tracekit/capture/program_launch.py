@@ -10,7 +10,8 @@ Under ``--profiler torch`` (TRACEKIT_PROFILER=torch) a program that never calls
 written when it ends; ``steps`` stops that one and records its measured steps instead. Whether the
 program was profiled whole is written to TRACEKIT_LAUNCH_NOTE for the capture's summary. When it ends,
 what the capture cannot see from outside (torch's version, the devices) goes to TRACEKIT_PROGRAM_FACTS,
-unless its ``annotate.steps`` wrote it already, with the steps it measured.
+unless its ``annotate.steps`` wrote it already, with the steps it measured. Processes the program
+leaves running when it ends are ended too (a profiler would wait for them).
 """
 
 import os
@@ -82,6 +83,51 @@ def main() -> None:
         from tracekit import annotate as marks
 
         marks.write_facts(replace=False)  # torch and devices of a program that marked no steps
+        _end_children()
+
+
+def _end_children(grace_s: float = 2.0) -> None:
+    """End the processes the program started and left running (Linux: found through /proc's parent
+    links): a profiler waits for the program's whole tree, so one lingering child would hold the
+    capture open (nsys waits for ever) or lose its report. SIGTERM, then SIGKILL after ``grace_s``."""
+    import signal
+    import time
+
+    def children_of(root: int) -> list[int]:
+        parents = {}
+        for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else []:
+            if entry.name.isdigit():
+                try:
+                    parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                except (OSError, IndexError, ValueError):
+                    continue
+        found, frontier = [], [root]
+        while frontier:
+            frontier = [pid for pid, parent in parents.items() if parent in frontier]
+            found += frontier
+        return found
+
+    left = children_of(os.getpid())
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in left:
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
+        deadline = time.monotonic() + grace_s
+        while left and time.monotonic() < deadline:
+            time.sleep(0.05)
+            left = [pid for pid in left if _running(pid)]
+        if not left:
+            return
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
 
 
 if __name__ == "__main__":

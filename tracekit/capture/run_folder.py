@@ -32,9 +32,19 @@ class NewRun(Run):
         check_run_name(name)
         out.mkdir(parents=True, exist_ok=True)
         self.out = out.resolve()
-        self.final_name = name
         self.replace = replace
-        self.lock = _claim(self.out / f".{name}.lock", name)
+        if replace:
+            self.lock = _claim(self.out / f".{name}.lock", name)
+        else:  # a default name another capture holds (one started the same second), or a run has: a suffix
+            base = name
+            while True:
+                name = _free_name(self.out, base)
+                try:
+                    self.lock = _claim(self.out / f".{name}.lock", name)
+                    break
+                except CaptureError:  # claimed between the look and the claim: the next one
+                    continue
+        self.final_name = name
         try:
             if replace:
                 _replaceable(self.out / name)  # refuse now, not after a long capture
@@ -72,6 +82,22 @@ class NewRun(Run):
         return Run(final)
 
 
+def _free_name(out: Path, name: str) -> str:
+    """``name``, or ``name-2``, ``name-3``, ...: the first that no run folder has and no live capture holds."""
+    candidate, suffix = name, 2
+    while (out / candidate).exists() or (out / candidate).is_symlink() or _held(out / f".{candidate}.lock"):
+        candidate, suffix = f"{name}-{suffix}", suffix + 1
+    return candidate
+
+
+def _held(lock: Path) -> bool:
+    try:
+        holder = int(lock.read_text().strip() or 0)
+    except (OSError, ValueError):
+        return False
+    return bool(holder) and _process_alive(holder)
+
+
 def user_umask() -> int:
     """The process's umask (reading it means setting it: set it straight back)."""
     mask = os.umask(0o022)
@@ -94,6 +120,8 @@ def check_run_name(name: str) -> None:
     problem = None
     if not name or len(name) > 200:
         problem = "must have 1 to 200 characters"
+    elif not name.strip() or name != name.strip():
+        problem = "must not be blank or start or end with spaces"
     elif "/" in name or "\\" in name or os.sep in name:
         problem = "must be a single folder name, without / or \\"
     elif name.startswith("."):

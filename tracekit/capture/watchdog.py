@@ -31,6 +31,7 @@ class WatchResult:
     killed_agents: list[int] = field(default_factory=list)
     interrupted: str | None = None  # "SIGINT" or "SIGTERM" when the user stopped the capture
     killed_tree: list[int] = field(default_factory=list)  # processes stopped after an interruption
+    killed_lingering: list[int] = field(default_factory=list)  # the program's children left after it exited
     never_started: bool = False  # nsys ran start_timeout_s without starting the program
 
 
@@ -139,10 +140,11 @@ def watch(
     program ``start_timeout_s`` after it began; then stop any agent of its session still running
     ``agent_grace_s`` later.
 
-    SIGINT (Ctrl-C, to the process group or to us alone) and SIGTERM interrupt the capture: nsys is
-    sent SIGINT unless the terminal already did (it then stops collecting and writes what it has),
-    given ``interrupt_grace_s`` to end, and then everything left of the tree (nsys, the program, their
+    SIGINT (Ctrl-C) and SIGTERM interrupt the capture: nsys (in a session of its own, so no signal of
+    ours reached it) is sent one SIGINT (it then stops collecting and writes what it has), given
+    ``interrupt_grace_s`` to end, and then everything left of the tree (nsys, the program, their
     children, the session's agents) is stopped by process id. A second signal stops it at once.
+    Children the program leaves running after it exits are stopped, so that nsys does not wait for them.
     """
     result = WatchResult()
     program_gone_at = None
@@ -153,6 +155,7 @@ def watch(
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     known: set[int] = set()  # every process of the tree seen, so that orphans are found too
+    program_tree: set[int] = set()  # the program's children and theirs, seen while it ran
     try:
         try:
             while process.poll() is None:
@@ -172,8 +175,13 @@ def watch(
                         result.never_started = True
                         result.killed_nsys = stop(process.pid)
                         break
-                elif program_gone_at is None and not _alive(result.program_pid):
+                elif program_gone_at is None and _alive(result.program_pid):
+                    program_tree.update(descendants(result.program_pid))
+                elif program_gone_at is None:
                     program_gone_at = time.monotonic()
+                    # Children the program left running: nsys waits for them (for ever, or until the grace
+                    # below kills nsys and loses the report); ended here, nsys finishes as for any program.
+                    result.killed_lingering = [pid for pid in sorted(program_tree) if _alive(pid) and stop(pid, 1.0)]
                 if program_gone_at is not None and time.monotonic() - program_gone_at > exit_grace_s:
                     result.killed_nsys = stop(process.pid)
                     break
@@ -184,7 +192,9 @@ def watch(
             # SIGINT could make it abandon what it is writing. A SIGTERM, or a SIGINT sent to us
             # alone, did not reach it.
             known.update(descendants(process.pid))
-            forward = not (interruption.name == "SIGINT" and _in_foreground())
+            # nsys runs in a session of its own (the capture starts it so): no signal of ours reached
+            # it; it gets exactly one SIGINT, from here (a second makes it abandon its report).
+            forward = True
             # SIGTERM comes from a process manager that sends SIGKILL soon after (docker: 10 s), which
             # would orphan nsys and the program: a short wind-down, so the whole tree is gone before it.
             grace = TERM_GRACE_S if interruption.name == "SIGTERM" else interrupt_grace_s
@@ -213,15 +223,6 @@ def watch(
         if stop(pid):
             result.killed_agents.append(pid)
     return result
-
-
-def _in_foreground() -> bool:
-    """Whether our process group is the terminal's foreground group (a typed Ctrl-C reaches all of it)."""
-    try:
-        with open("/dev/tty") as tty:
-            return os.tcgetpgrp(tty.fileno()) == os.getpgrp()
-    except OSError:
-        return False
 
 
 def _wind_down(process: subprocess.Popen, grace_s: float, forward: bool, collect: Callable[[], None]) -> None:

@@ -92,7 +92,12 @@ def capture(
 ):
     """Profile a built-in MODEL under Nsight Systems, or your own program: `tracekit capture -- python
     train.py` (nsys or torch.profiler, see --profiler). Writes traces/<name>/ with the trace, run.json
-    and (CUDA, --memory) a memory snapshot. Mark your steps with tracekit.annotate (README)."""
+    and (CUDA, --memory) a memory snapshot. Mark your steps with tracekit.annotate (README).
+
+    Processes the program leaves running when it exits are ended (a profiler would wait for them).
+    Ctrl-C or SIGTERM stops the program's whole process tree (SIGINT first, so that it can write what it
+    recorded; SIGTERM and SIGKILL if it does not end), keeps and imports what was recorded, and marks
+    run.json interrupted; a second Ctrl-C stops at once."""
     import shlex
 
     extra = tuple(shlex.split(nsys_args))

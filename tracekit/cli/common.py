@@ -12,6 +12,7 @@ import click
 from tracekit.errors import TracekitError, UsageError
 from tracekit.render import FILE_FORMATS, FORMATS, TIME_UNITS
 from tracekit.render.safe_text import printable
+from tracekit.signals import Interrupted
 
 if TYPE_CHECKING:
     from tracekit.model.result import Result
@@ -31,6 +32,8 @@ class TracekitGroup(click.Group):
                 return super().invoke(ctx)
         except TracekitError as error:  # messages quote names from the input: shown, never obeyed
             raise click.ClickException(printable(str(error))) from None
+        except Interrupted as interruption:  # Ctrl-C or SIGTERM while a command cleaned up after itself
+            raise click.ClickException(f"interrupted ({interruption.name})") from None
         except OSError as error:
             where = f": {error.filename}" if error.filename else ""
             raise click.ClickException(f"{error.strerror or error}{where}") from None

@@ -29,10 +29,12 @@ def many_options(function):
     """--workers, --dask, --scheduler, --strict, --exact-median-limit: for commands that take many inputs."""
 
     @click.option("--workers", type=click.IntRange(min=1), default=None,
-                  help="processes reading files at once (default: one per core; with --dask, the LocalCluster's)")  # fmt: skip
+                  help="processes reading files at once (default and at most: one per CPU this process may use; "
+                       "with --dask, the LocalCluster's)")  # fmt: skip
     @click.option("--dask", "use_dask", is_flag=True, help="read the files on Dask (a LocalCluster for this command)")
     @click.option("--scheduler", default=None, metavar="ADDRESS",
-                  help="read the files on this running Dask scheduler (tcp://host:8786); workers must see the same paths")  # fmt: skip
+                  help="read the files on this running Dask scheduler (tcp://host:8786); workers must see the same "
+                       "paths; the connection and handshake must complete within 20 s")  # fmt: skip
     @click.option(
         "--strict", is_flag=True, help="stop at the first input that cannot be read (default: report it, go on)"
     )

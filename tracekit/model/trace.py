@@ -23,6 +23,7 @@ from tracekit.model.reading import reading_later
 if TYPE_CHECKING:
     from tracekit.model.selection import Pattern
 
+TORCH_PROFILER = "torch.profiler"  # ``TraceMeta.tool`` of a torch.profiler (Kineto) trace
 TABLES = tuple(table.table for table in schema.TRACE_TABLES)
 SCHEMAS = {table.table: table for table in schema.TRACE_TABLES}
 T = TypeVar("T")

@@ -114,13 +114,27 @@ def _has_kernels(trace: Trace) -> bool:
         return False
 
 
+def _program_name(command: list) -> str | None:
+    """ "python train.py" of ["/usr/bin/python3", "train.py", "--token", "..."]: the executable's name
+    and, for an interpreter, the script or module; never the arguments."""
+    words = [str(word) for word in command if not str(word).startswith("-")]
+    if not words:
+        return None
+    name = Path(words[0]).name
+    if name.startswith("python") and len(command) > 1:
+        module = command[command.index("-m") + 1] if "-m" in command[:-1] else None
+        return f"{name} -m {module}" if module else f"{name} {Path(words[1]).name}" if len(words) > 1 else name
+    return name
+
+
 def _run_section(section: Document, run: Run) -> None:
     config = run.config
     steps, warmup = config.get("steps"), config.get("warmup")
     command = run.manifest.get("command") if "model" not in config else None
     rows = [
         ("status", run.status),
-        ("program", " ".join(map(str, command)) if isinstance(command, list) else None),
+        # the program, not its arguments: a command line may hold secrets (tokens, paths)
+        ("program", _program_name(command) if isinstance(command, list) else None),
         ("profiler", run.manifest.get("profiler")),
         ("model", config.get("model")),
         ("context", config.get("context")),

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tracekit.errors import InputNotFoundError, NotAnExportError, SnapshotError
-from tracekit.files import protect
+from tracekit.files import protect, require_file_or_folder
 from tracekit.nsys_tool import REPORT_MAGIC
 from tracekit.runs import Run
 
@@ -29,6 +29,7 @@ REPORT_SUFFIXES = (".nsys-rep", ".qdrep")
 PICKLE_PROTOCOL_2_PLUS = b"\x80"
 GZIP_MAGIC = b"\x1f\x8b"
 HEAD_BYTES = 64
+UTF8_BOM = b"\xef\xbb\xbf"
 
 
 @dataclass(frozen=True)
@@ -73,15 +74,16 @@ ACCEPTED = ", ".join(reader.describes for reader in TRACE_READERS) + " or a trac
 
 
 def _head(path: Path) -> bytes:
+    """The first bytes of ``path`` (a UTF-8 byte order mark left out: some tools write one before JSON),
+    once it is known to be a regular file: opening a FIFO would wait for a writer forever."""
+    require_file_or_folder(path)
     with open(path, "rb") as handle:
-        return handle.read(HEAD_BYTES)
+        return handle.read(HEAD_BYTES).removeprefix(UTF8_BOM)
 
 
 def trace_file(path: str | Path) -> Path:
     """The file behind a trace argument: the file itself, or a run folder's export (else its report)."""
-    path = Path(path)
-    if not path.exists():
-        raise InputNotFoundError(f"{path}: no such file or folder")
+    path = require_file_or_folder(path)
     run = Run.at(path)
     if run is None:
         return path
@@ -130,9 +132,7 @@ def open_snapshot(path: str | Path) -> MemoryTrace:
     executing anything from it."""
     from tracekit.sources.snapshot import load_snapshot
 
-    path = Path(path)
-    if not path.exists():
-        raise InputNotFoundError(f"{path}: no such file or folder")
+    path = require_file_or_folder(path)
     run = Run.at(path)
     file = run.require_snapshot() if run is not None else path
     protect(file)

@@ -41,6 +41,9 @@ TAIL_WINDOW = 2**16
 T = TypeVar("T")
 
 
+UTF8_BOM = b"\xef\xbb\xbf"  # some tools write one before the JSON: read as leading space
+
+
 class JsonTraceError(NotAnExportError):
     """The file is not a readable Chrome-trace JSON document."""
 
@@ -55,8 +58,9 @@ class Skeleton:
     array_document: bool = False  # the document is the bare array of events (JSON Array Format)
 
     def document(self) -> bytes:
-        """The document with an empty events array, for an ordinary JSON decoder."""
-        return bytes(self.head) + bytes(self.tail)
+        """The document with an empty events array, for an ordinary JSON decoder (which a leading byte
+        order mark would stop)."""
+        return bytes(self.head).removeprefix(UTF8_BOM) + bytes(self.tail)
 
 
 def open_binary(path: Path):
@@ -142,8 +146,9 @@ def event_spans(chunk: bytes) -> list[tuple[int, int]]:
 
 def find_events(block: bytes | bytearray, path: Path) -> tuple[int, bool] | None:
     """Offset just past the "[" that opens the events array, and whether the document is a bare array;
-    None when ``block`` (the document's start) does not reach it yet."""
-    text = block.lstrip()
+    None when ``block`` (the document's start) does not reach it yet. A UTF-8 byte order mark before it
+    (some tools write one) counts as leading space."""
+    text = block.removeprefix(UTF8_BOM).lstrip()
     skipped = len(block) - len(text)
     if text[:1] == b"[":
         return skipped + 1, True

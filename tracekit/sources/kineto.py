@@ -28,12 +28,12 @@ import pandas as pd
 from tracekit.model.kernel_names import split_name
 from tracekit.model.nesting import nest_ranges
 from tracekit.model.schema import GPU_OP_KINDS, GPU_OPS, RANGE_STYLES
-from tracekit.model.trace import Trace, TraceMeta
+from tracekit.model.trace import TORCH_PROFILER, Trace, TraceMeta
 from tracekit.sources.json_stream import JsonTraceError, Skeleton, decoded_chunks, find_events, open_binary, read_block
 from tracekit.sources.kineto_events import DOMAINS, EventColumns
 from tracekit.sources.kineto_parallel import Refused, parallel_columns, worker_count
 
-TOOL = "torch.profiler"
+TOOL = TORCH_PROFILER
 UNKNOWN = -1
 DOMAIN_NOTE = (
     "torch.profiler traces have no NVTX domains: record_function annotations are the default domain, "

@@ -34,17 +34,21 @@ ROLES = {
 }
 
 
+Number = int | float | str | bool | None  # what a numeric arg may hold in a file (``_int`` reads it)
+
+
 class Args(msgspec.Struct, gc=False):
     """The ``args`` fields tracekit reads, with the value an absent one reads as. Any of them may be
     text: ROCm's HIP events write ``"stream": "0x0"`` and ``"bytes": "128"``; a decimal string reads as
-    its number, other text as the absent value (``_ints``), never as a reason to drop the event."""
+    its number, other text, a fraction, true/false or null as the absent value (``_ints``), never as a
+    reason to drop the event."""
 
-    correlation: int | str = -1
-    device: int | str = -1
-    stream: int | str = -1
-    grid: list[int | str] | None = None  # None, not []: msgspec would build an empty list for every event
-    block: list[int | str] | None = None
-    bytes: int | str = 0
+    correlation: Number = -1
+    device: Number = -1
+    stream: Number = -1
+    grid: list[Number] | None = None  # None, not []: msgspec would build an empty list for every event
+    block: list[Number] | None = None
+    bytes: Number = 0
 
 
 NO_ARGS = Args()
@@ -204,19 +208,29 @@ def _id(value) -> int:
 
 
 def _ints(values: list, missing: int) -> np.ndarray:
-    """int64 of ints (or lists of ints); values outside int64, and text that is not a decimal integer
-    ("0x0", "", "n/a"), become ``missing``; decimal text ("128") reads as its number."""
-    try:
-        return np.asarray(values, dtype=np.int64)  # ints, and decimal strings: numpy parses them
-    except (OverflowError, ValueError, TypeError):
-        flat = np.asarray(values, dtype=object)
-        return np.vectorize(lambda value: _int(value, missing), otypes=[np.int64])(flat)
+    """int64 of ints (or lists of ints), one value at a time by ``_int`` unless they are all ints within
+    int64: so a value reads the same whatever its neighbours in the chunk."""
+    array = np.asarray(values)
+    if array.dtype.kind == "i" or (
+        array.dtype.kind == "u" and (not array.size or array.max() <= np.iinfo(np.int64).max)
+    ):
+        return array.astype(np.int64)
+    flat = np.asarray(values, dtype=object)
+    return (
+        np.vectorize(lambda value: _int(value, missing), otypes=[np.int64])(flat)
+        if flat.size
+        else flat.astype(np.int64)
+    )
 
 
 def _int(value, missing: int) -> int:
+    """An int within int64 as it is; decimal ASCII text ("128") or a whole float (128.0) as its number;
+    anything else (other text, a fraction, true/false, null, a number past int64) as ``missing``."""
     if type(value) is str:
         text = value.strip()
         value = int(text) if text.lstrip("+-").isdigit() and text.isascii() else missing
+    elif type(value) is float:
+        value = int(value) if value.is_integer() and abs(value) < 2**63 else missing
     return value if type(value) is int and -(2**63) <= value < 2**63 else missing
 
 

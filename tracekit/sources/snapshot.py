@@ -171,6 +171,9 @@ def _unpickle(file: Path):
             ) from None
 
 
+UNKNOWN_FRAME = {"filename": "?", "line": 0, "name": "?"}
+
+
 class _Stacks:
     """Distinct stacks, numbered. Snapshots share one list object among entries with the same stack
     (pickle keeps shared objects shared), so identity is a cheap first key."""
@@ -198,6 +201,9 @@ class _Stacks:
                         f"{FRAMES_LIMIT_VARIABLE}={len(frames)} to read it"
                     )
                 index = by_id[key] = len(lists)
+                # a frame is a dict; a damaged one (a flipped bit can make it a string) reads as unknown
+                if not all(type(frame) is dict for frame in frames):
+                    frames = [frame if type(frame) is dict else dict(UNKNOWN_FRAME) for frame in frames]
                 lists.append(frames)
             result[position] = index
         return result
