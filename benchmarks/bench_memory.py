@@ -28,7 +28,7 @@ from tracekit.sources.snapshot import load_snapshot
 from tracekit.analysis.memory_tables import memory_summary
 trace = load_snapshot(sys.argv[1])
 loaded = time.perf_counter()
-result = memory_summary(trace, top=20, by="both")  # peak, top 20, holders, timeline data
+result = memory_summary(trace, top=20, by="all")  # peak, top 20, holders, timeline data
 analysed = time.perf_counter()
 if sys.argv[2] == "plot":
     from tracekit.render.plots import save

@@ -17,10 +17,12 @@ MAX_LINES = 400
 # What each part of tracekit may import from tracekit (besides itself): the layers, lowest first.
 # errors and files (writing a file whole) are utilities everything may use; nsys_tool (the nsys
 # executable) and runs (a run folder's files) serve the registry, capture and report.
-UTILITIES = {"errors", "files", "signals"}  # signals: Ctrl-C and SIGTERM as an exception, for cleanups
+# signals: Ctrl-C and SIGTERM as an exception, for cleanups; session: what is process-wide
+UTILITIES = {"errors", "files", "signals", "session"}
 ALLOWED = {
-    "files": {"errors"},
+    "files": {"errors", "session"},
     "signals": set(),
+    "session": set(),
     "dask_client": UTILITIES,
     "annotate": set(),  # imported by users' training scripts: the standard library only
     "model": UTILITIES,
@@ -32,9 +34,23 @@ ALLOWED = {
     "export": UTILITIES | {"model", "analysis"},
     "capture": UTILITIES | {"runs", "nsys_tool", "annotate"},
     "parallel": UTILITIES | {"model", "sources", "analysis", "runs", "dask_client"},
-    "report": UTILITIES | {"model", "sources", "analysis", "render", "runs"},
+    "commands": UTILITIES | {"model", "sources", "analysis", "runs", "parallel"},
+    "api": UTILITIES | {"model", "analysis", "commands", "sources", "render"},
+    "report": UTILITIES | {"model", "sources", "analysis", "render", "runs", "commands"},
     "cli": UTILITIES
-    | {"model", "sources", "analysis", "render", "runs", "report", "capture", "export", "nsys_tool", "parallel"},
+    | {
+        "model",
+        "sources",
+        "analysis",
+        "render",
+        "runs",
+        "report",
+        "capture",
+        "export",
+        "nsys_tool",
+        "parallel",
+        "commands",
+    },
 }
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from nsys_builder import ExportBuilder
 
-from tracekit.model.selection import spec_patterns
+from tracekit.model.range_specs import spec_patterns
 from tracekit.sources import open_trace
 
 GEMM = "ampere_sgemm_128x64_tn"

@@ -16,6 +16,7 @@ from test_ranges import ADD, GEMM, build_step
 from tracekit.analysis.breakdown import breakdown_table, gpu_table, phase_breakdown
 from tracekit.analysis.kernels import category_table
 from tracekit.analysis.keyed_times import KeyedTimes
+from tracekit.analysis.options import BreakdownOptions
 from tracekit.analysis.ranges import range_table
 from tracekit.sources import open_trace
 
@@ -203,7 +204,7 @@ def test_a_trace_without_the_default_phases_says_so(tmp_path, trace):
     notes = phase_breakdown(other).notes
     assert len(notes) == 1 and notes[0].startswith("no range named forward, backward or optimizer in this trace")
     assert phase_breakdown(trace).notes == []  # the step fixture has all three
-    assert phase_breakdown(other, ["train_step"]).notes == []
+    assert phase_breakdown(other, BreakdownOptions(phases=["train_step"])).notes == []
 
 
 def test_ranges_of_many_processes_over_a_huge_span(tmp_path):

@@ -11,7 +11,8 @@ from nsys_builder import ExportBuilder
 from test_ranges import build_step
 
 from tracekit.analysis.kernels import kernel_table
-from tracekit.model.selection import spec_patterns
+from tracekit.model.range_specs import spec_patterns
+from tracekit.session import Session
 from tracekit.sources import cache as cache_module
 from tracekit.sources import open_trace
 
@@ -174,17 +175,17 @@ def test_the_cache_of_a_private_export_is_private(export):
 
 def test_a_command_writes_its_cache_behind_and_finishes_before_it_returns(export, cli):
     folder = export.with_name(export.name + cache_module.SUFFIX)
-    with cache_module.writing_behind():
+    with Session(write_behind=True) as session:
         trace = open_trace(export)
         ops = trace.gpu_ops
-        assert len(cache_module._WRITES) >= 1  # handed to a background write
-    assert not cache_module._WRITES  # every write joined when the block ends
+        assert len(session.pending_writes) >= 1  # handed to a background write
+    assert not session.pending_writes  # every write joined when the session ends
     assert (folder / "gpu_ops" / "columns.json").is_file() and not list(folder.glob(".*.partial"))
     pd.testing.assert_frame_equal(open_trace(export).gpu_ops, ops, check_categorical=False)
 
     shutil.rmtree(folder)
     assert cli("kernels", export).exit_code == 0  # the command line writes behind, and waits before it returns
-    assert not cache_module._WRITES and {path.name for path in folder.iterdir()} == {"key.json", "gpu_ops"}
+    assert {path.name for path in folder.iterdir()} == {"key.json", "gpu_ops"}
     assert not list(folder.glob(".*.partial"))
 
 
@@ -192,7 +193,7 @@ def test_a_table_being_written_is_served_from_memory(export):
     cache = cache_module.TableCache.for_export(export)
     assert cache is not None
     frame = open_trace(export).gpu_ops
-    with cache_module.writing_behind():
+    with Session(write_behind=True):
         with cache_module._STORING:  # hold the writer back: the table is pending, not yet on disk
             cache.store("gpu_ops", frame)
             assert cache.cached_columns("gpu_ops") == list(frame.columns)

@@ -40,7 +40,7 @@ def test_export_without_cuda_tables(cli, tmp_path):
     b = ExportBuilder("2022.4")
     b.push_pop(0, 100, "step")
     path = b.write(tmp_path / "cpu.sqlite")
-    assert_one_line_error(cli("kernels", path), "no CUDA kernels", "--trace=cuda")
+    assert_one_line_error(cli("kernels", path), "no CUDA kernels", "-t cuda")
     assert_one_line_error(cli("kernels", path, "--by", "category"), "no CUDA kernels")
 
 

@@ -19,11 +19,7 @@ from nsys_builder import ExportBuilder
 from snapshot_builder import SnapshotBuilder, stack
 from test_ranges import build_step
 
-from tracekit.analysis.breakdown import phase_breakdown
-from tracekit.analysis.diff import trace_diff
-from tracekit.analysis.kernels import kernel_summary
-from tracekit.analysis.memory_tables import compare_snapshots, memory_summary
-from tracekit.analysis.ranges import range_summary
+import tracekit
 from tracekit.model.result import Result
 from tracekit.render import FORMATS
 from tracekit.render import tables as renderer
@@ -59,13 +55,13 @@ def library(name: str, paths: dict) -> Result | None:
     """The Result each command's arguments (below) ask the library for; None for the benchmarks."""
     a, b = (lambda: open_trace(paths["a"])), (lambda: open_trace(paths["b"]))
     return {
-        "kernels": lambda: kernel_summary(b(), name="short"),
-        "kernels-category": lambda: kernel_summary(b(), by="category"),
-        "ranges": lambda: range_summary(b()),
-        "breakdown": lambda: phase_breakdown(b(), PHASES),
-        "diff": lambda: trace_diff(a(), b(), PHASES),
-        "memory": lambda: memory_summary(open_snapshot(paths["m1"]), 20, "allocation"),
-        "memory-compare": lambda: compare_snapshots(open_snapshot(paths["m1"]), open_snapshot(paths["m2"])),
+        "kernels": lambda: tracekit.kernels(b(), name="short"),
+        "kernels-category": lambda: tracekit.kernels(b(), by="category"),
+        "ranges": lambda: tracekit.ranges(b()),
+        "breakdown": lambda: tracekit.breakdown(b(), phases=PHASES),
+        "diff": lambda: tracekit.diff(a(), b(), phases=PHASES),
+        "memory": lambda: tracekit.memory(open_snapshot(paths["m1"]), top=20, by="allocation"),
+        "memory-compare": lambda: tracekit.memory([open_snapshot(paths["m1"]), open_snapshot(paths["m2"])]),
     }.get(name, lambda: None)()
 
 
@@ -166,7 +162,7 @@ def assert_records_equal(records: list[dict], expected: pd.DataFrame) -> None:
 
 def test_several_tables_on_standard_output(cli, inputs):
     """Without --output: csv prints each table after a "# name" line, json one object by table name."""
-    result = memory_summary(open_snapshot(inputs["m1"]), 20, "allocation")
+    result = tracekit.memory(open_snapshot(inputs["m1"]), top=20, by="allocation")
     as_json = json.loads(cli("memory", inputs["m1"], "--format", "json").stdout)
     assert list(as_json) == ["summary", "allocations"]
     assert_records_equal(as_json["allocations"], result.table("allocations"))
@@ -178,7 +174,7 @@ def test_several_tables_on_standard_output(cli, inputs):
 
 def test_units_are_converted_in_every_format(cli, inputs, tmp_path):
     trace = open_trace(inputs["b"])
-    expected = kernel_summary(trace, name="short").frame
+    expected = tracekit.kernels(trace, name="short").frame
     out = tmp_path / "k.parquet"
     assert (
         cli("kernels", inputs["b"], "--name", "short", "--unit", "us", "--format", "parquet", "-o", out).exit_code == 0

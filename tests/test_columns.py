@@ -13,6 +13,7 @@ from nsys_builder import ExportBuilder
 
 import tracekit.analysis.stats as stats
 from tracekit.model.schema import GPU_OPS
+from tracekit.session import current
 from tracekit.sources import nsys, open_trace, sqlite_columns
 from tracekit.sources.cache import TableCache
 from tracekit.sources.read_ahead import read_gpu_ops_ahead
@@ -150,7 +151,7 @@ def test_reads_started_ahead_are_taken_not_repeated(export, monkeypatch):
     trace.need("gpu_ops", ["kind", "duration", "name"])
     ops = trace.columns("gpu_ops", ["duration"])
     assert sorted(calls) == ["CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY"]  # once each
-    assert ops["duration"].tolist() == [100, 30, 60, 50] and not sqlite_columns._AHEAD
+    assert ops["duration"].tolist() == [100, 30, 60, 50] and not current().reads_ahead
 
 
 def test_read_ahead_leaves_what_is_not_an_export_to_the_command(tmp_path):
@@ -159,7 +160,7 @@ def test_read_ahead_leaves_what_is_not_an_export_to_the_command(tmp_path):
         path.write_bytes(content)
         read_gpu_ops_ahead(path, ["duration"])  # nothing raised, nothing started
     read_gpu_ops_ahead(tmp_path / "missing.sqlite", ["duration"])
-    assert not sqlite_columns._AHEAD
+    assert not current().reads_ahead
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -15,7 +15,12 @@ from nsys_builder import ExportBuilder
 
 from tracekit.analysis import merge_stats, stats
 from tracekit.analysis.many_inputs import Part
+from tracekit.analysis.options import KernelsOptions
+from tracekit.commands import COMMANDS
 from tracekit.parallel import expand_inputs, labels_for, rank_in_name, read_part
+from tracekit.session import Settings
+
+KERNELS_PART = COMMANDS["kernels"].part or ""
 
 # --- the merge of statistics ---------------------------------------------------------------------------
 
@@ -141,10 +146,10 @@ def test_dask_missing_is_one_line(cli, tmp_path, monkeypatch):
 
 def test_a_part_is_small_and_carries_no_trace(tmp_path):
     export(tmp_path / "a.sqlite", [(1000 * i, 1000 * i + 500 + i % 7, f"k{i % 5}") for i in range(1, 5001)])
-    part = read_part(str(tmp_path / "a.sqlite"), "a", "kernels", {}, limit=0)
+    part = read_part(str(tmp_path / "a.sqlite"), "a", KERNELS_PART, KernelsOptions(), 0, Settings())
     assert isinstance(part, Part)
     assert len(pickle.dumps(part)) < 20_000  # 5,000 kernels: a few KB of tables and buckets
-    with_samples = read_part(str(tmp_path / "a.sqlite"), "a", "kernels", {}, limit=10**6)
+    with_samples = read_part(str(tmp_path / "a.sqlite"), "a", KERNELS_PART, KernelsOptions(), 10**6, Settings())
     assert isinstance(with_samples, Part) and len(with_samples.pieces["kernels"].sample_values) == 5000
 
 
@@ -249,7 +254,7 @@ def test_report_of_several_runs_has_the_compare_table(cli, tmp_path):
 
 
 def test_the_cli_default_limit_is_the_library_default():
-    from tracekit.cli import many
+    from tracekit.analysis import options as many
 
     assert many.DEFAULT_EXACT_LIMIT == merge_stats.DEFAULT_EXACT_LIMIT
 

@@ -10,7 +10,9 @@ from snapshot_builder import SnapshotBuilder, stack
 
 from tracekit.analysis.memory import replay
 from tracekit.analysis.memory_tables import compare, holders_at_peak, largest_at_peak, memory_summary, phases
+from tracekit.commands.command_line import flag_name
 from tracekit.errors import SnapshotError
+from tracekit.session import Session
 from tracekit.sources.snapshot import load_snapshot
 
 MIB = 2**20
@@ -270,10 +272,13 @@ def test_the_summary_says_which_device_it_shows_and_the_out_of_memory_errors(tmp
     b._event(1, "oom", 0, 64 * MIB, 0, [])  # the allocation that failed: never given memory
     trace = load_snapshot(b.dump(tmp_path / "oom.pickle"))
     notes = memory_summary(trace, timeline=False).notes
+    # the library names the option by its parameter; the command line, by its flag
     assert (
-        "the snapshot traces 2 devices: cuda:1 has the highest peak and is shown; --device N shows another (cuda:0)"
+        "the snapshot traces 2 devices: cuda:1 has the highest peak and is shown; device N shows another (cuda:0)"
         in notes
     )
+    with Session(option_name=flag_name):
+        assert any("; --device N shows another (cuda:0)" in note for note in memory_summary(trace).notes)
     oom = [note for note in notes if "out-of-memory" in note]
     assert oom == ["the snapshot records 1 out-of-memory error (cuda:1 at event 1, asking for 64.0 MiB); the failed "
                    "allocation is in no table: it never got memory"]  # fmt: skip

@@ -245,14 +245,14 @@ def test_a_forked_process_reads_with_threads_of_its_own(tmp_path):
     and must start its own rather than queue chunks for threads that do not exist there."""
     import multiprocessing
 
-    from tracekit.sources import read_pool
+    from tracekit.session import current
 
     b = ExportBuilder("2026.2")
     for i in range(20):
         b.kernel(i * 100, i * 100 + i, "k")
     path = b.write(tmp_path / "fork.sqlite")
     assert read_nsys_export(path).gpu_ops["duration"].sum() == sum(range(20))  # the pool now runs here
-    assert read_pool._POOL
+    assert "read_pool" in current().resources
     with multiprocessing.get_context("fork").Pool(1) as pool:
         assert pool.apply_async(_durations_in_child, (str(path),)).get(timeout=60) == sum(range(20))
 

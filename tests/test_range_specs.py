@@ -9,7 +9,7 @@ import pytest
 from nsys_builder import ExportBuilder
 
 from tracekit.errors import UsageError
-from tracekit.model.selection import op_name, parse_spec, split_specs
+from tracekit.model.range_specs import op_name, parse_spec, split_specs
 from tracekit.sources import open_trace
 
 GEMM = "ampere_sgemm_128x64_tn"

@@ -14,8 +14,8 @@ from nsys_builder import ExportBuilder
 from tracekit.analysis.attribution import range_gpu_stats
 from tracekit.analysis.kernels import category_table, kernel_table
 from tracekit.analysis.ranges import range_table, range_tree, range_within
+from tracekit.analysis.selection import select_ranges
 from tracekit.errors import NoGpuDataError, UsageError
-from tracekit.model.selection import select_ranges
 from tracekit.sources.nsys import read_nsys_export
 
 GEMM = "ampere_sgemm_128x64_tn"

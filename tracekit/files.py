@@ -18,26 +18,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tracekit.errors import InputNotFoundError, UsageError
-
-# Files this process read as inputs (real paths, and (device, inode) so a hard link counts too):
-# never written over (see ``protect``).
-_INPUTS: set[str] = set()
-_INPUT_IDS: set[tuple[int, int]] = set()
-
-
-def _identity(path: str | Path) -> tuple[int, int] | None:
-    try:
-        status = os.stat(path)
-    except OSError:
-        return None
-    return status.st_dev, status.st_ino
+from tracekit.session import current
 
 
 def protect(*paths: str | Path | None) -> None:
-    """Mark files as inputs of the running command: ``check_target`` refuses to write over them, so a
-    mistyped ``-o`` cannot destroy the trace it was reading."""
-    _INPUTS.update(os.path.realpath(path) for path in paths if path is not None)
-    _INPUT_IDS.update(identity for path in paths if path is not None and (identity := _identity(path)))
+    """Mark files as inputs of the current session (``tracekit.session``: one per command on the command
+    line): ``check_target`` refuses to write over them, so a mistyped ``-o`` cannot destroy the trace
+    it was reading."""
+    current().protect(*paths)
 
 
 KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
@@ -69,17 +57,11 @@ def require_file_or_folder(path: str | Path) -> Path:
     return Path(path)
 
 
-def forget_inputs() -> None:
-    """A new command starts (the CLI calls this; in-process tests run many)."""
-    _INPUTS.clear()
-    _INPUT_IDS.clear()
-
-
 def check_target(path: str | Path) -> Path:
     """The file ``path`` names (through symbolic links); UsageError, naming ``path``, when its folder
     does not exist, it is itself a folder, or it is one of the command's inputs."""
     target = Path(os.path.realpath(path))
-    if str(target) in _INPUTS or (_INPUT_IDS and _identity(target) in _INPUT_IDS):
+    if current().is_input(target):
         raise UsageError(f"{path} is an input of this command and would be overwritten: give another output name")
     if target.is_dir() or str(path).endswith(os.sep):
         raise UsageError(f"{path} is a folder: give a file name")

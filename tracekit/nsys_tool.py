@@ -17,6 +17,7 @@ import uuid
 from pathlib import Path
 
 from tracekit.errors import NsysExportError, NsysNotFoundError
+from tracekit.session import current
 
 # Where installers put nsys when it is not on PATH (searched in this order, newest version first).
 NSYS_LOCATIONS = [
@@ -42,13 +43,17 @@ EXPORT_TIMEOUT_S = 600
 
 
 def find_nsys(explicit: str | os.PathLike | None = None) -> str:
-    """Path of the nsys executable: ``explicit``, else $TRACEKIT_NSYS, else PATH, else usual install places."""
+    """Path of the nsys executable: ``explicit``, else the session's (``--nsys``, the API's ``nsys=`` or
+    $TRACEKIT_NSYS: one that is not an executable is an error), else PATH, else usual install places."""
+    session = current()
+    explicit = explicit or session.settings.nsys
     if explicit:
         path = shutil.which(str(explicit)) or (str(explicit) if os.access(explicit, os.X_OK) else None)
         if not path or os.path.isdir(path):
-            raise NsysNotFoundError(f"--nsys {explicit}: no such executable; {INSTALL_HINT}")
+            given = f"{session.option_name('nsys')} or TRACEKIT_NSYS"
+            raise NsysNotFoundError(f"{explicit} (given with {given}): no such executable; {INSTALL_HINT}")
         return path
-    for candidate in (os.environ.get("TRACEKIT_NSYS"), shutil.which("nsys")):
+    for candidate in (shutil.which("nsys"),):
         if candidate and os.access(candidate, os.X_OK):
             return candidate
     for pattern in NSYS_LOCATIONS:
@@ -153,7 +158,7 @@ def _export_path(report: Path) -> Path:
     beside = report.with_suffix(".sqlite")
     if os.access(report.parent, os.W_OK):
         return beside
-    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "tracekit" / "exports"
+    cache = Path(current().settings.cache_home) / "tracekit" / "exports"
     cache.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha1(str(report.resolve()).encode()).hexdigest()[:16]
     return cache / f"{report.stem}-{digest}.sqlite"

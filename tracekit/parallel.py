@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gc
 import glob
+import importlib
 import os
 import re
 import sys
@@ -24,12 +25,16 @@ from typing import TYPE_CHECKING, Any
 
 from tracekit.errors import InputNotFoundError, TracekitError, UsageError
 from tracekit.files import not_a_file, protect, require_file_or_folder
+from tracekit.model.options import Options, named
 from tracekit.runs import Run
+from tracekit.session import Session, Settings
 from tracekit.signals import Interrupted, raising_interrupted
 
 if TYPE_CHECKING:  # pandas comes with them: only the many-inputs path loads them (``is_many`` does not)
     from tracekit.analysis.many_inputs import Failure, Part
+    from tracekit.analysis.options import ManyOptions
     from tracekit.model.result import Result
+    from tracekit.model.trace import Trace
 
 TRACE_SUFFIXES = (".sqlite", ".nsys-rep", ".qdrep", ".json", ".json.gz")
 LABEL_SUFFIXES = (".pt.trace.json.gz", ".pt.trace.json", ".json.gz", ".json", ".sqlite", ".nsys-rep", ".qdrep")
@@ -162,24 +167,30 @@ def rank_in_name(label: str) -> int | None:
     return int(found.group(1)) if found else None
 
 
-def read_part(source: str, label: str, command: str, options: dict[str, Any], limit: int) -> Part | Failure:
-    """One input's Part, or its Failure; the task a worker runs (never raises for a bad file)."""
-    from tracekit.analysis.many_inputs import Failure, Part
+def new_part(source: str, label: str, trace: Trace) -> Part:
+    """The Part an input starts as: its rank (the trace's, else one written in its name) and, for a run
+    folder, its configuration."""
+    from tracekit.analysis.many_inputs import Part
 
-    os.environ["TRACEKIT_WORKERS"] = "1"  # one file per worker already uses the cores; daemons may not fork
+    run = Run.at(source)
+    rank = trace.meta.rank if trace.meta.rank is not None else rank_in_name(label)
+    return Part(source, label, rank, config=run.config if run is not None and run.is_run else {})
+
+
+def read_part(source: str, label: str, part: str, options: Options, limit: int, settings: Settings) -> Part | Failure:
+    """One input's Part, or its Failure; the task a worker runs (never raises for a bad file). ``part``
+    is the command's part function ("module:function", from the registry); the worker reads with the
+    client's ``settings``, one decoding process per file (the files already use the cores)."""
+    from tracekit.analysis.many_inputs import Failure
+
     try:
-        from tracekit.analysis.compare import compare_part
-        from tracekit.analysis.many_tables import MAPS
-        from tracekit.analysis.ranks import ranks_part
-        from tracekit.sources import open_trace
+        with Session(settings.replace(decode_workers=1)):
+            from tracekit.sources import open_trace
 
-        mappers = {**MAPS, "ranks": ranks_part, "compare": compare_part}
-        trace = open_trace(source, options.get("nsys"))
-        run = Run.at(source)
-        part = Part(source, label, trace.meta.rank, config=run.config if run is not None and run.is_run else {})
-        if part.rank is None:
-            part.rank = rank_in_name(label)
-        return mappers[command](trace, part, options, limit)
+            module, _, function = part.partition(":")
+            trace = open_trace(source)
+            return getattr(importlib.import_module(module), function)(trace, new_part(source, label, trace), options,
+                                                                      limit)  # fmt: skip
     except TracekitError as error:
         return Failure(source, str(error))
     except MemoryError:
@@ -196,18 +207,16 @@ def read_part(source: str, label: str, command: str, options: dict[str, Any], li
 
 def read_many(
     arguments: list[str],
-    command: str,
-    options: dict[str, Any],
+    part: str,
+    options: Options,
     merger: Any,
     title: str,
-    limit: int,
-    workers: int | None = None,
-    dask: bool = False,
-    scheduler: str | None = None,
-    strict: bool = False,
+    many: ManyOptions,
+    settings: Settings,
     progress: Progress | None = None,
 ) -> Result:
-    """``command`` over every input: per-input tables and the aggregate, folded as parts arrive.
+    """A command over every input: per-input tables and the aggregate, folded as parts arrive. ``part``:
+    the command's part function ("module:function"); ``many``: workers, Dask, strictness, median limit.
 
     Every input is protected from ``-o`` here, before anything is written. ``workers`` is capped at the
     CPUs this process may use (a note says so when a request is lowered). Ctrl-C or SIGTERM stop the
@@ -215,30 +224,31 @@ def read_many(
     how many inputs had finished; no worker process outlives the command."""
     from tracekit.analysis.many_inputs import Accumulator, Failure
 
+    workers, scheduler, strict, limit = many.workers, many.scheduler, many.strict, many.exact_median_limit
     notes: list[str] = []
     paths = expand_inputs(arguments, notes)
     protect_inputs(paths)
     labels = labels_for(paths)
     cpus = available_cpus()
     if workers is not None and workers > cpus and scheduler is None:
-        notes.append(f"--workers {workers} lowered to {cpus}: the CPUs this process may use")
+        notes.append(f"{named('workers')} {workers} lowered to {cpus}: the CPUs this process may use")
         workers = cpus
     workers = max(1, min(workers or cpus, len(paths)))
-    tasks = [(str(path), label, command, options, limit) for path, label in zip(paths, labels)]
+    tasks = [(str(path), label, part, options, limit, settings) for path, label in zip(paths, labels)]
     accumulator = Accumulator(merger, title)
     if scheduler is not None:  # the address's form before any file is read (an empty one is no address)
         from tracekit.dask_client import parse_address
 
         parse_address(scheduler)
-    runner = _on_dask(tasks, workers, scheduler) if dask or scheduler is not None else _on_pool(tasks, workers)
+    runner = _on_dask(tasks, workers, scheduler) if many.use_dask or scheduler is not None else _on_pool(tasks, workers)
     done = 0
     try:
         with raising_interrupted():
-            for done, (index, part) in enumerate(runner, start=1):
-                if isinstance(part, Failure) and strict:
-                    where = part.reason if part.reason.startswith(part.source) else f"{part.source}: {part.reason}"
+            for done, (index, read) in enumerate(runner, start=1):
+                if isinstance(read, Failure) and strict:
+                    where = read.reason if read.reason.startswith(read.source) else f"{read.source}: {read.reason}"
                     raise TracekitError(where)
-                accumulator.add(index, part)
+                accumulator.add(index, read)
                 if progress:
                     progress(done, len(tasks))
     except Interrupted as interruption:
@@ -322,7 +332,9 @@ def _on_dask(
         from dask.distributed import Client, LocalCluster  # pyright: ignore[reportMissingImports]
         from dask.distributed import as_completed as dask_completed  # pyright: ignore[reportMissingImports]
     except ImportError:
-        raise UsageError("--dask needs Dask: pip install 'tracekit[dask]' (dask and distributed)") from None
+        raise UsageError(
+            f"{named('use_dask')} needs Dask: pip install 'tracekit[dask]' (dask and distributed)"
+        ) from None
     import logging
 
     from tracekit.dask_client import connect

@@ -3,10 +3,10 @@ per phase (forward, backward, optimizer) and for the whole trace; the copies bes
 each GPU was.
 
 Per phase, its GPU ops are those launched while one of its ranges was open (see ``attribution``).
-- Kernel Time and the category shares are kernels only, as ``tracekit kernels --by category`` counts
-  them on the same selection (their sum over concurrent streams: both count). Memory copies and sets
-  are columns of their own (time and MiB), and a table by direction. ``ops="all"`` counts copies and
-  sets in the time and the shares too (category "memory"), as ``kernels --ops all`` does.
+- Kernel Time and the category shares are kernels only, as ``kernels`` by category counts them on
+  the same selection (their sum over concurrent streams: both count). Memory copies and sets are
+  columns of their own (time and MiB), and a table by direction. ``ops="all"`` counts copies and sets
+  in the time and the shares too (category "memory"), as ``kernels`` with ``ops="all"`` does.
 - Busy, span and idle come per GPU, summed, averaged, and for "any GPU busy" (``busy``); every GPU op
   keeps a GPU busy, copies included.
 """
@@ -22,19 +22,20 @@ from tracekit.analysis.busy import device_busy
 from tracekit.analysis.categories import CATEGORIES, op_categories
 from tracekit.analysis.kernel_types import last_step_start, launched_before_last_step
 from tracekit.analysis.kernels import OPS_CHOICES, kernel_mask
+from tracekit.analysis.options import DEFAULT_PHASES, BreakdownOptions
+from tracekit.analysis.selection import select
 from tracekit.errors import UsageError
+from tracekit.model.options import OptionError, named
 from tracekit.model.result import Chart, Result, Table
-from tracekit.model.selection import select
 from tracekit.model.trace import Trace
 
-DEFAULT_PHASES = ("forward", "backward", "optimizer")
 WHOLE = "(whole trace)"
 PHASE = "Phase"
 MIB = 2**20
 
 
 def count_column(ops: str) -> str:
-    """The name of the counted-ops column: Kernels, or GPU Ops with ``--ops all``."""
+    """The name of the counted-ops column: Kernels, or GPU Ops with ``ops`` "all"."""
     return "Kernels" if ops == "kernels" else "GPU Ops"
 
 
@@ -50,7 +51,7 @@ def breakdown_ops(trace: Trace) -> pd.DataFrame:
 
 
 def time_column(ops: str) -> str:
-    """The name of the summed-time column: kernels only, or every GPU op with ``--ops all``."""
+    """The name of the summed-time column: kernels only, or every GPU op with ``ops`` "all"."""
     return "Kernel Time (ns)" if ops == "kernels" else "GPU Op Time (ns)"
 
 
@@ -127,7 +128,7 @@ def breakdown_times(
     """``breakdown_table`` with each category's time ("<category> (ns)", every category) in place of
     its share: the columns add up over traces."""
     if ops not in OPS_CHOICES:
-        raise UsageError(f"unknown --ops {ops!r}; choose one of {', '.join(OPS_CHOICES)}")
+        raise OptionError(f"{named('ops')} {ops!r} is not one of {', '.join(OPS_CHOICES)}")
     parts = phases_with_whole(trace, phases, same_thread, domain, drop_last_step)
     gpu_ops = breakdown_ops(trace)
     kind = gpu_ops["kind"].to_numpy()
@@ -223,17 +224,13 @@ def default_phases_missing(table: pd.DataFrame, phases: list[str] | None, how: s
             f"trace is broken down; name its phases with {how} (`tracekit ranges` lists its range names)")  # fmt: skip
 
 
-def phase_breakdown(
-    trace: Trace,
-    phases: list[str] | None = None,
-    same_thread: bool = False,
-    ops: str = "kernels",
-    domain: str | None = None,
-    drop_last_step: bool = False,
-) -> Result:
-    """``tracekit breakdown``: the phase x category table, each GPU's busy and idle time per phase, the
-    copies by direction, and a chart of the category shares of the phases found. ``drop_last_step``:
-    only GPU work launched before the last ProfilerStep began (HolisticTraceAnalysis's window)."""
+def phase_breakdown(trace: Trace, options: BreakdownOptions | None = None) -> Result:
+    """``breakdown``: the phase x category table, each GPU's busy and idle time per phase, the copies by
+    direction, and a chart of the category shares of the phases found. ``drop_last_step``: only GPU
+    work launched before the last ProfilerStep began (HolisticTraceAnalysis's window)."""
+    options = options or BreakdownOptions()
+    phases, same_thread, ops = list(options.phases), options.same_thread, options.ops
+    domain, drop_last_step = options.domain, options.drop_last_step
     table = breakdown_table(trace, phases, same_thread, ops, domain, drop_last_step)
     tables = [
         Table("breakdown", table, f"GPU time by phase and category: {trace.name}"),
@@ -242,7 +239,7 @@ def phase_breakdown(
     copies = copy_table(trace, phases, same_thread, domain, drop_last_step)
     if not copies.empty:
         tables.append(Table("copies", copies, "Memory copies and sets"))
-    missing = default_phases_missing(table, phases, "--phases")
+    missing = default_phases_missing(table, phases, named("phases"))
     window = [launched_before_last_step(trace)[1]] if drop_last_step else []
     domains = trace.range_notes if domain else []
     result = Result(tables, notes=([missing] if missing else []) + window + domains + trace.warnings)

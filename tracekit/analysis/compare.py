@@ -18,16 +18,16 @@ from tracekit.analysis import stats
 from tracekit.analysis.breakdown import PHASE, WHOLE, breakdown_times, time_column
 from tracekit.analysis.categories import CATEGORIES
 from tracekit.analysis.many_inputs import Accumulator, Part
+from tracekit.analysis.options import CompareOptions
 from tracekit.model.result import Chart, Result, Table
 from tracekit.model.trace import Trace
 
 PER_INSTANCE = "Per Instance (ns)"
 
 
-def compare_part(trace: Trace, part: Part, options: dict[str, Any], limit: int) -> Part:
+def compare_part(trace: Trace, part: Part, options: CompareOptions, limit: int) -> Part:
     """One run's phase times by category, and its configuration."""
-    ops = options.get("ops") or "kernels"
-    times = breakdown_times(trace, options.get("phases"), bool(options.get("same_thread")), ops, options.get("domain"))
+    times = breakdown_times(trace, list(options.phases), options.same_thread, options.ops, options.domain)
     part.pieces.update(times=times, config=dict(part.config))
     part.rank = None  # runs of a sweep, not ranks of one job: always named by run
     part.notes += trace.warnings
@@ -37,10 +37,11 @@ def compare_part(trace: Trace, part: Part, options: dict[str, Any], limit: int) 
 class CompareMerger:
     """Every run's rows, ordered by a configuration field; the grouped-bars chart of them."""
 
-    def __init__(self, options: dict[str, Any], limit: int):
-        self.ops = options.get("ops") or "kernels"
-        self.order_by = options.get("order_by")
+    def __init__(self, options: CompareOptions, limit: int):
+        self.ops = options.ops
+        self.order_by = options.order_by
         self.runs: dict[int, tuple[pd.DataFrame, dict[str, Any]]] = {}
+        self.charts: dict[str, Chart] = {}  # the grouped bars, made with the table
 
     def add(self, index: int, pieces: dict[str, Any]) -> None:
         self.runs[index] = (pieces["times"], pieces["config"])
@@ -70,8 +71,10 @@ class CompareMerger:
             ]
         chart = table.loc[:, [column, PHASE, PER_INSTANCE] + [f"{CATEGORIES[index]} (%)" for index in kept]]
         table = table.drop(columns=[f"{category} (ns)" for category in CATEGORIES])
-        self.chart = Chart("compare_bars", "Kernel time per phase instance, by category",
-                           {"table": chart, "label": column, "categories": [CATEGORIES[index] for index in kept]})  # fmt: skip
+        if table[total].sum() > 0:
+            self.charts["compare"] = Chart("compare_bars", "Kernel time per phase instance, by category",
+                                           {"table": chart, "label": column,
+                                            "categories": [CATEGORIES[index] for index in kept]})  # fmt: skip
         return [Table("compare", table, "Phases x categories per run")], notes
 
     def _order(self, labels: dict[int, Any]) -> tuple[list[int], list[str]]:
@@ -97,24 +100,12 @@ def _text(value: Any) -> Any:
 
 
 def compare_traces(
-    traces: list[Trace],
-    labels: list[str],
-    configs: list[dict[str, Any]],
-    phases: list[str] | None = None,
-    order_by: str | None = None,
+    traces: list[Trace], labels: list[str], configs: list[dict[str, Any]], options: CompareOptions | None = None
 ) -> Result:
     """``compare`` of traces already open (the report's comparison): the same Result as the command."""
-    options = {"phases": phases, "order_by": order_by}
+    options = options or CompareOptions()
     merger = CompareMerger(options, 0)
     accumulator = Accumulator(merger, "runs compared")
     for index, (trace, label, config) in enumerate(zip(traces, labels, configs)):
         accumulator.add(index, compare_part(trace, Part(trace.name, label, config=config), options, 0))
-    return with_chart(accumulator.result(), merger)
-
-
-def with_chart(result: Result, merger: CompareMerger) -> Result:
-    """The compare Result with its grouped-bars chart (made while the table was)."""
-    chart = getattr(merger, "chart", None)
-    if chart is not None:
-        result.charts["compare"] = chart
-    return result
+    return accumulator.result()

@@ -1,9 +1,9 @@
 """Traces side by side: where GPU time moved between them (fp32 vs bf16, eager vs compiled, before vs
-after an optimisation), for two traces (``tracekit diff``) or more (``tracekit report`` of N runs).
+after an optimisation), for two traces (``diff``) or more (``tracekit report`` of N runs).
 
-Time per (phase, category) is summed GPU op time, as ``tracekit kernels --by category`` counts it
-(kernels only; ``ops="all"`` adds copies and sets); the whole-trace rows equal the differences of the
-``--by category`` tables.
+Time per (phase, category) is summed GPU op time, as ``kernels`` by category counts it (kernels only;
+``ops="all"`` adds copies and sets); the whole-trace rows equal the differences of the category
+tables.
 Kernels are matched by name. The first trace is the baseline: with two, Delta = B - A and
 Ratio = B / A; with more, one "<label> - A (ns)" column per later trace. Times are ns, as in every
 table; ``tracekit diff`` prints them in ms by default.
@@ -21,7 +21,8 @@ from tracekit.analysis import stats
 from tracekit.analysis.breakdown import WHOLE, phase_intervals
 from tracekit.analysis.categories import CATEGORIES, op_categories
 from tracekit.analysis.kernels import NAME, NAME_COLUMNS, kernel_mask, kernel_table
-from tracekit.errors import UsageError
+from tracekit.analysis.options import DiffOptions, StepsOptions
+from tracekit.model.options import OptionError, named
 from tracekit.model.result import Result, Table
 from tracekit.model.schema import GPU_OPS
 from tracekit.model.trace import Trace
@@ -35,9 +36,12 @@ def labels_for(count: int) -> list[str]:
     return [chr(65 + number) for number in range(count)]
 
 
-def category_times(trace: Trace, phases: list[str], ops: str = "kernels", same_thread: bool = False) -> pd.Series:
-    """Summed GPU time (ns) per (Phase, Category): the whole trace, then each phase that has ranges."""
-    intervals = phase_intervals(trace, phases, same_thread)  # loads the tables together: first
+def category_times(
+    trace: Trace, phases: list[str], ops: str = "kernels", same_thread: bool = False, domain: str | None = None
+) -> pd.Series:
+    """Summed GPU time (ns) per (Phase, Category): the whole trace, then each phase that has ranges
+    (of NVTX ``domain`` when given)."""
+    intervals = phase_intervals(trace, phases, same_thread, domain)  # loads the tables together: first
     rows = kernel_mask(trace, ops)
     selected = np.ones(len(trace.gpu_ops), dtype=bool) if rows is None else rows
     categories = op_categories(trace)
@@ -77,12 +81,16 @@ def _largest_change(table: pd.DataFrame, labels: list[str]) -> pd.Series:
 
 
 def compare_categories(
-    traces: Sequence[Trace], phases: list[str], ops: str = "kernels", same_thread: bool = False
+    traces: Sequence[Trace],
+    phases: list[str],
+    ops: str = "kernels",
+    same_thread: bool = False,
+    domain: str | None = None,
 ) -> pd.DataFrame:
     """Per phase and category, each trace's time and the change against the first (see the module
     docstring). Rows zero in every trace are left out; a phase missing from a trace is 0 there."""
     labels = labels_for(len(traces))
-    table = _side_by_side([category_times(trace, phases, ops, same_thread) for trace in traces], labels)
+    table = _side_by_side([category_times(trace, phases, ops, same_thread, domain) for trace in traces], labels)
     table = table.loc[(table[[f"{label} (ns)" for label in labels]] > 0).any(axis=1)].reset_index()
     order = {phase: number for number, phase in enumerate([WHOLE, *phases])}
     table["order"] = table["Phase"].map(order)
@@ -95,7 +103,7 @@ def compare_kernels(traces: Sequence[Trace], top: int = 15, name: str = "short",
     """The kernels whose total time changed most: Name, each trace's time (ns), the change, and each
     trace's instance count; largest absolute change first."""
     if name not in NAME_COLUMNS:
-        raise UsageError(f"unknown --name {name!r}; choose demangled or short")
+        raise OptionError(f"{named('name')} {name!r} is not one of demangled, short")
     labels = labels_for(len(traces))
     summaries = [kernel_table(trace, name=name, ops=ops).set_index(NAME) for trace in traces]
     table = _side_by_side([summary[stats.TOTAL] for summary in summaries], labels)
@@ -111,7 +119,7 @@ def compare_steps(a: Trace, b: Trace, step_range: str | None = None) -> pd.DataF
     change. Steps beyond the shorter trace are left out (a note in ``trace_diff`` says how many)."""
     from tracekit.analysis.steps import KERNEL_TIME, WALL, step_table
 
-    first, second = (step_table(trace, step_range).frame for trace in (a, b))
+    first, second = (step_table(trace, StepsOptions(step_range=step_range)).frame for trace in (a, b))
     count = min(len(first), len(second))
     table = pd.DataFrame({"Step": np.arange(count), "A Step": first["Step"].to_numpy()[:count],
                           "B Step": second["Step"].to_numpy()[:count]})  # fmt: skip
@@ -137,33 +145,29 @@ def _notes_of(a: Trace, b: Trace) -> list[str]:
 def trace_diff(
     a: Trace,
     b: Trace,
-    phases: list[str],
-    by: str | None = None,
-    top: int = 15,
-    ops: str = "kernels",
-    same_thread: bool = False,
+    options: DiffOptions | None = None,
     snapshots: Sequence[MemoryTrace] | None = None,
     labels: tuple[str, str] | None = None,
 ) -> Result:
-    """``tracekit diff``: per phase and category (``by`` "category"), the kernels that changed most
-    ("kernel"), or both, with the memory peaks of two snapshots when given. ``labels`` name A and B in
-    titles (default: the traces' files)."""
-    if by not in (None, "category", "kernel", "step"):
-        raise UsageError(f"unknown --by {by!r}; choose category, kernel or step")
+    """``diff``: per phase and category (``by`` "category"), the kernels that changed most ("kernel"),
+    or both, with the memory peaks of two snapshots when given; ``by`` "step": step by step. ``labels``
+    name A and B in titles (default: the traces' files)."""
+    options = options or DiffOptions()
+    phases, by, top, ops, same_thread = list(options.phases), options.by, options.top, options.ops, options.same_thread
     for trace in (a, b):  # categories, kernels and steps use most of the GPU-op table: one read of it all
         trace.need("gpu_ops", GPU_OPS.names)
     tables = []
     if by == "step":
-        table = compare_steps(a, b)
+        table = compare_steps(a, b, options.step_range)
         notes = _notes_of(a, b)
         from tracekit.analysis.steps import step_rows
 
-        counts = len(step_rows(a)), len(step_rows(b))
+        counts = len(step_rows(a, options.step_range)), len(step_rows(b, options.step_range))
         if counts[0] != counts[1]:
             notes.append(f"A has {counts[0]} steps, B {counts[1]}: the first {min(counts)} are compared")
         return Result([Table("steps", table, "Step by step: A against B")], notes=notes)
     if by in (None, "category"):
-        table = compare_categories([a, b], phases, ops, same_thread)
+        table = compare_categories([a, b], phases, ops, same_thread, options.domain)
         name_a, name_b = labels or (a.name, b.name)
         tables.append(Table("categories", table, f"GPU time by phase and category: A={name_a}  B={name_b}"))
     if by in (None, "kernel"):

@@ -41,6 +41,7 @@ from tracekit.analysis.busy import known_devices
 from tracekit.analysis.kernel_types import launched_before_last_step
 from tracekit.analysis.kernels import kernel_mask
 from tracekit.analysis.launch_delays import api_name
+from tracekit.analysis.options import IdleOptions
 from tracekit.analysis.syncs import BLOCKING
 from tracekit.model.result import Result, Table
 from tracekit.model.trace import Trace
@@ -186,16 +187,13 @@ def _running_at(call_start, call_end, call_pid, pid, time) -> np.ndarray:
     return result
 
 
-def idle_by_cause(
-    trace: Trace,
-    top: int = 15,
-    per_stream: bool = False,
-    overhead_max_ns: int = OVERHEAD_MAX_NS,
-    drop_last_step: bool = False,
-) -> Result:
+def idle_by_cause(trace: Trace, options: IdleOptions | None = None) -> Result:
     """Per GPU (and stream) and cause: gaps, idle time and share of the group's idle; then the longest gaps.
-    ``drop_last_step``: HolisticTraceAnalysis's default window (GPU work launched before the last
-    ProfilerStep began)."""
+    ``overhead_max_us``: a gap before a queued op up to this long is launch overhead; ``drop_last_step``:
+    HolisticTraceAnalysis's default window (GPU work launched before the last ProfilerStep began)."""
+    options = options or IdleOptions()
+    top, per_stream, drop_last_step = options.top, options.per_stream, options.drop_last_step
+    overhead_max_ns = round(options.overhead_max_us * 1000)
     window, window_note = launched_before_last_step(trace) if drop_last_step else (None, None)
     gaps = idle_gaps(trace, per_stream, overhead_max_ns, window).drop(columns=["Previous Op", "Next Op"])
     keys = [key for key in ("GPU", "PID", "Stream") if key in gaps]

@@ -6,7 +6,7 @@ the export before pandas has finished importing (``sources.read_ahead``).
 
 from __future__ import annotations
 
-from tracekit.errors import UsageError
+from tracekit.model.options import OptionError, named
 
 NAME_COLUMNS = {"demangled": "name", "short": "short_name"}
 LAUNCH_CONFIG = ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")
@@ -17,7 +17,7 @@ CATEGORY_COLUMNS = ["kind", "duration", "name", "short_name"]
 def summary_columns(name: str = "demangled", by_launch_config: bool = False) -> list[str]:
     """The GPU-op columns a kernel summary reads: nothing else is fetched."""
     if name not in NAME_COLUMNS:
-        raise UsageError(f"unknown --name {name!r}; choose demangled or short")
+        raise OptionError(f"{named('name')} {name!r} is not one of demangled, short")
     return ["kind", "duration", NAME_COLUMNS[name], *(LAUNCH_CONFIG if by_launch_config else ())]
 
 

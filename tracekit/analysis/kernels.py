@@ -22,10 +22,12 @@ from tracekit.analysis.kernel_columns import (
     summary_columns,
 )
 from tracekit.analysis.kernel_types import last_step_start, launched_before_last_step, type_table
-from tracekit.errors import NoGpuDataError, UsageError
+from tracekit.analysis.options import KernelsOptions
+from tracekit.analysis.selection import select_ranges
+from tracekit.errors import NoGpuDataError
+from tracekit.model.options import OptionError, named
 from tracekit.model.result import Result
 from tracekit.model.schema import GPU_OPS
-from tracekit.model.selection import select_ranges
 from tracekit.model.trace import Trace
 
 NAME = "Name"
@@ -42,7 +44,7 @@ def kernel_mask(trace: Trace, ops: str = "kernels") -> np.ndarray | None:
     Raises NoGpuDataError, with what to do, when the trace recorded none.
     """
     if ops not in OPS_CHOICES:
-        raise UsageError(f"unknown --ops {ops!r}; choose one of {', '.join(OPS_CHOICES)}")
+        raise OptionError(f"{named('ops')} {ops!r} is not one of {', '.join(OPS_CHOICES)}")
     kinds = trace.columns("gpu_ops", ["kind"])["kind"]
     rows = (kinds == "kernel").to_numpy() if ops == "kernels" else None
     if not (rows.any() if rows is not None else len(kinds)):
@@ -54,8 +56,8 @@ def kernel_mask(trace: Trace, ops: str = "kernels") -> np.ndarray | None:
             )
         raise NoGpuDataError(
             f"{trace.name} has no CUDA {'kernels' if ops == 'kernels' else 'GPU operations'}: the capture "
-            "traced no CUDA activity (a CPU-only run, or nsys without --trace=cuda). Capture on an NVIDIA GPU "
-            "with `nsys profile --trace=cuda,nvtx ...` or `tracekit capture MODEL`"
+            "traced no CUDA activity (a CPU-only run, or nsys without its CUDA trace). Capture on an NVIDIA GPU "
+            "with `nsys profile -t cuda,nvtx ...` or `tracekit capture MODEL`"
         )
     return None if rows is not None and rows.all() else rows
 
@@ -66,7 +68,7 @@ def kernel_groups(
     """Per GPU op: its group code (kernel name, and launch configuration with ``by_launch_config``; -1
     outside ``rows``), and a function giving the key columns (Name[, GridXYZ, BlockXYZ]) of codes."""
     if name not in NAME_COLUMNS:
-        raise UsageError(f"unknown --name {name!r}; choose demangled or short")
+        raise OptionError(f"{named('name')} {name!r} is not one of demangled, short")
     names = ops[NAME_COLUMNS[name]]
     parts = [names.cat.codes.to_numpy()]
     uniques = [np.asarray(names.cat.categories, dtype=object)]
@@ -120,7 +122,7 @@ def kernel_table(
     window: np.ndarray | None = None,
 ) -> pd.DataFrame:
     """``tracekit kernels``: the kernel summary of a trace, or of the GPU ops launched inside ``ranges``
-    (range specs; see ``model.selection``). ``per_instance`` divides Total Time and Instances by the
+    (range specs; see ``model.range_specs``). ``per_instance`` divides Total Time and Instances by the
     number of matching range instances (nested matches count once): the per-step figure.
     Time (%) is of all listed rows, before ``top`` cuts them.
     """
@@ -162,7 +164,11 @@ def selected_rows(
         raise NoGpuDataError(
             f"no GPU {'kernels' if ops == 'kernels' else 'operations'} were launched inside "
             f"{', '.join(ranges)} in {trace.name}"
-            + (" on the ranges' own threads (drop --same-thread to count other threads)" if same_thread else "")
+            + (
+                f" on the ranges' own threads (without {named('same_thread')}, other threads count)"
+                if same_thread
+                else ""
+            )
         )
     outermost = chosen["outermost"].to_numpy()
     cutoff = last_step_start(trace) if window is not None else None
@@ -223,7 +229,7 @@ def category_table(
     same_thread: bool = False,
     domain: str | None = None,
 ) -> pd.DataFrame:
-    """``tracekit kernels --by category`` (optionally of the ops inside ``ranges``, per instance)."""
+    """``kernels`` by category (optionally of the ops inside ``ranges``, per instance)."""
     rows, instances = selected_rows(trace, ops, ranges, same_thread, domain)
     return _categories_of(trace, rows, instances, per_instance)
 
@@ -270,25 +276,14 @@ def _format_dims(packed: np.ndarray) -> list[str]:
     return [f"{x:4d} {y:4d} {z:4d}" for x, y, z in zip(values >> 32, (values >> 16) & 0xFFFF, values & 0xFFFF)]
 
 
-def kernel_summary(
-    trace: Trace,
-    by: str = "kernel",
-    top: int | None = None,
-    name: str = "demangled",
-    by_launch_config: bool = False,
-    ops: str = "kernels",
-    ranges: list[str] | None = None,
-    per_instance: bool = False,
-    same_thread: bool = False,
-    domain: str | None = None,
-    drop_last_step: bool = False,
-) -> Result:
-    """``tracekit kernels``: the kernel summary (``by`` "kernel"), the time per category ("category") or
-    per HTA kernel type and overlap ("type", see ``kernel_types``); ``ranges`` (specs) select the ops
-    launched inside them, in NVTX ``domain`` when given; ``drop_last_step`` applies HTA's step window."""
-    ranges = list(ranges or [])
-    if per_instance and not ranges:
-        raise UsageError("--per-instance divides by the instances of --range: give --range too")
+def kernel_summary(trace: Trace, options: KernelsOptions | None = None) -> Result:
+    """``kernels``: the kernel summary (``by`` "kernel"), the time per category ("category") or per HTA
+    kernel type and overlap ("type", see ``kernel_types``); ``ranges`` (specs) select the ops launched
+    inside them, in NVTX ``domain`` when given; ``drop_last_step`` applies HTA's step window."""
+    options = options or KernelsOptions()
+    by, top, name, by_launch_config, ops = options.by, options.top, options.name, options.by_launch_config, options.ops
+    ranges, per_instance, same_thread = list(options.ranges), options.per_instance, options.same_thread
+    domain, drop_last_step = options.domain, options.drop_last_step
     where = f" inside {', '.join(ranges)}" + (" (per instance)" if per_instance else "") if ranges else ""
     # The columns this command reads, said before the first read so that one read fetches them all: a
     # range filter, a step window or the type split reads the whole table.
@@ -301,8 +296,6 @@ def kernel_summary(
     if by in ("category", "type"):
         rows, instances = selected_rows(trace, ops, ranges, same_thread, domain, window)  # once: ranges cost most
         if by == "type":
-            if per_instance:
-                raise UsageError("--per-instance does not apply to --by type (overlap is not a per-instance sum)")
             title = f"GPU time by kernel type and overlap (as HolisticTraceAnalysis){where}: {trace.name}"
             return Result.of("types", type_table(trace.gpu_ops, rows), title, notes + trace.warnings)
         table = _categories_of(trace, rows, instances, per_instance)
@@ -310,8 +303,6 @@ def kernel_summary(
         return Result.of(
             "categories", shown(table), f"GPU time by category{where}: {trace.name}", notes + trace.warnings
         )
-    if by != "kernel":
-        raise UsageError(f"unknown --by {by!r}; choose kernel, category or type")
     table = kernel_table(
         trace,
         top=top,

@@ -25,7 +25,9 @@ from tracekit.analysis import stats
 from tracekit.analysis.attribution import every_op_launch
 from tracekit.analysis.kernel_types import launched_before_last_step
 from tracekit.analysis.kernels import NAME_COLUMNS, kernel_mask
-from tracekit.errors import NoGpuDataError, UsageError
+from tracekit.analysis.options import LaunchesOptions
+from tracekit.errors import NoGpuDataError
+from tracekit.model.options import OptionError, named
 from tracekit.model.result import Result
 from tracekit.model.trace import Trace
 
@@ -39,13 +41,13 @@ def api_name(name: str) -> str:
     return name[:-6] if len(name) >= 6 and name[-6:-4] == "_v" else name
 
 
-def launch_delays(
-    trace: Trace, name: str = "demangled", top: int | None = None, drop_last_step: bool = False
-) -> Result:
-    """``tracekit launches``: kernexecsum's table of ``trace`` (``name`` "short" groups by base name);
+def launch_delays(trace: Trace, options: LaunchesOptions | None = None) -> Result:
+    """``launches``: kernexecsum's table of ``trace`` (``name`` "short" groups by base name);
     ``drop_last_step``: only kernels launched before the last ProfilerStep began (HTA's window)."""
+    options = options or LaunchesOptions()
+    name, top, drop_last_step = options.name, options.top, options.drop_last_step
     if name not in NAME_COLUMNS:
-        raise UsageError(f"unknown --name {name!r}; choose demangled or short")
+        raise OptionError(f"{named('name')} {name!r} is not one of demangled, short")
     ops = trace.gpu_ops
     kernels = kernel_mask(trace, "kernels")
     kernels = np.ones(len(ops), dtype=bool) if kernels is None else kernels
@@ -58,7 +60,7 @@ def launch_delays(
     if not len(op_index):
         raise NoGpuDataError(
             f"{trace.name}: none of its kernels has its launching CUDA call in the trace (capture with "
-            "`nsys profile --trace=cuda` so the runtime calls are recorded)"
+            "`nsys profile -t cuda` so the runtime calls are recorded)"
         )
     calls = trace.launches
     call_start, call_end = calls["start"].to_numpy()[rows], calls["end"].to_numpy()[rows]

@@ -1,7 +1,7 @@
 """Many traces at once: each input becomes a ``Part`` and the parts fold into one Result.
 
 A Part is what one file contributes: its own tables (exactly what the command prints for that file
-alone, ``--top`` applied), its notes, and small mergeable pieces (per-group counts, sums, minima,
+alone, ``top`` applied), its notes, and small mergeable pieces (per-group counts, sums, minima,
 maxima, M2 and median samples or sketches; see ``merge_stats``). Nothing of the trace itself travels:
 a part of a 1M-kernel export is a few hundred KB, so a pool or a Dask cluster can read the files and
 send parts back to one client, whose memory then grows with the aggregates, not with the traces.
@@ -104,7 +104,7 @@ class Accumulator:
         notes += _common_notes(self.parts, labels, column)
         if tables:
             tables[0].title = f"{tables[0].title} ({self.title} over {read} {kind})"
-        return Result(tables, notes)
+        return Result(tables, notes, charts=dict(getattr(self.merger, "charts", {})))
 
 
 def _common_notes(parts: dict[int, Part], labels: dict[int, Any], column: str) -> list[str]:

@@ -41,6 +41,7 @@ from tracekit.analysis.kernels import (
     unclassified_note,
 )
 from tracekit.analysis.many_inputs import Part
+from tracekit.analysis.options import BreakdownOptions, KernelsOptions, RangesOptions
 from tracekit.analysis.ranges import (
     DEPTH,
     EXTRA_COLUMNS,
@@ -50,23 +51,23 @@ from tracekit.analysis.ranges import (
     range_groups,
     range_rows,
 )
-from tracekit.errors import UsageError
+from tracekit.model.options import named
 from tracekit.model.result import Table
 from tracekit.model.schema import GPU_OPS
 from tracekit.model.trace import Trace
 
 
-def kernels_part(trace: Trace, part: Part, options: dict[str, Any], limit: int) -> Part:
-    """``tracekit kernels`` of one trace (by kernel, category or type) and its mergeable pieces."""
-    by, ops, ranges = options.get("by", "kernel"), options.get("ops", "kernels"), list(options.get("ranges") or [])
-    name, by_launch_config = options.get("name", "demangled"), options.get("by_launch_config", False)
-    columns = command_columns(by, name, by_launch_config, bool(ranges), bool(options.get("drop_last_step")))
+def kernels_part(trace: Trace, part: Part, options: KernelsOptions, limit: int) -> Part:
+    """``kernels`` of one trace (by kernel, category or type) and its mergeable pieces."""
+    by, ops, ranges = options.by, options.ops, list(options.ranges)
+    name, by_launch_config = options.name, options.by_launch_config
+    columns = command_columns(by, name, by_launch_config, bool(ranges), options.drop_last_step)
     trace.need("gpu_ops", GPU_OPS.names if columns is None else columns)  # one read of what is used
     window = None
-    if options.get("drop_last_step"):
+    if options.drop_last_step:
         window, note = launched_before_last_step(trace)
         part.notes.append(note)
-    rows, _ = selected_rows(trace, ops, ranges, options.get("same_thread", False), options.get("domain"), window)
+    rows, _ = selected_rows(trace, ops, ranges, options.same_thread, options.domain, window)
     where = f" inside {', '.join(ranges)}" if ranges else ""
     if by == "type":
         table = type_table(trace.gpu_ops, rows)
@@ -86,7 +87,7 @@ def kernels_part(trace: Trace, part: Part, options: dict[str, Any], limit: int) 
         keys = keys_of(table.index.to_numpy())
         own = stats.finish(table, keys)
         own = own.loc[:, stats.STAT_COLUMNS + [column for column in (GRID, BLOCK) if column in keys] + [NAME]]
-        top = options.get("top")
+        top = options.top
         part.tables.append(Table("kernels", own.head(top) if top else own, f"GPU kernels{where}: {trace.name}"))
         part.pieces["kernels"] = merge_stats.partial_of(codes, durations, table, pd.DataFrame(keys), list(keys), limit)
     part.notes += trace.warnings
@@ -109,8 +110,8 @@ def _category_names(trace: Trace, rows: np.ndarray | None) -> pd.DataFrame:
 class KernelsMerger:
     """The aggregate of ``kernels_part``'s pieces: the kernel summary, categories or types of all inputs."""
 
-    def __init__(self, options: dict[str, Any], limit: int):
-        self.options, self.limit = options, limit
+    def __init__(self, options: KernelsOptions, limit: int):
+        self.top, self.limit = options.top, limit
         self.partial: merge_stats.StatsPartial | None = None
         self.sums: dict[str, pd.DataFrame] = {}
 
@@ -147,7 +148,7 @@ class KernelsMerger:
         keys = {key: self.partial.groups[key].to_numpy() for key in self.partial.keys}
         table = stats.finish(merged, keys, {merge_stats.MED_EXACT: merged[merge_stats.MED_EXACT].to_numpy()})
         order = stats.STAT_COLUMNS + [key for key in (GRID, BLOCK) if key in keys] + [merge_stats.MED_EXACT, NAME]
-        top = self.options.get("top")
+        top = self.top
         table = table.loc[:, order]
         return [Table("kernels", table.head(top) if top else table, "GPU kernels")], _median_notes(table, self.limit)
 
@@ -158,20 +159,18 @@ def _median_notes(table: pd.DataFrame, limit: int) -> list[str]:
         return []
     return [
         f"Med of {approximate} row(s) is approximate (Med Exact false): more than {limit:,} instances in all "
-        f"(--exact-median-limit), so it comes from a quantile sketch within {merge_stats.ALPHA:.1%}"
+        f"({named('exact_median_limit')}), so it comes from a quantile sketch within {merge_stats.ALPHA:.1%}"
     ]
 
 
-def ranges_part(trace: Trace, part: Part, options: dict[str, Any], limit: int) -> Part:
-    """``tracekit ranges`` of one trace and its mergeable pieces."""
-    domain, notes = annotations_by_default(trace, options.get("domain"))
+def ranges_part(trace: Trace, part: Part, options: RangesOptions, limit: int) -> Part:
+    """``ranges`` of one trace and its mergeable pieces."""
+    domain, notes = annotations_by_default(trace, options.domain)
     part.notes += notes
-    group, durations, describe = range_groups(
-        trace, options.get("same_thread", False), options.get("raw_names", False), domain
-    )
+    group, durations, describe = range_groups(trace, options.same_thread, options.raw_names, domain)
     table = stats.grouped_stats(group, durations)
     described = describe(table.index.to_numpy())
-    part.tables.append(Table("ranges", range_rows(table, described, options.get("top")), f"NVTX ranges: {trace.name}"))
+    part.tables.append(Table("ranges", range_rows(table, described, options.top), f"NVTX ranges: {trace.name}"))
     part.pieces["ranges"] = merge_stats.partial_of(
         group, durations, table, described, [RANGE, STYLE], limit, minimum=(DEPTH,)
     )
@@ -182,8 +181,8 @@ def ranges_part(trace: Trace, part: Part, options: dict[str, Any], limit: int) -
 class RangesMerger:
     """The aggregate of ``ranges_part``'s pieces: nvtxsum's statistics and the GPU columns of all inputs."""
 
-    def __init__(self, options: dict[str, Any], limit: int):
-        self.options, self.limit = options, limit
+    def __init__(self, options: RangesOptions, limit: int):
+        self.top, self.limit = options.top, limit
         self.partial: merge_stats.StatsPartial | None = None
 
     def add(self, index: int, pieces: dict[str, Any]) -> None:
@@ -196,17 +195,17 @@ class RangesMerger:
         described = self.partial.groups.loc[:, [RANGE, STYLE, *EXTRA_COLUMNS]]
         described[merge_stats.MED_EXACT] = merged[merge_stats.MED_EXACT].to_numpy()
         table = range_rows(merged, described, None, [*EXTRA_COLUMNS, merge_stats.MED_EXACT])
-        top = self.options.get("top")
+        top = self.top
         return [Table("ranges", table.head(top) if top else table, "NVTX ranges")], _median_notes(table, self.limit)
 
 
-def breakdown_part(trace: Trace, part: Part, options: dict[str, Any], limit: int) -> Part:
-    """``tracekit breakdown`` of one trace and its pieces (times, not shares: times add up)."""
-    phases, same_thread, ops, domain = (options.get(key) for key in ("phases", "same_thread", "ops", "domain"))
-    ops, drop = ops or "kernels", bool(options.get("drop_last_step"))
-    times = breakdown_times(trace, phases, bool(same_thread), ops, domain, drop)
-    gpus = gpu_table(trace, phases, bool(same_thread), domain, drop)
-    copies = copy_table(trace, phases, bool(same_thread), domain, drop)
+def breakdown_part(trace: Trace, part: Part, options: BreakdownOptions, limit: int) -> Part:
+    """``breakdown`` of one trace and its pieces (times, not shares: times add up)."""
+    phases, same_thread, ops, domain = list(options.phases), options.same_thread, options.ops, options.domain
+    drop = options.drop_last_step
+    times = breakdown_times(trace, phases, same_thread, ops, domain, drop)
+    gpus = gpu_table(trace, phases, same_thread, domain, drop)
+    copies = copy_table(trace, phases, same_thread, domain, drop)
     if drop:
         part.notes.append(launched_before_last_step(trace)[1])
     part.tables += [
@@ -223,8 +222,8 @@ def breakdown_part(trace: Trace, part: Part, options: dict[str, Any], limit: int
 class BreakdownMerger:
     """The aggregate of ``breakdown_part``'s pieces: phases summed over inputs, every GPU of every input."""
 
-    def __init__(self, options: dict[str, Any], limit: int):
-        self.ops = options.get("ops") or "kernels"
+    def __init__(self, options: BreakdownOptions, limit: int):
+        self.ops = options.ops
         self.sums: dict[str, pd.DataFrame] = {}
 
     def add(self, index: int, pieces: dict[str, Any]) -> None:
@@ -236,8 +235,6 @@ class BreakdownMerger:
             self.sums[name] = cast(pd.DataFrame, stacked.groupby(keys, sort=False, as_index=False).sum())
 
     def tables(self, labels: dict[int, Any], column: str) -> tuple[list[Table], list[str]]:
-        if self.ops not in ("kernels", "all"):
-            raise UsageError(f"unknown --ops {self.ops!r}")
         table = category_shares(self.sums["times"], self.ops)
         gpus = self.sums["gpus"]
         rows = []
@@ -256,7 +253,3 @@ class BreakdownMerger:
         if not self.sums["copies"].empty:
             tables.append(Table("copies", self.sums["copies"], "Memory copies and sets"))
         return tables, []
-
-
-MAPS = {"kernels": kernels_part, "ranges": ranges_part, "breakdown": breakdown_part}
-MERGERS = {"kernels": KernelsMerger, "ranges": RangesMerger, "breakdown": BreakdownMerger}

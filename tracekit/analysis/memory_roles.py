@@ -1,4 +1,4 @@
-"""``tracekit memory --by role``: what the memory live at the peak is for: parameters, optimizer state,
+"""``memory`` by role: what the memory live at the peak is for: parameters, optimizer state,
 gradients, activations, temporaries, and the allocator's rounding.
 
 Rules, in this order, for each allocation live at the peak:

@@ -9,8 +9,9 @@ import pandas as pd
 
 from tracekit.analysis.memory import MIB, DeviceMemory, replay
 from tracekit.analysis.memory_frames import frames_of, user_frame
-from tracekit.errors import UsageError
+from tracekit.analysis.options import MemoryOptions
 from tracekit.model.memory import MemoryTrace
+from tracekit.model.options import OptionError, named
 from tracekit.model.result import Chart, Result, Table
 
 
@@ -145,7 +146,7 @@ def device_notes(trace: MemoryTrace, shown: int, chosen: bool) -> list[str]:
     if chosen and len(trace.devices) > 1:
         others = ", ".join(f"cuda:{device}" for device in trace.devices if device != shown)
         notes.append(f"the snapshot traces {len(trace.devices)} devices: cuda:{shown} has the highest peak and is "
-                     f"shown; --device N shows another ({others})")  # fmt: skip
+                     f"shown; {named('device')} N shows another ({others})")  # fmt: skip
     events = trace.events
     ooms = events.loc[(events["action"] == "oom").to_numpy()]
     if len(ooms):
@@ -165,41 +166,50 @@ def memory_summary(
     timeline: bool = True,
 ) -> Result:
     """``tracekit memory``: the peak summary, then the largest allocations live at the peak (``by``
-    "allocation"), or what holds the memory at the peak grouped by frame ("frame"), or both ("both");
+    "allocation"), or what holds the memory at the peak grouped by frame ("frame"), by role ("role"), or
+    every table ("all");
     with ``timeline``, the timeline chart with the ``bands`` largest allocations drawn apart."""
-    if by not in ("allocation", "frame", "role", "both"):
-        raise UsageError(f"unknown --by {by!r}; choose allocation, frame or role")
+    if by not in ("allocation", "frame", "role", "all"):
+        raise OptionError(f"{named('by')} {by!r} is not one of allocation, frame, role, all")
     memory = replay(trace, device)
     tables = [Table("summary", peak_summary(trace, memory), f"Memory snapshot: {trace.source}")]
     notes = list(memory.notes) + device_notes(trace, memory.device, chosen=device is None)
-    if by in ("role", "both"):
+    if by in ("role", "all"):
         from tracekit.analysis.memory_roles import memory_by_role
 
         roles, role_notes = memory_by_role(trace, memory)
         tables.append(Table("roles", roles, "What the memory live at the peak is for"))
         notes += role_notes
-    if by in ("frame", "both"):
+    if by in ("frame", "all"):
         holders = holders_at_peak(trace, memory)
         shown = holders.head(top) if top is not None else holders  # top=None: every frame, as head(None) gives
         tables.append(Table("holders", shown, "What holds the memory at the peak"))
-    if by in ("allocation", "both"):
+    if by in ("allocation", "all"):
         tables.append(Table("allocations", largest_at_peak(trace, memory, top), "Largest allocations live at the peak"))
     charts = {"timeline": timeline_chart(trace, memory, min(top or bands, bands))} if timeline else {}
-    if timeline and by in ("role", "both"):
+    if timeline and by in ("role", "all"):
         from tracekit.analysis.memory_roles import role_timeline
 
         charts["roles"] = role_timeline(trace, memory)
     return Result(tables, notes=notes, charts=charts)
 
 
+def memory_result(snapshots: list[MemoryTrace], options: MemoryOptions | None = None) -> Result:
+    """``memory``: one snapshot's summary (``memory_summary``), or two compared (``compare_snapshots``)."""
+    options = options or MemoryOptions()
+    if len(snapshots) == 2:
+        return compare_snapshots(snapshots[0], snapshots[1], options.device, options.top)
+    return memory_summary(snapshots[0], options.top, options.by, options.device, timeline=options.timeline)
+
+
 def compare_snapshots(a: MemoryTrace, b: MemoryTrace, device: int | None = None, top: int | None = None) -> Result:
-    """``tracekit memory A B --compare``: the peaks and the ``top`` holders that changed most."""
+    """``memory`` of two snapshots: the peaks and the ``top`` holders that changed most."""
     table = compare(a, b, device, top)
     notes = []
     if top is not None:
         changed = len(compare(a, b, device)) - 1
         if changed > top:
-            notes.append(f"the {top} of {changed} holders that changed most (--top shows more)")
+            notes.append(f"the {top} of {changed} holders that changed most (a larger {named('top')} shows more)")
     return Result.of("compare", table, f"Memory at the peak: A={a.source}  B={b.source}", notes)
 
 

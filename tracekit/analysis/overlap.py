@@ -20,7 +20,9 @@ from tracekit.analysis.attribution import op_launches
 from tracekit.analysis.busy import known_devices
 from tracekit.analysis.kernel_types import TYPES, launched_before_last_step, type_segments
 from tracekit.analysis.kernels import kernel_mask
+from tracekit.analysis.options import OverlapOptions
 from tracekit.analysis.steps import step_of, step_rows
+from tracekit.model.options import named
 from tracekit.model.result import Result
 from tracekit.model.trace import Trace
 
@@ -37,11 +39,11 @@ def overlap_of(ops: pd.DataFrame, rows: np.ndarray) -> tuple[int, int]:
     return int(durations[communicating].sum()), int(durations[hidden].sum())
 
 
-def overlap_table(
-    trace: Trace, per_step: bool = False, step_range: str | None = None, drop_last_step: bool = False
-) -> Result:
+def overlap_table(trace: Trace, options: OverlapOptions | None = None) -> Result:
     """Per device (and per step with ``per_step``): Communication, Overlapped, Exposed, Overlap (%).
     ``drop_last_step``: only GPU work launched before the last ProfilerStep began (HTA's window)."""
+    options = options or OverlapOptions()
+    per_step, step_range, drop_last_step = options.per_step, options.step_range, options.drop_last_step
     kernel_mask(trace, "all")  # a clear error for a trace without GPU work
     ops = trace.gpu_ops
     devices = ops["device"].to_numpy()
@@ -55,7 +57,7 @@ def overlap_table(
     if per_step:
         steps = step_rows(trace, step_range).reset_index(drop=True)
         if steps.empty:
-            notes.append("no step ranges (ProfilerStep#N, step or --step-range): the whole trace only")
+            notes.append(f"no step ranges (ProfilerStep#N, step or {named('step_range')}): the whole trace only")
         else:
             launches = op_launches(trace)
             step_index = np.where(launches.found, step_of(steps, launches.pid, launches.start), -1)

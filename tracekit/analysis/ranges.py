@@ -1,7 +1,7 @@
 """NVTX ranges: nsys's ``nvtxsum`` statistics plus the GPU work each range launched; one instance of
 an outermost range as a tree; the children of a range and their shares.
 
-Ranges are named by specs (``model.selection``): a name, a glob, or a path such as ``step/backward``.
+Ranges are named by specs (``model.range_specs``): a name, a glob, or a path such as ``step/backward``.
 """
 
 from __future__ import annotations
@@ -15,9 +15,13 @@ import pandas as pd
 
 from tracekit.analysis import stats
 from tracekit.analysis.attribution import ATTRIBUTION_COLUMNS, GPU_OPS, GPU_SPAN, GPU_TIME, range_gpu_stats
+from tracekit.analysis.options import RangesOptions
+from tracekit.analysis.selection import known_names, no_ranges_reason
 from tracekit.errors import UsageError
+from tracekit.model.options import named
+from tracekit.model.range_names import domain_names, match, relabel, subtree
+from tracekit.model.range_specs import op_name
 from tracekit.model.result import Result
-from tracekit.model.selection import domain_names, known_names, match, no_ranges_reason, op_name, relabel, subtree
 from tracekit.model.trace import TORCH_PROFILER, Trace
 
 RANGE = "Range"
@@ -153,7 +157,9 @@ def range_tree(
     if instance is None:
         instance = int(np.argsort(candidates["duration"].to_numpy(), kind="stable")[(len(candidates) - 1) // 2])
     if not 0 <= instance < len(candidates):
-        raise UsageError(f"{root!r} has {len(candidates)} instances: --instance takes 0 to {len(candidates) - 1}")
+        raise UsageError(
+            f"{root!r} has {len(candidates)} instances: {named('instance')} takes 0 to {len(candidates) - 1}"
+        )
     top = candidates.iloc[instance]
     tree = subtree(ranges, int(top["range_id"]))
     if domain is not None:
@@ -242,25 +248,17 @@ def annotations_by_default(trace: Trace, domain: str | None) -> tuple[str | None
     if not annotations.any() or annotations.all():
         return domain, []
     note = (f"record_function annotations only: {int((~annotations).sum()):,} CPU operators and GPU-side spans are "
-            "domains cpu_op and gpu (--domain cpu_op lists the operators)")  # fmt: skip
+            f"domains cpu_op and gpu ({named('domain')} cpu_op lists the operators)")  # fmt: skip
     return "default", [note]
 
 
-def range_summary(
-    trace: Trace,
-    top: int | None = None,
-    tree: bool = False,
-    root: str | None = None,
-    instance: int | None = None,
-    max_depth: int | None = None,
-    within: str | None = None,
-    same_thread: bool = False,
-    raw_names: bool = False,
-    domain: str | None = None,
-) -> Result:
-    """``tracekit ranges``: the range table, or (``tree``) one instance as a tree, or (``within``) the
-    children of the matching ranges. emit_nvtx ranges are grouped by op unless ``raw_names``; ``domain``
-    keeps one NVTX domain ("default" for the default one)."""
+def range_summary(trace: Trace, options: RangesOptions | None = None) -> Result:
+    """``ranges``: the range table, or (``tree``) one instance as a tree, or (``within``) the children of
+    the matching ranges. emit_nvtx ranges are grouped by op unless ``raw_names``; ``domain`` keeps one
+    NVTX domain ("default" for the default one)."""
+    options = options or RangesOptions()
+    top, tree, root, instance, max_depth = options.top, options.tree, options.root, options.instance, options.max_depth
+    within, same_thread, raw_names, domain = options.within, options.same_thread, options.raw_names, options.domain
     if tree:
         table = range_tree(trace, root, instance, max_depth, same_thread, domain)
         return Result.of("tree", table, f"Range tree: {trace.name}", trace.range_notes + trace.warnings)
@@ -274,5 +272,5 @@ def range_summary(
         rows = {group_label(str(name)) for name in names}
         if len(rows) < len(names):
             notes.append(f"numbered profiler steps and emit_nvtx ranges grouped: {len(names):,} names in {len(rows):,} "
-                         "rows (--raw-names keeps every name apart, as nsys's nvtxsum does)")  # fmt: skip
+                         f"rows ({named('raw_names')} keeps every name apart, as nsys's nvtxsum does)")  # fmt: skip
     return Result.of("ranges", table, f"NVTX ranges: {trace.name}", notes + trace.range_notes + trace.warnings)

@@ -1,7 +1,7 @@
 """``tracekit ranks``: one row per rank of a distributed job (or per run), and where they differ.
 
 Per input:
-- Steps and Step Time (ns): the mean duration of its step ranges: ``--step-range NAME`` when given,
+- Steps and Step Time (ns): the mean duration of its step ranges: ``step_range`` when given,
   else torch.profiler's ``ProfilerStep#N`` (CPU side), else ranges named ``step`` (tracekit's
   workloads and ``annotate.steps``). A trace without any: no steps, and the GPU figures cover it all.
 - GPU Busy / Span / Idle (ns): summed over the input's GPUs (``busy``: every GPU op counts).
@@ -27,7 +27,9 @@ from tracekit.analysis.attribution import op_launches
 from tracekit.analysis.busy import SUM, device_busy, known_devices
 from tracekit.analysis.kernel_types import TYPES, launched_before_last_step, op_types
 from tracekit.analysis.many_inputs import Part
+from tracekit.analysis.options import RanksOptions
 from tracekit.analysis.steps import step_rows
+from tracekit.model.options import named as option_name
 from tracekit.model.result import Table
 from tracekit.model.trace import Trace
 
@@ -46,13 +48,13 @@ def collective_name(kernel: str) -> str:
     return found.group(1) if found else kernel.split("(")[0]
 
 
-def ranks_part(trace: Trace, part: Part, options: dict[str, Any], limit: int) -> Part:
+def ranks_part(trace: Trace, part: Part, options: RanksOptions, limit: int) -> Part:
     """One input's row (one per GPU when it holds several: a single export of a multi-GPU job, each
     GPU's row with the steps of the processes that launched its work), its collectives and its
     per-kernel means."""
     ops = trace.gpu_ops
     window = None
-    if options.get("drop_last_step"):
+    if options.drop_last_step:
         window, note = launched_before_last_step(trace)
         part.notes.append(note)
     counted = np.ones(len(ops), dtype=bool) if window is None else window
@@ -62,7 +64,7 @@ def ranks_part(trace: Trace, part: Part, options: dict[str, Any], limit: int) ->
     groups = [(None, counted)] + (
         [(f"cuda:{int(gpu)}", counted & (devices == gpu)) for gpu in gpus] if len(gpus) > 1 else []
     )
-    steps = step_rows(trace, options.get("step_range"))
+    steps = step_rows(trace, options.step_range)
     launches = op_launches(trace)
     launcher = np.where(launches.found, launches.pid, ops["pid"].to_numpy())
     types, durations = op_types(ops), ops["duration"].to_numpy()
@@ -113,8 +115,8 @@ def ranks_part(trace: Trace, part: Part, options: dict[str, Any], limit: int) ->
 class RanksMerger:
     """Rows of every input side by side, their spread, collectives per rank, kernels slowest where."""
 
-    def __init__(self, options: dict[str, Any], limit: int):
-        self.top = options.get("top") or KERNEL_TOP
+    def __init__(self, options: RanksOptions, limit: int):
+        self.top = options.top or KERNEL_TOP
         self.rows: dict[tuple[int, str], dict[str, Any]] = {}  # (input, GPU or "") -> row
         self.collectives: list[pd.DataFrame] = []
         self.kernels: list[pd.DataFrame] = []
@@ -235,7 +237,7 @@ def _straggler_note(table: pd.DataFrame, column: str) -> list[str]:
     named = column if column == "GPU" else column.lower()
     steps = table[STEP_TIME].to_numpy(float)
     if not np.isfinite(steps).any():
-        notes.append(f"no step ranges (ProfilerStep#N, step or --step-range): no step times per {named}")
+        notes.append(f"no step ranges (ProfilerStep#N, step or {option_name('step_range')}): no step times per {named}")
     elif len(table) > 1:
         slow, fast = int(np.nanargmax(steps)), int(np.nanargmin(steps))
         median = float(np.nanmedian(steps))

@@ -1,6 +1,6 @@
-"""``tracekit steps``: one row per training step.
+"""``steps``: one row per training step.
 
-Steps are ranges (CPU side): ``--step-range NAME`` when given, else torch.profiler's ``ProfilerStep#N``,
+Steps are ranges (CPU side): ``step_range`` when given, else torch.profiler's ``ProfilerStep#N``,
 else ranges named ``step`` (tracekit's workloads and ``annotate.steps``). Per step, in ns:
 - Wall: the step range's duration.
 - Kernels, Kernel Time: the kernels launched while the step was open on its process (a launch call that
@@ -9,8 +9,9 @@ else ranges named ``step`` (tracekit's workloads and ``annotate.steps``). Per st
   device; ``cuda:N Idle``: the step's length on that GPU's clock (from the step's first op to the next
   step's first op; the last step to its last op's end) minus Busy. The GPU often runs behind the CPU, so
   a step's GPU work is measured on the GPU's timeline, not inside the CPU range.
-- per phase (``--phases``, default forward, backward, optimizer): the summed durations of the ranges of
-  that name that started inside the step on its process.
+- per phase (``phases``: range specs, default forward, backward, optimizer): the summed durations of the
+  ranges it matches (outermost: one nested in another match counts once) that started inside the step
+  on its process.
 - Flag: "outlier" when the wall time is further from the median than 3 scaled MADs and 5 % of the
   median (a first step flagged this way is usually warm-up: "outlier (first)").
 """
@@ -24,12 +25,15 @@ import pandas as pd
 
 from tracekit.analysis.attribution import merge_intervals, op_launches
 from tracekit.analysis.busy import busy_span, known_devices
+from tracekit.analysis.options import StepsOptions
+from tracekit.analysis.selection import select
 from tracekit.errors import UsageError
+from tracekit.model.options import named
+from tracekit.model.range_names import inside_another
 from tracekit.model.result import Chart, Result
 from tracekit.model.trace import Trace
 
 PROFILER_STEP = re.compile(r"^ProfilerStep#\d+$")
-DEFAULT_PHASES = ("forward", "backward", "optimizer")
 STEP, WALL, KERNELS, KERNEL_TIME, FLAG = "Step", "Wall (ns)", "Kernels", "Kernel Time (ns)", "Flag"
 
 
@@ -63,15 +67,15 @@ def step_of(steps: pd.DataFrame, pid: np.ndarray, time: np.ndarray) -> np.ndarra
     return found
 
 
-def step_table(
-    trace: Trace, step_range: str | None = None, phases: list[str] | None = None, outlier_mads: float = 3.0
-) -> Result:
+def step_table(trace: Trace, options: StepsOptions | None = None, outlier_mads: float = 3.0) -> Result:
     """One row per step (see the module docstring)."""
+    options = options or StepsOptions()
+    step_range = options.step_range
     steps = step_rows(trace, step_range)
     if steps.empty:
         wanted = f"no range named {step_range!r}" if step_range else "no ProfilerStep#N or step ranges"
         raise UsageError(
-            f"{trace.name}: {wanted}; name the step range with --step-range (`tracekit ranges` lists them)"
+            f"{trace.name}: {wanted}; name the step range with {named('step_range')} (`tracekit ranges` lists them)"
         )
     steps = steps.reset_index(drop=True)
     count = len(steps)
@@ -100,13 +104,17 @@ def step_table(
             busy = np.pad(busy, (0, count - len(busy)))
             table[f"cuda:{int(device)} Busy (ns)"] = busy
             table[f"cuda:{int(device)} Idle (ns)"] = np.maximum(_gpu_windows(start, end, step, count) - busy, 0)
-    for phase in phases if phases is not None else DEFAULT_PHASES:
-        named = trace.ranges.loc[(trace.ranges["name"].astype(str) == phase).to_numpy()]
-        if named.empty:
+    selection = select(trace, options.phases) if options.phases else None
+    for phase in options.phases:
+        assert selection is not None
+        matched = selection.matches[phase]
+        if not matched.any():
             continue
-        where = step_of(steps, named["pid"].to_numpy(), named["start"].to_numpy())
+        # a range nested in another of the same phase is part of its time already
+        phase_ranges = selection.ranges.loc[matched & ~inside_another(selection.ranges, matched)]
+        where = step_of(steps, phase_ranges["pid"].to_numpy(), phase_ranges["start"].to_numpy())
         inside = where >= 0
-        totals = np.bincount(where[inside], weights=named["duration"].to_numpy()[inside], minlength=count)
+        totals = np.bincount(where[inside], weights=phase_ranges["duration"].to_numpy()[inside], minlength=count)
         table[f"{phase} (ns)"] = totals.astype(np.int64)
     table[FLAG] = _flags(wall, outlier_mads)
     charts = {}

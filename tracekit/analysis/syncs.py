@@ -22,8 +22,9 @@ import pandas as pd
 
 from tracekit.analysis.attribution import merge_intervals
 from tracekit.analysis.launch_delays import api_name
+from tracekit.analysis.options import SyncsOptions
+from tracekit.model.range_specs import op_name
 from tracekit.model.result import Result, Table
-from tracekit.model.selection import op_name
 from tracekit.model.trace import Trace
 
 BLOCKING = re.compile(
@@ -115,8 +116,9 @@ def _idle_after(ops: pd.DataFrame, calls: pd.DataFrame) -> np.ndarray:
     return idle
 
 
-def sync_summary(trace: Trace, top: int = 15) -> Result:
-    """Per API and range: count, the CPU's wait and the GPU idle after; and the longest calls."""
+def sync_summary(trace: Trace, options: SyncsOptions | None = None) -> Result:
+    """Per API and range: count, the CPU's wait and the GPU idle after; and the ``top`` longest calls."""
+    top = (options or SyncsOptions()).top
     calls = blocking_calls(trace)
     notes = list(trace.warnings)
     if calls.empty:

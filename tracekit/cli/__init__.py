@@ -1,6 +1,7 @@
-"""The ``tracekit`` command: a click group with a module per command group.
+"""The ``tracekit`` command: a click group; the analysis commands are derived from the registry
+(``analyses``), the others (report, export, bench, capture) have a module each.
 
-Each command parses options, calls one library function and hands its Result to the renderer
+Each command is click -> options -> registry (or one library function) -> the renderer
 (``common.emit``); library errors become one line and exit status 1 (``common.TracekitGroup``).
 Importing this package loads click and nothing heavy: pandas, numpy, pyarrow, matplotlib and torch
 are imported inside the command that needs them.
@@ -14,13 +15,12 @@ import sys
 import click
 
 from tracekit import __version__
+from tracekit.cli.analyses import ANALYSES
 from tracekit.cli.bench import bench
 from tracekit.cli.capture import capture
 from tracekit.cli.common import TracekitGroup
-from tracekit.cli.many import compare, ranks
-from tracekit.cli.memory import memory
+from tracekit.cli.export import export
 from tracekit.cli.report import report
-from tracekit.cli.traces import breakdown, diff, export, idle, kernels, launches, overlap, ranges, steps, syncs
 
 
 @click.group(cls=TracekitGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -29,24 +29,7 @@ def main():
     """Where a PyTorch training step's GPU time and memory go, from Nsight Systems traces."""
 
 
-for command in (
-    kernels,
-    ranges,
-    breakdown,
-    steps,
-    launches,
-    idle,
-    overlap,
-    syncs,
-    ranks,
-    compare,
-    diff,
-    memory,
-    report,
-    export,
-    bench,
-    capture,
-):
+for command in (*ANALYSES, report, export, bench, capture):
     main.add_command(command)
 
 

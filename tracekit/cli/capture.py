@@ -107,9 +107,10 @@ def capture(
         program = tuple(part for part in (model, *command) if part is not None)
         return _capture_command(program, profiler, memory, out, name, nsys, extra, trace, nsys_grace, start_timeout)
     nsys_args = extra
-    from tracekit.analysis.kernels import kernel_summary
+    from tracekit.analysis.options import KernelsOptions
     from tracekit.capture.nsys import CaptureOptions
     from tracekit.capture.nsys import capture as run_capture
+    from tracekit.commands import run_command
     from tracekit.errors import NoGpuDataError
     from tracekit.model.result import Result
     from tracekit.render.tables import render_text
@@ -137,7 +138,7 @@ def capture(
     if not phases.empty:
         click.echo(render_text(Result.of("phases", phases, "Step phases (harness, ms)"), "table") + "\n")
     try:
-        top = kernel_summary(open_trace(run.folder), top=5, name="short")
+        top = run_command("kernels", open_trace(run.folder), KernelsOptions(top=5, name="short"))
         click.echo(render_text(Result.of("kernels", top.frame, "Top 5 kernels"), "table") + "\n")
     except NoGpuDataError:
         notes.append("no CUDA kernels in this trace (a CPU run): it holds the NVTX ranges only")
@@ -159,8 +160,9 @@ def capture(
 
 def _capture_command(program, profiler, memory, out, name, nsys, nsys_args, trace, nsys_grace, start_timeout,
                      workload=None):  # fmt: skip
-    from tracekit.analysis.kernels import kernel_summary
+    from tracekit.analysis.options import KernelsOptions
     from tracekit.capture.command import CommandOptions, capture_command
+    from tracekit.commands import run_command
     from tracekit.errors import NoGpuDataError
     from tracekit.model.result import Result
     from tracekit.render.tables import render_text
@@ -180,7 +182,7 @@ def _capture_command(program, profiler, memory, out, name, nsys, nsys_args, trac
                                "table") + "\n")  # fmt: skip
     notes = list(captured.notes)
     try:
-        top = kernel_summary(trace_read, top=5, name="short")
+        top = run_command("kernels", trace_read, KernelsOptions(top=5, name="short"))
         click.echo(render_text(Result.of("kernels", top.frame, "Top 5 kernels"), "table") + "\n")
     except NoGpuDataError:
         notes.append("no CUDA kernels in this trace (a CPU run): it holds the ranges only")

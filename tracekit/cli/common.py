@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 import functools
-import sys
 from typing import TYPE_CHECKING
 
 import click
 
+from tracekit.commands.command_line import flag_name
 from tracekit.errors import TracekitError, UsageError
+from tracekit.model.options import OptionError
 from tracekit.render import FILE_FORMATS, FORMATS, TIME_UNITS
 from tracekit.render.safe_text import printable
 from tracekit.signals import Interrupted
@@ -22,14 +23,15 @@ class TracekitGroup(click.Group):
     """Turns library errors and unreadable files into one-line messages instead of tracebacks."""
 
     def invoke(self, ctx: click.Context):
-        from tracekit.files import forget_inputs
-
-        forget_inputs()
-        from tracekit.sources.cache import writing_behind
+        from tracekit.session import Session, Settings
 
         try:
-            with writing_behind():  # tables cached while the command goes on, all written before it returns
+            # One session per command: its inputs, reading threads and reads ahead end with it; tables are
+            # cached while the command goes on, all written before it returns.
+            with Session(Settings.from_environment(), write_behind=True, option_name=flag_name):
                 return super().invoke(ctx)
+        except OptionError as error:  # options that do not fit together: a usage error, as click's own
+            raise click.UsageError(printable(str(error))) from None
         except TracekitError as error:  # messages quote names from the input: shown, never obeyed
             raise click.ClickException(printable(str(error))) from None
         except Interrupted as interruption:  # Ctrl-C or SIGTERM while a command cleaned up after itself
@@ -37,10 +39,6 @@ class TracekitGroup(click.Group):
         except OSError as error:
             where = f": {error.filename}" if error.filename else ""
             raise click.ClickException(f"{error.strerror or error}{where}") from None
-        finally:
-            reader = sys.modules.get("tracekit.sources.sqlite_columns")  # not imported: nothing was read ahead
-            if reader is not None:
-                reader.forget_reads_ahead()
 
 
 def output_options(function):
@@ -123,7 +121,7 @@ ops_option = click.option(
 
 def _spec_list(ctx, param, value: str) -> list[str]:
     """--phases: the comma-separated specs, split once here (an empty list is an error, not the default)."""
-    from tracekit.model.selection import split_specs
+    from tracekit.model.range_specs import split_specs
 
     try:
         return split_specs(value)

@@ -3,7 +3,8 @@
 ``schema``     the column contract (one declared schema per table, checked once per load)
 ``trace``      ``Trace``: GPU ops, launches, NVTX ranges and metadata of one profile
 ``memory``     ``MemoryTrace``: a CUDA memory snapshot as tables
-``selection``  range specs: grammar, name matching, nesting lookups (the one place that selects ranges)
+``range_specs`` the range-spec grammar (``--range``, ``--phases``, ``--within``): the standard library only
+``range_names`` range names against specs on tables of ranges: matching, nesting among a selection
 ``nesting``    parent and depth of ranges on a thread
 ``result``     ``Result``: what an analysis returns (named tables, notes, figures)
 ``reading``    how urgent a read is (tables loaded ahead of need wait for the others)

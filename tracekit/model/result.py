@@ -33,6 +33,11 @@ class Table:
     frame: pd.DataFrame
     title: str = ""
 
+    @property
+    def units(self) -> dict[str, str]:
+        """Each column's unit, from its name ("Total Time (ns)" -> "ns"); columns without one left out."""
+        return {str(column): unit for column in self.frame.columns if (unit := column_unit(str(column)))}
+
 
 @dataclass
 class Chart:
@@ -62,6 +67,7 @@ class Result:
         return self.tables[0].frame
 
     def table(self, name: str) -> pd.DataFrame:
+        """The table called ``name``; KeyError naming the tables there are otherwise."""
         for table in self.tables:
             if table.name == name:
                 return table.frame
@@ -70,3 +76,30 @@ class Result:
     @property
     def names(self) -> list[str]:
         return [table.name for table in self.tables]
+
+    def __getitem__(self, name: str) -> pd.DataFrame:
+        return self.table(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.names
+
+    def keys(self) -> list[str]:
+        """The tables' names, in display order."""
+        return self.names
+
+    def to_pandas(self, name: str | None = None) -> pd.DataFrame:
+        """The table called ``name`` (default: the first, the command's main table) as a DataFrame of raw
+        values; its units are in ``frame.attrs["units"]`` too."""
+        table = self.tables[0] if name is None else next((t for t in self.tables if t.name == name), None)
+        if table is None:
+            raise KeyError(f"no table {name!r}; this result has {', '.join(self.names)}")
+        frame = table.frame.copy(deep=False)
+        frame.attrs["units"] = table.units
+        return frame
+
+    def units(self, name: str | None = None) -> dict[str, str]:
+        """Column -> unit ("ns", "%", "MiB", ...) of the table called ``name`` (default: the first)."""
+        table = self.tables[0] if name is None else next((t for t in self.tables if t.name == name), None)
+        if table is None:
+            raise KeyError(f"no table {name!r}; this result has {', '.join(self.names)}")
+        return table.units

@@ -21,7 +21,7 @@ from tracekit.model import schema
 from tracekit.model.reading import reading_later
 
 if TYPE_CHECKING:
-    from tracekit.model.selection import Pattern
+    from tracekit.model.range_specs import Pattern
 
 TORCH_PROFILER = "torch.profiler"  # ``TraceMeta.tool`` of a torch.profiler (Kineto) trace
 TABLES = tuple(table.table for table in schema.TRACE_TABLES)
@@ -229,7 +229,7 @@ class Trace:
 
     def ranges_named(self, patterns: Collection[Pattern]) -> pd.DataFrame:
         """Only the ranges these patterns (of range specs) match, nested among themselves."""
-        from tracekit.model.selection import select_named
+        from tracekit.model.range_names import select_named
 
         patterns = set(patterns)
         if "ranges" not in self.__dict__ and "ranges_named" in self.loaders:

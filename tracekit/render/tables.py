@@ -132,6 +132,11 @@ def _cell(value, for_terminal: bool, decimals: int) -> str:
     return text
 
 
+def formatted_cells(frame: pd.DataFrame) -> tuple[list[str], list[list[str]], list[bool]]:
+    """Headers, each column's cells as people read them (whole texts), and which align right."""
+    return _formatted(frame, for_terminal=False)
+
+
 def _formatted(frame: pd.DataFrame, for_terminal: bool) -> tuple[list[str], list[list[str]], list[bool]]:
     headers = [printable(str(column)) for column in frame.columns]
     formats = [column_format(frame[column]) for column in frame.columns]

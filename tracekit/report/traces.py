@@ -10,20 +10,28 @@ first.
 from __future__ import annotations
 
 import re
-import shlex
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
 
 from tracekit import __version__
-from tracekit.analysis.breakdown import PHASE, WHOLE, default_phases_missing, phase_breakdown
+from tracekit.analysis.breakdown import PHASE, WHOLE, default_phases_missing
 from tracekit.analysis.busy import ANY, known_devices
 from tracekit.analysis.compare import compare_traces
 from tracekit.analysis.diff import compare_categories, compare_kernels, labels_for
-from tracekit.analysis.kernels import kernel_mask, kernel_summary
-from tracekit.analysis.memory_tables import memory_summary
-from tracekit.analysis.ranges import range_summary
+from tracekit.analysis.kernels import kernel_mask
+from tracekit.analysis.options import (
+    DEFAULT_PHASES,
+    BreakdownOptions,
+    CompareOptions,
+    DiffOptions,
+    KernelsOptions,
+    MemoryOptions,
+    RangesOptions,
+)
+from tracekit.commands import run_command
+from tracekit.commands.command_line import command_line
 from tracekit.errors import NoGpuDataError, TracekitError, UsageError
 from tracekit.files import check_target
 from tracekit.model.result import Chart
@@ -33,9 +41,9 @@ from tracekit.render.tables import in_unit
 from tracekit.report.document import Document
 from tracekit.report.why import why_section
 from tracekit.runs import Run
-from tracekit.sources import open_snapshot, open_trace
+from tracekit.sources import open_trace
 
-PHASES = ["forward", "backward", "optimizer"]
+PHASES = DEFAULT_PHASES
 TOP_KERNELS, TOP_PHASE_KERNELS, TOP_RANGES, TOP_MEMORY = 10, 5, 15, 10
 RANGE_COLUMNS = ["Range", "Instances", "Total Time (ms)", "Avg (ms)", "Med (ms)", "Depth", "GPU Ops", "GPU Time (ms)"]
 
@@ -82,7 +90,7 @@ def _input_section(section: Document, path: Path, trace: Trace, heading: str) ->
     version = f" {trace.meta.tool_version}" if trace.meta.tool_version else ""
     schema = f" (export schema {trace.meta.schema_version})" if trace.meta.schema_version else ""
     section.text(f"Trace `{trace.name}`: {tool}{version}{schema}; GPUs: {gpus}.")
-    source = shlex.quote(str(path))
+    source = str(path)
     if run is not None and run.manifest:
         _run_section(section, run)
     if has_kernels:
@@ -169,7 +177,8 @@ def _run_section(section: Document, run: Run) -> None:
 
 
 def _gpu_sections(section: Document, source: str, trace: Trace, run: Run | None) -> None:
-    breakdown = phase_breakdown(trace, PHASES)
+    options = BreakdownOptions(phases=PHASES)
+    breakdown = run_command("breakdown", trace, options)
     table = breakdown.table("breakdown")
     present = table.loc[(table["Instances"] > 0) | (table[PHASE] == WHOLE)]
     section.text(
@@ -177,8 +186,10 @@ def _gpu_sections(section: Document, source: str, trace: Trace, run: Run | None)
         "Kernel time is the summed duration of the kernels (concurrent streams both count); memory copies and "
         "sets are the columns beside it, not part of it.",
     )
-    section.table(present, f"tracekit breakdown {source} --unit ms")
-    missing = default_phases_missing(table, PHASES, f"`tracekit breakdown {source} --phases ...`")
+    section.table(present, command_line("breakdown", [source], options, "ms"))
+    missing = default_phases_missing(
+        table, list(PHASES), f"`{command_line('breakdown', [source], options)} --phases ...`"
+    )
     if missing:  # (the trace's own warnings come once, at the end of its section)
         section.text(f"> note: {missing}")
     if "categories" in breakdown.charts:
@@ -211,59 +222,62 @@ def _gpu_sections(section: Document, source: str, trace: Trace, run: Run | None)
         section.text("Harness wall time per phase beside the time any GPU was busy in it (per step):")
         section.table(pd.DataFrame(rows))
     section.text("### Top kernels", "Base names; `tracekit kernels` without `--name short` gives templated names.")
-    top = kernel_summary(trace, top=TOP_KERNELS, name="short")
-    section.table(top.frame, f"tracekit kernels {source} --top {TOP_KERNELS} --name short --unit ms")
+    top_options = KernelsOptions(top=TOP_KERNELS, name="short")
+    top = run_command("kernels", trace, top_options)
+    section.table(top.frame, command_line("kernels", [source], top_options, "ms"))
     for phase in phases.loc[phases["Kernels"] > 0, PHASE]:  # a phase that launched no kernel has no top list
-        inside = kernel_summary(trace, top=TOP_PHASE_KERNELS, name="short", ranges=[phase])
+        inside_options = KernelsOptions(top=TOP_PHASE_KERNELS, name="short", ranges=(phase,))
+        inside = run_command("kernels", trace, inside_options)
         section.text(f"#### Inside `{phase}`")
-        section.table(
-            inside.frame, f"tracekit kernels {source} --range {phase} --top {TOP_PHASE_KERNELS} --name short --unit ms"
-        )
+        section.table(inside.frame, command_line("kernels", [source], inside_options, "ms"))
 
 
 def _range_sections(section: Document, source: str, trace: Trace) -> None:
     if trace.ranges.empty:
         section.text("### NVTX ranges", "No NVTX ranges in this trace.")
         return
-    summary = range_summary(trace, top=TOP_RANGES)
+    options = RangesOptions(top=TOP_RANGES)
+    summary = run_command("ranges", trace, options)
     table = in_unit(summary.frame, "ms")
     section.text("### NVTX ranges", f"The {TOP_RANGES} range names with the most CPU time (all columns: the command).")
     section.table(
         table.loc[:, [column for column in RANGE_COLUMNS if column in table.columns]],
-        f"tracekit ranges {source} --top {TOP_RANGES} --unit ms",
+        command_line("ranges", [source], options, "ms"),
     )
     for note in summary.notes:
         if note not in trace.warnings:  # rows left out are said once, for every table, under the input
             section.text(f"> note: {note}")
     if (trace.ranges["name"] == "attention").any():
         try:
-            within = range_summary(trace, within="attention")
+            within_options = RangesOptions(within="attention")
+            within = run_command("ranges", trace, within_options)
         except UsageError:
             return
         section.text("### Inside attention", "Each part's share of the attention ranges' CPU and GPU time.")
-        section.table(within.frame, f"tracekit ranges {source} --within attention --unit ms")
+        section.table(within.frame, command_line("ranges", [source], within_options, "ms"))
 
 
 def _memory_section(section: Document, snapshot: Path) -> None:
     try:
-        memory = memory_summary(open_snapshot(snapshot), top=TOP_MEMORY, by="both", bands=TOP_MEMORY)
+        memory = run_command("memory", snapshot, MemoryOptions(top=TOP_MEMORY, by="all", timeline=True))
     except TracekitError as error:
         section.text("### Memory", f"The memory snapshot could not be read: {error}")
         return
-    source = shlex.quote(str(snapshot))
+    source = [str(snapshot)]
     section.text("### Memory")
-    section.table(memory.table("summary"), f"tracekit memory {source}")
+    section.table(memory.table("summary"), command_line("memory", source, MemoryOptions()))
     for note in memory.notes:
         section.text(f"> note: {note}")
     section.picture(memory.charts["timeline"], "memory_timeline", "active memory timeline")
     section.text("What the memory live at the peak is for (parameters, optimizer state, gradients, activations):")
-    section.table(memory.table("roles"), f"tracekit memory {source} --by role")
+    section.table(memory.table("roles"), command_line("memory", source, MemoryOptions(by="role")))
     if "roles" in memory.charts:
         section.picture(memory.charts["roles"], "memory_roles", "live memory by role over time")
     section.text("What holds the memory at the peak:")
-    section.table(memory.table("holders"), f"tracekit memory {source} --by frame")
+    section.table(memory.table("holders"), command_line("memory", source, MemoryOptions(by="frame")))
     section.text("Largest allocations live at the peak:")
-    section.table(memory.table("allocations").drop(columns=["Stack"]), f"tracekit memory {source} --top {TOP_MEMORY}")
+    section.table(memory.table("allocations").drop(columns=["Stack"]),
+                  command_line("memory", source, MemoryOptions(top=TOP_MEMORY)))  # fmt: skip
 
 
 def _comparison(document: Document, paths: list[Path], traces: list[Trace]) -> None:
@@ -271,21 +285,23 @@ def _comparison(document: Document, paths: list[Path], traces: list[Trace]) -> N
     against = "B against A" if len(traces) == 2 else f"{', '.join(labels[1:])} against A"
     document.text(f"## Comparison: {against}")
     # Only two inputs have a command of their own; more are this report's alone.
-    diff = "tracekit diff " + " ".join(shlex.quote(str(path)) for path in paths) if len(paths) == 2 else None
+    sources = [str(path) for path in paths]
+
+    def diff(**options) -> str | None:
+        return command_line("diff", sources, DiffOptions(**options), "ms") if len(paths) == 2 else None
+
     try:
-        document.table(compare_categories(traces, PHASES), f"{diff} --by category" if diff else None)
+        document.table(compare_categories(traces, list(PHASES)), diff(by="category"))
         document.text("Kernels that changed most:")
-        document.table(
-            compare_kernels(traces, TOP_KERNELS), f"{diff} --by kernel --top {TOP_KERNELS}" if diff else None
-        )
+        document.table(compare_kernels(traces, TOP_KERNELS), diff(by="kernel", top=TOP_KERNELS))
     except NoGpuDataError as error:
         document.text(f"No GPU comparison: {error}")
         return
     runs = [Run.at(path) for path in paths]
     configs = [run.config if run is not None else {} for run in runs]
-    compared = compare_traces(traces, labels, configs, PHASES)
+    options = CompareOptions(phases=PHASES)
+    compared = compare_traces(traces, labels, configs, options)
     document.text("Kernel time per phase instance and its split by category, input by input:")
-    command = "tracekit compare " + " ".join(shlex.quote(str(path)) for path in paths)
-    document.table(compared.table("compare"), f"{command} --unit ms")
+    document.table(compared.table("compare"), command_line("compare", sources, options, "ms"))
     if "compare" in compared.charts:
         document.picture(compared.charts["compare"], "compare", "kernel time per phase instance by category")

@@ -3,11 +3,9 @@ blocking syncs and communication overlap of one trace, each from the Result of i
 
 from __future__ import annotations
 
-from tracekit.analysis.idle import idle_by_cause
-from tracekit.analysis.launch_delays import launch_delays
-from tracekit.analysis.overlap import overlap_table
-from tracekit.analysis.steps import step_table
-from tracekit.analysis.syncs import sync_summary
+from tracekit.analysis.options import IdleOptions, LaunchesOptions, OverlapOptions, StepsOptions, SyncsOptions
+from tracekit.commands import run_command
+from tracekit.commands.command_line import command_line
 from tracekit.errors import TracekitError
 from tracekit.model.trace import Trace
 from tracekit.report.document import Document
@@ -27,31 +25,34 @@ LAUNCH_COLUMNS = [
 
 
 def why_section(section: Document, source: str, trace: Trace) -> None:
-    """Append "### Why the GPU waits" to ``section``; a part whose input is missing says so."""
+    """Append "### Why the GPU waits" to ``section``; a part whose input is missing says so. ``source``:
+    the input's path, for the command lines under the tables."""
     section.text("### Why the GPU waits")
     try:
-        steps = step_table(trace)
+        options = StepsOptions()
+        steps = run_command("steps", trace, options)
         section.text("Per step (`ProfilerStep#N` or `step` ranges):")
-        section.table(steps.frame, f"tracekit steps {source}")
+        section.table(steps.frame, command_line("steps", [source], options, "ms"))
         if "timeline" in steps.charts:
             section.picture(steps.charts["timeline"], "steps", "steps and each GPU's busy time; gaps are idle")
     except TracekitError as error:
         section.text(f"No per-step table: {error}")
-    idle = idle_by_cause(trace, top=TOP)
+    idle = run_command("idle", trace, IdleOptions(top=TOP))
     section.text("Idle time of each GPU by cause (each gap between busy intervals gets one cause):")
-    section.table(idle.table("idle"), f"tracekit idle {source}")
+    section.table(idle.table("idle"), command_line("idle", [source], IdleOptions(), "ms"))
     try:
-        launches = launch_delays(trace, name="short").frame
+        options = LaunchesOptions(name="short")
+        launches = run_command("launches", trace, options).frame
         longest = launches.sort_values("QAvg (ns)", ascending=False, na_position="last").head(TOP)
         section.text("Longest queue delays (launch call's end to kernel start; nsys kernexecsum):")
-        section.table(longest.loc[:, LAUNCH_COLUMNS], f"tracekit launches {source} --name short")
+        section.table(longest.loc[:, LAUNCH_COLUMNS], command_line("launches", [source], options, "ms"))
     except TracekitError as error:
         section.text(f"No launch delays: {error}")
-    syncs = sync_summary(trace, top=TOP)
+    syncs = run_command("syncs", trace, SyncsOptions(top=TOP))
     if not syncs.frame.empty:
         section.text("Blocking host calls and the GPU idle after them:")
-        section.table(syncs.frame.head(TOP), f"tracekit syncs {source}")
-    overlap = overlap_table(trace)
+        section.table(syncs.frame.head(TOP), command_line("syncs", [source], SyncsOptions(), "ms"))
+    overlap = run_command("overlap", trace, OverlapOptions())
     if (overlap.frame["Communication (ns)"] > 0).any():
         section.text("Communication hidden under computation, per GPU:")
-        section.table(overlap.frame, f"tracekit overlap {source}")
+        section.table(overlap.frame, command_line("overlap", [source], OverlapOptions(), "ms"))

@@ -1,7 +1,7 @@
 """A cache of a large export's normalized tables, so that later commands skip SQLite.
 
 The first command that loads a table (gpu_ops, launches, ranges) of an export of at least
-``MIN_BYTES`` writes it beside the export in ``<export>.tracekit-cache/<table>/``, or under
+``Settings.cache_min_bytes`` (32 MiB) writes it beside the export in ``<export>.tracekit-cache/<table>/``, or under
 ``$XDG_CACHE_HOME/tracekit`` when that folder is read-only. ``key.json`` records the export's identity
 (device, inode, size, modification time and a checksum of its first and last pages, where SQLite keeps
 its header and change counter) and the cache format: when any of it changes, the cache is thrown
@@ -22,19 +22,19 @@ import json
 import os
 import shutil
 import threading
-from collections.abc import Callable, Collection, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tracekit.errors import TracekitError
 from tracekit.files import write_text
 from tracekit.model.schema import TRACE_TABLES
+from tracekit.session import current
 
 if TYPE_CHECKING:  # pandas loads when a table does: the command line asks the cache before importing it
     import pandas as pd
 
-    from tracekit.model.selection import Pattern
+    from tracekit.model.range_specs import Pattern
     from tracekit.model.trace import Trace
 
 SCHEMAS = {schema.table: schema for schema in TRACE_TABLES}
@@ -44,27 +44,9 @@ FORMAT = 8  # 3: the GPU-op table is called gpu_ops; 4: unusable rows left out a
 # 6: GPU ops keep their rows for unusable values other than times (read as unknown); 7: unknown counts with
 # the columns they cover, unreadable processes -2; 8: a checksum per column, text args of torch.profiler
 # traces read as numbers, ranges' domain notes apart
-MIN_BYTES = 32 * 2**20
 SUFFIX = ".tracekit-cache"
 
-
-_STORING = threading.Lock()
-_WRITES: list[threading.Thread] = []  # tables being written in the background (see TableCache.store)
-_BEHIND = [False]  # whether stores write in the background (writing_behind): any thread's, as tables load on several
-
-
-@contextmanager
-def writing_behind() -> Iterator[None]:
-    """Within: tables are cached on background threads, all written before it ends. The command line
-    runs each command so (its analysis goes on while the cache is written); a library caller gets
-    each table written before ``store`` returns."""
-    _BEHIND[0] = True
-    try:
-        yield
-    finally:
-        _BEHIND[0] = False
-        while _WRITES:
-            _WRITES.pop().join()
+_STORING = threading.Lock()  # tables load on several threads: one may not clear the folder another writes into
 
 
 class TableCache:
@@ -89,19 +71,14 @@ class TableCache:
     @classmethod
     def for_export(cls, export: Path) -> TableCache | None:
         """The cache of ``export``, or None when caching is off or the export is small."""
-        if os.environ.get("TRACEKIT_CACHE", "1") == "0":
-            return None
-        text = os.environ.get("TRACEKIT_CACHE_MIN_BYTES", "").strip()
-        threshold = int(text) if text.isdigit() else MIN_BYTES  # a mistyped value is not worth a traceback
-        if export.stat().st_size < threshold:
+        settings = current().settings
+        if not settings.cache or export.stat().st_size < settings.cache_min_bytes:
             return None
         if os.access(export.parent, os.W_OK):
             folder = export.with_name(export.name + SUFFIX)
         else:
             digest = hashlib.sha1(str(export.resolve()).encode()).hexdigest()[:16]
-            folder = (
-                Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "tracekit" / f"{export.stem}-{digest}"
-            )
+            folder = Path(settings.cache_home) / "tracekit" / f"{export.stem}-{digest}"
         return cls(export, folder)
 
     def _valid(self) -> bool:
@@ -181,7 +158,7 @@ class TableCache:
             return None
 
     def store(self, table: str, frame: pd.DataFrame) -> None:
-        """Write one table, on a background thread within ``writing_behind`` (the command goes on with its
+        """Write one table, on a background thread when the session writes behind (the command goes on with its
         analysis meanwhile, as numpy writes without the GIL: ranges of 4.9M rows take 0.6 s of writing off
         the critical path; the frame cannot change meanwhile, pandas copies on write). A cache we cannot
         write (or a column type it does not hold) is skipped."""
@@ -197,7 +174,8 @@ class TableCache:
                 columns.append((column, None))
             else:
                 return
-        if not _BEHIND[0]:
+        session = current()
+        if not session.write_behind:
             with _STORING:
                 self._store(table, frame, columns)
             return
@@ -212,7 +190,7 @@ class TableCache:
                     del self._pending[table]
 
         writer = threading.Thread(target=write, name=f"tracekit-cache-{table}")
-        _WRITES.append(writer)
+        session.pending_writes.append(writer)
         writer.start()
 
     def _store(self, table: str, frame: pd.DataFrame, columns: list) -> None:
@@ -354,7 +332,7 @@ def _cached_selection(cache: TableCache, read_named: Callable, patterns: Collect
     """Named ranges on a cached export: from the whole cached range table when there is one (a
     filter beats a scan of SQLite), else from a cached earlier selection of the same patterns, else
     a filtered read that is cached for next time (a breakdown's phases are asked for again)."""
-    from tracekit.model.selection import select_named
+    from tracekit.model.range_names import select_named
 
     whole = cache.load("ranges")
     if whole is not None:

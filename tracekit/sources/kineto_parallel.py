@@ -18,10 +18,10 @@ from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 
+from tracekit.session import current
 from tracekit.sources.json_stream import JsonTraceError, Skeleton, decoded_chunks
 from tracekit.sources.kineto_events import EventColumns
 
-MIN_BYTES = 64 * 2**20  # below this, starting workers costs more than it saves
 IN_FLIGHT_PER_WORKER = 2  # chunks queued per worker: bounds memory, keeps workers busy
 
 
@@ -30,16 +30,11 @@ class Refused(Exception):
 
 
 def worker_count(path: Path) -> int:
-    """Worker processes for ``path``: 0 (decode here) for small files, one core, or TRACEKIT_WORKERS=0/1."""
-    count = env_int("TRACEKIT_WORKERS", min(os.cpu_count() or 1, 4))
-    threshold = env_int("TRACEKIT_PARALLEL_MIN_BYTES", MIN_BYTES)
-    return count if count > 1 and path.stat().st_size >= threshold and _has_forkserver() else 0
-
-
-def env_int(name: str, default: int) -> int:
-    """A whole number from the environment; ``default`` when it is unset or not a plain number."""
-    text = os.environ.get(name, "").strip()
-    return int(text) if text.isdigit() else default
+    """Worker processes for ``path``: 0 (decode here) for small files, one core, or the session's
+    ``decode_workers`` 0 or 1 (TRACEKIT_WORKERS; a many-input worker's session sets it to 1)."""
+    settings = current().settings
+    count = settings.decode_workers if settings.decode_workers is not None else min(os.cpu_count() or 1, 4)
+    return count if count > 1 and path.stat().st_size >= settings.decode_min_bytes and _has_forkserver() else 0
 
 
 def _has_forkserver() -> bool:

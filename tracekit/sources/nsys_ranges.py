@@ -16,8 +16,9 @@ import numpy as np
 import pandas as pd
 
 from tracekit.model.nesting import nest_ranges
+from tracekit.model.range_names import names_matching
+from tracekit.model.range_specs import Pattern
 from tracekit.model.schema import RANGE_STYLES, RANGES
-from tracekit.model.selection import Pattern, names_matching
 from tracekit.sources.nsys import ID_BITS, pid_of
 from tracekit.sources.nsys_checks import (
     NVTX_OPTIONAL,

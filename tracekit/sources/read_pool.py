@@ -1,18 +1,20 @@
 """The threads every SQLite read runs its chunks on (``sqlite_columns``): as many as cores, shared by
-all reads of the process, the most urgent read first (``model.reading``)."""
+all reads of the session (``tracekit.session``), the most urgent read first (``model.reading``); the
+session's ``close`` stops them."""
 
 from __future__ import annotations
 
 import itertools
-import os
 import queue
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 
 from tracekit.model.reading import urgency
+from tracekit.session import current
 
 READ_THREADS = 2
+LAST = 99  # the urgency of the end-of-work marker: after every read
 
 
 class ReadPool:
@@ -23,12 +25,18 @@ class ReadPool:
     def __init__(self) -> None:
         self.queue: queue.PriorityQueue = queue.PriorityQueue()
         self.order = itertools.count()  # ties broken by arrival; never compares the functions
-        for number in range(READ_THREADS):
-            threading.Thread(target=self._work, name=f"tracekit-read-{number}", daemon=True).start()
+        self.threads = [
+            threading.Thread(target=self._work, name=f"tracekit-read-{number}", daemon=True)
+            for number in range(READ_THREADS)
+        ]
+        for thread in self.threads:
+            thread.start()
 
     def _work(self) -> None:
         while True:
             _, _, function, argument, future = self.queue.get()
+            if future is None:  # close(): this thread ends
+                return
             try:
                 future.set_result(function(argument))
             except BaseException as error:  # handed to the reader waiting on it
@@ -43,18 +51,14 @@ class ReadPool:
             futures.append(future)
         return [future.result() for future in futures]
 
-
-_POOL: list[ReadPool] = []
-_POOL_LOCK = threading.Lock()
+    def close(self) -> None:
+        """Stop the threads once the reads queued before are done."""
+        for _ in self.threads:
+            self.queue.put((LAST, next(self.order), None, None, None))
+        for thread in self.threads:
+            thread.join()
 
 
 def chunk_pool() -> ReadPool:
-    with _POOL_LOCK:
-        if not _POOL:
-            _POOL.append(ReadPool())
-        return _POOL[0]
-
-
-# A process forked after the pool started holds its record but not its threads: it starts its own.
-if hasattr(os, "register_at_fork"):  # not on Windows, which does not fork
-    os.register_at_fork(after_in_child=_POOL.clear)
+    """The current session's reading threads (a forked process's session starts its own)."""
+    return current().resource("read_pool", ReadPool)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import gc
 import operator
-import os
 import pickle
 from pathlib import Path
 
@@ -25,13 +24,14 @@ import pandas as pd
 from tracekit.errors import SnapshotError
 from tracekit.model.memory import MemoryTrace
 from tracekit.model.schema import MEMORY_ACTIONS, MEMORY_ANNOTATIONS, MEMORY_EVENTS
+from tracekit.session import current
 
 ACTION_CODES = {action: code for code, action in enumerate(MEMORY_ACTIONS)}
 # Bounds checked before memory is spent (a snapshot needs several times its file size once unpickled);
-# the environment variables raise them. Defaults are far above real snapshots (torch keeps 100k trace
-# entries by default, stacks of a few hundred frames).
-SIZE_LIMIT_VARIABLE, DEFAULT_SIZE_LIMIT_MB = "TRACEKIT_SNAPSHOT_LIMIT_MB", 1024
-FRAMES_LIMIT_VARIABLE, DEFAULT_FRAMES_LIMIT = "TRACEKIT_SNAPSHOT_MAX_FRAMES", 10_000
+# the session's settings raise them (``tracekit.session``: TRACEKIT_SNAPSHOT_LIMIT_MB and
+# TRACEKIT_SNAPSHOT_MAX_FRAMES). Defaults are far above real snapshots (torch keeps 100k trace entries by
+# default, stacks of a few hundred frames).
+SIZE_LIMIT_VARIABLE, FRAMES_LIMIT_VARIABLE = "TRACEKIT_SNAPSHOT_LIMIT_MB", "TRACEKIT_SNAPSHOT_MAX_FRAMES"
 # Every trace entry and block of a real snapshot is a dict of its own with its own address, size and
 # time: at least ~40 bytes of pickle (real files: 50-60). Pickle can repeat one object by reference in 2
 # bytes, so a small file could name 10M entries (3 GB to analyse): fewer bytes than this per entry is
@@ -41,13 +41,6 @@ MIN_BYTES_PER_ENTRY = 16
 
 class TooLarge(ValueError):
     """Part of a snapshot is beyond a bound (see the limits above)."""
-
-
-def _limit(variable: str, default: int) -> int:
-    try:
-        return max(1, int(os.environ.get(variable, default)))
-    except ValueError:
-        return default
 
 
 class RefusingUnpickler(pickle.Unpickler):
@@ -83,7 +76,7 @@ def load_snapshot(path: str | Path) -> MemoryTrace:
 
 def _load(file: Path) -> MemoryTrace:
     size = file.stat().st_size  # bytes
-    size_mb, limit_mb = size / 2**20, _limit(SIZE_LIMIT_VARIABLE, DEFAULT_SIZE_LIMIT_MB)
+    size_mb, limit_mb = size / 2**20, current().settings.snapshot_limit_mb
     if size_mb > limit_mb:
         raise SnapshotError(
             f"{file} is {size_mb:,.0f} MiB, above the {limit_mb:,} MiB limit for a memory snapshot (reading one takes "
@@ -181,7 +174,7 @@ class _Stacks:
     def __init__(self):
         self.lists: list[list[dict]] = [[]]  # 0: no stack recorded
         self._by_id: dict[int, int] = {}
-        self.max_frames = _limit(FRAMES_LIMIT_VARIABLE, DEFAULT_FRAMES_LIMIT)
+        self.max_frames = current().settings.snapshot_max_frames
 
     def ids(self, frame_lists: list) -> np.ndarray:
         result = np.empty(len(frame_lists), dtype=np.int64)

@@ -27,6 +27,7 @@ from urllib.parse import quote
 
 import numpy as np
 
+from tracekit.session import current
 from tracekit.sources.read_pool import chunk_pool
 
 if TYPE_CHECKING:
@@ -91,10 +92,6 @@ def chunk_bounds(
     return [(start, end - 1) for start, end in zip(starts, starts[1:])] + [(starts[-1], high)]
 
 
-_AHEAD: dict[str, Future] = {}
-_AHEAD_LOCK = threading.Lock()
-
-
 def read_ahead(path: str | Path, **arguments) -> None:
     """Start ``read_columns(path, **arguments)`` on a background thread: the same call made later takes
     its result instead of reading again. SQLite runs without the GIL, so a command reads its export while
@@ -108,18 +105,12 @@ def read_ahead(path: str | Path, **arguments) -> None:
         except BaseException as error:  # handed to the caller, who would have met it reading itself
             future.set_exception(error)
 
-    with _AHEAD_LOCK:
-        if key in _AHEAD:
+    session = current()
+    with session.lock:
+        if key in session.reads_ahead:
             return
-        _AHEAD[key] = future
+        session.reads_ahead[key] = future
     threading.Thread(target=run, name="tracekit-read-ahead", daemon=True).start()
-
-
-def forget_reads_ahead() -> None:
-    """Drop reads started ahead that no one took (a command that failed before its read): their
-    results would otherwise stay in memory for the life of the process."""
-    with _AHEAD_LOCK:
-        _AHEAD.clear()
 
 
 def _ahead_key(path: str | Path, arguments: Mapping) -> str:
@@ -129,8 +120,9 @@ def _ahead_key(path: str | Path, arguments: Mapping) -> str:
 def read_columns(path: str | Path, table: str, ints: Mapping[str, str], **arguments) -> dict:
     """``_read_columns``, or the result of the same read started ahead (``read_ahead``)."""
     arguments = {"table": table, "ints": ints, **arguments}
-    with _AHEAD_LOCK:
-        started = _AHEAD.pop(_ahead_key(path, arguments), None)
+    session = current()
+    with session.lock:
+        started = session.reads_ahead.pop(_ahead_key(path, arguments), None)
     return started.result() if started is not None else _read_columns(path, **arguments)
 
 

@@ -1,0 +1,368 @@
+"""The Python API: one function per analysis command, with the command's name and its options as keyword
+arguments, returning a ``Result`` of DataFrames with raw values (ns as integers, full-precision floats).
+
+Each function takes an open ``Trace`` (``open_trace``), a path (an nsys export or report, a
+torch.profiler trace, a run folder), or several paths (a list, a glob, a folder of traces): several are
+read and merged exactly as the command line does with many inputs. Options are checked before any file
+is read (``OptionError`` names the option). The options are those of ``tracekit.analysis.options``:
+a test keeps each function's keywords equal to its options dataclass.
+
+    >>> import tracekit
+    >>> result = tracekit.kernels("trace.sqlite", top=5, by="category")
+    >>> result["categories"]          # a pandas DataFrame
+    >>> result.notes                  # what the numbers need said beside them
+
+Nothing heavy is imported until a function runs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal
+
+from tracekit.analysis.options import (
+    DEFAULT_EXACT_LIMIT,
+    DEFAULT_PHASES,
+    BreakdownOptions,
+    CompareOptions,
+    DiffOptions,
+    IdleOptions,
+    KernelsOptions,
+    LaunchesOptions,
+    ManyOptions,
+    MemoryOptions,
+    OverlapOptions,
+    RangesOptions,
+    RanksOptions,
+    StepsOptions,
+    SyncsOptions,
+)
+from tracekit.model.result import Result as _Result
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    from tracekit.model.memory import MemoryTrace
+    from tracekit.model.trace import Trace
+
+    Source: TypeAlias = str | os.PathLike | Trace  # a path, or a trace already open
+    Sources: TypeAlias = Source | Sequence[Source]  # one, or several to merge
+    SnapshotSource: TypeAlias = str | os.PathLike | MemoryTrace
+    Specs: TypeAlias = str | Sequence[str]  # range specs: "forward,backward" or ["forward", "backward"]
+
+
+def open_trace(path: str | os.PathLike, nsys: str | None = None) -> Trace:
+    """The trace at ``path``: an nsys SQLite export, an Nsight Systems report (exported with ``nsys``, the
+    executable given or found, the export kept beside it), a torch.profiler trace (.json, .json.gz) or a
+    tracekit run folder. Its tables (``gpu_ops``, ``launches``, ``ranges``) load when first used.
+
+    Example:
+        >>> trace = tracekit.open_trace("trace.sqlite")
+        >>> trace.gpu_ops.groupby("device")["duration"].sum()   # ns of GPU work per device
+    """
+    from tracekit.session import current
+    from tracekit.sources import open_trace as open_any
+
+    if nsys is not None:
+        session = current()
+        session.settings = session.settings.replace(nsys=nsys)
+    return open_any(os.fspath(path))
+
+
+def open_snapshot(path: str | os.PathLike) -> MemoryTrace:
+    """The CUDA memory snapshot at ``path`` (``torch.cuda.memory._dump_snapshot``'s pickle, read without
+    executing anything from it) or a run folder's: its ``events``, ``segments`` and ``frames`` tables.
+
+    Example:
+        >>> snapshot = tracekit.open_snapshot("memory.pickle")
+        >>> snapshot.events["action"].value_counts()
+    """
+    from tracekit.sources import open_snapshot as open_any
+
+    return open_any(os.fspath(path))
+
+
+class Result(_Result):
+    """What every analysis returns: named tables of raw values (``result["kernels"]``, ``to_pandas()``),
+    the column units (``units()``), notes that the figures need beside them (``notes``) and charts
+    (``charts``). ``print(result)`` shows it as the command line does; a notebook shows it as HTML."""
+
+    @classmethod
+    def of_result(cls, result: _Result) -> Result:
+        return cls(result.tables, result.notes, result.charts)
+
+    def __str__(self) -> str:
+        from tracekit.render.tables import render_text
+
+        return render_text(self, "table")
+
+    def __repr__(self) -> str:
+        shapes = ", ".join(f"{table.name} ({len(table.frame):,} rows)" for table in self.tables)
+        return f"<tracekit.Result: {shapes}; {len(self.notes)} note{'s' if len(self.notes) != 1 else ''}>"
+
+    def _repr_html_(self) -> str:
+        from tracekit.render.notebook import result_html
+
+        return result_html(self)
+
+
+def _run(name: str, inputs: Sources | SnapshotSource | Sequence[SnapshotSource], options, many=None) -> Result:
+    from tracekit.commands.execute import run_command
+
+    return Result.of_result(run_command(name, inputs, options, many))
+
+
+def kernels(
+    trace: Sources,
+    *,
+    top: int | None = None,
+    name: Literal["demangled", "short"] = "demangled",
+    by_launch_config: bool = False,
+    by: Literal["kernel", "category", "type"] = "kernel",
+    ops: Literal["kernels", "all"] = "kernels",
+    ranges: Specs = (),
+    domain: str | None = None,
+    per_instance: bool = False,
+    same_thread: bool = False,
+    drop_last_step: bool = False,
+    workers: int | None = None,
+    use_dask: bool = False,
+    scheduler: str | None = None,
+    strict: bool = False,
+    exact_median_limit: int = DEFAULT_EXACT_LIMIT,
+) -> Result:
+    """Top GPU kernels: nsys's kernel summary (table "kernels": Total Time, Instances, Avg, Med, Min, Max,
+    StdDev in ns, Time (%), Name), or the time per category ("categories") or per kernel type and
+    overlap ("types"). ``ranges``: only GPU ops launched inside these range specs. Several traces: the
+    summary over all of them, then "kernels_by_rank" (or "_by_run") with each one's rows.
+
+    Example:
+        >>> tracekit.kernels("trace.sqlite", top=5)["kernels"]
+        >>> tracekit.kernels("trace.sqlite", by="category", ranges="forward")["categories"]
+    """
+    options = KernelsOptions(top=top, name=name, by_launch_config=by_launch_config, by=by, ops=ops, ranges=ranges,  # type: ignore[arg-type]
+                             domain=domain, per_instance=per_instance, same_thread=same_thread,
+                             drop_last_step=drop_last_step)  # fmt: skip
+    many = ManyOptions(workers=workers, use_dask=use_dask, scheduler=scheduler, strict=strict,
+                       exact_median_limit=exact_median_limit)  # fmt: skip
+    return _run("kernels", trace, options, many)
+
+
+def ranges(
+    trace: Sources,
+    *,
+    top: int | None = None,
+    tree: bool = False,
+    root: str | None = None,
+    instance: int | None = None,
+    max_depth: int | None = None,
+    within: str | None = None,
+    raw_names: bool = False,
+    domain: str | None = None,
+    same_thread: bool = False,
+    workers: int | None = None,
+    use_dask: bool = False,
+    scheduler: str | None = None,
+    strict: bool = False,
+    exact_median_limit: int = DEFAULT_EXACT_LIMIT,
+) -> Result:
+    """NVTX ranges: nsys's range summary (table "ranges") plus the GPU work launched inside each; or one
+    instance as a tree (``tree``: table "tree"), or the children of the ranges ``within`` matches
+    ("within").
+
+    Example:
+        >>> tracekit.ranges("trace.sqlite", top=10)["ranges"]
+        >>> tracekit.ranges("trace.sqlite", within="attention")["within"]
+    """
+    options = RangesOptions(top=top, tree=tree, root=root, instance=instance, max_depth=max_depth, within=within,
+                            raw_names=raw_names, domain=domain, same_thread=same_thread)  # fmt: skip
+    many = ManyOptions(workers=workers, use_dask=use_dask, scheduler=scheduler, strict=strict,
+                       exact_median_limit=exact_median_limit)  # fmt: skip
+    return _run("ranges", trace, options, many)
+
+
+def breakdown(
+    trace: Sources,
+    *,
+    phases: Specs = DEFAULT_PHASES,
+    domain: str | None = None,
+    ops: Literal["kernels", "all"] = "kernels",
+    same_thread: bool = False,
+    drop_last_step: bool = False,
+    workers: int | None = None,
+    use_dask: bool = False,
+    scheduler: str | None = None,
+    strict: bool = False,
+    exact_median_limit: int = DEFAULT_EXACT_LIMIT,
+) -> Result:
+    """Kernel time by category per phase (table "breakdown"), each GPU's busy and idle time per phase
+    ("gpus") and the memory copies and sets ("copies", when there are any).
+
+    Example:
+        >>> tracekit.breakdown("trace.sqlite", phases="forward,backward")["breakdown"]
+    """
+    options = BreakdownOptions(phases=phases, domain=domain, ops=ops, same_thread=same_thread,  # type: ignore[arg-type]
+                               drop_last_step=drop_last_step)  # fmt: skip
+    many = ManyOptions(workers=workers, use_dask=use_dask, scheduler=scheduler, strict=strict,
+                       exact_median_limit=exact_median_limit)  # fmt: skip
+    return _run("breakdown", trace, options, many)
+
+
+def steps(trace: Source, *, step_range: str | None = None, phases: Specs = DEFAULT_PHASES) -> Result:
+    """One row per training step (table "steps"): wall time, kernels, each GPU's busy and idle time, the
+    time of each phase, outliers flagged; the "timeline" chart of steps and GPU busy time.
+
+    Example:
+        >>> tracekit.steps("trace.sqlite", step_range="train_step")["steps"]
+    """
+    return _run("steps", trace, StepsOptions(step_range=step_range, phases=phases))  # type: ignore[arg-type]
+
+
+def launches(
+    trace: Source,
+    *,
+    top: int | None = None,
+    name: Literal["demangled", "short"] = "demangled",
+    drop_last_step: bool = False,
+) -> Result:
+    """Launch delays as nsys's kernexecsum (table "launches"): per launching thread, device, API and kernel,
+    the launch call's time, the queue wait from the call's end to the kernel's start, and the kernel's.
+
+    Example:
+        >>> tracekit.launches("trace.sqlite", name="short", top=10)["launches"]
+    """
+    return _run("launches", trace, LaunchesOptions(top=top, name=name, drop_last_step=drop_last_step))
+
+
+def idle(
+    trace: Source,
+    *,
+    top: int = 15,
+    per_stream: bool = False,
+    overhead_max_us: float = 30.0,
+    drop_last_step: bool = False,
+) -> Result:
+    """Why each GPU sat idle: every gap between its busy intervals gets one cause (table "idle": gaps, idle
+    ns and share per GPU and cause; "gaps": the ``top`` longest).
+
+    Example:
+        >>> tracekit.idle("trace.sqlite", per_stream=True)["idle"]
+    """
+    options = IdleOptions(top=top, per_stream=per_stream, overhead_max_us=overhead_max_us,
+                          drop_last_step=drop_last_step)  # fmt: skip
+    return _run("idle", trace, options)
+
+
+def overlap(
+    trace: Source, *, per_step: bool = False, step_range: str | None = None, drop_last_step: bool = False
+) -> Result:
+    """Per GPU (table "overlap"): communication (NCCL) time, the part computation hid, the exposed rest.
+
+    Example:
+        >>> tracekit.overlap("rank0.sqlite", per_step=True)["overlap"]
+    """
+    return _run("overlap", trace, OverlapOptions(per_step=per_step, step_range=step_range,
+                                                 drop_last_step=drop_last_step))  # fmt: skip
+
+
+def syncs(trace: Source, *, top: int = 15) -> Result:
+    """Blocking host calls (table "syncs": per API and range, calls, CPU wait, GPU idle after; "longest").
+
+    Example:
+        >>> tracekit.syncs("trace.sqlite")["syncs"]
+    """
+    return _run("syncs", trace, SyncsOptions(top=top))
+
+
+def ranks(
+    traces: Sources,
+    *,
+    step_range: str | None = None,
+    drop_last_step: bool = False,
+    top: int | None = None,
+    workers: int | None = None,
+    use_dask: bool = False,
+    scheduler: str | None = None,
+    strict: bool = False,
+    exact_median_limit: int = DEFAULT_EXACT_LIMIT,
+) -> Result:
+    """Per rank of a distributed job (or per run): step time, busy/idle, compute vs communication (table
+    "ranks"), their spread, the collectives per rank and the kernels that differ most between ranks.
+
+    Example:
+        >>> tracekit.ranks("job/rank*.sqlite")["ranks"]
+    """
+    many = ManyOptions(workers=workers, use_dask=use_dask, scheduler=scheduler, strict=strict,
+                       exact_median_limit=exact_median_limit)  # fmt: skip
+    return _run("ranks", traces, RanksOptions(step_range=step_range, drop_last_step=drop_last_step, top=top), many)
+
+
+def compare(
+    runs: Sources,
+    *,
+    phases: Specs = DEFAULT_PHASES,
+    order_by: str | None = None,
+    domain: str | None = None,
+    ops: Literal["kernels", "all"] = "kernels",
+    same_thread: bool = False,
+    workers: int | None = None,
+    use_dask: bool = False,
+    scheduler: str | None = None,
+    strict: bool = False,
+    exact_median_limit: int = DEFAULT_EXACT_LIMIT,
+) -> Result:
+    """Many runs side by side (table "compare"): per run and phase, kernel time (total and per instance)
+    and its split by category, ordered by a run.json configuration field; the "compare" chart.
+
+    Example:
+        >>> tracekit.compare("traces/", order_by="ctx")["compare"]
+    """
+    options = CompareOptions(phases=phases, order_by=order_by, domain=domain, ops=ops,  # type: ignore[arg-type]
+                             same_thread=same_thread)  # fmt: skip
+    many = ManyOptions(workers=workers, use_dask=use_dask, scheduler=scheduler, strict=strict,
+                       exact_median_limit=exact_median_limit)  # fmt: skip
+    return _run("compare", runs, options, many)
+
+
+def diff(
+    a: Source,
+    b: Source,
+    *,
+    phases: Specs = DEFAULT_PHASES,
+    by: Literal["category", "kernel", "step"] | None = None,
+    top: int = 15,
+    ops: Literal["kernels", "all"] = "kernels",
+    domain: str | None = None,
+    same_thread: bool = False,
+    step_range: str | None = None,
+) -> Result:
+    """Where GPU time moved from A to B: per phase and category (table "categories"), the kernels that
+    changed most ("kernels"), the memory peaks when both are run folders with a snapshot ("memory"); or
+    (``by="step"``) step by step ("steps").
+
+    Example:
+        >>> tracekit.diff("fp32.sqlite", "bf16.sqlite", by="kernel")["kernels"]
+    """
+    options = DiffOptions(phases=phases, by=by, top=top, ops=ops, domain=domain, same_thread=same_thread,  # type: ignore[arg-type]
+                          step_range=step_range)  # fmt: skip
+    return _run("diff", [a, b], options)
+
+
+def memory(
+    snapshot: SnapshotSource | Sequence[SnapshotSource],
+    *,
+    top: int = 20,
+    by: Literal["allocation", "frame", "role", "all"] = "allocation",
+    compare: bool = False,
+    device: int | None = None,
+    timeline: bool = False,
+) -> Result:
+    """The peak of a CUDA memory snapshot (table "summary"), then the largest allocations live at it
+    ("allocations"), their total per allocating frame ("holders"), or what they are for ("roles"); two
+    snapshots: the peaks compared ("compare"). ``timeline``: also the timeline charts.
+
+    Example:
+        >>> tracekit.memory("memory.pickle", by="role")["roles"]
+    """
+    return _run("memory", snapshot, MemoryOptions(top=top, by=by, compare=compare, device=device, timeline=timeline))

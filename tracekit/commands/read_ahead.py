@@ -1,0 +1,26 @@
+"""Reads started before a command's input opens: SQLite runs without Python's lock, so an export's
+columns are read on a thread while the analysis modules and pandas are still importing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tracekit.analysis.kernel_columns import NAME_COLUMNS, command_columns
+from tracekit.analysis.options import KernelsOptions
+from tracekit.errors import TracekitError
+
+
+def kernels_ahead(path: str | Path, options: KernelsOptions) -> None:
+    """Start reading the GPU-op columns ``kernels`` with ``options`` uses (``sources.read_ahead``)."""
+    from tracekit.sources import trace_file
+    from tracekit.sources.read_ahead import read_gpu_ops_ahead
+
+    if options.name not in NAME_COLUMNS:
+        return
+    columns = command_columns(options.by, options.name, options.by_launch_config, bool(options.ranges),
+                              options.drop_last_step)  # fmt: skip
+    try:
+        if columns is not None:
+            read_gpu_ops_ahead(trace_file(path), columns)
+    except TracekitError:
+        return  # the command itself says what is wrong with the input

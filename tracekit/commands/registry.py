@@ -1,0 +1,256 @@
+"""Every analysis command, declared once: its options (a dataclass of ``analysis.options``), what it takes
+as input, the function that runs it on one input, and, for commands over many inputs, the function
+that maps one input to a Part and the merger that folds Parts into the aggregate.
+
+The command line (one input or many), ``tracekit report``, the Python API, the process pool and Dask
+workers all find commands here; the command line's commands, the many-input commands and the API's
+functions are derived from ``COMMANDS``. Functions are named "module:attribute" and imported on first
+use, so reading the registry (the command line's start) loads neither pandas nor the analyses.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tracekit.analysis.options import (
+    BreakdownOptions,
+    CompareOptions,
+    DiffOptions,
+    IdleOptions,
+    KernelsOptions,
+    LaunchesOptions,
+    MemoryOptions,
+    OverlapOptions,
+    RangesOptions,
+    RanksOptions,
+    StepsOptions,
+    SyncsOptions,
+)
+from tracekit.model.options import Options
+
+# What a command takes: one trace or many ("traces"), exactly one ("trace"), two ("pair"), one or more
+# always merged ("many": even one input is a comparison of one), one or two memory snapshots ("snapshots").
+INPUT_KINDS = ("traces", "trace", "pair", "many", "snapshots")
+
+
+def resolve(name: str) -> Any:
+    """The attribute a "module:attribute" name points at (imported now)."""
+    module, _, attribute = name.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
+@dataclass(frozen=True)
+class Picture:
+    """A chart of the result that the command line draws to a file: ``--<flag> FILE``.
+
+    ``charts``: the chart names to draw, the first present; ``needs``: an option set to True when a
+    picture is asked (the analysis then computes the chart); ``missing``: why there is nothing to draw.
+    """
+
+    flag: str
+    help: str
+    charts: tuple[str, ...]
+    missing: str
+    needs: str | None = None
+
+
+@dataclass(frozen=True)
+class Command:
+    """One command. ``run``: "module:function" of (input, options) -> Result (a pair: (a, b, options,
+    snapshots, labels); snapshots: (snapshots, options, configs)). ``part`` and ``merger`` (many
+    inputs): "module:function" of (trace, Part, options, limit) -> Part and "module:Class" of
+    (options, limit). ``title``: what the aggregate over many inputs is. ``unit``: the time unit the
+    command line prints by default. ``prepare``: "module:function" of (path, options) started before the
+    input opens (a read ahead)."""
+
+    name: str
+    help: str
+    options: type[Options]
+    inputs: str
+    run: str | None = None
+    part: str | None = None
+    merger: str | None = None
+    title: str = ""
+    unit: str = "ns"
+    picture: Picture | None = None
+    prepare: str | None = None
+
+    def __post_init__(self) -> None:
+        assert self.inputs in INPUT_KINDS, self.inputs
+        assert (self.part is None) == (self.merger is None), f"{self.name}: part and merger come together"
+
+    @property
+    def summary(self) -> str:
+        """The first line of the help."""
+        return self.help.split("\n", 1)[0]
+
+    @property
+    def takes_many(self) -> bool:
+        return self.part is not None
+
+    def function(self, which: str) -> Callable[..., Any]:
+        """The command's ``run``, ``part``, ``merger`` or ``prepare``, imported."""
+        name = getattr(self, which)
+        if name is None:
+            raise LookupError(f"{self.name} has no {which}")
+        return resolve(name)
+
+
+_KERNELS = "tracekit.analysis.kernels"
+_MANY = "tracekit.analysis.many_tables"
+
+COMMANDS: dict[str, Command] = {
+    command.name: command
+    for command in (
+        Command(
+            "kernels",
+            "Top GPU kernels of TRACES: nsys's kernel summary (gpukernsum), or time per category.\n\n"
+            "Several traces (paths, globs, a folder): each one's table with a Rank or Run column, and the "
+            "summary over all of them.",
+            KernelsOptions,
+            "traces",
+            run=f"{_KERNELS}:kernel_summary",
+            part=f"{_MANY}:kernels_part",
+            merger=f"{_MANY}:KernelsMerger",
+            title="by {by}",
+            prepare="tracekit.commands.read_ahead:kernels_ahead",
+        ),
+        Command(
+            "ranges",
+            "NVTX ranges of TRACES: nsys's range summary (nvtxsum) plus the GPU work launched inside each.\n\n"
+            "Several traces: each one's table with a Rank or Run column, and the summary over all of them.",
+            RangesOptions,
+            "traces",
+            run="tracekit.analysis.ranges:range_summary",
+            part=f"{_MANY}:ranges_part",
+            merger=f"{_MANY}:RangesMerger",
+            title="range summary",
+        ),
+        Command(
+            "breakdown",
+            "Kernel time by category (matmul, elementwise, softmax, ...) per phase, copies beside it, and each "
+            "GPU's busy and idle time. Several traces: each one's tables and the sums over all of them.",
+            BreakdownOptions,
+            "traces",
+            run="tracekit.analysis.breakdown:phase_breakdown",
+            part=f"{_MANY}:breakdown_part",
+            merger=f"{_MANY}:BreakdownMerger",
+            title="breakdown",
+        ),
+        Command(
+            "steps",
+            "One row per training step of TRACE: wall time, kernels, each GPU's busy and idle time, the time "
+            "of each phase, outliers flagged.",
+            StepsOptions,
+            "trace",
+            run="tracekit.analysis.steps:step_table",
+            unit="ms",
+            picture=Picture(
+                "--picture",
+                "also draw the steps and each GPU's busy time on one time axis (PNG)",
+                ("timeline",),
+                "nothing to draw: no GPU work with its launching call in the trace",
+            ),  # fmt: skip
+        ),
+        Command(
+            "launches",
+            "Launch delays of TRACE's kernels, as nsys's kernexecsum: per launching thread, device, API and "
+            "kernel, the launch call's time (API), the wait from the call's end to the kernel's start (queue), "
+            "the kernel's time, and the total.",
+            LaunchesOptions,
+            "trace",
+            run="tracekit.analysis.launch_delays:launch_delays",
+        ),
+        Command(
+            "idle",
+            "Why each GPU of TRACE sat idle: every gap between its busy intervals gets one cause (sync, host "
+            "not launching, launch overhead, other stream or device, dependency not in trace, other).",
+            IdleOptions,
+            "trace",
+            run="tracekit.analysis.idle:idle_by_cause",
+            unit="ms",
+        ),
+        Command(
+            "overlap",
+            "Per GPU: communication (NCCL) time, the part computation hid, and the exposed rest.",
+            OverlapOptions,
+            "trace",
+            run="tracekit.analysis.overlap:overlap_table",
+            unit="ms",
+        ),
+        Command(
+            "syncs",
+            "Blocking host calls of TRACE (synchronize, synchronous memcpy): where they sat, how long the CPU "
+            "waited, and the GPU idle that followed.",
+            SyncsOptions,
+            "trace",
+            run="tracekit.analysis.syncs:sync_summary",
+            unit="ms",
+        ),
+        Command(
+            "ranks",
+            "Per rank of a distributed job (or per run): step time, GPU busy/idle, compute vs communication, "
+            "NCCL collectives; the slowest and fastest rank, and the kernels that differ most between ranks.\n\n"
+            "INPUTS: the ranks' traces (files, globs, or a folder of them).",
+            RanksOptions,
+            "many",
+            part="tracekit.analysis.ranks:ranks_part",
+            merger="tracekit.analysis.ranks:RanksMerger",
+            title="ranks compared",
+        ),
+        Command(
+            "compare",
+            "Many runs side by side: per run and phase, kernel time (total and per instance) and its split by "
+            "category, ordered by a configuration field; optionally as grouped bars.\n\n"
+            "INPUTS: run folders or traces (files, globs, or a folder of runs such as traces/).",
+            CompareOptions,
+            "many",
+            part="tracekit.analysis.compare:compare_part",
+            merger="tracekit.analysis.compare:CompareMerger",
+            title="runs compared",
+            unit="ms",
+            picture=Picture(
+                "--picture",
+                "also draw the grouped bars to this PNG",
+                ("compare",),
+                "nothing to draw: no run has kernel time",
+            ),  # fmt: skip
+        ),
+        Command(
+            "diff",
+            "Where GPU time moved from A to B (runs or traces): per phase and category, the kernels that "
+            "changed most, and the memory peak when both runs have a snapshot.",
+            DiffOptions,
+            "pair",
+            run="tracekit.analysis.diff:trace_diff",
+            unit="ms",
+        ),
+        Command(
+            "memory",
+            "Peak memory of a CUDA memory snapshot (torch.cuda.memory._dump_snapshot pickle, or a run folder's "
+            "memory.pickle): when it happened, what was live, which code allocated it.",
+            MemoryOptions,
+            "snapshots",
+            run="tracekit.analysis.memory_tables:memory_result",
+            picture=Picture(
+                "--plot",
+                "write the active-memory timeline picture here (.png or .svg); with "
+                "--by role, live memory by role over time",
+                ("roles", "timeline"),
+                "nothing to draw",
+                needs="timeline",
+            ),  # fmt: skip
+        ),
+    )
+}
+
+
+def command(name: str) -> Command:
+    """The command called ``name``; LookupError listing the commands otherwise."""
+    try:
+        return COMMANDS[name]
+    except KeyError:
+        raise LookupError(f"no command {name!r}; the commands are {', '.join(COMMANDS)}") from None

@@ -1,0 +1,223 @@
+"""What is process-wide, in one object: a ``Session``.
+
+A command (or a notebook's analyses) shares a few things across calls: settings read from the
+environment, the threads that read SQLite chunks, tables read ahead of need, the files that are its
+inputs (never written over by ``-o``), and cache tables written in the background. They live in the
+current ``Session``, not in module globals, so they can be seen, and ended, in one place:
+
+- the command line opens one per command (``with Session(...)``) and closes it before it exits;
+- the Python API uses a default session, created on first use, whose settings follow the environment
+  as it is at each call; ``tracekit.session().close()`` ends what it holds (threads, reads, inputs),
+  and ``with tracekit.Session(...)`` replaces it for a block;
+- worker processes (the pool, Dask) receive the client's ``Settings`` as an argument and open a
+  session of their own with them: nothing is passed through ``os.environ``.
+
+The standard library only: every layer of tracekit may use it.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+DEFAULT_CACHE_MIN_BYTES = 32 * 2**20
+DEFAULT_DECODE_MIN_BYTES = 64 * 2**20
+DEFAULT_SNAPSHOT_LIMIT_MB = 1024
+DEFAULT_SNAPSHOT_MAX_FRAMES = 10_000
+
+
+def _whole_number(environ: Mapping[str, str], name: str, default: int | None) -> int | None:
+    """A whole number from the environment; ``default`` when unset or not a plain number (a mistyped
+    value is not worth a traceback)."""
+    text = environ.get(name, "").strip()
+    return int(text) if text.isdigit() else default
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Settings of a session, each with the environment variable it is read from.
+
+    ``nsys``: the nsys executable that exports reports (TRACEKIT_NSYS; None: PATH, then usual places).
+    ``cache``: whether large exports' tables are cached as column files (TRACEKIT_CACHE=0 turns it off).
+    ``cache_min_bytes``: exports smaller than this are not cached (TRACEKIT_CACHE_MIN_BYTES, bytes).
+    ``cache_home``: where caches go when an export's folder is not writable (XDG_CACHE_HOME/tracekit).
+    ``decode_workers``: processes that decode one large torch.profiler trace (TRACEKIT_WORKERS; None:
+    up to 4 cores; 0 or 1: in this process).
+    ``decode_min_bytes``: smaller torch.profiler traces are decoded in this process
+    (TRACEKIT_PARALLEL_MIN_BYTES, bytes).
+    ``snapshot_limit_mb``: the largest memory snapshot read (TRACEKIT_SNAPSHOT_LIMIT_MB, MiB).
+    ``snapshot_max_frames``: stack frames kept per snapshot entry (TRACEKIT_SNAPSHOT_MAX_FRAMES).
+    """
+
+    nsys: str | None = None
+    cache: bool = True
+    cache_min_bytes: int = DEFAULT_CACHE_MIN_BYTES
+    cache_home: str = field(default_factory=lambda: str(Path.home() / ".cache"))
+    decode_workers: int | None = None
+    decode_min_bytes: int = DEFAULT_DECODE_MIN_BYTES
+    snapshot_limit_mb: int = DEFAULT_SNAPSHOT_LIMIT_MB
+    snapshot_max_frames: int = DEFAULT_SNAPSHOT_MAX_FRAMES
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """The settings the environment gives (``os.environ`` unless ``environ``): the one place tracekit
+        reads its TRACEKIT_* variables."""
+        env = os.environ if environ is None else environ
+        return cls(
+            nsys=env.get("TRACEKIT_NSYS") or None,
+            cache=env.get("TRACEKIT_CACHE", "1") != "0",
+            cache_min_bytes=_whole_number(env, "TRACEKIT_CACHE_MIN_BYTES", DEFAULT_CACHE_MIN_BYTES) or 0,
+            cache_home=env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache"),
+            decode_workers=_whole_number(env, "TRACEKIT_WORKERS", None),
+            decode_min_bytes=_whole_number(env, "TRACEKIT_PARALLEL_MIN_BYTES", DEFAULT_DECODE_MIN_BYTES) or 0,
+            snapshot_limit_mb=max(1, _whole_number(env, "TRACEKIT_SNAPSHOT_LIMIT_MB", DEFAULT_SNAPSHOT_LIMIT_MB) or 1),
+            snapshot_max_frames=max(
+                1, _whole_number(env, "TRACEKIT_SNAPSHOT_MAX_FRAMES", DEFAULT_SNAPSHOT_MAX_FRAMES) or 1
+            ),
+        )
+
+    def replace(self, **changes: Any) -> Settings:
+        """These settings with ``changes``."""
+        return replace(self, **changes)
+
+
+class Closable(Protocol):
+    def close(self) -> None: ...
+
+
+class Session:
+    """What one command (or one notebook) shares between its reads and writes; ``close`` ends it all.
+
+    ``settings``: given, or (None) read from the environment at each use. ``write_behind``: cache
+    tables are written on background threads, every one finished by ``close`` (the command line's
+    choice: its analysis goes on meanwhile); otherwise each is written before its read returns.
+    ``option_name``: how messages name an option (default: its parameter name, as the API takes it).
+    """
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        write_behind: bool = False,
+        option_name: Callable[[str], str] | None = None,
+    ):
+        self._settings = settings
+        self.write_behind = write_behind
+        # How messages name an option: its parameter name (the API's), or what the caller offers
+        # instead (the command line: --flags). Analyses speak in parameter names and ask this.
+        self.option_name: Callable[[str], str] = option_name or (lambda name: name)
+        self.lock = threading.Lock()
+        self.inputs: set[str] = set()  # real paths of the files read as inputs
+        self.input_ids: set[tuple[int, int]] = set()  # (device, inode): a hard link is the same input
+        self.reads_ahead: dict[str, Any] = {}  # key -> concurrent.futures.Future of a read started early
+        self.pending_writes: list[threading.Thread] = []  # cache tables being written
+        self.resources: dict[str, Closable] = {}  # e.g. the reading threads, started on first use
+        self._previous: list[Session | None] = []
+        self.closed = False
+
+    @property
+    def settings(self) -> Settings:
+        return self._settings if self._settings is not None else Settings.from_environment()
+
+    @settings.setter
+    def settings(self, value: Settings) -> None:
+        self._settings = value
+
+    # -- inputs: files ``-o`` must never write over ------------------------------------------------
+
+    def protect(self, *paths: str | os.PathLike | None) -> None:
+        """Mark files as inputs: ``files.check_target`` refuses to write over them."""
+        for path in paths:
+            if path is None:
+                continue
+            self.inputs.add(os.path.realpath(path))
+            identity = _identity(path)
+            if identity is not None:
+                self.input_ids.add(identity)
+
+    def is_input(self, path: str | os.PathLike) -> bool:
+        """Whether ``path`` (a real path) is one of the inputs, or a hard link to one."""
+        return str(path) in self.inputs or (bool(self.input_ids) and _identity(path) in self.input_ids)
+
+    # -- things started on first use ---------------------------------------------------------------
+
+    def resource(self, name: str, start: Callable[[], Closable]) -> Any:
+        """The session's ``name`` (e.g. its reading threads), started by ``start`` on first use."""
+        with self.lock:
+            if name not in self.resources:
+                self.resources[name] = start()
+            return self.resources[name]
+
+    def finish_writes(self) -> None:
+        """Wait for every cache table being written in the background."""
+        while self.pending_writes:
+            self.pending_writes.pop().join()
+
+    def close(self) -> None:
+        """End what the session holds: wait for background writes and reads started ahead, stop the
+        reading threads, forget the inputs. A closed session can still be used (it starts afresh)."""
+        self.finish_writes()
+        with self.lock:
+            reads, self.reads_ahead = list(self.reads_ahead.values()), {}
+            resources, self.resources = list(self.resources.values()), {}
+        for future in reads:  # a read started ahead runs on its own thread: wait for it to end
+            future.exception()
+        for resource in resources:
+            resource.close()
+        self.inputs.clear()
+        self.input_ids.clear()
+        self.closed = True
+
+    def __enter__(self) -> Session:
+        with _LOCK:
+            self._previous.append(_ACTIVE[0])
+            _ACTIVE[0] = self
+        self.closed = False
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        with _LOCK:
+            _ACTIVE[0] = self._previous.pop() if self._previous else None
+        self.close()
+
+
+def _identity(path: str | os.PathLike) -> tuple[int, int] | None:
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    return status.st_dev, status.st_ino
+
+
+# The session in use: one for the whole process (reads run on several threads, all of one command).
+_LOCK = threading.Lock()
+_ACTIVE: list[Session | None] = [None]
+_DEFAULT: list[Session | None] = [None]
+
+
+def current() -> Session:
+    """The session in use: the innermost ``with Session()``, else the default one (created on first use)."""
+    active = _ACTIVE[0]
+    if active is not None:
+        return active
+    with _LOCK:
+        if _DEFAULT[0] is None:
+            _DEFAULT[0] = Session()
+        return _DEFAULT[0]
+
+
+def _after_fork_in_child() -> None:
+    """A forked child holds its parent's records but not its threads: it starts with empty sessions."""
+    for session in (_ACTIVE[0], _DEFAULT[0]):
+        if session is not None:
+            session.lock = threading.Lock()
+            session.resources = {}
+            session.reads_ahead = {}
+            session.pending_writes = []
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows, which does not fork
+    os.register_at_fork(after_in_child=_after_fork_in_child)
