@@ -8,6 +8,20 @@ from pathlib import Path
 
 import pandas as pd
 
+NSYS_ROUNDS = ("Avg (ns)", "Med (ns)", "StdDev (ns)", "Time (%)")
+
+
+def as_nsys_prints(frame: pd.DataFrame) -> pd.DataFrame:
+    """tracekit's unrounded figures as nsys prints them: averages, medians, standard deviations and shares
+    to one decimal, halves away from zero (what tracekit's table output shows)."""
+    from tracekit.render.tables import half_away
+
+    rounded = frame.copy()
+    for column in frame.columns:
+        if str(column).endswith(NSYS_ROUNDS):
+            rounded[column] = half_away(frame[column].to_numpy(dtype=float), 1)
+    return rounded
+
 
 def nsys_stats(nsys: str, report: str, export) -> pd.DataFrame:
     """`nsys stats -r REPORT -f csv EXPORT` as a DataFrame (text columns kept as written)."""

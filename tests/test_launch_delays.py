@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 
 import numpy as np
@@ -10,20 +9,21 @@ import pandas as pd
 import pytest
 from conftest import shared_export_paths
 from nsys_builder import ExportBuilder
-from nsys_stats import nsys_stats
+from nsys_stats import as_nsys_prints, nsys_stats
+
+import tracekit
 
 KEY = ["PID", "TID", "DevId", "API Name", "Kernel Name"]
 
 
 def numbers(column: pd.Series) -> np.ndarray:
-    """A CSV column as floats; no queue time (our empty cell, nsys's "None" for SQL NULL) as -1."""
-    return np.asarray(pd.to_numeric(column.astype(str).replace({"": "-1", "None": "-1"})), dtype=float)
+    """A column as floats; no queue time (our NaN, nsys's "None" for SQL NULL) as -1."""
+    text = column.astype(object).where(column.notna(), "-1").astype(str)
+    return np.asarray(pd.to_numeric(text.replace({"": "-1", "None": "-1"})), dtype=float)
 
 
 def compare_with_nsys(cli, nsys, export):
-    result = cli("launches", export, "--format", "csv")
-    assert result.exit_code == 0, result.output
-    ours = pd.read_csv(io.StringIO(result.stdout), keep_default_na=False)
+    ours = as_nsys_prints(tracekit.launches(export)["launches"])
     theirs = nsys_stats(nsys, "kernexecsum", export)
     assert list(ours.columns) == list(theirs.columns)
     assert len(ours) == len(theirs) > 0

@@ -142,6 +142,15 @@ def test_ranges_over_ranks(cli, job):
         assert (row["GPU Ops"], row["GPU Time (ns)"], row["Depth"]) == (want["ops"], want["gpu"], want["depth"]), key
 
 
+def assert_same_rows(rows: list[dict], expected: list[dict]) -> None:
+    """The same rows; floats (means, standard deviations, shares: unrounded) equal to the last few bits, as
+    a merge in another order sums in another order."""
+    assert len(rows) == len(expected)
+    for row, wanted in zip(rows, expected):
+        assert row == {key: pytest.approx(value, rel=1e-12) if isinstance(value, float) else value
+                       for key, value in wanted.items()}  # fmt: skip
+
+
 def test_breakdown_over_ranks(cli, job):
     result = json.loads(cli("breakdown", job, "--phases", "*", "--format", "json").stdout)
     times = [breakdown_times(open_trace(job / f"rank{rank}.sqlite"), ["*"]) for rank in range(4)]
@@ -149,8 +158,8 @@ def test_breakdown_over_ranks(cli, job):
     summed = sum(frame.iloc[-1][[f"{c} (ns)" for c in CATEGORIES]].to_numpy(np.int64) for frame in times)
     assert whole["Kernel Time (ns)"] == sum(int(frame.iloc[-1]["Kernel Time (ns)"]) for frame in times)
     shares = percent_of_total(summed)
-    for category, share in zip(CATEGORIES, shares):
-        assert whole.get(f"{category} (%)", 0.0) == share
+    for category, share in zip(CATEGORIES, shares):  # a share that would print as 0.0 gets no column
+        assert whole.get(f"{category} (%)") == (pytest.approx(share) if share >= 0.05 else None)
     gpus = {row["GPU"]: row for row in result["gpus"] if row["Phase"] == "(whole trace)"}
     singles = [json.loads(cli("breakdown", job / f"rank{rank}.sqlite", "--format", "json").stdout)["gpus"]
                for rank in range(4)]  # fmt: skip
@@ -167,7 +176,9 @@ def test_one_corrupt_file_among_many(cli, job, tmp_path):
     (folder / "rank7.sqlite").write_bytes(b"SQLite format 3\x00" + b"\x00" * 50)  # a truncated database
     result = cli("kernels", folder, "--format", "json")
     assert result.exit_code == 0
-    assert json.loads(result.stdout)["kernels"] == json.loads(cli("kernels", job, "--format", "json").stdout)["kernels"]
+    assert_same_rows(
+        json.loads(result.stdout)["kernels"], json.loads(cli("kernels", job, "--format", "json").stdout)["kernels"]
+    )
     failed = [line for line in result.stderr.splitlines() if "rank7.sqlite" in line]
     assert len(failed) == 1 and failed[0].count("rank7.sqlite") == 1 and "Traceback" not in result.output
     assert "4 ranks read, 1 could not be" in result.stderr
@@ -195,4 +206,6 @@ def test_an_existing_dask_scheduler(cli, job):
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=None) as cluster:
         result = cli("kernels", job, "--scheduler", cluster.scheduler_address, "--format", "json")
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["kernels"] == json.loads(cli("kernels", job, "--format", "json").stdout)["kernels"]
+    assert_same_rows(
+        json.loads(result.stdout)["kernels"], json.loads(cli("kernels", job, "--format", "json").stdout)["kernels"]
+    )

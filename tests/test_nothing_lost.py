@@ -55,8 +55,10 @@ def test_o_never_overwrites_an_input_found_in_a_folder_or_by_a_per_table_name(cl
     export(folder / "a.sqlite")
     named = export(folder / "o.kernels.json")  # a trace named like the per-table file csv derives from o.json
     before = digest(named)
-    result = cli("kernels", folder, "--format", "csv", "-o", folder / "o.json")
-    assert result.exit_code == 1 and "would be overwritten" in result.output and digest(named) == before
+    result = cli("kernels", folder, "--format", "csv", "-o", folder / "o.json")  # json named, csv asked: refused
+    assert result.exit_code == 2 and "names json, --format says csv" in result.output and digest(named) == before
+    result = cli("kernels", folder, "--format", "parquet", "-o", folder / "o.kernels.json")
+    assert result.exit_code == 2 and digest(named) == before
     result = cli("ranks", folder, "-o", folder / "a.sqlite", "--format", "json")
     assert result.exit_code == 1 and digest(named) == before
 

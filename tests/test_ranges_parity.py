@@ -1,6 +1,5 @@
 """`tracekit ranges` reproduces nsys's nvtxsum; with --same-thread, its projection nvtxgpuproj."""
 
-import io
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
@@ -8,8 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import SHARED_TRACES, shared_export_paths
-from nsys_stats import nsys_stats, profile_under_nsys
+from nsys_stats import as_nsys_prints, nsys_stats, profile_under_nsys
 
+import tracekit
 from tracekit.analysis.attribution import range_gpu_stats
 from tracekit.sources.nsys import read_nsys_export
 
@@ -35,9 +35,7 @@ for step in range(5):
 
 
 def compare_nvtxsum(cli, nsys, export):
-    result = cli("ranges", export, "--raw-names", "--format", "csv")
-    assert result.exit_code == 0, result.output
-    ours = pd.read_csv(io.StringIO(result.stdout), keep_default_na=False)
+    ours = as_nsys_prints(tracekit.ranges(export, raw_names=True)["ranges"])
     theirs = nsys_stats(nsys, "nvtxsum", export)
     assert len(ours) == len(theirs) > 0
     merged = ours.merge(theirs, on=["Range", "Style"], suffixes=("", "_nsys"), validate="one_to_one")

@@ -54,11 +54,21 @@ def test_numbers_as_people_read_them():
         }
     )
     rows = renderer.terminal_table(frame).splitlines()
-    assert rows[2].split()[:2] == ["1,234,567", "1,234.50"] and rows[3].split()[:3] == ["0", "0.25", "2.0"]
-    assert "1,234.50" in rows[2] and "0.25" in rows[3]  # one precision for the whole column
+    # ns statistics to one decimal as nsys prints them (halves away from zero), whatever the values
+    assert rows[2].split()[:2] == ["1,234,567", "1,234.5"] and rows[3].split()[:3] == ["0", "0.3", "2.0"]
     assert rows[2].rstrip().endswith("x" * 109 + "…")  # long names shortened in the terminal only
     assert "yes" in rows[2] and "no" in rows[3]
     assert renderer.markdown_table(frame).splitlines()[2].endswith("x" * 200 + " |")
+
+
+def test_one_precision_per_unit_across_a_table():
+    """Columns of one unit print with one precision (a row never shows 6,507.85604 beside 6,507.856041);
+    shares one decimal; sizes to the KiB; halves away from zero."""
+    frame = pd.DataFrame({"Total (ms)": [6507.856041, 12.0], "Min (ms)": [0.000012, 1.0], "Share (%)": [0.25, 99.75],
+                          "Size (MiB)": [0.0000001, 3.0977], "Ratio": [1.23456, 2.0]})  # fmt: skip
+    rows = renderer.terminal_table(frame).splitlines()
+    assert rows[2].split() == ["6,507.856041", "0.000012", "0.3", "0.000", "1.23"]
+    assert rows[3].split() == ["12.000000", "1.000000", "99.8", "3.098", "2.00"]
 
 
 def test_time_units_are_converted_once_here():

@@ -21,7 +21,7 @@ from tracekit.analysis.attribution import interval_of_ops
 from tracekit.analysis.busy import device_busy
 from tracekit.analysis.categories import CATEGORIES, op_categories
 from tracekit.analysis.kernel_types import last_step_start, launched_before_last_step
-from tracekit.analysis.kernels import OPS_CHOICES, kernel_mask
+from tracekit.analysis.kernels import OPS_CHOICES, SHOWN_SHARE, kernel_mask
 from tracekit.analysis.options import DEFAULT_PHASES, BreakdownOptions
 from tracekit.analysis.selection import select
 from tracekit.errors import UsageError
@@ -160,7 +160,8 @@ def category_shares(times: pd.DataFrame, ops: str) -> pd.DataFrame:
     for row, (values, total) in enumerate(zip(category_times, times[time_column(ops)].to_numpy())):
         if total:
             shares[row] = stats.percent_of_total(values)
-    kept = [index for index, category in enumerate(CATEGORIES) if shares[:, index].sum() > 0]
+    # a category whose share would print as 0.0 everywhere says nothing
+    kept = [index for index, category in enumerate(CATEGORIES) if shares[:, index].max(initial=0) >= SHOWN_SHARE]
     for index in kept:
         table[f"{CATEGORIES[index]} (%)"] = shares[:, index]
     return table

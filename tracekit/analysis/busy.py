@@ -113,5 +113,5 @@ def device_busy(ops: pd.DataFrame, instance: np.ndarray) -> pd.DataFrame:
     ).astype({"GPU": object, "Busy (ns)": np.int64, "Span (ns)": np.int64, "Idle (ns)": np.int64})
     span_ns, idle_ns = table["Span (ns)"].to_numpy(), table["Idle (ns)"].to_numpy()
     with np.errstate(divide="ignore", invalid="ignore"):
-        table["Idle (%)"] = round_half_away(np.where(span_ns > 0, idle_ns * 100.0 / span_ns, 0.0), 1)
+        table["Idle (%)"] = np.where(span_ns > 0, idle_ns * 100.0 / span_ns, 0.0)
     return table

@@ -130,7 +130,7 @@ def compare_steps(a: Trace, b: Trace, step_range: str | None = None) -> pd.DataF
         table[f"A {label} (ns)"], table[f"B {label} (ns)"] = before, after
         table[f"Delta {label} (ns)"] = after - before
         with np.errstate(divide="ignore", invalid="ignore"):
-            table[f"{label} Ratio"] = np.where(before > 0, np.round(after / np.maximum(before, 1), 3), np.nan)
+            table[f"{label} Ratio"] = np.where(before > 0, after / np.maximum(before, 1), np.nan)
     return table
 
 

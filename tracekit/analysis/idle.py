@@ -35,7 +35,6 @@ import re
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis import stats
 from tracekit.analysis.attribution import merge_intervals, op_launches
 from tracekit.analysis.busy import known_devices
 from tracekit.analysis.kernel_types import launched_before_last_step
@@ -202,7 +201,7 @@ def idle_by_cause(trace: Trace, options: IdleOptions | None = None) -> Result:
     )
     totals = grouped.groupby(keys)["Idle (ns)"].transform("sum").to_numpy(float)
     with np.errstate(divide="ignore", invalid="ignore"):
-        grouped["Share (%)"] = np.where(totals > 0, stats.round_half_away(grouped["Idle (ns)"] * 100 / totals), 0.0)
+        grouped["Share (%)"] = np.where(totals > 0, grouped["Idle (ns)"] * 100 / totals, 0.0)
     rank = {cause: index for index, cause in enumerate(CAUSES)}
     grouped = grouped.sort_values([*keys, "Cause"], key=lambda column: column.map(rank) if column.name == "Cause"
                                   else column, kind="stable", ignore_index=True)  # fmt: skip

@@ -87,7 +87,7 @@ def type_table(ops: pd.DataFrame, rows: np.ndarray | None = None) -> pd.DataFram
     table = pd.DataFrame({TYPE: [type_label(int(mask)) for mask in labels], TIME: totals})
     table = table.sort_values(TIME, ascending=False, kind="stable", ignore_index=True)
     total = int(table[TIME].sum())
-    table.insert(1, SHARE, np.round(100 * table[TIME] / total, 1) if total else 0.0)
+    table.insert(1, SHARE, 100 * table[TIME] / total if total else 0.0)
     return table
 
 

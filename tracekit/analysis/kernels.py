@@ -36,6 +36,7 @@ BLOCK = "BlockXYZ"
 CATEGORY = "Category"
 KERNEL_COUNT = "Kernels"
 OPS_CHOICES = ("kernels", "all")
+SHOWN_SHARE = 0.05  # a share (%) below this prints as 0.0: too small to name
 
 
 def kernel_mask(trace: Trace, ops: str = "kernels") -> np.ndarray | None:
@@ -180,7 +181,7 @@ def selected_rows(
 def _per_instance(table: pd.DataFrame, instances: int, columns: list[str]) -> pd.DataFrame:
     table = table.copy()
     for column in columns:
-        table[column] = stats.round_half_away(table[column].to_numpy(float) / instances)
+        table[column] = table[column].to_numpy(float) / instances
     return table
 
 
@@ -242,7 +243,7 @@ def _categories_of(trace: Trace, rows: np.ndarray | None, instances: int, per_in
 def unclassified_note(trace: Trace, table: pd.DataFrame, rows: np.ndarray | None, shown: int = 3) -> list[str]:
     """A note naming the largest kernels no rule classifies ("other"), so a user sees what is missing."""
     other = table.loc[table[CATEGORY] == "other"]
-    if other.empty or other[stats.TOTAL].iloc[0] == 0 or other[stats.TIME_PCT].iloc[0] == 0:
+    if other.empty or other[stats.TOTAL].iloc[0] == 0 or other[stats.TIME_PCT].iloc[0] < SHOWN_SHARE:
         return []  # nothing unclassified, or less than the 0.05 % a share shows
     mask = op_categories(trace) == CATEGORIES.index("other")
     if rows is not None:

@@ -12,7 +12,7 @@ kernel, in ns:
 - Total time: from the call's start to the later of the call's end and the kernel's end.
 Grouped as nsys groups them: launching process and thread, device, API name (without its ``_vNNNNN``
 version suffix), kernel name; per group Count, QCount and Avg/Med/Min/Max/StdDev of each time, rounded
-as nsys rounds (``stats``), largest mean total first. Kernels without a launching call in the trace
+unrounded (the renderer prints them as nsys rounds, ``stats``), largest mean total first. Kernels without a launching call in the trace
 (nsys's inner join drops them) are left out and counted in a note.
 """
 
@@ -121,8 +121,6 @@ def _statistics(combined: np.ndarray, durations: dict[str, np.ndarray]) -> pd.Da
             columns["QCount"] = table[stats.INSTANCES].fillna(0).astype(np.int64)
         for label, column in STATISTICS:
             values_of = table[column]
-            if label in ("Avg", "Med", "StdDev"):
-                values_of = pd.Series(stats.round_half_away(values_of.to_numpy(np.float64)), index=index)
             if label == "StdDev":  # nsys's stdev of no values (no queue time) is 0.0, its avg/med/min/max NULL
                 values_of = values_of.fillna(0.0)
             columns[f"{prefix}{label} (ns)"] = values_of

@@ -134,7 +134,7 @@ class KernelsMerger:
         if "types" in self.sums:
             table = self.sums["types"].sort_values(TIME, ascending=False, kind="stable", ignore_index=True)
             total = int(table[TIME].sum())
-            table.insert(1, SHARE, np.round(100 * table[TIME] / total, 1) if total else 0.0)
+            table.insert(1, SHARE, 100 * table[TIME] / total if total else 0.0)
             return [Table("types", table, "GPU time by kernel type and overlap")], []
         if "categories" in self.sums:
             table = self.sums["categories"]
@@ -241,7 +241,7 @@ class BreakdownMerger:
         for record in gpus.to_dict("records"):
             busy, span, idle = (int(record[column]) for column in ("Busy (ns)", "Span (ns)", "Idle (ns)"))
             count = int(record["GPUs"])
-            share = stats.round_half_away(idle * 100.0 / span, 1) if span else 0.0
+            share = idle * 100.0 / span if span else 0.0
             rows.append({PHASE: record[PHASE], "GPU": SUM, "GPUs": count, "Busy (ns)": busy, "Span (ns)": span,
                          "Idle (ns)": idle, "Idle (%)": share})  # fmt: skip
             rows.append({PHASE: record[PHASE], "GPU": MEAN, "GPUs": count, "Busy (ns)": busy / count,

@@ -294,7 +294,7 @@ def memory_by_role(trace: MemoryTrace, memory: DeviceMemory) -> tuple[pd.DataFra
     totals = {name: value for name, value in zip(ROLES, weights.sum(axis=0).tolist()) if value}
     total = sum(totals.values())
     table = pd.DataFrame({"Role": list(totals), "Size (MiB)": [value / MIB for value in totals.values()]})
-    table["Share (%)"] = np.round(100 * table["Size (MiB)"] * MIB / total, 1) if total else 0.0
+    table["Share (%)"] = 100 * table["Size (MiB)"] * MIB / total if total else 0.0
     return table, [before_trace_note(trace, memory, split)]
 
 

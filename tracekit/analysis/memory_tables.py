@@ -83,7 +83,7 @@ def holders_at_peak(trace: MemoryTrace, memory: DeviceMemory) -> pd.DataFrame:
             "Frame": table.index.astype(object),
             "Allocations": table["Allocations"].to_numpy(np.int64),
             "Total (MiB)": table["bytes"].to_numpy() / MIB,
-            "Share (%)": np.round(table["bytes"].to_numpy() * 100.0 / peak, 1),
+            "Share (%)": table["bytes"].to_numpy() * 100.0 / peak,
         }
     )
 
@@ -133,9 +133,6 @@ def compare(
     with np.errstate(divide="ignore", invalid="ignore"):
         table["Ratio"] = np.where(table["A (MiB)"] > 0, table["B (MiB)"] / table["A (MiB)"], np.nan)
     table.index.name = "Holder"
-    # one precision for every size (1 KiB): sizes of a few bytes apart would otherwise print with 6 decimals
-    for column in ("A (MiB)", "B (MiB)", "Delta (MiB)"):
-        table[column] = table[column].round(3)
     return table.reset_index()
 
 

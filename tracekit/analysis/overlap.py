@@ -15,7 +15,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis import stats
 from tracekit.analysis.attribution import op_launches
 from tracekit.analysis.busy import known_devices
 from tracekit.analysis.kernel_types import TYPES, launched_before_last_step, type_segments
@@ -78,7 +77,7 @@ def overlap_table(trace: Trace, options: OverlapOptions | None = None) -> Result
         table = table.drop(columns=["Step"])
     communication = table[COMM].to_numpy(float)
     with np.errstate(divide="ignore", invalid="ignore"):
-        table[SHARE] = np.where(communication > 0, stats.round_half_away(table[OVERLAPPED] * 100 / communication), 0.0)
+        table[SHARE] = np.where(communication > 0, table[OVERLAPPED] * 100 / communication, 0.0)
     if not (table[COMM] > 0).any():
         notes.append("no communication kernels (NCCL) in this trace: nothing to overlap")
     return Result.of("overlap", table, f"Communication overlapped by computation: {trace.name}", notes)

@@ -225,7 +225,7 @@ def range_within(
         index=[f"(in {parent_spec} itself)"],
     )
     grouped = pd.concat([grouped.sort_values("cpu", ascending=False), rest])
-    share = lambda part, whole: stats.round_half_away(part * 100.0 / whole) if whole else np.zeros(len(part))
+    share = lambda part, whole: part * 100.0 / whole if whole else np.zeros(len(part))
     return pd.DataFrame(
         {
             RANGE: grouped.index.astype(object),

@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis import stats
 from tracekit.analysis.attribution import op_launches
 from tracekit.analysis.busy import SUM, device_busy, known_devices
 from tracekit.analysis.kernel_types import TYPES, launched_before_last_step, op_types
@@ -94,7 +93,7 @@ def ranks_part(trace: Trace, part: Part, options: RanksOptions, limit: int) -> P
             row[TYPE_COLUMNS[kind]] = int(durations[mine & (types == index)].sum())
         kernels = row[TYPE_COLUMNS["computation"]] + row[TYPE_COLUMNS["communication"]]
         communication_ns = row[TYPE_COLUMNS["communication"]]
-        row[COMM_SHARE] = stats.round_half_away(communication_ns * 100.0 / kernels, 1) if kernels else 0.0
+        row[COMM_SHARE] = communication_ns * 100.0 / kernels if kernels else 0.0
         communication = mine & (types == TYPES.index("communication"))
         frame = pd.DataFrame({"Collective": collective_names[codes[communication]], "ns": durations[communication]})
         collectives = frame.groupby("Collective", as_index=False).agg(
@@ -145,7 +144,7 @@ class RanksMerger:
         table = pd.DataFrame([{column: label[key], **self.rows[key]} for key in order])
         steps = table[STEP_TIME].to_numpy(float)
         if np.isfinite(steps).any() and len(table) > 1:
-            table["Step vs Median (%)"] = stats.round_half_away((steps / np.nanmedian(steps) - 1) * 100, 1)
+            table["Step vs Median (%)"] = (steps / np.nanmedian(steps) - 1) * 100
         named = column if column == "GPU" else column.lower()
         tables = [Table("ranks", table, f"Per {named}: steps, GPU busy and idle, compute and communication")]
         notes = []
@@ -188,9 +187,7 @@ def _spread(table: pd.DataFrame, column: str) -> pd.DataFrame:
                 "Max (ns)": values[high],
                 "Median (ns)": float(np.nanmedian(values)),
                 "Spread (ns)": values[high] - values[low],
-                "Spread (%)": stats.round_half_away((values[high] - values[low]) * 100 / values[low], 1)
-                if values[low]
-                else None,
+                "Spread (%)": (values[high] - values[low]) * 100 / values[low] if values[low] else None,
             }
         )  # fmt: skip  (no share of nothing)
     return pd.DataFrame(rows)
@@ -213,18 +210,17 @@ def _kernel_spread(kernels: pd.DataFrame, label: dict[Any, Any], column: str, to
         {
             f"{column}s": spread["Inputs"].to_numpy(),
             "Instances": spread["Instances"].to_numpy(),
-            "Avg (ns)": stats.round_half_away(spread["Total"].to_numpy() / spread["Instances"].to_numpy()),
+            "Avg (ns)": spread["Total"].to_numpy() / spread["Instances"].to_numpy(),
             f"Slowest {column}": [label[index] for index in slow["input"]],
-            "Slowest Avg (ns)": stats.round_half_away(slow["Mean"].to_numpy()),
+            "Slowest Avg (ns)": slow["Mean"].to_numpy(),
             f"Fastest {column}": [label[index] for index in fast["input"]],
-            "Fastest Avg (ns)": stats.round_half_away(fast["Mean"].to_numpy()),
-            "Lost (ns)": np.round((slow["Mean"].to_numpy() - fast["Mean"].to_numpy()) * slow["Instances"].to_numpy()),
+            "Fastest Avg (ns)": fast["Mean"].to_numpy(),
+            "Lost (ns)": (slow["Mean"].to_numpy() - fast["Mean"].to_numpy()) * slow["Instances"].to_numpy(),
             "Name": spread.index.to_numpy(),
         }
     )
-    table["Spread (%)"] = stats.round_half_away(
-        (table["Slowest Avg (ns)"] / table["Fastest Avg (ns)"].where(table["Fastest Avg (ns)"] > 0) - 1) * 100, 1
-    )
+    table["Spread (%)"] = (table["Slowest Avg (ns)"] / table["Fastest Avg (ns)"].where(table["Fastest Avg (ns)"] > 0)
+                           - 1) * 100  # fmt: skip
     table = table.sort_values("Lost (ns)", ascending=False, kind="stable", ignore_index=True)
     return table.loc[:, [c for c in table.columns if c != "Name"] + ["Name"]].head(top)
 

@@ -5,6 +5,8 @@ durations, Instances = count, Avg, Med (mean of the two middle values for an eve
 StdDev (sample standard deviation, 0 for a single instance), and Time (%) = total / sum of all
 groups' totals. It rounds Avg, Med, StdDev and Time (%) to one decimal with SQLite's ``round``, which
 rounds halves away from zero (numpy's ``round`` rounds them to even: 0.25 -> 0.2 instead of 0.3).
+tracekit keeps them unrounded (a notebook gets the exact figures); the renderer prints them for
+people as nsys does: one decimal, halves away from zero (``render.tables``).
 
 The core, ``grouped_stats``, works on integer group codes: it sorts one int64 array holding
 (group, duration) packed together, so min, max and median fall out of the sorted order and memory
@@ -42,7 +44,7 @@ def percent_of_total(totals) -> np.ndarray:
     grand = totals.sum()
     if grand == 0:
         return np.zeros(len(totals))
-    return round_half_away(totals * 100.0 / grand, 1)
+    return totals * 100.0 / grand
 
 
 def grouped_stats(codes: np.ndarray, values: np.ndarray) -> pd.DataFrame:
@@ -177,8 +179,9 @@ def finish(
     keys: Mapping[str, Sequence | np.ndarray],
     extra: Mapping[str, Sequence | np.ndarray] | None = None,
 ) -> pd.DataFrame:
-    """Key columns, the statistics rounded and Time (%) as nsys prints them, then ``extra`` columns
-    (aligned with ``table``'s rows); largest total first."""
+    """Key columns, the statistics and Time (%) as nsys computes them (unrounded: the renderer rounds them
+    for people as nsys prints them), then ``extra`` columns (aligned with ``table``'s rows); largest
+    total first."""
     result = pd.DataFrame(
         {name: list(values) if not isinstance(values, np.ndarray) else values for name, values in keys.items()}
     )
@@ -186,7 +189,7 @@ def finish(
     result[TOTAL] = table[TOTAL].to_numpy(np.int64)
     result[INSTANCES] = table[INSTANCES].to_numpy(np.int64)
     for column in (AVG, MED, STDDEV):
-        result[column] = round_half_away(table[column].to_numpy(np.float64))
+        result[column] = table[column].to_numpy(np.float64)
     result[MIN] = table[MIN].to_numpy(np.int64)
     result[MAX] = table[MAX].to_numpy(np.int64)
     for name, values in (extra or {}).items():

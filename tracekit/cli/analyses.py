@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from tracekit.analysis.options import ManyOptions
-from tracekit.cli.common import emit, flag_name, not_blank, nsys_option, output_options, unit_option
+from tracekit.cli.common import emit, flag_name, not_blank, nsys_option, output_format, output_options, unit_option
 from tracekit.commands.registry import COMMANDS, Command
 from tracekit.errors import UsageError
 from tracekit.model.options import Declared, OptionError, declared_fields, default_of, help_text
@@ -114,7 +114,8 @@ def _run(command: Command, values: dict[str, Any]) -> None:
 
     inputs = [values.pop(name) for name, _ in ARGUMENTS[command.inputs]]
     inputs = list(inputs[0]) if len(inputs) == 1 and isinstance(inputs[0], tuple) else inputs
-    fmt, output, unit = values.pop("fmt"), values.pop("output"), values.pop("unit", "ns")
+    output, unit = values.pop("output"), values.pop("unit", "ns")
+    fmt = output_format(values.pop("fmt"), output)
     nsys, picture = values.pop("nsys", None), values.pop("picture", None)
     many = ManyOptions(**{name: values.pop(name) for name in MANY_FIELDS if name in values})
     if nsys:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import functools
+import os
 from typing import TYPE_CHECKING
 
 import click
@@ -11,7 +12,7 @@ import click
 from tracekit.commands.command_line import flag_name
 from tracekit.errors import TracekitError, UsageError
 from tracekit.model.options import OptionError
-from tracekit.render import FILE_FORMATS, FORMATS, TIME_UNITS
+from tracekit.render import FILE_FORMATS, FORMATS, SUFFIX_FORMATS, TIME_UNITS
 from tracekit.render.safe_text import printable
 from tracekit.signals import Interrupted
 
@@ -42,29 +43,41 @@ class TracekitGroup(click.Group):
 
 
 def output_options(function):
-    """--format and --output, shared by every command that prints tables."""
+    """--format and --output, shared by every command that prints tables; the command gets the format
+    resolved (``output_format``)."""
 
     @click.option(
         "--format",
         "fmt",
         type=click.Choice(FORMATS),
-        default="table",
-        show_default=True,
-        help="table and md for people; csv, json, parquet (needs --output) for programs",
+        default=None,
+        help="table and md for people; csv, json, parquet (needs --output) for programs, with the values "
+        "unrounded  [default: the --output file's suffix (.csv .json .parquet .md), else table]",
     )
     @click.option(
         "--output",
         "-o",
         type=click.Path(),
         default=None,
-        help="write to this file instead of standard output (csv/parquet of several tables: one file each, "
-        "FILE's name + the table's name)",
+        help="write to this file instead of standard output, in the format its suffix names (csv/parquet of "
+        "several tables: one file each, FILE's name + the table's name)",
     )
     @functools.wraps(function)
     def wrapper(*args, **kwargs):
+        kwargs["fmt"] = output_format(kwargs["fmt"], kwargs["output"])
         return function(*args, **kwargs)
 
     return wrapper
+
+
+def output_format(fmt: str | None, output: str | None) -> str:
+    """The format to write: ``--format``, else the one ``--output``'s suffix names, else table; a suffix
+    that names another format than ``--format`` is a usage error (``-o k.csv --format json``)."""
+    implied = SUFFIX_FORMATS.get(os.path.splitext(output)[1].lower()) if output else None
+    if fmt is not None and implied is not None and fmt != implied:
+        raise click.UsageError(f"--output {output} names {implied}, --format says {fmt}: give one of them, or a "
+                               f"file name that ends in .{fmt}")  # fmt: skip
+    return fmt or implied or "table"
 
 
 nsys_option = click.option(

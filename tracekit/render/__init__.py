@@ -8,3 +8,5 @@ TEXT_FORMATS = ("table", "md", "csv", "json")
 FILE_FORMATS = ("parquet",)
 FORMATS = TEXT_FORMATS + FILE_FORMATS
 TIME_UNITS = ("ns", "us", "ms", "s")
+# The format an output file's suffix names (``-o k.csv`` writes CSV without ``--format csv``).
+SUFFIX_FORMATS = {".csv": "csv", ".json": "json", ".parquet": "parquet", ".md": "md", ".txt": "table"}

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import cast
 
@@ -66,8 +66,39 @@ class ColumnFormat:
             return [f"{value:,}" for value in values]
         if self.kind == "float":
             places = self.decimals
-            return ["" if value != value else f"{value:,.{places}f}" for value in values]  # NaN != NaN
+            rounded = half_away(series.to_numpy(dtype=float), places).tolist()
+            return ["" if value != value else f"{value:,.{places}f}" for value in rounded]  # NaN != NaN
         return [_cell(value, for_terminal, self.decimals) for value in values]
+
+
+def half_away(values: np.ndarray, places: int) -> np.ndarray:
+    """``values`` rounded to ``places`` decimals, halves away from zero as nsys (SQLite's round) prints
+    them; formatting alone would round them to even."""
+    scale = 10.0**places
+    return np.sign(values) * np.floor(np.abs(values) * scale + 0.5) / scale
+
+
+# Units whose figures print with a fixed precision, as nsys prints them: shares and nanosecond statistics.
+FIXED_DECIMALS = {"%": 1, "ns": 1}
+MAX_DECIMALS = {"MiB": 3}  # sizes to the KiB: a few bytes' difference is not worth six decimals
+
+
+def table_formats(frame: pd.DataFrame) -> list[ColumnFormat]:
+    """Every column's format, with one precision per unit across the table (so a row does not print
+    one time with 5 decimals and the next with 6): a fixed one for shares and ns, else the finest any
+    column of that unit needs."""
+    formats = [column_format(frame[column]) for column in frame.columns]
+    by_unit: dict[str, list[int]] = {}
+    for index, column in enumerate(frame.columns):
+        unit = column_unit(str(column))
+        if unit and formats[index].kind in ("float", "mixed"):
+            by_unit.setdefault(unit, []).append(index)
+    for unit, indexes in by_unit.items():
+        finest = max(formats[index].decimals for index in indexes)
+        decimals = FIXED_DECIMALS.get(unit, min(finest, MAX_DECIMALS.get(unit, finest)))
+        for index in indexes:
+            formats[index] = replace(formats[index], decimals=decimals)
+    return formats
 
 
 def column_format(series: pd.Series) -> ColumnFormat:
@@ -125,7 +156,7 @@ def _cell(value, for_terminal: bool, decimals: int) -> str:
     if isinstance(value, (int, np.integer)):
         return f"{int(value):,}"
     if isinstance(value, (float, np.floating)):
-        return f"{float(value):,.{decimals}f}"
+        return f"{float(half_away(np.asarray(float(value)), decimals)):,.{decimals}f}"
     text = printable(str(value))
     if for_terminal and len(text) > TABLE_TEXT_WIDTH:
         return text[: TABLE_TEXT_WIDTH - 1] + "…"
@@ -139,7 +170,7 @@ def formatted_cells(frame: pd.DataFrame) -> tuple[list[str], list[list[str]], li
 
 def _formatted(frame: pd.DataFrame, for_terminal: bool) -> tuple[list[str], list[list[str]], list[bool]]:
     headers = [printable(str(column)) for column in frame.columns]
-    formats = [column_format(frame[column]) for column in frame.columns]
+    formats = table_formats(frame)
     cells = [fmt.cells(frame[column], for_terminal) for fmt, column in zip(formats, frame.columns)]
     return headers, cells, [fmt.right for fmt in formats]
 
