@@ -47,7 +47,7 @@ PARSERS = {
     "msgspec untyped": "import msgspec, sys; msgspec.json.decode(open(sys.argv[1], 'rb').read())",
     "msgspec typed, whole document": (
         "import msgspec, sys\n"
-        "from tracekit.sources.kineto_events import Event\n"
+        "from tracekit.sources.kineto.events import Event\n"
         "class Document(msgspec.Struct):\n"
         "    traceEvents: list[Event] = []\n"
         "msgspec.json.decode(open(sys.argv[1], 'rb').read(), type=Document)"
@@ -58,8 +58,8 @@ PARSERS = {
     ),
     "tracekit streamed typed": (
         "import sys; from pathlib import Path\n"
-        "from tracekit.sources.json_stream import Skeleton, decoded_chunks\n"
-        "from tracekit.sources.kineto_events import EventColumns\n"
+        "from tracekit.sources.kineto.json_stream import Skeleton, decoded_chunks\n"
+        "from tracekit.sources.kineto.events import EventColumns\n"
         "columns = EventColumns()\n"
         "for _ in decoded_chunks(Path(sys.argv[1]), Skeleton(), columns.decode): pass"
     ),

@@ -24,8 +24,8 @@ from pathlib import Path
 ANALYSIS = """
 import sys, time
 started = time.perf_counter()
-from tracekit.sources.snapshot import load_snapshot
-from tracekit.analysis.memory_tables import memory_summary
+from tracekit.sources.snapshot.reader import load_snapshot
+from tracekit.analysis.memory.tables import memory_summary
 trace = load_snapshot(sys.argv[1])
 loaded = time.perf_counter()
 result = memory_summary(trace, top=20, by="all")  # peak, top 20, holders, timeline data

@@ -40,7 +40,7 @@ EIGHT = {
 
 READERS = {
     "tracekit group_concat, 2 threads": (
-        "from tracekit.sources.sqlite_columns import read_columns\n"
+        "from tracekit.sources.nsys.sqlite_columns import read_columns\n"
         "columns = read_columns(PATH, TABLE, EXPRESSIONS)\n"
         "rows = len(columns[next(iter(EXPRESSIONS))])"
     ),

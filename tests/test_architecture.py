@@ -19,43 +19,44 @@ MAX_LINES = 400
 # executable) and runs (a run folder's files) serve the registry, capture and report.
 # signals: Ctrl-C and SIGTERM as an exception, for cleanups; session: what is process-wide
 UTILITIES = {"errors", "files", "signals", "session"}
+# A part is a top-level module or package, or a sub-package named apart (analysis.many: the pool and
+# Dask workers open the files they are given); a module belongs to the longest part that names it.
 ALLOWED = {
     "files": {"errors", "session"},
     "signals": set(),
     "session": set(),
-    "dask_client": UTILITIES,
     "annotate": set(),  # imported by users' training scripts: the standard library only
     "model": UTILITIES,
     "runs": UTILITIES,
     "nsys_tool": UTILITIES,
     "sources": UTILITIES | {"model", "runs", "nsys_tool"},
     "analysis": UTILITIES | {"model"},
+    "analysis.many": UTILITIES | {"model", "analysis", "sources", "runs"},
     "render": UTILITIES | {"model"},
     "export": UTILITIES | {"model", "analysis"},
     "capture": UTILITIES | {"runs", "nsys_tool", "annotate"},
-    "parallel": UTILITIES | {"model", "sources", "analysis", "runs", "dask_client"},
-    "commands": UTILITIES | {"model", "sources", "analysis", "runs", "parallel"},
+    "commands": UTILITIES | {"model", "sources", "analysis", "runs"},
     "api": UTILITIES | {"model", "analysis", "commands", "sources", "render"},
     "report": UTILITIES | {"model", "sources", "analysis", "render", "runs", "commands"},
     "cli": UTILITIES
-    | {
-        "model",
-        "sources",
-        "analysis",
-        "render",
-        "runs",
-        "report",
-        "capture",
-        "export",
-        "nsys_tool",
-        "parallel",
-        "commands",
-    },
+    | {"model", "sources", "analysis", "render", "runs", "report", "capture", "export", "nsys_tool", "commands"},
 }
 
 
 def part_of(module: str) -> str:
-    return module.split(".")[1] if module.count(".") else ""
+    """The part of tracekit a dotted module name belongs to ("" for the package itself)."""
+    names = module.split(".")[1:]
+    for length in range(len(names), 0, -1):
+        if ".".join(names[:length]) in ALLOWED:
+            return ".".join(names[:length])
+    return names[0] if names else ""
+
+
+def allowed(part: str, target: str) -> bool:
+    """Whether ``part`` may import ``target``: one of its own, or a part (or the parent of one) it may use."""
+    if target == part or target.startswith(part + ".") or part.startswith(target + "."):
+        return target == part or target.startswith(part + ".") or target in ALLOWED[part]
+    return target in ALLOWED[part] or target.split(".")[0] in ALLOWED[part]
 
 
 def tracekit_imports(path: Path) -> set[str]:
@@ -74,22 +75,106 @@ def modules() -> list[Path]:
     return sorted(PACKAGE.rglob("*.py"))
 
 
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
 @pytest.mark.parametrize("path", modules(), ids=lambda path: str(path.relative_to(ROOT)))
 def test_imports_point_down_the_layers(path):
-    part = path.relative_to(PACKAGE).parts[0].removesuffix(".py")
+    part = part_of(module_name(path))
     if part not in ALLOWED:
-        return  # __init__.py and errors.py at the top import nothing of tracekit's
+        return  # tracekit/__init__.py (the API's names) and errors.py at the top
     for module in tracekit_imports(path):
         target = part_of(module)
         if target in ("", part) or target == "__version__":
             continue
-        assert target in ALLOWED[part], f"{path.relative_to(ROOT)} ({part}) imports {module} ({target})"
+        assert allowed(part, target), f"{path.relative_to(ROOT)} ({part}) imports {module} ({target})"
 
 
 def test_the_layering_rule_sees_a_wrong_import(tmp_path):
     wrong = tmp_path / "wrong.py"
-    wrong.write_text("def f():\n    from tracekit.analysis.kernels import kernel_summary\n")
+    wrong.write_text("def f():\n    from tracekit.analysis.kernels.summary import kernel_summary\n")
     assert part_of(next(iter(tracekit_imports(wrong)))) == "analysis" not in ALLOWED["sources"]
+    assert not allowed("analysis", "sources") and allowed("analysis.many", "sources")
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Each tracekit module and the tracekit modules it imports (at the top or in a function; ``from
+    tracekit import annotate`` imports annotate, not the package's own names)."""
+    names = {module_name(path): path for path in modules()}
+    graph = {}
+    for name, path in names.items():
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("tracekit"):
+                submodules = [f"{node.module}.{a.name}" for a in node.names if f"{node.module}.{a.name}" in names]
+                found.update(submodules)
+                if len(submodules) < len(node.names) and node.module in names:
+                    found.add(node.module)
+            elif isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names if alias.name in names)
+        graph[name] = found - {name}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import cycles of ``graph``: its strongly connected components of more than one module."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for imported in graph.get(module, ()):
+            if imported not in index:
+                visit(imported)
+                low[module] = min(low[module], low[imported])
+            elif imported in stack:
+                low[module] = min(low[module], index[imported])
+        if low[module] == index[module]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == module:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for module in graph:
+        if module not in index:
+            visit(module)
+    return found
+
+
+def test_no_module_imports_itself_through_others():
+    assert cycles(import_graph()) == []
+
+
+def test_the_cycle_rule_sees_a_cycle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+@pytest.mark.parametrize("init", sorted(PACKAGE.rglob("__init__.py")), ids=lambda path: str(path.relative_to(ROOT)))
+def test_every_package_says_what_lives_there(init):
+    """A package's docstring names each of its modules (``name``) and sub-packages (``name/``)."""
+    doc = ast.get_docstring(ast.parse(init.read_text())) or ""
+    folder = init.parent
+    members = [path.stem for path in folder.glob("*.py") if path.stem != "__init__"]
+    members += [path.name for path in folder.iterdir() if (path / "__init__.py").is_file()]
+    missing = [name for name in members if f"``{name}``" not in doc and f"``{name}/``" not in doc]
+    assert not missing, f"{init.relative_to(ROOT)}'s docstring does not say what {', '.join(missing)} hold"
+
+
+@pytest.mark.parametrize(
+    "path", sorted((PACKAGE / "analysis").rglob("*.py")), ids=lambda path: str(path.relative_to(ROOT))
+)
+def test_analyses_speak_in_parameter_names(path):
+    """No "--" in an analysis: options are named by parameter (``named``), the command line maps flags."""
+    assert "--" not in path.read_text()
 
 
 @pytest.mark.parametrize("path", modules(), ids=lambda path: str(path.relative_to(ROOT)))
@@ -99,7 +184,7 @@ def test_modules_stay_small(path):
 
 def test_cli_imports_no_heavy_library():
     probe = (
-        "import sys, tracekit.cli; "
+        "import sys, tracekit.cli, tracekit; "
         "print(','.join(m for m in ('pandas', 'numpy', 'pyarrow', 'matplotlib', 'torch') if m in sys.modules))"
     )
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()

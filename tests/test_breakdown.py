@@ -13,11 +13,11 @@ from conftest import shared_export_paths
 from nsys_builder import ExportBuilder
 from test_ranges import ADD, GEMM, build_step
 
-from tracekit.analysis.breakdown import breakdown_table, gpu_table, phase_breakdown
-from tracekit.analysis.kernels import category_table
-from tracekit.analysis.keyed_times import KeyedTimes
+from tracekit.analysis.kernels.summary import category_table
 from tracekit.analysis.options import BreakdownOptions
-from tracekit.analysis.ranges import range_table
+from tracekit.analysis.ranges.breakdown import breakdown_table, gpu_table, phase_breakdown
+from tracekit.analysis.ranges.summary import range_table
+from tracekit.analysis.waits.keyed_times import KeyedTimes
 from tracekit.sources import open_trace
 
 

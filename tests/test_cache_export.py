@@ -10,7 +10,7 @@ import pytest
 from nsys_builder import ExportBuilder
 from test_ranges import build_step
 
-from tracekit.analysis.kernels import kernel_table
+from tracekit.analysis.kernels.summary import kernel_table
 from tracekit.model.range_specs import spec_patterns
 from tracekit.session import Session
 from tracekit.sources import cache as cache_module

@@ -16,7 +16,7 @@ from tracekit import nsys_tool, runs
 from tracekit.capture import watchdog
 from tracekit.capture.run_folder import NewRun
 from tracekit.errors import CaptureError
-from tracekit.sources.nsys import read_nsys_export
+from tracekit.sources.nsys.export import read_nsys_export
 
 pytest.importorskip("torch")
 FAKE = Path(__file__).with_name("fake_nsys.py")

@@ -7,8 +7,8 @@ import pytest
 from conftest import SHARED, shared_export_paths
 from nsys_builder import ExportBuilder
 
-from tracekit.analysis.categories import CATEGORIES, CATEGORY_RULES, categorize_name
-from tracekit.analysis.kernels import category_table
+from tracekit.analysis.kernels.categories import CATEGORIES, CATEGORY_RULES, categorize_name
+from tracekit.analysis.kernels.summary import category_table
 from tracekit.model.kernel_names import rule_text, split_name
 from tracekit.sources import open_trace
 

@@ -14,9 +14,11 @@ from nsys_builder import ExportBuilder
 import tracekit.analysis.stats as stats
 from tracekit.model.schema import GPU_OPS
 from tracekit.session import current
-from tracekit.sources import nsys, open_trace, sqlite_columns
+from tracekit.sources import open_trace
 from tracekit.sources.cache import TableCache
-from tracekit.sources.read_ahead import read_gpu_ops_ahead
+from tracekit.sources.nsys import export as nsys
+from tracekit.sources.nsys import sqlite_columns
+from tracekit.sources.nsys.read_ahead import read_gpu_ops_ahead
 
 GEMM = "ampere_sgemm_128x64_tn"
 ADD = "vectorized_elementwise_kernel<add>"
@@ -98,7 +100,7 @@ def test_masks_taken_before_a_wider_read_still_line_up(cli, tmp_path):
     assert result.exit_code == 0, result.output
     rows = {line.split(",")[0]: line.split(",") for line in result.stdout.splitlines()[1:]}
     assert set(rows) == {GEMM, "[unreadable kernel name]"}
-    from tracekit.analysis.kernels import kernel_table
+    from tracekit.analysis.kernels.summary import kernel_table
 
     trace = open_trace(path)
     trace.columns("gpu_ops", ["kind"])  # a narrow read first, as kernel_mask does

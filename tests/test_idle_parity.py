@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 from conftest import SHARED
 
-from tracekit.analysis.attribution import op_launches
-from tracekit.analysis.idle import idle_gaps
-from tracekit.analysis.kernel_types import launched_before_last_step
+from tracekit.analysis.kernels.types import launched_before_last_step
+from tracekit.analysis.ranges.attribution import op_launches
+from tracekit.analysis.waits.idle import idle_gaps
 from tracekit.sources import open_trace
 
 pytestmark = pytest.mark.filterwarnings("ignore:::hta")

@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 from nsys_builder import ExportBuilder
 
-from tracekit.analysis.kernels import category_table, kernel_table
+from tracekit.analysis.kernels.summary import category_table, kernel_table
 from tracekit.analysis.stats import round_half_away
-from tracekit.sources.nsys import read_nsys_export
+from tracekit.sources.nsys.export import read_nsys_export
 
 
 @pytest.fixture

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from kineto_builder import KinetoBuilder
 
-from tracekit.sources import json_stream, open_trace
+from tracekit.sources import open_trace
+from tracekit.sources.kineto import json_stream
 
 MATMUL = "void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>(Params)"
 ADD = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)"
@@ -217,7 +218,8 @@ def test_a_huge_event_is_refused_not_read(tmp_path, monkeypatch):
 def test_worker_processes_read_what_one_process_reads(tmp_path, monkeypatch, weird):
     """Chunks decoded on worker processes and merged give the tables of a one-process read; a name
     that fools the quick cut makes a worker refuse its chunk, and the file is read again exactly."""
-    from tracekit.sources import kineto, kineto_parallel
+    from tracekit.sources.kineto import parallel as kineto_parallel
+    from tracekit.sources.kineto import reader as kineto
 
     built = step_trace(rank=None)
     for index in range(120):
@@ -272,7 +274,7 @@ def test_a_cached_reread_keeps_tables_notes_and_late_metadata(tmp_path, monkeypa
     def no_parsing(*args):
         raise AssertionError("the JSON was parsed again")
 
-    monkeypatch.setattr("tracekit.sources.kineto._parse", no_parsing)
+    monkeypatch.setattr("tracekit.sources.kineto.reader._parse", no_parsing)
     again = open_trace(path)
     assert again.gpu_ops["start"].tolist() == first.gpu_ops["start"].tolist()
     assert again.meta.gpus["name"].tolist() == ["NVIDIA H100 80GB HBM3"]

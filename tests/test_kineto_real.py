@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from conftest import SHARED
 
-from tracekit.analysis.kernel_types import OTHER, launched_before_last_step, op_types, type_label, type_segments
+from tracekit.analysis.kernels.types import OTHER, launched_before_last_step, op_types, type_label, type_segments
 from tracekit.sources import open_trace
 
 # HolisticTraceAnalysis uses pandas features pandas 3 deprecates: its warnings are not ours.

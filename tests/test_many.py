@@ -13,11 +13,12 @@ import pytest
 from kineto_builder import KinetoBuilder
 from nsys_builder import ExportBuilder
 
-from tracekit.analysis import merge_stats, stats
-from tracekit.analysis.many_inputs import Part
+from tracekit.analysis import stats
+from tracekit.analysis.many import merge_stats
+from tracekit.analysis.many.inputs import Part
+from tracekit.analysis.many.pool import expand_inputs, labels_for, rank_in_name, read_part
 from tracekit.analysis.options import KernelsOptions
 from tracekit.commands import COMMANDS
-from tracekit.parallel import expand_inputs, labels_for, rank_in_name, read_part
 from tracekit.session import Settings
 
 KERNELS_PART = COMMANDS["kernels"].part or ""

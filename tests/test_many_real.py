@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 from conftest import SHARED
 
-from tracekit.analysis.breakdown import breakdown_times
-from tracekit.analysis.categories import CATEGORIES
+from tracekit.analysis.kernels.categories import CATEGORIES
+from tracekit.analysis.ranges.breakdown import breakdown_times
 from tracekit.analysis.stats import percent_of_total
 from tracekit.sources import open_trace
 

@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 from snapshot_builder import SnapshotBuilder, stack
 
-from tracekit.analysis.memory import replay
-from tracekit.analysis.memory_tables import compare, holders_at_peak, largest_at_peak, memory_summary, phases
+from tracekit.analysis.memory.replay import replay
+from tracekit.analysis.memory.tables import compare, holders_at_peak, largest_at_peak, memory_summary, phases
 from tracekit.commands.command_line import flag_name
 from tracekit.errors import SnapshotError
 from tracekit.render.tables import table_text
 from tracekit.session import Session
-from tracekit.sources.snapshot import load_snapshot
+from tracekit.sources.snapshot.reader import load_snapshot
 
 MIB = 2**20
 WEIGHTS = stack("model/init.py:10 build")

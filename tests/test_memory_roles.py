@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from conftest import SHARED
 
-from tracekit.analysis.memory_roles import Optimizer, allocator_size, split_before_trace
+from tracekit.analysis.memory.roles import Optimizer, allocator_size, split_before_trace
 
 MIB = 2**20
 
@@ -116,8 +116,8 @@ def test_a_run_folder_gets_the_activation_formula_beside_the_roles(cli, tmp_path
 
 @pytest.mark.skipif(not MEMORY.is_dir(), reason=f"real snapshots not available: {MEMORY}")
 def test_roles_over_time_add_up_and_keep_parameters_through_the_optimizer_step():
-    from tracekit.analysis.memory import replay
-    from tracekit.analysis.memory_roles import role_timeline
+    from tracekit.analysis.memory.replay import replay
+    from tracekit.analysis.memory.roles import role_timeline
     from tracekit.sources import open_snapshot
 
     trace = open_snapshot(MEMORY / "cs336_medium_ctx128_train_step.pickle")

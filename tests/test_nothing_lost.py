@@ -136,7 +136,7 @@ def listening(reply: bytes | None) -> tuple[int, socket.socket]:
 
 def test_a_scheduler_that_is_not_one_is_one_line_in_bounded_time(tmp_path):
     pytest.importorskip("dask.distributed", reason="Dask is not installed (pip install -e '.[dask]')")
-    from tracekit.dask_client import connect
+    from tracekit.analysis.many.dask_client import connect
     from tracekit.errors import TracekitError
 
     with socket.socket() as probe:  # a port nothing listens on: refused at once, not after 20 s

@@ -7,7 +7,7 @@ import pytest
 from nsys_builder import ExportBuilder
 
 from tracekit.model.nesting import nest_ranges
-from tracekit.sources.nsys import read_nsys_export
+from tracekit.sources.nsys.export import read_nsys_export
 
 GENERATIONS = ["2022.4", "2026.2"]
 
@@ -142,7 +142,7 @@ def test_cpu_only_export_reads_as_empty_gpu_tables(tmp_path):
 
 def test_reads_in_chunks_across_threads(tmp_path, monkeypatch):
     """Many rows, small chunks: the columnar reader must keep rows aligned and in order."""
-    from tracekit.sources import sqlite_columns
+    from tracekit.sources.nsys import sqlite_columns
 
     monkeypatch.setattr(sqlite_columns, "CHUNK_ROWS", 7)
     b = ExportBuilder("2026.2")
@@ -162,7 +162,7 @@ def test_chunks_read_into_their_slots_keep_every_selected_row(tmp_path, monkeypa
     from the unwritten slack; a table with far-apart rowids takes the joining path."""
     import sqlite3
 
-    from tracekit.sources import sqlite_columns
+    from tracekit.sources.nsys import sqlite_columns
 
     monkeypatch.setattr(sqlite_columns, "CHUNK_ROWS", 10)
     path = tmp_path / "t.sqlite"
@@ -269,7 +269,7 @@ def test_reads_loaded_behind_wait_for_the_others():
     import threading
 
     from tracekit.model.reading import reading_later
-    from tracekit.sources import read_pool
+    from tracekit.sources.nsys import read_pool
 
     pool = read_pool.ReadPool.__new__(read_pool.ReadPool)  # one thread, started by hand
     pool.queue, pool.order = queue.PriorityQueue(), itertools.count()
@@ -311,7 +311,7 @@ def test_reading_leaves_no_warning_filter_and_no_thread_holding_the_exit(tmp_pat
     import threading
     import warnings
 
-    from tracekit.sources import sqlite_columns
+    from tracekit.sources.nsys import sqlite_columns
 
     def switched(*args, **kwargs):
         raise AssertionError("a process-wide warning filter switched while reading")

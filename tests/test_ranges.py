@@ -11,12 +11,12 @@ import pandas as pd
 import pytest
 from nsys_builder import ExportBuilder
 
-from tracekit.analysis.attribution import range_gpu_stats
-from tracekit.analysis.kernels import category_table, kernel_table
-from tracekit.analysis.ranges import range_table, range_tree, range_within
-from tracekit.analysis.selection import select_ranges
+from tracekit.analysis.kernels.summary import category_table, kernel_table
+from tracekit.analysis.ranges.attribution import range_gpu_stats
+from tracekit.analysis.ranges.selection import select_ranges
+from tracekit.analysis.ranges.summary import range_table, range_tree, range_within
 from tracekit.errors import NoGpuDataError, UsageError
-from tracekit.sources.nsys import read_nsys_export
+from tracekit.sources.nsys.export import read_nsys_export
 
 GEMM = "ampere_sgemm_128x64_tn"
 SOFTMAX = "void softmax_warp_forward<float>()"

@@ -10,8 +10,8 @@ from conftest import SHARED_TRACES, shared_export_paths
 from nsys_stats import as_nsys_prints, nsys_stats, profile_under_nsys
 
 import tracekit
-from tracekit.analysis.attribution import range_gpu_stats
-from tracekit.sources.nsys import read_nsys_export
+from tracekit.analysis.ranges.attribution import range_gpu_stats
+from tracekit.sources.nsys.export import read_nsys_export
 
 STATS = ["Total Time (ns)", "Instances", "Avg (ns)", "Med (ns)", "Min (ns)", "Max (ns)"]
 REAL_WITH_RANGES = [path for path in shared_export_paths() if "tiny_cuda" not in path.name]

@@ -477,7 +477,7 @@ def test_snapshot_sizes_left_empty_read_as_zero(tmp_path):
     text that is not a number stays an error."""
     import pickle
 
-    from tracekit.sources.snapshot import load_snapshot
+    from tracekit.sources.snapshot.reader import load_snapshot
 
     entries = [
         {"action": "alloc", "addr": 16, "size": 512, "stream": 0, "time_us": 1.0, "frames": []},

@@ -75,7 +75,7 @@ def test_diff_step_by_step(cli, tmp_path):
 
 
 def test_steps_picture(cli, tmp_path):
-    from tracekit.analysis.steps import step_table
+    from tracekit.analysis.ranges.steps import step_table
     from tracekit.sources import open_trace
 
     path = built_steps(tmp_path)

@@ -207,7 +207,7 @@ def test_ranges_recorded_under_nsys(nsys, tmp_path):
     """The tiny model under nsys 2022.4 on the CPU: every range, warm-up included (no capture range)."""
     pytest.importorskip("nvtx")
     from tracekit import nsys_tool
-    from tracekit.sources.nsys import read_nsys_export
+    from tracekit.sources.nsys.export import read_nsys_export
 
     warmup, steps, layers = 2, 3, model_config("tiny").num_layers
     report = profile_under_nsys(

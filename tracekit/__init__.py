@@ -13,6 +13,19 @@ command's options as keywords, and returns a ``Result`` of DataFrames with raw v
 ``Session`` holds what is process-wide (settings, reading threads, inputs protected from being
 written over); ``session()`` is the one in use. The names in ``__all__`` are the stable surface.
 Importing tracekit loads neither pandas nor the analyses: they load when a function runs.
+
+The package, lowest layer first:
+``errors``, ``files``, ``signals``, ``session``  used by every layer (errors, whole writes, signals, Session)
+``model``      the column contract: Trace, MemoryTrace, Result, range specs, option declarations
+``sources``    readers: nsys exports and reports, torch.profiler traces, memory snapshots; the cache
+``analysis``   the analyses, by question, and their options
+``commands``   the registry: every command declared once, run alike from the API, the CLI and workers
+``render``     Results as tables, files, pictures and HTML
+``report``     Markdown reports built from the commands' Results
+``api``        the Python API below, re-exported here
+``cli``        the ``tracekit`` command line
+``runs``, ``capture``, ``nsys_tool``, ``annotate``, ``export``  run folders, capturing under a profiler,
+the nsys executable, marks for a user's script, Parquet export
 """
 
 from tracekit.api import (

@@ -47,7 +47,7 @@ def export_parquet(trace: Trace, folder: Path, snapshot: MemoryTrace | None = No
     folder.mkdir(parents=True, exist_ok=True)
     tables = {table: getattr(trace, table) for table in TABLES}
     if snapshot is not None:
-        from tracekit.analysis.memory import replay
+        from tracekit.analysis.memory.replay import replay
 
         tables["memory_events"] = snapshot.events
         tables["memory_allocations"] = replay(snapshot).allocations

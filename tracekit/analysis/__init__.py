@@ -1,0 +1,11 @@
+"""Analyses: plain functions ``(Trace, options) -> Result`` (named tables of raw values, notes, charts),
+grouped by the question they answer. None reads a file or prints; each names options by parameter.
+
+``options``   every command's options, one dataclass each, checked when made (the one place)
+``stats``     nsys's statistics per group (total, instances, avg, med, min, max, stddev, share)
+``kernels/``  which kernels ran and for how long: summary, categories, kernel types and overlap
+``ranges/``   NVTX ranges and what ran inside them: summary, phases (breakdown), steps, selection
+``waits/``    why the GPU waited: idle gaps by cause, launch delays, blocking syncs, overlap, busy time
+``memory/``   a memory snapshot's peak: replay, holders and frames, roles, the tables and charts
+``many/``     many inputs: parts merged exactly, on a process pool or Dask; ranks, compare, diff
+"""

@@ -1,5 +1,7 @@
 """The ``tracekit`` command: a click group; the analysis commands are derived from the registry
-(``analyses``), the others (report, export, bench, capture) have a module each.
+(``analyses``), the others (``report``, ``export``, ``bench`` with ``bench_options``, ``capture``) have a
+module each; ``common`` holds what they share (errors as one line, --format/--output, ``emit``);
+``__main__`` makes ``python -m tracekit.cli`` the program.
 
 Each command is click -> options -> registry (or one library function) -> the renderer
 (``common.emit``); library errors become one line and exit status 1 (``common.TracekitGroup``).

@@ -314,7 +314,7 @@ def bench_activations(model, ctx, batch, dtype, run_folder, fmt, output):
 def _add_snapshot_figures(result, run_folder: str, asked: dict) -> None:
     """The run's memory snapshot: the peak of allocations made during the measured steps (activations,
     gradients, optimizer temporaries), with the differences from the formula named in notes."""
-    from tracekit.analysis.memory import replay
+    from tracekit.analysis.memory.replay import replay
     from tracekit.runs import Run
     from tracekit.sources import open_snapshot
 

@@ -78,7 +78,7 @@ def _names_many(item: Source) -> bool:
     path = _path(item)
     if path is None:
         return False
-    from tracekit.parallel import names_many
+    from tracekit.analysis.many.pool import names_many
 
     return names_many(path)
 
@@ -108,12 +108,12 @@ def _on_many(spec: Command, items: list[Source], options: Options, many: ManyOpt
     merger = spec.function("merger")(options, many.exact_median_limit)
     paths = [_path(item) for item in items]
     if all(path is not None for path in paths):
-        from tracekit.parallel import read_many
+        from tracekit.analysis.many.pool import read_many
 
         return read_many([path for path in paths if path is not None], spec.part or "", options, merger, title, many,
                          current().settings, progress)  # fmt: skip
-    from tracekit.analysis.many_inputs import Accumulator
-    from tracekit.parallel import labels_for, new_part
+    from tracekit.analysis.many.inputs import Accumulator
+    from tracekit.analysis.many.pool import labels_for, new_part
 
     traces = [_open(spec, item, options) for item in items]
     sources = [Path(path or str(trace.meta.source)) for path, trace in zip(paths, traces)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tracekit.analysis.kernel_columns import NAME_COLUMNS, command_columns
+from tracekit.analysis.kernels.columns import NAME_COLUMNS, command_columns
 from tracekit.analysis.options import KernelsOptions
 from tracekit.errors import TracekitError
 
@@ -13,7 +13,7 @@ from tracekit.errors import TracekitError
 def kernels_ahead(path: str | Path, options: KernelsOptions) -> None:
     """Start reading the GPU-op columns ``kernels`` with ``options`` uses (``sources.read_ahead``)."""
     from tracekit.sources import trace_file
-    from tracekit.sources.read_ahead import read_gpu_ops_ahead
+    from tracekit.sources.nsys.read_ahead import read_gpu_ops_ahead
 
     if options.name not in NAME_COLUMNS:
         return

@@ -99,8 +99,8 @@ class Command:
         return resolve(name)
 
 
-_KERNELS = "tracekit.analysis.kernels"
-_MANY = "tracekit.analysis.many_tables"
+_KERNELS = "tracekit.analysis.kernels.summary"
+_MANY = "tracekit.analysis.many.tables"
 
 COMMANDS: dict[str, Command] = {
     command.name: command
@@ -124,7 +124,7 @@ COMMANDS: dict[str, Command] = {
             "Several traces: each one's table with a Rank or Run column, and the summary over all of them.",
             RangesOptions,
             "traces",
-            run="tracekit.analysis.ranges:range_summary",
+            run="tracekit.analysis.ranges.summary:range_summary",
             part=f"{_MANY}:ranges_part",
             merger=f"{_MANY}:RangesMerger",
             title="range summary",
@@ -135,7 +135,7 @@ COMMANDS: dict[str, Command] = {
             "GPU's busy and idle time. Several traces: each one's tables and the sums over all of them.",
             BreakdownOptions,
             "traces",
-            run="tracekit.analysis.breakdown:phase_breakdown",
+            run="tracekit.analysis.ranges.breakdown:phase_breakdown",
             part=f"{_MANY}:breakdown_part",
             merger=f"{_MANY}:BreakdownMerger",
             title="breakdown",
@@ -146,7 +146,7 @@ COMMANDS: dict[str, Command] = {
             "of each phase, outliers flagged.",
             StepsOptions,
             "trace",
-            run="tracekit.analysis.steps:step_table",
+            run="tracekit.analysis.ranges.steps:step_table",
             unit="ms",
             picture=Picture(
                 "--picture",
@@ -162,7 +162,7 @@ COMMANDS: dict[str, Command] = {
             "the kernel's time, and the total.",
             LaunchesOptions,
             "trace",
-            run="tracekit.analysis.launch_delays:launch_delays",
+            run="tracekit.analysis.waits.launches:launch_delays",
         ),
         Command(
             "idle",
@@ -170,7 +170,7 @@ COMMANDS: dict[str, Command] = {
             "not launching, launch overhead, other stream or device, dependency not in trace, other).",
             IdleOptions,
             "trace",
-            run="tracekit.analysis.idle:idle_by_cause",
+            run="tracekit.analysis.waits.idle:idle_by_cause",
             unit="ms",
         ),
         Command(
@@ -178,7 +178,7 @@ COMMANDS: dict[str, Command] = {
             "Per GPU: communication (NCCL) time, the part computation hid, and the exposed rest.",
             OverlapOptions,
             "trace",
-            run="tracekit.analysis.overlap:overlap_table",
+            run="tracekit.analysis.waits.overlap:overlap_table",
             unit="ms",
         ),
         Command(
@@ -187,7 +187,7 @@ COMMANDS: dict[str, Command] = {
             "waited, and the GPU idle that followed.",
             SyncsOptions,
             "trace",
-            run="tracekit.analysis.syncs:sync_summary",
+            run="tracekit.analysis.waits.syncs:sync_summary",
             unit="ms",
         ),
         Command(
@@ -197,8 +197,8 @@ COMMANDS: dict[str, Command] = {
             "INPUTS: the ranks' traces (files, globs, or a folder of them).",
             RanksOptions,
             "many",
-            part="tracekit.analysis.ranks:ranks_part",
-            merger="tracekit.analysis.ranks:RanksMerger",
+            part="tracekit.analysis.many.ranks:ranks_part",
+            merger="tracekit.analysis.many.ranks:RanksMerger",
             title="ranks compared",
         ),
         Command(
@@ -208,8 +208,8 @@ COMMANDS: dict[str, Command] = {
             "INPUTS: run folders or traces (files, globs, or a folder of runs such as traces/).",
             CompareOptions,
             "many",
-            part="tracekit.analysis.compare:compare_part",
-            merger="tracekit.analysis.compare:CompareMerger",
+            part="tracekit.analysis.many.compare:compare_part",
+            merger="tracekit.analysis.many.compare:CompareMerger",
             title="runs compared",
             unit="ms",
             picture=Picture(
@@ -225,7 +225,7 @@ COMMANDS: dict[str, Command] = {
             "changed most, and the memory peak when both runs have a snapshot.",
             DiffOptions,
             "pair",
-            run="tracekit.analysis.diff:trace_diff",
+            run="tracekit.analysis.many.diff:trace_diff",
             unit="ms",
         ),
         Command(
@@ -234,7 +234,7 @@ COMMANDS: dict[str, Command] = {
             "memory.pickle): when it happened, what was live, which code allocated it.",
             MemoryOptions,
             "snapshots",
-            run="tracekit.analysis.memory_tables:memory_result",
+            run="tracekit.analysis.memory.tables:memory_result",
             picture=Picture(
                 "--plot",
                 "write the active-memory timeline picture here (.png or .svg); with "

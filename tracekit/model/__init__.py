@@ -8,6 +8,8 @@
 ``nesting``    parent and depth of ranges on a thread
 ``result``     ``Result``: what an analysis returns (named tables, notes, figures)
 ``reading``    how urgent a read is (tables loaded ahead of need wait for the others)
+``options``    how a command's options are declared and checked (``analysis.options`` declares them)
+``kernel_names`` a kernel name's base name and first template argument
 
 Nothing here imports from ``sources``, ``analysis``, ``render`` or ``cli``.
 """

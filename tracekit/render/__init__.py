@@ -1,5 +1,10 @@
 """Rendering: ``Result`` -> text and files (``tables``), ``Chart`` -> pictures (``plots``).
 
+``tables``     a Result as terminal table, Markdown, CSV, JSON or Parquet; files written whole
+``plots``      charts drawn with matplotlib (PNG, SVG)
+``notebook``   a Result as HTML for a notebook
+``safe_text``  names from traces made safe to print (control characters, spreadsheet formulas)
+
 This package's own module holds only the format names, so the CLI can offer them without importing
 pandas or matplotlib.
 """

@@ -3,4 +3,5 @@
 ``traces``   runs or traces -> reports/<name>/report.md (one section per input, a comparison of N)
 ``bench``    a ``tracekit bench --db`` results database -> reports/bench/report.md
 ``document`` the Markdown being written: tables through the one renderer, charts as PNG files
+``why``      the "Why the GPU waits" section: steps, idle by cause, launch delays, syncs, overlap
 """

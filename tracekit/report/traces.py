@@ -16,11 +16,9 @@ from pathlib import Path
 import pandas as pd
 
 from tracekit import __version__
-from tracekit.analysis.breakdown import PHASE, WHOLE, default_phases_missing
-from tracekit.analysis.busy import ANY, known_devices
-from tracekit.analysis.compare import compare_traces
-from tracekit.analysis.diff import compare_categories, compare_kernels, labels_for
-from tracekit.analysis.kernels import kernel_mask
+from tracekit.analysis.kernels.summary import kernel_mask
+from tracekit.analysis.many.compare import compare_traces
+from tracekit.analysis.many.diff import compare_categories, compare_kernels, labels_for
 from tracekit.analysis.options import (
     DEFAULT_PHASES,
     BreakdownOptions,
@@ -30,6 +28,8 @@ from tracekit.analysis.options import (
     MemoryOptions,
     RangesOptions,
 )
+from tracekit.analysis.ranges.breakdown import PHASE, WHOLE, default_phases_missing
+from tracekit.analysis.waits.busy import ANY, known_devices
 from tracekit.commands import run_command
 from tracekit.commands.command_line import command_line
 from tracekit.errors import NoGpuDataError, TracekitError, UsageError

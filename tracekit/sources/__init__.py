@@ -6,6 +6,11 @@ it), a torch.profiler (Kineto) JSON trace, plain or gzip, or a tracekit run fold
 report). Large exports are cached (``cache``): the
 cache is the registry's, so every reader gets it. ``open_snapshot(path)`` reads a CUDA memory
 snapshot or a run folder's. Anything else gets one line saying what it looks like and what is read.
+
+``nsys/``      Nsight Systems SQLite exports (and reports, exported with nsys)
+``kineto/``    torch.profiler (Kineto) JSON traces
+``snapshot/``  CUDA memory snapshots
+``cache``      column files of a large export's tables, valid while the export is unchanged
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ class Reader:
 
 
 def _open_nsys_sqlite(path: Path, nsys: str | None) -> Trace:
-    from tracekit.sources.nsys import read_nsys_export
+    from tracekit.sources.nsys.export import read_nsys_export
 
     return read_nsys_export(path)
 
@@ -55,7 +60,7 @@ def _open_nsys_report(path: Path, nsys: str | None) -> Trace:
 
 
 def _open_kineto(path: Path, nsys: str | None) -> Trace:
-    from tracekit.sources.kineto import read_kineto_trace
+    from tracekit.sources.kineto.reader import read_kineto_trace
 
     return read_kineto_trace(path)
 
@@ -130,7 +135,7 @@ def _is_json(head: bytes) -> bool:
 def open_snapshot(path: str | Path) -> MemoryTrace:
     """A ``torch.cuda.memory._dump_snapshot`` pickle, or a run folder's memory.pickle, read without
     executing anything from it."""
-    from tracekit.sources.snapshot import load_snapshot
+    from tracekit.sources.snapshot.reader import load_snapshot
 
     path = require_file_or_folder(path)
     run = Run.at(path)

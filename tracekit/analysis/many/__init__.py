@@ -1,0 +1,12 @@
+"""Many inputs: each input mapped to a small Part, Parts merged exactly, on a pool or Dask; and the
+analyses that compare traces.
+
+``inputs``       Part, Failure and the accumulator that folds Parts into one Result
+``tables``       ``kernels``, ``ranges`` and ``breakdown`` over many inputs: parts and mergers
+``merge_stats``  exact merges of counts, totals, min, max, mean and stddev; medians exact or sketched
+``pool``         which files the inputs are; reading them on local processes or Dask
+``dask_client``  connecting to a Dask scheduler with a bounded handshake
+``ranks``        ranks of a job side by side: steps, busy, communication, stragglers (``ranks``)
+``compare``      many runs by phase and category, ordered by a config field (``compare``)
+``diff``         where GPU time moved from A to B (``diff``)
+"""

@@ -1,0 +1,7 @@
+"""Memory snapshots: what was live at the peak, who allocated it, and what it is for.
+
+``replay``  the allocator's events replayed: live bytes over time, the peak, allocations live at it
+``frames``  stack frames cleaned and shortened; the user's frame that allocated
+``roles``   parameters, optimizer state, gradients, activations, temporaries at the peak
+``tables``  the ``memory`` command's tables, the comparison of two snapshots, the timeline chart
+"""

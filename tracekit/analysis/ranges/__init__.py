@@ -1,0 +1,8 @@
+"""NVTX ranges (or record_function annotations) and the GPU work launched inside them.
+
+``summary``      nsys's range summary (nvtxsum) with GPU columns, a tree, the children of a range
+``selection``    range specs against a Trace: read only what they can match, nested, matched once
+``attribution``  which GPU ops each range launched (any thread of its process, or its own)
+``breakdown``    kernel time by phase and category, busy/idle per GPU, copies (``breakdown``)
+``steps``        one row per training step (``steps``), and the step ranges other analyses use
+"""

@@ -1,0 +1,251 @@
+"""Phase x category: how a training step's GPU time splits into matmul, elementwise, softmax, ...
+per phase (forward, backward, optimizer) and for the whole trace; the copies beside it; how busy
+each GPU was.
+
+Per phase, its GPU ops are those launched while one of its ranges was open (see ``attribution``).
+- Kernel Time and the category shares are kernels only, as ``kernels`` by category counts them on
+  the same selection (their sum over concurrent streams: both count). Memory copies and sets are
+  columns of their own (time and MiB), and a table by direction. ``ops="all"`` counts copies and sets
+  in the time and the shares too (category "memory"), as ``kernels`` with ``ops="all"`` does.
+- Busy, span and idle come per GPU, summed, averaged, and for "any GPU busy" (``busy``); every GPU op
+  keeps a GPU busy, copies included.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from tracekit.analysis import stats
+from tracekit.analysis.kernels.categories import CATEGORIES, op_categories
+from tracekit.analysis.kernels.summary import OPS_CHOICES, SHOWN_SHARE, kernel_mask
+from tracekit.analysis.kernels.types import last_step_start, launched_before_last_step
+from tracekit.analysis.options import DEFAULT_PHASES, BreakdownOptions
+from tracekit.analysis.ranges.attribution import interval_of_ops
+from tracekit.analysis.ranges.selection import select
+from tracekit.analysis.waits.busy import device_busy
+from tracekit.errors import UsageError
+from tracekit.model.options import OptionError, named
+from tracekit.model.result import Chart, Result, Table
+from tracekit.model.trace import Trace
+
+WHOLE = "(whole trace)"
+PHASE = "Phase"
+MIB = 2**20
+
+
+def count_column(ops: str) -> str:
+    """The name of the counted-ops column: Kernels, or GPU Ops with ``ops`` "all"."""
+    return "Kernels" if ops == "kernels" else "GPU Ops"
+
+
+# The GPU-op columns a breakdown reads (kinds, times and sizes, the category's name, the device for busy
+# time, the launch join's correlation and process): not the streams, short names and launch configurations.
+BREAKDOWN_COLUMNS = ("kind", "start", "end", "duration", "device", "correlation_id", "pid", "name", "bytes")
+
+
+def breakdown_ops(trace: Trace) -> pd.DataFrame:
+    """The GPU-op columns of ``BREAKDOWN_COLUMNS`` (said needed first: read together, once)."""
+    trace.need("gpu_ops", BREAKDOWN_COLUMNS)
+    return trace.columns("gpu_ops", BREAKDOWN_COLUMNS)
+
+
+def time_column(ops: str) -> str:
+    """The name of the summed-time column: kernels only, or every GPU op with ``ops`` "all"."""
+    return "Kernel Time (ns)" if ops == "kernels" else "GPU Op Time (ns)"
+
+
+def phase_intervals(
+    trace: Trace, phases: list[str], same_thread: bool = False, domain: str | None = None
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per phase spec: the start (ns) of each of its range instances, and for every GPU op the merged
+    phase interval its launch fell in (-1 outside the phase). Reads only the ranges the specs name;
+    computed once per trace for the same phases (breakdown and a report's comparison both ask)."""
+
+    def compute() -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        trace.need("gpu_ops", BREAKDOWN_COLUMNS)  # the ops' columns load beside the ranges: only these
+        selection = select(trace, phases, load_too=["gpu_ops", "launches"], domain=domain)
+        return {phase: (selection.of(phase)["start"].to_numpy(), interval_of_ops(trace, selection.of(phase),
+                                                                                 same_thread))
+                for phase in phases}  # fmt: skip
+
+    return trace.derived(f"phase_intervals:{same_thread}:{domain}:" + "\0".join(phases), compute)
+
+
+def phases_with_whole(
+    trace: Trace, phases: list[str] | None, same_thread: bool, domain: str | None = None, drop_last_step: bool = False
+) -> list[tuple[str, int, np.ndarray]]:
+    """(phase, instances, interval per op) for each phase, then the whole trace as one instance.
+    UsageError when phases were asked for and none matched. ``drop_last_step``: ops launched after the
+    last ProfilerStep began are in no interval (HolisticTraceAnalysis's window)."""
+    phases = list(phases or DEFAULT_PHASES)
+    intervals = phase_intervals(trace, phases, same_thread, domain)  # loads the tables together: first
+    kernel_mask(trace, ops="all")  # raises a clear error for a trace without GPU work
+    if not any(len(starts) for starts, _ in intervals.values()) and phases != list(DEFAULT_PHASES):
+        where = f" in domain {domain}" if domain else ""
+        # Only the ranges these names can match were read: say what was left out of them, not more
+        # (listing the trace's names would read millions of ranges for an error message).
+        dropped = trace.dropped("ranges")
+        why = f"; {dropped:,} ranges that could match were left out: unusable values" if dropped else ""
+        raise UsageError(f"no NVTX range matches {', '.join(phases)}{where} in {trace.name}{why}")
+    whole = np.zeros(len(breakdown_ops(trace)), dtype=np.int64)  # every op in one interval
+    window, cutoff = None, None
+    if drop_last_step:
+        window, _ = launched_before_last_step(trace)
+        cutoff = last_step_start(trace)
+    parts = [(WHOLE, 1, whole)]
+    for phase, (starts, interval) in intervals.items():
+        # with the window, an instance of the left-out step is no instance, its ops in no interval
+        instances = int((starts < cutoff).sum()) if cutoff is not None else len(starts)
+        parts.insert(len(parts) - 1, (phase, instances, interval))
+    if window is not None:
+        parts = [(phase, instances, np.where(window, interval, -1)) for phase, instances, interval in parts]
+    return parts
+
+
+def breakdown_table(
+    trace: Trace,
+    phases: list[str] | None = None,
+    same_thread: bool = False,
+    ops: str = "kernels",
+    domain: str | None = None,
+    drop_last_step: bool = False,
+) -> pd.DataFrame:
+    """Rows: each phase, then the whole trace. Columns: Phase, Instances, Kernels (ops counted),
+    Kernel Time (ns) (or GPU Op Time with ``ops`` "all"), Memcpy Time (ns), Memcpy (MiB), Memset Time
+    (ns), Memset (MiB), then "<category> (%)" of the time for every category that has time anywhere."""
+    return category_shares(breakdown_times(trace, phases, same_thread, ops, domain, drop_last_step), ops)
+
+
+def breakdown_times(
+    trace: Trace,
+    phases: list[str] | None = None,
+    same_thread: bool = False,
+    ops: str = "kernels",
+    domain: str | None = None,
+    drop_last_step: bool = False,
+) -> pd.DataFrame:
+    """``breakdown_table`` with each category's time ("<category> (ns)", every category) in place of
+    its share: the columns add up over traces."""
+    if ops not in OPS_CHOICES:
+        raise OptionError(f"{named('ops')} {ops!r} is not one of {', '.join(OPS_CHOICES)}")
+    parts = phases_with_whole(trace, phases, same_thread, domain, drop_last_step)
+    gpu_ops = breakdown_ops(trace)
+    kind = gpu_ops["kind"].to_numpy()
+    counted = (kind == "kernel") if ops == "kernels" else np.ones(len(gpu_ops), dtype=bool)
+    categories, durations = op_categories(trace), gpu_ops["duration"].to_numpy()
+    sizes = gpu_ops["bytes"].to_numpy()
+    rows = []
+    for phase, instances, interval in parts:
+        inside = interval >= 0
+        chosen = inside & counted
+        by_category = np.bincount(categories[chosen], minlength=len(CATEGORIES), weights=durations[chosen])
+        row = {PHASE: phase, "Instances": instances, count_column(ops): int(chosen.sum()),
+               time_column(ops): int(durations[chosen].sum())}  # fmt: skip
+        for name in ("memcpy", "memset"):
+            mine = inside & (kind == name)
+            row[f"{name.capitalize()} Time (ns)"] = int(durations[mine].sum())
+            row[f"{name.capitalize()} (MiB)"] = float(sizes[mine].sum()) / MIB
+        row.update({f"{category} (ns)": int(time) for category, time in zip(CATEGORIES, by_category)})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def category_shares(times: pd.DataFrame, ops: str) -> pd.DataFrame:
+    """``breakdown_times`` with each category's time turned into its share of the row's time (%), as
+    nsys rounds shares; only the categories that have time in some row."""
+    table = times.drop(columns=[f"{category} (ns)" for category in CATEGORIES])
+    category_times = times[[f"{category} (ns)" for category in CATEGORIES]].to_numpy(np.int64)
+    shares = np.zeros(category_times.shape)
+    for row, (values, total) in enumerate(zip(category_times, times[time_column(ops)].to_numpy())):
+        if total:
+            shares[row] = stats.percent_of_total(values)
+    # a category whose share would print as 0.0 everywhere says nothing
+    kept = [index for index, category in enumerate(CATEGORIES) if shares[:, index].max(initial=0) >= SHOWN_SHARE]
+    for index in kept:
+        table[f"{CATEGORIES[index]} (%)"] = shares[:, index]
+    return table
+
+
+def gpu_table(
+    trace: Trace,
+    phases: list[str] | None = None,
+    same_thread: bool = False,
+    domain: str | None = None,
+    drop_last_step: bool = False,
+) -> pd.DataFrame:
+    """Per phase (and the whole trace): each GPU's busy, span and idle, their sum, mean, and the "any
+    GPU busy" figure (``busy.device_busy``). Columns: Phase, GPU, Busy (ns), Span (ns), Idle (ns),
+    Idle (%)."""
+    frames = []
+    for phase, instances, interval in phases_with_whole(trace, phases, same_thread, domain, drop_last_step):
+        if instances:
+            table = device_busy(breakdown_ops(trace), interval)
+            table.insert(0, PHASE, phase)
+            frames.append(table)
+    return pd.concat(frames, ignore_index=True)
+
+
+def copy_table(
+    trace: Trace,
+    phases: list[str] | None = None,
+    same_thread: bool = False,
+    domain: str | None = None,
+    drop_last_step: bool = False,
+) -> pd.DataFrame:
+    """Memory copies and sets per phase and direction ("memcpy HtoD", "memset"): Phase, Operation,
+    Count, Time (ns), MiB. Empty when the trace has none."""
+    gpu_ops = breakdown_ops(trace)
+    moves = (gpu_ops["kind"] != "kernel").to_numpy()
+    names = gpu_ops["name"].astype(object).to_numpy()
+    rows = []
+    for phase, _, interval in phases_with_whole(trace, phases, same_thread, domain, drop_last_step):
+        mine = moves & (interval >= 0)
+        if not mine.any():
+            continue
+        frame = pd.DataFrame(
+            {"name": names[mine], "duration": gpu_ops["duration"].to_numpy()[mine],
+             "bytes": gpu_ops["bytes"].to_numpy()[mine]}
+        )  # fmt: skip
+        for name, group in frame.groupby("name", sort=True):
+            operation = str(name).strip("[]").removeprefix("CUDA ")
+            rows.append((phase, operation, len(group), int(group["duration"].sum()), group["bytes"].sum() / MIB))
+    return pd.DataFrame(rows, columns=[PHASE, "Operation", "Count", "Time (ns)", "MiB"])
+
+
+def default_phases_missing(table: pd.DataFrame, phases: list[str] | None, how: str) -> str | None:
+    """The note for a breakdown (``table``) asked for the default phases of a trace that has none of
+    them, saying ``how`` to name its own; None otherwise."""
+    if (
+        list(phases or DEFAULT_PHASES) != list(DEFAULT_PHASES)
+        or (table.loc[table[PHASE] != WHOLE, "Instances"] > 0).any()
+    ):
+        return None
+    return (f"no range named {', '.join(DEFAULT_PHASES[:-1])} or {DEFAULT_PHASES[-1]} in this trace: only the whole "
+            f"trace is broken down; name its phases with {how} (`tracekit ranges` lists its range names)")  # fmt: skip
+
+
+def phase_breakdown(trace: Trace, options: BreakdownOptions | None = None) -> Result:
+    """``breakdown``: the phase x category table, each GPU's busy and idle time per phase, the copies by
+    direction, and a chart of the category shares of the phases found. ``drop_last_step``: only GPU
+    work launched before the last ProfilerStep began (HolisticTraceAnalysis's window)."""
+    options = options or BreakdownOptions()
+    phases, same_thread, ops = list(options.phases), options.same_thread, options.ops
+    domain, drop_last_step = options.domain, options.drop_last_step
+    table = breakdown_table(trace, phases, same_thread, ops, domain, drop_last_step)
+    tables = [
+        Table("breakdown", table, f"GPU time by phase and category: {trace.name}"),
+        Table("gpus", gpu_table(trace, phases, same_thread, domain, drop_last_step), "Busy and idle time per GPU"),
+    ]
+    copies = copy_table(trace, phases, same_thread, domain, drop_last_step)
+    if not copies.empty:
+        tables.append(Table("copies", copies, "Memory copies and sets"))
+    missing = default_phases_missing(table, phases, named("phases"))
+    window = [launched_before_last_step(trace)[1]] if drop_last_step else []
+    domains = trace.range_notes if domain else []
+    result = Result(tables, notes=([missing] if missing else []) + window + domains + trace.warnings)
+    present = table.loc[(table["Instances"] > 0) | (table[PHASE] == WHOLE)]
+    if present[time_column(ops)].sum() > 0:
+        title = "Share of kernel time by category" if ops == "kernels" else "Share of GPU op time by category"
+        result.charts["categories"] = Chart("category_bars", title, {"table": present, "categories": CATEGORIES})
+    return result

@@ -1,0 +1,174 @@
+"""``steps``: one row per training step.
+
+Steps are ranges (CPU side): ``step_range`` when given, else torch.profiler's ``ProfilerStep#N``,
+else ranges named ``step`` (tracekit's workloads and ``annotate.steps``). Per step, in ns:
+- Wall: the step range's duration.
+- Kernels, Kernel Time: the kernels launched while the step was open on its process (a launch call that
+  started inside it), and their summed durations.
+- per GPU ``cuda:N Busy``: the union of the GPU ops (kernels, copies, sets) launched in the step on that
+  device; ``cuda:N Idle``: the step's length on that GPU's clock (from the step's first op to the next
+  step's first op; the last step to its last op's end) minus Busy. The GPU often runs behind the CPU, so
+  a step's GPU work is measured on the GPU's timeline, not inside the CPU range.
+- per phase (``phases``: range specs, default forward, backward, optimizer): the summed durations of the
+  ranges it matches (outermost: one nested in another match counts once) that started inside the step
+  on its process.
+- Flag: "outlier" when the wall time is further from the median than 3 scaled MADs and 5 % of the
+  median (a first step flagged this way is usually warm-up: "outlier (first)").
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from tracekit.analysis.options import StepsOptions
+from tracekit.analysis.ranges.attribution import merge_intervals, op_launches
+from tracekit.analysis.ranges.selection import select
+from tracekit.analysis.waits.busy import busy_span, known_devices
+from tracekit.errors import UsageError
+from tracekit.model.options import named
+from tracekit.model.range_names import inside_another
+from tracekit.model.result import Chart, Result
+from tracekit.model.trace import Trace
+
+PROFILER_STEP = re.compile(r"^ProfilerStep#\d+$")
+STEP, WALL, KERNELS, KERNEL_TIME, FLAG = "Step", "Wall (ns)", "Kernels", "Kernel Time (ns)", "Flag"
+
+
+def step_rows(trace: Trace, step_range: str | None = None) -> pd.DataFrame:
+    """The trace's step ranges (CPU side), in (pid, start) order; empty when it has none."""
+    ranges = trace.ranges
+    if ranges.empty:
+        return ranges
+    cpu_side = (ranges["domain"].astype(str) != "gpu").to_numpy()
+    names = ranges["name"].astype(str)
+    if step_range:
+        chosen = (names == step_range).to_numpy()
+    else:
+        chosen = names.str.match(PROFILER_STEP.pattern).to_numpy() & cpu_side
+        if not chosen.any():
+            chosen = (names == "step").to_numpy()
+    return ranges.loc[chosen & cpu_side].sort_values(["pid", "start"], kind="stable")
+
+
+def step_of(steps: pd.DataFrame, pid: np.ndarray, time: np.ndarray) -> np.ndarray:
+    """For each (pid, time): the row position in ``steps`` of the step of that process open at that time,
+    or -1. One searchsorted per process (few), none per row."""
+    found = np.full(len(time), -1, dtype=np.int64)
+    step_pid, start, end = (steps[column].to_numpy() for column in ("pid", "start", "end"))
+    for process in np.unique(step_pid):
+        rows = np.flatnonzero(step_pid == process)
+        mine = np.flatnonzero(pid == process)
+        index = np.searchsorted(start[rows], time[mine], side="right") - 1
+        inside = (index >= 0) & (time[mine] <= end[rows][np.maximum(index, 0)])
+        found[mine[inside]] = rows[index[inside]]
+    return found
+
+
+def step_table(trace: Trace, options: StepsOptions | None = None, outlier_mads: float = 3.0) -> Result:
+    """One row per step (see the module docstring)."""
+    options = options or StepsOptions()
+    step_range = options.step_range
+    steps = step_rows(trace, step_range)
+    if steps.empty:
+        wanted = f"no range named {step_range!r}" if step_range else "no ProfilerStep#N or step ranges"
+        raise UsageError(
+            f"{trace.name}: {wanted}; name the step range with {named('step_range')} (`tracekit ranges` lists them)"
+        )
+    steps = steps.reset_index(drop=True)
+    count = len(steps)
+    wall = steps["duration"].to_numpy()
+    labels = steps["name"].astype(str).to_numpy()
+    if len(set(labels.tolist())) < count:  # "step" five times: numbered per process, as ProfilerStep#N are
+        number = steps.groupby("pid", sort=False).cumcount().to_numpy() + 1
+        labels = np.array([f"{label} #{index}" for label, index in zip(labels.tolist(), number.tolist())], dtype=object)
+    table = pd.DataFrame({STEP: labels})
+    if steps["pid"].nunique() > 1:
+        table["PID"] = steps["pid"].to_numpy()
+    table[WALL] = wall
+    ops = trace.gpu_ops
+    launches = op_launches(trace) if len(ops) else None
+    if launches is not None and launches.found.any():
+        index = np.where(launches.found, step_of(steps, launches.pid, launches.start), -1)
+        kernel = (ops["kind"] == "kernel").to_numpy() & (index >= 0)
+        durations = ops["duration"].to_numpy()
+        table[KERNELS] = np.bincount(index[kernel], minlength=count)
+        table[KERNEL_TIME] = np.bincount(index[kernel], weights=durations[kernel], minlength=count).astype(np.int64)
+        devices = ops["device"].to_numpy()
+        for device in known_devices(devices[index >= 0]):
+            mine = (index >= 0) & (devices == device)
+            start, end, step = ops["start"].to_numpy()[mine], ops["end"].to_numpy()[mine], index[mine]
+            busy, _ = busy_span(start, end, step)
+            busy = np.pad(busy, (0, count - len(busy)))
+            table[f"cuda:{int(device)} Busy (ns)"] = busy
+            table[f"cuda:{int(device)} Idle (ns)"] = np.maximum(_gpu_windows(start, end, step, count) - busy, 0)
+    selection = select(trace, options.phases) if options.phases else None
+    for phase in options.phases:
+        assert selection is not None
+        matched = selection.matches[phase]
+        if not matched.any():
+            continue
+        # a range nested in another of the same phase is part of its time already
+        phase_ranges = selection.ranges.loc[matched & ~inside_another(selection.ranges, matched)]
+        where = step_of(steps, phase_ranges["pid"].to_numpy(), phase_ranges["start"].to_numpy())
+        inside = where >= 0
+        totals = np.bincount(where[inside], weights=phase_ranges["duration"].to_numpy()[inside], minlength=count)
+        table[f"{phase} (ns)"] = totals.astype(np.int64)
+    table[FLAG] = _flags(wall, outlier_mads)
+    charts = {}
+    if launches is not None and launches.found.any():
+        charts["timeline"] = timeline_chart(trace, steps)
+    notes = list(trace.warnings)
+    flagged = int((table[FLAG] != "").sum())
+    if flagged:
+        notes.append(f"{flagged} of {count} steps are outliers: wall time beyond {outlier_mads:g} scaled MADs "
+                     f"and 5% of the median {np.median(wall) / 1e6:,.3f} ms")  # fmt: skip
+    if launches is None or not launches.found.any():
+        notes.append("no GPU work with its launching call in the trace: the GPU columns are left out")
+    result = Result.of("steps", table, f"Steps: {trace.name}", notes)
+    result.charts.update(charts)
+    return result
+
+
+def timeline_chart(trace: Trace, steps: pd.DataFrame, intervals: int = 4000) -> Chart:
+    """The steps' CPU ranges and each GPU's busy intervals on one time axis (ms from the first step):
+    white space on a GPU's row is idle time. Intervals closer than the span / ``intervals`` are drawn
+    merged (a picture has no more pixels than that)."""
+    origin = int(steps["start"].min())
+    ops = trace.gpu_ops
+    span = max(int(max(steps["end"].max(), ops["end"].max())) - origin, 1)
+    rows: dict[str, tuple[np.ndarray, np.ndarray]] = {
+        "CPU steps": ((steps["start"].to_numpy() - origin) / 1e6, steps["duration"].to_numpy() / 1e6)
+    }
+    devices = ops["device"].to_numpy()
+    for device in known_devices(devices):
+        mine = devices == device
+        low, high = merge_intervals(ops["start"].to_numpy()[mine], ops["end"].to_numpy()[mine])
+        keep = np.concatenate(([True], (low[1:] - high[:-1]) > span / intervals))  # starts of drawn runs
+        starts = np.flatnonzero(keep)
+        ends = np.append(starts[1:] - 1, len(low) - 1)
+        rows[f"cuda:{int(device)}"] = ((low[starts] - origin) / 1e6, (high[ends] - low[starts]) / 1e6)
+    return Chart("step_timeline", "Steps (CPU) and GPU busy time: gaps are idle", {"rows": rows})
+
+
+def _gpu_windows(start: np.ndarray, end: np.ndarray, step: np.ndarray, count: int) -> np.ndarray:
+    """Per step, its length on the GPU's clock: from its first op's start to the next step's first op's
+    start (the last step: to its last op's end); 0 for a step without ops on this device."""
+    first = np.full(count, np.iinfo(np.int64).max, dtype=np.int64)
+    last = np.zeros(count, dtype=np.int64)
+    np.minimum.at(first, step, start)
+    np.maximum.at(last, step, end)
+    present = np.flatnonzero(first != np.iinfo(np.int64).max)
+    window = np.zeros(count, dtype=np.int64)
+    window[present[:-1]] = np.maximum(first[present][1:] - first[present][:-1], 0) if len(present) > 1 else 0
+    window[present[-1:]] = last[present][-1:] - first[present][-1:]
+    return window
+
+
+def _flags(wall: np.ndarray, mads: float) -> list[str]:
+    median = float(np.median(wall))
+    spread = 1.4826 * float(np.median(np.abs(wall - median)))
+    far = (np.abs(wall - median) > mads * spread) & (np.abs(wall - median) > 0.05 * median)
+    return [("outlier (first)" if index == 0 else "outlier") if flag else "" for index, flag in enumerate(far)]

@@ -1,0 +1,9 @@
+"""Why the GPU waited, and for how long.
+
+``idle``         every gap between a GPU's busy intervals, with its cause (``idle``)
+``launches``     launch and queue delays as nsys's kernexecsum (``launches``)
+``syncs``        blocking host calls and the GPU idle after them (``syncs``)
+``overlap``      communication hidden by computation per GPU (``overlap``)
+``busy``         busy, span and idle time per GPU and for "any GPU busy"
+``keyed_times``  times of many groups in one sorted array (a searchsorted per lookup, no loop)
+"""

@@ -1,0 +1,216 @@
+"""``tracekit idle``: why each GPU sat idle, gap by gap.
+
+A device is busy while any of its ops (kernel, copy, set) runs; its idle time is the gaps between the
+merged busy intervals, from its first op to its last (``busy``: the same Idle). ``per_stream`` takes
+each stream on its own instead (a stream's gaps, as HolisticTraceAnalysis counts them). Each gap gets
+one cause, decided by the op that ends the gap (the first to start after it, "next op") and its
+launching call:
+
+Nothing was queued (the next op's launching call started after the gap began):
+1. sync: a blocking host call of the process (``syncs``: synchronize, synchronous memcpy) was running
+   when the gap began: the CPU waited for the GPU to drain before it could launch more. (A blocking
+   call that starts inside the gap returns at once, the GPU having nothing left to finish: it does not
+   explain the gap.)
+2. host not launching: otherwise; the CPU was late (Python, data loading, a CPU-side op).
+The next op was queued (its launching call started at or before the gap began):
+3. launch overhead: the gap is shorter than ``overhead_max_ns`` (30 us, HolisticTraceAnalysis's
+   ``consecutive_kernel_delay``): the time the GPU takes to start queued work after the previous op.
+   A blocking call running meanwhile does not matter: the work was already queued.
+4. other stream or device: longer, and the process called cudaStreamWaitEvent between the previous
+   op's launch and the next op's launch: the next op waited on work recorded on another stream or device.
+5. dependency not in trace: longer, with no such call: the op was queued and waited on something the
+   trace does not show (an event of another process, a stream wait before the trace began, ...).
+6. other: the next op has no launching call in the trace.
+The causes of a device (or stream) add up to its idle time.
+
+Against HolisticTraceAnalysis's ``get_idle_time_breakdown`` (per stream): its host wait is 1 + 2 (it
+has no sync cause), its kernel wait 3 plus the gaps of 6 under the bound, its other 4 + 5 plus the rest
+of 6; it counts kernels, copies and sets as tracekit does (not its cuda_sync events).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from tracekit.analysis.kernels.summary import kernel_mask
+from tracekit.analysis.kernels.types import launched_before_last_step
+from tracekit.analysis.options import IdleOptions
+from tracekit.analysis.ranges.attribution import merge_intervals, op_launches
+from tracekit.analysis.waits.busy import known_devices
+from tracekit.analysis.waits.launches import api_name
+from tracekit.analysis.waits.syncs import BLOCKING
+from tracekit.model.result import Result, Table
+from tracekit.model.trace import Trace
+
+CAUSES = ("sync", "host not launching", "launch overhead", "other stream or device", "dependency not in trace",
+          "other")  # fmt: skip
+OVERHEAD_MAX_NS = 30_000  # HolisticTraceAnalysis's consecutive_kernel_delay (30, in its microseconds)
+STREAM_WAIT = re.compile(r"^(cudaStreamWaitEvent|cuStreamWaitEvent|hipStreamWaitEvent)$")
+
+
+def method(overhead_max_ns: int = OVERHEAD_MAX_NS, per_stream: bool = False) -> str:
+    """The note that says how gaps get their causes (the module docstring, in one line)."""
+    where = "stream" if per_stream else "GPU"
+    return (
+        f"method: per {where}, each gap between busy intervals gets the first cause that holds. The next op was "
+        "launched during the gap: sync (a blocking host call was running when the gap began), else host not "
+        f"launching. It was queued before: launch overhead (gap under {overhead_max_ns / 1000:g} us), other "
+        "stream or device (longer, after a cudaStreamWaitEvent), dependency not in trace (longer, no such call). "
+        "other: no launching call in the trace. HolisticTraceAnalysis's host wait = sync + host not launching, "
+        "kernel wait = launch overhead (+ short 'other'), other = the rest"
+    )
+
+
+def _calls_matching(trace: Trace, pattern: re.Pattern) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(start, end, pid) of the host calls whose API name matches, sorted by start."""
+    calls = trace.launches
+    names = calls["name"]
+    wanted = np.asarray([bool(pattern.match(api_name(str(name)))) for name in names.cat.categories], dtype=bool)
+    rows = np.flatnonzero(wanted[names.cat.codes.to_numpy()]) if len(wanted) else np.zeros(0, np.int64)
+    order = rows[np.argsort(calls["start"].to_numpy()[rows], kind="stable")]
+    return (calls["start"].to_numpy()[order], calls["end"].to_numpy()[order], calls["pid"].to_numpy()[order])
+
+
+def idle_gaps(
+    trace: Trace, per_stream: bool = False, overhead_max_ns: int = OVERHEAD_MAX_NS, window: np.ndarray | None = None
+) -> pd.DataFrame:
+    """Every idle gap of every device (or stream): GPU, [Stream,] Start (ns), Idle (ns), Cause, and the
+    positions in ``trace.gpu_ops`` of the op before the gap and the op that ends it (Previous Op, Next
+    Op). ``window`` (a mask of GPU ops, ``kernel_types.launched_before_last_step``) keeps only those ops."""
+    kernel_mask(trace, "all")  # a clear error for a trace without GPU work
+    ops = trace.gpu_ops
+    launches = op_launches(trace)
+    start, end, devices = ops["start"].to_numpy(), ops["end"].to_numpy(), ops["device"].to_numpy()
+    streams = ops["stream"].to_numpy() if per_stream else np.zeros(len(ops), dtype=np.int64)
+    owners = _stream_owners(ops, devices, streams) if per_stream else np.zeros(len(ops), dtype=np.int64)
+    sync_start, sync_end, sync_pid = _calls_matching(trace, BLOCKING)
+    wait_start, _, wait_pid = _calls_matching(trace, STREAM_WAIT)
+    frames = []
+    kept = np.ones(len(ops), dtype=bool) if window is None else window
+    shared = False  # a device whose streams come from several processes: the table names the process
+    for device in known_devices(devices[kept]):  # an op on an unknown device (-1) has no gaps of its own
+        on_device = (devices == device) & kept
+        shared = shared or bool(owners[on_device].any())
+        for stream, owner in np.unique(np.stack([streams[on_device], owners[on_device]], axis=1), axis=0).tolist():
+            mine = np.flatnonzero(on_device & (streams == stream) & (owners == owner))
+            low, high = merge_intervals(start[mine], end[mine])
+            if len(low) < 2:
+                continue
+            gap_start, gap_end = high[:-1], low[1:]
+            # the op that ends each gap: the first of the group's ops to start at the next interval's start
+            order = mine[np.lexsort((end[mine], start[mine]))]
+            next_op = order[np.searchsorted(start[order], gap_end, side="left")]
+            found = launches.found[next_op]
+            launch_start = launches.start[next_op]
+            pid = np.where(found, launches.pid[next_op], ops["pid"].to_numpy()[next_op])
+            previous_launch = np.where(found, _previous_launch(launches, order, start, gap_start), NO_LAUNCH)
+            late = found & (launch_start > gap_start)
+            queued = found & ~late
+            long_wait = queued & (gap_end - gap_start >= overhead_max_ns)
+            # a stream wait between the two launches; a previous op with no launching call bounds nothing
+            waited = (previous_launch != NO_LAUNCH) & _any_between(wait_start, wait_pid, pid, previous_launch,
+                                                                   launch_start)  # fmt: skip
+            synced = _running_at(sync_start, sync_end, sync_pid, pid, gap_start)
+            cause = np.select(
+                [late & synced, late, queued & ~long_wait, long_wait & waited, long_wait],
+                [CAUSES.index(name) for name in CAUSES[:5]],
+                default=CAUSES.index("other"),
+            )
+            # the op that ends the busy interval before each gap (the last to end; of those, the last to start)
+            by_end = mine[np.lexsort((start[mine], end[mine]))]
+            previous_op = by_end[np.searchsorted(end[by_end], gap_start, side="right") - 1]
+            frame = {"GPU": f"cuda:{int(device)}", "Start (ns)": gap_start, "Idle (ns)": gap_end - gap_start,
+                     "Cause": np.asarray(CAUSES, dtype=object)[cause], "Previous Op": previous_op,
+                     "Next Op": next_op}  # fmt: skip
+            if per_stream:
+                frame = {"GPU": frame.pop("GPU"), "PID": owner, "Stream": stream, **frame}
+            frames.append(pd.DataFrame(frame))
+    if not frames:
+        columns = ["GPU", "Stream"] if per_stream else ["GPU"]
+        names = [*columns, "Start (ns)", "Idle (ns)", "Cause", "Previous Op", "Next Op"]
+        return pd.DataFrame({name: [] for name in names})
+    gaps = pd.concat(frames, ignore_index=True)
+    return gaps if shared or not per_stream else gaps.drop(columns=["PID"])
+
+
+def _stream_owners(ops: pd.DataFrame, devices: np.ndarray, streams: np.ndarray) -> np.ndarray:
+    """Per op, the process its stream belongs to, when that matters: stream ids are per process (CUDA
+    context), so two processes on one GPU may both have a stream 7, which are two streams. A stream id
+    used by one process on a device (ops whose process is unknown, -1, joining it) is one stream: 0."""
+    pids = ops["pid"].to_numpy()
+    owners = np.zeros(len(ops), dtype=np.int64)
+    for device, stream in np.unique(np.stack([devices, streams], axis=1), axis=0).tolist():
+        mine = (devices == device) & (streams == stream)
+        if len(np.unique(pids[mine & (pids >= 0)])) > 1:
+            owners[mine] = pids[mine]
+    return owners
+
+
+NO_LAUNCH = np.iinfo(np.int64).min  # no previous op, or one without a launching call in the trace
+
+
+def _previous_launch(launches, order: np.ndarray, start: np.ndarray, gap_start: np.ndarray) -> np.ndarray:
+    """Per gap: the launch start of the last op (in start order) that started before the gap began;
+    ``NO_LAUNCH`` when there is none or it has no launching call."""
+    before = np.searchsorted(start[order], gap_start, side="left") - 1
+    op = order[np.maximum(before, 0)]
+    return np.where((before >= 0) & launches.found[op], launches.start[op], NO_LAUNCH)
+
+
+def _any_between(times: np.ndarray, pids: np.ndarray, pid: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """Per row: whether a call of the row's process started in [low, high]."""
+    result = np.zeros(len(pid), dtype=bool)
+    for process in np.unique(pid):
+        calls = times[pids == process]
+        rows = pid == process
+        result[rows] = np.searchsorted(calls, high[rows], "right") > np.searchsorted(calls, low[rows], "left")
+    return result
+
+
+def _running_at(call_start, call_end, call_pid, pid, time) -> np.ndarray:
+    """Per row: whether a call of the row's process was running at ``time`` (started at or before it, ended
+    after it; calls sorted by start)."""
+    result = np.zeros(len(pid), dtype=bool)
+    for process in np.unique(pid):
+        mine = call_pid == process
+        starts, ends = call_start[mine], call_end[mine]
+        if not len(starts):
+            continue
+        latest_end = np.maximum.accumulate(ends)  # of the calls that started up to a time
+        rows = pid == process
+        before = np.searchsorted(starts, time[rows], "right") - 1
+        result[rows] = (before >= 0) & (latest_end[np.maximum(before, 0)] > time[rows])
+    return result
+
+
+def idle_by_cause(trace: Trace, options: IdleOptions | None = None) -> Result:
+    """Per GPU (and stream) and cause: gaps, idle time and share of the group's idle; then the longest gaps.
+    ``overhead_max_us``: a gap before a queued op up to this long is launch overhead; ``drop_last_step``:
+    HolisticTraceAnalysis's default window (GPU work launched before the last ProfilerStep began)."""
+    options = options or IdleOptions()
+    top, per_stream, drop_last_step = options.top, options.per_stream, options.drop_last_step
+    overhead_max_ns = round(options.overhead_max_us * 1000)
+    window, window_note = launched_before_last_step(trace) if drop_last_step else (None, None)
+    gaps = idle_gaps(trace, per_stream, overhead_max_ns, window).drop(columns=["Previous Op", "Next Op"])
+    keys = [key for key in ("GPU", "PID", "Stream") if key in gaps]
+    grouped = gaps.groupby([*keys, "Cause"], as_index=False, sort=True).agg(
+        Gaps=("Idle (ns)", "size"), **{"Idle (ns)": ("Idle (ns)", "sum")}
+    )
+    totals = grouped.groupby(keys)["Idle (ns)"].transform("sum").to_numpy(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        grouped["Share (%)"] = np.where(totals > 0, grouped["Idle (ns)"] * 100 / totals, 0.0)
+    rank = {cause: index for index, cause in enumerate(CAUSES)}
+    grouped = grouped.sort_values([*keys, "Cause"], key=lambda column: column.map(rank) if column.name == "Cause"
+                                  else column, kind="stable", ignore_index=True)  # fmt: skip
+    origin = int(trace.gpu_ops["start"].min())
+    longest = gaps.nlargest(top, "Idle (ns)").assign(**{"Start (ns)": lambda frame: frame["Start (ns)"] - origin})
+    notes = [method(overhead_max_ns, per_stream), *([window_note] if window_note else []), *trace.warnings]
+    where = " per stream" if per_stream else ""
+    return Result(
+        [Table("idle", grouped, f"GPU idle time by cause{where}: {trace.name}"),
+         Table("gaps", longest.reset_index(drop=True), f"The {top} longest gaps (Start from the first GPU op)")],
+        notes,
+    )  # fmt: skip

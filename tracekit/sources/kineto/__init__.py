@@ -1,0 +1,8 @@
+"""torch.profiler (Kineto) Chrome-trace JSON -> ``Trace``.
+
+``reader``        the reader: kernels, copies, runtime calls and annotations into the column contract
+``events``        events decoded by type into columns (never a dict per event)
+``json_stream``   the document streamed and cut into chunks of events; a UTF-8 BOM, gzip
+``parallel``      a large trace's chunks decoded on several processes
+``decimal_text``  numbers written as JSON text (microseconds with decimals) read exactly as ns
+"""

@@ -1,0 +1,242 @@
+"""torch.profiler events, decoded by type a chunk at a time, into growing columns.
+
+Each chunk of events (``json_stream``) is decoded by msgspec into small structs that hold only the
+fields tracekit reads (every other field is skipped by the decoder without building it), sorted into
+GPU operations, host launch calls and ranges by their category, and turned into numpy columns at
+once; the structs die with the chunk, so memory follows the columns, not the events. Times are read
+from their text (``decimal_text``). Category names changed across torch versions (``Kernel`` and
+``kernel``, ``Runtime`` and ``cuda_runtime``, ``Operator`` and ``cpu_op``); both spellings are read.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections import Counter, defaultdict
+
+import msgspec
+import numpy as np
+import pandas as pd
+
+from tracekit.sources.kineto.decimal_text import microseconds_to_ns
+from tracekit.sources.kineto.json_stream import event_spans
+
+ABSENT = msgspec.Raw()
+GPU_KINDS = {"kernel": 0, "Kernel": 0, "gpu_memcpy": 1, "Memcpy": 1, "gpu_memset": 2, "Memset": 2}
+LAUNCH_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver", "Runtime"})
+# Ranges by category: record_function annotations, CPU operators (torch 1.8 wrote both as
+# "Operator"), and the annotations' spans on the GPU.
+RANGE_DOMAINS = {"user_annotation": "", "cpu_op": "cpu_op", "Operator": "cpu_op", "gpu_user_annotation": "gpu"}
+DOMAINS = ("", "cpu_op", "gpu")
+ROLES = {
+    **dict.fromkeys(GPU_KINDS, "gpu"),
+    **dict.fromkeys(LAUNCH_CATEGORIES, "launch"),
+    **dict.fromkeys(RANGE_DOMAINS, "range"),
+}
+
+
+Number = int | float | str | bool | None  # what a numeric arg may hold in a file (``_int`` reads it)
+
+
+class Args(msgspec.Struct, gc=False):
+    """The ``args`` fields tracekit reads, with the value an absent one reads as. Any of them may be
+    text: ROCm's HIP events write ``"stream": "0x0"`` and ``"bytes": "128"``; a decimal string reads as
+    its number, other text, a fraction, true/false or null as the absent value (``_ints``), never as a
+    reason to drop the event."""
+
+    correlation: Number = -1
+    device: Number = -1
+    stream: Number = -1
+    grid: list[Number] | None = None  # None, not []: msgspec would build an empty list for every event
+    block: list[Number] | None = None
+    bytes: Number = 0
+
+
+NO_ARGS = Args()
+NO_DIMS = [0, 0, 0]
+
+
+class Event(msgspec.Struct, gc=False):
+    """One trace event; ``ts``/``dur`` stay text (µs), ``pid``/``tid`` are strings in old traces."""
+
+    ph: str = ""
+    cat: str = ""
+    name: str = ""
+    pid: int | str = -1
+    tid: int | str = -1
+    ts: msgspec.Raw = ABSENT
+    dur: msgspec.Raw = ABSENT
+    args: Args | None = None
+
+
+EVENTS = msgspec.json.Decoder(list[Event])
+RAW_EVENTS = msgspec.json.Decoder(list[msgspec.Raw])
+ONE_EVENT = msgspec.json.Decoder(Event)
+
+
+class EventColumns:
+    """The columns of every chunk so far: ``gpu``, ``launch`` and ``range`` each map a column name to a
+    list of arrays (one per chunk); names are codes into ``names[role]``."""
+
+    def __init__(self):
+        self.columns: dict[str, defaultdict[str, list]] = {
+            role: defaultdict(list) for role in ("gpu", "launch", "range")
+        }
+        self.names: dict[str, dict[str, int]] = {role: {} for role in self.columns}
+        self.unusable: Counter[str] = Counter()  # role -> events left out for unusable values
+        self.malformed = 0  # events that do not decode as an event object at all
+        self.old_operators = False  # torch 1.8's "Operator" category: annotations and operators alike
+
+    def decode(self, chunk: bytes) -> bool | None:
+        """Add a chunk ("[" + events + "]"); None when it is not well-formed JSON (the caller cuts again).
+        Events that do not decode (fields of the wrong type, text that is not UTF-8, nesting deeper
+        than the decoder goes) are left out one by one and counted."""
+        try:
+            events = EVENTS.decode(chunk)
+        except (msgspec.ValidationError, UnicodeDecodeError, RecursionError):
+            events = self._one_by_one(chunk)
+            if events is None:
+                return None
+        except msgspec.DecodeError:
+            return None
+        self.add(events)
+        return True
+
+    def _one_by_one(self, chunk: bytes) -> list[Event] | None:
+        try:
+            raws = RAW_EVENTS.decode(chunk)  # skips each event's content: only the JSON syntax is checked
+        except RecursionError:  # nesting deeper than the decoder goes: split by structure instead
+            raws = [memoryview(chunk)[start:end] for start, end in event_spans(chunk)]
+        except msgspec.DecodeError:
+            return None
+        events = []
+        for raw in raws:
+            try:
+                events.append(ONE_EVENT.decode(raw))
+            except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+                self.malformed += 1
+        return events
+
+    def add(self, events: list[Event]) -> None:
+        buckets: dict[str, list[Event]] = {"gpu": [], "launch": [], "range": []}
+        roles = ROLES
+        for event in events:
+            role = roles.get(event.cat)
+            if role is not None and event.ph == "X":
+                buckets[role].append(event)
+        for role, rows in buckets.items():
+            if rows:
+                self._add_rows(role, rows)
+
+    def _add_rows(self, role: str, rows: list[Event]) -> None:
+        start, start_ok = microseconds_to_ns([row.ts for row in rows])
+        duration, duration_ok = microseconds_to_ns([row.dur for row in rows])
+        usable = start_ok & duration_ok & (duration >= 0)
+        usable &= start <= np.iinfo(np.int64).max - np.where(usable, duration, 0)
+        if not usable.all():
+            self.unusable[role] += int((~usable).sum())
+            rows = [row for row, keep in zip(rows, usable.tolist(), strict=True) if keep]
+            start, duration = start[usable], duration[usable]
+        if not rows:
+            return
+        out = self.columns[role]
+        out["start"].append(start)
+        out["duration"].append(duration)
+        out["name"].append(_codes([row.name for row in rows], self.names[role]))
+        pid = self._ids([row.pid for row in rows])
+        tid = self._ids([row.tid for row in rows])
+        args = [row.args or NO_ARGS for row in rows]
+        if role != "range":
+            out["correlation"].append(_ints([arg.correlation for arg in args], -1))
+        if role == "gpu":
+            self._add_gpu(out, rows, args, pid, tid)
+        else:
+            out["pid"].append(pid)
+            out["tid"].append(tid)
+        if role == "range":
+            domains = [RANGE_DOMAINS[row.cat] for row in rows]
+            out["domain"].append(_codes(domains, dict(zip(DOMAINS, range(len(DOMAINS)), strict=True))).astype(np.int8))
+            self.old_operators = self.old_operators or "Operator" in {row.cat for row in rows}
+
+    def _add_gpu(self, out: dict, rows: list[Event], args: list[Args], pid: np.ndarray, tid: np.ndarray) -> None:
+        out["kind"].append(np.asarray([GPU_KINDS[row.cat] for row in rows], dtype=np.int8))
+        device = _ints([arg.device for arg in args], -1)
+        out["device"].append(np.where(device >= 0, device, pid))  # old traces: the pid is the device
+        stream = _ints([arg.stream for arg in args], -1)
+        out["stream"].append(np.where(stream >= 0, stream, tid))
+        out["bytes"].append(_ints([arg.bytes for arg in args], 0))
+        for axis in ("grid", "block"):
+            dims = [value if (value := getattr(arg, axis)) is not None and len(value) == 3 else NO_DIMS for arg in args]
+            table = _ints(dims, 0).reshape(len(args), 3) if dims else np.zeros((0, 3), dtype=np.int64)
+            for index, dim in enumerate("xyz"):
+                out[f"{axis}_{dim}"].append(table[:, index])
+
+    def _ids(self, values: list) -> np.ndarray:
+        """Process or thread ids: ints as they are; strings of up to 9 digits ("1890023232" in torch 1.8,
+        with an optional "-") as their number; other strings ("stream 7", "python") and ints outside
+        int32 as a negative id below -1 from a hash of their text, the same in every chunk and process
+        (so the id of a value never depends on its neighbours)."""
+        numbers = np.asarray(values)
+        if numbers.dtype.kind == "i" and (len(numbers) == 0 or (numbers.min() >= -(2**31) and numbers.max() < 2**31)):
+            return numbers.astype(np.int64)
+        return np.asarray([_id(value) for value in values], dtype=np.int64)
+
+    def merge(self, part: EventColumns) -> None:
+        """Append the columns ``part`` decoded (another chunk, maybe in another process)."""
+        for role, columns in part.columns.items():
+            if not columns:
+                continue
+            codes = self.names[role]
+            mapping = np.fromiter((codes.setdefault(name, len(codes)) for name in part.names[role]), np.int64)
+            for name, arrays in columns.items():
+                self.columns[role][name] += [mapping[array] for array in arrays] if name == "name" else arrays
+        self.unusable.update(part.unusable)
+        self.malformed += part.malformed
+        self.old_operators = self.old_operators or part.old_operators
+
+    def gathered(self, role: str) -> dict[str, np.ndarray]:
+        """The role's columns, every chunk joined (empty arrays when no event had the role)."""
+        return {name: np.concatenate(parts) for name, parts in self.columns[role].items()}
+
+
+def _id(value) -> int:
+    if type(value) is int and -(2**31) <= value < 2**31:
+        return value
+    text = str(value)
+    if text.lstrip("-").isdigit() and len(text) <= 10 and -(2**31) <= int(text) < 2**31:
+        return int(text)
+    return -2 - (zlib.crc32(text.encode()) & 0x3FFFFFFF)  # fits int32, as gpu_ops' launching pid
+
+
+def _ints(values: list, missing: int) -> np.ndarray:
+    """int64 of ints (or lists of ints), one value at a time by ``_int`` unless they are all ints within
+    int64: so a value reads the same whatever its neighbours in the chunk."""
+    array = np.asarray(values)
+    if array.dtype.kind == "i" or (
+        array.dtype.kind == "u" and (not array.size or array.max() <= np.iinfo(np.int64).max)
+    ):
+        return array.astype(np.int64)
+    flat = np.asarray(values, dtype=object)
+    return (
+        np.vectorize(lambda value: _int(value, missing), otypes=[np.int64])(flat)
+        if flat.size
+        else flat.astype(np.int64)
+    )
+
+
+def _int(value, missing: int) -> int:
+    """An int within int64 as it is; decimal ASCII text ("128") or a whole float (128.0) as its number;
+    anything else (other text, a fraction, true/false, null, a number past int64) as ``missing``."""
+    if type(value) is str:
+        text = value.strip()
+        value = int(text) if text.lstrip("+-").isdigit() and text.isascii() else missing
+    elif type(value) is float:
+        value = int(value) if value.is_integer() and abs(value) < 2**63 else missing
+    return value if type(value) is int and -(2**63) <= value < 2**63 else missing
+
+
+def _codes(values: list[str], codes: dict[str, int]) -> np.ndarray:
+    """Codes of ``values`` in ``codes`` (new values get the next codes): hashed in C by pandas, so the
+    Python dictionary sees only each chunk's distinct values."""
+    local, uniques = pd.factorize(np.asarray(values, dtype=object), use_na_sentinel=False)
+    mapping = np.fromiter((codes.setdefault(value, len(codes)) for value in uniques), np.int64, len(uniques))
+    return mapping[local]

@@ -1,0 +1,343 @@
+"""torch.profiler (Kineto) Chrome-trace JSON -> normalized ``Trace``.
+
+Reads ``.json`` and ``.json.gz`` as ``export_chrome_trace`` and ``tensorboard_trace_handler`` write
+them, torch 1.8 to 2.x, CUDA and ROCm. The document is streamed (``json_stream``) and decoded by type
+(``kineto_events``), so a trace of a million kernels never becomes a million dicts; the first table a
+command asks for parses the file once and every table comes from that pass.
+
+Into the column contract (``model.schema``): kernels, memcpy and memset events are ``gpu_ops``
+(device and stream from their args; the launching process from the launch call with the same
+``correlation``, never from flow events, which changed category between versions and are absent
+from sampled traces); ``cuda_runtime``/``cuda_driver`` calls are ``launches``; record_function
+annotations, CPU operators and the annotations' GPU-side spans are ``ranges``, in the domains "",
+"cpu_op" and "gpu" (the trace has no NVTX domains; the note says so). Times are integer nanoseconds
+exactly as the text says (``decimal_text``), on the trace's own clock.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+
+import msgspec
+import numpy as np
+import pandas as pd
+
+from tracekit.model.kernel_names import split_name
+from tracekit.model.nesting import nest_ranges
+from tracekit.model.schema import GPU_OP_KINDS, GPU_OPS, RANGE_STYLES
+from tracekit.model.trace import TORCH_PROFILER, Trace, TraceMeta
+from tracekit.sources.kineto.events import DOMAINS, EventColumns
+from tracekit.sources.kineto.json_stream import (
+    JsonTraceError,
+    Skeleton,
+    decoded_chunks,
+    find_events,
+    open_binary,
+    read_block,
+)
+from tracekit.sources.kineto.parallel import Refused, parallel_columns, worker_count
+
+TOOL = TORCH_PROFILER
+UNKNOWN = -1
+DOMAIN_NOTE = (
+    "torch.profiler traces have no NVTX domains: record_function annotations are the default domain, "
+    "CPU operators domain cpu_op, the annotations' GPU-side spans domain gpu (their GPU columns stay empty: "
+    "GPU work counts for the annotation whose thread launched it)"
+)
+OLD_OPERATOR_NOTE = (
+    "this trace (torch 1.8 era) does not tell record_function annotations from operators: both are domain cpu_op"
+)
+
+
+class DeviceProperties(msgspec.Struct):
+    id: int = -1
+    name: str | None = None
+    totalGlobalMem: int | None = None
+    computeMajor: int | None = None
+    computeMinor: int | None = None
+    numSms: int | None = None
+
+
+class DistributedInfo(msgspec.Struct):
+    rank: int | None = None
+    world_size: int | None = None
+
+
+class Header(msgspec.Struct):
+    """The document's fields before its events that tracekit reads."""
+
+    schemaVersion: int | str | None = None
+    deviceProperties: list[DeviceProperties] = []
+    distributedInfo: DistributedInfo | None = None
+    baseTimeNanoseconds: int | None = None
+
+
+def read_kineto_trace(path: Path) -> Trace:
+    """The trace of a torch.profiler JSON file: metadata now from the text before the events, completed
+    from the text after them when the tables load (one pass over the file for all of them)."""
+    path = Path(path)
+    meta = TraceMeta(source=str(path), tool=TOOL)
+    meta.complete(_facts(_read_header(path)))
+
+    tables = _Tables(path)
+    return Trace(meta, {table: (lambda table=table: tables.get(table)) for table in ("gpu_ops", "launches", "ranges")})
+
+
+class _Tables:
+    """One file's tables: the file is parsed once, each table built from the columns when first asked
+    for (``kernels`` never pays for nesting millions of CPU-op ranges)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.lock = threading.RLock()  # a command loads tables on threads; gpu_ops asks for launches
+        self.parsed: tuple[EventColumns, Skeleton] | None = None
+        self.built: dict[str, pd.DataFrame] = {}
+
+    def get(self, table: str) -> pd.DataFrame:
+        with self.lock:
+            if table not in self.built:
+                if self.parsed is None:
+                    self.parsed = _parse(self.path)
+                self.built[table] = getattr(self, f"_build_{table}")(*self.parsed)
+            return self.built[table]
+
+    def _build_launches(self, columns: EventColumns, skeleton: Skeleton) -> pd.DataFrame:
+        frame = _launches(columns.gathered("launch"), columns.names["launch"])
+        frame.attrs["dropped"] = columns.unusable["launch"]
+        return frame
+
+    def _build_gpu_ops(self, columns: EventColumns, skeleton: Skeleton) -> pd.DataFrame:
+        gpu = columns.gathered("gpu")
+        frame = _gpu_ops(gpu, columns.names["gpu"], self.get("launches")) if gpu else GPU_OPS.empty()
+        frame.attrs.setdefault("dropped", 0)
+        frame.attrs["dropped"] += columns.unusable["gpu"]
+        notes = []
+        if columns.malformed:
+            count = columns.malformed
+            notes.append(f"{count:,} event{'s' if count != 1 else ''} could not be read (fields of the wrong type, "
+                         "text that is not UTF-8, or nesting too deep) and were left out")  # fmt: skip
+        if not _readable_tail(skeleton):
+            notes.append("the text after the events is damaged or cut short: the metadata there was not read")
+        if notes:
+            frame.attrs["notes"] = "\n".join(notes)
+        facts = _facts(_whole_header(skeleton))
+        described = {gpu["id"] for gpu in facts["gpus"]}
+        facts["gpus"] += [  # devices the events use that deviceProperties does not describe (torch 1.8 has none)
+            {"id": device} for device in np.unique(frame["device"].to_numpy()).tolist() if device not in described
+        ]
+        frame.attrs["meta"] = json.dumps(facts)  # kept by the table cache too
+        return frame
+
+    def _build_ranges(self, columns: EventColumns, skeleton: Skeleton) -> pd.DataFrame:
+        frame = _ranges(columns.gathered("range"), columns.names["range"])
+        frame.attrs["dropped"] = columns.unusable["range"]
+        # what the domains of these ranges mean: said where domains are shown or chosen (Trace.range_notes)
+        frame.attrs["range_notes"] = DOMAIN_NOTE + (f"\n{OLD_OPERATOR_NOTE}" if columns.old_operators else "")
+        return frame
+
+
+def _read_header(path: Path) -> Header:
+    with open_binary(path) as handle:
+        head = bytearray(read_block(handle, path, 2**20))
+        while (found := find_events(head, path)) is None:
+            more = read_block(handle, path, 2**20)
+            if not more or len(head) > 64 * 2**20:
+                raise JsonTraceError(f'{path}: no "traceEvents" array found; not a torch.profiler trace')
+            head += more
+    start, array_document = found
+    if array_document:
+        return Header()
+    try:  # the text before the events, closed: {"a": ..., "traceEvents": []}
+        return msgspec.json.decode(bytes(head[:start]) + b"]}", type=Header)
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+        return Header()  # fields of unexpected types: the trace reads without its device descriptions
+
+
+def _facts(header: Header) -> dict:
+    """The header in ``TraceMeta.as_dict``'s terms."""
+    distributed = header.distributedInfo or DistributedInfo()
+    return {
+        "schema_version": None if header.schemaVersion is None else str(header.schemaVersion),
+        "session_start_utc_ns": header.baseTimeNanoseconds,
+        "rank": distributed.rank,
+        "world_size": distributed.world_size,
+        "gpus": [
+            {
+                "id": device.id,
+                "name": device.name,
+                "sm_count": device.numSms,
+                "memory_bytes": device.totalGlobalMem,
+                "compute_capability": None
+                if device.computeMajor is None
+                else f"{device.computeMajor}.{device.computeMinor or 0}",
+            }
+            for device in header.deviceProperties
+        ],
+    }
+
+
+def _whole_header(skeleton: Skeleton) -> Header:
+    """The document's fields before and after its events."""
+    if skeleton.array_document:
+        return Header()
+    try:
+        return msgspec.json.decode(skeleton.document(), type=Header)
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+        return Header()
+
+
+def _readable_tail(skeleton: Skeleton) -> bool:
+    """Whether the text around the events is well-formed JSON (a trace cut short after its events,
+    or with junk after them, still reads: the note says what was lost)."""
+    if skeleton.array_document:
+        return not bytes(skeleton.tail[1:]).strip()
+    try:
+        msgspec.json.decode(skeleton.document())
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+        return False
+    return True
+
+
+def _parse(path: Path) -> tuple[EventColumns, Skeleton]:
+    """Every event's columns and the rest of the document (a CPU-only trace has no GPU columns: its
+    GPU table is empty, as an nsys export's without CUDA is, and the kernel commands say so)."""
+    return _columns(path)
+
+
+def _columns(path: Path) -> tuple[EventColumns, Skeleton]:
+    """The events' columns and the rest of the document: on worker processes for a large file (see
+    ``kineto_parallel``), else (or when a worker refused a chunk) here."""
+    workers = worker_count(path)
+    if workers:
+        skeleton = Skeleton()
+        try:
+            return parallel_columns(path, skeleton, workers), skeleton
+        except (Refused, BrokenProcessPool):  # a wrong quick cut, or a worker that died: one process, exactly
+            pass
+    columns, skeleton = EventColumns(), Skeleton()
+    for _ in decoded_chunks(path, skeleton, columns.decode):
+        pass
+    return columns, skeleton
+
+
+def _names(codes: np.ndarray, names: dict[str, int]) -> pd.Categorical:
+    return _categorical(codes, list(names))
+
+
+def _categorical(codes: np.ndarray, labels: list[str]) -> pd.Categorical:
+    """Codes into ``labels``; labels that two codes share (a name in two domains cannot, but a short
+    name can) are merged, as a categorical's categories must be unique."""
+    categories, inverse = np.unique(np.asarray(labels, dtype=object), return_inverse=True)
+    return pd.Categorical.from_codes(inverse.reshape(-1)[codes], categories=pd.Index(categories, dtype=object))
+
+
+def _label(domain: str, text: str) -> str:
+    return f"{domain}:{text}" if domain else text
+
+
+def _times(columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    start, duration = columns["start"], columns["duration"]
+    return {"start": start, "end": start + duration, "duration": duration}
+
+
+def _launches(columns: dict[str, np.ndarray], names: dict[str, int]) -> pd.DataFrame:
+    if not columns:
+        from tracekit.model.schema import LAUNCHES
+
+        return LAUNCHES.empty()
+    return pd.DataFrame(
+        {
+            **_times(columns),
+            "name": _names(columns["name"], names),
+            "correlation_id": columns["correlation"],
+            "pid": columns["pid"],
+            "tid": columns["tid"],
+        }
+    )
+
+
+def _gpu_ops(columns: dict[str, np.ndarray], names: dict[str, int], launches: pd.DataFrame) -> pd.DataFrame:
+    """The GPU-op table; ops whose device or stream does not fit the contract's int16/int32 are left
+    out and counted (``attrs["dropped"]``), not wrapped onto another device."""
+    fits = _fits(columns["device"], np.int16) & _fits(columns["stream"], np.int32)
+    if not fits.all():
+        columns = {key: values[fits] for key, values in columns.items()}
+    name = _names(columns["name"], names)
+    short = [_short_name(text) for text in name.categories]
+    frame = pd.DataFrame(
+        {
+            **_times(columns),
+            "kind": pd.Categorical.from_codes(columns["kind"], categories=list(GPU_OP_KINDS)),
+            "name": name,
+            "short_name": _categorical(name.codes, short),
+            "device": columns["device"].astype(np.int16),
+            "stream": columns["stream"].astype(np.int32),
+            "correlation_id": columns["correlation"],
+            "pid": _launching_pid(columns["correlation"], launches).astype(np.int32),
+            **{
+                f"{axis}_{dim}": np.clip(columns[f"{axis}_{dim}"], 0, 2**31 - 1).astype(np.int32)
+                for axis in ("grid", "block")
+                for dim in "xyz"
+            },
+            "bytes": columns["bytes"],
+        }
+    )
+    frame.attrs["dropped"] = int((~fits).sum())
+    return frame
+
+
+def _fits(values: np.ndarray, dtype) -> np.ndarray:
+    limits = np.iinfo(dtype)
+    return (values >= limits.min) & (values <= limits.max)
+
+
+def _launching_pid(correlation: np.ndarray, launches: pd.DataFrame) -> np.ndarray:
+    """The process of the launch call with each GPU op's correlation id (UNKNOWN when there is none)."""
+    launch_correlation = launches["correlation_id"].to_numpy()
+    order = np.argsort(launch_correlation, kind="stable")
+    ordered = launch_correlation[order]
+    at = np.searchsorted(ordered, correlation)
+    found = (at < len(ordered)) & (correlation >= 0)
+    found[found] &= ordered[at[found]] == correlation[found]
+    pid = np.full(len(correlation), UNKNOWN, dtype=np.int64)
+    pid[found] = launches["pid"].to_numpy()[order[at[found]]]
+    return pid
+
+
+def _short_name(name: str) -> str:
+    """The base name without scopes, as nsys's shortName ("vectorized_elementwise_kernel")."""
+    return split_name(name)[0].rsplit("::", 1)[-1] or name
+
+
+def _ranges(columns: dict[str, np.ndarray], names: dict[str, int]) -> pd.DataFrame:
+    from tracekit.model.schema import RANGES
+
+    if not columns:
+        return RANGES.empty()
+    times = _times(columns)
+    domain_codes = columns["domain"]
+    # A range's name is "domain:text": one string per distinct (text, domain), not per range.
+    pairs, pair_codes = np.unique(columns["name"] * len(DOMAINS) + domain_codes, return_inverse=True)
+    texts = list(names)
+    labels = [_label(DOMAINS[pair % len(DOMAINS)], texts[pair // len(DOMAINS)]) for pair in pairs.tolist()]
+    pid, tid = columns["pid"], columns["tid"]
+    thread = pd.DataFrame({"pid": pid, "tid": tid}).groupby(["pid", "tid"], sort=False).ngroup().to_numpy()
+    parent, depth = nest_ranges(thread.astype(np.int64), times["start"], times["end"])
+    frame = pd.DataFrame(
+        {
+            "range_id": np.arange(len(pid), dtype=np.int64),
+            **times,
+            "name": _categorical(pair_codes.reshape(-1), labels),
+            "domain": pd.Categorical.from_codes(domain_codes, categories=pd.Index(list(DOMAINS), dtype=object)),
+            "style": pd.Categorical.from_codes(np.zeros(len(pid), dtype=np.int8), categories=list(RANGE_STYLES)),
+            "pid": pid,
+            "tid": tid,
+            "end_tid": tid,
+            "depth": depth,
+            "parent": parent,
+        }
+    )
+    return frame

@@ -1,0 +1,308 @@
+"""Nsight Systems SQLite export -> normalized ``Trace``.
+
+Works on every export schema seen so far (2022.4's schema 3.0.0 with ``EXPORT_META_DATA`` to 2026's
+3.25 with ``META_DATA_EXPORT``): columns are read by name, and tables that are absent (nsys writes a
+table only when it has rows) read as empty. Integer columns come through the columnar reader
+(``sqlite_columns``), so a table of millions of rows never becomes millions of Python objects.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Collection
+from contextlib import closing
+from pathlib import Path
+from typing import TypeVar
+
+import numpy as np
+import pandas as pd
+
+from tracekit.errors import InvalidTraceError, NotAnExportError
+from tracekit.model.schema import GPU_OP_KINDS, GPU_OPS, LAUNCHES, UNKNOWN_PID
+from tracekit.model.trace import Trace
+from tracekit.sources.nsys.checks import (
+    RUNTIME_OPTIONAL,
+    keep_timed,
+    keep_usable,
+    low_bits,
+    missing_notes,
+    unknown_values,
+    with_dropped,
+    with_notes,
+    with_unknown,
+)
+from tracekit.sources.nsys.gpu_reads import LAUNCH_CONFIG, gpu_op_reads
+from tracekit.sources.nsys.meta import read_meta
+from tracekit.sources.nsys.sqlite_columns import (
+    DROPPED,
+    MISSING,
+    are_integers,
+    connect_readonly,
+    read_columns,
+    read_int_columns,
+    text_among,
+)
+from tracekit.sources.nsys.string_ids import index_of_ids, present_ids, read_strings
+from tracekit.sources.nsys.thread_ids import ID_BITS, pid_of
+
+T = TypeVar("T")
+RUNTIME_TABLE = "CUPTI_ACTIVITY_KIND_RUNTIME"
+# The name of a kernel whose name id is unusable (nsys_checks.unknown_values).
+UNREADABLE_NAME = "[unreadable kernel name]"
+
+
+# Short copy directions nsys prints ("[CUDA memcpy HtoD]"), by ENUM_CUDA_MEMCPY_OPER id.
+MEMCPY_DIRECTIONS = {
+    0: "Unknown",
+    1: "HtoD",
+    2: "DtoH",
+    3: "HtoA",
+    4: "AtoH",
+    5: "AtoA",
+    6: "AtoD",
+    7: "DtoA",
+    8: "DtoD",
+    9: "HtoH",
+    10: "PtoP",
+    11: "Unified HtoD",
+    12: "Unified DtoH",
+    13: "Unified DtoD",
+}
+
+
+def read_nsys_export(path: str | Path) -> Trace:
+    """Open an nsys SQLite export (uncached; ``sources.open_trace`` adds the cache). Checks that it is
+    one now; reads its tables on first use."""
+    from tracekit.sources.nsys.ranges import read_ranges
+
+    path = Path(path)
+    tables = check_export(path)
+    meta = reading(path, "metadata", read_meta)(path, tables)
+    loaders = {
+        "gpu_ops": reading(path, "GPU activity", lambda: read_gpu_ops(path, tables)),
+        "gpu_ops:columns": reading(path, "GPU activity", lambda columns: read_gpu_ops(path, tables, columns)),
+        "launches": reading(path, "CUDA API calls", lambda: read_launches(path, tables)),
+        "ranges": reading(path, "NVTX ranges", lambda: read_ranges(path, tables)),
+        "ranges_named": reading(path, "NVTX ranges", lambda names: read_ranges(path, tables, names)),
+    }
+    return Trace(meta, loaders)
+
+
+def reading(path: Path, what: str, read: Callable[..., T]) -> Callable[..., T]:
+    """``read`` with SQLite's own errors (a damaged page, a column a required query lacks) turned into
+    one line that names the file and what was being read."""
+
+    def run(*args):
+        try:
+            return read(*args)
+        except sqlite3.DatabaseError as error:
+            if "no such column" in str(error):
+                raise InvalidTraceError(
+                    f"{path}: reading its {what} needs a column this export lacks ({error}); it was not written "
+                    "by nsys export, or by a version tracekit does not know"
+                ) from None
+            raise InvalidTraceError(
+                f"{path} is damaged: SQLite stopped reading its {what} ({error}); copy it again, or export the "
+                "report again with `nsys export --type sqlite REPORT.nsys-rep`"
+            ) from None
+
+    return run
+
+
+def check_export(path: Path) -> frozenset[str]:
+    try:
+        with closing(connect_readonly(path)) as connection:
+            names = [row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+    except sqlite3.DatabaseError as error:
+        raise NotAnExportError(
+            f"{path} is not an SQLite database ({error}); give an nsys SQLite export "
+            "(`nsys export --type sqlite REPORT.nsys-rep`) or an .nsys-rep report"
+        ) from None
+    tables = frozenset(names)
+    if "StringIds" not in tables:
+        raise NotAnExportError(
+            f"{path} is SQLite but not an Nsight Systems export: it has no StringIds table; "
+            "export a report with `nsys export --type sqlite REPORT.nsys-rep`"
+        )
+    return tables
+
+
+def _categorical_from_ids(
+    ids: np.ndarray,
+    strings: dict[int, str],
+    extra: list[str] | None = None,
+    extra_codes: np.ndarray | None = None,
+    unknown: str | None = None,
+) -> pd.Categorical:
+    """StringIds ids -> Categorical of their values, without a Python object per row.
+
+    ``extra`` categories (e.g. memcpy labels) with their own codes are appended after the rows of
+    ``ids``, so kernels and other GPU operations share one Categorical without recoding either. A
+    negative id has no value, or the value ``unknown`` when given.
+    """
+    present = present_ids(ids)
+    values = [strings.get(int(i), f"<string {i}>") for i in present]
+    without = [unknown] if unknown is not None and (ids < 0).any() else []
+    # Two ids may hold the same text, and categories must be unique: map ids to text codes.
+    value_codes, categories = pd.factorize(pd.Series(values + without + (extra or []), dtype=object))
+    positions = index_of_ids(ids, present)  # -1 marks "no id" (e.g. an NVTX range named by text)
+    no_id = int(value_codes[len(present)]) if without else -1
+    codes = np.where(positions >= 0, value_codes[: len(present)].astype(np.int32)[np.maximum(positions, 0)], no_id)
+    codes = codes.astype(np.int32)
+    if extra:
+        codes = np.concatenate([codes, value_codes[len(present) + len(without) :].astype(np.int32)[extra_codes]])
+    return pd.Categorical.from_codes(codes, categories=pd.Index(categories, dtype=object))
+
+
+def read_gpu_ops(path: Path, tables: frozenset[str], columns: Collection[str] | None = None) -> pd.DataFrame:
+    """Kernels, memcpys and memsets as one table of GPU operations (``schema.GPU_OPS``), with only
+    ``columns`` (all by default; see ``nsys_gpu_reads``).
+
+    Built column by column, each array narrowed as it is read, so that the peak memory of a 10M-row
+    export stays near the size of the table itself.
+    """
+    wanted = [name for name in GPU_OPS.names if columns is None or name in set(columns)]
+    parts: dict[str, dict[str, np.ndarray]] = {}
+    dropped, notes, unknown = 0, [], {}
+    for kind, read in gpu_op_reads(tables, wanted).items():
+        part = read_columns(path, **read.arguments())
+        dropped += int(part.pop(DROPPED))  # type: ignore[arg-type]
+        missing = part.pop(MISSING)
+        notes.append(missing_notes(read.table, missing, str(path)))  # type: ignore[arg-type]
+        dropped += keep_timed(part)
+        for name, count in unknown_values(part).items():
+            unknown[name] = unknown.get(name, 0) + count
+        if "globalPid" in missing and "pid" in part:
+            part["pid"][:] = UNKNOWN_PID
+        parts[kind] = part
+    if not parts:
+        return GPU_OPS.empty().loc[:, wanted]
+    if not sum(len(next(iter(part.values()))) for part in parts.values()):
+        frame = GPU_OPS.empty().loc[:, wanted]
+    else:
+        frame = _gpu_op_frame(path, parts, wanted)
+    return with_notes(with_unknown(with_dropped(frame, dropped), unknown), notes)
+
+
+def _gpu_op_frame(path: Path, parts: dict[str, dict[str, np.ndarray]], wanted: list[str]) -> pd.DataFrame:
+    """The columns ``wanted`` of the GPU-op table from the kinds' columns as read (consumed on the way)."""
+    for kind, part in parts.items():
+        if kind == "kernel" and "grid" in part:
+            _unpack_launch_config(part)
+        if "device_stream" in part:
+            packed = part.pop("device_stream")
+            part["device"], part["stream"] = (packed >> 32).astype(np.int16), (packed & 0xFFFFFFFF).astype(np.int32)
+        if "pid" in part:
+            part["pid"] = part["pid"].astype(np.int32)
+        if "start" in part and "duration" in wanted:  # start and end are read together (nsys_gpu_reads)
+            part["duration"] = part["end"] - part["start"]
+    lengths = {kind: len(next(iter(part.values()))) for kind, part in parts.items()}
+    names = _gpu_op_names(path, parts, "name" in wanted, "short_name" in wanted)
+    numbers = ["start", "end", "duration", "device", "stream", "correlation_id", "pid", *LAUNCH_CONFIG, "bytes"]
+    columns: dict[str, object] = {}
+    for column in wanted:
+        if column in names:
+            columns[column] = names.pop(column)
+        elif column == "kind":
+            codes = [np.full(length, GPU_OP_KINDS.index(kind), np.int8) for kind, length in lengths.items()]
+            columns[column] = pd.Categorical.from_codes(np.concatenate(codes), categories=GPU_OP_KINDS)
+        elif column in numbers:
+            dtype = np.dtype(GPU_OPS.column(column).dtype)
+            pieces = [part.pop(column, None) for part in parts.values()]
+            # Columns a kind does not have (grid for memcpy, bytes for kernels) are 0 for it.
+            columns[column] = np.concatenate(
+                [
+                    piece.astype(dtype, copy=False) if piece is not None else np.zeros(length, dtype)
+                    for piece, length in zip(pieces, lengths.values())
+                ]
+            )
+            del pieces
+    # copy=False: every array here is new and the table's own
+    frame = pd.DataFrame(columns, index=pd.RangeIndex(sum(lengths.values())), copy=False)
+    return frame
+
+
+def _unpack_launch_config(columns: dict[str, np.ndarray]) -> None:
+    """x << 32 | y << 16 | z -> three int32 columns (CUDA caps y and z of grids and blocks below 2^16)."""
+    for axis in ("grid", "block"):
+        packed = columns.pop(axis)
+        columns[f"{axis}_x"] = (packed >> 32).astype(np.int32)
+        columns[f"{axis}_y"] = ((packed >> 16) & 0xFFFF).astype(np.int32)
+        columns[f"{axis}_z"] = (packed & 0xFFFF).astype(np.int32)
+
+
+def _gpu_op_names(
+    path: Path, parts: dict[str, dict[str, np.ndarray]], name: bool, short_name: bool
+) -> dict[str, pd.Categorical]:
+    """Name and short name (those asked for) of every GPU op, in the order kernel, memcpy, memset rows.
+
+    memcpys are named by direction ("[CUDA memcpy HtoD]") and memsets "[CUDA memset]", as nsys's
+    reports name them; name and short name are the same for both.
+    """
+    if not (name or short_name):
+        return {}
+    labels: list[str] = []
+    label_codes = []
+    if "memcpy" in parts:
+        directions = parts["memcpy"].pop("copy_kind")
+        used = np.unique(directions)
+        labels += [f"[CUDA memcpy {MEMCPY_DIRECTIONS.get(int(kind), f'kind {kind}')}]" for kind in used]
+        label_codes.append(np.searchsorted(used, directions).astype(np.int32))
+    if "memset" in parts:
+        labels.append("[CUDA memset]")
+        label_codes.append(np.full(len(next(iter(parts["memset"].values()))), len(labels) - 1, np.int32))
+    extra_codes = np.concatenate(label_codes) if label_codes else None
+    kernel = parts.get("kernel", {})
+    ids = {
+        column: kernel.pop(f"{column}_id", np.empty(0, np.int64)).astype(np.int32)
+        for column, asked in (("name", name), ("short_name", short_name))
+        if asked
+    }
+    strings = read_strings(path, *ids.values()) if any(len(values) for values in ids.values()) else {}
+    # an unusable id (nsys_checks.unknown_values) is named as such, not left without a name
+    return {
+        column: _categorical_from_ids(values, strings, labels, extra_codes, unknown=UNREADABLE_NAME)
+        for column, values in ids.items()
+    }
+
+
+def read_launches(path: Path, tables: frozenset[str]) -> pd.DataFrame:
+    """CUDA runtime API calls (``schema.LAUNCHES``)."""
+    if RUNTIME_TABLE not in tables:
+        return LAUNCHES.empty()
+    columns = read_int_columns(
+        path,
+        RUNTIME_TABLE,
+        {
+            "start": "start",
+            "end": "end",
+            "name_id": "nameId",
+            "correlation": "ifnull(correlationId, -1)",
+            # pid and tid without the hardware/VM bits above them (arithmetic: see read_gpu_ops)
+            "thread": low_bits("ifnull(globalTid, 0)", 48),
+        },
+        guard=text_among(nullable=("globalTid",)),
+        careful=are_integers("start", "end", "nameId", nullable=("correlationId", "globalTid")),
+        optional=RUNTIME_OPTIONAL,
+    )
+    notes = [missing_notes(RUNTIME_TABLE, columns.pop(MISSING), str(path))]
+    dropped = int(columns.pop(DROPPED)) + keep_usable(columns)
+    columns["name_id"] = columns["name_id"].astype(np.int32)
+    correlation = columns.pop("correlation")  # CUPTI's are 32-bit; -1: none
+    columns["correlation_id"] = np.where(correlation < 0, -1, correlation & 0xFFFFFFFF)
+    thread = columns.pop("thread")
+    columns["pid"], columns["tid"] = pid_of(thread), thread & ID_BITS
+    names = _categorical_from_ids(columns["name_id"], read_strings(path, columns["name_id"]))
+    frame = pd.DataFrame(
+        {
+            "start": columns["start"],
+            "end": columns["end"],
+            "duration": columns["end"] - columns["start"],
+            "name": names,
+            "correlation_id": columns["correlation_id"],
+            "pid": columns["pid"],
+            "tid": columns["tid"],
+        },
+        copy=False,  # every array here is new and the table's own (a copy stacks millions of rows again)
+    )
+    return with_notes(with_dropped(frame, dropped), notes)
