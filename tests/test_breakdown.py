@@ -207,7 +207,7 @@ def test_a_trace_without_the_default_phases_says_so(tmp_path, trace):
     notes = phase_breakdown(other).notes
     assert len(notes) == 1 and notes[0].startswith("no range named forward, backward or optimizer in this trace")
     assert phase_breakdown(trace).notes == []  # the step fixture has all three
-    assert phase_breakdown(other, BreakdownOptions(phases=["train_step"])).notes == []
+    assert phase_breakdown(other, BreakdownOptions(phases=("train_step",))).notes == []
 
 
 def test_ranges_of_many_processes_over_a_huge_span(tmp_path):
