@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from helpers.nsys_builder import ExportBuilder
+from helpers.paths import SHARED_MEMORY, SHARED_TRACES
 
 from tracekit.cli import main
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
-SHARED_TRACES = SHARED / "traces"
-SHARED_MEMORY = SHARED / "memory"
+FAKE_NSYS = Path(__file__).with_name("helpers") / "fake_nsys.py"
 
 
 @pytest.fixture
@@ -36,10 +37,6 @@ def nsys() -> str:
     if path is None:
         pytest.skip("Nsight Systems (nsys) is not installed")
     return path
-
-
-def shared_export_paths() -> list[Path]:
-    return sorted(SHARED_TRACES.glob("*.sqlite")) if SHARED_TRACES.is_dir() else []
 
 
 @pytest.fixture
@@ -70,10 +67,27 @@ def real_report(nsys, tmp_path_factory) -> Path:
     """A real .nsys-rep of a CPU-only Python program with 3 NVTX `step` ranges, made by the installed nsys."""
     import sys
 
-    from nsys_stats import profile_under_nsys
+    from helpers.nsys_stats import profile_under_nsys
 
     folder = tmp_path_factory.mktemp("report")
     program = folder / "program.py"
     program.write_text(NVTX_PROGRAM)
     report = profile_under_nsys(nsys, [sys.executable, str(program)], folder / "capture")
     return report
+
+
+@pytest.fixture
+def fake_nsys(tmp_path, monkeypatch, real_report):
+    """A fake `nsys` on PATH; the report and export it hands out are real ones."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    shim = bin_dir / "nsys"
+    shim.write_text(f'#!/bin/sh\nexec {sys.executable} {FAKE_NSYS} "$@"\n')
+    shim.chmod(0o755)
+    b = ExportBuilder("2022.4")
+    for step in range(3):
+        b.push_pop(step * 100, step * 100 + 90, "step")
+    monkeypatch.setenv("FAKE_NSYS_REPORT", str(real_report))
+    monkeypatch.setenv("FAKE_NSYS_EXPORT", str(b.write(tmp_path / "fake-export.sqlite")))
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    return shim

@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SHARED
+from helpers.paths import ROOT, SHARED
 
 TRACES = sorted((SHARED / "traces").glob("*.sqlite")) + sorted((SHARED / "kineto").glob("*.json.gz"))
 TRACES += sorted((SHARED / "kineto" / "v100_dlrm_8ranks").glob("rank[01].pt.trace.json"))

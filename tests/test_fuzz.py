@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from helpers.nsys_builder import ExportBuilder, without_not_null
+from helpers.snapshot_builder import SnapshotBuilder, stack
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from nsys_builder import ExportBuilder, without_not_null
-from snapshot_builder import SnapshotBuilder, stack
 
 from tracekit.cli import main
 
@@ -283,7 +283,7 @@ KINETO_COMMANDS = [
 
 def build_kineto(spec: dict, how: tuple | None, path: Path) -> int:
     """A torch.profiler trace of ``spec``; returns its total kernel time in ns."""
-    from kineto_builder import KinetoBuilder
+    from helpers.kineto_builder import KinetoBuilder
 
     built = KinetoBuilder(rank=0, world_size=1)
     total = 0

@@ -1,0 +1,298 @@
+"""Many inputs on built traces with exact numbers: the merge of statistics, which files a folder or a
+glob names and how they are labelled, `ranks`, `compare`, errors."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+from helpers.kineto_builder import KinetoBuilder
+from helpers.nsys_builder import ExportBuilder
+
+from tracekit.analysis import stats
+from tracekit.analysis.many import merge_stats
+from tracekit.analysis.many.inputs import Part
+from tracekit.analysis.many.pool import expand_inputs, labels_for, rank_in_name, read_part
+from tracekit.analysis.options import KernelsOptions
+from tracekit.commands import COMMANDS
+from tracekit.session import Settings
+
+KERNELS_PART = COMMANDS["kernels"].part or ""
+
+# --- the merge of statistics ---------------------------------------------------------------------------
+
+
+def partial(values_by_group: dict[str, list[int]], limit: int) -> merge_stats.StatsPartial:
+    names = list(values_by_group)
+    codes = np.concatenate([np.full(len(values), index) for index, values in enumerate(values_by_group.values())])
+    durations = np.concatenate([np.asarray(values, dtype=np.int64) for values in values_by_group.values()])
+    table = stats.grouped_stats(codes, durations)
+    described = pd.DataFrame({"Name": np.asarray(names, dtype=object)[table.index.to_numpy()]})
+    return merge_stats.partial_of(codes, durations, table, described, ["Name"], limit)
+
+
+def merged_statistics(parts: list[dict[str, list[int]]], limit: int) -> dict[str, dict]:
+    folded = None
+    for values in parts:  # one at a time, as the client folds parts
+        new = partial(values, limit)
+        folded = new if folded is None else merge_stats.merge([folded, new], limit)
+    assert folded is not None
+    table = merge_stats.statistics(folded)
+    return {name: row for name, row in zip(folded.groups["Name"], table.to_dict("records"))}
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_merged_statistics_equal_one_file_holding_every_sample(seed):
+    rng = np.random.default_rng(seed)
+    parts = []
+    for _ in range(int(rng.integers(1, 6))):
+        parts.append({name: list(rng.integers(0, 10**int(rng.integers(1, 12)), size=int(rng.integers(1, 60))))
+                      for name in rng.choice(list("abcdefg"), size=int(rng.integers(1, 6)), replace=False)})  # fmt: skip
+    merged = merged_statistics(parts, limit=10**6)
+    every = {}
+    for part in parts:
+        for name, values in part.items():
+            every.setdefault(name, []).extend(values)
+    assert set(merged) == set(every)
+    for name, values in every.items():
+        values = np.asarray(values, dtype=np.int64)
+        row = merged[name]
+        assert row[stats.INSTANCES] == len(values) and row[stats.TOTAL] == values.sum()
+        assert row[stats.MIN] == values.min() and row[stats.MAX] == values.max()
+        assert row[stats.AVG] == pytest.approx(values.mean(), rel=1e-12)
+        assert row[stats.MED] == np.median(values) and row[merge_stats.MED_EXACT]
+        std = values.std(ddof=1) if len(values) > 1 else 0.0
+        assert row[stats.STDDEV] == pytest.approx(std, rel=1e-9, abs=1e-6)
+
+
+def test_past_the_limit_the_median_is_the_sketch_within_its_bound():
+    rng = np.random.default_rng(7)
+    parts = [{"k": list(rng.lognormal(10, 1.5, size=5000).astype(np.int64))} for _ in range(4)]
+    merged = merged_statistics(parts, limit=1000)["k"]
+    every = np.concatenate([np.asarray(part["k"]) for part in parts])
+    assert not merged[merge_stats.MED_EXACT]
+    assert merged[stats.MED] == pytest.approx(np.median(every), rel=merge_stats.ALPHA)
+    assert merged[stats.TOTAL] == every.sum()  # only the median is estimated
+
+
+def test_zero_durations_and_single_instances():
+    merged = merged_statistics([{"z": [0, 0, 0]}, {"z": [0], "one": [5]}], limit=0)
+    assert merged["z"][stats.MED] == 0 and merged["z"][stats.STDDEV] == 0
+    assert merged["one"][stats.MED] == pytest.approx(5, rel=merge_stats.ALPHA) and merged["one"][stats.STDDEV] == 0
+
+
+# --- inputs and labels ---------------------------------------------------------------------------------
+
+
+def export(path, kernels: list[tuple[int, int, str]], ranges: tuple[tuple[int, int, str], ...] | list = ()):
+    b = ExportBuilder("2026.2")
+    for start, end, name in kernels:
+        b.kernel(start, end, name, launch_at=start - 10)
+    for start, end, name in ranges:
+        b.push_pop(start, end, name)
+    return b.write(path)
+
+
+def test_a_folder_names_its_traces_and_runs(tmp_path):
+    export(tmp_path / "a.sqlite", [(100, 200, "k")])
+    (tmp_path / "a.nsys-rep").write_bytes(b"report")  # its export is beside it: the same capture, once
+    (tmp_path / "b.nsys-rep").write_bytes(b"report")  # no export beside it: an input (exported when read)
+    (tmp_path / "a.sqlite.tracekit-cache").mkdir()  # tracekit's cache, not an input
+    (tmp_path / "notes.txt").write_text("x")
+    run = tmp_path / "run1"
+    run.mkdir()
+    export(run / "trace.sqlite", [(100, 300, "k")])
+    (tmp_path / "other").mkdir()  # a folder that is not a run
+    assert [path.name for path in expand_inputs([str(tmp_path)])] == ["a.sqlite", "b.nsys-rep", "run1"]
+    assert [path.name for path in expand_inputs([str(tmp_path / "*.sqlite"), str(tmp_path / "a.sqlite")])] == [
+        "a.sqlite"]  # fmt: skip
+
+
+def test_labels_and_ranks_from_names(tmp_path):
+    paths = [
+        tmp_path / "x" / "trace.pt.trace.json.gz",
+        tmp_path / "y" / "trace.pt.trace.json.gz",
+        tmp_path / "r.sqlite",
+    ]
+    assert labels_for(paths) == ["x/trace", "y/trace", "r"]
+    assert [rank_in_name(name) for name in ("job_rank3", "rank-12", "RANK_0.x", "franky", "rank", "ranked7")] == [
+        3, 12, 0, None, None, None]  # fmt: skip
+
+
+def test_inputs_that_name_nothing_are_one_line_errors(cli, tmp_path):
+    for argument, message in (
+        (tmp_path / "none*.sqlite", "no file matches"),
+        (tmp_path, "holds no traces or run folders"),
+    ):
+        result = cli("kernels", argument)
+        assert result.exit_code == 1 and message in result.output and "Traceback" not in result.output
+    export(tmp_path / "a.sqlite", [(100, 200, "k")])
+    export(tmp_path / "b.sqlite", [(100, 200, "k")])
+    for options in (["ranges", "--tree"], ["kernels", "--range", "x", "--per-instance"]):
+        result = cli(options[0], tmp_path, *options[1:])
+        assert result.exit_code == 2 and "take" in result.output
+
+
+def test_dask_missing_is_one_line(cli, tmp_path, monkeypatch):
+    export(tmp_path / "a.sqlite", [(100, 200, "k")])
+    export(tmp_path / "b.sqlite", [(100, 200, "k")])
+    monkeypatch.setitem(sys.modules, "dask.distributed", None)  # import fails as when Dask is not installed
+    result = cli("kernels", tmp_path, "--dask")
+    assert result.exit_code == 1 and "pip install 'tracekit[dask]'" in result.output
+
+
+def test_a_part_is_small_and_carries_no_trace(tmp_path):
+    export(tmp_path / "a.sqlite", [(1000 * i, 1000 * i + 500 + i % 7, f"k{i % 5}") for i in range(1, 5001)])
+    part = read_part(str(tmp_path / "a.sqlite"), "a", KERNELS_PART, KernelsOptions(), 0, Settings())
+    assert isinstance(part, Part)
+    assert len(pickle.dumps(part)) < 20_000  # 5,000 kernels: a few KB of tables and buckets
+    with_samples = read_part(str(tmp_path / "a.sqlite"), "a", KERNELS_PART, KernelsOptions(), 10**6, Settings())
+    assert isinstance(with_samples, Part) and len(with_samples.pieces["kernels"].sample_values) == 5000
+
+
+# --- ranks ---------------------------------------------------------------------------------------------
+
+
+def dist_rank(path, rank: int, allreduce_us: int, compute_us: int, steps: list[tuple[int, int]]):
+    """A torch.profiler trace of one rank: per step one compute kernel and one AllReduce (µs)."""
+    b = KinetoBuilder(rank=rank, world_size=3)
+    correlation = 1
+    for number, (start, duration) in enumerate(steps):
+        b.annotation(f"ProfilerStep#{number}", start, duration)
+        b.launch("cudaLaunchKernel", start + 1, 2, correlation)
+        b.kernel("volta_sgemm_128x64_nn", start + 5, compute_us, correlation)
+        b.launch("cudaLaunchKernel", start + 3, 2, correlation + 1)
+        b.kernel("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)",
+                 start + 5 + compute_us, allreduce_us, correlation + 1)  # fmt: skip
+        correlation += 2
+    return b.write(path)
+
+
+def test_ranks_of_a_built_job(cli, tmp_path):
+    job = tmp_path / "job"
+    job.mkdir()
+    for rank, (allreduce, compute, step) in enumerate([(100, 50, 300), (400, 50, 600), (100, 80, 330)]):
+        dist_rank(job / f"worker{rank}.json", rank, allreduce, compute, [(0, step), (1000, step)])
+    result = cli("ranks", job, "--format", "json")
+    assert result.exit_code == 0, result.output
+    tables = json.loads(result.stdout)
+    rows = {row["Rank"]: row for row in tables["ranks"]}
+    assert rows[1]["Communication (ns)"] == 800_000 and rows[1]["Computation (ns)"] == 100_000
+    assert rows[2]["Computation (ns)"] == 160_000 and rows[0]["Steps"] == 2
+    assert [rows[rank]["Step Time (ns)"] for rank in range(3)] == [300_000, 600_000, 330_000]
+    assert rows[1]["GPU Busy (ns)"] == 2 * 450_000 and rows[1]["GPU Idle (ns)"] == 1_000_000 + 450_000 - 900_000
+    spread = {row["Figure"]: row for row in tables["spread"]}
+    assert spread["Step Time"]["Max Rank"] == 1 and spread["Step Time"]["Min Rank"] == 0
+    assert spread["Communication"]["Spread (ns)"] == 600_000
+    collectives = tables["collectives"]
+    assert {(row["Rank"], row["Collective"], row["Instances"], row["Time (ns)"]) for row in collectives} == {
+        (0, "AllReduce", 2, 200_000), (1, "AllReduce", 2, 800_000), (2, "AllReduce", 2, 200_000)}  # fmt: skip
+    kernels = {row["Name"].split("(")[0]: row for row in tables["kernels"]}
+    nccl = kernels["ncclKernel_AllReduce_RING_LL_Sum_float"]
+    assert (nccl["Slowest Rank"], nccl["Slowest Avg (ns)"], nccl["Fastest Avg (ns)"]) == (1, 400_000, 100_000)
+    assert nccl["Lost (ns)"] == 600_000 and nccl["Spread (%)"] == 300.0
+    assert "slowest rank by step time: 1" in result.stderr
+    assert "waited" not in result.stderr  # no rank's communication is under half the median
+
+
+def test_ranks_without_rank_metadata_are_runs(cli, tmp_path):
+    export(tmp_path / "first.sqlite", [(100, 200, "k")])
+    export(tmp_path / "second.sqlite", [(100, 400, "k")])
+    result = cli("ranks", tmp_path, "--format", "json")
+    rows = json.loads(result.stdout)["ranks"]
+    assert [(row["Run"], row["Computation (ns)"]) for row in rows] == [("first", 100), ("second", 300)]
+    assert "no step ranges" in result.stderr
+
+
+# --- compare -------------------------------------------------------------------------------------------
+
+
+def run_folder(folder, ctx: int, matmul_ns: int, steps: int = 2):
+    """A run folder: run.json with its context length, an export with `steps` forward ranges, each
+    holding one matmul kernel of ``matmul_ns`` and one elementwise kernel of 100 ns."""
+    folder.mkdir()
+    (folder / "run.json").write_text(json.dumps({"config": {"ctx": ctx, "model": "tiny"}}))
+    kernels, ranges = [], []
+    for step in range(steps):
+        base = 10_000 * (step + 1)
+        ranges.append((base, base + 5000, "forward"))
+        kernels += [(base + 100, base + 100 + matmul_ns, "ampere_sgemm_128x64_nn"),
+                    (base + 3000, base + 3100, "vectorized_elementwise_kernel")]  # fmt: skip
+    return export(folder / "trace.sqlite", kernels, ranges)
+
+
+def test_compare_orders_runs_by_a_config_field(cli, tmp_path):
+    runs = tmp_path / "traces"
+    runs.mkdir()
+    run_folder(runs / "big", 256, 900)
+    run_folder(runs / "small", 64, 300, steps=3)
+    run_folder(runs / "mid", 128, 400)
+    picture = tmp_path / "compare.png"
+    result = cli("compare", runs, "--order-by", "ctx", "--phases", "forward", "--picture", picture, "--unit", "ns",
+                 "--format", "json")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)  # one table: a list of rows
+    forward = [row for row in rows if row["Phase"] == "forward"]
+    assert [(row["Run"], row["ctx"], row["Instances"]) for row in forward] == [
+        ("small", 64, 3), ("mid", 128, 2), ("big", 256, 2)]  # fmt: skip
+    assert [row["Per Instance (ns)"] for row in forward] == [400, 500, 1000]
+    assert forward[2]["matmul (%)"] == 90.0 and forward[2]["elementwise (%)"] == 10.0
+    assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_report_of_several_runs_has_the_compare_table(cli, tmp_path):
+    run_folder(tmp_path / "one", 64, 300)
+    run_folder(tmp_path / "two", 128, 600)
+    result = cli("report", tmp_path / "one", tmp_path / "two", "-o", tmp_path / "report")
+    assert result.exit_code == 0, result.output
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "tracekit compare" in text and "compare.png" in text
+    assert (tmp_path / "report" / "compare.png").is_file()
+
+
+def test_the_cli_default_limit_is_the_library_default():
+    from tracekit.analysis import options as many
+
+    assert many.DEFAULT_EXACT_LIMIT == merge_stats.DEFAULT_EXACT_LIMIT
+
+
+def test_the_rank_the_others_waited_for_is_named(cli, tmp_path):
+    for rank, allreduce in enumerate([300, 20, 280]):  # rank 1 joined last: its collective barely waited
+        dist_rank(tmp_path / f"w{rank}.json", rank, allreduce, 50, [(0, 500)])
+    result = cli("ranks", tmp_path, "--format", "csv")
+    assert "rank 1 spent the least time in communication kernels (0.020 ms against a median of 0.280 ms)" in (
+        result.stderr)  # fmt: skip
+
+
+def test_ranks_of_one_input_say_what_they_compared(cli, tmp_path):
+    """One trace of one GPU with 3 steps printed "no step ranges ... no step times" above Steps = 3 and a
+    min = max spread table; one export of a two-GPU job showed one row: its GPUs are the ranks."""
+    single = ExportBuilder("2026.2")
+    for step in range(3):
+        single.push_pop(step * 1_000, step * 1_000 + 900, "step", pid=111, tid=111)
+        single.kernel(step * 1_000 + 100, step * 1_000 + 400, "gemm_kernel", pid=111, launch_at=step * 1_000 + 10)
+    result = cli("ranks", single.write(tmp_path / "one.sqlite"), "--format", "json")
+    rows = json.loads(result.stdout)  # one table: its rows (no spread table beside it)
+    assert isinstance(rows, list) and [row["Steps"] for row in rows] == [3]
+    assert "no step ranges" not in result.stderr and "one input with one GPU: nothing to compare" in result.stderr
+
+    job = ExportBuilder("2026.2")
+    for device, (pid, steps, length) in enumerate(((111, 2, 900), (112, 3, 600))):
+        for step in range(steps):
+            job.push_pop(step * 1_000, step * 1_000 + length, "step", pid=pid, tid=pid)
+            job.kernel(step * 1_000 + 100, step * 1_000 + 300 + device * 100, "gemm_kernel", device=device, pid=pid,
+                       launch_at=step * 1_000 + 10)  # fmt: skip
+    result = cli("ranks", job.write(tmp_path / "job.sqlite"), "--format", "json")
+    tables = json.loads(result.stdout)
+    rows = {row["GPU"]: row for row in tables["ranks"]}
+    assert {gpu: (row["Steps"], row["Step Time (ns)"], row["GPU Busy (ns)"]) for gpu, row in rows.items()} == {
+        "cuda:0": (2, 900, 400), "cuda:1": (3, 600, 900)}  # fmt: skip
+    assert {row["Figure"] for row in tables["spread"]} == {"Step Time", "GPU Busy", "GPU Idle", "Computation"}
+    assert (
+        "one input holding 2 GPUs: compared GPU by GPU" in result.stderr and "slowest GPU by step time" in result.stderr
+    )
+    assert "(ranks compared over 1 input)" in cli("ranks", tmp_path / "job.sqlite").output

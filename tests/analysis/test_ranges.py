@@ -1,0 +1,133 @@
+"""Ranges, GPU attribution, kernels --range and breakdown on an export built with known numbers.
+
+One training step on process 100: main thread 100 pushes step/forward/attention/backward/optimizer;
+the autograd thread 101 launches the backward GEMM and add while main's `backward` range is open.
+"""
+
+import io
+import json
+
+import pandas as pd
+import pytest
+from helpers.nsys_builder import ExportBuilder
+from helpers.steps import ADD, FILL, GEMM, SUM, build_step
+
+from tracekit.analysis.kernels.summary import category_table, kernel_table
+from tracekit.analysis.ranges.attribution import range_gpu_stats
+from tracekit.analysis.ranges.selection import select_ranges
+from tracekit.analysis.ranges.summary import range_table, range_tree, range_within
+from tracekit.errors import NoGpuDataError, UsageError
+from tracekit.sources.nsys.export import read_nsys_export
+
+
+@pytest.fixture
+def trace(tmp_path):
+    b = ExportBuilder("2026.2")
+    build_step(b)
+    b.kernel(1100, 1105, SUM, launch_at=1100)  # outside every range
+    return read_nsys_export(b.write(tmp_path / "step.sqlite"))
+
+
+@pytest.fixture
+def two_steps(tmp_path):
+    b = ExportBuilder("2022.4")
+    build_step(b, 0)
+    build_step(b, 2000)
+    return read_nsys_export(b.write(tmp_path / "steps.sqlite"))
+
+
+def by_name(trace, same_thread=False):
+    gpu = range_gpu_stats(trace, trace.ranges, same_thread)
+    return pd.concat([trace.ranges, gpu], axis=1).set_index(trace.ranges["name"].astype(str))
+
+
+def test_backward_owns_autograd_thread_kernels_by_default(trace):
+    rows = by_name(trace)
+    assert rows.loc["backward", ["gpu_ops", "gpu_time", "gpu_start", "gpu_end", "gpu_span"]].tolist() == [
+        3,
+        260,
+        410,
+        750,
+        340,
+    ]
+    assert rows.loc["step", ["gpu_ops", "gpu_time"]].tolist() == [7, 450]
+    assert rows.loc["attention", ["gpu_ops", "gpu_time", "gpu_span"]].tolist() == [1, 20, 20]
+
+
+def test_same_thread_is_nsys_projection(trace):
+    rows = by_name(trace, same_thread=True)
+    # only the fill launched on main itself; the autograd thread's GEMM and add are not backward's
+    assert rows.loc["backward", ["gpu_ops", "gpu_time", "gpu_span"]].tolist() == [1, 10, 10]
+    assert rows.loc["step", ["gpu_launches", "gpu_start", "gpu_end"]].tolist() == [5, 50, 850]
+
+
+def test_paths_and_specs(trace):
+    assert set(select_ranges(trace, ["step/attention"])["name"]) == {"attention"}  # nested at any depth
+    assert set(select_ranges(trace, ["*ward"])["name"]) == {"forward", "backward"}
+    with pytest.raises(UsageError, match="no NVTX range matches backward/forward"):
+        select_ranges(trace, ["backward/forward"])
+
+
+def test_range_table(trace):
+    table = range_table(trace).set_index("Range")
+    assert table.loc[
+        "backward", ["Instances", "Total Time (ns)", "GPU Ops", "GPU Time (ns)", "GPU Span (ns)"]
+    ].tolist() == [1, 400, 3, 260, 340]
+    assert table.loc["attention", "Depth"] == 2 and table.loc["step", "Style"] == "PushPop"
+    # nvtxsum's Time (%): each range's share of all ranges' summed durations (1000+390+200+400+150)
+    assert table.loc["step", "Time (%)"] == pytest.approx(100_000 / 2140)
+
+
+def test_kernels_inside_ranges(trace):
+    table = kernel_table(trace, ranges=["backward"]).set_index("Name")
+    assert table["Total Time (ns)"].to_dict() == {GEMM: 200, ADD: 50, FILL: 10}
+    same = kernel_table(trace, ranges=["backward"], same_thread=True)
+    assert same["Name"].tolist() == [FILL]
+    both = kernel_table(trace, ranges=["forward", "step/forward/attention"])  # nested: counted once
+    assert both["Instances"].sum() == 3
+    with pytest.raises(NoGpuDataError, match="own threads"):
+        kernel_table(without_main_thread_backward_kernel(trace), ranges=["backward"], same_thread=True)
+
+
+def without_main_thread_backward_kernel(trace):
+    """The same trace without the one kernel main launches in backward: same-thread finds nothing there."""
+    from tracekit.model.trace import Trace
+
+    ops = trace.gpu_ops[trace.gpu_ops["name"] != FILL].reset_index(drop=True)
+    return Trace.from_frames(trace.meta, ops, trace.launches, trace.ranges)
+
+
+def test_per_instance(two_steps):
+    table = kernel_table(two_steps, ranges=["step"], per_instance=True).set_index("Name")
+    assert table.loc[GEMM, ["Total Time (ns)", "Instances", "Avg (ns)"]].tolist() == [300.0, 2.0, 150.0]
+    categories = category_table(two_steps, ranges=["step"], per_instance=True).set_index("Category")
+    assert categories.loc["matmul", "Total Time (ns)"] == 300.0
+
+
+def test_tree_and_within(trace):
+    tree = range_tree(trace)
+    assert tree["Range"].tolist() == ["step", "  forward", "    attention", "  backward", "  optimizer"]
+    assert tree.set_index("Range").loc["  backward", ["Start (ns)", "CPU (ns)", "GPU Time (ns)"]].tolist() == [
+        400,
+        400,
+        260,
+    ]
+    within = range_within(trace, "step").set_index("Range")
+    assert within.loc["forward", ["CPU (ns)", "CPU (%)", "GPU Time (ns)"]].tolist() == [390, 39.0, 160]
+    assert within.loc["backward", "GPU (%)"] == pytest.approx(26_000 / 450)  # 260 of 450
+    assert within.loc["(in step itself)", "CPU (ns)"] == 60
+
+
+def test_cli_ranges_commands(cli, trace):
+    path = trace.meta.source
+    table = pd.read_csv(io.StringIO(cli("ranges", path, "--format", "csv").stdout))
+    assert set(table["Range"]) == {"step", "forward", "attention", "backward", "optimizer"}
+    assert "    attention" in cli("ranges", path, "--tree").output
+    out = json.loads(cli("breakdown", path, "--format", "json").stdout)["breakdown"]
+    assert [row["Phase"] for row in out] == ["forward", "backward", "optimizer", "(whole trace)"]
+    kernels = pd.read_csv(io.StringIO(cli("kernels", path, "--range", "backward", "--format", "csv").stdout))
+    assert kernels["Total Time (ns)"].sum() == 260
+    missing = cli("kernels", path, "--range", "decode")
+    assert missing.exit_code == 1 and "its ranges include" in missing.output
+    needs_range = cli("kernels", path, "--per-instance")
+    assert needs_range.exit_code == 2 and "--range" in needs_range.output

@@ -1,0 +1,95 @@
+"""`tracekit steps` on built exports with exact numbers, and on real traces."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from helpers.nsys_builder import ExportBuilder
+from helpers.paths import SHARED
+
+
+def built_steps(tmp_path):
+    """Four steps of 1000 ns (the last 3000: an outlier); each launches two kernels of 100 ns at
+    step start + 100 and + 300 (launch calls at + 10 and + 20), the GPU running 50 ns behind; a forward
+    range of 400 ns and a backward of 500 ns inside each step."""
+    b = ExportBuilder("2026.2")
+    for start, wall in [(0, 1000), (1000, 1000), (2000, 1000), (3000, 3000)]:
+        b.push_pop(start, start + wall, "step")
+        b.push_pop(start + 5, start + 405, "forward")
+        b.push_pop(start + 450, start + 950, "backward")
+        b.kernel(start + 150, start + 250, "gemm", launch_at=start + 10, launch_end=start + 15)
+        b.kernel(start + 350, start + 450, "relu", launch_at=start + 20, launch_end=start + 25)
+    return b.write(tmp_path / "steps.sqlite")
+
+
+def test_steps_of_a_built_export(cli, tmp_path):
+    result = cli("steps", built_steps(tmp_path), "--unit", "ns", "--format", "json")
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    assert [row["Wall (ns)"] for row in rows] == [1000, 1000, 1000, 3000]
+    assert [row["Step"] for row in rows] == ["step #1", "step #2", "step #3", "step #4"]  # which is the outlier
+    assert all(row["Kernels"] == 2 and row["Kernel Time (ns)"] == 200 for row in rows)
+    assert all(row["cuda:0 Busy (ns)"] == 200 for row in rows)
+    # On the GPU's clock a step runs from its first kernel (start + 150) to the next step's first one.
+    assert [row["cuda:0 Idle (ns)"] for row in rows] == [800, 800, 800, 100]
+    assert all(row["forward (ns)"] == 400 and row["backward (ns)"] == 500 for row in rows)
+    assert [row["Flag"] for row in rows] == ["", "", "", "outlier"]
+    assert "1 of 4 steps are outliers" in result.stderr
+
+
+def test_steps_need_step_ranges(cli, tmp_path):
+    b = ExportBuilder("2026.2")
+    b.kernel(100, 200, "gemm", launch_at=10)
+    b.push_pop(0, 500, "train")
+    path = b.write(tmp_path / "k.sqlite")
+    result = cli("steps", path)
+    assert result.exit_code == 1 and "--step-range" in result.output and "Traceback" not in result.output
+    named = json.loads(cli("steps", path, "--step-range", "train", "--unit", "ns", "--format", "json").stdout)
+    assert named[0]["Wall (ns)"] == 500 and named[0]["Kernels"] == 1
+
+
+@pytest.mark.skipif(not (SHARED / "kineto").is_dir(), reason="real traces not available")
+def test_steps_of_a_real_torch_profiler_trace(cli):
+    path = SHARED / "kineto" / "a100_ddp_rank0of2_nccl.json.gz"
+    rows = json.loads(cli("steps", path, "--unit", "ns", "--format", "json").stdout)
+    assert [row["Step"] for row in rows] == ["ProfilerStep#4", "ProfilerStep#5", "ProfilerStep#6"]
+    kernels = json.loads(cli("kernels", path, "--range", "ProfilerStep#*", "--format", "json").stdout)
+    assert sum(row["Kernels"] for row in rows) == sum(row["Instances"] for row in kernels)
+    assert sum(row["Kernel Time (ns)"] for row in rows) == sum(row["Total Time (ns)"] for row in kernels)
+
+
+def test_diff_step_by_step(cli, tmp_path):
+    a = built_steps(tmp_path)
+    b = ExportBuilder("2026.2")
+    for start in (0, 2000):  # two steps of 2000 ns, one kernel of 300 ns each
+        b.push_pop(start, start + 2000, "step")
+        b.kernel(start + 100, start + 400, "gemm", launch_at=start + 10)
+    result = cli("diff", a, b.write(tmp_path / "b.sqlite"), "--by", "step", "--unit", "ns", "--format", "json")
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    assert [(row["A Wall (ns)"], row["B Wall (ns)"], row["Delta Wall (ns)"], row["Wall Ratio"]) for row in rows] == [
+        (1000, 2000, 1000, 2.0), (1000, 2000, 1000, 2.0)]  # fmt: skip
+    assert [row["Delta Kernel Time (ns)"] for row in rows] == [100, 100]
+    assert "A has 4 steps, B 2: the first 2 are compared" in result.stderr
+
+
+def test_steps_picture(cli, tmp_path):
+    from tracekit.analysis.ranges.steps import step_table
+    from tracekit.sources import open_trace
+
+    path = built_steps(tmp_path)
+    rows = step_table(open_trace(path)).charts["timeline"].data["rows"]
+    starts, widths = rows["cuda:0"]
+    assert list(starts * 1e6) == [150, 350, 1150, 1350, 2150, 2350, 3150, 3350] and set(widths * 1e6) == {100}
+    picture = tmp_path / "steps.png"
+    result = cli("steps", path, "--picture", picture)
+    assert result.exit_code == 0 and picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_report_has_the_why_section(cli, tmp_path):
+    result = cli("report", built_steps(tmp_path), "-o", tmp_path / "report")
+    assert result.exit_code == 0, result.output
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "### Why the GPU waits" in text and "tracekit idle" in text and "steps.png" in text
+    assert (tmp_path / "report" / "steps.png").is_file()

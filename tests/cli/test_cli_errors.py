@@ -1,0 +1,93 @@
+"""Bad input gets one line and a non-zero exit, never a traceback."""
+
+import os
+import shutil
+import sqlite3
+
+import pytest
+from helpers.nsys_builder import ExportBuilder
+
+from tracekit import nsys_tool
+
+
+def assert_one_line_error(result, *fragments):
+    assert result.exit_code == 1
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("Error: "), result.output
+    assert "Traceback" not in result.output
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+def test_missing_file(cli, tmp_path):
+    assert_one_line_error(cli("kernels", tmp_path / "nope.sqlite"), "no such file")
+
+
+def test_not_sqlite(cli, tmp_path):
+    path = tmp_path / "notes.sqlite"
+    path.write_text("these are my notes, not a database\n" * 100)
+    assert_one_line_error(cli("kernels", path), "not an SQLite database", "nsys export --type sqlite")
+
+
+def test_sqlite_but_not_nsys(cli, tmp_path):
+    path = tmp_path / "other.sqlite"
+    with sqlite3.connect(path) as connection:
+        connection.execute("CREATE TABLE people (name TEXT)")
+    assert_one_line_error(cli("kernels", path), "not an Nsight Systems export", "no StringIds")
+
+
+def test_export_without_cuda_tables(cli, tmp_path):
+    b = ExportBuilder("2022.4")
+    b.push_pop(0, 100, "step")
+    path = b.write(tmp_path / "cpu.sqlite")
+    assert_one_line_error(cli("kernels", path), "no CUDA kernels", "-t cuda")
+    assert_one_line_error(cli("kernels", path, "--by", "category"), "no CUDA kernels")
+
+
+def test_folder_that_is_not_a_run(cli, tmp_path):
+    assert_one_line_error(cli("kernels", tmp_path), "not a tracekit run folder")
+
+
+def test_report_without_nsys(cli, tmp_path, monkeypatch):
+    report = tmp_path / "capture.nsys-rep"
+    report.write_bytes(nsys_tool.REPORT_MAGIC + b" 1.\n")
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    monkeypatch.delenv("TRACEKIT_NSYS", raising=False)
+    monkeypatch.setattr(nsys_tool, "NSYS_LOCATIONS", [])
+    assert_one_line_error(
+        cli("kernels", report), "nsys) is not installed", "apt-get install nsight-systems", "--nsys PATH"
+    )
+    assert_one_line_error(cli("kernels", report, "--nsys", tmp_path / "no-such-nsys"), "no such executable")
+
+
+@pytest.mark.nsys
+def test_report_is_exported_once_and_kept(cli, real_report, tmp_path):
+    report = tmp_path / real_report.name
+    shutil.copy(real_report, report)
+    result = cli("kernels", report)
+    # a real CPU-only capture: exported fine, and the export says there are no kernels
+    assert_one_line_error(result, "no CUDA kernels")
+    export = report.with_suffix(".sqlite")
+    assert export.exists()
+    first = export.stat().st_mtime_ns
+    cli("kernels", report)
+    assert export.stat().st_mtime_ns == first  # reused, not exported again
+
+
+@pytest.mark.nsys
+def test_report_from_a_newer_nsys(cli, real_report, tmp_path):
+    # The report format's version tag sits in the first line; 2022.4 refuses versions it does not know.
+    data = real_report.read_bytes()
+    newer = tmp_path / "newer.nsys-rep"
+    newer.write_bytes(data.replace(b"Report 1.", b"Report 9.", 1))
+    assert_one_line_error(cli("kernels", newer), "newer Nsight Systems", "nsys export --type sqlite")
+    assert not any(path.suffix == ".sqlite" for path in tmp_path.iterdir())  # no half-written export left
+
+
+@pytest.mark.nsys
+def test_damaged_report(cli, tmp_path):
+    damaged = tmp_path / "damaged.nsys-rep"
+    damaged.write_bytes(os.urandom(4096))
+    assert_one_line_error(cli("kernels", damaged), "nsys export could not read")
