@@ -182,3 +182,32 @@ def test_units_are_converted_in_every_format(cli, inputs, tmp_path):
     read = pd.read_parquet(out)
     assert "Total Time (us)" in read and "Total Time (ns)" not in read
     assert read["Total Time (us)"].tolist() == (expected["Total Time (ns)"] / 1e3).tolist()
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".json", ".parquet", ".md", ".txt"])
+def test_the_output_s_suffix_picks_the_format(cli, tmp_path, suffix):
+    """-o k.csv / .json / .parquet / .md without --format writes that format; CSV, JSON and Parquet carry
+    the unrounded average (301/3 ns), the table and md the one decimal nsys prints."""
+    b = ExportBuilder("2026.2")
+    for start, duration in ((0, 100), (1000, 100), (2000, 101)):
+        b.kernel(start, start + duration, "gemm", launch_at=start)
+    out = tmp_path / f"k{suffix}"
+    run = cli("kernels", b.write(tmp_path / "k.sqlite"), "-o", out)
+    assert run.exit_code == 0, run.output
+    average = 301 / 3
+    if suffix == ".csv":
+        read = pd.read_csv(out)
+        assert read["Avg (ns)"].tolist() == [average] and repr(average) in out.read_text()
+    elif suffix == ".json":
+        assert json.loads(out.read_text())[0]["Avg (ns)"] == average
+    elif suffix == ".parquet":
+        assert pd.read_parquet(out)["Avg (ns)"].tolist() == [average]
+    else:
+        text = out.read_text()
+        assert ("| 100.3 |" in text) == (suffix == ".md") and "100.33" not in text and " 100.3 " in text
+
+
+def test_a_suffix_that_contradicts_the_format_is_a_usage_error(cli, inputs, tmp_path):
+    run = cli("kernels", inputs["b"], "--format", "json", "-o", tmp_path / "k.csv")
+    assert run.exit_code == 2 and "k.csv" in run.output and "json" in run.output
+    assert not (tmp_path / "k.csv").exists()
