@@ -1,6 +1,7 @@
 # tracekit: the two commands of README.md, and the benchmarks.
 #   make demo   set up .venv (and Nsight Systems on Debian), profile the tiny model on the CPU, write a report
-#   make test   set up .venv, check lint and types, run the test suite
+#   make test   set up .venv, check lint and types, build the docs, run the test suite
+#   make docs   build the docs site into site/ (mkdocs build --strict; the tutorial runs on ../shared)
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -8,7 +9,7 @@ BIN := $(VENV)/bin
 # torch you want into .venv first; pip keeps a torch that satisfies the requirement.
 TORCH ?= torch==2.13.0
 
-.PHONY: setup demo lint test bench clean
+.PHONY: setup demo lint docs test bench clean
 
 setup: $(BIN)/.installed
 
@@ -29,6 +30,11 @@ $(BIN)/.parity-installed: $(BIN)/.installed
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[parity,dask]'
 	touch $@
 
+# MkDocs with Material and mkdocstrings: only the docs (and so the test command) need them.
+$(BIN)/.docs-installed: $(BIN)/.installed
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[docs]'
+	touch $@
+
 demo: setup
 	scripts/install-nsys.sh
 	$(BIN)/tracekit capture tiny --ctx 64 --batch 4 --warmup 2 --steps 5 --name demo
@@ -40,11 +46,14 @@ lint: $(BIN)/.lint-installed
 	$(BIN)/ruff format --check .
 	$(BIN)/pyright
 
-test: lint $(BIN)/.parity-installed
+docs: $(BIN)/.docs-installed
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
+test: lint docs $(BIN)/.parity-installed
 	$(BIN)/python -m pytest -q
 
 bench: setup
 	$(BIN)/python benchmarks/run_all.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache site

@@ -138,7 +138,7 @@ def test_all_names_are_the_commands_and_the_readers():
     assert commands <= set(tracekit.__all__)
     assert set(tracekit.__all__) - commands == {
         "OptionError", "Result", "Session", "Settings", "TracekitError", "UsageError", "__version__",
-        "open_snapshot", "open_trace", "session",
+        "current_session", "open_snapshot", "open_trace",
     }  # fmt: skip
     for name in tracekit.__all__:
         assert hasattr(tracekit, name), name
@@ -207,3 +207,23 @@ def test_the_one_liner_of_the_issue():
     assert api.stdout == cli.stdout
     rows = api.stdout.strip().splitlines()[-5:]
     assert len(rows) == 5 and rows[0].split()[0] == "69.4"  # the top kernel's share, as nsys stats prints it
+
+
+def test_a_script_without_a_main_guard_reads_many_on_the_pool(inputs, tmp_path):
+    """Spawned workers do not run the caller's script again: its top level runs once, in this process,
+    even without ``if __name__ == "__main__"``."""
+    script = tmp_path / "notebook_like.py"
+    script.write_text(
+        "import tracekit\n"
+        "print('top level ran')\n"
+        f"result = tracekit.kernels([{str(inputs['a'])!r}, {str(inputs['b'])!r}], workers=2)\n"
+        "print(int(result['kernels']['Total Time (ns)'].sum()))\n"
+    )
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert run.returncode == 0, run.stderr
+    one_step = 100 + 40 + 20 + 10 + 200 + 50 + 30
+    assert run.stdout.splitlines() == ["top level ran", str(2 * (2 * one_step + 300) + 400)]
+    main = sys.modules["__main__"]
+    before = (main.__dict__.get("__file__"), main.__dict__.get("__spec__"))
+    tracekit.kernels([inputs["a"], inputs["b"]], workers=2)
+    assert (main.__dict__.get("__file__"), main.__dict__.get("__spec__")) == before  # put back as it was

@@ -30,12 +30,13 @@ def export(tmp_path):
 
 
 def test_three_commands_then_close_leave_nothing_behind(export, tmp_path):
+    tracekit.current_session().close()  # what earlier tests in this process left in the default session
     assert tracekit_threads() == []
     # Every export cached, its tables written behind (as the command line does): the most state there is.
     settings = tracekit.Settings(cache_min_bytes=0, cache_home=str(tmp_path / "home"))
     session = tracekit.Session(settings, write_behind=True)
     with session:
-        assert tracekit.session() is session
+        assert tracekit.current_session() is session
         kernels = tracekit.kernels(export)
         ranges = tracekit.ranges(export)
         steps = tracekit.steps(export)
@@ -52,8 +53,8 @@ def test_three_commands_then_close_leave_nothing_behind(export, tmp_path):
         [],
         {},
     )
-    assert tracekit.session() is not session  # the default session is back in use
-    assert list(tracekit.session().inputs) == []  # and it never saw those inputs
+    assert tracekit.current_session() is not session  # the default session is back in use
+    assert list(tracekit.current_session().inputs) == []  # and it never saw those inputs
     assert kernels["kernels"]["Instances"].sum() == 14 and len(steps["steps"]) == 2
     assert {"step", "forward", "backward", "optimizer"} <= set(ranges["ranges"]["Range"])
     cache = export.with_name(export.name + ".tracekit-cache")
@@ -62,11 +63,11 @@ def test_three_commands_then_close_leave_nothing_behind(export, tmp_path):
 
 def test_the_default_session_can_be_closed_and_used_again(export):
     first = tracekit.kernels(export)
-    tracekit.session().close()
-    assert tracekit_threads() == [] and not tracekit.session().inputs
+    tracekit.current_session().close()
+    assert tracekit_threads() == [] and not tracekit.current_session().inputs
     again = tracekit.kernels(export)
     assert again["kernels"].equals(first["kernels"])
-    tracekit.session().close()
+    tracekit.current_session().close()
 
 
 def test_a_worker_reads_with_the_settings_it_is_handed(export, monkeypatch):
@@ -83,7 +84,7 @@ def test_a_worker_reads_with_the_settings_it_is_handed(export, monkeypatch):
     original = many_tables.kernels_part
 
     def spy(trace, part, options, limit):
-        seen.append(tracekit.session().settings)
+        seen.append(tracekit.current_session().settings)
         return original(trace, part, options, limit)
 
     monkeypatch.setattr(many_tables, "kernels_part", spy)

@@ -11,7 +11,7 @@ command's options as keywords, and returns a ``Result`` of DataFrames with raw v
     result["kernels"]        # pandas, Total Time (ns) as integers
 
 ``Session`` holds what is process-wide (settings, reading threads, inputs protected from being
-written over); ``session()`` is the one in use. The names in ``__all__`` are the stable surface.
+written over); ``current_session()`` is the one in use. The names in ``__all__`` are the stable surface.
 Importing tracekit loads neither pandas nor the analyses: they load when a function runs.
 
 The package, lowest layer first:
@@ -48,7 +48,7 @@ from tracekit.api import (
 from tracekit.errors import TracekitError, UsageError
 from tracekit.model.options import OptionError
 from tracekit.session import Session, Settings
-from tracekit.session import current as session
+from tracekit.session import current as current_session
 
 __version__ = "0.1.0"
 
@@ -62,6 +62,7 @@ __all__ = [
     "__version__",
     "breakdown",
     "compare",
+    "current_session",
     "diff",
     "idle",
     "kernels",
@@ -72,7 +73,6 @@ __all__ = [
     "overlap",
     "ranges",
     "ranks",
-    "session",
     "steps",
     "syncs",
 ]

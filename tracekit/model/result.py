@@ -53,8 +53,11 @@ class Result:
     """Named tables (in display order), notes, and charts by name."""
 
     tables: list[Table]
+    """The tables, in display order: each a name, a pandas DataFrame of raw values and a title."""
     notes: list[str] = field(default_factory=list)
+    """What the figures need said beside them (rows left out, approximations, what a trace lacks)."""
     charts: dict[str, Chart] = field(default_factory=dict)
+    """Pictures of the result by name, drawn by the command line (``--plot``, ``--picture``)."""
 
     @classmethod
     def of(cls, name: str, frame: pd.DataFrame, title: str = "", notes: list[str] | None = None) -> Result:
@@ -75,9 +78,11 @@ class Result:
 
     @property
     def names(self) -> list[str]:
+        """The tables' names, in display order."""
         return [table.name for table in self.tables]
 
     def __getitem__(self, name: str) -> pd.DataFrame:
+        """``result["kernels"]``: the table called ``name``."""
         return self.table(name)
 
     def __contains__(self, name: object) -> bool:

@@ -20,6 +20,7 @@ import re
 import sys
 from collections.abc import Callable, Generator
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -293,7 +294,8 @@ def _on_pool(tasks: list[tuple], workers: int) -> Generator[tuple[int, Part | Fa
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_worker_start)
     finished = False
     try:
-        futures: dict[Future, int] = {pool.submit(read_part, *task): index for index, task in enumerate(tasks)}
+        with _main_kept_from_workers():  # the workers start at the submits
+            futures: dict[Future, int] = {pool.submit(read_part, *task): index for index, task in enumerate(tasks)}
         for future in as_completed(futures):
             index = futures.pop(future)
             try:
@@ -306,6 +308,27 @@ def _on_pool(tasks: list[tuple], workers: int) -> Generator[tuple[int, Part | Fa
             pool.shutdown(wait=True)
         else:
             _stop_pool(pool)
+
+
+@contextmanager
+def _main_kept_from_workers() -> Generator[None, None, None]:
+    """Start workers without the caller's ``__main__``: spawn runs a script's top level again in each
+    worker (a script calling ``tracekit.kernels([a, b])`` without an ``if __name__ == "__main__"``
+    guard would start pools recursively and break). Workers run tracekit's functions on tracekit's
+    options only, so they need nothing of it. Multiprocessing finds ``__main__`` by its ``__spec__``
+    and ``__file__``: both are hidden while the workers start."""
+    main = sys.modules.get("__main__")
+    if main is None:
+        yield
+        return
+    saved = {name: main.__dict__[name] for name in ("__spec__", "__file__") if name in main.__dict__}
+    main.__dict__.pop("__file__", None)
+    main.__dict__["__spec__"] = None
+    try:
+        yield
+    finally:
+        main.__dict__.pop("__spec__", None)
+        main.__dict__.update(saved)
 
 
 def _stop_pool(pool: ProcessPoolExecutor) -> None:

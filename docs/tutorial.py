@@ -1,0 +1,129 @@
+# %% [markdown]
+# # Tutorial: a training step in a notebook
+#
+# This page is `docs/tutorial.py`, run cell by cell on real traces each time the docs are built
+# (`make docs`), so every output below is what tracekit prints today. Run it yourself with
+# `python docs/tutorial.py`, or paste the cells into Jupyter: a `Result` shows itself as HTML there.
+#
+# The files are the real ones in `../shared` beside the project: an nsys export of one training
+# step of a small language model on an A100, two H100 exports of a video model, and a CUDA memory
+# snapshot of a GPT-2 medium training step.
+
+# %%
+from pathlib import Path
+
+import tracekit
+
+shared = Path("../shared")
+step = shared / "traces" / "a100_small_lm_trainstep_nsys2026.3.sqlite"
+
+# %% [markdown]
+# ## Open a trace
+#
+# `open_trace` reads an nsys SQLite export, an `.nsys-rep` report, a torch.profiler trace or a run
+# folder of `tracekit capture`. Its tables follow one [column contract](reference/columns.md):
+# times are integer nanoseconds from the trace's start, whatever wrote the file.
+
+# %%
+trace = tracekit.open_trace(step)
+trace.gpu_ops[["kind", "device", "stream", "start", "end", "name"]].head(3)
+
+# %% [markdown]
+# ## Which kernels take the time
+#
+# Every analysis is one function with the command's name and its options as keywords. It returns a
+# `Result`: named pandas DataFrames with raw values (no rounding), the units of their columns,
+# and notes. The kernel summary is nsys's own (`nsys stats --report cuda_gpu_kern_sum`).
+
+# %%
+kernels = tracekit.kernels(trace, top=5, name="short")
+kernels
+
+# %%
+frame = kernels["kernels"]
+print(frame.dtypes[["Total Time (ns)", "Avg (ns)"]].to_dict())
+print(f"the top 5 kernels: {frame['Time (%)'].sum():.2f} % of kernel time")
+
+# %% [markdown]
+# ## Where each phase's time goes
+#
+# This step's NVTX ranges are named "forward pass", "backward pass" and "optimizer step" (not the
+# default forward, backward, optimizer): name them with `phases`. Range specs take globs and
+# nesting (`step/backward`); see [range specs](reference/range-specs.md).
+
+# %%
+phases = tracekit.breakdown(trace, phases=["forward pass", "backward pass", "optimizer step"])
+phases
+
+# %%
+shares = phases["breakdown"].set_index("Phase").filter(like="(%)")
+shares.loc[["forward pass", "backward pass", "optimizer step"]].idxmax(axis=1)
+
+# %% [markdown]
+# ## Why the GPU sat idle
+#
+# Every gap between the GPU's busy intervals gets one cause.
+
+# %%
+idle = tracekit.idle(trace)
+idle
+
+# %% [markdown]
+# ## Two traces: what changed
+#
+# Two exports of the same video model. `diff` says where GPU time moved, per phase and category,
+# and which kernels changed most.
+
+# %%
+a = shared / "traces" / "h100_videogen_2gpu_a_nsys2026.2.sqlite"
+b = shared / "traces" / "h100_videogen_2gpu_b_nsys2026.2.sqlite"
+moved = tracekit.diff(a, b)
+moved.names
+
+# %%
+moved["kernels"].head(5)
+
+# %% [markdown]
+# Several paths at once are read in parallel and merged, as the command line does with many inputs:
+# the summary over both, then each one's rows.
+
+# %%
+both = tracekit.kernels([a, b], top=3, name="short", workers=2)
+both["kernels_by_run"][["Run", "Total Time (ns)", "Instances", "Name"]]
+
+# %% [markdown]
+# ## Memory: what was live at the peak
+#
+# A CUDA memory snapshot (`torch.cuda.memory._dump_snapshot`) is a pickle: tracekit reads it as
+# data, never running anything from it.
+
+# %%
+snapshot = shared / "memory" / "cs336_medium_ctx128_train_step.pickle"
+peak = tracekit.memory(snapshot, top=5)
+peak
+
+# %% [markdown]
+# ## A session of its own
+#
+# tracekit keeps what a run of commands shares (reading threads, reads started ahead, the inputs it
+# must never write over) in a `Session`. A notebook uses a default one; a `with` block gives a
+# session of its own, closed at the end, with its own settings (here: no cache beside the exports).
+
+# %%
+settings = tracekit.Settings.from_environment().replace(cache=False)
+with tracekit.Session(settings) as session:
+    syncs = tracekit.syncs(trace)
+    launches = tracekit.launches(trace, top=3)
+print(session.closed, session.inputs, session.resources)
+launches["launches"].columns.tolist()
+
+# %% [markdown]
+# ## From here
+#
+# - The [command line](reference/cli.md) does all of this from a shell, with tables, Markdown, CSV,
+#   JSON or Parquet out (`-o k.parquet`).
+# - The [API reference](reference/api.md) lists every function and its options.
+
+# %%
+if __name__ == "__main__":
+    print(kernels)
