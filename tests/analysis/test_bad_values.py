@@ -8,9 +8,11 @@ import json
 import tracemalloc
 from typing import Any
 
+import pandas as pd
 import pytest
 from helpers.nsys_builder import ExportBuilder
 
+import tracekit
 from tracekit.model.range_specs import spec_patterns
 from tracekit.sources import open_trace
 
@@ -172,11 +174,20 @@ def test_epoch_timestamps_give_the_same_tables(cli, shared_traces, tmp_path):
         for table in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
                       "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS"):  # fmt: skip
             connection.execute(f"UPDATE {table} SET start = start + ?, end = end + ?", (epoch, epoch))
-    for args in (("kernels",), ("ranges", "--raw-names"), ("breakdown", "--phases", "ncclGroupEnd")):
-        before = cli(args[0], source, *args[1:], "--format", "csv")
-        after = cli(args[0], shifted, *args[1:], "--format", "csv")
-        assert after.exit_code == 0, after.output
-        assert after.stdout == before.stdout and after.stderr == before.stderr.replace(str(source), str(shifted)), args
+    for command, options in (
+        ("kernels", {}),
+        ("ranges", {"raw_names": True}),
+        ("breakdown", {"phases": "ncclGroupEnd"}),
+    ):
+        before = getattr(tracekit, command)(source, **options)
+        after = getattr(tracekit, command)(shifted, **options)
+        assert after.names == before.names
+        for mine, theirs in zip(after.tables, before.tables):
+            pd.testing.assert_frame_equal(mine.frame, theirs.frame)
+        assert after.notes == [note.replace(str(source), str(shifted)) for note in before.notes], command
+    # and the command line prints the same
+    before, after = (cli("kernels", path, "--format", "csv") for path in (source, shifted))
+    assert after.exit_code == 0 and after.stdout == before.stdout
 
 
 @pytest.mark.parametrize("generation", ["2022.4", "2026.2"])
@@ -261,15 +272,14 @@ def test_notes_from_the_cache_are_those_of_the_columns_read(cli, tmp_path, monke
     assert (warm.stdout, warm.stderr) == (cold.stdout, "")
 
 
-def test_an_unknown_device_is_no_gpu_of_its_own(cli, tmp_path):
+def test_an_unknown_device_is_no_gpu_of_its_own(tmp_path):
     b = ExportBuilder("2026.2")
     b.push_pop(0, 10_000, "step")
     b.kernel(100, 200, GEMM, launch_at=50)
     b.kernel(300, 320, GEMM, launch_at=60, device=raw("gpu?"))
     b.kernel(400, 500, GEMM, launch_at=70)
-    result = cli("breakdown", b.write(tmp_path / "device.sqlite"), "--phases", "step", "--format", "json")
-    assert result.exit_code == 0, result.output
-    gpus = {row["GPU"]: row for row in json.loads(result.stdout)["gpus"] if row["Phase"] == "step"}
+    result = tracekit.breakdown(b.write(tmp_path / "device.sqlite"), phases="step")
+    gpus = {row["GPU"]: row for row in result["gpus"].to_dict("records") if row["Phase"] == "step"}
     assert "cuda:-1" not in gpus and gpus["cuda:0"]["Busy (ns)"] == 200 and gpus["cuda:0"]["Span (ns)"] == 400
     assert "mean per GPU" not in gpus and "sum of GPUs" not in gpus  # over the one GPU known: its own row
     assert gpus["any GPU busy"]["Busy (ns)"] == 220  # the op on the unknown device ran on some GPU

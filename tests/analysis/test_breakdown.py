@@ -3,16 +3,13 @@ on the same selection, and busy/idle per GPU, summed, averaged and for any GPU."
 
 from __future__ import annotations
 
-import io
-import json
-
 import numpy as np
-import pandas as pd
 import pytest
 from helpers.nsys_builder import ExportBuilder
 from helpers.paths import shared_export_paths
 from helpers.steps import ADD, GEMM, build_step
 
+import tracekit
 from tracekit.analysis.kernels.summary import category_table
 from tracekit.analysis.options import BreakdownOptions
 from tracekit.analysis.ranges.breakdown import breakdown_table, gpu_table, phase_breakdown
@@ -153,8 +150,8 @@ def test_breakdown_equals_kernels_by_category_on_real_exports(shared_traces, exp
     whole = table.loc["(whole trace)"]
     kernels = (ops["kind"] == "kernel").to_numpy()
     assert whole["Kernel Time (ns)"] == int(ops["duration"].to_numpy()[kernels].sum())
-    printed = pd.read_csv(io.StringIO(cli("kernels", export, "--by", "category", "--format", "csv").stdout))
-    assert whole["Kernel Time (ns)"] == printed["Total Time (ns)"].sum()
+    categories = tracekit.kernels(export, by="category")["categories"]
+    assert whole["Kernel Time (ns)"] == categories["Total Time (ns)"].sum()
     assert np.isclose(whole["Memcpy (MiB)"] * 2**20, ops.loc[(ops["kind"] == "memcpy").to_numpy(), "bytes"].sum())
 
 
@@ -188,15 +185,15 @@ def test_idle_per_gpu_on_a_real_two_gpu_trace(shared_traces):
     assert gpus.loc["any GPU busy", "Idle (ns)"] < gpus.loc["sum of GPUs", "Idle (ns)"] / 3
 
 
-def test_phases_by_emit_nvtx_op_on_a_real_trace(shared_traces, cli):
+def test_phases_by_emit_nvtx_op_on_a_real_trace(shared_traces):
     export = shared_traces / "a100_small_lm_trainstep_nsys2026.3.sqlite"
     table = breakdown_table(open_trace(export), ["aten::bmm", "aten::mul"]).set_index("Phase")
     raw = open_trace(export).ranges["name"].astype(str)
     assert table.loc["aten::bmm", "Instances"] == raw.str.startswith("aten::bmm,").sum() > 10
     assert table.loc["aten::bmm", "matmul (%)"] > 90
-    grouped = cli("ranges", export, "--format", "json").stdout
-    raw_rows = cli("ranges", export, "--raw-names", "--format", "json").stdout
-    assert len(json.loads(grouped)) < 200 < len(json.loads(raw_rows))
+    grouped = tracekit.ranges(export)["ranges"]
+    raw_rows = tracekit.ranges(export, raw_names=True)["ranges"]
+    assert len(grouped) < 200 < len(raw_rows)
 
 
 def test_a_trace_without_the_default_phases_says_so(tmp_path, trace):

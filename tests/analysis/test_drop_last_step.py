@@ -9,6 +9,8 @@ import json
 import pytest
 from helpers.nsys_builder import ExportBuilder
 
+import tracekit
+
 NCCL = "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"
 
 
@@ -25,27 +27,28 @@ def two_steps(tmp_path):
     return b.write(tmp_path / "steps.sqlite")
 
 
-def rows(cli, *args):
-    result = cli(*args, "--format", "json")
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout), result.stderr
+def test_every_command_leaves_the_last_step_out(two_steps):
+    for drop, kernels, idle in ((False, 6, [100, 100, 650]), (True, 3, [100])):  # 2 steps, or 1
+        assert tracekit.kernels(two_steps, drop_last_step=drop)["kernels"]["Instances"].sum() == kernels
+        gaps = tracekit.idle(two_steps, drop_last_step=drop)["gaps"]
+        assert sorted(gaps["Idle (ns)"]) == idle
+        overlap = tracekit.overlap(two_steps, drop_last_step=drop)["overlap"]
+        assert overlap["Communication (ns)"].tolist() == [100 * kernels // 3]
+        assert overlap["Overlapped (ns)"].tolist() == [50 * kernels // 3]
+        breakdown = tracekit.breakdown(two_steps, phases="ProfilerStep*", drop_last_step=drop)["breakdown"]
+        phases = breakdown.set_index("Phase")
+        assert phases.loc["(whole trace)", "Kernels"] == kernels and phases.loc["ProfilerStep*", "Kernels"] == kernels
+        assert phases.loc["ProfilerStep*", "Instances"] == kernels // 3  # the left-out step is no instance
+        per_step = tracekit.kernels(two_steps, ranges="ProfilerStep*", per_instance=True, drop_last_step=drop)
+        assert per_step["kernels"]["Instances"].sum() == 3  # 3 kernels a step, with or without the window
+        launches = tracekit.launches(two_steps, drop_last_step=drop)
+        assert launches["launches"]["Count"].sum() == kernels
+        assert any("the last profiler step left out" in note for note in launches.notes) == drop
 
 
-def test_every_command_leaves_the_last_step_out(cli, two_steps):
-    for flag, kernels, idle in (([], 6, [100, 100, 650]), (["--drop-last-step"], 3, [100])):  # 2 steps, or 1
-        table, notes = rows(cli, "kernels", two_steps, *flag)
-        assert sum(row["Instances"] for row in table) == kernels
-        gaps, _ = rows(cli, "idle", two_steps, "--unit", "ns", *flag)
-        assert sorted(row["Idle (ns)"] for row in gaps["gaps"]) == idle
-        overlap, _ = rows(cli, "overlap", two_steps, "--unit", "ns", *flag)
-        assert [row["Communication (ns)"] for row in overlap] == [100 * kernels // 3]
-        assert [row["Overlapped (ns)"] for row in overlap] == [50 * kernels // 3]
-        breakdown, _ = rows(cli, "breakdown", two_steps, "--phases", "ProfilerStep*", *flag)
-        phases = {row["Phase"]: row for row in breakdown["breakdown"]}
-        assert phases["(whole trace)"]["Kernels"] == kernels and phases["ProfilerStep*"]["Kernels"] == kernels
-        assert phases["ProfilerStep*"]["Instances"] == kernels // 3  # the left-out step is no instance
-        per_step, _ = rows(cli, "kernels", two_steps, "--range", "ProfilerStep*", "--per-instance", *flag)
-        assert sum(row["Instances"] for row in per_step) == 3  # 3 kernels a step, with or without the window
-        launches, notes = rows(cli, "launches", two_steps, *flag)
-        assert sum(row["Count"] for row in launches) == kernels
-        assert ("the last profiler step left out" in notes) == bool(flag)
+def test_the_flag_reaches_the_analyses(cli, two_steps):
+    """The command line's --drop-last-step is the API's drop_last_step (one command suffices: the flags
+    are generated from the same options)."""
+    result = cli("kernels", two_steps, "--drop-last-step", "--format", "json")
+    assert result.exit_code == 0 and sum(row["Instances"] for row in json.loads(result.stdout)) == 3
+    assert "the last profiler step left out" in result.stderr

@@ -13,6 +13,7 @@ import pytest
 from helpers.kineto_builder import KinetoBuilder
 from helpers.nsys_builder import ExportBuilder
 
+import tracekit
 from tracekit.analysis import stats
 from tracekit.analysis.many import merge_stats
 from tracekit.analysis.many.inputs import Part
@@ -172,40 +173,43 @@ def dist_rank(path, rank: int, allreduce_us: int, compute_us: int, steps: list[t
     return b.write(path)
 
 
-def test_ranks_of_a_built_job(cli, tmp_path):
+def records(result, name: str) -> list[dict]:
+    return result[name].to_dict("records")
+
+
+def test_ranks_of_a_built_job(tmp_path):
     job = tmp_path / "job"
     job.mkdir()
     for rank, (allreduce, compute, step) in enumerate([(100, 50, 300), (400, 50, 600), (100, 80, 330)]):
         dist_rank(job / f"worker{rank}.json", rank, allreduce, compute, [(0, step), (1000, step)])
-    result = cli("ranks", job, "--format", "json")
-    assert result.exit_code == 0, result.output
-    tables = json.loads(result.stdout)
-    rows = {row["Rank"]: row for row in tables["ranks"]}
+    result = tracekit.ranks(job, workers=1)
+    rows = {row["Rank"]: row for row in records(result, "ranks")}
     assert rows[1]["Communication (ns)"] == 800_000 and rows[1]["Computation (ns)"] == 100_000
     assert rows[2]["Computation (ns)"] == 160_000 and rows[0]["Steps"] == 2
     assert [rows[rank]["Step Time (ns)"] for rank in range(3)] == [300_000, 600_000, 330_000]
     assert rows[1]["GPU Busy (ns)"] == 2 * 450_000 and rows[1]["GPU Idle (ns)"] == 1_000_000 + 450_000 - 900_000
-    spread = {row["Figure"]: row for row in tables["spread"]}
+    spread = {row["Figure"]: row for row in records(result, "spread")}
     assert spread["Step Time"]["Max Rank"] == 1 and spread["Step Time"]["Min Rank"] == 0
     assert spread["Communication"]["Spread (ns)"] == 600_000
-    collectives = tables["collectives"]
+    collectives = records(result, "collectives")
     assert {(row["Rank"], row["Collective"], row["Instances"], row["Time (ns)"]) for row in collectives} == {
         (0, "AllReduce", 2, 200_000), (1, "AllReduce", 2, 800_000), (2, "AllReduce", 2, 200_000)}  # fmt: skip
-    kernels = {row["Name"].split("(")[0]: row for row in tables["kernels"]}
+    kernels = {row["Name"].split("(")[0]: row for row in records(result, "kernels")}
     nccl = kernels["ncclKernel_AllReduce_RING_LL_Sum_float"]
     assert (nccl["Slowest Rank"], nccl["Slowest Avg (ns)"], nccl["Fastest Avg (ns)"]) == (1, 400_000, 100_000)
     assert nccl["Lost (ns)"] == 600_000 and nccl["Spread (%)"] == 300.0
-    assert "slowest rank by step time: 1" in result.stderr
-    assert "waited" not in result.stderr  # no rank's communication is under half the median
+    said = "\n".join(result.notes)
+    assert "slowest rank by step time: 1" in said
+    assert "waited" not in said  # no rank's communication is under half the median
 
 
-def test_ranks_without_rank_metadata_are_runs(cli, tmp_path):
+def test_ranks_without_rank_metadata_are_runs(tmp_path):
     export(tmp_path / "first.sqlite", [(100, 200, "k")])
     export(tmp_path / "second.sqlite", [(100, 400, "k")])
-    result = cli("ranks", tmp_path, "--format", "json")
-    rows = json.loads(result.stdout)["ranks"]
+    result = tracekit.ranks(tmp_path, workers=1)
+    rows = records(result, "ranks")
     assert [(row["Run"], row["Computation (ns)"]) for row in rows] == [("first", 100), ("second", 300)]
-    assert "no step ranges" in result.stderr
+    assert any("no step ranges" in note for note in result.notes)
 
 
 # --- compare -------------------------------------------------------------------------------------------
@@ -231,16 +235,16 @@ def test_compare_orders_runs_by_a_config_field(cli, tmp_path):
     run_folder(runs / "big", 256, 900)
     run_folder(runs / "small", 64, 300, steps=3)
     run_folder(runs / "mid", 128, 400)
-    picture = tmp_path / "compare.png"
-    result = cli("compare", runs, "--order-by", "ctx", "--phases", "forward", "--picture", picture, "--unit", "ns",
-                 "--format", "json")  # fmt: skip
-    assert result.exit_code == 0, result.output
-    rows = json.loads(result.stdout)  # one table: a list of rows
+    rows = tracekit.compare(runs, order_by="ctx", phases="forward", workers=1).frame.to_dict("records")
     forward = [row for row in rows if row["Phase"] == "forward"]
     assert [(row["Run"], row["ctx"], row["Instances"]) for row in forward] == [
         ("small", 64, 3), ("mid", 128, 2), ("big", 256, 2)]  # fmt: skip
     assert [row["Per Instance (ns)"] for row in forward] == [400, 500, 1000]
     assert forward[2]["matmul (%)"] == 90.0 and forward[2]["elementwise (%)"] == 10.0
+    picture = tmp_path / "compare.png"
+    drawn = cli("compare", runs, "--order-by", "ctx", "--phases", "forward", "--picture", picture, "--format", "json")
+    assert drawn.exit_code == 0, drawn.output
+    assert len(json.loads(drawn.stdout)) == len(rows)  # the command line's table is the API's
     assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -260,12 +264,12 @@ def test_the_cli_default_limit_is_the_library_default():
     assert many.DEFAULT_EXACT_LIMIT == merge_stats.DEFAULT_EXACT_LIMIT
 
 
-def test_the_rank_the_others_waited_for_is_named(cli, tmp_path):
+def test_the_rank_the_others_waited_for_is_named(tmp_path):
     for rank, allreduce in enumerate([300, 20, 280]):  # rank 1 joined last: its collective barely waited
         dist_rank(tmp_path / f"w{rank}.json", rank, allreduce, 50, [(0, 500)])
-    result = cli("ranks", tmp_path, "--format", "csv")
-    assert "rank 1 spent the least time in communication kernels (0.020 ms against a median of 0.280 ms)" in (
-        result.stderr)  # fmt: skip
+    notes = tracekit.ranks(tmp_path, workers=1).notes
+    said = "rank 1 spent the least time in communication kernels (0.020 ms against a median of 0.280 ms)"
+    assert any(said in note for note in notes)
 
 
 def test_ranks_of_one_input_say_what_they_compared(cli, tmp_path):
@@ -275,10 +279,10 @@ def test_ranks_of_one_input_say_what_they_compared(cli, tmp_path):
     for step in range(3):
         single.push_pop(step * 1_000, step * 1_000 + 900, "step", pid=111, tid=111)
         single.kernel(step * 1_000 + 100, step * 1_000 + 400, "gemm_kernel", pid=111, launch_at=step * 1_000 + 10)
-    result = cli("ranks", single.write(tmp_path / "one.sqlite"), "--format", "json")
-    rows = json.loads(result.stdout)  # one table: its rows (no spread table beside it)
-    assert isinstance(rows, list) and [row["Steps"] for row in rows] == [3]
-    assert "no step ranges" not in result.stderr and "one input with one GPU: nothing to compare" in result.stderr
+    result = tracekit.ranks(single.write(tmp_path / "one.sqlite"))
+    assert result.names == ["ranks"] and result["ranks"]["Steps"].tolist() == [3]  # no spread table beside it
+    said = "\n".join(result.notes)
+    assert "no step ranges" not in said and "one input with one GPU: nothing to compare" in said
 
     job = ExportBuilder("2026.2")
     for device, (pid, steps, length) in enumerate(((111, 2, 900), (112, 3, 600))):
@@ -286,13 +290,11 @@ def test_ranks_of_one_input_say_what_they_compared(cli, tmp_path):
             job.push_pop(step * 1_000, step * 1_000 + length, "step", pid=pid, tid=pid)
             job.kernel(step * 1_000 + 100, step * 1_000 + 300 + device * 100, "gemm_kernel", device=device, pid=pid,
                        launch_at=step * 1_000 + 10)  # fmt: skip
-    result = cli("ranks", job.write(tmp_path / "job.sqlite"), "--format", "json")
-    tables = json.loads(result.stdout)
-    rows = {row["GPU"]: row for row in tables["ranks"]}
+    result = tracekit.ranks(job.write(tmp_path / "job.sqlite"))
+    rows = {row["GPU"]: row for row in records(result, "ranks")}
     assert {gpu: (row["Steps"], row["Step Time (ns)"], row["GPU Busy (ns)"]) for gpu, row in rows.items()} == {
         "cuda:0": (2, 900, 400), "cuda:1": (3, 600, 900)}  # fmt: skip
-    assert {row["Figure"] for row in tables["spread"]} == {"Step Time", "GPU Busy", "GPU Idle", "Computation"}
-    assert (
-        "one input holding 2 GPUs: compared GPU by GPU" in result.stderr and "slowest GPU by step time" in result.stderr
-    )
+    assert set(result["spread"]["Figure"]) == {"Step Time", "GPU Busy", "GPU Idle", "Computation"}
+    said = "\n".join(result.notes)
+    assert "one input holding 2 GPUs: compared GPU by GPU" in said and "slowest GPU by step time" in said
     assert "(ranks compared over 1 input)" in cli("ranks", tmp_path / "job.sqlite").output

@@ -11,8 +11,10 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 import pytest
+from helpers.api_tables import records, said
 from helpers.paths import SHARED
 
+import tracekit
 from tracekit.analysis.kernels.categories import CATEGORIES
 from tracekit.analysis.ranges.breakdown import breakdown_times
 from tracekit.analysis.stats import percent_of_total
@@ -52,18 +54,17 @@ def by_hand(folder: Path, column: str = "name") -> pd.DataFrame:
     )
 
 
-def rows_by_name(text: str, table: str) -> dict[Any, dict]:
-    return {row["Name"]: row for row in json.loads(text)[table]}
+def rows_by_name(result, table: str) -> dict[Any, dict]:
+    return {row["Name"]: row for row in records(result, table)}
 
 
-@pytest.mark.parametrize("where", [["--workers", "2"], ["--workers", "1"], ["--dask", "--workers", "2"]],
+@pytest.mark.parametrize("where", [{"workers": 2}, {"workers": 1}, {"use_dask": True, "workers": 2}],
                          ids=["pool-2", "pool-1", "dask"])  # fmt: skip
-def test_kernels_over_ranks_equal_the_files_combined(cli, job, where):
-    if "--dask" in where:
+def test_kernels_over_ranks_equal_the_files_combined(job, where):
+    if where.get("use_dask"):
         pytest.importorskip("dask.distributed", reason="Dask is not installed (pip install -e '.[dask]')")
-    result = cli("kernels", job, *where, "--format", "json")
-    assert result.exit_code == 0, result.output
-    merged = rows_by_name(result.stdout, "kernels")
+    result = tracekit.kernels(job, **where)
+    merged = rows_by_name(result, "kernels")
     expected = by_hand(job)
     assert set(merged) == set(expected.index)
     for name, row in expected.iterrows():
@@ -77,51 +78,48 @@ def test_kernels_over_ranks_equal_the_files_combined(cli, job, where):
     grand = expected["sum"].sum()
     for name, row in expected.iterrows():  # of the grand total over every rank, as nsys rounds shares
         assert merged[name]["Time (%)"] == percent_of_total([row["sum"], grand - row["sum"]])[0], name
-    per_rank = json.loads(result.stdout)["kernels_by_rank"]
+    per_rank = records(result, "kernels_by_rank")
     assert sorted({row["Rank"] for row in per_rank}) == [0, 1, 2, 3]
     for rank in range(4):  # each rank's rows are that file's own table, unchanged
-        alone = json.loads(cli("kernels", job / f"rank{rank}.sqlite", "--format", "json").stdout)
+        alone = records(tracekit.kernels(job / f"rank{rank}.sqlite"))
         mine = [{k: v for k, v in row.items() if k != "Rank"} for row in per_rank if row["Rank"] == rank]
         assert mine == alone
-    assert "note: 4 ranks read" in result.stderr
+    assert "4 ranks read" in said(result)
 
 
-def test_median_past_the_exact_limit_comes_from_the_sketch(cli, job):
-    result = cli("kernels", job, "--exact-median-limit", "10", "--format", "json")
-    merged = rows_by_name(result.stdout, "kernels")
+def test_median_past_the_exact_limit_comes_from_the_sketch(job):
+    result = tracekit.kernels(job, exact_median_limit=10)
+    merged = rows_by_name(result, "kernels")
     expected = by_hand(job)
     for name, row in expected.iterrows():
         ours = merged[name]
         assert ours["Med Exact"] is bool(row["count"] <= 10), name
         assert ours["Med (ns)"] == pytest.approx(row["median"], rel=0.0051, abs=0.051), name
         assert ours["Total Time (ns)"] == row["sum"]  # only the median is approximate
-    assert "approximate" in result.stderr
+    assert "approximate" in said(result)
 
 
-def test_categories_and_types_over_ranks(cli, job):
-    merged = {row["Category"]: row for row in json.loads(cli("kernels", job, "--by", "category", "--format",
-                                                              "json").stdout)["categories"]}  # fmt: skip
-    singles = [{row["Category"]: row for row in json.loads(cli("kernels", job / f"rank{rank}.sqlite", "--by",
-               "category", "--format", "json").stdout)} for rank in range(4)]  # fmt: skip
+def test_categories_and_types_over_ranks(job):
+    merged = {row["Category"]: row for row in records(tracekit.kernels(job, by="category"), "categories")}
+    singles = [{row["Category"]: row for row in records(tracekit.kernels(job / f"rank{rank}.sqlite", by="category"))}
+               for rank in range(4)]  # fmt: skip
     for category, row in merged.items():  # a category a rank's table leaves out (no kernels there) is 0
         assert row["Total Time (ns)"] == sum(single.get(category, {}).get("Total Time (ns)", 0) for single in singles)
         assert row["Instances"] == sum(single.get(category, {}).get("Instances", 0) for single in singles)
     # distinct kernels per category: a name on several ranks counts once
     names = by_hand(job).index
     assert sum(row["Kernels"] for row in merged.values()) == len(names)
-    types = json.loads(cli("kernels", job, "--by", "type", "--format", "json").stdout)["types"]
-    single_types = [json.loads(cli("kernels", job / f"rank{rank}.sqlite", "--by", "type", "--format", "json").stdout)
-                    for rank in range(4)]  # fmt: skip
+    types = records(tracekit.kernels(job, by="type"), "types")
+    single_types = [records(tracekit.kernels(job / f"rank{rank}.sqlite", by="type")) for rank in range(4)]
     for row in types:
         assert row["Time (ns)"] == sum(
             r["Time (ns)"] for single in single_types for r in single if r["Type"] == row["Type"]
         )
 
 
-def test_ranges_over_ranks(cli, job):
-    result = cli("ranges", job, "--format", "json")
-    merged = {(row["Range"], row["Style"]): row for row in json.loads(result.stdout)["ranges"]}
-    singles = [json.loads(cli("ranges", job / f"rank{rank}.sqlite", "--format", "json").stdout) for rank in range(4)]
+def test_ranges_over_ranks(job):
+    merged = {(row["Range"], row["Style"]): row for row in records(tracekit.ranges(job), "ranges")}
+    singles = [records(tracekit.ranges(job / f"rank{rank}.sqlite")) for rank in range(4)]
     expected: dict[tuple, dict] = {}
     for single in singles:
         for row in single:
@@ -151,18 +149,17 @@ def assert_same_rows(rows: list[dict], expected: list[dict]) -> None:
                        for key, value in wanted.items()}  # fmt: skip
 
 
-def test_breakdown_over_ranks(cli, job):
-    result = json.loads(cli("breakdown", job, "--phases", "*", "--format", "json").stdout)
+def test_breakdown_over_ranks(job):
+    result = tracekit.breakdown(job, phases="*")
     times = [breakdown_times(open_trace(job / f"rank{rank}.sqlite"), ["*"]) for rank in range(4)]
-    whole = {row["Phase"]: row for row in result["breakdown"]}["(whole trace)"]
+    whole = {row["Phase"]: row for row in records(result, "breakdown")}["(whole trace)"]
     summed = sum(frame.iloc[-1][[f"{c} (ns)" for c in CATEGORIES]].to_numpy(np.int64) for frame in times)
     assert whole["Kernel Time (ns)"] == sum(int(frame.iloc[-1]["Kernel Time (ns)"]) for frame in times)
     shares = percent_of_total(summed)
     for category, share in zip(CATEGORIES, shares):  # a share that would print as 0.0 gets no column
         assert whole.get(f"{category} (%)") == (pytest.approx(share) if share >= 0.05 else None)
-    gpus = {row["GPU"]: row for row in result["gpus"] if row["Phase"] == "(whole trace)"}
-    singles = [json.loads(cli("breakdown", job / f"rank{rank}.sqlite", "--format", "json").stdout)["gpus"]
-               for rank in range(4)]  # fmt: skip
+    gpus = {row["GPU"]: row for row in records(result, "gpus") if row["Phase"] == "(whole trace)"}
+    singles = [records(tracekit.breakdown(job / f"rank{rank}.sqlite"), "gpus") for rank in range(4)]
     devices = [row for single in singles for row in single if row["Phase"] == "(whole trace)"
                and row["GPU"].startswith("cuda:")]  # fmt: skip
     assert gpus["sum of GPUs"]["GPUs"] == len(devices)
@@ -176,9 +173,7 @@ def test_one_corrupt_file_among_many(cli, job, tmp_path):
     (folder / "rank7.sqlite").write_bytes(b"SQLite format 3\x00" + b"\x00" * 50)  # a truncated database
     result = cli("kernels", folder, "--format", "json")
     assert result.exit_code == 0
-    assert_same_rows(
-        json.loads(result.stdout)["kernels"], json.loads(cli("kernels", job, "--format", "json").stdout)["kernels"]
-    )
+    assert_same_rows(json.loads(result.stdout)["kernels"], records(tracekit.kernels(job), "kernels"))
     failed = [line for line in result.stderr.splitlines() if "rank7.sqlite" in line]
     assert len(failed) == 1 and failed[0].count("rank7.sqlite") == 1 and "Traceback" not in result.output
     assert "4 ranks read, 1 could not be" in result.stderr
@@ -186,9 +181,8 @@ def test_one_corrupt_file_among_many(cli, job, tmp_path):
     assert strict.exit_code == 1 and "rank7.sqlite" in strict.output and "Traceback" not in strict.output
 
 
-def test_ranks_of_real_exports(cli, job):
-    table = json.loads(cli("ranks", job, "--format", "json").stdout)
-    rows = {row["Rank"]: row for row in table["ranks"]}
+def test_ranks_of_real_exports(job):
+    rows = {row["Rank"]: row for row in records(tracekit.ranks(job), "ranks")}
     assert sorted(rows) == [0, 1, 2, 3]
     for rank, name in enumerate(RANK_SOURCES):
         ops = open_trace(TRACES / name).gpu_ops
@@ -201,11 +195,8 @@ def test_ranks_of_real_exports(cli, job):
         k: v for k, v in rows[3].items() if k not in ("Rank", "Step vs Median (%)")}  # fmt: skip
 
 
-def test_an_existing_dask_scheduler(cli, job):
+def test_an_existing_dask_scheduler(job):
     distributed = pytest.importorskip("dask.distributed", reason="Dask is not installed (pip install -e '.[dask]')")
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=None) as cluster:
-        result = cli("kernels", job, "--scheduler", cluster.scheduler_address, "--format", "json")
-    assert result.exit_code == 0, result.output
-    assert_same_rows(
-        json.loads(result.stdout)["kernels"], json.loads(cli("kernels", job, "--format", "json").stdout)["kernels"]
-    )
+        result = tracekit.kernels(job, scheduler=cluster.scheduler_address)
+    assert_same_rows(records(result, "kernels"), records(tracekit.kernels(job), "kernels"))

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from helpers.snapshot_builder import SnapshotBuilder, stack
 
+import tracekit
 from tracekit.analysis.memory.replay import replay
 from tracekit.analysis.memory.tables import compare, holders_at_peak, largest_at_peak, memory_summary, phases
 from tracekit.commands.command_line import flag_name
@@ -301,7 +302,7 @@ def test_a_comparison_lists_what_changed_to_one_precision(tmp_path):
     assert "0.098" in table_text(table, "table") and "3.098" in table_text(table, "table")
 
 
-def test_a_comparison_shows_top_holders(cli, tmp_path):
+def test_a_comparison_shows_top_holders(tmp_path):
     """`memory A B --compare --top 5` printed every holder that changed (35 rows)."""
     paths = []
     for name, grow in (("a", 0), ("b", 1)):
@@ -310,12 +311,11 @@ def test_a_comparison_shows_top_holders(cli, tmp_path):
             b.alloc(0x100000 * (index + 1), MIB + grow * index * 1024, index,
                     [{"filename": "model/net.py", "line": 10 + index, "name": "forward"}])  # fmt: skip
         paths.append(b.dump(tmp_path / f"{name}.pickle"))
-    result = cli("memory", *paths, "--compare", "--top", "5", "--format", "json")
-    rows = json.loads(result.stdout)
-    assert [row["Holder"] for row in rows] == ["(peak allocated)"] + [
+    result = tracekit.memory(paths, compare=True, top=5)
+    assert result.frame["Holder"].tolist() == ["(peak allocated)"] + [
         f"model/net.py:{10 + i} forward" for i in (11, 10, 9, 8, 7)
     ]
-    assert "the 5 of 11 holders that changed most" in result.stderr
+    assert any("the 5 of 11 holders that changed most" in note for note in result.notes)
 
 
 def test_a_frame_that_is_not_a_dict_reads_as_unknown(tmp_path, cli):

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from helpers.paths import SHARED
 
+import tracekit
 from tracekit.analysis.memory.roles import Optimizer, allocator_size, split_before_trace
 
 MIB = 2**20
@@ -50,7 +51,7 @@ def test_four_copies_with_adamw_are_parameters_gradients_and_two_states():
     assert np.allclose(split.shares, [1 / 3, 0, 0, 2 / 3])
 
 
-def test_a_snapshot_after_warm_up_with_gradients_kept(cli, tmp_path):
+def test_a_snapshot_after_warm_up_with_gradients_kept(tmp_path):
     """Built: two parameter sizes made before the trace with their gradient and two AdamW states each,
     an annotation Optimizer.step#AdamW.step; the table and the note say what they are."""
     from helpers.snapshot_builder import SnapshotBuilder, stack
@@ -65,13 +66,13 @@ def test_a_snapshot_after_warm_up_with_gradients_kept(cli, tmp_path):
     blocks.append((address, 6 * MIB, "active_allocated", stack("train.py:20 forward")))
     built.segment(1 << 30, address + 6 * MIB - (1 << 30), blocks)
     built.annotate("Optimizer.step#AdamW.step", 20, 30)
-    result = cli("memory", built.dump(tmp_path / "kept.pickle"), "--by", "role", "--format", "json")
-    assert result.exit_code == 0, result.output
-    roles = {row["Role"]: row["Size (MiB)"] for row in json.loads(result.stdout)["roles"]}
+    result = tracekit.memory(built.dump(tmp_path / "kept.pickle"), by="role")
+    roles = dict(zip(result["roles"]["Role"], result["roles"]["Size (MiB)"]))
     parameters = 3 * 8 + 5 * 2
     assert roles == {"parameters": parameters, "optimizer state": 2 * parameters, "gradients": parameters,
                      "activations": 6}  # fmt: skip
-    assert "shows AdamW; their sizes repeat 4 times (a parameter, its gradient and 2 optimizer states" in result.stderr
+    said = "shows AdamW; their sizes repeat 4 times (a parameter, its gradient and 2 optimizer states"
+    assert any(said in note for note in result.notes)
 
 
 MEMORY = SHARED / "memory"
@@ -79,22 +80,21 @@ PARAMETERS = 423_183_360  # the cs336 GPT-2-medium-sized model, fp32, AdamW
 
 
 @pytest.mark.skipif(not MEMORY.is_dir(), reason=f"real snapshots not available: {MEMORY}")
-def test_a_real_adamw_step_splits_into_4p_and_8p(cli):
-    result = cli("memory", MEMORY / "cs336_medium_ctx512_train_step.pickle", "--by", "role", "--format", "json")
-    assert result.exit_code == 0, result.output
-    roles = {row["Role"]: row["Size (MiB)"] for row in json.loads(result.stdout)["roles"]}
+def test_a_real_adamw_step_splits_into_4p_and_8p():
+    result = tracekit.memory(MEMORY / "cs336_medium_ctx512_train_step.pickle", by="role")
+    roles = dict(zip(result["roles"]["Role"], result["roles"]["Size (MiB)"]))
     assert roles["parameters"] == pytest.approx(4 * PARAMETERS / MIB, rel=0.02)
     assert roles["optimizer state"] == pytest.approx(8 * PARAMETERS / MIB, rel=0.02)
     assert roles["activations"] > roles["temporaries"] > 0
-    assert "the snapshot shows AdamW" in result.stderr
+    assert any("the snapshot shows AdamW" in note for note in result.notes)
 
 
 @pytest.mark.skipif(not MEMORY.is_dir(), reason=f"real snapshots not available: {MEMORY}")
-def test_a_forward_only_snapshot_has_no_optimizer_state(cli):
-    result = cli("memory", MEMORY / "cs336_medium_ctx512_forward.pickle", "--by", "role", "--format", "json")
-    roles = {row["Role"]: row["Size (MiB)"] for row in json.loads(result.stdout)["roles"]}
+def test_a_forward_only_snapshot_has_no_optimizer_state():
+    result = tracekit.memory(MEMORY / "cs336_medium_ctx512_forward.pickle", by="role")
+    roles = dict(zip(result["roles"]["Role"], result["roles"]["Size (MiB)"]))
     assert "optimizer state" not in roles and roles["parameters"] == pytest.approx(4 * PARAMETERS / MIB, rel=0.02)
-    assert "no optimizer in the snapshot" in result.stderr
+    assert any("no optimizer in the snapshot" in note for note in result.notes)
 
 
 @pytest.mark.skipif(not MEMORY.is_dir(), reason=f"real snapshots not available: {MEMORY}")

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import json
-
 from helpers.nsys_builder import ExportBuilder
+
+import tracekit
 
 NCCL = "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)"
 
 
-def test_overlap_per_gpu_and_step(cli, tmp_path):
+def test_overlap_per_gpu_and_step(tmp_path):
     b = ExportBuilder("2026.2")
     b.push_pop(0, 1000, "step")
     b.kernel(100, 300, NCCL, stream=8, launch_at=1)  # two collectives overlapping each other: union 100..400
@@ -19,9 +19,8 @@ def test_overlap_per_gpu_and_step(cli, tmp_path):
     b.push_pop(1000, 2000, "step")
     b.kernel(1100, 1200, NCCL, device=1, launch_at=1001)  # device 1: all exposed
     path = b.write(tmp_path / "o.sqlite")
-    result = cli("overlap", path, "--per-step", "--unit", "ns", "--format", "json")
-    assert result.exit_code == 0, result.output
-    rows = {(row["GPU"], row["Step"]): row for row in json.loads(result.stdout)}
+    result = tracekit.overlap(path, per_step=True)
+    rows = {(row["GPU"], row["Step"]): row for row in result["overlap"].to_dict("records")}
     whole = rows[("cuda:0", "(whole trace)")]
     assert (whole["Communication (ns)"], whole["Overlapped (ns)"], whole["Exposed (ns)"], whole["Overlap (%)"]) == (
         300, 150, 150, 50.0)  # fmt: skip

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from helpers.nsys_builder import ExportBuilder
 from helpers.paths import SHARED
+
+import tracekit
 
 
 def built_steps(tmp_path):
@@ -23,10 +23,9 @@ def built_steps(tmp_path):
     return b.write(tmp_path / "steps.sqlite")
 
 
-def test_steps_of_a_built_export(cli, tmp_path):
-    result = cli("steps", built_steps(tmp_path), "--unit", "ns", "--format", "json")
-    assert result.exit_code == 0, result.output
-    rows = json.loads(result.stdout)
+def test_steps_of_a_built_export(tmp_path):
+    result = tracekit.steps(built_steps(tmp_path))
+    rows = result["steps"].to_dict("records")
     assert [row["Wall (ns)"] for row in rows] == [1000, 1000, 1000, 3000]
     assert [row["Step"] for row in rows] == ["step #1", "step #2", "step #3", "step #4"]  # which is the outlier
     assert all(row["Kernels"] == 2 and row["Kernel Time (ns)"] == 200 for row in rows)
@@ -35,7 +34,7 @@ def test_steps_of_a_built_export(cli, tmp_path):
     assert [row["cuda:0 Idle (ns)"] for row in rows] == [800, 800, 800, 100]
     assert all(row["forward (ns)"] == 400 and row["backward (ns)"] == 500 for row in rows)
     assert [row["Flag"] for row in rows] == ["", "", "", "outlier"]
-    assert "1 of 4 steps are outliers" in result.stderr
+    assert any("1 of 4 steps are outliers" in note for note in result.notes)
 
 
 def test_steps_need_step_ranges(cli, tmp_path):
@@ -45,33 +44,34 @@ def test_steps_need_step_ranges(cli, tmp_path):
     path = b.write(tmp_path / "k.sqlite")
     result = cli("steps", path)
     assert result.exit_code == 1 and "--step-range" in result.output and "Traceback" not in result.output
-    named = json.loads(cli("steps", path, "--step-range", "train", "--unit", "ns", "--format", "json").stdout)
-    assert named[0]["Wall (ns)"] == 500 and named[0]["Kernels"] == 1
+    named = tracekit.steps(path, step_range="train")["steps"].iloc[0]
+    assert named["Wall (ns)"] == 500 and named["Kernels"] == 1
+    with pytest.raises(tracekit.TracekitError, match="step_range"):  # the API names its keyword
+        tracekit.steps(path)
 
 
 @pytest.mark.skipif(not (SHARED / "kineto").is_dir(), reason="real traces not available")
-def test_steps_of_a_real_torch_profiler_trace(cli):
-    path = SHARED / "kineto" / "a100_ddp_rank0of2_nccl.json.gz"
-    rows = json.loads(cli("steps", path, "--unit", "ns", "--format", "json").stdout)
-    assert [row["Step"] for row in rows] == ["ProfilerStep#4", "ProfilerStep#5", "ProfilerStep#6"]
-    kernels = json.loads(cli("kernels", path, "--range", "ProfilerStep#*", "--format", "json").stdout)
-    assert sum(row["Kernels"] for row in rows) == sum(row["Instances"] for row in kernels)
-    assert sum(row["Kernel Time (ns)"] for row in rows) == sum(row["Total Time (ns)"] for row in kernels)
+def test_steps_of_a_real_torch_profiler_trace():
+    trace = tracekit.open_trace(SHARED / "kineto" / "a100_ddp_rank0of2_nccl.json.gz")
+    steps = tracekit.steps(trace)["steps"]
+    assert steps["Step"].tolist() == ["ProfilerStep#4", "ProfilerStep#5", "ProfilerStep#6"]
+    kernels = tracekit.kernels(trace, ranges="ProfilerStep#*")["kernels"]
+    assert steps["Kernels"].sum() == kernels["Instances"].sum()
+    assert steps["Kernel Time (ns)"].sum() == kernels["Total Time (ns)"].sum()
 
 
-def test_diff_step_by_step(cli, tmp_path):
+def test_diff_step_by_step(tmp_path):
     a = built_steps(tmp_path)
     b = ExportBuilder("2026.2")
     for start in (0, 2000):  # two steps of 2000 ns, one kernel of 300 ns each
         b.push_pop(start, start + 2000, "step")
         b.kernel(start + 100, start + 400, "gemm", launch_at=start + 10)
-    result = cli("diff", a, b.write(tmp_path / "b.sqlite"), "--by", "step", "--unit", "ns", "--format", "json")
-    assert result.exit_code == 0, result.output
-    rows = json.loads(result.stdout)
+    result = tracekit.diff(a, b.write(tmp_path / "b.sqlite"), by="step")
+    rows = result.frame.to_dict("records")
     assert [(row["A Wall (ns)"], row["B Wall (ns)"], row["Delta Wall (ns)"], row["Wall Ratio"]) for row in rows] == [
         (1000, 2000, 1000, 2.0), (1000, 2000, 1000, 2.0)]  # fmt: skip
     assert [row["Delta Kernel Time (ns)"] for row in rows] == [100, 100]
-    assert "A has 4 steps, B 2: the first 2 are compared" in result.stderr
+    assert any("A has 4 steps, B 2: the first 2 are compared" in note for note in result.notes)
 
 
 def test_steps_picture(cli, tmp_path):

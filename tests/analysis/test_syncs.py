@@ -6,8 +6,10 @@ import json
 
 from helpers.nsys_builder import ExportBuilder
 
+import tracekit
 
-def test_blocking_calls_and_the_idle_after(cli, tmp_path):
+
+def test_blocking_calls_and_the_idle_after(tmp_path):
     b = ExportBuilder("2026.2")
     b.push_pop(0, 1000, "step")
     b.push_pop(500, 700, "loss.item")
@@ -18,20 +20,20 @@ def test_blocking_calls_and_the_idle_after(cli, tmp_path):
     b.runtime(905, 950, "cudaDeviceSynchronize_v3020", 902)  # returns after the last op: no next op
     b.runtime(1200, 1210, "cudaMemcpy_v3020", 903)  # outside every range
     path = b.write(tmp_path / "s.sqlite")
-    result = cli("syncs", path, "--unit", "ns", "--format", "json")
-    assert result.exit_code == 0, result.output
-    tables = json.loads(result.stdout)
-    rows = {(row["API"], row["Range"]): row for row in tables["syncs"]}
+    result = tracekit.syncs(path)
+    rows = {(row["API"], row["Range"]): row for row in result["syncs"].to_dict("records")}
     assert set(rows) == {("cudaStreamSynchronize", "loss.item"), ("cudaDeviceSynchronize", "step"),
                          ("cudaMemcpy", "(no range)")}  # fmt: skip
     stream = rows[("cudaStreamSynchronize", "loss.item")]
     assert (stream["Calls"], stream["Wait (ns)"], stream["GPU Idle After (ns)"]) == (1, 90, 200)
     assert rows[("cudaDeviceSynchronize", "step")]["GPU Idle After (ns)"] == 0
-    assert tables["longest"][0]["API"] == "cudaStreamSynchronize" and tables["longest"][0]["Start (ns)"] == 420
-    assert "3 blocking calls" in result.stderr
+    longest = result["longest"].iloc[0]
+    assert longest["API"] == "cudaStreamSynchronize" and longest["Start (ns)"] == 420
+    assert any("3 blocking calls" in note for note in result.notes)
 
 
 def test_a_trace_without_syncs(cli, tmp_path):
+    """The command line's side: an empty JSON list, the reason on standard error."""
     b = ExportBuilder("2026.2")
     b.kernel(100, 200, "gemm", launch_at=10)
     result = cli("syncs", b.write(tmp_path / "k.sqlite"), "--format", "json")

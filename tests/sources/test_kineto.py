@@ -8,8 +8,10 @@ import time
 
 import numpy as np
 import pytest
+from helpers.api_tables import records, said
 from helpers.kineto_builder import KinetoBuilder
 
+import tracekit
 from tracekit.sources import open_trace
 from tracekit.sources.kineto import json_stream
 
@@ -74,21 +76,19 @@ def test_tables_follow_the_contract(tmp_path):
 
 def test_every_command_reads_a_built_trace(cli, tmp_path):
     path = step_trace().write(tmp_path / "t.pt.trace.json")
-    result = cli("kernels", path, "--format", "json")
-    rows = json.loads(result.stdout)
-    assert [row["Total Time (ns)"] for row in rows] == [50000, 20048, 4001]
-    ranged = json.loads(cli("kernels", path, "--range", "forward", "--format", "json").stdout)
-    assert [row["Total Time (ns)"] for row in ranged] == [20048, 4001]  # the launch on thread 101 counts too
-    types = json.loads(cli("kernels", path, "--by", "type", "--ops", "all", "--format", "json").stdout)
+    assert tracekit.kernels(path)["kernels"]["Total Time (ns)"].tolist() == [50000, 20048, 4001]
+    ranged = tracekit.kernels(path, ranges="forward")["kernels"]
+    assert ranged["Total Time (ns)"].tolist() == [20048, 4001]  # the launch on thread 101 counts too
+    types = records(tracekit.kernels(path, by="type", ops="all"))
     assert {row["Type"]: row["Time (ns)"] for row in types} == {  # the memset runs under the NCCL kernel
         "computation": 20048 + 4001,
         "communication": 50000 - 999,
         "memory": 1750,
         "communication overlapping memory": 999,
     }
-    window = json.loads(cli("kernels", path, "--drop-last-step", "--format", "json").stdout)
-    assert [row["Total Time (ns)"] for row in window] == [20048, 4001]  # launched after ProfilerStep#2 began
-    ranges = json.loads(cli("ranges", path, "--format", "json").stdout)
+    window = tracekit.kernels(path, drop_last_step=True)["kernels"]
+    assert window["Total Time (ns)"].tolist() == [20048, 4001]  # launched after ProfilerStep#2 began
+    ranges = records(tracekit.ranges(path))
     assert {row["Range"]: row["Instances"] for row in ranges}["forward"] == 1
     result = cli("ranges", path)
     assert "no NVTX domains" in result.output
@@ -115,21 +115,20 @@ def test_torch_1_8_categories_and_string_thread_ids(tmp_path):
     assert trace.meta.gpus["name"].tolist() == [None]
 
 
-def test_bad_events_among_good_ones_are_left_out_and_counted(cli, tmp_path):
+def test_bad_events_among_good_ones_are_left_out_and_counted(tmp_path):
     built = step_trace()
     built.kernel(MATMUL, '"soon"', 1, correlation=99)  # a time that is not a number
     built.kernel(MATMUL, 5, "-1", correlation=98)  # a negative duration
     built.kernel(MATMUL, "99999999999999999999", 1, correlation=97)  # past int64 nanoseconds
     built.raw('{"ph": "X", "cat": "kernel", "name": 12, "ts": 1, "dur": 1}')  # a name that is not text
     built.raw('{"ph": "X", "cat": "kernel", "name": "no times"}')
-    result = cli("kernels", built.write(tmp_path / "t.json"), "--format", "json")
-    assert result.exit_code == 0
-    assert sum(row["Instances"] for row in json.loads(result.stdout)) == 3
-    assert "4 gpu_ops rows" in result.stderr  # unusable values
-    assert "1 event could not be read" in result.stderr  # a name that is not text
+    result = tracekit.kernels(built.write(tmp_path / "t.json"))
+    assert result["kernels"]["Instances"].sum() == 3
+    assert "4 gpu_ops rows" in said(result)  # unusable values
+    assert "1 event could not be read" in said(result)  # a name that is not text
 
 
-def test_rocm_args_written_as_text_are_read(cli, tmp_path):
+def test_rocm_args_written_as_text_are_read(tmp_path):
     """HIP runtime calls carry ``"bytes": "128"`` and ``"stream": "0x0"``: every such event was left out
     ("366 events could not be read"), so the copies lost their launch calls and idle blamed the host."""
     built = KinetoBuilder(devices=1)
@@ -145,9 +144,9 @@ def test_rocm_args_written_as_text_are_read(cli, tmp_path):
     assert trace.launches["correlation_id"].tolist() == [1, 2]
     copy = trace.gpu_ops.loc[trace.gpu_ops["kind"] == "memcpy"]
     assert copy[["bytes", "device", "correlation_id"]].values.tolist() == [[128, 0, 2]]
-    result = cli("idle", path, "--unit", "ns", "--format", "json")
-    assert "could not be read" not in result.stderr
-    (gap,) = json.loads(result.stdout)["gaps"]
+    result = tracekit.idle(path)
+    assert "could not be read" not in said(result)
+    (gap,) = records(result, "gaps")
     assert (gap["Idle (ns)"], gap["Cause"]) == (60_000, "dependency not in trace")  # queued at 1,002 us
 
 
@@ -312,14 +311,14 @@ def test_hostile_values_are_left_out_and_said(cli, tmp_path):
     assert "2 gpu_ops rows" in result.stderr and "2 events could not be read" in result.stderr
 
 
-def test_large_correlation_ids_join_their_own_launch(cli, tmp_path):
+def test_large_correlation_ids_join_their_own_launch(tmp_path):
     """Correlation ids past 2^32 (a JSON trace can hold them) are not cut to 32 bits when joined."""
     path = events_file(
         tmp_path / "t.json",
         RANGE % ("early", 100, 0, 10), LAUNCH % (100, 1, 1),
         RANGE % ("late", 100, 50, 10), LAUNCH % (100, 51, 2**32 + 1), KERNEL % ("k", 60, 0, 2**32 + 1),
     )  # fmt: skip
-    rows = {row["Range"]: row for row in json.loads(cli("ranges", path, "--format", "json").stdout)}
+    rows = {row["Range"]: row for row in records(tracekit.ranges(path))}
     assert rows["late"]["GPU Ops"] == 1 and rows["early"]["GPU Ops"] == 0
 
 

@@ -13,8 +13,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers.api_tables import records
 from helpers.paths import SHARED
 
+import tracekit
 from tracekit.analysis.kernels.types import OTHER, launched_before_last_step, op_types, type_label, type_segments
 from tracekit.sources import open_trace
 
@@ -93,17 +95,16 @@ def test_nanosecond_digits_of_a_real_trace_are_kept():
 @needs_shared
 def test_commands_on_real_traces(cli, tmp_path):
     qwen = SHARED_KINETO / "h100_qwen0.5b_inference.json.gz"
-    rows = json.loads(cli("kernels", qwen, "--format", "json").stdout)
+    rows = records(tracekit.kernels(qwen))
     assert rows[0]["Name"].startswith("sm90_xmma_gemm_bf16bf16") and rows[0]["Instances"] == 241
-    categories = {row["Category"]: row for row in json.loads(cli("kernels", qwen, "--by", "category", "--format",
-                                                                 "json").stdout)}  # fmt: skip
+    categories = {row["Category"]: row for row in records(tracekit.kernels(qwen, by="category"))}
     gemms = [row for row in rows if "gemm" in row["Name"].lower()]
     assert categories["matmul"]["Total Time (ns)"] == sum(row["Total Time (ns)"] for row in gemms) > 0
     assert categories["matmul"]["Instances"] == sum(row["Instances"] for row in gemms) == 242
     steps = SHARED_KINETO / "gp100_steps_gpu_user_annotation.json.gz"
-    ranges = json.loads(cli("ranges", steps, "--format", "json").stdout)  # the annotations by default
+    ranges = records(tracekit.ranges(steps))  # the annotations by default
     annotations = {row["Range"]: row["Instances"] for row in ranges}
-    spans = json.loads(cli("ranges", steps, "--domain", "gpu", "--format", "json").stdout)
+    spans = records(tracekit.ranges(steps, domain="gpu"))
     twins = {row["Range"].removeprefix("gpu:"): row["Instances"] for row in spans}
     assert annotations == twins and sum(annotations.values()) == 10  # each annotation and its GPU-side span
     rank0, rank1 = (SHARED_KINETO / RANKS / f"rank{rank}.pt.trace.json" for rank in (0, 1))
@@ -157,10 +158,9 @@ def _without_syncs(path: Path, target: Path) -> None:
 
 @needs_shared
 @every_trace
-def test_kernels_equal_hta(cli, path, hta_breakdowns):
+def test_kernels_equal_hta(path, hta_breakdowns):
     _, theirs = hta_breakdowns[path]
-    ours = {row["Name"]: row for row in json.loads(cli("kernels", path, "--ops", "all", "--drop-last-step",
-                                                        "--format", "json").stdout)}  # fmt: skip
+    ours = {row["Name"]: row for row in records(tracekit.kernels(path, ops="all", drop_last_step=True))}
     assert len(theirs) > 0
     for name, total_us, mean_us in zip(theirs["name"], theirs["sum (us)"], theirs["mean (us)"], strict=True):
         instances = round(total_us / mean_us) if mean_us else ours[name]["Instances"]
@@ -174,7 +174,7 @@ def test_kernels_equal_hta(cli, path, hta_breakdowns):
 
 @needs_shared
 @every_trace
-def test_kernel_types_and_overlap_equal_hta(cli, path, hta_breakdowns):
+def test_kernel_types_and_overlap_equal_hta(path, hta_breakdowns):
     types, _ = hta_breakdowns[path]
     trace = open_trace(path)
     window, _ = launched_before_last_step(trace)
@@ -186,8 +186,7 @@ def test_kernel_types_and_overlap_equal_hta(cli, path, hta_breakdowns):
         truncated[type_label(mask)] += duration // 1000
     theirs = {kind.lower(): int(total) for kind, total in zip(types["kernel_type"], types["sum"], strict=True)}
     assert dict(truncated) == {kind: total for kind, total in theirs.items() if total}
-    shown = json.loads(cli("kernels", path, "--by", "type", "--ops", "all", "--drop-last-step", "--format",
-                           "json").stdout)  # fmt: skip
+    shown = records(tracekit.kernels(trace, by="type", ops="all", drop_last_step=True))
     exact = Counter()
     for mask, duration in zip(masks.tolist(), durations.tolist(), strict=True):
         exact[type_label(mask)] += duration
@@ -196,11 +195,11 @@ def test_kernel_types_and_overlap_equal_hta(cli, path, hta_breakdowns):
 
 
 @needs_shared
-def test_rank_communication_equals_hta(cli, hta_breakdowns):
+def test_rank_communication_equals_hta(hta_breakdowns):
     """`tracekit ranks` on the DLRM job: each rank's communication time is the sum of the COMMUNICATION
     kernels in HTA's kernel breakdown of that rank, within 1 ns per instance."""
-    result = cli("ranks", SHARED_KINETO / RANKS, "--drop-last-step", "--format", "json")
-    ours = {row["Rank"]: row for row in json.loads(result.stdout)["ranks"]}
+    result = tracekit.ranks(SHARED_KINETO / RANKS, drop_last_step=True)
+    ours = {row["Rank"]: row for row in records(result, "ranks")}
     paths = [path for path in kineto_paths() if path.parent.name == RANKS]
     assert sorted(ours) == list(range(8)) and len(paths) == 8
     for path in paths:
