@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from helpers.nsys_builder import ExportBuilder
 from helpers.paths import ROOT, SHARED_TRACES
-from helpers.snapshot_builder import SnapshotBuilder, stack
+from helpers.snapshot_builder import two_snapshots
 from helpers.steps import build_step
 
 import tracekit
@@ -44,17 +44,12 @@ def inputs(tmp_path_factory):
     build_rich(a, 0)
     build_rich(b, 0)
     b.kernel(5000, 5400, "ampere_sgemm_128x64_tn", launch_at=4990)  # b: one more GEMM, outside the steps
-    small, large = SnapshotBuilder(), SnapshotBuilder()
-    for builder, scale in ((small, 1), (large, 3)):
-        builder.alloc(0x1000, scale * MIB, 100, stack("model/layers.py:39 forward"))
-        builder.alloc(0x9000, 2 * scale * MIB, 200, stack("model/attention.py:12 softmax"))
-        builder.free(0x9000, 2 * scale * MIB, 300)
-        builder.segment(0x0, 64 * MIB, [(0x1000, scale * MIB, "active_allocated")])
+    small, large = two_snapshots(folder)
     return {
         "a": a.write(folder / "a.sqlite"),
         "b": b.write(folder / "b.sqlite"),
-        "m1": small.dump(folder / "small.pickle"),
-        "m2": large.dump(folder / "large.pickle"),
+        "m1": small,
+        "m2": large,
     }
 
 

@@ -21,23 +21,7 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
-from tracekit.analysis.options import (
-    DEFAULT_EXACT_LIMIT,
-    DEFAULT_PHASES,
-    BreakdownOptions,
-    CompareOptions,
-    DiffOptions,
-    IdleOptions,
-    KernelsOptions,
-    LaunchesOptions,
-    ManyOptions,
-    MemoryOptions,
-    OverlapOptions,
-    RangesOptions,
-    RanksOptions,
-    StepsOptions,
-    SyncsOptions,
-)
+from tracekit.analysis.options import DEFAULT_EXACT_LIMIT, DEFAULT_PHASES, ManyOptions
 from tracekit.model.result import Result as _Result
 
 if TYPE_CHECKING:
@@ -107,10 +91,22 @@ class Result(_Result):
         return result_html(self)
 
 
-def _run(name: str, inputs: Sources | SnapshotSource | Sequence[SnapshotSource], options, many=None) -> Result:
-    from tracekit.commands.execute import run_command
+def _run(name: str, inputs: Sources | SnapshotSource | Sequence[SnapshotSource], arguments: dict) -> Result:
+    """Command ``name`` on ``inputs``. ``arguments``: the calling function's ``locals()``, split here into
+    the command's options and (commands over many inputs) how the inputs are read; the rest are the
+    inputs themselves. The functions below only declare their keywords: a test keeps them equal to the
+    options' fields, with the same defaults."""
+    from dataclasses import fields
 
-    return Result.of_result(run_command(name, inputs, options, many))
+    from tracekit.commands.execute import run_command
+    from tracekit.commands.registry import command
+
+    spec = command(name)
+    own = {field.name for field in fields(spec.options)}
+    options = spec.options(**{key: value for key, value in arguments.items() if key in own})
+    how = {field.name for field in fields(ManyOptions)}
+    many = ManyOptions(**{key: value for key, value in arguments.items() if key in how}) if spec.takes_many else None
+    return Result.of_result(run_command(spec, inputs, options, many))
 
 
 def kernels(
@@ -141,12 +137,7 @@ def kernels(
         >>> tracekit.kernels("trace.sqlite", top=5)["kernels"]
         >>> tracekit.kernels("trace.sqlite", by="category", ranges="forward")["categories"]
     """
-    options = KernelsOptions(top=top, name=name, by_launch_config=by_launch_config, by=by, ops=ops, ranges=ranges,  # type: ignore[arg-type]
-                             domain=domain, per_instance=per_instance, same_thread=same_thread,
-                             drop_last_step=drop_last_step)  # fmt: skip
-    many = ManyOptions(workers=workers, use_dask=use_dask, scheduler=scheduler, strict=strict,
-                       exact_median_limit=exact_median_limit)  # fmt: skip
-    return _run("kernels", trace, options, many)
+    return _run("kernels", trace, locals())
 
 
 def ranges(
@@ -175,11 +166,7 @@ def ranges(
         >>> tracekit.ranges("trace.sqlite", top=10)["ranges"]
         >>> tracekit.ranges("trace.sqlite", within="attention")["within"]
     """
-    options = RangesOptions(top=top, tree=tree, root=root, instance=instance, max_depth=max_depth, within=within,
-                            raw_names=raw_names, domain=domain, same_thread=same_thread)  # fmt: skip
-    many = ManyOptions(workers=workers, use_dask=use_dask, scheduler=scheduler, strict=strict,
-                       exact_median_limit=exact_median_limit)  # fmt: skip
-    return _run("ranges", trace, options, many)
+    return _run("ranges", trace, locals())
 
 
 def breakdown(
@@ -202,11 +189,7 @@ def breakdown(
     Example:
         >>> tracekit.breakdown("trace.sqlite", phases="forward,backward")["breakdown"]
     """
-    options = BreakdownOptions(phases=phases, domain=domain, ops=ops, same_thread=same_thread,  # type: ignore[arg-type]
-                               drop_last_step=drop_last_step)  # fmt: skip
-    many = ManyOptions(workers=workers, use_dask=use_dask, scheduler=scheduler, strict=strict,
-                       exact_median_limit=exact_median_limit)  # fmt: skip
-    return _run("breakdown", trace, options, many)
+    return _run("breakdown", trace, locals())
 
 
 def steps(trace: Source, *, step_range: str | None = None, phases: Specs = DEFAULT_PHASES) -> Result:
@@ -216,7 +199,7 @@ def steps(trace: Source, *, step_range: str | None = None, phases: Specs = DEFAU
     Example:
         >>> tracekit.steps("trace.sqlite", step_range="train_step")["steps"]
     """
-    return _run("steps", trace, StepsOptions(step_range=step_range, phases=phases))  # type: ignore[arg-type]
+    return _run("steps", trace, locals())
 
 
 def launches(
@@ -232,7 +215,7 @@ def launches(
     Example:
         >>> tracekit.launches("trace.sqlite", name="short", top=10)["launches"]
     """
-    return _run("launches", trace, LaunchesOptions(top=top, name=name, drop_last_step=drop_last_step))
+    return _run("launches", trace, locals())
 
 
 def idle(
@@ -249,9 +232,7 @@ def idle(
     Example:
         >>> tracekit.idle("trace.sqlite", per_stream=True)["idle"]
     """
-    options = IdleOptions(top=top, per_stream=per_stream, overhead_max_us=overhead_max_us,
-                          drop_last_step=drop_last_step)  # fmt: skip
-    return _run("idle", trace, options)
+    return _run("idle", trace, locals())
 
 
 def overlap(
@@ -262,8 +243,7 @@ def overlap(
     Example:
         >>> tracekit.overlap("rank0.sqlite", per_step=True)["overlap"]
     """
-    return _run("overlap", trace, OverlapOptions(per_step=per_step, step_range=step_range,
-                                                 drop_last_step=drop_last_step))  # fmt: skip
+    return _run("overlap", trace, locals())
 
 
 def syncs(trace: Source, *, top: int = 15) -> Result:
@@ -272,7 +252,7 @@ def syncs(trace: Source, *, top: int = 15) -> Result:
     Example:
         >>> tracekit.syncs("trace.sqlite")["syncs"]
     """
-    return _run("syncs", trace, SyncsOptions(top=top))
+    return _run("syncs", trace, locals())
 
 
 def ranks(
@@ -293,9 +273,7 @@ def ranks(
     Example:
         >>> tracekit.ranks("job/rank*.sqlite")["ranks"]
     """
-    many = ManyOptions(workers=workers, use_dask=use_dask, scheduler=scheduler, strict=strict,
-                       exact_median_limit=exact_median_limit)  # fmt: skip
-    return _run("ranks", traces, RanksOptions(step_range=step_range, drop_last_step=drop_last_step, top=top), many)
+    return _run("ranks", traces, locals())
 
 
 def compare(
@@ -318,11 +296,7 @@ def compare(
     Example:
         >>> tracekit.compare("traces/", order_by="ctx")["compare"]
     """
-    options = CompareOptions(phases=phases, order_by=order_by, domain=domain, ops=ops,  # type: ignore[arg-type]
-                             same_thread=same_thread)  # fmt: skip
-    many = ManyOptions(workers=workers, use_dask=use_dask, scheduler=scheduler, strict=strict,
-                       exact_median_limit=exact_median_limit)  # fmt: skip
-    return _run("compare", runs, options, many)
+    return _run("compare", runs, locals())
 
 
 def diff(
@@ -344,9 +318,7 @@ def diff(
     Example:
         >>> tracekit.diff("fp32.sqlite", "bf16.sqlite", by="kernel")["kernels"]
     """
-    options = DiffOptions(phases=phases, by=by, top=top, ops=ops, domain=domain, same_thread=same_thread,  # type: ignore[arg-type]
-                          step_range=step_range)  # fmt: skip
-    return _run("diff", [a, b], options)
+    return _run("diff", [a, b], locals())
 
 
 def memory(
@@ -365,4 +337,4 @@ def memory(
     Example:
         >>> tracekit.memory("memory.pickle", by="role")["roles"]
     """
-    return _run("memory", snapshot, MemoryOptions(top=top, by=by, compare=compare, device=device, timeline=timeline))
+    return _run("memory", snapshot, locals())

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from helpers.nsys_builder import ExportBuilder
-from helpers.snapshot_builder import SnapshotBuilder, stack
+from helpers.snapshot_builder import two_snapshots
 from helpers.steps import build_step
 
 import tracekit
@@ -37,17 +37,12 @@ def inputs(tmp_path_factory):
     build_step(one, 0)
     build_step(two, 0)
     build_step(two, 2000)
-    small, large = SnapshotBuilder(), SnapshotBuilder()
-    for builder, scale in ((small, 1), (large, 3)):
-        builder.alloc(0x1000, scale * MIB, 100, stack("model/layers.py:39 forward"))
-        builder.alloc(0x9000, 2 * scale * MIB, 200, stack("model/attention.py:12 softmax"))
-        builder.free(0x9000, 2 * scale * MIB, 300)
-        builder.segment(0x0, 64 * MIB, [(0x1000, scale * MIB, "active_allocated")])
+    small, large = two_snapshots(folder)
     return {
         "a": one.write(folder / "a.sqlite"),
         "b": two.write(folder / "b.sqlite"),
-        "m1": small.dump(folder / "small.pickle"),
-        "m2": large.dump(folder / "large.pickle"),
+        "m1": small,
+        "m2": large,
     }
 
 

@@ -113,8 +113,9 @@ def test_a_scheduler_address_of_the_wrong_form_is_one_line(cli, tmp_path, addres
     assert "Traceback" not in result.output
 
 
-def listening(reply: bytes | None) -> tuple[int, socket.socket]:
-    """A server on a free port that accepts and then says ``reply`` (or nothing, ever)."""
+def listening(reply: bytes | None) -> tuple[int, socket.socket, list[socket.socket]]:
+    """A server on a free port that accepts and then says ``reply`` (or nothing, ever); the connections
+    it accepted, to be closed when the test is done."""
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen()
@@ -131,7 +132,13 @@ def listening(reply: bytes | None) -> tuple[int, socket.socket]:
                 connection.sendall(reply)
 
     threading.Thread(target=serve, daemon=True).start()
-    return server.getsockname()[1], server
+    return server.getsockname()[1], server, held
+
+
+def close_all(server: socket.socket, held: list[socket.socket]) -> None:
+    server.close()
+    for connection in held:
+        connection.close()
 
 
 def test_a_scheduler_that_is_not_one_is_one_line_in_bounded_time(tmp_path):
@@ -146,16 +153,21 @@ def test_a_scheduler_that_is_not_one_is_one_line_in_bounded_time(tmp_path):
     with pytest.raises(TracekitError, match=rf"cannot reach the Dask scheduler at tcp://127.0.0.1:{refused}"):
         connect(f"tcp://127.0.0.1:{refused}")
     assert time.monotonic() - started < 5
-    silent, server = listening(None)
+    silent, server, held = listening(None)
     started = time.monotonic()
     with pytest.raises(TracekitError, match="accepted the connection but no Dask scheduler answered within 2 s"):
         connect(f"tcp://127.0.0.1:{silent}", timeout_s=2)  # the whole handshake is bounded
     assert time.monotonic() - started < 10
-    server.close()
-    foreign, server = listening(b"HTTP/1.1 200 OK\r\n\r\n" + b"\xff" * 64)  # "Unable to allocate 3.07 EiB"
+    close_all(server, held)
+    # The handshake given up on ends once the server hangs up: no thread outlives the silence.
+    deadline = time.monotonic() + 15
+    while any(thread.name == "tracekit-dask-handshake" for thread in threading.enumerate()):
+        assert time.monotonic() < deadline, "the abandoned handshake still waits after the server closed"
+        time.sleep(0.1)
+    foreign, server, held = listening(b"HTTP/1.1 200 OK\r\n\r\n" + b"\xff" * 64)  # "Unable to allocate 3.07 EiB"
     with pytest.raises(TracekitError, match=f"no Dask scheduler answered at tcp://127.0.0.1:{foreign}"):
         connect(f"tcp://127.0.0.1:{foreign}", timeout_s=5)
-    server.close()
+    close_all(server, held)
 
 
 @pytest.fixture(scope="module")

@@ -25,6 +25,9 @@ def stack(*python_frames: str) -> list[dict]:
     return frames
 
 
+MIB = 2**20
+
+
 class SnapshotBuilder:
     def __init__(self, with_time: bool = True, devices: int = 1):
         self.with_time = with_time
@@ -88,3 +91,17 @@ class SnapshotBuilder:
         with open(path, "wb") as handle:
             pickle.dump(data, handle)
         return Path(path)
+
+
+def two_snapshots(folder: Path) -> tuple[Path, Path]:
+    """A small snapshot and one three times larger: an allocation live at the end (1 or 3 MiB) and a
+    freed one twice its size, in one 64 MiB segment; for tests that run every command on two inputs."""
+    paths = []
+    for name, scale in (("small", 1), ("large", 3)):
+        builder = SnapshotBuilder()
+        builder.alloc(0x1000, scale * MIB, 100, stack("model/layers.py:39 forward"))
+        builder.alloc(0x9000, 2 * scale * MIB, 200, stack("model/attention.py:12 softmax"))
+        builder.free(0x9000, 2 * scale * MIB, 300)
+        builder.segment(0x0, 64 * MIB, [(0x1000, scale * MIB, "active_allocated")])
+        paths.append(builder.dump(folder / f"{name}.pickle"))
+    return paths[0], paths[1]

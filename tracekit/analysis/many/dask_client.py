@@ -50,17 +50,29 @@ def connect(address: str, timeout_s: float | None = None) -> Any:
     from dask.distributed import Client  # pyright: ignore[reportMissingImports]  (optional: the dask extra)
 
     outcome: dict[str, Any] = {}
+    lock = threading.Lock()
 
     def handshake() -> None:
         try:
-            outcome["client"] = Client(address, timeout=f"{timeout_s}s")
+            client = Client(address, timeout=f"{timeout_s}s")
         except BaseException as error:  # anything the bytes from a foreign server provoke: said below
             outcome["error"] = error
+            return
+        with lock:
+            if outcome.get("abandoned"):  # the caller gave up waiting: this late client is nobody's
+                client.close()
+            else:
+                outcome["client"] = client
 
+    # The handshake runs on a thread of its own so that a server that accepts and never answers cannot
+    # hold the command; a thread given up on ends when that server hangs up.
     worker = threading.Thread(target=handshake, name="tracekit-dask-handshake", daemon=True)
     worker.start()
     worker.join(timeout_s + 1.0)
-    if worker.is_alive():
+    with lock:
+        if "client" not in outcome and "error" not in outcome:
+            outcome["abandoned"] = True
+    if outcome.get("abandoned"):
         raise TracekitError(f"the server at {address} ({scheme}) accepted the connection but no Dask scheduler answered "
                             f"within {timeout_s:.0f} s")  # fmt: skip
     if "error" in outcome:
