@@ -133,7 +133,7 @@ def test_all_names_are_the_commands_and_the_readers():
     assert commands <= set(tracekit.__all__)
     assert set(tracekit.__all__) - commands == {
         "OptionError", "Result", "Session", "Settings", "TracekitError", "UsageError", "__version__",
-        "current_session", "open_snapshot", "open_trace",
+        "current_session", "open_snapshot", "open_trace", "timeline",
     }  # fmt: skip
     for name in tracekit.__all__:
         assert hasattr(tracekit, name), name

@@ -34,12 +34,25 @@ ALLOWED = {
     "analysis.many": UTILITIES | {"model", "analysis", "sources", "runs"},
     "render": UTILITIES | {"model"},
     "export": UTILITIES | {"model", "analysis"},
+    "trace_events": UTILITIES | {"model", "analysis", "sources", "runs"},
     "capture": UTILITIES | {"runs", "nsys_tool", "annotate"},
     "commands": UTILITIES | {"model", "sources", "analysis", "runs"},
-    "api": UTILITIES | {"model", "analysis", "commands", "sources", "render"},
+    "api": UTILITIES | {"model", "analysis", "commands", "sources", "render", "trace_events"},
     "report": UTILITIES | {"model", "sources", "analysis", "render", "runs", "commands"},
     "cli": UTILITIES
-    | {"model", "sources", "analysis", "render", "runs", "report", "capture", "export", "nsys_tool", "commands"},
+    | {
+        "model",
+        "sources",
+        "analysis",
+        "render",
+        "runs",
+        "report",
+        "capture",
+        "export",
+        "nsys_tool",
+        "commands",
+        "trace_events",
+    },
 }
 
 

@@ -4,7 +4,8 @@ torch.profiler traces and CUDA memory snapshots.
 The Python API: ``open_trace`` and ``open_snapshot`` read inputs; one function per analysis command
 (``kernels``, ``ranges``, ``breakdown``, ``steps``, ``launches``, ``idle``, ``overlap``, ``syncs``,
 ``ranks``, ``compare``, ``diff``, ``memory``) takes a trace, a path or several paths and the
-command's options as keywords, and returns a ``Result`` of DataFrames with raw values::
+command's options as keywords, and returns a ``Result`` of DataFrames with raw values; ``timeline``
+writes traces as a file for Perfetto::
 
     import tracekit
     result = tracekit.kernels("trace.sqlite", top=5)
@@ -23,6 +24,7 @@ The package, lowest layer first:
 ``render``     Results as tables, files, pictures and HTML
 ``report``     Markdown reports built from the commands' Results
 ``api``        the Python API below, re-exported here
+``trace_events``  timelines: traces as a Chrome trace-event file (Perfetto, chrome://tracing), as a stream
 ``cli``        the ``tracekit`` command line
 ``runs``, ``capture``, ``nsys_tool``, ``annotate``, ``export``  run folders, capturing under a profiler,
 the nsys executable, marks for a user's script, Parquet export
@@ -44,6 +46,7 @@ from tracekit.api import (
     ranks,
     steps,
     syncs,
+    timeline,
 )
 from tracekit.errors import TracekitError, UsageError
 from tracekit.model.options import OptionError
@@ -75,4 +78,5 @@ __all__ = [
     "ranks",
     "steps",
     "syncs",
+    "timeline",
 ]

@@ -16,7 +16,7 @@ from tracekit.commands.command_line import flag_name
 from tracekit.commands.registry import COMMANDS
 from tracekit.model.options import declared_fields
 
-NOT_ANALYSES = {"bench", "capture", "export", "report"}  # commands that record, measure or write files
+NOT_ANALYSES = {"bench", "capture", "export", "report", "timeline"}  # commands that record, measure or write files
 
 
 def test_the_command_line_has_exactly_the_registry_s_analyses():

@@ -1,5 +1,5 @@
 """The ``tracekit`` command: a click group; the analysis commands are derived from the registry
-(``analyses``), the others (``report``, ``export``, ``bench`` with ``bench_options``, ``capture``) have a
+(``analyses``), the others (``timeline``, ``report``, ``export``, ``bench`` with ``bench_options``, ``capture``) have a
 module each; ``common`` holds what they share (errors as one line, --format/--output, ``emit``);
 ``__main__`` makes ``python -m tracekit.cli`` the program.
 
@@ -23,6 +23,7 @@ from tracekit.cli.capture import capture
 from tracekit.cli.common import TracekitGroup
 from tracekit.cli.export import export
 from tracekit.cli.report import report
+from tracekit.cli.timeline import timeline
 
 
 @click.group(cls=TracekitGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -31,7 +32,7 @@ def main():
     """Where a PyTorch training step's GPU time and memory go, from Nsight Systems traces."""
 
 
-for command in (*ANALYSES, report, export, bench, capture):
+for command in (*ANALYSES, timeline, report, export, bench, capture):
     main.add_command(command)
 
 

@@ -10,7 +10,7 @@ from tracekit.commands.registry import command
 from tracekit.model.options import Options, declared_fields, default_of
 
 # Parameters whose flag is not their name with dashes (the rest: ``flag_name``).
-FLAGS = {"ranges": "--range", "use_dask": "--dask", "fmt": "--format"}
+FLAGS = {"ranges": "--range", "use_dask": "--dask", "fmt": "--format", "start_ms": "--start", "end_ms": "--end"}
 
 
 def flag_name(parameter: str) -> str:

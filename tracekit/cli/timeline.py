@@ -1,0 +1,43 @@
+"""``tracekit timeline``: traces as one Chrome trace-event file for Perfetto UI, chrome://tracing or
+TensorBoard (the Python API: ``tracekit.timeline``)."""
+
+from __future__ import annotations
+
+import click
+
+from tracekit.cli.common import nsys_option
+
+
+@click.command("timeline")
+@click.argument("traces", nargs=-1, required=True)
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="the file to write: .json, or .json.gz (gzip; Perfetto opens both)")  # fmt: skip
+@click.option("--start", "start_ms", type=float, default=None, help="window start, ms from the trace's first event")
+@click.option("--end", "end_ms", type=float, default=None, help="window end, ms from the trace's first event")
+@click.option("--step", type=int, default=None, help="only the N-th training step (1: the first)")
+@click.option("--range", "range", default=None, metavar="SPEC", help="only one instance of this range (a range spec)")
+@click.option("--instance", type=int, default=1, show_default=True, help="which instance of --range, in time order")
+@nsys_option
+def timeline(traces, output, start_ms, end_ms, step, range, instance, nsys):
+    """Write TRACES as one timeline file that Perfetto UI (ui.perfetto.dev), chrome://tracing and
+    TensorBoard open: each GPU a process with a track per stream and a track of its idle gaps coloured
+    by cause, each host thread its NVTX or record_function ranges and CUDA API calls, an arrow from each
+    launch to its GPU op, and the training steps. Several traces (ranks): one file, a process group per
+    rank. torch.profiler readers read the file back (its GPU ops carry their device, stream and
+    correlation).
+
+    TRACES: nsys exports or reports, torch.profiler traces, run folders, globs or folders of them."""
+    import sys
+
+    from tracekit.session import current
+    from tracekit.trace_events.window import WindowOptions
+    from tracekit.trace_events.writer import timeline as write
+
+    if nsys:
+        session = current()
+        session.settings = session.settings.replace(nsys=nsys)
+    options = WindowOptions(start_ms=start_ms, end_ms=end_ms, step=step, range=range, instance=instance)
+    written = write(list(traces), output, options)
+    for note in written.notes:
+        click.echo(f"note: {note}", err=True)
+    click.echo(written.summary(), file=sys.stderr)

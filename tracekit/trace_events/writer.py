@@ -1,0 +1,220 @@
+"""``tracekit timeline``: traces as one Chrome trace-event file (JSON, or gzip when the name ends in .gz)
+that Perfetto UI, chrome://tracing and TensorBoard open, and torch.profiler readers read back.
+
+The file is written as a stream, table by table and ``tracks.ROWS`` rows at a time, into a temporary
+file renamed into place at the end (``files.write_whole``): the text in memory at once is one slice's,
+whatever the trace's size. Header fields torch.profiler writes before its events (``schemaVersion``,
+``deviceProperties``, ``distributedInfo`` for one input of a known rank) come first, so readers that
+take metadata from the start of the file find them.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from tracekit.errors import UsageError
+from tracekit.files import write_whole
+from tracekit.model.trace import TORCH_PROFILER, Trace
+from tracekit.trace_events import tracks
+from tracekit.trace_events.text import write_array
+from tracekit.trace_events.window import Window, WindowOptions, window_of
+
+SUFFIXES = (".json", ".json.gz")
+GZIP_LEVEL = 3  # gzip's default (6) takes twice as long for a few per cent less
+
+
+@dataclass
+class Written:
+    """What was written: the file, its events by kind, its size in bytes, and notes."""
+
+    path: Path
+    events: Counter = field(default_factory=Counter)
+    size: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        kinds = ", ".join(f"{count:,} {kind}" for kind, count in self.events.most_common() if count)
+        return f"timeline: {self.path} ({self.size / 2**20:,.1f} MiB; {kinds or 'no events'})"
+
+
+def check_output(path: str | os.PathLike) -> Path:
+    target = Path(path)
+    if not target.name.endswith(SUFFIXES):
+        raise UsageError(f"{target} must end in .json or .json.gz (the Chrome trace-event format Perfetto opens)")
+    return target
+
+
+def timeline(
+    inputs: Sequence[str | os.PathLike | Trace], path: str | os.PathLike, options: WindowOptions | None = None
+) -> Written:
+    """The timeline of ``inputs`` (paths, globs, folders of traces, or open traces) written to ``path``.
+    Several inputs are read one after another, each released once written; each is named by its rank
+    (the trace's, else one in its file name) or its name."""
+    from tracekit.analysis.many.pool import expand_inputs, labels_for, protect_inputs, rank_in_name
+    from tracekit.sources import open_trace
+
+    target = check_output(path)
+    options = options or WindowOptions()
+    opened = [item for item in inputs if not isinstance(item, (str, os.PathLike))]
+    paths = expand_inputs([os.fspath(item) for item in inputs if isinstance(item, (str, os.PathLike))]) if len(
+        opened) < len(inputs) else []  # fmt: skip
+    protect_inputs(paths)
+    loaders: list[tuple[str, Callable[[], Trace]]] = [
+        (label, lambda path=path: open_trace(str(path))) for label, path in zip(labels_for(paths), paths)
+    ]
+    loaders += [(Path(str(trace.meta.source)).name, lambda trace=trace: trace) for trace in opened]
+
+    def name(label: str, trace: Trace) -> str:
+        rank = trace.meta.rank if trace.meta.rank is not None else rank_in_name(label)
+        return f"rank {rank}" if rank is not None else label
+
+    return write_timeline(loaders, target, options, name)
+
+
+def write_timeline(
+    loaders: list[tuple[str, Callable[[], Trace]]],
+    path: str | os.PathLike,
+    options: WindowOptions | None = None,
+    name: Callable[[str, Trace], str] = lambda label, trace: label,
+) -> Written:
+    """Write the traces ``loaders`` open (label, loader), one at a time, to ``path`` within the window
+    ``options`` names. One input keeps its process ids; several get a process group each, named by
+    ``name(label, trace)``."""
+    target = check_output(path)
+    options = options or WindowOptions()
+    written = Written(target)
+    single = loaders[0][1]() if len(loaders) == 1 else None  # its metadata heads the file
+
+    def write_to(temporary: Path) -> None:
+        with _open(temporary, target) as handle:
+            size = handle.write(_header(single).encode())
+            first = True
+            for index, (label, load) in enumerate(loaders):
+                trace = single if single is not None else load()
+                place = tracks.Place(index, name(label, trace) if single is None else "")
+                size, first = _write_input(handle, trace, place, window_of(trace, options), written, size, first)
+                written.notes += [f"{place.label}: {note}" if place.label else note for note in trace.warnings]
+                del trace  # the next input is read once this one is released
+            written.size = size + handle.write(b"\n]}\n")
+
+    write_whole(target, write_to)
+    if target.name.endswith(".gz"):
+        written.size = target.stat().st_size
+    return written
+
+
+def _open(temporary: Path, target: Path) -> IO[bytes]:
+    if target.name.endswith(".gz"):
+        return gzip.open(temporary, "wb", compresslevel=GZIP_LEVEL)  # type: ignore[return-value]
+    return open(temporary, "wb")
+
+
+def _write_input(handle: IO[bytes], trace: Trace, place: tracks.Place, window: Window, written: Written, size: int,
+                 first: bool) -> tuple[int, bool]:  # fmt: skip
+    """Write one input's events; the bytes written so far and whether the file still has no event."""
+    for kind, events in _events(trace, place, window):
+        if isinstance(events, list):  # metadata: a few dicts' text
+            if not events:
+                continue
+            text = ("" if first else tracks.SEPARATOR_TEXT) + tracks.SEPARATOR_TEXT.join(events)
+            size += handle.write(text.encode())
+        else:
+            size += write_array(handle, events, first)
+        written.events[kind] += len(events)
+        first = first and not len(events)
+    return size, first
+
+
+def _header(trace: Trace | None) -> str:
+    """The fields before the events: torch.profiler's, for one input whose GPUs or rank are known."""
+    fields: dict = {"schemaVersion": 1, "displayTimeUnit": "ns"}
+    if trace is not None:
+        gpus = trace.meta.gpus
+        if len(gpus):
+            fields["deviceProperties"] = [
+                {"id": int(row["id"]), "name": str(row["name"]), "totalGlobalMem": int(row["memory_bytes"]),
+                 "numSms": int(row["sm_count"])}
+                for row in gpus.to_dict("records")
+            ]  # fmt: skip
+        if trace.meta.rank is not None:
+            fields["distributedInfo"] = {"rank": int(trace.meta.rank), "world_size": int(trace.meta.world_size or 1)}
+    fields["otherData"] = {"writer": "tracekit timeline"}
+    return json.dumps(fields, ensure_ascii=False)[:-1] + ',"traceEvents":[\n'
+
+
+def _events(trace: Trace, place: tracks.Place, window: Window) -> Iterator[tuple[str, list[str] | pa.Array]]:
+    """(kind, events) of one input: its metadata first, then every track."""
+    from tracekit.analysis.kernels.categories import CATEGORIES, op_categories
+    from tracekit.analysis.ranges.attribution import op_launches
+
+    ops, calls, ranges = trace.gpu_ops, trace.launches, trace.ranges
+    op_rows = _rows(window, ops)
+    call_rows = _rows(window, calls)
+    launched = op_launches(trace)
+    categories = pd.Categorical.from_codes(op_categories(trace), categories=CATEGORIES)
+    # a call's correlation id in the file is its row, unique across inputs; an op points at its call's
+    first_id = tracks.CORRELATION_BASE + place.index * tracks.CORRELATION_STRIDE
+    correlation = np.where(launched.found, launched.row + first_id, -1)
+    call_ids = np.arange(len(calls), dtype=np.int64) + first_id
+    steps = _steps(trace, window)
+    gaps = _gaps(trace, window)
+    kept_ops = ops.iloc[op_rows]
+    kept_ranges = window.cut(ranges)
+    threads = pd.concat([calls.iloc[call_rows][["pid", "tid"]], kept_ranges.loc[
+        kept_ranges["domain"].astype(str) != "gpu", ["pid", "tid"]]]).drop_duplicates()  # fmt: skip
+    streams = kept_ops[["device", "stream"]].drop_duplicates().sort_values(["device", "stream"])
+    gpus = trace.meta.gpus
+    gpu_names = dict(zip(gpus["id"].astype(int).tolist(), gpus["name"].astype(str).tolist())) if len(gpus) else {}
+    devices = set(streams["device"].tolist()) | {int(text.removeprefix("cuda:")) for text in gaps["GPU"].astype(str)}
+    yield "metadata", tracks.metadata_events(place, devices, streams, threads, len(steps) > 0, gpu_names)
+    yield from (("steps", events) for events in tracks.step_events(steps, place))
+    yield from (("gpu ops", events) for events in tracks.gpu_op_events(kept_ops, categories[op_rows],
+                                                                       correlation[op_rows], place))  # fmt: skip
+    yield from (
+        ("api calls", events) for events in tracks.launch_events(calls.iloc[call_rows], call_ids[call_rows], place)
+    )
+    yield from (
+        ("ranges", events) for events in tracks.range_events(kept_ranges, trace.meta.tool == TORCH_PROFILER, place)
+    )
+    # an arrow for each op whose launching call is in the file too
+    call_kept = np.zeros(len(calls), dtype=bool)
+    call_kept[call_rows] = True
+    arrows = op_rows[launched.found[op_rows] & call_kept[np.maximum(launched.row[op_rows], 0)]]
+    yield from (("flows", events) for events in tracks.flow_events(
+        launched.start[arrows], launched.pid[arrows], launched.tid[arrows], ops["start"].to_numpy()[arrows],
+        ops["device"].to_numpy()[arrows], ops["stream"].to_numpy()[arrows], correlation[arrows], place))  # fmt: skip
+    yield from (("idle gaps", events) for events in tracks.gap_events(gaps, place))
+
+
+def _rows(window: Window, table: pd.DataFrame) -> np.ndarray:
+    keep = window.overlapping(table["start"].to_numpy(), table["end"].to_numpy())
+    return np.arange(len(table)) if keep is None else np.flatnonzero(keep)
+
+
+def _steps(trace: Trace, window: Window) -> pd.DataFrame:
+    from tracekit.analysis.ranges.steps import step_rows
+
+    return window.cut(step_rows(trace))
+
+
+def _gaps(trace: Trace, window: Window) -> pd.DataFrame:
+    from tracekit.analysis.waits.idle import idle_gaps
+
+    if trace.gpu_ops.empty:
+        return pd.DataFrame({"GPU": [], "Start (ns)": [], "Idle (ns)": [], "Cause": []})
+    gaps = idle_gaps(trace)
+    end = gaps["Start (ns)"] + gaps["Idle (ns)"]
+    keep = window.overlapping(gaps["Start (ns)"].to_numpy(), end.to_numpy())
+    gaps = gaps if keep is None else gaps.loc[keep]
+    return gaps.loc[~gaps["GPU"].astype(str).str.startswith("cuda:-")]
