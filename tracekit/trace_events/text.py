@@ -64,7 +64,7 @@ class Quoted:
         self.literals = pa.array([*literals, '"?"'], type=pa.string())
         self.codes = np.where(codes < 0, len(literals), codes)
 
-    def __getitem__(self, rows: slice) -> pa.Array:
+    def __getitem__(self, rows: slice | np.ndarray) -> pa.Array:
         return pc.take(self.literals, pa.array(self.codes[rows]))
 
 

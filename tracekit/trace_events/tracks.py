@@ -78,22 +78,47 @@ def slices(count: int) -> Iterator[slice]:
 def gpu_op_events(
     ops: pd.DataFrame, categories: pd.Categorical, correlation: np.ndarray, place: Place
 ) -> Iterator[pa.Array]:
-    """Kernels, copies and sets on their GPU's stream track, with the torch.profiler args."""
-    kinds = ops["kind"].astype(str).map(GPU_CATEGORY).fillna("kernel").to_numpy(dtype=object)
+    """Kernels, copies and sets on their GPU's stream track, with the torch.profiler args: a kernel's grid
+    and block, a copy's or set's bytes."""
+    kind_codes, kinds = pd.factorize(ops["kind"].astype(str))
+    is_kernel = np.asarray(kinds == "kernel")[kind_codes] if len(kinds) else np.zeros(0, dtype=bool)
+    kind = Quoted.of_codes(kind_codes, [GPU_CATEGORY.get(str(value), "kernel") for value in kinds])
     names, category = Quoted(ops["name"]), Quoted(categories)
     for rows in slices(len(ops)):
-        part = ops.iloc[rows]
-        device, stream = part["device"].to_numpy(), part["stream"].to_numpy()
-        dims = [integers(part[f"{axis}_{dim}"].to_numpy()) for axis in ("grid", "block") for dim in "xyz"]
-        yield join(
-            '{"ph":"X","cat":"', pa.array(kinds[rows], type=pa.string()), '","name":', names[rows],
-            ',"pid":', integers(place.gpu_pid(device)), ',"tid":', integers(stream),
-            ',"ts":', microseconds(part["start"].to_numpy()), ',"dur":', microseconds(part["duration"].to_numpy()),
-            ',"args":{"device":', integers(device), ',"stream":', integers(stream),
-            ',"correlation":', integers(correlation[rows]),
-            ',"grid":[', dims[0], ",", dims[1], ",", dims[2], '],"block":[', dims[3], ",", dims[4], ",", dims[5],
-            '],"bytes":', integers(part["bytes"].to_numpy()), ',"category":', category[rows], "}}",
-        )  # fmt: skip
+        for mine in (np.flatnonzero(is_kernel[rows]) + rows.start, np.flatnonzero(~is_kernel[rows]) + rows.start):
+            if len(mine):
+                yield _gpu_ops_text(ops, mine, bool(is_kernel[mine[0]]), kind, names, category, correlation, place)
+
+
+def _gpu_ops_text(ops, rows: np.ndarray, kernels: bool, kind: Quoted, names: Quoted, category: Quoted, correlation,
+                  place: Place) -> pa.Array:  # fmt: skip
+    device, stream = ops["device"].to_numpy()[rows], ops["stream"].to_numpy()[rows]
+    head = (
+        '{"ph":"X","cat":', kind[rows], ',"name":', names[rows],
+        ',"pid":', integers(place.gpu_pid(device)), ',"tid":', integers(stream),
+        ',"ts":', microseconds(ops["start"].to_numpy()[rows]), ',"dur":', microseconds(ops["duration"].to_numpy()[rows]),
+        ',"args":{"device":', integers(device), ',"stream":', integers(stream), ',"correlation":', integers(correlation[rows]),
+    )  # fmt: skip
+    if kernels:
+        dims = [integers(ops[f"{axis}_{dim}"].to_numpy()[rows]) for axis in ("grid", "block") for dim in "xyz"]
+        size = (
+            ',"grid":[',
+            dims[0],
+            ",",
+            dims[1],
+            ",",
+            dims[2],
+            '],"block":[',
+            dims[3],
+            ",",
+            dims[4],
+            ",",
+            dims[5],
+            "]",
+        )
+    else:
+        size = (',"bytes":', integers(ops["bytes"].to_numpy()[rows]))
+    return join(*head, *size, ',"category":', category[rows], "}}")
 
 
 def launch_events(calls: pd.DataFrame, correlation: np.ndarray, place: Place) -> Iterator[pa.Array]:
@@ -158,11 +183,12 @@ def range_events(ranges: pd.DataFrame, torch_source: bool, place: Place) -> Iter
 
 def gap_events(gaps: pd.DataFrame, place: Place) -> Iterator[pa.Array]:
     """Each GPU's idle gaps on a track of their own, named and coloured by cause (``idle``'s)."""
-    device = gaps["GPU"].astype(str).str.removeprefix("cuda:").astype(np.int64).to_numpy()
-    causes = pd.Categorical(gaps["Cause"].astype(str).to_numpy(dtype=object))
-    colours = np.array([CAUSE_COLOUR.get(str(cause), "generic_work") for cause in causes.categories], dtype=object)
-    colour = colours[causes.codes] if len(colours) else np.zeros(0, dtype=object)
-    cause = Quoted(causes)
+    gpu_codes, gpus = pd.factorize(gaps["GPU"])  # a hash per row, then work per distinct value only
+    device = np.array([int(str(gpu).removeprefix("cuda:")) for gpu in gpus], dtype=np.int64)[gpu_codes]
+    cause_codes, causes = pd.factorize(gaps["Cause"])
+    colours = np.array([CAUSE_COLOUR.get(str(cause), "generic_work") for cause in causes], dtype=object)
+    colour = colours[cause_codes] if len(colours) else np.zeros(0, dtype=object)
+    cause = Quoted.of_codes(cause_codes, [str(name) for name in causes])
     for rows in slices(len(gaps)):
         part = gaps.iloc[rows]
         yield join(

@@ -13,10 +13,13 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from queue import Full, Queue
 from typing import IO
 
 import numpy as np
@@ -123,7 +126,7 @@ def _open(temporary: Path, target: Path) -> IO[bytes]:
 def _write_input(handle: IO[bytes], trace: Trace, place: tracks.Place, window: Window, written: Written, size: int,
                  first: bool) -> tuple[int, bool]:  # fmt: skip
     """Write one input's events; the bytes written so far and whether the file still has no event."""
-    for kind, events in _events(trace, place, window):
+    for kind, events in ahead(_events(trace, place, window)):
         if isinstance(events, list):  # metadata: a few dicts' text
             if not events:
                 continue
@@ -168,7 +171,8 @@ def _events(trace: Trace, place: tracks.Place, window: Window) -> Iterator[tuple
     correlation = np.where(launched.found, launched.row + first_id, -1)
     call_ids = np.arange(len(calls), dtype=np.int64) + first_id
     steps = _steps(trace, window)
-    gaps = _gaps(trace, window)
+    # idle gaps (an analysis of their own) are found on another thread while the GPU ops become text
+    gaps = ThreadPoolExecutor(1, thread_name_prefix="tracekit-idle-gaps").submit(_gaps, trace, window)
     kept_ops = ops.iloc[op_rows]
     kept_ranges = window.cut(ranges)
     threads = pd.concat([calls.iloc[call_rows][["pid", "tid"]], kept_ranges.loc[
@@ -176,7 +180,7 @@ def _events(trace: Trace, place: tracks.Place, window: Window) -> Iterator[tuple
     streams = kept_ops[["device", "stream"]].drop_duplicates().sort_values(["device", "stream"])
     gpus = trace.meta.gpus
     gpu_names = dict(zip(gpus["id"].astype(int).tolist(), gpus["name"].astype(str).tolist())) if len(gpus) else {}
-    devices = set(streams["device"].tolist()) | {int(text.removeprefix("cuda:")) for text in gaps["GPU"].astype(str)}
+    devices = set(streams["device"].tolist())  # a GPU with idle gaps has ops
     yield "metadata", tracks.metadata_events(place, devices, streams, threads, len(steps) > 0, gpu_names)
     yield from (("steps", events) for events in tracks.step_events(steps, place))
     yield from (("gpu ops", events) for events in tracks.gpu_op_events(kept_ops, categories[op_rows],
@@ -194,7 +198,44 @@ def _events(trace: Trace, place: tracks.Place, window: Window) -> Iterator[tuple
     yield from (("flows", events) for events in tracks.flow_events(
         launched.start[arrows], launched.pid[arrows], launched.tid[arrows], ops["start"].to_numpy()[arrows],
         ops["device"].to_numpy()[arrows], ops["stream"].to_numpy()[arrows], correlation[arrows], place))  # fmt: skip
-    yield from (("idle gaps", events) for events in tracks.gap_events(gaps, place))
+    yield from (("idle gaps", events) for events in tracks.gap_events(gaps.result(), place))
+
+
+def ahead(items: Iterator, depth: int = 2) -> Iterator:
+    """``items``, made on another thread up to ``depth`` ahead: the next slice of events becomes text
+    (Arrow's kernels run without the GIL) while this one is written."""
+    queue: Queue = Queue(maxsize=depth)
+    done = object()
+    stop = threading.Event()
+
+    def make() -> None:
+        try:
+            for item in items:
+                while not stop.is_set():
+                    try:
+                        queue.put((item, None), timeout=0.1)
+                        break
+                    except Full:
+                        continue
+                if stop.is_set():
+                    return
+            queue.put((done, None))
+        except BaseException as error:  # handed to the writer, which raises it
+            queue.put((done, error))
+
+    thread = threading.Thread(target=make, name="tracekit-trace-events", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item, error = queue.get()
+            if item is done:
+                if error is not None:
+                    raise error
+                return
+            yield item
+    finally:
+        stop.set()  # the writer gave up (an error, Ctrl-C): the maker stops at its next slice
+        thread.join()
 
 
 def _rows(window: Window, table: pd.DataFrame) -> np.ndarray:
