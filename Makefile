@@ -50,6 +50,7 @@ docs: $(BIN)/.docs-installed
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 test: lint docs $(BIN)/.parity-installed
+	scripts/install-chromium.sh
 	$(BIN)/python -m pytest -q
 
 bench: setup

@@ -24,8 +24,10 @@ from tracekit.cli.common import nsys_option
     default=None,
     help="report a `tracekit bench --db` results database instead",
 )
+@click.option("--html", is_flag=True, help="also report.html: one self-contained page (no network) with each "
+              "trace's interactive timeline and sortable tables")  # fmt: skip
 @nsys_option
-def report(inputs, out, bench_db, nsys):
+def report(inputs, out, bench_db, html, nsys):
     """Write reports/<name>/report.md with pictures for run folders or traces (several: a comparison too)."""
     if bench_db:
         if inputs:
@@ -38,6 +40,8 @@ def report(inputs, out, bench_db, nsys):
     else:
         from tracekit.report.traces import write_report
 
-        path = write_report(list(inputs), out, nsys)
+        path = write_report(list(inputs), out, nsys, html=html)
     count = len(list(path.parent.glob("*.png")))
     click.echo(f"report: {path}" + (f" ({count} picture{'s' if count != 1 else ''})" if count else ""))
+    if html and (path.parent / "report.html").exists():
+        click.echo(f"report: {path.parent / 'report.html'}")

@@ -3,6 +3,9 @@
 ``tables``     a Result as terminal table, Markdown, CSV, JSON or Parquet; files written whole
 ``plots``      charts drawn with matplotlib (PNG, SVG)
 ``notebook``   a Result as HTML for a notebook
+``html``       report.html: a report's blocks and timelines as one self-contained page (``assets/``: its
+               style and script, inlined)
+``colours``    one colour per kernel category and idle cause, the same in every picture
 ``safe_text``  names from traces made safe to print (control characters, spreadsheet formulas)
 
 This package's own module holds only the format names, so the CLI can offer them without importing

@@ -21,6 +21,7 @@ from matplotlib.ticker import MaxNLocator
 from tracekit.errors import UsageError
 from tracekit.files import check_target, write_whole
 from tracekit.model.result import Chart
+from tracekit.render.colours import category_colour
 from tracekit.render.safe_text import printable
 
 
@@ -76,18 +77,17 @@ def memory_timeline(title: str, data: dict[str, Any]) -> Figure:
 
 def category_bars(title: str, data: dict[str, Any]) -> Figure:
     """Stacked horizontal bars: per phase, the share (%) of kernel time by category (``data["table"]``
-    is breakdown's table; ``data["categories"]`` fixes each category's colour in every picture, so
-    two runs' bars compare at a glance)."""
-    table, categories = data["table"], list(data["categories"])
+    is breakdown's table); each category has its one colour (``colours``), so pictures compare at a
+    glance."""
+    table = data["table"]
     shares = [column for column in table.columns if column.endswith(" (%)")]
     figure = Figure(figsize=(10, 0.7 * len(table) + 2), layout="constrained")
     axes = figure.add_subplot()
     left = np.zeros(len(table))
-    colors = matplotlib.colormaps["tab20"].colors  # type: ignore[attr-defined]
     for column in shares:
         values = table[column].to_numpy(float)
         category = column.replace(" (%)", "")
-        color = colors[categories.index(category) % len(colors)] if category in categories else "grey"
+        color = category_colour(category)  # the same in every picture
         axes.barh([printable(str(phase)) for phase in table["Phase"]], values, left=left, label=category, color=color)
         for row, (start, width) in enumerate(zip(left, values)):
             if width >= 6:
@@ -155,15 +155,14 @@ def compare_bars(title: str, data: dict[str, Any]) -> Figure:
     width = 0.8 / max(len(runs), 1)
     figure = Figure(figsize=(max(8, 1.2 * len(phases) * max(len(runs), 1) ** 0.5 + 4), 5), layout="constrained")
     axes = figure.add_subplot()
-    colors = matplotlib.colormaps["tab20"].colors  # type: ignore[attr-defined]
     for position, run in enumerate(runs):
         rows = table.loc[table[label] == run].set_index("Phase").reindex(phases)
         x = np.arange(len(phases)) + (position - (len(runs) - 1) / 2) * width
         bottom = np.zeros(len(phases))
         total_ms = rows["Per Instance (ns)"].fillna(0).to_numpy(float) / 1e6
-        for index, category in enumerate(categories):
+        for category in categories:
             height = total_ms * rows[f"{category} (%)"].fillna(0).to_numpy(float) / 100
-            axes.bar(x, height, width, bottom=bottom, color=colors[index % len(colors)],
+            axes.bar(x, height, width, bottom=bottom, color=category_colour(category),
                      label=category if position == 0 else None)  # fmt: skip
             bottom += height
         for x_at, top in zip(x, total_ms):

@@ -4,4 +4,5 @@
 ``bench``    a ``tracekit bench --db`` results database -> reports/bench/report.md
 ``document`` the Markdown being written: tables through the one renderer, charts as PNG files
 ``why``      the "Why the GPU waits" section: steps, idle by cause, launch delays, syncs, overlap
+``timeline_data``  report.html's timeline of a trace: GPU ops by stream, idle gaps, steps, as columns
 """

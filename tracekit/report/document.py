@@ -1,9 +1,12 @@
 """The Markdown of a report being written: text, tables rendered by the one renderer (each followed
-by the tracekit command that reproduces it), and charts saved as PNG files beside report.md."""
+by the tracekit command that reproduces it), and charts saved as PNG files beside report.md. The same
+blocks make report.html (``render.html``): nothing is computed twice."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -11,7 +14,7 @@ from tracekit.files import write_text
 from tracekit.model.result import Chart
 from tracekit.render import plots
 from tracekit.render.safe_text import printable
-from tracekit.render.tables import table_text
+from tracekit.render.tables import in_unit, table_text
 
 
 class Document:
@@ -20,25 +23,46 @@ class Document:
     def __init__(self, folder: Path, prefix: str = ""):
         self.folder, self.prefix = folder, prefix
         self.lines: list[str] = []
+        self.blocks: list[Block] = []  # the same content for report.html
 
     def text(self, *lines: str) -> None:
         """Paragraphs; names quoted in them come from inputs, so control characters are escaped."""
         self.lines += [printable(line) for line in lines] + [""]
+        self.blocks += [Block("text", printable(line)) for line in lines]
 
     def table(self, frame: pd.DataFrame, command: str | None = None, unit: str = "ms") -> None:
         """A table (time columns in ``unit``), and the command that prints it."""
         self.lines += [table_text(frame, "md", unit=unit), ""]
         if command:
             self.lines += [f"<sub>`{command}`</sub>", ""]
+        self.blocks.append(Block("table", in_unit(frame, unit), command or ""))
 
     def picture(self, chart: Chart, name: str, caption: str) -> None:
         file = f"{self.prefix}{name}.png"
         plots.save(chart, self.folder / file)
         self.lines += [f"![{caption}]({file})", ""]
+        self.blocks.append(Block("picture", self.folder / file, caption))
 
     def extend(self, other: Document) -> None:
         self.lines += other.lines
+        self.blocks += other.blocks
 
     def write(self, path: Path) -> Path:
         """report.md, written whole (a temporary file renamed into place)."""
         return write_text(path, "\n".join(self.lines).rstrip() + "\n")
+
+    def write_html(self, path: Path, title: str, timelines: list[dict]) -> Path:
+        """report.html: the same blocks as one self-contained page (``render.html``), with ``timelines``."""
+        from tracekit.render.html import report_page
+
+        return write_text(path, report_page(title, self.blocks, timelines))
+
+
+@dataclass(frozen=True)
+class Block:
+    """One piece of a report: ``text`` (a Markdown line), ``table`` (a DataFrame in its display unit, the
+    command that prints it) or ``picture`` (the PNG file, its caption)."""
+
+    kind: str
+    content: Any
+    extra: Any = None

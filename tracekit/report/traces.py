@@ -54,9 +54,14 @@ def report_name(inputs: list[Path]) -> str:
 
 
 def write_report(
-    inputs: list[str | Path], out: str | Path | None = None, nsys: str | None = None, reports: str | Path = "reports"
+    inputs: list[str | Path],
+    out: str | Path | None = None,
+    nsys: str | None = None,
+    reports: str | Path = "reports",
+    html: bool = False,
 ) -> Path:
-    """Write the report of one or more runs/traces; returns the path of report.md."""
+    """Write the report of one or more runs/traces; returns the path of report.md. ``html``: also
+    report.html beside it, the same content as one self-contained page with each trace's timeline."""
     paths = [Path(path) for path in inputs]
     traces = [open_trace(path, nsys) for path in paths]  # every input recognised before anything is written
     folder = Path(out) if out else Path(reports) / report_name(paths)
@@ -72,7 +77,14 @@ def write_report(
         document.extend(section)
     if len(traces) > 1:
         _comparison(document, paths, traces)
-    return document.write(folder / "report.md")
+    written = document.write(folder / "report.md")
+    if html:
+        from tracekit.report.timeline_data import timeline_data
+
+        timelines = [timeline_data(trace, f"{label}: {path}" if label else str(path))
+                     for label, path, trace in zip(labels, paths, traces)]  # fmt: skip
+        document.write_html(folder / "report.html", f"tracekit report: {report_name(paths)}", timelines)
+    return written
 
 
 def _input_section(section: Document, path: Path, trace: Trace, heading: str) -> None:

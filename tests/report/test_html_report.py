@@ -1,0 +1,179 @@
+"""`tracekit report --html`: one self-contained page (no request leaves it) with the report's tables,
+sortable, and each trace's timeline; checked as a file, then in a real browser (Chromium driven by
+Playwright) on two real traces: one nsys export of two GPUs, one torch.profiler trace."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from helpers.nsys_builder import ExportBuilder
+from helpers.paths import SHARED
+
+import tracekit
+from tracekit.analysis.ranges.steps import step_rows
+from tracekit.render.colours import CATEGORY_COLOURS
+from tracekit.report.traces import write_report
+
+GEMM = "ampere_sgemm_128x64_tn"
+HOSTILE = "</script><script>document.title='owned'</script>"
+
+
+def built(path: Path) -> Path:
+    b = ExportBuilder("2026.2")
+    for base in (0, 10_000):
+        b.push_pop(base, base + 9_000, "step")
+        b.push_pop(base + 100, base + 4_000, "forward")
+        b.kernel(base + 1_000, base + 2_000, GEMM, launch_at=base + 200)
+        b.kernel(base + 3_000, base + 3_100, HOSTILE, launch_at=base + 300, stream=9)
+    return b.write(path)
+
+
+def timelines_of(page: str) -> list[dict]:
+    found = re.findall(r'<script type="application/json" class="tracekit-timeline"[^>]*>(.*?)</script>', page, re.S)
+    return [json.loads(text) for text in found]
+
+
+def test_the_page_holds_everything_and_fetches_nothing(tmp_path):
+    export = built(tmp_path / "steps.sqlite")
+    markdown = write_report([export], tmp_path / "report", html=True)
+    page = (tmp_path / "report" / "report.html").read_text()
+    assert "Content-Security-Policy" in page and "default-src 'none'" in page
+    assert not re.search(r'(src|href)="(https?:)?//', page)  # no script, style or picture from elsewhere
+    separators = re.findall(r"^\|[-: |]+\|$", markdown.read_text(), re.M)  # one under each Markdown table's header
+    assert page.count('<table class="sortable">') == len(separators) >= 5  # every table of report.md
+    assert "data:image/png;base64," in page  # the pictures inlined
+    assert HOSTILE not in page  # a kernel's name cannot end the script that holds it
+    (timeline,) = timelines_of(page)
+    assert timeline["count"] == 4 and len(timeline["ops"]["start_step"]) == 4
+    # by lane (stream 7, then 9), then time, from the first op (1,000 ns): each start a step from the last
+    assert (timeline["ops"]["lane_counts"], timeline["ops"]["start_step"]) == ([2, 2, 0], [0, 10_000, 2_000, 10_000])
+    assert [timeline["names"][code] for code in timeline["ops"]["name"]][-1] == HOSTILE
+    assert timeline["steps"] == {"start": [-1_000, 9_000], "duration": [9_000, 9_000]}
+    assert timeline["colours"][timeline["categories"].index("matmul")] == CATEGORY_COLOURS["matmul"]
+    assert [lane["name"] for lane in timeline["lanes"]] == ["GPU 0 · stream 7", "GPU 0 · stream 9", "GPU 0 · idle"]
+
+
+def test_cells_keep_their_raw_values_for_sorting(tmp_path):
+    page = (write_report([built(tmp_path / "s.sqlite")], tmp_path / "r", html=True).parent / "report.html").read_text()
+    # the kernel table's Total Time (ms): 2 x 1,000 ns of GEMM shown as 0.002, sorted by 0.002 exactly
+    assert 'data-value="0.002"' in page
+
+
+# -- in a browser ---------------------------------------------------------------------------------------
+
+CHROMIUM = os.environ.get("TRACEKIT_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+REAL = {
+    "nsys-2gpu": SHARED / "traces" / "h100_videogen_2gpu_b_nsys2026.2.sqlite",
+    "torch-profiler": SHARED / "kineto" / "a100_ddp_rank0of2_nccl.json.gz",
+}
+
+
+@pytest.fixture(scope="module")
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed (pip install playwright)")
+    if CHROMIUM is None:
+        pytest.skip("no Chromium: as root on Debian, scripts/install-chromium.sh installs it")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield browser
+        browser.close()
+
+
+def open_page(browser, path: Path):
+    """The page at ``path``, every request that is not the file itself refused and counted, every console
+    error and uncaught exception kept."""
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    seen = {"errors": [], "requests": []}
+    page.on("console", lambda message: seen["errors"].append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda error: seen["errors"].append(str(error)))
+
+    def route(request_route):
+        if request_route.request.url == path.as_uri():
+            return request_route.continue_()
+        seen["requests"].append(request_route.request.url)
+        return request_route.abort()
+
+    page.route("**/*", route)
+    page.goto(path.as_uri())
+    page.wait_for_function("() => window.tracekit && window.tracekit.ready === true", timeout=10_000)
+    return page, seen
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize("name", list(REAL))
+def test_the_report_in_a_browser(browser, tmp_path, name):
+    source = REAL[name]
+    if not source.exists():
+        pytest.skip(f"{source} is absent")
+    write_report([source], tmp_path / "report", html=True)
+    path = (tmp_path / "report" / "report.html").resolve()
+    page, seen = open_page(browser, path)
+    trace = tracekit.open_trace(source)
+    ops = trace.gpu_ops
+    # the timeline holds every GPU op: as many as `kernels --ops all` counts
+    all_ops = int(tracekit.kernels(trace, ops="all")["kernels"]["Instances"].sum())
+    assert page.evaluate("tracekit.timelines[0].count") == len(ops) == all_ops
+    assert page.evaluate("tracekit.timelines[0].visibleOps()") == len(ops)
+    # zoom to one step (the torch.profiler trace has them) or a stretch of the nsys trace: the window
+    # changes, and the ops drawn are exactly those overlapping it
+    origin = int(ops["start"].min())
+    steps = step_rows(trace)
+    if len(steps):
+        start, end = int(steps["start"].iloc[0]) - origin, int(steps["end"].iloc[0]) - origin
+    else:
+        span = int(ops["end"].max()) - origin
+        start, end = span // 2, span // 2 + span // 20
+    page.evaluate(f"tracekit.timelines[0].zoomTo({start}, {end})")
+    assert page.evaluate("tracekit.timelines[0].view") == [start, end]
+    relative_start, relative_end = ops["start"].to_numpy() - origin, ops["end"].to_numpy() - origin
+    expected = int(((relative_start <= end) & (relative_end >= start)).sum())
+    assert 0 < page.evaluate("tracekit.timelines[0].visibleOps()") == expected < len(ops)
+    # a table sorts by its time column: the first click puts the largest first
+    header = page.locator("table.sortable th", has_text=re.compile(r"^Total Time \(ms\)$")).first
+    header.click()
+    table = header.locator("xpath=ancestor::table")
+    column = int(header.evaluate("cell => cell.cellIndex"))
+    values = table.evaluate(f"t => Array.from(t.tBodies[0].rows).map(r => Number(r.cells[{column}].dataset.value))")
+    assert len(values) > 1 and values == sorted(values, reverse=True)
+    header.click()
+    values = table.evaluate(f"t => Array.from(t.tBodies[0].rows).map(r => Number(r.cells[{column}].dataset.value))")
+    assert values == sorted(values)
+    # hovering over a drawn op names it
+    box = page.locator(".timeline canvas").first.bounding_box()
+    assert box is not None
+    page.evaluate("tracekit.timelines[0].zoomTo(0, tracekit.timelines[0].extent[1])")
+    page.mouse.move(box["x"] + 400, box["y"] + 22 + 18 + 9)
+    page.screenshot(path=str(tmp_path / f"report-{name}.png"), full_page=False)  # for people to look at
+    assert (tmp_path / f"report-{name}.png").stat().st_size > 10_000
+    assert seen == {"errors": [], "requests": []}
+    page.close()
+
+
+def test_level_of_detail_keeps_gaps_visible(browser, tmp_path):
+    """Ten thousand kernels of 900 ns each 1 µs apart, all in view: far more than pixels, so the page
+    draws busy fractions; every pixel column of the lane is drawn but none fully opaque (the 10 % idle
+    shows), while a lane with no gaps would be."""
+    b = ExportBuilder("2026.2")
+    for index in range(10_000):
+        b.kernel(index * 1_000, index * 1_000 + 900, GEMM)
+    export = b.write(tmp_path / "dense.sqlite")
+    write_report([export], tmp_path / "r", html=True)
+    page, seen = open_page(browser, (tmp_path / "r" / "report.html").resolve())
+    alphas = page.evaluate(
+        """() => {
+          const t = tracekit.timelines[0], c = t.canvas, ratio = window.devicePixelRatio || 1;
+          const y = Math.round((22 + 18 + 9) * ratio), ctx = c.getContext('2d');
+          const row = ctx.getImageData(Math.round(160 * ratio), y, Math.round((c.clientWidth - 170) * ratio), 1).data;
+          const out = []; for (let i = 3; i < row.length; i += 4) out.push(row[i]); return out;
+        }"""
+    )
+    alpha = np.array(alphas)
+    assert (alpha > 0).mean() > 0.95 and alpha.max() < 255 and np.median(alpha) > 200
+    assert seen == {"errors": [], "requests": []}
+    page.close()

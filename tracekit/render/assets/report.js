@@ -1,0 +1,296 @@
+// report.html's script, inlined in the page: sortable tables and one interactive timeline per trace.
+// No library, no network. The timeline draws with level of detail: when a lane has more ops in view than
+// pixels, each pixel column shows how much of its time the lane was busy (its opacity) in the colour of
+// the category that took most of it, so a gap thinner than a pixel still lightens that pixel.
+(function () {
+  "use strict";
+  var tracekit = (window.tracekit = { timelines: [] });
+
+  // -- tables ---------------------------------------------------------------------------------------
+  function sortTable(table, column, header) {
+    var body = table.tBodies[0];
+    var rows = Array.prototype.slice.call(body.rows);
+    var descending = header.getAttribute("data-order") !== "desc"; // first click: largest first
+    Array.prototype.forEach.call(table.tHead.rows[0].cells, function (cell) { cell.removeAttribute("data-order"); });
+    header.setAttribute("data-order", descending ? "desc" : "asc");
+    function key(row) {
+      var cell = row.cells[column];
+      var value = cell.getAttribute("data-value");
+      return value === null ? cell.textContent : Number(value);
+    }
+    rows.sort(function (a, b) {
+      var x = key(a), y = key(b), order;
+      if (typeof x === "number" && typeof y === "number") {
+        order = (isNaN(x) ? -Infinity : x) - (isNaN(y) ? -Infinity : y);
+      } else {
+        order = String(x).localeCompare(String(y));
+      }
+      return descending ? -order : order;
+    });
+    rows.forEach(function (row) { body.appendChild(row); });
+  }
+  Array.prototype.forEach.call(document.querySelectorAll("table.sortable"), function (table) {
+    Array.prototype.forEach.call(table.tHead.rows[0].cells, function (header, column) {
+      header.addEventListener("click", function () { sortTable(table, column, header); });
+    });
+  });
+
+  // -- timelines ------------------------------------------------------------------------------------
+  var LANE = 18, AXIS = 22, STEPS = 18, LABEL = 150;
+
+  function upperBound(values, from, to, x) { // first index in [from, to) with values[i] > x
+    while (from < to) {
+      var middle = (from + to) >>> 1;
+      if (values[middle] <= x) from = middle + 1; else to = middle;
+    }
+    return from;
+  }
+
+  function columns(data) { // rows by lane then start: lane sizes, and each start as a step from the last
+    var count = data.start_step.length, lane = new Int32Array(count), start = new Float64Array(count), row = 0;
+    for (var l = 0; l < data.lane_counts.length; l++) {
+      for (var k = 0; k < data.lane_counts[l]; k++, row++) {
+        lane[row] = l;
+        start[row] = (k === 0 ? 0 : start[row - 1]) + data.start_step[row];
+      }
+    }
+    return {
+      lane: lane, start: start, duration: Float64Array.from(data.duration), name: Int32Array.from(data.name),
+      category: Int32Array.from(data.category), count: count
+    };
+  }
+
+  function laneRanges(table, lanes) { // ops are sorted by lane, then start: each lane is one run
+    var first = new Int32Array(lanes + 1).fill(-1), last = new Int32Array(lanes + 1);
+    for (var i = 0; i < table.count; i++) {
+      var lane = table.lane[i];
+      if (first[lane] < 0) first[lane] = i;
+      last[lane] = i + 1;
+    }
+    var ranges = [];
+    for (var l = 0; l < lanes; l++) ranges.push(first[l] < 0 ? [0, 0] : [first[l], last[l]]);
+    return ranges;
+  }
+
+  function formatTime(ns) {
+    var magnitude = Math.abs(ns);
+    if (magnitude >= 1e9) return (ns / 1e9).toFixed(3) + " s";
+    if (magnitude >= 1e6) return (ns / 1e6).toFixed(3) + " ms";
+    if (magnitude >= 1e3) return (ns / 1e3).toFixed(3) + " us";
+    return ns.toFixed(0) + " ns";
+  }
+
+  function Timeline(holder, data) {
+    this.holder = holder;
+    this.data = data;
+    this.ops = columns(data.ops);
+    this.gaps = columns(data.gaps);
+    this.lanes = data.lanes.length;
+    this.opRanges = laneRanges(this.ops, this.lanes);
+    this.gapRanges = laneRanges(this.gaps, this.lanes);
+    this.steps = { start: Float64Array.from(data.steps.start), duration: Float64Array.from(data.steps.duration) };
+    var begin = 0, end = 0; // the GPU ops and the steps, which may start before the first op
+    for (var i = 0; i < this.ops.count; i++) end = Math.max(end, this.ops.start[i] + this.ops.duration[i]);
+    for (var j = 0; j < this.steps.start.length; j++) {
+      begin = Math.min(begin, this.steps.start[j]);
+      end = Math.max(end, this.steps.start[j] + this.steps.duration[j]);
+    }
+    this.extent = [begin, Math.max(end, begin + 1)];
+    this.view = this.extent.slice();
+    this.count = data.count;
+    this.canvas = document.createElement("canvas");
+    this.tip = document.createElement("div");
+    this.tip.className = "tip";
+    var help = document.createElement("div");
+    help.className = "help";
+    help.textContent = "wheel: zoom · drag: pan · double-click: whole trace · click a step: zoom to it · hover: an op";
+    holder.appendChild(this.canvas);
+    holder.appendChild(this.tip);
+    holder.appendChild(help);
+    this.pending = false;
+    this.listen();
+    this.draw();
+  }
+
+  Timeline.prototype.height = function () { return AXIS + STEPS + this.lanes * LANE + 4; };
+
+  Timeline.prototype.x = function (ns, width) { return LABEL + (ns - this.view[0]) * (width - LABEL) / (this.view[1] - this.view[0]); };
+
+  Timeline.prototype.timeAt = function (x, width) { return this.view[0] + (x - LABEL) * (this.view[1] - this.view[0]) / (width - LABEL); };
+
+  Timeline.prototype.visible = function (table, range) { // [first, end) of a lane's rows overlapping the view
+    var first = upperBound(table.start, range[0], range[1], this.view[0]) - 1;
+    if (first < range[0] || table.start[first] + table.duration[first] < this.view[0]) first += 1;
+    first = Math.max(first, range[0]);
+    var end = upperBound(table.start, range[0], range[1], this.view[1]);
+    return [first, Math.max(first, end)];
+  };
+
+  Timeline.prototype.visibleOps = function () {
+    var total = 0;
+    for (var lane = 0; lane < this.lanes; lane++) {
+      var shown = this.visible(this.ops, this.opRanges[lane]);
+      total += shown[1] - shown[0];
+    }
+    return total;
+  };
+
+  Timeline.prototype.zoomTo = function (start, end) {
+    this.view = [Math.max(this.extent[0], start), Math.min(this.extent[1], Math.max(end, start + 1))];
+    this.draw();
+  };
+
+  Timeline.prototype.schedule = function () {
+    var self = this;
+    if (this.pending) return;
+    this.pending = true;
+    window.requestAnimationFrame(function () { self.pending = false; self.draw(); });
+  };
+
+  Timeline.prototype.drawLane = function (context, table, range, lane, width, colours) {
+    var shown = this.visible(table, range), y = AXIS + STEPS + lane * LANE + 2;
+    var pixels = width - LABEL, n = shown[1] - shown[0];
+    if (n > pixels * 2) { // level of detail: busy fraction and main category per pixel column
+      var busy = new Float64Array(pixels), best = new Int32Array(pixels).fill(-1), bestTime = new Float64Array(pixels);
+      var scale = pixels / (this.view[1] - this.view[0]);
+      for (var i = shown[0]; i < shown[1]; i++) {
+        var from = (Math.max(table.start[i], this.view[0]) - this.view[0]) * scale;
+        var to = (Math.min(table.start[i] + table.duration[i], this.view[1]) - this.view[0]) * scale;
+        for (var p = Math.max(0, Math.floor(from)); p < Math.min(pixels, Math.ceil(to)); p++) {
+          var covered = Math.min(to, p + 1) - Math.max(from, p);
+          if (covered <= 0) continue;
+          busy[p] += covered;
+          if (covered > bestTime[p]) { bestTime[p] = covered; best[p] = table.category[i]; }
+        }
+        if (to - from < 1 && Math.floor(from) === Math.floor(to) && from >= 0 && from < pixels) { // a sliver
+          var q = Math.floor(from);
+          if (best[q] < 0) best[q] = table.category[i];
+        }
+      }
+      for (var column = 0; column < pixels; column++) {
+        if (best[column] < 0) continue;
+        context.globalAlpha = Math.max(0.08, Math.min(1, busy[column]));
+        context.fillStyle = colours[best[column]] || "#888";
+        context.fillRect(LABEL + column, y, 1, LANE - 4);
+      }
+      context.globalAlpha = 1;
+      return;
+    }
+    for (var k = shown[0]; k < shown[1]; k++) {
+      var x0 = this.x(Math.max(table.start[k], this.view[0]), width);
+      var x1 = this.x(Math.min(table.start[k] + table.duration[k], this.view[1]), width);
+      context.fillStyle = colours[table.category[k]] || "#888";
+      context.fillRect(x0, y, Math.max(0.5, x1 - x0), LANE - 4);
+    }
+  };
+
+  Timeline.prototype.draw = function () {
+    var width = Math.max(400, this.holder.clientWidth), height = this.height(), ratio = window.devicePixelRatio || 1;
+    this.canvas.width = width * ratio;
+    this.canvas.height = height * ratio;
+    this.canvas.style.height = height + "px";
+    var context = this.canvas.getContext("2d");
+    context.setTransform(ratio, 0, 0, ratio, 0, 0);
+    context.clearRect(0, 0, width, height);
+    context.font = "11px system-ui, sans-serif";
+    context.textBaseline = "middle";
+    // axis: about eight ticks at round times
+    var span = this.view[1] - this.view[0], step = Math.pow(10, Math.floor(Math.log10(span / 8)));
+    if (span / step > 16) step *= 5; else if (span / step > 8) step *= 2;
+    context.fillStyle = "#666";
+    for (var tick = Math.ceil(this.view[0] / step) * step; tick <= this.view[1]; tick += step) {
+      var x = this.x(tick, width);
+      context.fillRect(x, AXIS - 6, 1, 6);
+      context.fillText(formatTime(tick), x + 2, AXIS / 2);
+    }
+    // steps
+    context.fillText("steps", 4, AXIS + STEPS / 2);
+    for (var s = 0; s < this.steps.start.length; s++) {
+      var left = this.x(Math.max(this.steps.start[s], this.view[0]), width);
+      var right = this.x(Math.min(this.steps.start[s] + this.steps.duration[s], this.view[1]), width);
+      if (right < LABEL || left > width) continue;
+      context.fillStyle = s % 2 ? "#9ecae1" : "#6baed6";
+      context.fillRect(Math.max(left, LABEL), AXIS + 2, Math.max(1, right - Math.max(left, LABEL)), STEPS - 4);
+      if (right - left > 40) { context.fillStyle = "#08306b"; context.fillText("step #" + (s + 1), Math.max(left, LABEL) + 3, AXIS + STEPS / 2); }
+    }
+    for (var lane = 0; lane < this.lanes; lane++) {
+      var info = this.data.lanes[lane], y = AXIS + STEPS + lane * LANE;
+      context.fillStyle = "#333";
+      context.fillText(info.name, 4, y + LANE / 2);
+      if (info.kind === "gaps") this.drawLane(context, this.gaps, this.gapRanges[lane], lane, width, this.data.cause_colours);
+      else this.drawLane(context, this.ops, this.opRanges[lane], lane, width, this.data.colours);
+    }
+    context.fillStyle = "#ddd";
+    context.fillRect(LABEL - 1, 0, 1, height);
+  };
+
+  Timeline.prototype.find = function (px, py) { // the op or gap under the pointer, or null
+    var width = this.canvas.clientWidth, lane = Math.floor((py - AXIS - STEPS) / LANE);
+    if (lane < 0 || lane >= this.lanes || px < LABEL) return null;
+    var gaps = this.data.lanes[lane].kind === "gaps", table = gaps ? this.gaps : this.ops;
+    var range = (gaps ? this.gapRanges : this.opRanges)[lane];
+    var time = this.timeAt(px, width), slack = (this.view[1] - this.view[0]) / (width - LABEL); // one pixel
+    var i = upperBound(table.start, range[0], range[1], time + slack) - 1;
+    if (i < range[0] || table.start[i] + table.duration[i] < time - slack) return null;
+    return { lane: lane, index: i, gaps: gaps, table: table };
+  };
+
+  Timeline.prototype.describe = function (hit) {
+    var t = hit.table, i = hit.index, lane = this.data.lanes[hit.lane];
+    if (hit.gaps) {
+      return "idle: " + this.data.causes[t.name[i]] + "\n" + formatTime(t.duration[i]) + " at " + formatTime(t.start[i]) + "\n" + lane.name;
+    }
+    return this.data.names[t.name[i]] + "\n" + formatTime(t.duration[i]) + " at " + formatTime(t.start[i]) +
+      "\n" + lane.name + " · " + this.data.categories[t.category[i]];
+  };
+
+  Timeline.prototype.listen = function () {
+    var self = this, dragging = null;
+    this.canvas.addEventListener("wheel", function (event) {
+      event.preventDefault();
+      var width = self.canvas.clientWidth, at = self.timeAt(Math.max(event.offsetX, LABEL), width);
+      var factor = event.deltaY > 0 ? 1.25 : 0.8, span = (self.view[1] - self.view[0]) * factor;
+      var share = (at - self.view[0]) / (self.view[1] - self.view[0]);
+      var start = Math.max(self.extent[0], at - span * share);
+      self.view = [start, Math.min(self.extent[1], Math.max(start + span, start + 1))];
+      self.schedule();
+    }, { passive: false });
+    this.canvas.addEventListener("mousedown", function (event) { dragging = { x: event.clientX, view: self.view.slice() }; });
+    window.addEventListener("mouseup", function () { dragging = null; });
+    this.canvas.addEventListener("mousemove", function (event) {
+      if (dragging) {
+        var width = self.canvas.clientWidth, span = dragging.view[1] - dragging.view[0];
+        var shift = (dragging.x - event.clientX) * span / (width - LABEL);
+        var start = Math.min(Math.max(self.extent[0], dragging.view[0] + shift), self.extent[1] - span);
+        self.view = [start, start + span];
+        self.schedule();
+        return;
+      }
+      var hit = self.find(event.offsetX, event.offsetY);
+      if (!hit) { self.tip.style.display = "none"; return; }
+      self.tip.textContent = self.describe(hit);
+      self.tip.style.display = "block";
+      self.tip.style.left = Math.min(event.offsetX + 12, self.canvas.clientWidth - 300) + "px";
+      self.tip.style.top = (event.offsetY + 14) + "px";
+    });
+    this.canvas.addEventListener("mouseleave", function () { self.tip.style.display = "none"; });
+    this.canvas.addEventListener("dblclick", function () { self.zoomTo(self.extent[0], self.extent[1]); });
+    this.canvas.addEventListener("click", function (event) {
+      if (event.offsetY < AXIS || event.offsetY > AXIS + STEPS) return;
+      var time = self.timeAt(event.offsetX, self.canvas.clientWidth);
+      for (var s = 0; s < self.steps.start.length; s++) {
+        if (time >= self.steps.start[s] && time <= self.steps.start[s] + self.steps.duration[s]) {
+          self.zoomTo(self.steps.start[s], self.steps.start[s] + self.steps.duration[s]);
+          return;
+        }
+      }
+    });
+    window.addEventListener("resize", function () { self.schedule(); });
+  };
+
+  Array.prototype.forEach.call(document.querySelectorAll("script.tracekit-timeline"), function (node) {
+    var holder = document.getElementById(node.getAttribute("data-target"));
+    tracekit.timelines.push(new Timeline(holder, JSON.parse(node.textContent)));
+  });
+  tracekit.ready = true;
+})();

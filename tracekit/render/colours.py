@@ -1,0 +1,36 @@
+"""One colour per kernel category, the same in every picture tracekit draws (PNG or HTML): matmul is
+blue wherever it appears. Categories outside the list (a rule added later) get a colour from their
+name, stable from run to run."""
+
+from __future__ import annotations
+
+import zlib
+
+CATEGORY_COLOURS = {
+    "matmul": "#4c72b0",
+    "attention": "#dd8452",
+    "elementwise": "#55a868",
+    "softmax": "#c44e52",
+    "normalization": "#8172b3",
+    "reduction": "#937860",
+    "memory": "#da8bc3",
+    "communication": "#8c8c8c",
+    "optimizer": "#ccb974",
+    "convolution": "#64b5cd",
+    "fft": "#2f4b7c",
+    "other": "#bcbcbc",
+}
+SPARE = ["#a05195", "#f95d6a", "#ffa600", "#003f5c", "#665191", "#d45087"]
+IDLE_COLOURS = {
+    "sync": "#d62728",
+    "host not launching": "#ff9896",
+    "launch overhead": "#ffbb78",
+    "other stream or device": "#c7c7c7",
+    "dependency not in trace": "#9edae5",
+    "other": "#dbdb8d",
+}
+
+
+def category_colour(category: str) -> str:
+    """The colour of ``category`` (hex)."""
+    return CATEGORY_COLOURS.get(category) or SPARE[zlib.crc32(category.encode()) % len(SPARE)]

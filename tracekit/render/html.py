@@ -1,0 +1,116 @@
+"""report.html: a report's blocks (``report.document``) as one self-contained page that opens from disk:
+the style, the script (``assets/``) and the pictures (PNG as data URIs) are inlined, a content
+security policy forbids every request, and nothing is fetched from a network.
+
+Tables are the renderer's cells (the same formatting as the terminal and Markdown) with each cell's
+raw value beside it (``data-value``) for sorting; timelines are the data ``report.timeline_data`` made,
+embedded as JSON and drawn by the page's script on a canvas.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from html import escape
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from tracekit.render.tables import formatted_cells
+
+# Nothing may be fetched: scripts and styles inline, images from data: URIs only.
+POLICY = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
+
+
+def asset(name: str) -> str:
+    return resources.files("tracekit.render").joinpath("assets").joinpath(name).read_text(encoding="utf-8")
+
+
+def report_page(title: str, blocks: list[Any], timelines: list[dict]) -> str:
+    """The whole page: title, each trace's timeline, then the report's blocks in order."""
+    parts = [f"<h1>{escape(title)}</h1>"]
+    for index, data in enumerate(timelines):
+        parts.append(timeline_html(index, data))
+    for block in blocks:
+        if block.kind == "text":
+            parts.append(_text(block.content))
+        elif block.kind == "table":
+            parts.append(table_html(block.content, block.extra))
+        elif block.kind == "picture":
+            parts.append(_picture(block.content, block.extra))
+    body = "\n".join(part for part in parts if part)
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{POLICY}">'
+        f'<meta name="viewport" content="width=device-width"><title>{escape(title)}</title>'
+        f"<style>{asset('report.css')}</style></head><body>\n{body}\n<script>{asset('report.js')}</script></body></html>\n"
+    )
+
+
+def _inline(text: str) -> str:
+    """Escaped text with Markdown's `code` spans as <code>."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", escape(text))
+
+
+def _text(line: str) -> str:
+    heading = re.match(r"^(#{1,4}) (.*)$", line)
+    if heading:
+        if len(heading.group(1)) == 1:
+            return ""  # the page's own title
+        level = len(heading.group(1))
+        return f"<h{level}>{_inline(heading.group(2))}</h{level}>"
+    if line.startswith("> "):
+        return f'<p class="note">{_inline(line[2:])}</p>'
+    return f"<p>{_inline(line)}</p>" if line.strip() else ""
+
+
+def table_html(frame: pd.DataFrame, command: str = "") -> str:
+    """A sortable table: the renderer's cells, each number's raw value in ``data-value``."""
+    if frame.empty:
+        return "<p>(no rows)</p>"
+    headers, columns, right = formatted_cells(frame)
+    values = [_sort_values(frame[column]) for column in frame.columns]
+    head = "".join(
+        f'<th class="{"number" if align else "text"}">{escape(header)}</th>' for header, align in zip(headers, right)
+    )
+    rows = []
+    for row in range(len(frame)):
+        cells = []
+        for cells_of, raw, align in zip(columns, values, right):
+            value = f' data-value="{raw[row]}"' if raw is not None and raw[row] is not None else ""
+            cells.append(f'<td class="{"number" if align else "text"}"{value}>{escape(cells_of[row])}</td>')
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    command_line = f'<p class="command"><code>{escape(command)}</code></p>' if command else ""
+    return (f'<div class="table-wrap"><table class="sortable"><thead><tr>{head}</tr></thead>'
+            f"<tbody>{''.join(rows)}</tbody></table></div>{command_line}")  # fmt: skip
+
+
+def _sort_values(column: pd.Series) -> list[str | None] | None:
+    """A numeric column's values as text for sorting (None for a missing one); None for text columns."""
+    if not pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column):
+        return None
+    numbers = pd.Series(pd.to_numeric(column, errors="coerce")).astype("float64").to_numpy()
+    return [None if np.isnan(number) else repr(float(number)) for number in numbers]
+
+
+def _picture(path: Path, caption: str) -> str:
+    data = base64.b64encode(Path(path).read_bytes()).decode()
+    return (f'<figure><img alt="{escape(caption)}" src="data:image/png;base64,{data}">'
+            f"<figcaption>{escape(caption)}</figcaption></figure>")  # fmt: skip
+
+
+def timeline_html(index: int, data: dict) -> str:
+    """A trace's timeline: a holder for the canvas, the data as JSON, a legend of the categories."""
+    # "</" in a name would end the script element early: JSON allows "<\/" for it
+    payload = json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
+    legend = "".join(
+        f'<span><i style="background:{colour}"></i>{escape(name)}</span>'
+        for name, colour in zip(data["categories"], data["colours"])
+    )
+    return (f"<h2>Timeline: {escape(data['title'])}</h2>"
+            f'<p class="legend">{legend}</p><div class="timeline" id="timeline-{index}"></div>'
+            f'<script type="application/json" class="tracekit-timeline" data-target="timeline-{index}">{payload}</script>')  # fmt: skip
