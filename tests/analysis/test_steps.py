@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from helpers.nsys_builder import ExportBuilder
 from helpers.paths import SHARED
@@ -79,9 +80,14 @@ def test_steps_picture(cli, tmp_path):
     from tracekit.sources import open_trace
 
     path = built_steps(tmp_path)
-    rows = step_table(open_trace(path)).charts["timeline"].data["rows"]
-    starts, widths = rows["cuda:0"]
-    assert list(starts * 1e6) == [150, 350, 1150, 1350, 2150, 2350, 3150, 3350] and set(widths * 1e6) == {100}
+    data = step_table(open_trace(path)).charts["timeline"].data
+    starts, widths = data["rows"]["CPU steps"]
+    assert list(starts * 1e6) == [0, 1000, 2000, 3000] and list(widths * 1e6) == [1000, 1000, 1000, 3000]
+    # each GPU row: the busy share of 2,000 equal columns over the 6,000 ns from the first step
+    shares = data["busy"]["cuda:0"]
+    assert len(shares) == 2000 and data["span_ms"] == 6000 / 1e6
+    assert np.isclose((shares * 3).sum(), 8 * 100)  # 3 ns a column: the 8 kernels' 800 ns, no more
+    assert shares[50:83].min() == 1.0 and shares[:50].max() == 0.0  # busy 150..250 ns, idle before
     picture = tmp_path / "steps.png"
     result = cli("steps", path, "--picture", picture)
     assert result.exit_code == 0 and picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -93,3 +99,22 @@ def test_report_has_the_why_section(cli, tmp_path):
     text = (tmp_path / "report" / "report.md").read_text()
     assert "### Why the GPU waits" in text and "tracekit idle" in text and "steps.png" in text
     assert (tmp_path / "report" / "steps.png").is_file()
+
+
+def test_gaps_thinner_than_a_column_still_show():
+    """10,000 kernels of 900 ns, one every 1,000 ns: every column of the picture is 90 % busy, none solid
+    (merged intervals drew this as one solid bar)."""
+    import tempfile
+    from pathlib import Path
+
+    from tracekit.analysis.ranges.steps import timeline_chart
+    from tracekit.sources import open_trace
+
+    with tempfile.TemporaryDirectory() as folder:
+        b = ExportBuilder("2026.2")
+        b.push_pop(0, 10_000_000, "step")
+        for index in range(10_000):
+            b.kernel(index * 1_000, index * 1_000 + 900, "gemm", launch_at=index * 1_000)
+        trace = open_trace(b.write(Path(folder) / "dense.sqlite"))
+        shares = timeline_chart(trace, trace.ranges).data["busy"]["cuda:0"]
+    assert np.allclose(shares, 0.9)

@@ -177,3 +177,37 @@ def test_level_of_detail_keeps_gaps_visible(browser, tmp_path):
     assert (alpha > 0).mean() > 0.95 and alpha.max() < 255 and np.median(alpha) > 200
     assert seen == {"errors": [], "requests": []}
     page.close()
+
+
+def test_one_colour_per_category_in_every_picture(tmp_path, monkeypatch):
+    """Every picture of a two-trace report (PNG charts and the HTML timelines) gives each category the
+    same colour: its entry in render.colours, whatever other categories share the picture."""
+    from matplotlib.colors import to_hex
+
+    from tracekit.render import plots
+
+    drawn = []
+    draw = plots.draw
+    monkeypatch.setattr(plots, "draw", lambda chart: drawn.append(draw(chart)) or drawn[-1])
+    first, second = built(tmp_path / "first.sqlite"), tmp_path / "second.sqlite"
+    b = ExportBuilder("2026.2")
+    b.push_pop(0, 9_000, "forward")
+    b.kernel(100, 900, "void softmax_warp_forward<float>()", launch_at=50)  # a category the first lacks
+    b.kernel(1_000, 1_500, GEMM, launch_at=60)
+    b.write(second)
+    folder = write_report([first, second], tmp_path / "report", html=True).parent
+    seen: dict[str, set[str]] = {}
+    for figure in drawn:
+        for axes in figure.axes:
+            for handle, label in zip(*axes.get_legend_handles_labels()):
+                if label in CATEGORY_COLOURS:
+                    patch = handle.patches[0] if hasattr(handle, "patches") else handle  # a bar chart's bars
+                    seen.setdefault(label, set()).add(to_hex(patch.get_facecolor()))
+    for timeline in timelines_of((folder / "report.html").read_text()):
+        for category, colour in zip(timeline["categories"], timeline["colours"]):
+            seen.setdefault(category, set()).add(colour)
+    assert {"matmul", "softmax"} <= {
+        label for figure in drawn for a in figure.axes for label in a.get_legend_handles_labels()[1]
+    }
+    assert len(drawn) >= 2  # the categories of each input, and the comparison's bars
+    assert seen and all(colours == {CATEGORY_COLOURS[category]} for category, colours in seen.items()), seen

@@ -14,6 +14,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only: no display needed, none opened
 
 import numpy as np
+from matplotlib.colors import LinearSegmentedColormap
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 from matplotlib.ticker import MaxNLocator
@@ -177,19 +178,25 @@ def compare_bars(title: str, data: dict[str, Any]) -> Figure:
 
 
 def step_timeline(title: str, data: dict[str, Any]) -> Figure:
-    """One row per lane (``data["rows"]``: name -> (starts, widths) in ms): the steps' CPU ranges
-    alternate in two shades; each GPU's busy intervals in one colour, idle left white."""
-    rows = data["rows"]
-    figure = Figure(figsize=(12, 0.6 * len(rows) + 1.5), layout="constrained")
+    """The steps' CPU ranges (``data["rows"]``: name -> (starts, widths) in ms), alternating in two
+    shades, then one row per GPU (``data["busy"]``: the busy share of each of equal columns across
+    ``data["span_ms"]``): a column is as green as the GPU was busy in it, white when idle, so a gap
+    narrower than a pixel still pales its pixel in proportion to the idle time."""
+    rows, busy, span = data["rows"], data.get("busy", {}), data.get("span_ms", 0.0)
+    names = list(rows) + list(busy)
+    figure = Figure(figsize=(12, 0.6 * len(names) + 1.5), layout="constrained")
     axes = figure.add_subplot()
-    for position, (name, (starts, widths)) in enumerate(rows.items()):
-        if name == "CPU steps":
-            colors = ["#4c72b0" if index % 2 == 0 else "#8fa8d8" for index in range(len(starts))]
-        else:
-            colors = "#55a868"
+    for position, (starts, widths) in enumerate(rows.values()):
+        colors = ["#4c72b0" if index % 2 == 0 else "#8fa8d8" for index in range(len(starts))]
         axes.broken_barh(list(zip(starts, widths)), (position - 0.4, 0.8), facecolors=colors)
-    axes.set_yticks(range(len(rows)), [printable(name) for name in rows])
-    axes.invert_yaxis()
+    shades = LinearSegmentedColormap.from_list("busy", ["#ffffff", "#2e7d32"])
+    for offset, shares in enumerate(busy.values()):
+        position = len(rows) + offset
+        axes.imshow(np.asarray(shares)[None, :], extent=(0, span, position + 0.4, position - 0.4), aspect="auto",
+                    cmap=shades, vmin=0.0, vmax=1.0, interpolation="nearest")  # fmt: skip
+    axes.set_ylim(len(names) - 0.5, -0.5)  # first row on top
+    axes.set_xlim(0, max(span, max((float(np.max(s + w)) for s, w in rows.values() if len(s)), default=0.0)))
+    axes.set_yticks(range(len(names)), [printable(name) for name in names])
     axes.set_xlabel("time from the first step (ms)")
     axes.set_title(title)
     axes.grid(alpha=0.3, axis="x")

@@ -19,6 +19,7 @@ from tracekit import __version__
 from tracekit.analysis.kernels.summary import kernel_mask
 from tracekit.analysis.many.compare import compare_traces
 from tracekit.analysis.many.diff import compare_categories, compare_kernels, labels_for
+from tracekit.analysis.many.pool import labels_for as run_labels
 from tracekit.analysis.options import (
     DEFAULT_PHASES,
     BreakdownOptions,
@@ -71,9 +72,9 @@ def write_report(
     document.text(f"# tracekit report: {report_name(paths)}")
     document.text(f"Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC by tracekit {__version__}.")
     labels = labels_for(len(paths)) if len(paths) > 1 else [""]
-    for label, path, trace in zip(labels, paths, traces):
+    for label, name, path, trace in zip(labels, run_labels(paths), paths, traces):
         section = Document(folder, f"{label.lower()}-" if label else "")
-        _input_section(section, path, trace, heading=f"{label}: {path}" if label else str(path))
+        _input_section(section, path, trace, heading=f"{label} ({name}): {path}" if label else str(path))
         document.extend(section)
     if len(traces) > 1:
         _comparison(document, paths, traces)
@@ -81,8 +82,8 @@ def write_report(
     if html:
         from tracekit.report.timeline_data import timeline_data
 
-        timelines = [timeline_data(trace, f"{label}: {path}" if label else str(path))
-                     for label, path, trace in zip(labels, paths, traces)]  # fmt: skip
+        timelines = [timeline_data(trace, f"{label} ({name}): {path}" if label else str(path))
+                     for label, name, path, trace in zip(labels, run_labels(paths), paths, traces)]  # fmt: skip
         document.write_html(folder / "report.html", f"tracekit report: {report_name(paths)}", timelines)
     return written
 
@@ -296,6 +297,7 @@ def _comparison(document: Document, paths: list[Path], traces: list[Trace]) -> N
     labels = labels_for(len(traces))
     against = "B against A" if len(traces) == 2 else f"{', '.join(labels[1:])} against A"
     document.text(f"## Comparison: {against}")
+    document.text("; ".join(f"{label} is `{name}`" for label, name in zip(labels, run_labels(paths))) + ".")
     # Only two inputs have a command of their own; more are this report's alone.
     sources = [str(path) for path in paths]
 
@@ -312,7 +314,8 @@ def _comparison(document: Document, paths: list[Path], traces: list[Trace]) -> N
     runs = [Run.at(path) for path in paths]
     configs = [run.config if run is not None else {} for run in runs]
     options = CompareOptions(phases=PHASES)
-    compared = compare_traces(traces, labels, configs, options)
+    names = run_labels(paths)  # the runs' own names in the table and picture, not letters
+    compared = compare_traces(traces, names, configs, options)
     document.text("Kernel time per phase instance and its split by category, input by input:")
     document.table(compared.table("compare"), command_line("compare", sources, options, "ms"))
     if "compare" in compared.charts:
