@@ -350,12 +350,14 @@ def timeline(
     step: int | None = None,
     range: str | None = None,
     instance: int = 1,
+    memory: str | os.PathLike | None = None,
 ) -> Path:
     """Write ``traces`` as one Chrome trace-event file (``.json`` or ``.json.gz``) that Perfetto UI,
     chrome://tracing and TensorBoard open: GPU ops per stream, idle gaps by cause, ranges and API calls
     per host thread, launch arrows, steps; several traces (ranks) each a process group. A window:
     ``start_ms``/``end_ms`` from the trace's first event, the ``step``-th step, or the ``instance``-th
-    instance of ``range``. Returns the file written; it is written whole or not at all.
+    instance of ``range``. ``memory``: a CUDA memory snapshot drawn as a counter track of allocated and
+    reserved MiB (run folders bring their own). Returns the file written, whole or not at all.
 
     Example:
         >>> tracekit.timeline("trace.sqlite", "trace.json.gz", step=2)
@@ -365,4 +367,4 @@ def timeline(
 
     options = WindowOptions(start_ms=start_ms, end_ms=end_ms, step=step, range=range, instance=instance)
     items = [traces] if isinstance(traces, (str, os.PathLike)) or not isinstance(traces, Sequence) else list(traces)
-    return write(items, output, options).path
+    return write(items, output, options, memory).path

@@ -13,10 +13,12 @@ import pandas as pd
 import pytest
 from helpers.nsys_builder import ExportBuilder
 from helpers.paths import SHARED
+from helpers.snapshot_builder import SnapshotBuilder, stack
 
 import tracekit
 from tracekit.analysis.waits.idle import idle_gaps
 from tracekit.trace_events.tracks import GPU_BASE, IDLE_TID
+from tracekit.trace_events.writer import timeline as write_timeline
 
 GEMM = "ampere_sgemm_128x64_tn"
 ADD = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>()"
@@ -198,3 +200,26 @@ def test_holistic_trace_analysis_loads_it(tmp_path, monkeypatch):
     ours = tracekit.kernels(path)["kernels"]
     assert len(kernels) == ours["Instances"].sum()
     assert abs(int(kernels["dur"].sum()) - int(ours["Total Time (ns)"].sum()) / 1000) <= len(kernels) / 1000
+
+
+EPOCH_US = 1_763_820_000_000_000  # the built exports' session start (TARGET_INFO_SESSION_START_TIME), in µs
+MIB = 2**20
+
+
+def test_a_snapshot_is_a_memory_counter_on_the_trace_clock(export, tmp_path):
+    """A snapshot's events stamped with the wall clock land at the trace's times: allocated and reserved
+    MiB after each event, on the GPU's process."""
+    snapshot = SnapshotBuilder()
+    snapshot.segment_event("segment_alloc", 0x0, 64 * MIB, EPOCH_US + 1_000)  # at 1,000,000 ns on the trace
+    snapshot.alloc(0x1000, 3 * MIB, EPOCH_US + 1_005, stack("model.py:3 forward"))
+    snapshot.free(0x1000, 3 * MIB, EPOCH_US + 1_020)
+    snapshot.segment(0x0, 64 * MIB, [])
+    path = snapshot.dump(tmp_path / "memory.pickle")
+    events = events_of(tracekit.timeline(export, tmp_path / "t.json", memory=path))
+    counters = [(e["ts"], e["args"]["allocated"], e["args"]["reserved"]) for e in events if e["ph"] == "C"]
+    assert {e["pid"] for e in events if e["ph"] == "C"} == {GPU_BASE}
+    assert counters[0] == (1000.0, 0.0, 64.0) and (1005.0, 3.0, 64.0) in counters and counters[-1][:2] == (1020.0, 0.0)
+    late = SnapshotBuilder()
+    late.alloc(0x1000, MIB, EPOCH_US + 10**9, stack("model.py:3 forward"))  # 1,000 s later: another run's
+    written = write_timeline([export], tmp_path / "late.json", memory=late.dump(tmp_path / "late.pickle"))
+    assert written.events["memory counters"] == 0 and any("do not fall within" in n for n in written.notes)

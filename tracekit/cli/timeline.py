@@ -17,14 +17,17 @@ from tracekit.cli.common import nsys_option
 @click.option("--step", type=int, default=None, help="only the N-th training step (1: the first)")
 @click.option("--range", "range", default=None, metavar="SPEC", help="only one instance of this range (a range spec)")
 @click.option("--instance", type=int, default=1, show_default=True, help="which instance of --range, in time order")
+@click.option("--memory", type=click.Path(dir_okay=False), default=None,
+              help="a CUDA memory snapshot: its allocated and reserved memory as a counter track on its GPU "
+              "(a run folder's own memory.pickle is used without it)")  # fmt: skip
 @nsys_option
-def timeline(traces, output, start_ms, end_ms, step, range, instance, nsys):
+def timeline(traces, output, start_ms, end_ms, step, range, instance, memory, nsys):
     """Write TRACES as one timeline file that Perfetto UI (ui.perfetto.dev), chrome://tracing and
     TensorBoard open: each GPU a process with a track per stream and a track of its idle gaps coloured
     by cause, each host thread its NVTX or record_function ranges and CUDA API calls, an arrow from each
-    launch to its GPU op, and the training steps. Several traces (ranks): one file, a process group per
-    rank. torch.profiler readers read the file back (its GPU ops carry their device, stream and
-    correlation).
+    launch to its GPU op, the training steps, and the GPU's memory when there is a snapshot. Several
+    traces (ranks): one file, a process group per rank. torch.profiler readers read the file back (its
+    GPU ops carry their device, stream and correlation).
 
     TRACES: nsys exports or reports, torch.profiler traces, run folders, globs or folders of them."""
     import sys
@@ -37,7 +40,7 @@ def timeline(traces, output, start_ms, end_ms, step, range, instance, nsys):
         session = current()
         session.settings = session.settings.replace(nsys=nsys)
     options = WindowOptions(start_ms=start_ms, end_ms=end_ms, step=step, range=range, instance=instance)
-    written = write(list(traces), output, options)
+    written = write(list(traces), output, options, memory)
     for note in written.notes:
         click.echo(f"note: {note}", err=True)
     click.echo(written.summary(), file=sys.stderr)

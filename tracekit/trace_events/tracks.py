@@ -240,3 +240,20 @@ def metadata_events(place: Place, gpus: set[int], streams: pd.DataFrame, threads
     for pid, tid in threads.itertuples(index=False):
         thread(int(place.host_pid(np.array([pid]))[0]), int(tid), f"thread {tid}", 0)
     return [json.dumps(event, ensure_ascii=False) for event in events]
+
+
+def memory_events(times: np.ndarray, allocated: np.ndarray, reserved: np.ndarray, device: int,
+                  place: Place) -> Iterator[pa.Array]:  # fmt: skip
+    """A counter track of the GPU's allocated and reserved memory (MiB) at each change, on its process."""
+    pid = int(place.gpu_pid(np.array([device]))[0])
+    for rows in slices(len(times)):
+        yield join(
+            f'{{"ph":"C","name":"memory (MiB)","pid":{pid},"ts":', microseconds(times[rows]),
+            ',"args":{"allocated":', _mib(allocated[rows]), ',"reserved":', _mib(reserved[rows]), "}}",
+        )  # fmt: skip
+
+
+def _mib(values: np.ndarray) -> pa.Array:
+    """Bytes as MiB with three decimals, from the integers (a counter's text; KiB-exact)."""
+    kib = np.asarray(values, dtype=np.int64) // 1024
+    return microseconds(kib * 1000 // 1024)  # thousandths of a MiB, written as MiB.fff

@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from queue import Full, Queue
-from typing import IO
+from typing import IO, Any
 
 import numpy as np
 import pandas as pd
@@ -59,11 +59,15 @@ def check_output(path: str | os.PathLike) -> Path:
 
 
 def timeline(
-    inputs: Sequence[str | os.PathLike | Trace], path: str | os.PathLike, options: WindowOptions | None = None
+    inputs: Sequence[str | os.PathLike | Trace],
+    path: str | os.PathLike,
+    options: WindowOptions | None = None,
+    memory: str | os.PathLike | None = None,
 ) -> Written:
     """The timeline of ``inputs`` (paths, globs, folders of traces, or open traces) written to ``path``.
     Several inputs are read one after another, each released once written; each is named by its rank
-    (the trace's, else one in its file name) or its name."""
+    (the trace's, else one in its file name) or its name. ``memory``: a snapshot whose allocated and
+    reserved memory becomes a counter track (a run folder's own is used without it)."""
     from tracekit.analysis.many.pool import expand_inputs, labels_for, protect_inputs, rank_in_name
     from tracekit.sources import open_trace
 
@@ -73,10 +77,14 @@ def timeline(
     paths = expand_inputs([os.fspath(item) for item in inputs if isinstance(item, (str, os.PathLike))]) if len(
         opened) < len(inputs) else []  # fmt: skip
     protect_inputs(paths)
-    loaders: list[tuple[str, Callable[[], Trace]]] = [
-        (label, lambda path=path: open_trace(str(path))) for label, path in zip(labels_for(paths), paths)
+    loaders: list[Loader] = [
+        (label, lambda path=path: open_trace(str(path)), lambda path=path: _snapshot(path, memory))
+        for label, path in zip(labels_for(paths), paths)
     ]
-    loaders += [(Path(str(trace.meta.source)).name, lambda trace=trace: trace) for trace in opened]
+    loaders += [(Path(str(trace.meta.source)).name, lambda trace=trace: trace, lambda: _snapshot(None, memory))
+                for trace in opened]  # fmt: skip
+    if memory is not None and len(loaders) > 1:
+        raise UsageError("a memory snapshot goes with one trace: give one, or run folders (each has its own)")
 
     def name(label: str, trace: Trace) -> str:
         rank = trace.meta.rank if trace.meta.rank is not None else rank_in_name(label)
@@ -85,8 +93,19 @@ def timeline(
     return write_timeline(loaders, target, options, name)
 
 
+Loader = tuple[str, Callable[[], Trace], Callable[[], Any]]  # label, the trace, its snapshot (or None)
+
+
+def _snapshot(path: Path | None, memory: str | os.PathLike | None) -> Any:
+    from tracekit.sources import open_snapshot, run_snapshot
+
+    if memory is not None:
+        return open_snapshot(os.fspath(memory))
+    return run_snapshot(path) if path is not None else None
+
+
 def write_timeline(
-    loaders: list[tuple[str, Callable[[], Trace]]],
+    loaders: list[Loader],
     path: str | os.PathLike,
     options: WindowOptions | None = None,
     name: Callable[[str, Trace], str] = lambda label, trace: label,
@@ -103,10 +122,11 @@ def write_timeline(
         with _open(temporary, target) as handle:
             size = handle.write(_header(single).encode())
             first = True
-            for index, (label, load) in enumerate(loaders):
+            for index, (label, load, load_snapshot) in enumerate(loaders):
                 trace = single if single is not None else load()
                 place = tracks.Place(index, name(label, trace) if single is None else "")
-                size, first = _write_input(handle, trace, place, window_of(trace, options), written, size, first)
+                window = window_of(trace, options)
+                size, first = _write_input(handle, trace, place, window, load_snapshot(), written, size, first)
                 written.notes += [f"{place.label}: {note}" if place.label else note for note in trace.warnings]
                 del trace  # the next input is read once this one is released
             written.size = size + handle.write(b"\n]}\n")
@@ -123,10 +143,10 @@ def _open(temporary: Path, target: Path) -> IO[bytes]:
     return open(temporary, "wb")
 
 
-def _write_input(handle: IO[bytes], trace: Trace, place: tracks.Place, window: Window, written: Written, size: int,
-                 first: bool) -> tuple[int, bool]:  # fmt: skip
+def _write_input(handle: IO[bytes], trace: Trace, place: tracks.Place, window: Window, snapshot, written: Written,
+                 size: int, first: bool) -> tuple[int, bool]:  # fmt: skip
     """Write one input's events; the bytes written so far and whether the file still has no event."""
-    for kind, events in ahead(_events(trace, place, window)):
+    for kind, events in ahead(_events(trace, place, window, snapshot, written.notes)):
         if isinstance(events, list):  # metadata: a few dicts' text
             if not events:
                 continue
@@ -156,7 +176,9 @@ def _header(trace: Trace | None) -> str:
     return json.dumps(fields, ensure_ascii=False)[:-1] + ',"traceEvents":[\n'
 
 
-def _events(trace: Trace, place: tracks.Place, window: Window) -> Iterator[tuple[str, list[str] | pa.Array]]:
+def _events(
+    trace: Trace, place: tracks.Place, window: Window, snapshot, notes: list[str]
+) -> Iterator[tuple[str, list[str] | pa.Array]]:
     """(kind, events) of one input: its metadata first, then every track."""
     from tracekit.analysis.kernels.categories import CATEGORIES, op_categories
     from tracekit.analysis.ranges.attribution import op_launches
@@ -199,6 +221,16 @@ def _events(trace: Trace, place: tracks.Place, window: Window) -> Iterator[tuple
         launched.start[arrows], launched.pid[arrows], launched.tid[arrows], ops["start"].to_numpy()[arrows],
         ops["device"].to_numpy()[arrows], ops["stream"].to_numpy()[arrows], correlation[arrows], place))  # fmt: skip
     yield from (("idle gaps", events) for events in tracks.gap_events(gaps.result(), place))
+    if snapshot is not None:
+        counters = memory_counters(snapshot, trace)
+        if isinstance(counters, str):
+            notes.append(counters)
+        else:
+            times, allocated, reserved, device = counters
+            keep = window.overlapping(times, times)
+            keep = slice(None) if keep is None else keep
+            yield from (("memory counters", events) for events in tracks.memory_events(
+                times[keep], allocated[keep], reserved[keep], device, place))  # fmt: skip
 
 
 def ahead(items: Iterator, depth: int = 2) -> Iterator:
@@ -259,3 +291,31 @@ def _gaps(trace: Trace, window: Window) -> pd.DataFrame:
     keep = window.overlapping(gaps["Start (ns)"].to_numpy(), end.to_numpy())
     gaps = gaps if keep is None else gaps.loc[keep]
     return gaps.loc[~gaps["GPU"].astype(str).str.startswith("cuda:-")]
+
+
+def memory_counters(snapshot, trace: Trace) -> tuple[np.ndarray, np.ndarray, np.ndarray, int] | str:
+    """The snapshot's allocated and reserved bytes at each of its events, on the trace's clock: (times in
+    ns, allocated, reserved, device), or why they cannot be placed (a string). Snapshots stamp events
+    with the wall clock (µs since 1970); nsys anchors its time zero on it (the session's start), and
+    torch.profiler traces are on it already (or anchored by baseTimeNanoseconds)."""
+    from tracekit.analysis.memory.replay import replay
+
+    memory = replay(snapshot)
+    if not memory.has_time:
+        return "the memory snapshot has no timestamps (torch 2.1 or older): no memory track"
+    anchor = trace.meta.session_start_utc_ns
+    if anchor is None and trace.meta.tool != TORCH_PROFILER:
+        return "the trace does not say when it started on the wall clock: no memory track"
+    timeline = memory.timeline.loc[memory.timeline["index"] >= 0]
+    events = snapshot.events.loc[(snapshot.events["device"] == memory.device).to_numpy()]
+    stamps = events["time_us"].to_numpy(dtype=np.float64)[timeline["index"].to_numpy()]
+    # whole µs and the fraction apart: µs since 1970 times 1000 is past float64's exact integers
+    whole = np.floor(stamps)
+    times = whole.astype(np.int64) * 1000 + np.round((stamps - whole) * 1000).astype(np.int64) - (anchor or 0)
+    if trace.gpu_ops.empty:
+        return "the trace has no GPU work to place the memory track beside"
+    first, last = int(trace.gpu_ops["start"].min()), int(trace.gpu_ops["end"].max())
+    margin = 60 * 1_000_000_000  # a minute either side: a snapshot of another run is not this trace's memory
+    if len(times) == 0 or times.max() < first - margin or times.min() > last + margin:
+        return "the memory snapshot's times do not fall within the trace's: no memory track"
+    return times, timeline["allocated"].to_numpy(), timeline["reserved"].to_numpy(), memory.device
