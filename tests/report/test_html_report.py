@@ -211,3 +211,32 @@ def test_one_colour_per_category_in_every_picture(tmp_path, monkeypatch):
     }
     assert len(drawn) >= 2  # the categories of each input, and the comparison's bars
     assert seen and all(colours == {CATEGORY_COLOURS[category]} for category, colours in seen.items()), seen
+
+
+def test_a_run_folder_s_memory_lies_on_the_trace_s_time_axis(browser, tmp_path):
+    """A run folder with a trace and a snapshot: the page's timeline has a memory lane, its times on the
+    trace's axis (the snapshot's wall-clock stamps against the export's session start)."""
+    from helpers.snapshot_builder import SnapshotBuilder, stack
+
+    epoch_us = 1_763_820_000_000_000  # the built exports' session start, µs
+    run = tmp_path / "run"
+    run.mkdir()
+    built(run / "trace.sqlite")
+    snapshot = SnapshotBuilder()
+    snapshot.segment_event("segment_alloc", 0x0, 64 * 2**20, epoch_us + 1)  # 1,000 ns: the first op's start
+    snapshot.alloc(0x1000, 3 * 2**20, epoch_us + 5, stack("model.py:3 forward"))
+    snapshot.segment(0x0, 64 * 2**20, [(0x1000, 3 * 2**20, "active_allocated")])
+    snapshot.dump(run / "memory.pickle")
+    write_report([run], tmp_path / "report", html=True)
+    page_path = (tmp_path / "report" / "report.html").resolve()
+    (timeline,) = timelines_of(page_path.read_text())
+    memory = timeline["memory"]
+    assert (
+        memory["start"] == [0, 4_000]
+        and memory["allocated_mib"] == [0.0, 3.0]
+        and memory["reserved_mib"] == [64.0, 64.0]
+    )
+    page, seen = open_page(browser, page_path)
+    assert page.evaluate("tracekit.timelines[0].height()") == 22 + 18 + 3 * 18 + 48 + 4  # the memory lane's room
+    assert seen == {"errors": [], "requests": []}
+    page.close()

@@ -111,6 +111,7 @@ def timeline_html(index: int, data: dict) -> str:
         f'<span><i style="background:{colour}"></i>{escape(name)}</span>'
         for name, colour in zip(data["categories"], data["colours"])
     )
+    note = f'<p class="note">note: {escape(data["memory_note"])}</p>' if data.get("memory_note") else ""
     return (f"<h2>Timeline: {escape(data['title'])}</h2>"
-            f'<p class="legend">{legend}</p><div class="timeline" id="timeline-{index}"></div>'
+            f'<p class="legend">{legend}</p><div class="timeline" id="timeline-{index}"></div>{note}'
             f'<script type="application/json" class="tracekit-timeline" data-target="timeline-{index}">{payload}</script>')  # fmt: skip

@@ -12,15 +12,18 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis.kernels.categories import CATEGORIES, op_categories
+from tracekit.analysis.memory.on_trace import memory_on_trace
 from tracekit.analysis.ranges.steps import step_rows
 from tracekit.analysis.waits.idle import idle_gaps
+from tracekit.model.memory import MemoryTrace
 from tracekit.model.trace import Trace
 from tracekit.render.colours import IDLE_COLOURS, category_colour
 
 
-def timeline_data(trace: Trace, title: str) -> dict:
+def timeline_data(trace: Trace, title: str, snapshot: MemoryTrace | None = None) -> dict:
     """The timeline of ``trace`` for the page: lanes, ops (lane, start, duration, name, category),
-    gaps (lane, start, duration, cause), steps (start, duration), in ns from the first GPU op."""
+    gaps (lane, start, duration, cause), steps (start, duration), in ns from the first GPU op; with a
+    ``snapshot``, its allocated and reserved MiB over time on the same axis ("memory"), or why not."""
     ops = trace.gpu_ops
     empty = {"title": title, "lanes": [], "names": [], "categories": [], "colours": [], "causes": [],
              "cause_colours": [], "ops": _columns(), "gaps": _columns(), "steps": {"start": [], "duration": []},
@@ -75,7 +78,22 @@ def timeline_data(trace: Trace, title: str) -> dict:
         },
         "origin_ns": origin,
         "count": len(ops),
+        **_memory(snapshot, trace, origin),
     }
+
+
+def _memory(snapshot: MemoryTrace | None, trace: Trace, origin: int) -> dict:
+    if snapshot is None:
+        return {"memory": None}
+    placed = memory_on_trace(snapshot, trace)
+    if isinstance(placed, str):
+        return {"memory": None, "memory_note": placed}
+    times, allocated, reserved, device = placed
+    # at most a few thousand points: the lane is a picture of the level, not of every event
+    keep = np.unique(np.linspace(0, len(times) - 1, min(len(times), 4000)).astype(np.int64)) if len(times) else times
+    return {"memory": {"device": int(device), "start": (times[keep] - origin).tolist(),
+                       "allocated_mib": np.round(allocated[keep] / 2**20, 3).tolist(),
+                       "reserved_mib": np.round(reserved[keep] / 2**20, 3).tolist()}}  # fmt: skip
 
 
 def _packed(lane: np.ndarray, start: np.ndarray, duration: np.ndarray, name: np.ndarray, category: np.ndarray,

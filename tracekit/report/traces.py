@@ -42,7 +42,7 @@ from tracekit.render.tables import in_unit
 from tracekit.report.document import Document
 from tracekit.report.why import why_section
 from tracekit.runs import Run
-from tracekit.sources import open_trace
+from tracekit.sources import open_trace, run_snapshot
 
 PHASES = DEFAULT_PHASES
 TOP_KERNELS, TOP_PHASE_KERNELS, TOP_RANGES, TOP_MEMORY = 10, 5, 15, 10
@@ -82,7 +82,7 @@ def write_report(
     if html:
         from tracekit.report.timeline_data import timeline_data
 
-        timelines = [timeline_data(trace, f"{label} ({name}): {path}" if label else str(path))
+        timelines = [timeline_data(trace, f"{label} ({name}): {path}" if label else str(path), _readable_snapshot(path))
                      for label, name, path, trace in zip(labels, run_labels(paths), paths, traces)]  # fmt: skip
         document.write_html(folder / "report.html", f"tracekit report: {report_name(paths)}", timelines)
     return written
@@ -320,3 +320,11 @@ def _comparison(document: Document, paths: list[Path], traces: list[Trace]) -> N
     document.table(compared.table("compare"), command_line("compare", sources, options, "ms"))
     if "compare" in compared.charts:
         document.picture(compared.charts["compare"], "compare", "kernel time per phase instance by category")
+
+
+def _readable_snapshot(path: Path):
+    """A run folder's memory snapshot, or None (none, or one that cannot be read: its section says so)."""
+    try:
+        return run_snapshot(path)
+    except TracekitError:
+        return None

@@ -36,7 +36,7 @@
   });
 
   // -- timelines ------------------------------------------------------------------------------------
-  var LANE = 18, AXIS = 22, STEPS = 18, LABEL = 150;
+  var LANE = 18, AXIS = 22, STEPS = 18, LABEL = 150, MEMORY = 48;
 
   function upperBound(values, from, to, x) { // first index in [from, to) with values[i] > x
     while (from < to) {
@@ -112,7 +112,37 @@
     this.draw();
   }
 
-  Timeline.prototype.height = function () { return AXIS + STEPS + this.lanes * LANE + 4; };
+  Timeline.prototype.height = function () { return AXIS + STEPS + this.lanes * LANE + (this.data.memory ? MEMORY : 0) + 4; };
+
+  Timeline.prototype.drawMemory = function (context, width) { // allocated (filled) and reserved (line), MiB
+    var memory = this.data.memory, top = AXIS + STEPS + this.lanes * LANE + 4, high = 0;
+    for (var i = 0; i < memory.reserved_mib.length; i++) high = Math.max(high, memory.reserved_mib[i], memory.allocated_mib[i]);
+    if (!(high > 0)) return;
+    var level = function (mib) { return top + MEMORY - 4 - (MEMORY - 8) * mib / high; };
+    context.fillStyle = "#333";
+    context.fillText("GPU " + memory.device + " · memory", 4, top + 10);
+    context.fillText(high.toFixed(0) + " MiB", 4, top + 26);
+    var self = this;
+    function path(values) {
+      context.beginPath();
+      var started = false;
+      for (var j = 0; j < memory.start.length; j++) {
+        var x = Math.min(Math.max(self.x(memory.start[j], width), LABEL), width);
+        var next = j + 1 < memory.start.length ? Math.min(Math.max(self.x(memory.start[j + 1], width), LABEL), width) : width;
+        if (!started) { context.moveTo(x, level(values[j])); started = true; } else { context.lineTo(x, level(values[j])); }
+        context.lineTo(next, level(values[j]));
+      }
+    }
+    path(memory.allocated_mib);
+    context.lineTo(width, top + MEMORY - 4);
+    context.lineTo(LABEL, top + MEMORY - 4);
+    context.closePath();
+    context.fillStyle = "rgba(218, 139, 195, 0.6)";
+    context.fill();
+    path(memory.reserved_mib);
+    context.strokeStyle = "#555";
+    context.stroke();
+  };
 
   Timeline.prototype.x = function (ns, width) { return LABEL + (ns - this.view[0]) * (width - LABEL) / (this.view[1] - this.view[0]); };
 
@@ -220,6 +250,7 @@
       if (info.kind === "gaps") this.drawLane(context, this.gaps, this.gapRanges[lane], lane, width, this.data.cause_colours);
       else this.drawLane(context, this.ops, this.opRanges[lane], lane, width, this.data.colours);
     }
+    if (this.data.memory) this.drawMemory(context, width);
     context.fillStyle = "#ddd";
     context.fillRect(LABEL - 1, 0, 1, height);
   };
