@@ -165,7 +165,8 @@ def test_report_compares_more_than_two_inputs(cli, shared_traces, tmp_path):
     result = cli("report", a, b, copy, "-o", tmp_path / "three")
     assert result.exit_code == 0, result.output
     text = (tmp_path / "three" / "report.md").read_text()
-    assert "## A: " in text and "## C: " in text and "## Comparison: B, C against A" in text
+    assert "## A (" in text and "## C (b-again): " in text and "## Comparison: B, C against A" in text
+    assert "C is `b-again`." in text  # the letters of the comparison's columns, named
     table = markdown_table_after(text, "## Comparison: B, C against A").splitlines()
     assert table[0] == "| Phase | Category | A (ms) | B (ms) | C (ms) | B - A (ms) | C - A (ms) |"
     for row in table[2:]:
