@@ -94,7 +94,7 @@ def idle_gaps(
     for device in known_devices(devices[kept]):  # an op on an unknown device (-1) has no gaps of its own
         on_device = (devices == device) & kept
         shared = shared or bool(owners[on_device].any())
-        for stream, owner in np.unique(np.stack([streams[on_device], owners[on_device]], axis=1), axis=0).tolist():
+        for stream, owner in _groups(streams[on_device], owners[on_device], per_stream):
             mine = np.flatnonzero(on_device & (streams == stream) & (owners == owner))
             low, high = merge_intervals(start[mine], end[mine])
             if len(low) < 2:
@@ -134,6 +134,15 @@ def idle_gaps(
         return pd.DataFrame({name: [] for name in names})
     gaps = pd.concat(frames, ignore_index=True)
     return gaps if shared or not per_stream else gaps.drop(columns=["PID"])
+
+
+def _groups(streams: np.ndarray, owners: np.ndarray, per_stream: bool) -> list[list[int]]:
+    """The (stream, owner) pairs a device's gaps are found in, sorted: one, (0, 0), unless per stream.
+    Hashing the pairs, not sorting them (``np.unique(axis=0)`` sorted a million rows to find one pair)."""
+    if not per_stream:
+        return [[0, 0]]
+    pairs = pd.DataFrame({"stream": streams, "owner": owners}).drop_duplicates()
+    return pairs.sort_values(["stream", "owner"]).to_numpy().tolist()
 
 
 def _stream_owners(ops: pd.DataFrame, devices: np.ndarray, streams: np.ndarray) -> np.ndarray:
