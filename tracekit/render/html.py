@@ -1,5 +1,5 @@
 """report.html: a report's blocks (``report.document``) as one self-contained page that opens from disk:
-the style, the script (``assets/``) and the pictures (PNG as data URIs) are inlined, a content
+the style, the script (``assets/``) and the pictures (SVG, drawn by the code that draws the PNGs) are inlined, a content
 security policy forbids every request, and nothing is fetched from a network.
 
 Tables are the renderer's cells (the same formatting as the terminal and Markdown) with each cell's
@@ -9,17 +9,18 @@ embedded as JSON and drawn by the page's script on a canvas.
 
 from __future__ import annotations
 
-import base64
+import io
 import json
 import re
 from html import escape
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
+import matplotlib
 import numpy as np
 import pandas as pd
 
+from tracekit.model.result import Chart
 from tracekit.render.tables import formatted_cells
 
 # Nothing may be fetched: scripts and styles inline, images from data: URIs only.
@@ -97,10 +98,16 @@ def _sort_values(column: pd.Series) -> list[str | None] | None:
     return [None if np.isnan(number) else repr(float(number)) for number in numbers]
 
 
-def _picture(path: Path, caption: str) -> str:
-    data = base64.b64encode(Path(path).read_bytes()).decode()
-    return (f'<figure><img alt="{escape(caption)}" src="data:image/png;base64,{data}">'
-            f"<figcaption>{escape(caption)}</figcaption></figure>")  # fmt: skip
+def _picture(chart: Chart, caption: str) -> str:
+    """The chart as inline SVG (sharp at any zoom, searchable text), drawn by the same code as its PNG."""
+    from tracekit.render import plots
+
+    with matplotlib.rc_context({**plots.PLAIN_TEXT, "svg.fonttype": "none"}):  # text stays text
+        buffer = io.BytesIO()
+        plots.draw(chart).savefig(buffer, format="svg")
+    svg = buffer.getvalue().decode("utf-8")
+    svg = svg[svg.index("<svg") :]  # without the XML declaration and doctype
+    return f'<figure role="img" aria-label="{escape(caption)}">{svg}<figcaption>{escape(caption)}</figcaption></figure>'
 
 
 def timeline_html(index: int, data: dict) -> str:

@@ -156,6 +156,7 @@ def compare_bars(title: str, data: dict[str, Any]) -> Figure:
     width = 0.8 / max(len(runs), 1)
     figure = Figure(figsize=(max(8, 1.2 * len(phases) * max(len(runs), 1) ** 0.5 + 4), 5), layout="constrained")
     axes = figure.add_subplot()
+    bars, names = [], []
     for position, run in enumerate(runs):
         rows = table.loc[table[label] == run].set_index("Phase").reindex(phases)
         x = np.arange(len(phases)) + (position - (len(runs) - 1) / 2) * width
@@ -166,9 +167,15 @@ def compare_bars(title: str, data: dict[str, Any]) -> Figure:
             axes.bar(x, height, width, bottom=bottom, color=category_colour(category),
                      label=category if position == 0 else None)  # fmt: skip
             bottom += height
-        for x_at, top in zip(x, total_ms):
-            axes.text(x_at, top, printable(str(run)), ha="center", va="bottom", fontsize=7, rotation=90)
+        bars += x.tolist()
+        names += [printable(str(run))] * len(x)
+    # Each bar is named below it (minor ticks), the phases below those: labels sit in the layout, never
+    # over a bar, another label or the title (they were written above the bars, into the title).
+    axes.xaxis.remove_overlapping_locs = False  # a bar at a group's centre keeps its name
+    axes.set_xticks(bars, names, minor=True, rotation=90, fontsize=7)
     axes.set_xticks(np.arange(len(phases)), [printable(str(phase)) for phase in phases])
+    longest = max((len(name) for name in names), default=0)
+    axes.tick_params(axis="x", which="major", length=0, pad=7 * 0.62 * longest + 8)
     axes.set_ylabel("kernel time per instance (ms)")
     axes.set_title(title)
     axes.grid(alpha=0.3, axis="y")

@@ -41,7 +41,7 @@ class Document:
         file = f"{self.prefix}{name}.png"
         plots.save(chart, self.folder / file)
         self.lines += [f"![{caption}]({file})", ""]
-        self.blocks.append(Block("picture", self.folder / file, caption))
+        self.blocks.append(Block("picture", chart, caption))
 
     def extend(self, other: Document) -> None:
         self.lines += other.lines
@@ -61,7 +61,7 @@ class Document:
 @dataclass(frozen=True)
 class Block:
     """One piece of a report: ``text`` (a Markdown line), ``table`` (a DataFrame in its display unit, the
-    command that prints it) or ``picture`` (the PNG file, its caption)."""
+    command that prints it) or ``picture`` (the chart, drawn again as SVG for the page; its caption)."""
 
     kind: str
     content: Any
