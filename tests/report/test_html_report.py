@@ -57,6 +57,8 @@ def test_the_page_holds_everything_and_fetches_nothing(tmp_path):
     assert timeline["steps"] == {"start": [-1_000, 9_000], "duration": [9_000, 9_000]}
     assert timeline["colours"][timeline["categories"].index("matmul")] == CATEGORY_COLOURS["matmul"]
     assert [lane["name"] for lane in timeline["lanes"]] == ["GPU 0 · stream 7", "GPU 0 · stream 9", "GPU 0 · idle"]
+    # each op's launching call was made inside "forward" (inside "step"): the innermost range is named
+    assert [timeline["range_names"][code] for code in timeline["op_range"]] == ["forward"] * 4
 
 
 def test_cells_keep_their_raw_values_for_sorting(tmp_path):
@@ -144,6 +146,14 @@ def test_the_report_in_a_browser(browser, tmp_path, name):
     header.click()
     values = table.evaluate(f"t => Array.from(t.tBodies[0].rows).map(r => Number(r.cells[{column}].dataset.value))")
     assert values == sorted(values)
+    # an op's description names the range its launching call was made in (when it has one)
+    described = page.evaluate(
+        """() => { const t = tracekit.timelines[0], i = t.opRange.findIndex(code => code >= 0);
+                   return i < 0 ? null : [t.describe({lane: t.ops.lane[i], index: i, gaps: false, table: t.ops}),
+                                          t.data.range_names[t.opRange[i]]]; }"""
+    )
+    if described is not None:
+        assert described[0].endswith("launched in: " + described[1])
     # hovering over a drawn op names it
     box = page.locator(".timeline canvas").first.bounding_box()
     assert box is not None

@@ -13,8 +13,10 @@ import pandas as pd
 
 from tracekit.analysis.kernels.categories import CATEGORIES, op_categories
 from tracekit.analysis.memory.on_trace import memory_on_trace
+from tracekit.analysis.ranges.attribution import op_launches
 from tracekit.analysis.ranges.steps import step_rows
 from tracekit.analysis.waits.idle import idle_gaps
+from tracekit.analysis.waits.syncs import NO_RANGE, innermost_range
 from tracekit.model.memory import MemoryTrace
 from tracekit.model.trace import Trace
 from tracekit.render.colours import IDLE_COLOURS, category_colour
@@ -26,6 +28,7 @@ def timeline_data(trace: Trace, title: str, snapshot: MemoryTrace | None = None)
     ``snapshot``, its allocated and reserved MiB over time on the same axis ("memory"), or why not."""
     ops = trace.gpu_ops
     empty = {"title": title, "lanes": [], "names": [], "categories": [], "colours": [], "causes": [],
+             "range_names": [], "op_range": [],
              "cause_colours": [], "ops": _columns(), "gaps": _columns(), "steps": {"start": [], "duration": []},
              "origin_ns": 0, "count": 0}  # fmt: skip
     if ops.empty:
@@ -48,6 +51,7 @@ def timeline_data(trace: Trace, title: str, snapshot: MemoryTrace | None = None)
     gap_device = gaps["device"].to_numpy()
     cause_codes, causes = pd.factorize(gaps["Cause"].astype(str).to_numpy(dtype=object))
     steps = step_rows(trace)
+    range_codes, range_names = _launching_ranges(trace, order)
     return {
         "title": title,
         "lanes": lanes,
@@ -56,6 +60,8 @@ def timeline_data(trace: Trace, title: str, snapshot: MemoryTrace | None = None)
         "colours": [category_colour(category) for category in CATEGORIES],
         "causes": [str(cause) for cause in causes],
         "cause_colours": [IDLE_COLOURS.get(str(cause), "#dbdb8d") for cause in causes],
+        "range_names": range_names,
+        "op_range": range_codes,
         "ops": _packed(
             lane[order],
             ops["start"].to_numpy(np.int64)[order] - origin,
@@ -80,6 +86,23 @@ def timeline_data(trace: Trace, title: str, snapshot: MemoryTrace | None = None)
         "count": len(ops),
         **_memory(snapshot, trace, origin),
     }
+
+
+def _launching_ranges(trace: Trace, order: np.ndarray) -> tuple[list[int], list[str]]:
+    """Per op (in ``order``): the innermost NVTX range open on its launching thread when the call
+    started, as a code into a list of names (-1: none, or no launching call in the trace)."""
+    launched = op_launches(trace)
+    codes = np.full(len(launched.found), -1, dtype=np.int64)
+    if launched.found.any() and not trace.ranges.empty:
+        rows = np.flatnonzero(launched.found)
+        calls = pd.DataFrame({"pid": launched.pid[rows], "tid": launched.tid[rows], "start": launched.start[rows]})
+        names = innermost_range(trace.ranges, calls)
+        found, labels = pd.factorize(pd.Series(names, dtype=object))
+        none = [index for index, label in enumerate(labels) if label == NO_RANGE]
+        found = np.where(np.isin(found, none), -1, found)
+        codes[rows] = found
+        return codes[order].tolist(), [str(label) for label in labels]
+    return codes[order].tolist(), []
 
 
 def _memory(snapshot: MemoryTrace | None, trace: Trace, origin: int) -> dict:

@@ -53,12 +53,12 @@ def blocking_calls(trace: Trace) -> pd.DataFrame:
             "tid": chosen["tid"].to_numpy(),
         }
     )
-    table["Range"] = _innermost_range(trace.ranges, table)
+    table["Range"] = innermost_range(trace.ranges, table)
     table[IDLE] = _idle_after(trace.gpu_ops, table)
     return table
 
 
-def _innermost_range(ranges: pd.DataFrame, calls: pd.DataFrame) -> np.ndarray:
+def innermost_range(ranges: pd.DataFrame, calls: pd.DataFrame) -> np.ndarray:
     """Per call: the name of the innermost range open on its thread at its start, else NO_RANGE. The last
     range that started before the call, or the nearest of its ancestors that is still open."""
     found = np.full(len(calls), NO_RANGE, dtype=object)

@@ -85,6 +85,7 @@
     this.data = data;
     this.ops = columns(data.ops);
     this.gaps = columns(data.gaps);
+    this.opRange = Int32Array.from(data.op_range); // the innermost range the launching thread had open
     this.lanes = data.lanes.length;
     this.opRanges = laneRanges(this.ops, this.lanes);
     this.gapRanges = laneRanges(this.gaps, this.lanes);
@@ -271,8 +272,9 @@
     if (hit.gaps) {
       return "idle: " + this.data.causes[t.name[i]] + "\n" + formatTime(t.duration[i]) + " at " + formatTime(t.start[i]) + "\n" + lane.name;
     }
+    var range = this.opRange[i], launched = range >= 0 ? "\nlaunched in: " + this.data.range_names[range] : "";
     return this.data.names[t.name[i]] + "\n" + formatTime(t.duration[i]) + " at " + formatTime(t.start[i]) +
-      "\n" + lane.name + " · " + this.data.categories[t.category[i]];
+      "\n" + lane.name + " · " + this.data.categories[t.category[i]] + launched;
   };
 
   Timeline.prototype.listen = function () {
