@@ -38,8 +38,8 @@ $(BIN)/.docs-installed: $(BIN)/.installed
 demo: setup
 	scripts/install-nsys.sh
 	$(BIN)/tracekit capture tiny --ctx 64 --batch 4 --warmup 2 --steps 5 --name demo
-	$(BIN)/tracekit report traces/demo -o reports/demo
-	@echo "report: reports/demo/report.md"
+	$(BIN)/tracekit report traces/demo -o reports/demo --html
+	@echo "report: reports/demo/report.md and reports/demo/report.html"
 
 lint: $(BIN)/.lint-installed
 	$(BIN)/ruff check .
