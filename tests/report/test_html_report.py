@@ -250,3 +250,13 @@ def test_a_run_folder_s_memory_lies_on_the_trace_s_time_axis(browser, tmp_path):
     assert page.evaluate("tracekit.timelines[0].height()") == 22 + 18 + 3 * 18 + 48 + 4  # the memory lane's room
     assert seen == {"errors": [], "requests": []}
     page.close()
+
+
+def test_a_cpu_only_capture_still_shows_its_steps(tmp_path):
+    b = ExportBuilder("2026.2")
+    for base in (5_000, 15_000):
+        b.push_pop(base, base + 8_000, "step")
+    folder = write_report([b.write(tmp_path / "cpu.sqlite")], tmp_path / "r", html=True).parent
+    (timeline,) = timelines_of((folder / "report.html").read_text())
+    assert timeline["count"] == 0 and timeline["lanes"] == []
+    assert timeline["steps"] == {"start": [0, 10_000], "duration": [8_000, 8_000]}

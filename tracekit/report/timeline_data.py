@@ -27,12 +27,15 @@ def timeline_data(trace: Trace, title: str, snapshot: MemoryTrace | None = None)
     gaps (lane, start, duration, cause), steps (start, duration), in ns from the first GPU op; with a
     ``snapshot``, its allocated and reserved MiB over time on the same axis ("memory"), or why not."""
     ops = trace.gpu_ops
-    empty = {"title": title, "lanes": [], "names": [], "categories": [], "colours": [], "causes": [],
-             "range_names": [], "op_range": [],
-             "cause_colours": [], "ops": _columns(), "gaps": _columns(), "steps": {"start": [], "duration": []},
-             "origin_ns": 0, "count": 0}  # fmt: skip
-    if ops.empty:
-        return empty
+    if ops.empty:  # a CPU-only capture: its steps still show, on an axis from the first of them
+        steps = step_rows(trace)
+        first = int(steps["start"].min()) if len(steps) else 0
+        return {"title": title, "lanes": [], "names": [], "categories": list(CATEGORIES),
+                "colours": [category_colour(category) for category in CATEGORIES], "causes": [], "cause_colours": [],
+                "range_names": [], "op_range": [], "ops": _columns(), "gaps": _columns(),
+                "steps": {"start": (steps["start"].to_numpy(np.int64) - first).tolist(),
+                          "duration": steps["duration"].to_numpy(np.int64).tolist()},
+                "origin_ns": first, "count": 0, "memory": None}  # fmt: skip
     origin = int(ops["start"].min())
     device, stream = ops["device"].to_numpy(np.int64), ops["stream"].to_numpy(np.int64)
     lane_keys, lane = np.unique(np.stack([device, stream], axis=1), axis=0, return_inverse=True)
