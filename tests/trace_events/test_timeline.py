@@ -223,3 +223,14 @@ def test_a_snapshot_is_a_memory_counter_on_the_trace_clock(export, tmp_path):
     late.alloc(0x1000, MIB, EPOCH_US + 10**9, stack("model.py:3 forward"))  # 1,000 s later: another run's
     written = write_timeline([export], tmp_path / "late.json", memory=late.dump(tmp_path / "late.pickle"))
     assert written.events["memory counters"] == 0 and any("do not fall within" in n for n in written.notes)
+
+
+def test_an_unreadable_input_among_several_is_left_out_and_said(cli, export, tmp_path):
+    broken = tmp_path / "broken.sqlite"
+    broken.write_bytes(b"SQLite format 3\x00" + b"\x00" * 50)
+    result = cli("timeline", export, broken, "-o", tmp_path / "both.json")
+    assert result.exit_code == 0, result.output
+    assert "left out: broken" in result.stderr and "Traceback" not in result.output
+    assert sum(e.get("cat") == "kernel" for e in events_of(tmp_path / "both.json")) == 5
+    alone = cli("timeline", broken, "-o", tmp_path / "none.json")
+    assert alone.exit_code == 1 and not (tmp_path / "none.json").exists()

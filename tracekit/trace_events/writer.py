@@ -27,7 +27,7 @@ import pandas as pd
 import pyarrow as pa
 
 from tracekit.analysis.memory.on_trace import memory_on_trace
-from tracekit.errors import UsageError
+from tracekit.errors import TracekitError, UsageError
 from tracekit.files import write_whole
 from tracekit.model.trace import TORCH_PROFILER, Trace
 from tracekit.trace_events import tracks
@@ -123,13 +123,21 @@ def write_timeline(
         with _open(temporary, target) as handle:
             size = handle.write(_header(single).encode())
             first = True
+            failed = []
             for index, (label, load, load_snapshot) in enumerate(loaders):
-                trace = single if single is not None else load()
+                try:
+                    trace = single if single is not None else load()
+                except TracekitError as error:  # one input of many: said, and the others go on
+                    failed.append(f"{label}: {error}")
+                    continue
                 place = tracks.Place(index, name(label, trace) if single is None else "")
                 window = window_of(trace, options)
                 size, first = _write_input(handle, trace, place, window, load_snapshot(), written, size, first)
                 written.notes += [f"{place.label}: {note}" if place.label else note for note in trace.warnings]
                 del trace  # the next input is read once this one is released
+            if failed and len(failed) == len(loaders):
+                raise TracekitError(f"none of the {len(loaders)} inputs could be read ({'; '.join(failed[:3])})")
+            written.notes += [f"left out: {reason}" for reason in failed]
             written.size = size + handle.write(b"\n]}\n")
 
     write_whole(target, write_to)
