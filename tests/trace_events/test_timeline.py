@@ -234,3 +234,42 @@ def test_an_unreadable_input_among_several_is_left_out_and_said(cli, export, tmp
     assert sum(e.get("cat") == "kernel" for e in events_of(tmp_path / "both.json")) == 5
     alone = cli("timeline", broken, "-o", tmp_path / "none.json")
     assert alone.exit_code == 1 and not (tmp_path / "none.json").exists()
+
+
+def test_a_range_s_window_reaches_the_work_it_launched(tmp_path):
+    """A kernel launched inside a range often runs after the range closed: the range's window keeps it
+    (and its arrow), as `ranges` counts it for that range."""
+    b = ExportBuilder("2026.2")
+    b.push_pop(1_000, 2_000, "launch")
+    b.kernel(1_500, 1_600, GEMM, launch_at=1_100)
+    b.kernel(5_000, 6_000, ADD, launch_at=1_900)  # launched inside, runs 3 µs after the range ends
+    b.kernel(9_000, 9_100, GEMM, launch_at=8_000)  # after both
+    events = events_of(tracekit.timeline(b.write(tmp_path / "late.sqlite"), tmp_path / "w.json", range="launch"))
+    assert sorted(e["name"] for e in events if e.get("cat") == "kernel") == sorted([GEMM, ADD])
+    assert sum(e.get("cat") == "ac2g" for e in events) == 4
+
+
+def test_a_timeline_in_a_folder_of_traces_is_not_read_as_one(cli, tmp_path):
+    job = tmp_path / "job"
+    job.mkdir()
+    for rank in (0, 1):
+        two_steps(job / f"rank{rank}.sqlite")
+    assert cli("timeline", job, "-o", job / "all.json").exit_code == 0
+    again = cli("kernels", job, "--format", "json", "--workers", "1")
+    assert again.exit_code == 0, again.output
+    assert sum(row["Instances"] for row in json.loads(again.stdout)["kernels"]) == 10  # 5 a rank, not 15
+    assert "all.json (a tracekit timeline of other traces)" in again.stderr
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [({"traces": []}, "give one or more traces"), ({"range": 5}, "range is one range spec"),
+     ({"instance": 2}, "give range too"), ({"start_ms": True}, "start_ms is a time in ms"),
+     ({"step": 1.5}, "step counts steps from 1"), ({"output": None}, "output is a file name"),
+     ({"memory": 3}, "memory is a snapshot's path")],
+)  # fmt: skip
+def test_the_api_refuses_what_it_cannot_use(export, tmp_path, arguments, message):
+    given = {"traces": export, "output": tmp_path / "t.json", **arguments}
+    with pytest.raises(tracekit.UsageError, match=message):
+        tracekit.timeline(given.pop("traces"), given.pop("output"), **given)
+    assert not (tmp_path / "t.json").exists()

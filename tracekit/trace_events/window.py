@@ -28,7 +28,8 @@ class WindowOptions:
     def __post_init__(self) -> None:
         for name in ("start_ms", "end_ms"):
             value = getattr(self, name)
-            if value is not None and not (isinstance(value, (int, float)) and np.isfinite(value) and value >= 0):
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if value is not None and not (number and np.isfinite(value) and value >= 0):
                 raise OptionError(
                     f"{named(name)} is a time in ms from the trace's first event (0 or more), not {value!r}"
                 )
@@ -36,15 +37,23 @@ class WindowOptions:
             raise OptionError(
                 f"{named('end_ms')} ({self.end_ms}) must come after {named('start_ms')} ({self.start_ms})"
             )
-        if self.step is not None and (not isinstance(self.step, int) or self.step < 1):
+        if self.step is not None and (not _whole(self.step) or self.step < 1):
             raise OptionError(f"{named('step')} counts steps from 1, not {self.step!r}")
-        if not isinstance(self.instance, int) or self.instance < 1:
+        if not _whole(self.instance) or self.instance < 1:
             raise OptionError(f"{named('instance')} counts instances from 1, not {self.instance!r}")
+        if self.instance != 1 and self.range is None:
+            raise OptionError(f"{named('instance')} picks an instance of {named('range')}: give {named('range')} too")
+        if self.range is not None and (not isinstance(self.range, str) or not self.range.strip()):
+            raise OptionError(f"{named('range')} is one range spec (text), not {self.range!r}")
         chosen = [name for name in ("step", "range") if getattr(self, name) is not None]
         if (self.start_ms is not None or self.end_ms is not None) and chosen or len(chosen) > 1:
             raise OptionError(
                 f"give one window: {named('start_ms')}/{named('end_ms')}, {named('step')} or {named('range')}"
             )
+
+
+def _whole(value: object) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
 @dataclass(frozen=True)
@@ -87,8 +96,7 @@ def window_of(trace: Trace, options: WindowOptions) -> Window:
         if len(steps) < options.step:
             raise UsageError(f"{trace.name} has {len(steps)} training steps (ProfilerStep#N or step ranges), "
                              f"not a step {options.step}")  # fmt: skip
-        chosen = steps.iloc[options.step - 1]
-        return Window(int(chosen["start"]), int(chosen["end"]))
+        return _with_its_work(trace, steps.iloc[[options.step - 1]])
     if options.range is not None:
         from tracekit.analysis.ranges.selection import select_ranges
 
@@ -97,6 +105,15 @@ def window_of(trace: Trace, options: WindowOptions) -> Window:
             raise UsageError(
                 f"{options.range} has {len(matches)} instances in {trace.name}, not an instance {options.instance}"
             )
-        chosen = matches.iloc[options.instance - 1]
-        return Window(int(chosen["start"]), int(chosen["end"]))
+        return _with_its_work(trace, matches.iloc[[options.instance - 1]])
     return Window()
+
+
+def _with_its_work(trace: Trace, chosen: pd.DataFrame) -> Window:
+    """A range's window: from its start to its end or the end of the last GPU op launched inside it,
+    whichever is later (a kernel launched in a range often runs after the range has closed)."""
+    from tracekit.analysis.ranges.attribution import GPU_END, range_gpu_stats
+
+    row = chosen.iloc[0]
+    gpu_end = int(range_gpu_stats(trace, chosen)[GPU_END].iloc[0]) if not trace.gpu_ops.empty else -1
+    return Window(int(row["start"]), max(int(row["end"]), gpu_end))

@@ -53,6 +53,8 @@ class Written:
 
 
 def check_output(path: str | os.PathLike) -> Path:
+    if not isinstance(path, (str, os.PathLike)) or not os.fspath(path).strip():
+        raise UsageError(f"the timeline's output is a file name ending in .json or .json.gz, not {path!r}")
     target = Path(path)
     if not target.name.endswith(SUFFIXES):
         raise UsageError(f"{target} must end in .json or .json.gz (the Chrome trace-event format Perfetto opens)")
@@ -72,6 +74,15 @@ def timeline(
     from tracekit.analysis.many.pool import expand_inputs, labels_for, protect_inputs, rank_in_name
     from tracekit.sources import open_trace
 
+    if isinstance(inputs, (str, os.PathLike, Trace)):
+        inputs = [inputs]
+    if not isinstance(inputs, Sequence) or not inputs:
+        raise UsageError("timeline: give one or more traces (paths, globs, folders, or open traces)")
+    strange = [item for item in inputs if not isinstance(item, (str, os.PathLike, Trace))]
+    if strange:
+        raise UsageError(f"timeline: {strange[0]!r} is neither a path nor a trace")
+    if memory is not None and not isinstance(memory, (str, os.PathLike)):
+        raise UsageError(f"timeline: memory is a snapshot's path, not {memory!r}")
     target = check_output(path)
     options = options or WindowOptions()
     opened = [item for item in inputs if not isinstance(item, (str, os.PathLike))]
@@ -88,8 +99,10 @@ def timeline(
         raise UsageError("a memory snapshot goes with one trace: give one, or run folders (each has its own)")
 
     def name(label: str, trace: Trace) -> str:
-        rank = trace.meta.rank if trace.meta.rank is not None else rank_in_name(label)
-        return f"rank {rank}" if rank is not None else label
+        in_name = rank_in_name(label)
+        if trace.meta.rank is None or trace.meta.rank == in_name:
+            return f"rank {in_name}" if in_name is not None else label
+        return f"{label} (rank {trace.meta.rank})"  # unrelated traces may all be a "rank 0"
 
     return write_timeline(loaders, target, options, name)
 
@@ -210,7 +223,7 @@ def _events(
         kept_ranges["domain"].astype(str) != "gpu", ["pid", "tid"]]]).drop_duplicates()  # fmt: skip
     streams = kept_ops[["device", "stream"]].drop_duplicates().sort_values(["device", "stream"])
     gpus = trace.meta.gpus
-    gpu_names = dict(zip(gpus["id"].astype(int).tolist(), gpus["name"].astype(str).tolist())) if len(gpus) else {}
+    gpu_names = {int(gpu): str(name) for gpu, name in zip(gpus["id"], gpus["name"]) if isinstance(name, str) and name}
     devices = set(streams["device"].tolist())  # a GPU with idle gaps has ops
     yield "metadata", tracks.metadata_events(place, devices, streams, threads, len(steps) > 0, gpu_names)
     yield from (("steps", events) for events in tracks.step_events(steps, place))
