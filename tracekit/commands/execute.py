@@ -47,6 +47,10 @@ def run_command(
     items = _as_list(inputs)
     if not items:
         raise UsageError(f"{spec.name}: no input given")
+    strange = [item for item in items if not (isinstance(item, (str, os.PathLike)) or hasattr(item, "meta")
+                                              or hasattr(item, "events"))]  # fmt: skip
+    if strange:
+        raise UsageError(f"{spec.name}: {strange[0]!r} is neither a path nor an open trace or snapshot")
     if spec.inputs == "snapshots":
         return _on_snapshots(spec, items, options)
     if spec.inputs == "pair":

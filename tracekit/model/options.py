@@ -158,7 +158,9 @@ def _checked(name: str, value: Any, declared: Declared, default: Any) -> Any:
             raise OptionError(f"{named(name)} is a text, not {value!r}")
         return value
     if kind == "text":
-        if not isinstance(value, str) or not value.strip():
+        if not isinstance(value, str):
+            raise OptionError(f"{named(name)} is a name (text), not {value!r}")
+        if not value.strip():
             raise OptionError(f"{named(name)} is empty: give a name, or leave the option out")
         return value
     if kind == "specs":

@@ -104,7 +104,9 @@ def _picture(chart: Chart, caption: str) -> str:
 
     with matplotlib.rc_context({**plots.PLAIN_TEXT, "svg.fonttype": "none"}):  # text stays text
         buffer = io.BytesIO()
-        plots.draw(chart).savefig(buffer, format="svg")
+        # no RDF metadata: its namespace addresses read like links, though nothing is fetched
+        plots.draw(chart).savefig(buffer, format="svg", metadata={"Creator": None, "Date": None, "Format": None,
+                                                                   "Type": None})  # fmt: skip
     svg = buffer.getvalue().decode("utf-8")
     svg = svg[svg.index("<svg") :]  # without the XML declaration and doctype
     return f'<figure role="img" aria-label="{escape(caption)}">{svg}<figcaption>{escape(caption)}</figcaption></figure>'
