@@ -349,15 +349,16 @@ def timeline(
     end_ms: float | None = None,
     step: int | None = None,
     range: str | None = None,
-    instance: int = 1,
+    instance: int = 0,
     memory: str | os.PathLike | None = None,
 ) -> Path:
     """Write ``traces`` as one Chrome trace-event file (``.json`` or ``.json.gz``) that Perfetto UI,
     chrome://tracing and TensorBoard open: GPU ops per stream, idle gaps by cause, ranges and API calls
     per host thread, launch arrows, steps; several traces (ranks) each a process group. A window:
-    ``start_ms``/``end_ms`` from the trace's first event, the ``step``-th step, or the ``instance``-th
-    instance of ``range``. ``memory``: a CUDA memory snapshot drawn as a counter track of allocated and
-    reserved MiB (run folders bring their own). Returns the file written, whole or not at all.
+    ``start_ms``/``end_ms`` from the trace's first event, the ``step``-th step (from 1), or instance
+    ``instance`` (from 0, in time order) of ``range``. ``memory``: a CUDA memory snapshot drawn as a
+    counter track of allocated and reserved MiB (run folders bring their own). Returns the file written,
+    whole or not at all.
 
     Example:
         >>> tracekit.timeline("trace.sqlite", "trace.json.gz", step=2)

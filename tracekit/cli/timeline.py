@@ -16,7 +16,8 @@ from tracekit.cli.common import nsys_option
 @click.option("--end", "end_ms", type=float, default=None, help="window end, ms from the trace's first event")
 @click.option("--step", type=int, default=None, help="only the N-th training step (1: the first)")
 @click.option("--range", "range", default=None, metavar="SPEC", help="only one instance of this range (a range spec)")
-@click.option("--instance", type=int, default=1, show_default=True, help="which instance of --range, in time order")
+@click.option("--instance", type=int, default=0, show_default=True,
+              help="which instance of --range, 0-based in time order (as ranges --instance)")  # fmt: skip
 @click.option("--memory", type=click.Path(dir_okay=False), default=None,
               help="a CUDA memory snapshot: its allocated and reserved memory as a counter track on its GPU "
               "(a run folder's own memory.pickle is used without it)")  # fmt: skip

@@ -17,13 +17,14 @@ from tracekit.model.trace import Trace
 @dataclass(frozen=True)
 class WindowOptions:
     """``start_ms``/``end_ms``: ms from the trace's first event; ``step``: the N-th step (1-based) of
-    ``steps``; ``range``: a range spec, its ``instance``-th match (1-based, in time order)."""
+    ``steps``; ``range``: a range spec, its ``instance``-th match (0-based in time order, as ``ranges
+    --instance``)."""
 
     start_ms: float | None = None
     end_ms: float | None = None
     step: int | None = None
     range: str | None = None
-    instance: int = 1
+    instance: int = 0
 
     def __post_init__(self) -> None:
         for name in ("start_ms", "end_ms"):
@@ -39,9 +40,9 @@ class WindowOptions:
             )
         if self.step is not None and (not _whole(self.step) or self.step < 1):
             raise OptionError(f"{named('step')} counts steps from 1, not {self.step!r}")
-        if not _whole(self.instance) or self.instance < 1:
-            raise OptionError(f"{named('instance')} counts instances from 1, not {self.instance!r}")
-        if self.instance != 1 and self.range is None:
+        if not _whole(self.instance) or self.instance < 0:
+            raise OptionError(f"{named('instance')} counts instances from 0, not {self.instance!r}")
+        if self.instance != 0 and self.range is None:
             raise OptionError(f"{named('instance')} picks an instance of {named('range')}: give {named('range')} too")
         if self.range is not None and (not isinstance(self.range, str) or not self.range.strip()):
             raise OptionError(f"{named('range')} is one range spec (text), not {self.range!r}")
@@ -101,11 +102,10 @@ def window_of(trace: Trace, options: WindowOptions) -> Window:
         from tracekit.analysis.ranges.selection import select_ranges
 
         matches = select_ranges(trace, [options.range]).sort_values("start", kind="stable")
-        if len(matches) < options.instance:
-            raise UsageError(
-                f"{options.range} has {len(matches)} instances in {trace.name}, not an instance {options.instance}"
-            )
-        return _with_its_work(trace, matches.iloc[[options.instance - 1]])
+        if len(matches) <= options.instance:
+            raise UsageError(f"{options.range} has {len(matches)} instances in {trace.name} (0 to {len(matches) - 1}), "
+                             f"not an instance {options.instance}")  # fmt: skip
+        return _with_its_work(trace, matches.iloc[[options.instance]])
     return Window()
 
 

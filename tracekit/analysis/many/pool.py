@@ -30,6 +30,7 @@ from tracekit.model.options import Options, named
 from tracekit.runs import Run
 from tracekit.session import Session, Settings
 from tracekit.signals import Interrupted, raising_interrupted
+from tracekit.sources.kineto.ours import written_by_timeline
 
 if TYPE_CHECKING:  # pandas comes with them: only the many-inputs path loads them (``is_many`` does not)
     from tracekit.analysis.many.inputs import Failure, Part
@@ -118,32 +119,13 @@ def _folder_inputs(folder: Path, left_out: list[str]) -> list[Path]:
         else:
             if entry.suffix in (".nsys-rep", ".qdrep") and entry.with_suffix(".sqlite").name in names:
                 continue  # the report's export beside it is the same capture
-            if _written_by_timeline(entry):
+            if written_by_timeline(entry):
                 left_out.append(f"{entry.name} (a tracekit timeline of other traces)")
                 continue
             inputs.append(entry)
     if not inputs:
         raise InputNotFoundError(f"{folder} is not a tracekit run folder, and holds no traces or run folders")
     return inputs
-
-
-def _written_by_timeline(path: Path) -> bool:
-    """Whether ``path`` is a file ``tracekit timeline`` wrote (its header says so): in a folder of traces
-    it holds the others again, so reading it too would count their work twice."""
-    if not path.name.endswith((".json", ".json.gz")):
-        return False
-    try:
-        if path.name.endswith(".gz"):
-            import gzip
-
-            with gzip.open(path, "rb") as handle:
-                head = handle.read(4096)
-        else:
-            with open(path, "rb") as handle:
-                head = handle.read(4096)
-    except (OSError, EOFError):
-        return False  # unreadable: the reader says why, in its own line
-    return re.search(rb'"writer"\s*:\s*"tracekit timeline"', head) is not None
 
 
 def protect_inputs(paths: list[Path]) -> None:

@@ -4,5 +4,6 @@
 ``events``        events decoded by type into columns (never a dict per event)
 ``json_stream``   the document streamed and cut into chunks of events; a UTF-8 BOM, gzip
 ``parallel``      a large trace's chunks decoded on several processes
+``ours``          files ``tracekit timeline`` wrote (left out of folders of traces)
 ``decimal_text``  numbers written as JSON text (microseconds with decimals) read exactly as ns
 """
