@@ -235,3 +235,17 @@ def test_keyed_times_sort_by_group_then_time_at_any_scale():
         assert (np.argsort(keys, kind="stable") == np.lexsort((np.arange(5_000), times, groups))).all()
         code, back = keyed.split(keys)
         assert (code == groups).all() and (back == times).all()
+
+
+def test_the_note_names_ranges_that_look_like_phases(tmp_path):
+    """DDP's "## forward ##", a "backward pass", an optimizer's step: named in the note as candidates;
+    an operator whose name merely contains the word ("BatchNormBackward0") is not."""
+    b = ExportBuilder("2026.2")
+    b.push_pop(0, 1_000, "## forward ##")
+    b.push_pop(1_000, 5_000, "BatchNormBackward0")  # the most time, but an operator's name
+    b.push_pop(5_000, 6_000, "backward pass")
+    b.push_pop(6_000, 6_100, "Optimizer.zero_grad#SGD.zero_grad")
+    b.push_pop(6_100, 7_000, "Optimizer.step#SGD.step")  # more time than zero_grad
+    b.kernel(100, 200, GEMM, launch_at=10)
+    (note,) = phase_breakdown(open_trace(b.write(tmp_path / "ddp.sqlite"))).notes
+    assert note.endswith("its ranges named like phases: '## forward ##', 'backward pass', 'Optimizer.step#SGD.step'")

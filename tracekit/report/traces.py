@@ -201,8 +201,9 @@ def _gpu_sections(section: Document, source: str, trace: Trace, run: Run | None)
     )
     section.table(present, command_line("breakdown", [source], options, "ms"))
     missing = default_phases_missing(
-        table, list(PHASES), f"`{command_line('breakdown', [source], options)} --phases ...`"
-    )
+        table, list(PHASES), f"`{command_line('breakdown', [source], options)} --phases ...`",
+        trace.ranges,
+    )  # fmt: skip
     if missing:  # (the trace's own warnings come once, at the end of its section)
         section.text(f"> note: {missing}")
     if "categories" in breakdown.charts:

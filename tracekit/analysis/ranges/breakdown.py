@@ -13,6 +13,8 @@ Per phase, its GPU ops are those launched while one of its ranges was open (see 
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
@@ -26,6 +28,7 @@ from tracekit.analysis.ranges.selection import select
 from tracekit.analysis.waits.busy import device_busy
 from tracekit.errors import UsageError
 from tracekit.model.options import OptionError, named
+from tracekit.model.range_specs import EMIT_NVTX_SUFFIX
 from tracekit.model.result import Chart, Result, Table
 from tracekit.model.trace import Trace
 
@@ -213,16 +216,37 @@ def copy_table(
     return pd.DataFrame(rows, columns=[PHASE, "Operation", "Count", "Time (ns)", "MiB"])
 
 
-def default_phases_missing(table: pd.DataFrame, phases: list[str] | None, how: str) -> str | None:
+def default_phases_missing(
+    table: pd.DataFrame, phases: list[str] | None, how: str, ranges: pd.DataFrame | None = None
+) -> str | None:
     """The note for a breakdown (``table``) asked for the default phases of a trace that has none of
-    them, saying ``how`` to name its own; None otherwise."""
+    them, saying ``how`` to name its own and, given the trace's ``ranges``, the ranges whose names hold
+    those words ("## forward ##", "forward pass"); None otherwise."""
     if (
         list(phases or DEFAULT_PHASES) != list(DEFAULT_PHASES)
         or (table.loc[table[PHASE] != WHOLE, "Instances"] > 0).any()
     ):
         return None
-    return (f"no range named {', '.join(DEFAULT_PHASES[:-1])} or {DEFAULT_PHASES[-1]} in this trace: only the whole "
+    note = (f"no range named {', '.join(DEFAULT_PHASES[:-1])} or {DEFAULT_PHASES[-1]} in this trace: only the whole "
             f"trace is broken down; name its phases with {how} (`tracekit ranges` lists its range names)")  # fmt: skip
+    found = _phase_like(ranges) if ranges is not None and not ranges.empty else []
+    return note + (f"; its ranges named like phases: {', '.join(repr(name) for name in found)}" if found else "")
+
+
+def _phase_like(ranges: pd.DataFrame) -> list[str]:
+    """For each default phase, the short range name holding its word on its own ("## forward ##", "forward
+    pass", "Optimizer.step#SGD.step"; not "BatchNormBackward0") with the most time in the trace."""
+    codes, names = pd.factorize(ranges["name"].astype(str).to_numpy(dtype=object))
+    total = np.bincount(codes, weights=ranges["duration"].to_numpy(dtype=np.float64), minlength=len(names))
+    order = np.argsort(-total, kind="stable")
+    # phases are annotations: not operators (emit_nvtx's "op, seq = ..." names, torch's cpu_op domain)
+    ranked = [name for name in (str(names[index]) for index in order)
+              if len(name) <= 60 and not EMIT_NVTX_SUFFIX.search(name) and not name.startswith(("cpu_op:", "gpu:"))]  # fmt: skip
+    found = []
+    for phase in DEFAULT_PHASES:
+        alone = re.compile(rf"(?<![A-Za-z0-9]){re.escape(phase)}(?![A-Za-z0-9])", re.IGNORECASE)
+        found += [name for name in ranked if alone.search(name)][:1]
+    return found
 
 
 def phase_breakdown(trace: Trace, options: BreakdownOptions | None = None) -> Result:
@@ -240,7 +264,7 @@ def phase_breakdown(trace: Trace, options: BreakdownOptions | None = None) -> Re
     copies = copy_table(trace, phases, same_thread, domain, drop_last_step)
     if not copies.empty:
         tables.append(Table("copies", copies, "Memory copies and sets"))
-    missing = default_phases_missing(table, phases, named("phases"))
+    missing = default_phases_missing(table, phases, named("phases"), trace.ranges)
     window = [launched_before_last_step(trace)[1]] if drop_last_step else []
     domains = trace.range_notes if domain else []
     result = Result(tables, notes=([missing] if missing else []) + window + domains + trace.warnings)
