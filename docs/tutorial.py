@@ -10,6 +10,7 @@
 # snapshot of a GPT-2 medium training step.
 
 # %%
+import tempfile
 from pathlib import Path
 
 import tracekit
@@ -101,6 +102,18 @@ both["kernels_by_run"][["Run", "Total Time (ns)", "Instances", "Name"]]
 snapshot = shared / "memory" / "cs336_medium_ctx128_train_step.pickle"
 peak = tracekit.memory(snapshot, top=5)
 peak
+
+# %% [markdown]
+# ## A timeline to look at
+#
+# `timeline` writes the trace as a file that [Perfetto UI](https://ui.perfetto.dev) opens: each GPU's
+# streams, its idle gaps by cause, the ranges and launches of each host thread. A window keeps it small:
+# here, the step's backward pass (instance 0 of that range) and the GPU work it launched.
+
+# %%
+folder = Path(tempfile.mkdtemp())
+written = tracekit.timeline(trace, folder / "backward.json.gz", range="backward pass")
+print(written.name, f"{written.stat().st_size / 2**10:,.0f} KiB")
 
 # %% [markdown]
 # ## A session of its own
