@@ -143,3 +143,22 @@ def test_per_stream_causes_add_up_to_each_streams_idle(path):
         mine = ops.loc[(ops["device"] == int(str(gpu)[5:])) & (ops["stream"] == stream)]
         low, high = merge_intervals(mine["start"].to_numpy(), mine["end"].to_numpy())
         assert int(group["Idle (ns)"].sum()) == int((low[1:] - high[:-1]).sum()), (gpu, stream)
+
+
+def test_gaps_are_found_once_per_trace_and_each_caller_gets_its_own(tmp_path, monkeypatch):
+    """A report asks for the gaps twice (its idle table, its timeline): they are found once, and changing
+    one caller's frame changes nothing for the next."""
+    from tracekit.analysis.waits import idle
+
+    b = ExportBuilder("2026.2")
+    b.kernel(0, 100, "a", launch_at=-50)
+    b.kernel(300, 400, "b", launch_at=250)
+    trace = open_trace(b.write(tmp_path / "two.sqlite"))
+    found = []
+    compute = idle._idle_gaps
+    monkeypatch.setattr(idle, "_idle_gaps", lambda *args: found.append(args) or compute(*args))
+    first = idle_gaps(trace)
+    first.loc[:, "Idle (ns)"] = -1
+    assert idle_gaps(trace)["Idle (ns)"].tolist() == [200] and len(found) == 1
+    idle_gaps(trace, overhead_max_ns=5)  # other options: found anew
+    assert len(found) == 2

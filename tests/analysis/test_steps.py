@@ -101,20 +101,16 @@ def test_report_has_the_why_section(cli, tmp_path):
     assert (tmp_path / "report" / "steps.png").is_file()
 
 
-def test_gaps_thinner_than_a_column_still_show():
+def test_gaps_thinner_than_a_column_still_show(tmp_path):
     """10,000 kernels of 900 ns, one every 1,000 ns: every column of the picture is 90 % busy, none solid
     (merged intervals drew this as one solid bar)."""
-    import tempfile
-    from pathlib import Path
-
     from tracekit.analysis.ranges.steps import timeline_chart
     from tracekit.sources import open_trace
 
-    with tempfile.TemporaryDirectory() as folder:
-        b = ExportBuilder("2026.2")
-        b.push_pop(0, 10_000_000, "step")
-        for index in range(10_000):
-            b.kernel(index * 1_000, index * 1_000 + 900, "gemm", launch_at=index * 1_000)
-        trace = open_trace(b.write(Path(folder) / "dense.sqlite"))
-        shares = timeline_chart(trace, trace.ranges).data["busy"]["cuda:0"]
+    b = ExportBuilder("2026.2")
+    b.push_pop(0, 10_000_000, "step")
+    for index in range(10_000):
+        b.kernel(index * 1_000, index * 1_000 + 900, "gemm", launch_at=index * 1_000)
+    trace = open_trace(b.write(tmp_path / "dense.sqlite"))
+    shares = timeline_chart(trace, trace.ranges).data["busy"]["cuda:0"]
     assert np.allclose(shares, 0.9)

@@ -15,7 +15,7 @@ from tracekit.analysis.kernels.categories import CATEGORIES, op_categories
 from tracekit.analysis.memory.on_trace import memory_on_trace
 from tracekit.analysis.ranges.attribution import op_launches
 from tracekit.analysis.ranges.steps import step_rows
-from tracekit.analysis.waits.idle import idle_gaps
+from tracekit.analysis.waits.idle import gap_devices, idle_gaps
 from tracekit.analysis.waits.syncs import NO_RANGE, innermost_range
 from tracekit.model.memory import MemoryTrace
 from tracekit.model.trace import Trace
@@ -47,10 +47,7 @@ def timeline_data(trace: Trace, title: str, snapshot: MemoryTrace | None = None)
     order = np.lexsort((ops["start"].to_numpy(), lane))  # by lane, then time: the page searches by time
     name_codes, names = pd.factorize(ops["name"].astype(str).to_numpy(dtype=object)[order])
     gaps = idle_gaps(trace)
-    gpu_codes, gpus = pd.factorize(gaps["GPU"])
-    gap_device = np.array([int(str(gpu).removeprefix("cuda:")) for gpu in gpus], dtype=np.int64)[gpu_codes]
-    known = np.isin(gap_device, devices)  # an op on an unknown device has no lane
-    gaps = gaps.loc[known].assign(device=gap_device[known]).sort_values(["device", "Start (ns)"], kind="stable")
+    gaps = gaps.assign(device=gap_devices(gaps)).sort_values(["device", "Start (ns)"], kind="stable")
     gap_device = gaps["device"].to_numpy()
     cause_codes, causes = pd.factorize(gaps["Cause"].astype(str).to_numpy(dtype=object))
     steps = step_rows(trace)

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from tracekit.analysis.waits.idle import gap_devices
 from tracekit.trace_events.text import SEPARATOR, Quoted, integers, join, microseconds
 
 SEPARATOR_TEXT = SEPARATOR
@@ -183,8 +184,7 @@ def range_events(ranges: pd.DataFrame, torch_source: bool, place: Place) -> Iter
 
 def gap_events(gaps: pd.DataFrame, place: Place) -> Iterator[pa.Array]:
     """Each GPU's idle gaps on a track of their own, named and coloured by cause (``idle``'s)."""
-    gpu_codes, gpus = pd.factorize(gaps["GPU"])  # a hash per row, then work per distinct value only
-    device = np.array([int(str(gpu).removeprefix("cuda:")) for gpu in gpus], dtype=np.int64)[gpu_codes]
+    device = gap_devices(gaps)
     cause_codes, causes = pd.factorize(gaps["Cause"])
     colours = np.array([CAUSE_COLOUR.get(str(cause), "generic_work") for cause in causes], dtype=object)
     colour = colours[cause_codes] if len(colours) else np.zeros(0, dtype=object)

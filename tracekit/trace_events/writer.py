@@ -311,5 +311,4 @@ def _gaps(trace: Trace, window: Window) -> pd.DataFrame:
     gaps = idle_gaps(trace)
     end = gaps["Start (ns)"] + gaps["Idle (ns)"]
     keep = window.overlapping(gaps["Start (ns)"].to_numpy(), end.to_numpy())
-    gaps = gaps if keep is None else gaps.loc[keep]
-    return gaps.loc[~gaps["GPU"].astype(str).str.startswith("cuda:-")]
+    return gaps if keep is None else gaps.loc[keep]  # (idle_gaps has none on an unknown device)

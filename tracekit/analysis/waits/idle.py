@@ -79,7 +79,23 @@ def idle_gaps(
 ) -> pd.DataFrame:
     """Every idle gap of every device (or stream): GPU, [Stream,] Start (ns), Idle (ns), Cause, and the
     positions in ``trace.gpu_ops`` of the op before the gap and the op that ends it (Previous Op, Next
-    Op). ``window`` (a mask of GPU ops, ``kernel_types.launched_before_last_step``) keeps only those ops."""
+    Op). ``window`` (a mask of GPU ops, ``kernel_types.launched_before_last_step``) keeps only those ops.
+    Without a window, computed once per trace for each choice of options (a report asks for them in its
+    idle table and again for its timeline); callers get a frame of their own to change."""
+    if window is None:
+        key = f"idle_gaps:{per_stream}:{overhead_max_ns}"
+        return trace.derived(key, lambda: _idle_gaps(trace, per_stream, overhead_max_ns, None)).copy()
+    return _idle_gaps(trace, per_stream, overhead_max_ns, window)
+
+
+def gap_devices(gaps: pd.DataFrame) -> np.ndarray:
+    """The device index of each gap of ``idle_gaps`` (its GPU column names them "cuda:N"), parsed once per
+    distinct name."""
+    codes, names = pd.factorize(gaps["GPU"])
+    return np.array([int(str(name).removeprefix("cuda:")) for name in names], dtype=np.int64)[codes]
+
+
+def _idle_gaps(trace: Trace, per_stream: bool, overhead_max_ns: int, window: np.ndarray | None) -> pd.DataFrame:
     kernel_mask(trace, "all")  # a clear error for a trace without GPU work
     ops = trace.gpu_ops
     launches = op_launches(trace)
