@@ -32,6 +32,7 @@ the nsys executable, marks for a user's script, Parquet export
 
 from tracekit.api import (
     Result,
+    advise,
     breakdown,
     compare,
     diff,
@@ -63,6 +64,7 @@ __all__ = [
     "TracekitError",
     "UsageError",
     "__version__",
+    "advise",
     "breakdown",
     "compare",
     "current_session",

@@ -247,6 +247,19 @@ def overlap(
     return _run("overlap", trace, locals())
 
 
+def advise(trace: Source, *, gap_ms: float = 500, threshold: float = 50, chunks: int = 30, rows: int = 50) -> Result:
+    """What to fix first (table "findings": rank, severity, finding, what, recoverable ns, share of the span,
+    how the figure is bounded, the usual fix; "evidence": the calls, gaps, copies and kernels behind each,
+    with their times), then nsys's expert rules as ``nsys analyze`` reports them, a table each where they
+    found something ("gpu-starv", "gpu-low-util", "cuda-sync-api", "cuda-sync-memcpy", "cuda-sync-memset",
+    "cuda-async-memcpy"; ``gap_ms``, ``threshold``, ``chunks``, ``rows``: nsys's options).
+
+    Example:
+        >>> tracekit.advise("trace.sqlite")["findings"]
+    """
+    return _run("advise", trace, locals())
+
+
 def syncs(trace: Source, *, top: int = 15) -> Result:
     """Blocking host calls (table "syncs": per API and range, calls, CPU wait, GPU idle after; "longest").
 

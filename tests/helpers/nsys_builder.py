@@ -32,6 +32,9 @@ _RUNTIME = (
     "start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER NOT NULL, globalTid INTEGER, "
     "correlationId INTEGER, nameId INTEGER NOT NULL, returnValue INTEGER NOT NULL, callchainId INTEGER"
 )
+_OVERHEAD = (
+    "start INTEGER NOT NULL, end INTEGER NOT NULL, globalTid INTEGER, nameId INTEGER NOT NULL, returnValue INTEGER"
+)
 _MEMCPY_2022 = (
     "start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, "
     "streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, bytes INTEGER NOT NULL, "
@@ -178,7 +181,14 @@ class ExportBuilder:
         pid: int = 100,
         tid: int | None = None,
         launch_at: int | None = None,
+        src_kind: int | None = None,
+        dst_kind: int | None = None,
+        api: str = "cudaMemcpyAsync_v3020",
+        src_device: int | None = None,
+        dst_device: int | None = None,
     ) -> int:
+        """A copy (``copy_kind``: 1 HtoD, 2 DtoH, 8 DtoD; kinds: 0 pageable, 1 pinned, 2 device) and, with
+        ``launch_at``, the ``api`` call that issued it."""
         correlation = self.next_correlation
         self.next_correlation += 1
         self._add(
@@ -191,11 +201,13 @@ class ExportBuilder:
             globalPid=global_pid(pid),
             bytes=size,
             copyKind=copy_kind,
+            srcKind=src_kind,
+            dstKind=dst_kind,
+            srcDeviceId=src_device,
+            dstDeviceId=dst_device,
         )
         if launch_at is not None:
-            self.runtime(
-                launch_at, launch_at + 5, "cudaMemcpyAsync_v3020", correlation, pid, tid if tid is not None else pid
-            )
+            self.runtime(launch_at, launch_at + 5, api, correlation, pid, tid if tid is not None else pid)
         return correlation
 
     def memset(
@@ -208,7 +220,10 @@ class ExportBuilder:
         pid: int = 100,
         tid: int | None = None,
         launch_at: int | None = None,
+        mem_kind: int | None = None,
+        api: str = "cudaMemsetAsync_v3020",
     ) -> int:
+        """A set (``mem_kind``: 1 pinned, 2 device, 4 managed) and, with ``launch_at``, its ``api`` call."""
         correlation = self.next_correlation
         self.next_correlation += 1
         self._add(
@@ -221,12 +236,15 @@ class ExportBuilder:
             globalPid=global_pid(pid),
             value=0,
             bytes=size,
+            memKind=mem_kind,
         )
         if launch_at is not None:
-            self.runtime(
-                launch_at, launch_at + 5, "cudaMemsetAsync_v3020", correlation, pid, tid if tid is not None else pid
-            )
+            self.runtime(launch_at, launch_at + 5, api, correlation, pid, tid if tid is not None else pid)
         return correlation
+
+    def overhead(self, start: int, end: int, name: str = "CUDA profiling data flush overhead", pid: int = 100) -> None:
+        """A record of the profiler's own overhead (PROFILER_OVERHEAD)."""
+        self._add("PROFILER_OVERHEAD", start=start, end=end, globalTid=global_tid(pid, pid), nameId=self.string(name))
 
     def runtime(self, start: int, end: int, name: str, correlation: int, pid: int = 100, tid: int = 100) -> None:
         self._add(
@@ -337,6 +355,7 @@ class ExportBuilder:
             )
             tables = {name: columns for name, columns in layout.items() if name.isupper() and "_" in name}
             tables["CUPTI_ACTIVITY_KIND_RUNTIME"] = _RUNTIME
+            tables["PROFILER_OVERHEAD"] = _OVERHEAD
             if self.gpus:
                 self.rows["TARGET_INFO_GPU"] = self.gpus
                 tables["TARGET_INFO_GPU"] = _GPU

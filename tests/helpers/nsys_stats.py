@@ -61,3 +61,31 @@ def profile_under_nsys(nsys: str, program: list[str], output) -> Path:
     if not report.exists():
         nsys_tool.import_qdstrm(output.with_name(output.name + ".qdstrm"), report, nsys)
     return report
+
+
+def nsys_analyze(nsys: str, export, rules: list[str], options: dict[str, str] | None = None) -> dict[str, pd.DataFrame]:
+    """`nsys analyze -r RULE[:options] -f csv EXPORT` for each rule (``options``: a rule's ":name=value"
+    text), as one DataFrame per rule (empty when the rule found nothing)."""
+    found = {}
+    for rule in rules:
+        result = subprocess.run(
+            [
+                nsys,
+                "analyze",
+                "-q",
+                "-r",
+                f"{rule}{(options or {}).get(rule, '')}",
+                "-f",
+                "csv",
+                "-o",
+                "-",
+                str(export),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=True,
+        )
+        lines = [line for line in result.stdout.splitlines() if line and not line.startswith("Processing [")]
+        found[rule] = pd.read_csv(io.StringIO("\n".join(lines))) if lines else pd.DataFrame()
+    return found

@@ -141,6 +141,22 @@ class SyncsOptions(Options):
 
 
 @dataclass(frozen=True)
+class AdviseOptions(Options):
+    """``advise``: findings ranked by the time they could recover, and nsys's expert rules."""
+
+    gap_ms: float = number(500, "gpu-starv: list GPU gaps longer than this (ms; nsys's gap option)", unit="ms",
+                           metavar="MS")  # fmt: skip
+    threshold: float = number(50, "gpu-low-util: list chunks of a GPU's span used less than this (%; nsys's "
+                                  "threshold option)", metavar="PERCENT")  # fmt: skip
+    chunks: int = whole(30, "gpu-low-util: chunks a GPU's span is cut into (1 to 1000; nsys's chunks option)")
+    rows: int = whole(50, "rows of each nsys rule's table (nsys's rows option)")
+
+    def check(self) -> None:
+        if not 1 <= self.chunks <= 1000:
+            raise OptionError(f"{named('chunks')} must be between 1 and 1000 (nsys's bounds), not {self.chunks}")
+
+
+@dataclass(frozen=True)
 class DiffOptions(Options):
     """``diff``: where GPU time moved from A to B."""
 

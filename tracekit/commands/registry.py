@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tracekit.analysis.options import (
+    AdviseOptions,
     BreakdownOptions,
     CompareOptions,
     DiffOptions,
@@ -179,6 +180,18 @@ COMMANDS: dict[str, Command] = {
             OverlapOptions,
             "trace",
             run="tracekit.analysis.waits.overlap:overlap_table",
+            unit="ms",
+        ),
+        Command(
+            "advise",
+            "What to fix first in TRACE: findings ranked by the time a fix could give back (blocking syncs, "
+            "launch-bound stretches, host stalls, pageable and synchronous copies, copies on compute streams, "
+            "FP32 matmul, exposed communication), each with its evidence and the usual fix; then nsys's expert "
+            "rules (gpu-starv, gpu-low-util, cuda-sync-api, cuda-sync-memcpy, cuda-sync-memset, cuda-async-memcpy) "
+            "as nsys analyze reports them.",
+            AdviseOptions,
+            "trace",
+            run="tracekit.analysis.advice.advise:advise",
             unit="ms",
         ),
         Command(

@@ -271,4 +271,36 @@ MEMORY_ANNOTATIONS = Schema(
     "Annotations torch recorded beside the allocator events.",
 )
 
+MEMORY_KINDS = ("Pageable", "Pinned", "Device", "Array", "Managed", "Device Static", "Managed Static", "Unknown")
+
+COPIES = Schema(
+    "copies",
+    (
+        Column("kind", "category", "", "memcpy or memset", ("memcpy", "memset")),
+        *_times("copy or set"),
+        Column("bytes", "int64", "bytes", "bytes copied or set"),
+        Column("pid", "int64", "", "process"),
+        Column("device", "int16", "", "GPU index"),
+        Column("context", "int64", "", "CUDA context (-1 when not recorded)"),
+        Column("stream", "int32", "", "stream id"),
+        Column("correlation_id", "int64", "", "joins the host call that issued it (-1 when unknown)"),
+        Column("direction", "text", "", '"HtoD", "DtoH", "DtoD", "PtoP", ... ("" for memset)'),
+        Column("src_kind", "category", "", "source memory (memcpy; Unknown for memset)", MEMORY_KINDS),
+        Column("dst_kind", "category", "", "destination memory (memset: the memory set)", MEMORY_KINDS),
+        Column("same_device", "bool", "", "a copy whose source and destination are the same device's memory"),
+    ),
+    "Memory copies and sets with their memory kinds, from readers that record them (nsys exports; "
+    "torch.profiler names such as 'Memcpy HtoD (Pageable -> Device)').",
+    interval=True,
+)
+
+PROFILER_OVERHEAD = Schema(
+    "profiler_overhead",
+    (*_times("profiler overhead"), Column("pid", "int64", "", "process"), Column("name", "text", "", "what it was")),
+    "Time the profiler itself spent (nsys's PROFILER_OVERHEAD), which its expert rules count as GPU use.",
+    interval=True,
+)
+
+OPTIONAL_TABLES = {table.table: table for table in (COPIES, PROFILER_OVERHEAD)}
+
 TRACE_TABLES = (GPU_OPS, LAUNCHES, RANGES)

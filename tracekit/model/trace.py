@@ -292,6 +292,14 @@ class Trace:
             self._derived[key] = compute()
         return self._derived[key]  # type: ignore[return-value]  # stored by this key's own compute
 
+    def optional(self, table: str) -> pd.DataFrame | None:
+        """A table only some readers provide (``schema.OPTIONAL_TABLES``: copies with their memory kinds,
+        the profiler's own overhead), read once; None when this trace's reader has none."""
+        if table not in self.loaders:
+            return None
+        declared = schema.OPTIONAL_TABLES[table]
+        return self.derived(f"optional:{table}", lambda: declared.check(self.loaders[table](), self.meta.source))
+
     @property
     def name(self) -> str:
         return self.meta.source

@@ -10,4 +10,5 @@
 ``read_ahead``      reads started before a command's input opens (its imports still loading)
 ``string_ids``      the StringIds table, only the ids asked for
 ``thread_ids``      nsys's global thread ids: process and thread in one int64
+``rule_tables``     what nsys's expert rules read besides: copies' memory kinds, the profiler's overhead
 """

@@ -33,6 +33,7 @@ from tracekit.sources.nsys.checks import (
 )
 from tracekit.sources.nsys.gpu_reads import LAUNCH_CONFIG, gpu_op_reads
 from tracekit.sources.nsys.meta import read_meta
+from tracekit.sources.nsys.rule_tables import MEMCPY_DIRECTIONS, read_copies, read_profiler_overhead
 from tracekit.sources.nsys.sqlite_columns import (
     DROPPED,
     MISSING,
@@ -51,25 +52,6 @@ RUNTIME_TABLE = "CUPTI_ACTIVITY_KIND_RUNTIME"
 UNREADABLE_NAME = "[unreadable kernel name]"
 
 
-# Short copy directions nsys prints ("[CUDA memcpy HtoD]"), by ENUM_CUDA_MEMCPY_OPER id.
-MEMCPY_DIRECTIONS = {
-    0: "Unknown",
-    1: "HtoD",
-    2: "DtoH",
-    3: "HtoA",
-    4: "AtoH",
-    5: "AtoA",
-    6: "AtoD",
-    7: "DtoA",
-    8: "DtoD",
-    9: "HtoH",
-    10: "PtoP",
-    11: "Unified HtoD",
-    12: "Unified DtoH",
-    13: "Unified DtoD",
-}
-
-
 def read_nsys_export(path: str | Path) -> Trace:
     """Open an nsys SQLite export (uncached; ``sources.open_trace`` adds the cache). Checks that it is
     one now; reads its tables on first use."""
@@ -84,6 +66,8 @@ def read_nsys_export(path: str | Path) -> Trace:
         "launches": reading(path, "CUDA API calls", lambda: read_launches(path, tables)),
         "ranges": reading(path, "NVTX ranges", lambda: read_ranges(path, tables)),
         "ranges_named": reading(path, "NVTX ranges", lambda names: read_ranges(path, tables, names)),
+        "copies": reading(path, "memory copies", lambda: read_copies(path, tables)),
+        "profiler_overhead": reading(path, "profiler overhead", lambda: read_profiler_overhead(path, tables)),
     }
     return Trace(meta, loaders)
 

@@ -1,0 +1,79 @@
+"""``tracekit advise`` on every real trace in ../shared: the findings (kind and severity) equal the set
+reviewed and written down here. Why each is right:
+
+- a100_small_lm_trainstep: an A100 training step whose matmuls are cuBLAS sgemm (FP32 on the CUDA
+  cores: TF32 would take the tensor cores), 3,801 ops of median 7 us (launch-bound) and host gaps;
+- a100_video_sr: inference with a 0.9 s gap nsys's gpu-starv also reports: the host, not the GPU;
+- cuda_matmul: a benchmark that verifies on the CPU between runs (host stalls), copies its inputs on the
+  compute stream between kernels, and synchronizes after each run;
+- h100_videogen a: 4 GB weight uploads between kernels of the compute stream; a little FP32 GEMM;
+- h100_videogen b: host gaps, NCCL that nothing overlaps, short kernels;
+- tiny_cuda, mi250 toy, alexnet: toy programs and a warm-up, the GPU waiting on the host nearly all along;
+- a100_ddp rank 0: host gaps and partly hidden all-reduces;
+- gp100 steps: a Pascal GPU (no tensor cores: no FP32 finding), small kernels and host gaps;
+- h100_qwen inference: a healthy-ish decode, only info findings;
+- v100 resnets: FP32 convolutions and GEMMs on a V100 (FP16 autocast would use its tensor cores);
+- dlrm 8 ranks: exposed collectives, host gaps, short kernels on every rank.
+"""
+
+import pytest
+from helpers.paths import SHARED
+
+import tracekit
+
+CRIT, WARN, INFO = "critical", "warning", "info"
+EXPECTED = {
+    "traces/a100_small_lm_trainstep_nsys2026.3.sqlite": {"host stall": CRIT, "fp32 matmul": CRIT, "launch-bound": WARN},
+    "traces/a100_video_sr_cudnn_conv_nsys2024.2.sqlite": {"host stall": CRIT},
+    "traces/cuda_matmul_nsys2022.4.sqlite": {
+        "host stall": CRIT,
+        "copies on compute streams": WARN,
+        "blocking sync": WARN,
+    },
+    "traces/h100_videogen_2gpu_a_nsys2026.2.sqlite": {"copies on compute streams": CRIT, "fp32 matmul": INFO},
+    "traces/h100_videogen_2gpu_b_nsys2026.2.sqlite": {
+        "host stall": WARN,
+        "exposed communication": WARN,
+        "launch-bound": INFO,
+    },
+    "traces/tiny_cuda_nsys2026.1.sqlite": {"host stall": CRIT},
+    "kineto/a100_alexnet_cuda_sync.json.gz": {"host stall": CRIT},
+    "kineto/a100_ddp_rank0of2_nccl.json.gz": {"host stall": CRIT, "exposed communication": WARN},
+    "kineto/gp100_steps_gpu_user_annotation.json.gz": {"host stall": CRIT, "launch-bound": WARN},
+    "kineto/h100_qwen0.5b_inference.json.gz": {"launch-bound": INFO, "host stall": INFO},
+    "kineto/mi250_rocm6.2_toy.json.gz": {"host stall": CRIT},
+    "kineto/v100_resnet50_torch1.8.pt.trace.json.gz": {"host stall": CRIT, "fp32 matmul": WARN},
+    "kineto/v100_resnet_torch2.3_ns_precision.pt.trace.json.gz": {"fp32 matmul": WARN},
+    **{
+        f"kineto/v100_dlrm_8ranks/rank{rank}.pt.trace.json": {
+            "exposed communication": CRIT,
+            "host stall": CRIT,
+            "launch-bound": WARN,
+        }
+        for rank in range(7)
+    },  # fmt: skip
+    "kineto/v100_dlrm_8ranks/rank7.pt.trace.json": {
+        "host stall": CRIT,
+        "launch-bound": WARN,
+        "exposed communication": WARN,
+    },
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_findings_on_real_traces_are_the_reviewed_set(name):
+    path = SHARED / name
+    if not path.exists():
+        pytest.skip(f"{path} is absent")
+    table = tracekit.advise(path)["findings"]
+    assert dict(zip(table["Finding"], table["Severity"])) == EXPECTED[name]
+    assert table["Recoverable (ns)"].is_monotonic_decreasing
+    assert table["Rank"].tolist() == list(range(1, len(table) + 1))
+
+
+def test_every_real_trace_has_its_expected_findings_written_down():
+    if not SHARED.is_dir():
+        pytest.skip("../shared is absent")
+    present = {str(path.relative_to(SHARED)) for folder in ("traces", "kineto") for path in (SHARED / folder).rglob("*")
+               if path.name.endswith((".sqlite", ".json.gz", ".json")) and path.is_file()}  # fmt: skip
+    assert present <= set(EXPECTED), sorted(present - set(EXPECTED))

@@ -1,0 +1,10 @@
+"""What to fix first: findings with their evidence, and the expert rules of Nsight Systems.
+
+``advise``      the command: every rule's findings ranked, their evidence, and nsys's rules' tables
+``finding``     one finding (recoverable time, bound, fix, evidence), severity and ranking
+``idle_rules``  GPU idle findings: blocking syncs, launch-bound stretches, host stalls
+``copy_rules``  copy findings: pageable memory, synchronous copies and sets, copies on compute streams
+``kernel_rules`` kernel findings: FP32 matmul on tensor-core GPUs, exposed communication
+``copies``      memory copies and sets with their memory kinds, from any trace
+``nsys_rules``  nsys analyze's rules (gpu-starv, gpu-low-util, cuda-sync-api, ...), as nsys defines them
+"""

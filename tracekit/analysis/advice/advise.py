@@ -1,0 +1,54 @@
+"""``tracekit advise``: what to fix first. Every rule's findings, ranked by the time a fix could give
+back (``finding``), with their evidence; then nsys's expert rules as nsys reports them (``nsys_rules``).
+"""
+
+from __future__ import annotations
+
+from tracekit.analysis.advice import nsys_rules
+from tracekit.analysis.advice.copy_rules import copy_findings
+from tracekit.analysis.advice.finding import CRITICAL_SHARE, INFO_SHARE, WARNING_SHARE, ranked
+from tracekit.analysis.advice.idle_rules import idle_findings
+from tracekit.analysis.advice.kernel_rules import kernel_findings
+from tracekit.analysis.kernels.summary import kernel_mask
+from tracekit.analysis.options import AdviseOptions
+from tracekit.model.result import Result, Table
+from tracekit.model.trace import Trace
+
+
+def advise(trace: Trace, options: AdviseOptions | None = None) -> Result:
+    """The findings of ``trace`` (most recoverable time first), their evidence, and the six nsys rules'
+    tables (``gap_ms``, ``threshold``, ``chunks``, ``rows``: nsys's options of the same names)."""
+    options = options or AdviseOptions()
+    kernel_mask(trace, "all")  # a clear error for a trace without GPU work
+    ops = trace.columns("gpu_ops", ("start", "end"))
+    origin, span = int(ops["start"].min()), int(ops["end"].max() - ops["start"].min())
+    findings = [*idle_findings(trace, origin), *copy_findings(trace, origin), *kernel_findings(trace, origin)]
+    table, proof = ranked(findings, span)
+    rules = {
+        "gpu-starv": nsys_rules.gpu_starvation(trace, options.gap_ms, options.rows),
+        "gpu-low-util": nsys_rules.gpu_low_utilization(trace, options.threshold, options.chunks, options.rows),
+        "cuda-sync-api": nsys_rules.sync_api_calls(trace, options.rows),
+        "cuda-sync-memcpy": nsys_rules.sync_memcpy(trace, options.rows),
+        "cuda-sync-memset": nsys_rules.sync_memset(trace, options.rows),
+        "cuda-async-memcpy": nsys_rules.async_memcpy_pageable(trace, options.rows),
+    }
+    titles = {"gap_ms": options.gap_ms, "threshold": options.threshold, "chunks": options.chunks}
+    notes = [
+        f"severity: the recoverable time's share of the trace's span ({span / 1e6:,.3f} ms, first GPU op to last): "
+        f"critical from {CRITICAL_SHARE:g} %, warning from {WARNING_SHARE:g} %, info from {INFO_SHARE:g} %; "
+        "smaller findings are not listed",
+        *(
+            [f"no findings: nothing in this trace costs more than {INFO_SHARE:g} % of its span by these rules"]
+            if table.empty
+            else []
+        ),  # fmt: skip
+        *(f"nsys rule {rule}: nothing found" for rule, rows in rules.items() if rows.empty),
+        *trace.warnings,
+    ]
+    return Result(
+        [Table("findings", table, f"What to fix first: {trace.name}"),
+         Table("evidence", proof, "Evidence, by finding (Start from the first GPU op)"),
+         *(Table(rule, rows, f"nsys rule {rule}: {nsys_rules.TITLES[rule].format(**titles)}")
+           for rule, rows in rules.items() if len(rows))],
+        notes,
+    )  # fmt: skip

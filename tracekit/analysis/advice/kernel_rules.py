@@ -1,0 +1,115 @@
+"""Findings about the kernels themselves:
+
+- fp32 matmul: GEMM and convolution kernels running in FP32 on the CUDA cores (cuBLAS "sgemm",
+  xmma "ffma" GEMMs) on a GPU whose tensor cores would run them in TF32 (compute capability 8.0 and
+  later) or FP16/BF16 (7.0 and later). Recoverable: half their time, an estimate (TF32 tensor cores
+  run an FP32 GEMM several times faster: 8x on A100 by peak rates; real GEMMs gain less);
+- exposed communication: NCCL time no computation hid (``overlap``), on the GPU with most of it.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from tracekit.analysis.advice.finding import Finding, evidence, ms
+from tracekit.model.trace import Trace
+
+FP32_GEMM = re.compile(r"sgemm|gemm.*_ffma_|ffma.*gemm", re.IGNORECASE)
+TENSOR_CORE = re.compile(r"s(?:16|8|4)\d{2,3}gemm|tensorop|tf32|hmma|bf16|f16", re.IGNORECASE)
+FP32_GEMM_SAVING = 0.5  # of their time: the estimate stated in the module docstring
+EVIDENCE_ROWS = 5
+
+
+def kernel_findings(trace: Trace, origin: int) -> list[Finding]:
+    """The kernel findings of ``trace`` (evidence times from ``origin``)."""
+    found = []
+    precision = _fp32_matmul(trace, origin)
+    if precision is not None:
+        found.append(precision)
+    exposed = _exposed_communication(trace)
+    if exposed is not None:
+        found.append(exposed)
+    return found
+
+
+def _compute_capability(trace: Trace) -> tuple[float, str] | None:
+    """The lowest compute capability among the trace's GPUs, as a number and as recorded ("8.0"); None
+    when none is recorded."""
+    values = [(float(value), value) for value in trace.meta.gpus["compute_capability"]
+              if isinstance(value, str) and value]  # fmt: skip
+    return min(values) if values else None
+
+
+def _fp32_matmul(trace: Trace, origin: int) -> Finding | None:
+    recorded = _compute_capability(trace)
+    capability = recorded[0] if recorded is not None else None
+    if capability is not None and capability < 7.0:
+        return None  # no tensor cores: FP32 is what the GPU has
+    ops = trace.columns("gpu_ops", ("start", "duration", "kind", "name", "device"))
+    names = ops["name"].cat.categories
+    fp32 = np.asarray([bool(FP32_GEMM.search(str(name))) and not TENSOR_CORE.search(str(name)) for name in names],
+                      dtype=bool)  # fmt: skip
+    if not len(fp32) or not fp32.any():
+        return None
+    rows = fp32[ops["name"].cat.codes.to_numpy()] & (ops["kind"] == "kernel").to_numpy()
+    if not rows.any():
+        return None
+    chosen = ops.loc[rows]
+    total = int(chosen["duration"].sum())
+    per_name = (pd.DataFrame({"name": chosen["name"].astype(str).to_numpy(dtype=object),
+                              "duration": chosen["duration"].to_numpy(), "start": chosen["start"].to_numpy()})
+                .groupby("name", as_index=False).agg(count=("duration", "size"), time=("duration", "sum"),
+                                                      first=("start", "min"))
+                .sort_values("time", ascending=False, kind="stable").head(EVIDENCE_ROWS))  # fmt: skip
+    proof = evidence([f"{name} x{count:,}" for name, count in zip(per_name["name"], per_name["count"])],
+                     per_name["first"].to_numpy() - origin, per_name["time"].to_numpy(),
+                     ["all GPUs"] * len(per_name))  # fmt: skip
+    tf32 = (
+        "allow TF32 (torch.set_float32_matmul_precision('high'), or torch.backends.cuda.matmul.allow_tf32 = True "
+        "and torch.backends.cudnn.allow_tf32 = True) or train under torch.autocast('cuda', dtype=torch.bfloat16)"
+    )
+    fp16 = "train under torch.autocast('cuda', dtype=torch.float16) with a GradScaler"
+    if capability is None:
+        fix = f"on Ampere or later GPUs {tf32}; on Volta and Turing {fp16}"
+        known = " (the GPU is not recorded: this assumes it has tensor cores, as V100 and later do)"
+    else:
+        fix = tf32 if capability >= 8.0 else f"{fp16} (this GPU's tensor cores take FP16, not TF32)"
+        known = f" (compute capability {recorded[1] if recorded else ''})"
+    return Finding(
+        "fp32 matmul",
+        f"{int(rows.sum()):,} GEMM/convolution kernels ran in FP32 on the CUDA cores for {ms(total)}{known}",
+        round(total * FP32_GEMM_SAVING),
+        "estimate: half their time (tensor cores run these GEMMs several times faster; the whole "
+        f"{ms(total)} is the bound)",
+        fix,
+        proof,
+    )
+
+
+def _exposed_communication(trace: Trace) -> Finding | None:
+    from tracekit.analysis.waits.overlap import EXPOSED, overlap_table
+
+    table = overlap_table(trace).frame
+    if table.empty or not (table[EXPOSED] > 0).any():
+        return None  # no NCCL kernels, or all of their time hidden
+    worst = table.loc[table[EXPOSED].idxmax()]
+    exposed = int(worst[EXPOSED])
+    proof = evidence(
+        [f"{gpu}: {ms(row['Communication (ns)'])} of communication, {row['Overlap (%)']:.1f} % hidden"
+         for gpu, row in zip(table["GPU"], table.to_dict("records"))],
+        np.zeros(len(table), dtype=np.int64), table[EXPOSED].to_numpy(), table["GPU"].tolist(),
+    )  # fmt: skip
+    return Finding(
+        "exposed communication",
+        f"{worst['GPU']} spent {ms(exposed)} in NCCL collectives that no computation overlapped "
+        f"({float(worst['Overlap (%)']):.1f} % of its communication hidden)",
+        exposed,
+        f"upper bound: the exposed communication on {worst['GPU']} (fully overlapped it would cost no time)",
+        "overlap communication with the backward pass: DDP buckets (bucket_cap_mb), gradient_as_bucket_view, "
+        "no_sync() during gradient accumulation, FSDP backward prefetch; compare ranks (tracekit ranks) to find a "
+        "straggler that makes the others wait",
+        proof,
+    )
