@@ -298,14 +298,16 @@ def compare(
     domain: str | None = None,
     ops: Literal["kernels", "all"] = "kernels",
     same_thread: bool = False,
+    step_range: str | None = None,
     workers: int | None = None,
     use_dask: bool = False,
     scheduler: str | None = None,
     strict: bool = False,
     exact_median_limit: int = DEFAULT_EXACT_LIMIT,
 ) -> Result:
-    """Many runs side by side (table "compare"): per run and phase, kernel time (total and per instance)
-    and its split by category, ordered by a run.json configuration field; the "compare" chart.
+    """Many runs side by side (table "compare"): per run and phase, kernel time (total, per instance and,
+    for runs with steps, per step) and its split by category, ordered by a run.json configuration field;
+    the "compare" chart. Phases default to forward, backward and optimizer, found by their range names.
 
     Example:
         >>> tracekit.compare("traces/", order_by="ctx")["compare"]

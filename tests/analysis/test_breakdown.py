@@ -202,7 +202,9 @@ def test_a_trace_without_the_default_phases_says_so(tmp_path, trace):
     b.kernel(100, 200, GEMM, launch_at=10)
     other = open_trace(b.write(tmp_path / "named-otherwise.sqlite"))
     notes = phase_breakdown(other).notes
-    assert len(notes) == 1 and notes[0].startswith("no range named forward, backward or optimizer in this trace")
+    assert len(notes) == 1 and notes[0].startswith(
+        "no range of this trace names a phase (forward, backward, optimizer)"
+    )
     assert phase_breakdown(trace).notes == []  # the step fixture has all three
     assert phase_breakdown(other, BreakdownOptions(phases=("train_step",))).notes == []
 
@@ -237,15 +239,24 @@ def test_keyed_times_sort_by_group_then_time_at_any_scale():
         assert (code == groups).all() and (back == times).all()
 
 
-def test_the_note_names_ranges_that_look_like_phases(tmp_path):
-    """DDP's "## forward ##", a "backward pass", an optimizer's step: named in the note as candidates;
-    an operator whose name merely contains the word ("BatchNormBackward0") is not."""
+def test_phases_are_found_by_the_names_traces_use(tmp_path):
+    """DDP's "## forward ##", a "backward pass", an optimizer's step: taken as the phases, each row named by
+    its word; an operator whose name merely contains the word ("BatchNormBackward0") is not."""
     b = ExportBuilder("2026.2")
     b.push_pop(0, 1_000, "## forward ##")
     b.push_pop(1_000, 5_000, "BatchNormBackward0")  # the most time, but an operator's name
     b.push_pop(5_000, 6_000, "backward pass")
     b.push_pop(6_000, 6_100, "Optimizer.zero_grad#SGD.zero_grad")
-    b.push_pop(6_100, 7_000, "Optimizer.step#SGD.step")  # more time than zero_grad
+    b.push_pop(6_100, 7_000, "Optimizer.step#SGD.step")
     b.kernel(100, 200, GEMM, launch_at=10)
-    (note,) = phase_breakdown(open_trace(b.write(tmp_path / "ddp.sqlite"))).notes
-    assert note.endswith("its ranges named like phases: '## forward ##', 'backward pass', 'Optimizer.step#SGD.step'")
+    b.kernel(5_100, 5_400, GEMM, launch_at=5_010)
+    b.kernel(6_200, 6_250, GEMM, launch_at=6_150)
+    b.kernel(6_300, 6_310, GEMM, launch_at=6_050)  # launched in zero_grad
+    result = phase_breakdown(open_trace(b.write(tmp_path / "ddp.sqlite")))
+    table = result["breakdown"]
+    assert table[["Phase", "Instances", "Kernel Time (ns)"]].values.tolist() == [
+        ["forward", 1, 100], ["backward", 1, 300], ["optimizer", 1, 50], ["zero_grad", 1, 10],
+        ["(whole trace)", 1, 460]]  # fmt: skip
+    (note,) = result.notes
+    assert note.startswith("phases found by their range names: forward = '## forward ##', backward = 'backward pass', "
+                           "optimizer = 'Optimizer.step#SGD.step', zero_grad = 'Optimizer.zero_grad#SGD.zero_grad'")  # fmt: skip

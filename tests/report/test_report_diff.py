@@ -229,23 +229,35 @@ def test_report_says_which_rows_it_left_out(cli, tmp_path):
         assert text.count("note: 1 ranges row of") == (1 if with_ranges else 0)
 
 
-def test_report_says_when_its_phases_are_not_in_the_trace(cli, tmp_path):
-    """The default phases (forward, backward, optimizer) missing: the report says so once, and how to name
-    the trace's own; a trace that has them gets no such note."""
+def test_report_says_which_phases_it_found(cli, tmp_path):
+    """Phases found by name are said once, with how to name others; a trace without any says so; given
+    phases and a step range are used as given."""
     from helpers.nsys_builder import ExportBuilder
 
-    for phase in ("forward pass", "forward"):
+    notes = {
+        "forward pass": "note: phases found by their range names: forward = 'forward pass'; no backward, optimizer",
+        "train_step": "note: no range of this trace names a phase (forward, backward, optimizer)",
+    }
+    for name, note in notes.items():
         b = ExportBuilder("2026.2")
-        b.push_pop(0, 1_000, phase)
+        b.push_pop(0, 1_000, name)
         b.kernel(100, 300, "ampere_sgemm_128x64_tn", launch_at=50)
-        path = b.write(tmp_path / f"{phase.replace(' ', '_')}.sqlite")
-        out = tmp_path / f"report-{phase.replace(' ', '_')}"
+        path = b.write(tmp_path / f"{name.replace(' ', '_')}.sqlite")
+        out = tmp_path / f"report-{name.replace(' ', '_')}"
         assert cli("report", path, "-o", out).exit_code == 0
         text = (out / "report.md").read_text()
         assert "; GPUs: not recorded (its GPU work ran on cuda:0)." in text  # the export has no GPU table
-        expected = 1 if phase == "forward pass" else 0
-        assert text.count("note: no range named forward, backward or optimizer in this trace") == expected
-        assert text.count(f"with `tracekit breakdown {path} --phases ...`") == expected
+        assert text.count(note) == 1
+        assert text.count(f"`tracekit breakdown {path} --phases ...`") == 1
+        assert "### What to fix first" in text
+    out = tmp_path / "report-given"
+    assert cli("report", path, "-o", out, "--phases", "train_step", "--step-range", "train_step").exit_code == 0
+    text = (out / "report.md").read_text()
+    assert "| train_step " in text and "names a phase" not in text
+    assert "Per step (`train_step` ranges):" in text
+    assert f"tracekit steps {path} --step-range train_step" in text
+    result = cli("report", path, "-o", tmp_path / "bad", "--phases", ",")
+    assert result.exit_code == 2 and "phases" in result.output
 
 
 def test_diff_notes_say_which_input_they_are_about(cli, tmp_path):
@@ -263,7 +275,9 @@ def test_diff_notes_say_which_input_they_are_about(cli, tmp_path):
     result = cli("diff", *paths, "--format", "csv")
     assert result.exit_code == 0, result.output
     notes = [line for line in result.stderr.splitlines() if line.startswith("note: ")]
-    # the note both give word for word comes once, for A and B; B's own is B's
-    assert notes[0].startswith("note: A and B: 1 of 2 GPU operations have no recorded launching call")
-    assert notes[1].startswith("note: B: 1 gpu_ops row of")
-    assert len(notes) == 2
+    # the notes both give word for word come once, for A and B; B's own is B's
+    assert notes[0] == ("note: A and B: phases found by their range names: forward = 'forward'; no backward, "
+                        "optimizer (name others with --phases)")  # fmt: skip
+    assert notes[1].startswith("note: A and B: 1 of 2 GPU operations have no recorded launching call")
+    assert notes[2].startswith("note: B: 1 gpu_ops row of")
+    assert len(notes) == 3

@@ -32,7 +32,10 @@ _DROP_LAST_STEP = (
     "a profiler schedule's last step is often cut short)"
 )
 _STEP_RANGE = "the range that is one training step (default: ProfilerStep#N, else 'step')"
-_PHASES = "the phases: comma-separated range specs (names, paths, globs)"
+_PHASES = (
+    "the phases: comma-separated range specs (names, paths, globs); default: forward, backward and optimizer, "
+    "found by the range names traces use"
+)
 
 
 def _top(default: int | None = None, help: str = _TOP, one_input: bool = False):
@@ -189,6 +192,7 @@ class CompareOptions(Options):
     domain: str | None = text(_DOMAIN)
     ops: str = choice("kernels", ("kernels", "all"), _OPS)
     same_thread: bool = flag(_SAME_THREAD)
+    step_range: str | None = text(_STEP_RANGE + "; each run's time per step beside its time per instance")
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,13 @@ from tracekit.cli.common import nsys_option
 )
 @click.option("--html", is_flag=True, help="also report.html: one self-contained page (no network) with each "
               "trace's interactive timeline and sortable tables")  # fmt: skip
+@click.option("--phases", default=None, metavar="SPECS",
+              help="the phases: comma-separated range specs (default: forward, backward and optimizer, found by "
+                   "their range names)")  # fmt: skip
+@click.option("--step-range", default=None, metavar="NAME",
+              help="the range that is one training step (default: ProfilerStep#N, else 'step')")  # fmt: skip
 @nsys_option
-def report(inputs, out, bench_db, html, nsys):
+def report(inputs, out, bench_db, html, phases, step_range, nsys):
     """Write reports/<name>/report.md with pictures for run folders or traces (several: a comparison too)."""
     if bench_db:
         if inputs:
@@ -38,9 +43,15 @@ def report(inputs, out, bench_db, html, nsys):
     elif not inputs:
         raise click.UsageError("give one or more run folders or traces (or --bench results.db)")
     else:
+        from tracekit.analysis.options import DEFAULT_PHASES, BreakdownOptions
+        from tracekit.model.options import OptionError
         from tracekit.report.traces import write_report
 
-        path = write_report(list(inputs), out, nsys, html=html)
+        try:  # the specs checked before any input is read
+            chosen = BreakdownOptions(phases=phases).phases if phases is not None else DEFAULT_PHASES
+        except OptionError as error:
+            raise click.UsageError(str(error).replace("phases", "--phases", 1)) from None
+        path = write_report(list(inputs), out, nsys, html=html, phases=chosen, step_range=step_range)
     count = len(list(path.parent.glob("*.png")))
     click.echo(f"report: {path}" + (f" ({count} picture{'s' if count != 1 else ''})" if count else ""))
     if html and (path.parent / "report.html").exists():

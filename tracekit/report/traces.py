@@ -10,6 +10,7 @@ first.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from tracekit.analysis.many.diff import compare_categories, compare_kernels, lab
 from tracekit.analysis.many.pool import labels_for as run_labels
 from tracekit.analysis.options import (
     DEFAULT_PHASES,
+    AdviseOptions,
     BreakdownOptions,
     CompareOptions,
     DiffOptions,
@@ -29,7 +31,8 @@ from tracekit.analysis.options import (
     MemoryOptions,
     RangesOptions,
 )
-from tracekit.analysis.ranges.breakdown import PHASE, WHOLE, default_phases_missing
+from tracekit.analysis.ranges.breakdown import PHASE, WHOLE, phase_notes
+from tracekit.analysis.ranges.phases import resolve
 from tracekit.analysis.waits.busy import ANY, known_devices
 from tracekit.commands import run_command
 from tracekit.commands.command_line import command_line
@@ -44,7 +47,7 @@ from tracekit.report.why import why_section
 from tracekit.runs import Run
 from tracekit.sources import open_trace, run_snapshot
 
-PHASES = DEFAULT_PHASES
+FINDING_COLUMNS = ["Rank", "Severity", "Finding", "What", "Recoverable (ns)", "Of Span (%)", "Fix"]
 TOP_KERNELS, TOP_PHASE_KERNELS, TOP_RANGES, TOP_MEMORY = 10, 5, 15, 10
 RANGE_COLUMNS = ["Range", "Instances", "Total Time (ms)", "Avg (ms)", "Med (ms)", "Depth", "GPU Ops", "GPU Time (ms)"]
 
@@ -60,9 +63,13 @@ def write_report(
     nsys: str | None = None,
     reports: str | Path = "reports",
     html: bool = False,
+    phases: tuple[str, ...] = DEFAULT_PHASES,
+    step_range: str | None = None,
 ) -> Path:
     """Write the report of one or more runs/traces; returns the path of report.md. ``html``: also
-    report.html beside it, the same content as one self-contained page with each trace's timeline."""
+    report.html beside it, the same content as one self-contained page with each trace's timeline.
+    ``phases``: range specs (default: found by name); ``step_range``: the range that is one step."""
+    choice = Choices(tuple(phases), step_range)
     paths = [Path(path) for path in inputs]
     traces = [open_trace(path, nsys) for path in paths]  # every input recognised before anything is written
     folder = Path(out) if out else Path(reports) / report_name(paths)
@@ -74,10 +81,10 @@ def write_report(
     labels = labels_for(len(paths)) if len(paths) > 1 else [""]
     for label, name, path, trace in zip(labels, run_labels(paths), paths, traces):
         section = Document(folder, f"{label.lower()}-" if label else "")
-        _input_section(section, path, trace, heading=f"{label} ({name}): {path}" if label else str(path))
+        _input_section(section, path, trace, f"{label} ({name}): {path}" if label else str(path), choice)
         document.extend(section)
     if len(traces) > 1:
-        _comparison(document, paths, traces)
+        _comparison(document, paths, traces, choice)
     written = document.write(folder / "report.md")
     if html:
         from tracekit.report.timeline_data import timeline_data
@@ -88,7 +95,15 @@ def write_report(
     return written
 
 
-def _input_section(section: Document, path: Path, trace: Trace, heading: str) -> None:
+@dataclass(frozen=True)
+class Choices:
+    """What the user chose for every input: the phases (range specs) and the step range."""
+
+    phases: tuple[str, ...] = DEFAULT_PHASES
+    step_range: str | None = None
+
+
+def _input_section(section: Document, path: Path, trace: Trace, heading: str, choice: Choices) -> None:
     run = Run.at(path)
     section.text(f"## {heading}")
     trace.need("gpu_ops", GPU_OPS.names)  # the report's tables use every GPU-op column: one read of them all
@@ -107,8 +122,9 @@ def _input_section(section: Document, path: Path, trace: Trace, heading: str) ->
     if run is not None and run.manifest:
         _run_section(section, run)
     if has_kernels:
-        _gpu_sections(section, source, trace, run)
-        why_section(section, source, trace)
+        _advice_section(section, source, trace)
+        _gpu_sections(section, source, trace, run, choice)
+        why_section(section, source, trace, choice.step_range)
     else:
         section.text(
             "No CUDA kernels in this trace (a CPU capture, or nsys ran without `--trace=cuda`): the GPU "
@@ -189,8 +205,22 @@ def _run_section(section: Document, run: Run) -> None:
         section.text(f"> note: {note}")
 
 
-def _gpu_sections(section: Document, source: str, trace: Trace, run: Run | None) -> None:
-    options = BreakdownOptions(phases=PHASES)
+def _advice_section(section: Document, source: str, trace: Trace) -> None:
+    """ "What to fix first": the findings of ``advise``, most recoverable time first."""
+    options = AdviseOptions()
+    advice = run_command("advise", trace, options)
+    section.text("### What to fix first")
+    findings = advice.table("findings")
+    if findings.empty:
+        section.text(f"No findings: {advice.notes[1] if len(advice.notes) > 1 else 'nothing worth fixing'}.")
+    else:
+        section.table(findings.loc[:, FINDING_COLUMNS], command_line("advise", [source], options, "ms"))
+        section.text("The evidence of each finding, the bounds of its figures and nsys's expert rules: the command.")
+    section.text(f"> note: {advice.notes[0]}")
+
+
+def _gpu_sections(section: Document, source: str, trace: Trace, run: Run | None, choice: Choices) -> None:
+    options = BreakdownOptions(phases=choice.phases)
     breakdown = run_command("breakdown", trace, options)
     table = breakdown.table("breakdown")
     present = table.loc[(table["Instances"] > 0) | (table[PHASE] == WHOLE)]
@@ -200,12 +230,9 @@ def _gpu_sections(section: Document, source: str, trace: Trace, run: Run | None)
         "sets are the columns beside it, not part of it.",
     )
     section.table(present, command_line("breakdown", [source], options, "ms"))
-    missing = default_phases_missing(
-        table, list(PHASES), f"`{command_line('breakdown', [source], options)} --phases ...`",
-        trace.ranges,
-    )  # fmt: skip
-    if missing:  # (the trace's own warnings come once, at the end of its section)
-        section.text(f"> note: {missing}")
+    how = f"`{command_line('breakdown', [source], options)} --phases ...`"
+    for note in phase_notes(trace, choice.phases, how=how):  # (the trace's warnings come once, at the end)
+        section.text(f"> note: {note}")
     if "categories" in breakdown.charts:
         section.picture(breakdown.charts["categories"], "categories", "share of kernel time by category and phase")
     gpus = breakdown.table("gpus")
@@ -239,8 +266,11 @@ def _gpu_sections(section: Document, source: str, trace: Trace, run: Run | None)
     top_options = KernelsOptions(top=TOP_KERNELS, name="short")
     top = run_command("kernels", trace, top_options)
     section.table(top.frame, command_line("kernels", [source], top_options, "ms"))
+    specs = dict(resolve(trace, choice.phases).chosen)  # a phase found by name: its label and its range spec
     for phase in phases.loc[phases["Kernels"] > 0, PHASE]:  # a phase that launched no kernel has no top list
-        inside_options = KernelsOptions(top=TOP_PHASE_KERNELS, name="short", ranges=(phase,))
+        inside_options = KernelsOptions(
+            top=TOP_PHASE_KERNELS, name="short", ranges=(specs.get(str(phase), str(phase)),)
+        )
         inside = run_command("kernels", trace, inside_options)
         section.text(f"#### Inside `{phase}`")
         section.table(inside.frame, command_line("kernels", [source], inside_options, "ms"))
@@ -294,7 +324,7 @@ def _memory_section(section: Document, snapshot: Path) -> None:
                   command_line("memory", source, MemoryOptions(top=TOP_MEMORY)))  # fmt: skip
 
 
-def _comparison(document: Document, paths: list[Path], traces: list[Trace]) -> None:
+def _comparison(document: Document, paths: list[Path], traces: list[Trace], choice: Choices) -> None:
     labels = labels_for(len(traces))
     against = "B against A" if len(traces) == 2 else f"{', '.join(labels[1:])} against A"
     document.text(f"## Comparison: {against}")
@@ -303,10 +333,11 @@ def _comparison(document: Document, paths: list[Path], traces: list[Trace]) -> N
     sources = [str(path) for path in paths]
 
     def diff(**options) -> str | None:
+        options = {"phases": choice.phases, **options}
         return command_line("diff", sources, DiffOptions(**options), "ms") if len(paths) == 2 else None
 
     try:
-        document.table(compare_categories(traces, list(PHASES)), diff(by="category"))
+        document.table(compare_categories(traces, list(choice.phases)), diff(by="category"))
         document.text("Kernels that changed most:")
         document.table(compare_kernels(traces, TOP_KERNELS), diff(by="kernel", top=TOP_KERNELS))
     except NoGpuDataError as error:
@@ -314,7 +345,7 @@ def _comparison(document: Document, paths: list[Path], traces: list[Trace]) -> N
         return
     runs = [Run.at(path) for path in paths]
     configs = [run.config if run is not None else {} for run in runs]
-    options = CompareOptions(phases=PHASES)
+    options = CompareOptions(phases=choice.phases)
     names = run_labels(paths)  # the runs' own names in the table and picture, not letters
     compared = compare_traces(traces, names, configs, options)
     document.text("Kernel time per phase instance and its split by category, input by input:")

@@ -24,14 +24,14 @@ LAUNCH_COLUMNS = [
 ]
 
 
-def why_section(section: Document, source: str, trace: Trace) -> None:
+def why_section(section: Document, source: str, trace: Trace, step_range: str | None = None) -> None:
     """Append "### Why the GPU waits" to ``section``; a part whose input is missing says so. ``source``:
-    the input's path, for the command lines under the tables."""
+    the input's path, for the command lines under the tables; ``step_range``: the range that is a step."""
     section.text("### Why the GPU waits")
     try:
-        options = StepsOptions()
+        options = StepsOptions(step_range=step_range)
         steps = run_command("steps", trace, options)
-        section.text("Per step (`ProfilerStep#N` or `step` ranges):")
+        section.text(f"Per step ({f'`{step_range}` ranges' if step_range else '`ProfilerStep#N` or `step` ranges'}):")
         section.table(steps.frame, command_line("steps", [source], options, "ms"))
         if "timeline" in steps.charts:
             section.picture(steps.charts["timeline"], "steps", "steps and each GPU's busy time; gaps are idle")

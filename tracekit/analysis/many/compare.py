@@ -3,7 +3,8 @@ configuration field (context length, dtype, compile, ...), and a picture of it.
 
 One row per run and phase (the whole trace too): Instances (range instances of the phase), the kernel
 time (summed, and per instance: comparable between runs of different step counts) and each category's
-share of it, as ``tracekit breakdown`` computes them. Runs are ordered by ``order_by`` from each run
+share of it, as ``tracekit breakdown`` computes them; with steps (``steps.step_rows``: ProfilerStep#N,
+``step`` or ``step_range``), the time per step too. Runs are ordered by ``order_by`` from each run
 folder's run.json config (numbers numerically, missing values last), else in the order given.
 """
 
@@ -18,18 +19,22 @@ from tracekit.analysis import stats
 from tracekit.analysis.kernels.categories import CATEGORIES
 from tracekit.analysis.many.inputs import Accumulator, Part
 from tracekit.analysis.options import CompareOptions
-from tracekit.analysis.ranges.breakdown import PHASE, WHOLE, breakdown_times, time_column
+from tracekit.analysis.ranges.breakdown import PHASE, WHOLE, breakdown_times, phase_notes, time_column
 from tracekit.model.result import Chart, Result, Table
 from tracekit.model.trace import Trace
 
-PER_INSTANCE = "Per Instance (ns)"
+PER_INSTANCE, PER_STEP = "Per Instance (ns)", "Per Step (ns)"
 
 
 def compare_part(trace: Trace, part: Part, options: CompareOptions, limit: int) -> Part:
     """One run's phase times by category, and its configuration."""
-    times = breakdown_times(trace, list(options.phases), options.same_thread, options.ops, options.domain)
-    part.pieces.update(times=times, config=dict(part.config))
+    from tracekit.analysis.ranges.steps import step_rows
+
+    times = breakdown_times(trace, options.phases, options.same_thread, options.ops, options.domain)
+    steps = len(step_rows(trace, options.step_range))
+    part.pieces.update(times=times, config=dict(part.config), steps=steps)
     part.rank = None  # runs of a sweep, not ranks of one job: always named by run
+    part.notes += phase_notes(trace, options.phases, options.domain)
     part.notes += trace.warnings
     return part
 
@@ -41,10 +46,12 @@ class CompareMerger:
         self.ops = options.ops
         self.order_by = options.order_by
         self.runs: dict[int, tuple[pd.DataFrame, dict[str, Any]]] = {}
+        self.steps: dict[int, int] = {}
         self.charts: dict[str, Chart] = {}  # the grouped bars, made with the table
 
     def add(self, index: int, pieces: dict[str, Any]) -> None:
         self.runs[index] = (pieces["times"], pieces["config"])
+        self.steps[index] = int(pieces.get("steps", 0))
 
     def tables(self, labels: dict[int, Any], column: str) -> tuple[list[Table], list[str]]:
         order, notes = self._order(labels)
@@ -54,6 +61,7 @@ class CompareMerger:
             times, config = self.runs[index]
             present = times.loc[(times["Instances"] > 0) | (times[PHASE] == WHOLE)].copy()
             present.insert(0, column, labels[index])
+            present[PER_STEP] = present[total] / self.steps[index] if self.steps[index] else np.nan
             if self.order_by:
                 present.insert(1, self.order_by, _text(config.get(self.order_by)))
             frames.append(present)
@@ -61,6 +69,9 @@ class CompareMerger:
         table.insert(
             list(table.columns).index(total) + 1, PER_INSTANCE, table[total] / table["Instances"].clip(lower=1)
         )
+        per_step = table.pop(PER_STEP)
+        if per_step.notna().any():  # beside the time per instance, for runs that have steps
+            table.insert(list(table.columns).index(PER_INSTANCE) + 1, PER_STEP, per_step)
         category_times = table[[f"{category} (ns)" for category in CATEGORIES]].to_numpy(np.int64)
         totals = table[total].to_numpy()
         kept = [index for index, category in enumerate(CATEGORIES) if category_times[:, index].sum() > 0]

@@ -21,7 +21,8 @@ from tracekit.analysis import stats
 from tracekit.analysis.kernels.categories import CATEGORIES, op_categories
 from tracekit.analysis.kernels.summary import NAME, NAME_COLUMNS, kernel_mask, kernel_table
 from tracekit.analysis.options import DiffOptions, StepsOptions
-from tracekit.analysis.ranges.breakdown import WHOLE, phase_intervals
+from tracekit.analysis.ranges.breakdown import WHOLE, phase_intervals, phase_notes
+from tracekit.analysis.ranges.phases import WORDS
 from tracekit.model.options import OptionError, named
 from tracekit.model.result import Result, Table
 from tracekit.model.schema import GPU_OPS
@@ -37,7 +38,7 @@ def labels_for(count: int) -> list[str]:
 
 
 def category_times(
-    trace: Trace, phases: list[str], ops: str = "kernels", same_thread: bool = False, domain: str | None = None
+    trace: Trace, phases: Sequence[str], ops: str = "kernels", same_thread: bool = False, domain: str | None = None
 ) -> pd.Series:
     """Summed GPU time (ns) per (Phase, Category): the whole trace, then each phase that has ranges
     (of NVTX ``domain`` when given)."""
@@ -82,7 +83,7 @@ def _largest_change(table: pd.DataFrame, labels: list[str]) -> pd.Series:
 
 def compare_categories(
     traces: Sequence[Trace],
-    phases: list[str],
+    phases: Sequence[str],
     ops: str = "kernels",
     same_thread: bool = False,
     domain: str | None = None,
@@ -92,7 +93,8 @@ def compare_categories(
     labels = labels_for(len(traces))
     table = _side_by_side([category_times(trace, phases, ops, same_thread, domain) for trace in traces], labels)
     table = table.loc[(table[[f"{label} (ns)" for label in labels]] > 0).any(axis=1)].reset_index()
-    order = {phase: number for number, phase in enumerate([WHOLE, *phases])}
+    # given phases in their order; found ones (labelled by their word) in the words' order
+    order = {phase: number for number, phase in enumerate(dict.fromkeys([WHOLE, *phases, *WORDS]))}
     table["order"] = table["Phase"].map(order)
     table["change"] = -_largest_change(table, labels)
     table = table.sort_values(["order", "change"], kind="stable")
@@ -134,12 +136,14 @@ def compare_steps(a: Trace, b: Trace, step_range: str | None = None) -> pd.DataF
     return table
 
 
-def _notes_of(a: Trace, b: Trace) -> list[str]:
-    """Each trace's notes, marked A or B (two traces often give notes alike but for their counts); a note
-    both give word for word, once, marked A and B."""
-    both = [note for note in a.warnings if note in b.warnings]
-    return ([f"A and B: {note}" for note in both] + [f"A: {note}" for note in a.warnings if note not in both]
-            + [f"B: {note}" for note in b.warnings if note not in both])  # fmt: skip
+def _notes_of(a: Trace, b: Trace, first: tuple[list[str], list[str]] = ([], [])) -> list[str]:
+    """Each trace's notes (``first``: each one's notes to put before its warnings), marked A or B (two
+    traces often give notes alike but for their counts); a note both give word for word, once, marked
+    A and B."""
+    notes_a, notes_b = first[0] + a.warnings, first[1] + b.warnings
+    both = [note for note in notes_a if note in notes_b]
+    return ([f"A and B: {note}" for note in both] + [f"A: {note}" for note in notes_a if note not in both]
+            + [f"B: {note}" for note in notes_b if note not in both])  # fmt: skip
 
 
 def trace_diff(
@@ -166,14 +170,16 @@ def trace_diff(
         if counts[0] != counts[1]:
             notes.append(f"A has {counts[0]} steps, B {counts[1]}: the first {min(counts)} are compared")
         return Result([Table("steps", table, "Step by step: A against B")], notes=notes)
+    phase_said: tuple[list[str], list[str]] = ([], [])
     if by in (None, "category"):
         table = compare_categories([a, b], phases, ops, same_thread, options.domain)
         name_a, name_b = labels or (a.name, b.name)
         tables.append(Table("categories", table, f"GPU time by phase and category: A={name_a}  B={name_b}"))
+        phase_said = (phase_notes(a, phases, options.domain), phase_notes(b, phases, options.domain))
     if by in (None, "kernel"):
         tables.append(Table("kernels", compare_kernels([a, b], top, ops=ops), "Kernels that changed most"))
     if by is None and snapshots is not None:
         from tracekit.analysis.memory.tables import compare
 
         tables.append(Table("memory", compare(snapshots[0], snapshots[1]).head(10), "Memory at the peak"))
-    return Result(tables, notes=_notes_of(a, b))
+    return Result(tables, notes=_notes_of(a, b, phase_said))

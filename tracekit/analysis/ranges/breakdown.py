@@ -1,6 +1,6 @@
 """Phase x category: how a training step's GPU time splits into matmul, elementwise, softmax, ...
-per phase (forward, backward, optimizer) and for the whole trace; the copies beside it; how busy
-each GPU was.
+per phase (forward, backward, optimizer, found by name when not given: ``phases``) and for the whole
+trace; the copies beside it; how busy each GPU was.
 
 Per phase, its GPU ops are those launched while one of its ranges was open (see ``attribution``).
 - Kernel Time and the category shares are kernels only, as ``kernels`` by category counts them on
@@ -13,7 +13,7 @@ Per phase, its GPU ops are those launched while one of its ranges was open (see 
 
 from __future__ import annotations
 
-import re
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -24,11 +24,11 @@ from tracekit.analysis.kernels.summary import OPS_CHOICES, SHOWN_SHARE, kernel_m
 from tracekit.analysis.kernels.types import last_step_start, launched_before_last_step
 from tracekit.analysis.options import DEFAULT_PHASES, BreakdownOptions
 from tracekit.analysis.ranges.attribution import interval_of_ops
+from tracekit.analysis.ranges.phases import resolve
 from tracekit.analysis.ranges.selection import select
 from tracekit.analysis.waits.busy import device_busy
 from tracekit.errors import UsageError
 from tracekit.model.options import OptionError, named
-from tracekit.model.range_specs import EMIT_NVTX_SUFFIX
 from tracekit.model.result import Chart, Result, Table
 from tracekit.model.trace import Trace
 
@@ -59,38 +59,43 @@ def time_column(ops: str) -> str:
 
 
 def phase_intervals(
-    trace: Trace, phases: list[str], same_thread: bool = False, domain: str | None = None
+    trace: Trace, phases: Sequence[str] | None, same_thread: bool = False, domain: str | None = None
 ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Per phase spec: the start (ns) of each of its range instances, and for every GPU op the merged
-    phase interval its launch fell in (-1 outside the phase). Reads only the ranges the specs name;
-    computed once per trace for the same phases (breakdown and a report's comparison both ask)."""
+    """Per phase (by label: ``phases.resolve`` finds the default ones by name): the start (ns) of each of
+    its range instances, and for every GPU op the merged phase interval its launch fell in (-1 outside
+    the phase). Reads only the ranges the specs name; computed once per trace for the same phases
+    (breakdown and a report's comparison both ask)."""
+    chosen = resolve(trace, phases, domain).chosen
 
     def compute() -> dict[str, tuple[np.ndarray, np.ndarray]]:
         trace.need("gpu_ops", BREAKDOWN_COLUMNS)  # the ops' columns load beside the ranges: only these
-        selection = select(trace, phases, load_too=["gpu_ops", "launches"], domain=domain)
-        return {phase: (selection.of(phase)["start"].to_numpy(), interval_of_ops(trace, selection.of(phase),
-                                                                                 same_thread))
-                for phase in phases}  # fmt: skip
+        selection = select(trace, [spec for _, spec in chosen], load_too=["gpu_ops", "launches"], domain=domain)
+        return {label: (selection.of(spec)["start"].to_numpy(), interval_of_ops(trace, selection.of(spec),
+                                                                                same_thread))
+                for label, spec in chosen}  # fmt: skip
 
-    return trace.derived(f"phase_intervals:{same_thread}:{domain}:" + "\0".join(phases), compute)
+    key = "\0".join(f"{label}\1{spec}" for label, spec in chosen)
+    return trace.derived(f"phase_intervals:{same_thread}:{domain}:{key}", compute)
 
 
 def phases_with_whole(
-    trace: Trace, phases: list[str] | None, same_thread: bool, domain: str | None = None, drop_last_step: bool = False
-) -> list[tuple[str, int, np.ndarray]]:
-    """(phase, instances, interval per op) for each phase, then the whole trace as one instance.
-    UsageError when phases were asked for and none matched. ``drop_last_step``: ops launched after the
-    last ProfilerStep began are in no interval (HolisticTraceAnalysis's window)."""
-    phases = list(phases or DEFAULT_PHASES)
+    trace: Trace, phases: Sequence[str] | None, same_thread: bool, domain: str | None = None,
+    drop_last_step: bool = False,
+) -> list[tuple[str, int, np.ndarray]]:  # fmt: skip
+    """(phase, instances, interval per op) for each phase that has instances, then the whole trace as
+    one instance (a phase that matches nothing is left out, and ``phase_notes`` says so). UsageError
+    when phases were given and none matched. ``drop_last_step``: ops launched after the last
+    ProfilerStep began are in no interval (HolisticTraceAnalysis's window)."""
     intervals = phase_intervals(trace, phases, same_thread, domain)  # loads the tables together: first
     kernel_mask(trace, ops="all")  # raises a clear error for a trace without GPU work
-    if not any(len(starts) for starts, _ in intervals.values()) and phases != list(DEFAULT_PHASES):
+    given = phases is not None and tuple(phases) != tuple(DEFAULT_PHASES)
+    if given and not any(len(starts) for starts, _ in intervals.values()):
         where = f" in domain {domain}" if domain else ""
         # Only the ranges these names can match were read: say what was left out of them, not more
         # (listing the trace's names would read millions of ranges for an error message).
         dropped = trace.dropped("ranges")
         why = f"; {dropped:,} ranges that could match were left out: unusable values" if dropped else ""
-        raise UsageError(f"no NVTX range matches {', '.join(phases)}{where} in {trace.name}{why}")
+        raise UsageError(f"no NVTX range matches {', '.join(phases or ())}{where} in {trace.name}{why}")
     whole = np.zeros(len(breakdown_ops(trace)), dtype=np.int64)  # every op in one interval
     window, cutoff = None, None
     if drop_last_step:
@@ -100,15 +105,28 @@ def phases_with_whole(
     for phase, (starts, interval) in intervals.items():
         # with the window, an instance of the left-out step is no instance, its ops in no interval
         instances = int((starts < cutoff).sum()) if cutoff is not None else len(starts)
-        parts.insert(len(parts) - 1, (phase, instances, interval))
+        if len(starts):
+            parts.insert(len(parts) - 1, (phase, instances, interval))
     if window is not None:
         parts = [(phase, instances, np.where(window, interval, -1)) for phase, instances, interval in parts]
     return parts
 
 
+def phase_notes(trace: Trace, phases: Sequence[str] | None, domain: str | None = None, how: str = "") -> list[str]:
+    """What a table of ``phases`` should say about them: which ranges the found phases are (or that none
+    was found), and each given phase that matched nothing (left out of the table, not shown as zeros)."""
+    resolved = resolve(trace, phases, domain, how or named("phases"))
+    intervals = phase_intervals(trace, phases, False, domain)
+    missing = [label for label, (starts, _) in intervals.items() if not len(starts)]
+    notes = [resolved.note] if resolved.note else []
+    if missing:
+        notes.append(f"no range matches {', '.join(repr(label) for label in missing)} in {trace.name}: left out")
+    return notes
+
+
 def breakdown_table(
     trace: Trace,
-    phases: list[str] | None = None,
+    phases: Sequence[str] | None = None,
     same_thread: bool = False,
     ops: str = "kernels",
     domain: str | None = None,
@@ -122,7 +140,7 @@ def breakdown_table(
 
 def breakdown_times(
     trace: Trace,
-    phases: list[str] | None = None,
+    phases: Sequence[str] | None = None,
     same_thread: bool = False,
     ops: str = "kernels",
     domain: str | None = None,
@@ -172,7 +190,7 @@ def category_shares(times: pd.DataFrame, ops: str) -> pd.DataFrame:
 
 def gpu_table(
     trace: Trace,
-    phases: list[str] | None = None,
+    phases: Sequence[str] | None = None,
     same_thread: bool = False,
     domain: str | None = None,
     drop_last_step: bool = False,
@@ -191,7 +209,7 @@ def gpu_table(
 
 def copy_table(
     trace: Trace,
-    phases: list[str] | None = None,
+    phases: Sequence[str] | None = None,
     same_thread: bool = False,
     domain: str | None = None,
     drop_last_step: bool = False,
@@ -216,45 +234,12 @@ def copy_table(
     return pd.DataFrame(rows, columns=[PHASE, "Operation", "Count", "Time (ns)", "MiB"])
 
 
-def default_phases_missing(
-    table: pd.DataFrame, phases: list[str] | None, how: str, ranges: pd.DataFrame | None = None
-) -> str | None:
-    """The note for a breakdown (``table``) asked for the default phases of a trace that has none of
-    them, saying ``how`` to name its own and, given the trace's ``ranges``, the ranges whose names hold
-    those words ("## forward ##", "forward pass"); None otherwise."""
-    if (
-        list(phases or DEFAULT_PHASES) != list(DEFAULT_PHASES)
-        or (table.loc[table[PHASE] != WHOLE, "Instances"] > 0).any()
-    ):
-        return None
-    note = (f"no range named {', '.join(DEFAULT_PHASES[:-1])} or {DEFAULT_PHASES[-1]} in this trace: only the whole "
-            f"trace is broken down; name its phases with {how} (`tracekit ranges` lists its range names)")  # fmt: skip
-    found = _phase_like(ranges) if ranges is not None and not ranges.empty else []
-    return note + (f"; its ranges named like phases: {', '.join(repr(name) for name in found)}" if found else "")
-
-
-def _phase_like(ranges: pd.DataFrame) -> list[str]:
-    """For each default phase, the short range name holding its word on its own ("## forward ##", "forward
-    pass", "Optimizer.step#SGD.step"; not "BatchNormBackward0") with the most time in the trace."""
-    codes, names = pd.factorize(ranges["name"].astype(str).to_numpy(dtype=object))
-    total = np.bincount(codes, weights=ranges["duration"].to_numpy(dtype=np.float64), minlength=len(names))
-    order = np.argsort(-total, kind="stable")
-    # phases are annotations: not operators (emit_nvtx's "op, seq = ..." names, torch's cpu_op domain)
-    ranked = [name for name in (str(names[index]) for index in order)
-              if len(name) <= 60 and not EMIT_NVTX_SUFFIX.search(name) and not name.startswith(("cpu_op:", "gpu:"))]  # fmt: skip
-    found = []
-    for phase in DEFAULT_PHASES:
-        alone = re.compile(rf"(?<![A-Za-z0-9]){re.escape(phase)}(?![A-Za-z0-9])", re.IGNORECASE)
-        found += [name for name in ranked if alone.search(name)][:1]
-    return found
-
-
 def phase_breakdown(trace: Trace, options: BreakdownOptions | None = None) -> Result:
     """``breakdown``: the phase x category table, each GPU's busy and idle time per phase, the copies by
     direction, and a chart of the category shares of the phases found. ``drop_last_step``: only GPU
     work launched before the last ProfilerStep began (HolisticTraceAnalysis's window)."""
     options = options or BreakdownOptions()
-    phases, same_thread, ops = list(options.phases), options.same_thread, options.ops
+    phases, same_thread, ops = options.phases, options.same_thread, options.ops
     domain, drop_last_step = options.domain, options.drop_last_step
     table = breakdown_table(trace, phases, same_thread, ops, domain, drop_last_step)
     tables = [
@@ -264,10 +249,9 @@ def phase_breakdown(trace: Trace, options: BreakdownOptions | None = None) -> Re
     copies = copy_table(trace, phases, same_thread, domain, drop_last_step)
     if not copies.empty:
         tables.append(Table("copies", copies, "Memory copies and sets"))
-    missing = default_phases_missing(table, phases, named("phases"), trace.ranges)
     window = [launched_before_last_step(trace)[1]] if drop_last_step else []
     domains = trace.range_notes if domain else []
-    result = Result(tables, notes=([missing] if missing else []) + window + domains + trace.warnings)
+    result = Result(tables, notes=phase_notes(trace, phases, domain) + window + domains + trace.warnings)
     present = table.loc[(table["Instances"] > 0) | (table[PHASE] == WHOLE)]
     if present[time_column(ops)].sum() > 0:
         title = "Share of kernel time by category" if ops == "kernels" else "Share of GPU op time by category"

@@ -1,7 +1,8 @@
 """``steps``: one row per training step.
 
-Steps are ranges (CPU side): ``step_range`` when given, else torch.profiler's ``ProfilerStep#N``,
-else ranges named ``step`` (tracekit's workloads and ``annotate.steps``). Per step, in ns:
+Steps are ranges (CPU side): ``step_range`` when given, else torch.profiler's ``ProfilerStep#N`` in
+whatever CPU-side domain it was recorded (torch 1.8 and 1.9 record it as a ``cpu_op``), else ranges
+named ``step`` (tracekit's workloads and ``annotate.steps``). Every command takes its steps from here. Per step, in ns:
 - Wall: the step range's duration.
 - Kernels, Kernel Time: the kernels launched while the step was open on its process (a launch call that
   started inside it), and their summed durations.
@@ -9,8 +10,8 @@ else ranges named ``step`` (tracekit's workloads and ``annotate.steps``). Per st
   device; ``cuda:N Idle``: the step's length on that GPU's clock (from the step's first op to the next
   step's first op; the last step to its last op's end) minus Busy. The GPU often runs behind the CPU, so
   a step's GPU work is measured on the GPU's timeline, not inside the CPU range.
-- per phase (``phases``: range specs, default forward, backward, optimizer): the summed durations of the
-  ranges it matches (outermost: one nested in another match counts once) that started inside the step
+- per phase (``phases``: range specs; by default forward, backward, optimizer found by name, as
+  ``phases`` finds them): the summed durations of the ranges it matches (outermost: one nested in another match counts once) that started inside the step
   on its process.
 - Flag: "outlier" when the wall time is further from the median than 3 scaled MADs and 5 % of the
   median (a first step flagged this way is usually warm-up: "outlier (first)").
@@ -25,6 +26,7 @@ import pandas as pd
 
 from tracekit.analysis.options import StepsOptions
 from tracekit.analysis.ranges.attribution import merge_intervals, op_launches
+from tracekit.analysis.ranges.phases import Phases, resolve
 from tracekit.analysis.ranges.selection import select
 from tracekit.analysis.waits.busy import busy_span, known_devices
 from tracekit.errors import UsageError
@@ -33,7 +35,7 @@ from tracekit.model.range_names import inside_another
 from tracekit.model.result import Chart, Result
 from tracekit.model.trace import Trace
 
-PROFILER_STEP = re.compile(r"^ProfilerStep#\d+$")
+PROFILER_STEP = re.compile(r"^(?:\w+:)?ProfilerStep#\d+$")  # "cpu_op:ProfilerStep#3" in torch 1.8
 STEP, WALL, KERNELS, KERNEL_TIME, FLAG = "Step", "Wall (ns)", "Kernels", "Kernel Time (ns)", "Flag"
 
 
@@ -104,10 +106,11 @@ def step_table(trace: Trace, options: StepsOptions | None = None, outlier_mads: 
             busy = np.pad(busy, (0, count - len(busy)))
             table[f"cuda:{int(device)} Busy (ns)"] = busy
             table[f"cuda:{int(device)} Idle (ns)"] = np.maximum(_gpu_windows(start, end, step, count) - busy, 0)
-    selection = select(trace, options.phases) if options.phases else None
-    for phase in options.phases:
+    phases = resolve(trace, options.phases, how=named("phases")) if options.phases else Phases(())
+    selection = select(trace, [spec for _, spec in phases.chosen]) if phases.chosen else None
+    for phase, spec in phases.chosen:
         assert selection is not None
-        matched = selection.matches[phase]
+        matched = selection.matches[spec]
         if not matched.any():
             continue
         # a range nested in another of the same phase is part of its time already
@@ -120,7 +123,7 @@ def step_table(trace: Trace, options: StepsOptions | None = None, outlier_mads: 
     charts = {}
     if launches is not None and launches.found.any():
         charts["timeline"] = timeline_chart(trace, steps)
-    notes = list(trace.warnings)
+    notes = ([phases.note] if phases.note else []) + list(trace.warnings)
     flagged = int((table[FLAG] != "").sum())
     if flagged:
         notes.append(f"{flagged} of {count} steps are outliers: wall time beyond {outlier_mads:g} scaled MADs "

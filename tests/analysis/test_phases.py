@@ -1,0 +1,123 @@
+"""Phases and steps found without being told, one definition for every command."""
+
+import pytest
+from helpers.kineto_builder import KinetoBuilder
+from helpers.nsys_builder import ExportBuilder
+from helpers.paths import SHARED
+
+import tracekit
+from tracekit.analysis.ranges.phases import resolve
+from tracekit.sources import open_trace
+
+GEMM = "ampere_s16816gemm_bf16_128x64"
+
+
+def labelled(path) -> dict[str, int]:
+    table = tracekit.breakdown(path)["breakdown"]
+    return dict(zip(table["Phase"], table["Kernel Time (ns)"]))
+
+
+def test_the_words_themselves_come_first(tmp_path):
+    b = ExportBuilder("2026.2")
+    b.push_pop(0, 1_000, "forward")
+    b.push_pop(0, 2_000, "## forward ##")  # more time, but "forward" itself is tracekit's name
+    b.push_pop(2_000, 3_000, "backward")
+    b.push_pop(3_000, 4_000, "optimizer")
+    b.kernel(100, 200, GEMM, launch_at=10)
+    b.kernel(2_100, 2_300, GEMM, launch_at=2_010)
+    b.kernel(3_100, 3_400, GEMM, launch_at=3_010)
+    path = b.write(tmp_path / "own.sqlite")
+    assert resolve(open_trace(str(path)), None).chosen == (("forward", "forward"), ("backward", "backward"),
+                                                           ("optimizer", "optimizer"))  # fmt: skip
+    result = tracekit.breakdown(path)
+    assert result.notes == []  # the default names: nothing to say
+    assert dict(zip(result["breakdown"]["Phase"], result["breakdown"]["Kernel Time (ns)"])) == {
+        "forward": 100, "backward": 200, "optimizer": 300, "(whole trace)": 600}  # fmt: skip
+
+
+def test_torch_records_backward_and_optimizer_as_cpu_ops(tmp_path):
+    """torch 1.8: the autograd engine's functions and Optimizer.step#... are cpu_op ranges; GPU-side
+    annotations of the same name are not phases (their times are the GPU's)."""
+    k = KinetoBuilder(old=True)
+    k.annotation("ProfilerStep#3", 0, 1000, cat="Operator")
+    k.annotation("autograd::engine::evaluate_function: MmBackward0", 100, 200, cat="Operator")
+    k.annotation("Optimizer.step#SGD.step", 400, 100, cat="Operator")
+    k.annotation("Optimizer.step#SGD.step", 600, 100, cat="gpu_user_annotation")
+    k.launch("cudaLaunchKernel", 150, 5, 1).kernel("gemm", 160, 20, 1)
+    k.launch("cudaLaunchKernel", 450, 5, 2).kernel("sgd", 460, 7, 2)
+    k.launch("cudaLaunchKernel", 900, 5, 3).kernel("other", 910, 3, 3)
+    path = k.write(tmp_path / "old.json")
+    assert resolve(open_trace(str(path)), None).chosen == (
+        ("backward", "cpu_op:autograd::engine::evaluate_function: *"), ("optimizer", "cpu_op:Optimizer.step#*"))  # fmt: skip
+    assert labelled(path) == {"backward": 20_000, "optimizer": 7_000, "(whole trace)": 30_000}
+    steps = tracekit.steps(path)["steps"]  # ProfilerStep#N as a cpu_op (torch 1.8 and 1.9) is a step
+    assert steps["Step"].tolist() == ["cpu_op:ProfilerStep#3"] and steps["Kernels"].tolist() == [3]
+
+
+def test_two_traces_that_name_phases_differently_line_up(tmp_path):
+    def built(name: str, forward: str, scale: int):
+        b = ExportBuilder("2026.2")
+        b.push_pop(0, 1_000, forward)
+        b.push_pop(1_000, 2_000, "backward pass")
+        b.kernel(100, 100 + 10 * scale, GEMM, launch_at=10)
+        b.kernel(1_100, 1_100 + 20 * scale, GEMM, launch_at=1_010)
+        return b.write(tmp_path / name)
+
+    a, b = built("a.sqlite", "forward pass", 1), built("b.sqlite", "DistributedDataParallel.forward", 2)
+    result = tracekit.diff(a, b, by="category")
+    table = result["categories"]
+    rows = {phase: (row["A (ns)"], row["B (ns)"]) for phase, row in zip(table["Phase"], table.to_dict("records"))}
+    assert rows == {"(whole trace)": (30, 60), "forward": (10, 20), "backward": (20, 40)}
+    assert any(
+        note.startswith("A: phases found by their range names: forward = 'forward pass'") for note in result.notes
+    )
+    assert any("forward = 'DistributedDataParallel.forward'" in note for note in result.notes)
+
+
+def test_a_given_phase_that_matches_nothing_is_said_not_shown_as_zeros(tmp_path):
+    b = ExportBuilder("2026.2")
+    b.push_pop(0, 1_000, "fwd")
+    b.kernel(100, 200, GEMM, launch_at=10)
+    path = b.write(tmp_path / "t.sqlite")
+    result = tracekit.breakdown(path, phases="fwd,bwd")
+    assert result["breakdown"]["Phase"].tolist() == ["fwd", "(whole trace)"]
+    assert any(note.startswith("no range matches 'bwd'") for note in result.notes)
+    with pytest.raises(tracekit.UsageError, match="no NVTX range matches bwd"):
+        tracekit.breakdown(path, phases="bwd")
+
+
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("traces/a100_small_lm_trainstep_nsys2026.3.sqlite",
+         {"forward": "forward pass", "backward": "backward pass", "optimizer": "optimizer step"}),
+        ("kineto/a100_ddp_rank0of2_nccl.json.gz",
+         {"forward": "## forward ##", "backward": "## backward ##", "optimizer": "## optimizer ##"}),
+        ("kineto/v100_resnet_torch2.3_ns_precision.pt.trace.json.gz",
+         {"forward": "## forward ##", "backward": "## backward ##", "optimizer": "## optimizer ##"}),
+    ],
+)  # fmt: skip
+def test_real_traces_have_their_phases_found(name, expected):
+    path = SHARED / name
+    if not path.exists():
+        pytest.skip(f"{path} is absent")
+    result = tracekit.breakdown(path)
+    table = result["breakdown"].set_index("Phase")
+    for phase, range_name in expected.items():
+        assert table.loc[phase, "Instances"] > 0 and table.loc[phase, "Kernel Time (ns)"] > 0
+        assert f"{phase} = {range_name!r}" in result.notes[0]
+    # the three phases hold most of the trace's kernel time
+    assert table.loc[list(expected), "Kernel Time (ns)"].sum() > 0.8 * table.loc["(whole trace)", "Kernel Time (ns)"]
+    compared = tracekit.compare([path])["compare"]
+    assert set(expected) <= set(compared["Phase"])
+
+
+def test_steps_of_a_real_torch_1_8_trace():
+    path = SHARED / "kineto/v100_resnet50_torch1.8.pt.trace.json.gz"
+    if not path.exists():
+        pytest.skip(f"{path} is absent")
+    steps = tracekit.steps(path)["steps"]
+    assert steps["Step"].tolist() == [f"cpu_op:ProfilerStep#{n}" for n in range(5, 11)]
+    assert (steps["Kernels"] == 1476).all()
+    ranks = tracekit.ranks([path])["ranks"]
+    assert ranks["Steps"].tolist() == [6]

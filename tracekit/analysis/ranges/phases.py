@@ -1,0 +1,123 @@
+"""Phases, one definition for every command: the ranges that are a step's forward pass, backward pass,
+optimizer step (and zero_grad, where a trace marks it).
+
+Given phases (range specs) are taken as they are, each its own label. Without them (the default,
+``options.DEFAULT_PHASES``), each phase is found by the names real traces use, the first rule that
+matches deciding:
+1. the word itself: a range named ``forward`` (tracekit's workloads, ``annotate``);
+2. an annotation holding the word on its own (not inside another word or identifier): "forward pass",
+   "## forward ##", "DistributedDataParallel.forward", "## optimizer ##", "optimizer step"; of those,
+   the one with most time. Operators are not annotations: emit_nvtx's "op, seq = ..." ranges, torch's
+   ``cpu_op`` and GPU-side (``gpu``) ranges, names over 60 characters, and, for the optimizer, zero_grad;
+3. the ranges PyTorch itself records: the autograd engine's ``autograd::engine::evaluate_function: *``
+   (backward), ``Optimizer.step#*`` and ``Optimizer.zero_grad#*`` (record_function names), in the
+   CPU-side domain that holds most of them (torch 1.8 records them as ``cpu_op``).
+A phase keeps its word as its label whatever range names it, so two traces that name it differently
+still line up in ``diff`` and ``compare``; a note says which names were taken.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from tracekit.analysis.options import DEFAULT_PHASES
+from tracekit.analysis.ranges.selection import select
+from tracekit.model.options import named
+from tracekit.model.range_specs import EMIT_NVTX_SUFFIX, LITERAL
+from tracekit.model.trace import Trace
+
+WORDS = ("forward", "backward", "optimizer", "zero_grad")
+# a glob that finds the word's annotations (read with them, then matched as a word on its own)
+SEARCH = {"forward": "*orward*", "backward": "*ackward*", "optimizer": "*ptimizer*", "zero_grad": "*zero_grad*"}
+RECORDED = {
+    "backward": "autograd::engine::evaluate_function: *",
+    "optimizer": "Optimizer.step#*",
+    "zero_grad": "Optimizer.zero_grad#*",
+}
+OPERATOR_DOMAINS = ("cpu_op", "gpu")
+LONGEST_ANNOTATION = 60
+
+
+@dataclass(frozen=True)
+class Phases:
+    """The phases to use: (label, spec) pairs, and what a reader should be told about them."""
+
+    chosen: tuple[tuple[str, str], ...]
+    note: str | None = None
+
+    @property
+    def labels(self) -> list[str]:
+        return [label for label, _ in self.chosen]
+
+
+def resolve(trace: Trace, phases: Sequence[str] | None, domain: str | None = None, how: str = "") -> Phases:
+    """The phases of ``trace``: ``phases`` as given, or found by name when they are the default (None
+    too). ``how``: how a user names phases, for the note (default: the option's name)."""
+    how = how or named("phases")
+    if phases is not None and tuple(phases) != tuple(DEFAULT_PHASES):
+        return Phases(tuple((spec, spec) for spec in phases))
+    return trace.derived(f"found_phases:{domain}:{how}", lambda: _found(trace, domain, how))
+
+
+def _found(trace: Trace, domain: str | None, how: str) -> Phases:
+    exact = select(trace, list(WORDS), domain=domain)
+    chosen = {word: word for word in WORDS if exact.matches[word].any()}
+    missing = [word for word in WORDS if word not in chosen]
+    if missing:
+        specs = [SEARCH[word] for word in missing] + [f"*{RECORDED[word]}" for word in missing if word in RECORDED]
+        found = select(trace, specs, domain=domain)
+        for word in missing:
+            name = _annotation(found.of(SEARCH[word]), word)
+            if name is not None:
+                chosen[word] = LITERAL + name
+            elif word in RECORDED:
+                recorded = _recorded(found.of(f"*{RECORDED[word]}"), RECORDED[word], domain)
+                if recorded is not None:
+                    chosen[word] = recorded
+    pairs = tuple((word, chosen[word]) for word in WORDS if word in chosen)
+    if all(spec == word for word, spec in pairs) and {word for word, _ in pairs} >= set(DEFAULT_PHASES):
+        return Phases(pairs)  # the default names themselves: nothing to say
+    if not pairs:
+        return Phases((), f"no range of this trace names a phase (forward, backward, optimizer): only the whole trace "
+                          f"is broken down; name its phases with {how} (`tracekit ranges` lists its range names)")  # fmt: skip
+    said = ", ".join(f"{word} = {spec.removeprefix(LITERAL)!r}" for word, spec in pairs)
+    absent = [word for word in DEFAULT_PHASES if word not in chosen]
+    return Phases(pairs, f"phases found by their range names: {said}" + (f"; no {', '.join(absent)}" if absent else "")
+                  + f" (name others with {how})")  # fmt: skip
+
+
+def _annotation(ranges: pd.DataFrame, word: str) -> str | None:
+    """The annotation (rule 2) holding ``word`` on its own with most time among ``ranges``; None if none."""
+    if ranges.empty:
+        return None
+    codes, names = pd.factorize(ranges["name"].astype(str).to_numpy(dtype=object))
+    domains = ranges["domain"].astype(str).to_numpy(dtype=object)
+    total = np.bincount(codes, weights=ranges["duration"].to_numpy(dtype=np.float64), minlength=len(names))
+    operator = np.zeros(len(names), dtype=bool)
+    operator[codes[np.isin(domains, OPERATOR_DOMAINS)]] = True
+    alone = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(word)}(?![A-Za-z0-9_])", re.IGNORECASE)
+    best, most = None, -1.0
+    for index, name in enumerate(str(name) for name in names):
+        if operator[index] or len(name) > LONGEST_ANNOTATION or EMIT_NVTX_SUFFIX.search(name):
+            continue
+        if word == "optimizer" and "zero_grad" in name.lower():
+            continue
+        if alone.search(name) and total[index] > most:
+            best, most = name, float(total[index])
+    return best
+
+
+def _recorded(ranges: pd.DataFrame, glob: str, domain: str | None) -> str | None:
+    """The spec of PyTorch's own ranges (rule 3): ``glob`` in the CPU-side domain holding most of them
+    (its "domain:" prefix unless it is the default one, or the one asked for); None without any."""
+    domains = ranges["domain"].astype(str)
+    domains = domains[domains != "gpu"]
+    if domains.empty:
+        return None
+    most = str(domains.value_counts().index[0])
+    return glob if not most or domain is not None else f"{most}:{glob}"
