@@ -28,7 +28,6 @@ TYPES = ("computation", "communication", "memory")  # HTA's order: it names over
 COMMUNICATION = re.compile(r"^nccl.*Kernel")
 NOT_COMPUTATION = re.compile(r"(^nccl.*Kernel)|(.*(Memcpy)|(Memset))|(.*Sync)")
 OTHER = -1
-STEP = "ProfilerStep"
 TYPE = "Type"
 TIME = "Time (ns)"
 SHARE = "Time (%)"
@@ -92,12 +91,14 @@ def type_table(ops: pd.DataFrame, rows: np.ndarray | None = None) -> pd.DataFram
 
 
 def last_step_start(trace: Trace) -> int | None:
-    """When the last ProfilerStep began (ns): HTA's step window ends there; None with fewer than two
-    distinct steps (HTA then counts everything)."""
+    """When the last ProfilerStep began (ns; the steps of ``steps.step_rows``, CPU side): HTA's step
+    window ends there; None with fewer than two distinct steps (HTA then counts everything)."""
+    from tracekit.analysis.ranges.steps import PROFILER_STEP
+
     ranges = trace.ranges
-    texts = ranges["name"].astype(str).str.replace(r"^gpu:", "", regex=True)
-    steps = texts.str.contains(STEP, regex=False).to_numpy()
-    if len(set(texts[steps])) < 2:
+    names = ranges["name"].astype(str)
+    steps = (names.str.match(PROFILER_STEP.pattern) & (ranges["domain"].astype(str) != "gpu")).to_numpy()
+    if len(set(names[steps])) < 2:
         return None
     return int(ranges["start"].to_numpy()[steps].max())
 
