@@ -7,6 +7,7 @@ from helpers.nsys_builder import ExportBuilder
 import tracekit
 
 US, MS = 1_000, 1_000_000
+GEMM_BF16 = "ampere_s16816gemm_bf16_128x64"
 
 
 def findings(path, **options) -> dict[str, dict]:
@@ -173,3 +174,22 @@ def test_advise_on_a_torch_profiler_trace_reads_memory_kinds_from_names(tmp_path
     pageable = result["cuda-async-memcpy"]
     assert pageable[["Duration (ns)", "Src Kind", "Dst Kind", "Bytes", "API Name"]].values.tolist() == [
         [2000, "Pageable", "Device", 4096, "cudaMemcpyAsync"]]  # fmt: skip
+
+
+def test_unfused_optimizer_steps(tmp_path):
+    def built(name: str, kernels: int, kernel_name: str) -> dict:
+        b = ExportBuilder("2026.2")
+        b.kernel(0, 10 * MS, GEMM_BF16, launch_at=-1 * MS)
+        b.push_pop(9 * MS, 9 * MS + kernels * 20 * US, "Optimizer.step#AdamW.step")
+        for index in range(kernels):  # 5 us kernels launched every 20 us: 15 us idle between them
+            at = 10 * MS + index * 20 * US
+            b.kernel(at, at + 5 * US, kernel_name, launch_at=9 * MS + index * 20 * US)
+        end = 10 * MS + kernels * 20 * US
+        b.kernel(end, end + 20 * MS, GEMM_BF16, launch_at=end - 500 * US)  # after the step range closed
+        return findings(b.write(tmp_path / name))
+
+    row = built("loop.sqlite", 100, "vectorized_elementwise_kernel<AddFunctor>")["unfused optimizer"]
+    assert row["Recoverable (ns)"] == 99 * 15 * US  # idle between the 100 kernels of the step
+    assert "100 kernels per step" in row["What"] and "fused=True" in row["Fix"]
+    assert "unfused optimizer" not in built("few.sqlite", 20, "multi_tensor_apply_kernel<AdamW>")
+    assert "unfused optimizer" not in built("fused.sqlite", 100, "fused_adamw_kernel")

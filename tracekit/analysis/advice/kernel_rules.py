@@ -4,6 +4,11 @@
   xmma "ffma" GEMMs) on a GPU whose tensor cores would run them in TF32 (compute capability 8.0 and
   later) or FP16/BF16 (7.0 and later). Recoverable: half their time, an estimate (TF32 tensor cores
   run an FP32 GEMM several times faster: 8x on A100 by peak rates; real GEMMs gain less);
+- unfused optimizer: the optimizer phase (``phases``: found by name) launching ``MANY_OPTIMIZER_KERNELS``
+  or more kernels per step, of median under ``SHORT_OPTIMIZER_KERNEL_NS``, none of them fused: a
+  per-parameter loop where a fused or foreach optimizer runs the same math in a few launches.
+  Recoverable: the GPU's idle time between those kernels inside the phase (``breakdown``'s phase idle),
+  on the GPU with most of it: an estimate (a fused step also saves the kernels' own fixed costs);
 - exposed communication: NCCL time no computation hid (``overlap``), on the GPU with most of it.
 """
 
@@ -20,6 +25,8 @@ from tracekit.model.trace import Trace
 FP32_GEMM = re.compile(r"sgemm|gemm.*_ffma_|ffma.*gemm", re.IGNORECASE)
 TENSOR_CORE = re.compile(r"s(?:16|8|4)\d{2,3}gemm|tensorop|tf32|hmma|bf16|f16", re.IGNORECASE)
 FP32_GEMM_SAVING = 0.5  # of their time: the estimate stated in the module docstring
+MANY_OPTIMIZER_KERNELS = 50  # per optimizer step
+SHORT_OPTIMIZER_KERNEL_NS = 50_000
 EVIDENCE_ROWS = 5
 
 
@@ -32,7 +39,53 @@ def kernel_findings(trace: Trace, origin: int) -> list[Finding]:
     exposed = _exposed_communication(trace)
     if exposed is not None:
         found.append(exposed)
+    unfused = _unfused_optimizer(trace, origin)
+    if unfused is not None:
+        found.append(unfused)
     return found
+
+
+def _unfused_optimizer(trace: Trace, origin: int) -> Finding | None:
+    from tracekit.analysis.ranges.breakdown import breakdown_ops, gpu_table, phase_intervals
+    from tracekit.analysis.ranges.phases import resolve
+
+    spec = dict(resolve(trace, None).chosen).get("optimizer")
+    if spec is None:
+        return None
+    starts, interval = phase_intervals(trace, None)["optimizer"]
+    ops = breakdown_ops(trace)
+    inside = (interval >= 0) & (ops["kind"] == "kernel").to_numpy()
+    if not len(starts) or inside.sum() < MANY_OPTIMIZER_KERNELS * len(starts):
+        return None
+    durations = ops["duration"].to_numpy()[inside]
+    names = pd.Series(ops["name"].astype(str).to_numpy(dtype=object)[inside])
+    if float(np.median(durations)) >= SHORT_OPTIMIZER_KERNEL_NS or names.str.contains("fused", case=False).any():
+        return None
+    gpus = gpu_table(trace, None)
+    mine = gpus.loc[
+        (gpus["Phase"] == "optimizer").to_numpy() & gpus["GPU"].astype(str).str.startswith("cuda:").to_numpy()
+    ]
+    if mine.empty:
+        return None
+    worst = mine.loc[mine["Idle (ns)"].idxmax()]
+    counts = names.value_counts().head(EVIDENCE_ROWS)
+    first = ops["start"].to_numpy()[inside]
+    proof = evidence([f"{name} x{count:,}" for name, count in counts.items()],
+                     [int(first[(names == name).to_numpy()].min()) - origin for name in counts.index],
+                     [int(durations[(names == name).to_numpy()].sum()) for name in counts.index],
+                     [f"optimizer ({spec.removeprefix('=')})"] * len(counts))  # fmt: skip
+    per_step = int(inside.sum()) // len(starts)
+    return Finding(
+        "unfused optimizer",
+        f"the optimizer step ({spec.removeprefix('=')!r}) launches {per_step:,} kernels per step, of median "
+        f"{float(np.median(durations)) / 1000:,.1f} us; {worst['GPU']} sits idle {ms(worst['Idle (ns)'])} between them",
+        int(worst["Idle (ns)"]),
+        f"estimate: the idle time between the optimizer's kernels on {worst['GPU']} (a fused step also saves their "
+        "fixed costs)",
+        "use a fused or foreach optimizer: torch.optim.AdamW(..., fused=True) (or foreach=True, the default on "
+        "CUDA since torch 2.0 where the parameters allow it); apex.optimizers.FusedAdam",
+        proof,
+    )
 
 
 def _compute_capability(trace: Trace) -> tuple[float, str] | None:
