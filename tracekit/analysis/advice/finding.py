@@ -42,7 +42,9 @@ def severity(share_percent: float) -> str | None:
     return "info" if share_percent >= INFO_SHARE else None
 
 
-def evidence(what: list[str], start: np.ndarray, duration: np.ndarray, where: list[str] | np.ndarray) -> pd.DataFrame:
+def evidence(
+    what: list[str], start: np.ndarray | list[int], duration: np.ndarray | list[int], where: list[str] | np.ndarray
+) -> pd.DataFrame:
     """Evidence rows: a description, a start (ns from the first GPU op), a duration (ns), and where."""
     return pd.DataFrame({"Evidence": pd.Series(list(what), dtype=object),
                          "Start (ns)": np.asarray(start, dtype=np.int64),
