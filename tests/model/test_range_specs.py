@@ -203,3 +203,31 @@ def test_ranges_without_a_message_are_selectable(cli, tmp_path, monkeypatch):
     table = cli("breakdown", path, "--phases", "(unnamed),named", "--format", "json")
     rows = {row["Phase"]: row["Kernel Time (ns)"] for row in json.loads(table.stdout)["breakdown"]}
     assert rows == {"(unnamed)": 33, "named": 7, "(whole trace)": 40}
+
+
+def test_names_matching_tests_each_name_as_the_patterns_do():
+    """The one-regex matcher agrees with ``Pattern.matches`` on each name, its op name and, loosely, the text
+    after a "domain:" prefix, for names full of characters that mean something to a regex or a glob."""
+    import itertools
+
+    import pandas as pd
+
+    from tracekit.model.range_names import names_matching
+    from tracekit.model.range_specs import op_name, spec_patterns
+
+    names = ["forward", "forward pass", "## forward ##", "aten::mm, seq = 3, op_id = 7", "a.b+c(d)", "x[1]",
+             "cpu_op:Optimizer.step#SGD.step", "gpu:ProfilerStep#2", "NCCL:ncclAllReduce", "multi\nline",
+             "autograd::engine::evaluate_function: MmBackward0, seq = 9", "", "a\\b", "*", "?x"]  # fmt: skip
+    specs = ["forward", "*forward*", "aten::mm", "a.b+c(d)", "x\\[1]", "x[[]1]", "Optimizer.step#*", "*#*",
+             "cpu_op:*", "*Backward0", "?x", "\\*", "a\\\\b", "multi*", "ProfilerStep#?"]  # fmt: skip
+    column = pd.Series(names, dtype="category")
+    for count in (1, 2, 3):
+        for chosen in itertools.combinations(specs, count):
+            patterns = spec_patterns(list(chosen))
+            for loose in (False, True):
+                expected = []
+                for name in names:
+                    text = name.split(":", 1)[1] if ":" in name else name
+                    candidates = (name, op_name(name)) + ((text, op_name(text)) if loose else ())
+                    expected.append(any(p.matches(c) for p in patterns for c in candidates))
+                assert names_matching(column, patterns, loose).tolist() == expected, (chosen, loose)

@@ -47,7 +47,12 @@ COPY_COLUMNS = ["Duration (ns)", "Start (ns)", "Src Kind", "Dst Kind", "Bytes", 
 
 def gpu_use_intervals(trace: Trace) -> pd.DataFrame:
     """What nsys's GPU rules count as use: every GPU op that started after time 0 (start, end, pid,
-    device), and the profiler's flush overhead of a process, on each of its GPUs, inside that GPU's span."""
+    device), and the profiler's flush overhead of a process, on each of its GPUs, inside that GPU's span.
+    Once per trace (both GPU rules ask)."""
+    return trace.derived("nsys_gpu_use", lambda: _gpu_use_intervals(trace))
+
+
+def _gpu_use_intervals(trace: Trace) -> pd.DataFrame:
     ops = trace.columns("gpu_ops", ("start", "end", "device", "pid"))
     started = ops["start"].to_numpy() > 0
     ops = pd.DataFrame({"start": ops["start"].to_numpy()[started], "end": ops["end"].to_numpy()[started],
@@ -63,9 +68,15 @@ def gpu_use_intervals(trace: Trace) -> pd.DataFrame:
 
 
 def _groups(used: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Each row's (pid, device) group number, and each group's pid and device."""
-    keys, group = np.unique(used[["pid", "device"]].to_numpy(np.int64), axis=0, return_inverse=True)
-    return group.reshape(-1), keys[:, 0], keys[:, 1]
+    """Each row's (pid, device) group number, groups in (pid, device) order, and each group's pid and
+    device. Hashed, not sorted: a million ops have a handful of groups."""
+    key = (used["pid"].to_numpy(np.int64) << 16) | (used["device"].to_numpy(np.int64) & 0xFFFF)
+    codes, keys = pd.factorize(key)
+    order = np.argsort(keys, kind="stable")
+    rank = np.empty(len(keys), dtype=np.int64)
+    rank[order] = np.arange(len(keys))
+    keys = np.asarray(keys, dtype=np.int64)[order]
+    return rank[codes], keys >> 16, ((keys & 0xFFFF) ^ 0x8000) - 0x8000  # the device's sign back
 
 
 def gpu_starvation(trace: Trace, gap_ms: float = 500, rows: int = 50) -> pd.DataFrame:

@@ -2,7 +2,8 @@
 memory kinds (``schema.COPIES``), and the profiler's own overhead (``schema.PROFILER_OVERHEAD``).
 
 Both are small next to the kernels (a copy or set per tensor moved; a few dozen overhead records), so
-they are read with plain SQL, each column by name: a column an export lacks reads as unknown.
+the copies come through the columnar reader and the overhead with plain SQL; a column an export
+lacks reads as unknown.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from tracekit.model.schema import COPIES, MEMORY_KINDS, PROFILER_OVERHEAD
-from tracekit.sources.nsys.sqlite_columns import connect_readonly
+from tracekit.sources.nsys.sqlite_columns import DROPPED, MISSING, connect_readonly, read_int_columns
 
 # Short copy directions nsys prints ("[CUDA memcpy HtoD]"), by ENUM_CUDA_MEMCPY_OPER id.
 MEMCPY_DIRECTIONS = {
@@ -42,49 +43,52 @@ GPU_OVERHEAD_NAMES = ("CUDA profiling data flush overhead", "CUDA profiling stop
 
 
 def read_copies(path: Path, tables: frozenset[str]) -> pd.DataFrame:
-    """Every memcpy and memset of the export, with memory kinds, direction and context."""
+    """Every memcpy and memset of the export, with memory kinds, direction and context (columnar reads)."""
     parts = []
-    with closing(connect_readonly(path)) as connection:
-        for kind, table in (("memcpy", MEMCPY_TABLE), ("memset", MEMSET_TABLE)):
-            if table not in tables:
-                continue
-            have = {row[1] for row in connection.execute(f"PRAGMA table_info({table})")}
-
-            def column(name: str, default: str = "-1", have: set = have) -> str:
-                return f"ifnull({name}, {default})" if name in have else default
-
-            if kind == "memcpy":
-                kinds = f"{column('copyKind')}, {column('srcKind', '7')}, {column('dstKind', '7')}"
-                same = "ifnull(srcDeviceId == dstDeviceId, 0)" if {"srcDeviceId", "dstDeviceId"} <= have else "0"
-            else:
-                kinds, same = f"-1, 7, {column('memKind', '7')}", "0"
-            rows = connection.execute(
-                f"SELECT start, end, {column('bytes', '0')}, {column('globalPid', '0')}, {column('deviceId')}, "
-                f"{column('contextId')}, {column('streamId')}, {column('correlationId')}, {kinds}, {same} "
-                f"FROM {table} WHERE start IS NOT NULL AND end IS NOT NULL AND end >= start"
-            ).fetchall()
-            values = np.array(rows, dtype=np.int64).reshape(-1, 12)
-            parts.append((kind, values))
-    if not parts or not sum(len(values) for _, values in parts):
+    for kind, table in (("memcpy", MEMCPY_TABLE), ("memset", MEMSET_TABLE)):
+        if table not in tables:
+            continue
+        kinds = ({"copy_kind": "ifnull(copyKind, -1)", "src": "ifnull(srcKind, 7)", "dst": "ifnull(dstKind, 7)",
+                  "same": "ifnull(srcDeviceId == dstDeviceId, 0)"} if kind == "memcpy"
+                 else {"copy_kind": "-1", "src": "7", "dst": "ifnull(memKind, 7)", "same": "0"})  # fmt: skip
+        columns = read_int_columns(
+            path, table,
+            {"start": "start", "end": "end", "bytes": "ifnull(bytes, 0)",
+             "pid": "(ifnull(globalPid, 0) >> 24) & 16777215", "device": "ifnull(deviceId, -1)",
+             "context": "ifnull(contextId, -1)", "stream": "ifnull(streamId, -1)",
+             "correlation_id": "ifnull(correlationId, -1)", **kinds},
+            where="start IS NOT NULL AND end IS NOT NULL AND end >= start",
+            optional=dict.fromkeys(("bytes", "globalPid", "deviceId", "contextId", "streamId", "correlationId",
+                                    "copyKind", "srcKind", "dstKind", "srcDeviceId", "dstDeviceId", "memKind"),
+                                   "NULL"),
+        )  # fmt: skip
+        columns.pop(DROPPED), columns.pop(MISSING)
+        parts.append((kind, columns))
+    count = sum(len(columns["start"]) for _, columns in parts)
+    if not count:
         return COPIES.empty()
-    kinds = np.concatenate([np.full(len(values), kind, dtype=object) for kind, values in parts])
-    values = np.concatenate([values for _, values in parts])
+
+    def joined(name: str) -> np.ndarray:
+        return np.concatenate([columns[name] for _, columns in parts]).astype(np.int64)
+
+    kinds = np.concatenate([np.full(len(columns["start"]), kind, dtype=object) for kind, columns in parts])
+    directions = np.array([*(MEMCPY_DIRECTIONS.get(code, "Unknown") for code in range(max(MEMCPY_DIRECTIONS) + 1)),
+                           "Unknown"], dtype=object)  # fmt: skip
+    copy_kind = joined("copy_kind")
+    copy_kind = np.where((copy_kind >= 0) & (copy_kind < len(directions) - 1), copy_kind, len(directions) - 1)
 
     def memory(ids: np.ndarray) -> pd.Categorical:
         return pd.Categorical.from_codes(np.where((ids >= 0) & (ids < len(MEMORY_KINDS)), ids, len(MEMORY_KINDS) - 1),
                                          categories=list(MEMORY_KINDS))  # fmt: skip
 
-    directions = np.array([*(MEMCPY_DIRECTIONS.get(code, "Unknown") for code in range(max(MEMCPY_DIRECTIONS) + 1)),
-                           "Unknown"], dtype=object)  # fmt: skip
-    copy_kind = values[:, 8]
-    copy_kind = np.where((copy_kind >= 0) & (copy_kind < len(directions) - 1), copy_kind, len(directions) - 1)
+    start, end = joined("start"), joined("end")
     return pd.DataFrame({
         "kind": pd.Categorical(kinds, categories=["memcpy", "memset"]),
-        "start": values[:, 0], "end": values[:, 1], "duration": values[:, 1] - values[:, 0],
-        "bytes": values[:, 2], "pid": (values[:, 3] >> 24) & 0xFFFFFF, "device": values[:, 4].astype(np.int16),
-        "context": values[:, 5], "stream": values[:, 6].astype(np.int32), "correlation_id": values[:, 7],
+        "start": start, "end": end, "duration": end - start, "bytes": joined("bytes"), "pid": joined("pid"),
+        "device": joined("device").astype(np.int16), "context": joined("context"),
+        "stream": joined("stream").astype(np.int32), "correlation_id": joined("correlation_id"),
         "direction": np.where(kinds == "memset", "", directions[copy_kind]),
-        "src_kind": memory(values[:, 9]), "dst_kind": memory(values[:, 10]), "same_device": values[:, 11] != 0,
+        "src_kind": memory(joined("src")), "dst_kind": memory(joined("dst")), "same_device": joined("same") != 0,
     })  # fmt: skip
 
 
