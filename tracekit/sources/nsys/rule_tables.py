@@ -62,7 +62,8 @@ def read_copies(path: Path, tables: frozenset[str]) -> pd.DataFrame:
                                     "copyKind", "srcKind", "dstKind", "srcDeviceId", "dstDeviceId", "memKind"),
                                    "NULL"),
         )  # fmt: skip
-        columns.pop(DROPPED), columns.pop(MISSING)
+        for bookkeeping in (DROPPED, MISSING):  # rows are kept or left out by the where clause alone
+            columns.pop(bookkeeping)
         parts.append((kind, columns))
     count = sum(len(columns["start"]) for _, columns in parts)
     if not count:
