@@ -138,6 +138,9 @@ def test_a_device_or_pipe_is_written_into_never_replaced(tmp_path):
     import os
     import stat
     import threading
+    import time
+
+    from tracekit.errors import UsageError
 
     renderer.write(Result.of("k", pd.DataFrame({"a": [1]})), "csv", "/dev/null")
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
@@ -146,7 +149,12 @@ def test_a_device_or_pipe_is_written_into_never_replaced(tmp_path):
     received = []
     reader = threading.Thread(target=lambda: received.append(fifo.read_text()))
     reader.start()
-    renderer.write(Result.of("k", pd.DataFrame({"a": [7]})), "csv", fifo)
+    for _ in range(200):  # until the reader's thread has the FIFO open (a busy machine starts it late)
+        try:
+            renderer.write(Result.of("k", pd.DataFrame({"a": [7]})), "csv", fifo)
+            break
+        except UsageError:
+            time.sleep(0.05)
     reader.join(timeout=10)
     assert received == ["a\n7\n"] and stat.S_ISFIFO(fifo.stat().st_mode)
     assert sorted(path.name for path in tmp_path.iterdir()) == ["pipe"]  # no temporary left beside it
