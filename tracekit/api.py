@@ -247,12 +247,22 @@ def overlap(
     return _run("overlap", trace, locals())
 
 
-def advise(trace: Source, *, gap_ms: float = 500, threshold: float = 50, chunks: int = 30, rows: int = 50) -> Result:
+def advise(
+    trace: Source,
+    *,
+    gap_ms: float = 500,
+    threshold: float = 50,
+    chunks: int = 30,
+    rows: int = 50,
+    memory: str | None = None,
+) -> Result:
     """What to fix first (table "findings": rank, severity, finding, what, recoverable ns, share of the span,
     how the figure is bounded, the usual fix; "evidence": the calls, gaps, copies and kernels behind each,
     with their times), then nsys's expert rules as ``nsys analyze`` reports them, a table each where they
     found something ("gpu-starv", "gpu-low-util", "cuda-sync-api", "cuda-sync-memcpy", "cuda-sync-memset",
-    "cuda-async-memcpy"; ``gap_ms``, ``threshold``, ``chunks``, ``rows``: nsys's options).
+    "cuda-async-memcpy"; ``gap_ms``, ``threshold``, ``chunks``, ``rows``: nsys's options). ``memory``: a
+    CUDA memory snapshot whose out-of-memory errors, activations and fragmentation are findings too (a
+    run folder's own is read without it).
 
     Example:
         >>> tracekit.advise("trace.sqlite")["findings"]

@@ -186,12 +186,14 @@ COMMANDS: dict[str, Command] = {
             "advise",
             "What to fix first in TRACE: findings ranked by the time a fix could give back (blocking syncs, "
             "launch-bound stretches, host stalls, pageable and synchronous copies, copies on compute streams, "
-            "FP32 matmul, exposed communication), each with its evidence and the usual fix; then nsys's expert "
+            "FP32 matmul, unfused optimizer steps, exposed communication; with a memory snapshot, out-of-memory "
+            "errors, activations dominating the peak, fragmentation), each with its evidence and the usual fix; "
+            "then nsys's expert "
             "rules (gpu-starv, gpu-low-util, cuda-sync-api, cuda-sync-memcpy, cuda-sync-memset, cuda-async-memcpy) "
             "as nsys analyze reports them.",
             AdviseOptions,
             "trace",
-            run="tracekit.analysis.advice.advise:advise",
+            run="tracekit.commands.advice:advise",
             unit="ms",
         ),
         Command(

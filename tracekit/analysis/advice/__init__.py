@@ -4,7 +4,8 @@
 ``finding``     one finding (recoverable time, bound, fix, evidence), severity and ranking
 ``idle_rules``  GPU idle findings: blocking syncs, launch-bound stretches, host stalls
 ``copy_rules``  copy findings: pageable memory, synchronous copies and sets, copies on compute streams
-``kernel_rules`` kernel findings: FP32 matmul on tensor-core GPUs, exposed communication
+``kernel_rules`` kernel findings: FP32 matmul on tensor-core GPUs, unfused optimizer steps, exposed communication
+``memory_rules`` snapshot findings: out-of-memory errors, activations dominating the peak, fragmentation
 ``copies``      memory copies and sets with their memory kinds, from any trace
 ``nsys_rules``  nsys analyze's rules (gpu-starv, gpu-low-util, cuda-sync-api, ...), as nsys defines them
 """

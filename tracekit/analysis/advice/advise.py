@@ -9,20 +9,31 @@ from tracekit.analysis.advice.copy_rules import copy_findings
 from tracekit.analysis.advice.finding import CRITICAL_SHARE, INFO_SHARE, WARNING_SHARE, ranked
 from tracekit.analysis.advice.idle_rules import idle_findings
 from tracekit.analysis.advice.kernel_rules import kernel_findings
+from tracekit.analysis.advice.memory_rules import memory_findings
 from tracekit.analysis.kernels.summary import kernel_mask
 from tracekit.analysis.options import AdviseOptions
+from tracekit.model.memory import MemoryTrace
 from tracekit.model.result import Result, Table
 from tracekit.model.trace import Trace
 
 
-def advise(trace: Trace, options: AdviseOptions | None = None) -> Result:
-    """The findings of ``trace`` (most recoverable time first), their evidence, and the six nsys rules'
-    tables (``gap_ms``, ``threshold``, ``chunks``, ``rows``: nsys's options of the same names)."""
+def advise(
+    trace: Trace,
+    options: AdviseOptions | None = None,
+    snapshot: MemoryTrace | None = None,
+    memory_note: str | None = None,
+) -> Result:
+    """The findings of ``trace`` (and of its memory ``snapshot``), most severe and most recoverable time
+    first, their evidence, and the six nsys rules' tables (``gap_ms``, ``threshold``, ``chunks``,
+    ``rows``: nsys's options of the same names). ``memory_note``: why a snapshot that goes with the
+    trace could not be read."""
     options = options or AdviseOptions()
     kernel_mask(trace, "all")  # a clear error for a trace without GPU work
     ops = trace.columns("gpu_ops", ("start", "end"))
     origin, span = int(ops["start"].min()), int(ops["end"].max() - ops["start"].min())
     findings = [*idle_findings(trace, origin), *copy_findings(trace, origin), *kernel_findings(trace, origin)]
+    if snapshot is not None:
+        findings += memory_findings(snapshot)
     table, proof = ranked(findings, span)
     rules = {
         "gpu-starv": nsys_rules.gpu_starvation(trace, options.gap_ms, options.rows),
@@ -43,6 +54,8 @@ def advise(trace: Trace, options: AdviseOptions | None = None) -> Result:
             else []
         ),  # fmt: skip
         *(f"nsys rule {rule}: nothing found" for rule, rows in rules.items() if rows.empty),
+        *([f"memory findings from {snapshot.source}"] if snapshot is not None else []),
+        *([memory_note] if memory_note else []),
         *trace.warnings,
     ]
     return Result(

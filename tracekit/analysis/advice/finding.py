@@ -4,6 +4,7 @@ Severity is the recoverable time's share of the trace's span (its first GPU op's
 op's end): critical from ``CRITICAL_SHARE`` %, warning from ``WARNING_SHARE`` %, info from
 ``INFO_SHARE`` %; a finding under that is not listed (a healthy run's 1 % of dispatch gaps is left
 alone). Recoverable time is an upper bound unless the finding's bound says how it was estimated.
+Memory findings (``memory_rules``) recover bytes, not time, and come with a severity of their own.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ class Finding:
     bound: str
     fix: str
     evidence: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=EVIDENCE_COLUMNS))
+    recoverable_bytes: int = 0  # memory findings: what a fix could free (their time figure is 0)
+    level: str | None = None  # a severity of its own (memory findings), else from the share of the span
+    first: bool = False  # listed before every other (an out-of-memory error: the run failed)
 
 
 def severity(share_percent: float) -> str | None:
@@ -66,23 +70,26 @@ def ms(ns: float) -> str:
 
 
 def ranked(findings: list[Finding], span_ns: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The findings worth listing, most recoverable time first (the findings table), and their evidence
-    (each row keyed by its finding's rank)."""
+    """The findings worth listing, most severe first and, within a severity, most recoverable time (then
+    memory) first (the findings table), and their evidence (each row keyed by its finding's rank)."""
     rows, evidence_rows = [], []
-    listed = [
-        (finding, share, level)
-        for finding in findings
-        if (level := severity(share := finding.recoverable_ns * 100 / span_ns if span_ns > 0 else 0.0)) is not None
-    ]
-    listed.sort(key=lambda item: -item[0].recoverable_ns)
+    listed = []
+    for finding in findings:
+        share = finding.recoverable_ns * 100 / span_ns if span_ns > 0 else 0.0
+        level = finding.level or severity(share)
+        if level is not None:
+            listed.append((finding, share, level))
+    listed.sort(key=lambda item: (not item[0].first, SEVERITIES.index(item[2]), -item[0].recoverable_ns,
+                                  -item[0].recoverable_bytes))  # fmt: skip
     for rank, (finding, share, level) in enumerate(listed, start=1):
         rows.append({"Rank": rank, "Severity": level, "Finding": finding.kind, "What": finding.what,
                      "Recoverable (ns)": int(finding.recoverable_ns), "Of Span (%)": share,
+                     "Recoverable (MiB)": finding.recoverable_bytes / 2**20,
                      "Bound": finding.bound, "Fix": finding.fix})  # fmt: skip
         if len(finding.evidence):
             evidence_rows.append(finding.evidence.assign(Rank=rank)[["Rank", *EVIDENCE_COLUMNS]])
     table = pd.DataFrame(rows, columns=["Rank", "Severity", "Finding", "What", "Recoverable (ns)", "Of Span (%)",
-                                        "Bound", "Fix"])  # fmt: skip
+                                        "Recoverable (MiB)", "Bound", "Fix"])  # fmt: skip
     proof = (
         pd.concat(evidence_rows, ignore_index=True)
         if evidence_rows

@@ -1,0 +1,115 @@
+"""Findings from a CUDA memory snapshot (given, or the run folder's), on the device with the highest peak:
+
+- out of memory: every out-of-memory event the snapshot recorded, with the size it asked for and the
+  frames of the failed allocation (critical);
+- activations dominate the peak: activations (``memory`` by role) hold ``ACTIVATION_SHARE`` % or
+  more of the memory live at the peak (warning; critical from ``ACTIVATION_CRITICAL`` %). Recoverable:
+  half the activations, an estimate (activation checkpointing keeps a layer's inputs, not its insides;
+  ``bench activations`` gives the model's formula);
+- reserved far above allocated: at the peak, the allocator holds ``FRAGMENTATION_SHARE`` % or more of
+  its reserved memory unallocated, and at least ``FRAGMENTATION_MIN_BYTES`` (fragmentation: freed blocks
+  of the wrong sizes). Recoverable: those bytes, an upper bound (expandable segments return most).
+
+Recoverable memory is in bytes, not time: these findings rank by severity among the time findings.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tracekit.analysis.advice.finding import Finding, evidence
+from tracekit.analysis.memory.replay import replay
+from tracekit.model.memory import MemoryTrace
+
+MIB = 2**20
+ACTIVATION_SHARE, ACTIVATION_CRITICAL = 50.0, 75.0
+FRAGMENTATION_SHARE, FRAGMENTATION_MIN_BYTES = 20.0, 1 << 30
+EVIDENCE_ROWS = 5
+
+
+def memory_findings(snapshot: MemoryTrace) -> list[Finding]:
+    """The memory findings of ``snapshot`` (each with its severity set: ``Finding.level``)."""
+    found = _out_of_memory(snapshot)
+    if not len(snapshot.events):
+        return found
+    memory = replay(snapshot)
+    found += [finding for finding in (_activations(snapshot, memory), _fragmentation(memory)) if finding]
+    return found
+
+
+def _frames(snapshot: MemoryTrace, stack: int) -> str:
+    """The innermost three Python frames of a stack outside torch: the user's code that asked."""
+    frames = snapshot.stacks[stack] if 0 <= stack < len(snapshot.stacks) else []
+    named = [f"{frame.get('name', '?')} ({str(frame.get('filename', '?')).rsplit('/', 1)[-1]}:{frame.get('line', '?')})"
+             for frame in frames if str(frame.get("filename", "")).endswith(".py")
+             and "torch/" not in str(frame.get("filename", ""))]  # fmt: skip
+    return " < ".join(named[:3]) or "no frames recorded"
+
+
+def _out_of_memory(snapshot: MemoryTrace) -> list[Finding]:
+    events = snapshot.events
+    ooms = events.loc[(events["action"] == "oom").to_numpy()]
+    if ooms.empty:
+        return []
+    sizes = ooms["size"].to_numpy(np.int64)
+    proof = evidence(
+        [f"cuda:{int(device)} asked for {size / MIB:,.1f} MiB at event {int(index):,}: {_frames(snapshot, int(stack))}"
+         for device, size, index, stack in zip(ooms["device"], sizes, ooms["index"], ooms["stack"])][:EVIDENCE_ROWS],
+        np.zeros(min(len(ooms), EVIDENCE_ROWS), dtype=np.int64), np.zeros(min(len(ooms), EVIDENCE_ROWS), dtype=np.int64),
+        [f"cuda:{int(device)}" for device in ooms["device"]][:EVIDENCE_ROWS],
+    )  # fmt: skip
+    return [Finding(
+        "out of memory",
+        f"{len(ooms)} out-of-memory {'error' if len(ooms) == 1 else 'errors'} in the snapshot, the largest asking for "
+        f"{sizes.max() / MIB:,.1f} MiB",
+        0, "the run failed: no time to recover, the memory it asked for is the figure",
+        "lower the peak: a smaller micro-batch with gradient accumulation, activation checkpointing, bf16 "
+        "activations; PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True when reserved memory sits unused",
+        proof, recoverable_bytes=int(sizes.max()), level="critical", first=True,
+    )]  # fmt: skip
+
+
+def _activations(snapshot: MemoryTrace, memory) -> Finding | None:
+    from tracekit.analysis.memory.roles import memory_by_role
+
+    roles, _ = memory_by_role(snapshot, memory)
+    if roles.empty or "activations" not in set(roles["Role"]):
+        return None
+    row = roles.loc[(roles["Role"] == "activations").to_numpy()].iloc[0]
+    share = float(row["Share (%)"])
+    if share < ACTIVATION_SHARE:
+        return None
+    size = float(row["Size (MiB)"]) * MIB
+    proof = evidence([f"{role}: {mib:,.1f} MiB ({percent:.1f} %)" for role, mib, percent in
+                      zip(roles["Role"], roles["Size (MiB)"], roles["Share (%)"])],
+                     np.zeros(len(roles), dtype=np.int64), np.zeros(len(roles), dtype=np.int64),
+                     [f"cuda:{memory.device} at the peak"] * len(roles))  # fmt: skip
+    return Finding(
+        "activations dominate the peak",
+        f"activations hold {size / MIB:,.1f} MiB, {share:.1f} % of the {memory.peak_allocated / MIB:,.1f} MiB live at "
+        f"cuda:{memory.device}'s peak",
+        0, "estimate: half the activations (checkpointing keeps each block's inputs and recomputes the rest)",
+        "activation checkpointing (torch.utils.checkpoint on each transformer block), a smaller micro-batch with "
+        "gradient accumulation, bf16 autocast (half the bytes per activation)",
+        proof, recoverable_bytes=round(size / 2), level="critical" if share >= ACTIVATION_CRITICAL else "warning",
+    )  # fmt: skip
+
+
+def _fragmentation(memory) -> Finding | None:
+    timeline = memory.timeline
+    at_peak = timeline.loc[(timeline["index"] == memory.peak_index).to_numpy()].iloc[0]
+    reserved, allocated = int(at_peak["reserved"]), int(at_peak["allocated"])
+    unused = reserved - allocated
+    if reserved <= 0 or unused < FRAGMENTATION_MIN_BYTES or unused * 100 < FRAGMENTATION_SHARE * reserved:
+        return None
+    return Finding(
+        "reserved far above allocated",
+        f"at cuda:{memory.device}'s peak the allocator reserved {reserved / MIB:,.1f} MiB but only {allocated / MIB:,.1f} "
+        f"MiB were allocated: {unused / MIB:,.1f} MiB ({unused * 100 / reserved:.1f} %) held unused",
+        0, "upper bound: the unused reserved bytes at the peak",
+        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (segments grow in place instead of fragmenting); avoid "
+        "tensors whose sizes change every step",
+        evidence([f"reserved {reserved / MIB:,.1f} MiB, allocated {allocated / MIB:,.1f} MiB"], [0], [0],
+                 [f"cuda:{memory.device} at the peak"]),
+        recoverable_bytes=unused, level="warning",
+    )  # fmt: skip
