@@ -158,3 +158,20 @@ def test_a_device_or_pipe_is_written_into_never_replaced(tmp_path):
     reader.join(timeout=10)
     assert received == ["a\n7\n"] and stat.S_ISFIFO(fifo.stat().st_mode)
     assert sorted(path.name for path in tmp_path.iterdir()) == ["pipe"]  # no temporary left beside it
+
+
+def test_rows_of_sentences_show_as_cards_in_a_terminal_and_as_tables_in_files():
+    frame = pd.DataFrame({"Rank": [1, 2], "Finding": ["host stall", "launch-bound"],
+                          "What": ["a " * 70 + "end", "short"], "Time (ns)": [1_500_000, 0],
+                          "Fix": ["do this", None]})  # fmt: skip
+    result = Result([Table("findings", frame, "Findings", cards=2)])
+    text = renderer.render_text(result, "table", unit="ms")
+    card, second = text.split("\n\n")[1:]
+    lines = card.splitlines()
+    assert lines[0] == "1  host stall"
+    assert lines[1].startswith("  What:      a a ") and all(len(line) <= 110 for line in lines)
+    assert lines[2].startswith("             a a ")  # wrapped under the value, not the label
+    assert lines[-2] == "  Time (ms): 1.50" and lines[-1] == "  Fix:       do this"
+    assert second.splitlines() == ["2  launch-bound", "  What:      short", "  Time (ms): 0.00"]  # no Fix: no line
+    assert renderer.render_text(result, "csv").splitlines()[0] == "Rank,Finding,What,Time (ns),Fix"
+    assert "| Rank | Finding |" in renderer.render_text(result, "md")

@@ -32,6 +32,9 @@ class Table:
     name: str
     frame: pd.DataFrame
     title: str = ""
+    cards: int = 0
+    """A terminal shows each row as a card instead (its first ``cards`` columns as a heading, the others
+    as labelled, wrapped lines): for rows of sentences. Files are tables whatever this says."""
 
     @property
     def units(self) -> dict[str, str]:

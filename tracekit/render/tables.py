@@ -194,6 +194,26 @@ def terminal_table(frame: pd.DataFrame) -> str:
     return "\n".join(rows)
 
 
+def terminal_cards(frame: pd.DataFrame, heading: int, width: int = 110) -> str:
+    """Each row as a card: its first ``heading`` columns on one line, then every other column as a
+    labelled line wrapped to ``width`` (rows whose cells are sentences read better so than in columns)."""
+    import textwrap
+
+    if frame.empty:
+        return "(no rows)"
+    headers, columns, _ = _formatted(frame, for_terminal=False)
+    label = max(len(header) for header in headers[heading:]) + 2 if len(headers) > heading else 0
+    cards = []
+    for cells in zip(*columns):
+        lines = ["  ".join(cell for cell in cells[:heading] if cell)]
+        for header, cell in zip(headers[heading:], cells[heading:]):
+            if cell:
+                lines += textwrap.wrap(cell, width, initial_indent="  " + f"{header}:".ljust(label),
+                                       subsequent_indent=" " * (label + 2)) or [f"  {header}:"]  # fmt: skip
+        cards.append("\n".join(lines))
+    return "\n\n".join(cards)
+
+
 def markdown_table(frame: pd.DataFrame) -> str:
     """A GitHub Markdown table (numbers right-aligned)."""
     headers, columns, right = _formatted(frame, for_terminal=False)
@@ -228,12 +248,14 @@ def json_records(frame: pd.DataFrame) -> list[dict]:
     return records
 
 
-def table_text(frame: pd.DataFrame, fmt: str, title: str = "", unit: str = "ns") -> str:
-    """One table in a text format; ``title`` heads table and md output only."""
+def table_text(frame: pd.DataFrame, fmt: str, title: str = "", unit: str = "ns", cards: int = 0) -> str:
+    """One table in a text format; ``title`` heads table and md output only; ``cards``: a terminal shows
+    its rows as cards with that many heading columns (``Table.cards``)."""
     frame = in_unit(frame, unit)
     title = printable(title)
     if fmt == "table":
-        return f"{title}\n\n{terminal_table(frame)}" if title else terminal_table(frame)
+        body = terminal_cards(frame, cards) if cards else terminal_table(frame)
+        return f"{title}\n\n{body}" if title else body
     if fmt == "md":
         return f"**{title}**\n\n{markdown_table(frame)}" if title else markdown_table(frame)
     if fmt == "csv":
@@ -252,7 +274,7 @@ def render_text(result: Result, fmt: str, unit: str = "ns") -> str:
         return json.dumps({table.name: json_records(in_unit(table.frame, unit)) for table in result.tables}, indent=2)
     if fmt == "csv" and len(result.tables) > 1:
         return "\n\n".join(f"# {table.name}\n{table_text(table.frame, 'csv', unit=unit)}" for table in result.tables)
-    text = "\n\n".join(table_text(table.frame, fmt, table.title, unit) for table in result.tables)
+    text = "\n\n".join(table_text(table.frame, fmt, table.title, unit, table.cards) for table in result.tables)
     if fmt in ("table", "md") and result.notes:
         text += "\n\n" + "\n".join(f"note: {printable(note)}" for note in result.notes)
     return text

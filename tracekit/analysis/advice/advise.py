@@ -59,7 +59,7 @@ def advise(
         *trace.warnings,
     ]
     return Result(
-        [Table("findings", table, f"What to fix first: {trace.name}"),
+        [Table("findings", table, f"What to fix first: {trace.name}", cards=3),
          Table("evidence", proof, "Evidence, by finding (Start from the first GPU op)"),
          *(Table(rule, rows, f"nsys rule {rule}: {nsys_rules.TITLES[rule].format(**titles)}")
            for rule, rows in rules.items() if len(rows))],

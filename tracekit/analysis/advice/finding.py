@@ -84,7 +84,8 @@ def ranked(findings: list[Finding], span_ns: int) -> tuple[pd.DataFrame, pd.Data
     for rank, (finding, share, level) in enumerate(listed, start=1):
         rows.append({"Rank": rank, "Severity": level, "Finding": finding.kind, "What": finding.what,
                      "Recoverable (ns)": int(finding.recoverable_ns), "Of Span (%)": share,
-                     "Recoverable (MiB)": finding.recoverable_bytes / 2**20,
+                     # bytes only for the findings that free memory (blank for the others)
+                     "Recoverable (MiB)": finding.recoverable_bytes / 2**20 if finding.recoverable_bytes else np.nan,
                      "Bound": finding.bound, "Fix": finding.fix})  # fmt: skip
         if len(finding.evidence):
             evidence_rows.append(finding.evidence.assign(Rank=rank)[["Rank", *EVIDENCE_COLUMNS]])
