@@ -171,7 +171,7 @@ def test_rows_of_sentences_show_as_cards_in_a_terminal_and_as_tables_in_files():
     assert lines[0] == "1  host stall"
     assert lines[1].startswith("  What:      a a ") and all(len(line) <= 110 for line in lines)
     assert lines[2].startswith("             a a ")  # wrapped under the value, not the label
-    assert lines[-2] == "  Time (ms): 1.50" and lines[-1] == "  Fix:       do this"
-    assert second.splitlines() == ["2  launch-bound", "  What:      short", "  Time (ms): 0.00"]  # no Fix: no line
+    assert lines[-2] == "  Time (ms): 1.5" and lines[-1] == "  Fix:       do this"
+    assert second.splitlines() == ["2  launch-bound", "  What:      short", "  Time (ms): 0.0"]  # no Fix: no line
     assert renderer.render_text(result, "csv").splitlines()[0] == "Rank,Finding,What,Time (ns),Fix"
     assert "| Rank | Finding |" in renderer.render_text(result, "md")
