@@ -114,12 +114,15 @@ def test_copies_pageable_synchronous_and_on_compute_streams(tmp_path):
     # a synchronous set of managed memory: 0.5 ms; one of device memory is not flagged
     b.memset(22 * MS, 22_500 * US, mem_kind=4, stream=9, launch_at=21 * MS, api="cudaMemset_v3020")
     b.memset(23 * MS, 23_500 * US, mem_kind=2, stream=9, launch_at=22 * MS, api="cudaMemset_v3020")
-    b.kernel(24 * MS, 50 * MS, "k", launch_at=23 * MS)
+    # a pinned upload on the compute stream between its kernels: 2 ms with nothing alongside
+    b.memcpy(24 * MS, 26 * MS, copy_kind=1, size=8 << 20, src_kind=1, dst_kind=2, launch_at=23 * MS)
+    b.kernel(26 * MS, 50 * MS, "k", launch_at=23 * MS)
     path = b.write(tmp_path / "copies.sqlite")
     found = findings(path)
+    # each copy in one finding: the pageable upload between kernels is a pageable copy, not a serialized one
     assert found["pageable copies"]["Recoverable (ns)"] == 2 * MS
     assert found["synchronous copies"]["Recoverable (ns)"] == 1 * MS + 500 * US
-    assert found["copies on compute streams"]["Recoverable (ns)"] == 1_500 * US  # 0.5 ms of 2 under the side kernel
+    assert found["copies on compute streams"]["Recoverable (ns)"] == 2 * MS
     assert {row["Severity"] for row in found.values()} == {"info"}  # 3-4 % of the 50 ms
     result = tracekit.advise(path)
     memcpy = result["cuda-sync-memcpy"]
@@ -193,3 +196,21 @@ def test_unfused_optimizer_steps(tmp_path):
     assert "100 kernels per step" in row["What"] and "fused=True" in row["Fix"]
     assert "unfused optimizer" not in built("few.sqlite", 20, "multi_tensor_apply_kernel<AdamW>")
     assert "unfused optimizer" not in built("fused.sqlite", 100, "fused_adamw_kernel")
+
+
+def test_a_copy_counts_once_and_hides_behind_no_more_kernel_time_than_there_is(tmp_path):
+    b = ExportBuilder("2022.4")
+    b.kernel(0, 1 * MS, "k", launch_at=-1 * MS)
+    # a synchronous pageable download between kernels of its stream: synchronous, and nothing else
+    b.memcpy(1 * MS, 48 * MS, copy_kind=2, size=1 << 30, src_kind=2, dst_kind=0, launch_at=500 * US,
+             api="cudaMemcpy_v3020")  # fmt: skip
+    b.runtime(500 * US, 48 * MS, "cudaMemcpy", 2)  # nsys 2022.4 records the call twice, one correlation
+    b.kernel(48 * MS, 49 * MS, "k", launch_at=47 * MS)
+    # a pinned upload between kernels: 10 ms exposed, but 2 ms of kernels to hide behind
+    b.memcpy(49 * MS, 59 * MS, copy_kind=1, size=1 << 30, src_kind=1, dst_kind=2, launch_at=48 * MS)
+    b.kernel(59 * MS, 60 * MS, "k", launch_at=58 * MS)
+    found = findings(b.write(tmp_path / "once.sqlite"))
+    assert "pageable copies" not in found  # the download is pageable too, but counted as synchronous
+    assert found["synchronous copies"]["Recoverable (ns)"] == 47 * MS  # once, though joined to two calls
+    assert "1 synchronous" in found["synchronous copies"]["What"]
+    assert found["copies on compute streams"]["Recoverable (ns)"] == 3 * MS  # three 1 ms kernels

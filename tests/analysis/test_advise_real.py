@@ -7,7 +7,8 @@ reviewed and written down here. Why each is right:
 - a100_video_sr: inference with a 0.9 s gap nsys's gpu-starv also reports: the host, not the GPU;
 - cuda_matmul: a benchmark that verifies on the CPU between runs (host stalls), copies its inputs on the
   compute stream between kernels, and synchronizes after each run;
-- h100_videogen a: 4 GB weight uploads between kernels of the compute stream; a little FP32 GEMM;
+- h100_videogen a: 4 GB weight uploads between kernels of the compute stream (but 22 ms of kernels to hide
+  them behind: info); a little FP32 GEMM;
 - h100_videogen b: host gaps, NCCL that nothing overlaps, short kernels;
 - tiny_cuda, mi250 toy, alexnet: toy programs and a warm-up, the GPU waiting on the host nearly all along;
 - a100_ddp rank 0: host gaps and partly hidden all-reduces;
@@ -26,10 +27,10 @@ import tracekit
 CRIT, WARN, INFO = "critical", "warning", "info"
 EXPECTED = {
     "traces/a100_small_lm_trainstep_nsys2026.3.sqlite": {
-        "host stall": CRIT,
         "fp32 matmul": CRIT,
-        "unfused optimizer": CRIT,
-        "launch-bound": WARN,
+        "unfused optimizer": CRIT,  # its 47 ms of gaps count there, not in host stall or launch-bound
+        "host stall": WARN,
+        "launch-bound": INFO,
     },
     "traces/a100_video_sr_cudnn_conv_nsys2024.2.sqlite": {"host stall": CRIT},
     "traces/cuda_matmul_nsys2022.4.sqlite": {
@@ -37,7 +38,8 @@ EXPECTED = {
         "copies on compute streams": WARN,
         "blocking sync": WARN,
     },
-    "traces/h100_videogen_2gpu_a_nsys2026.2.sqlite": {"copies on compute streams": CRIT, "fp32 matmul": INFO},
+    # 915 ms of weight uploads between kernels, but only 22 ms of kernels to hide them behind
+    "traces/h100_videogen_2gpu_a_nsys2026.2.sqlite": {"copies on compute streams": INFO, "fp32 matmul": INFO},
     "traces/h100_videogen_2gpu_b_nsys2026.2.sqlite": {
         "host stall": WARN,
         "exposed communication": WARN,

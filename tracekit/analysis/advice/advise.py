@@ -8,7 +8,7 @@ from tracekit.analysis.advice import nsys_rules
 from tracekit.analysis.advice.copy_rules import copy_findings
 from tracekit.analysis.advice.finding import CRITICAL_SHARE, INFO_SHARE, WARNING_SHARE, ranked
 from tracekit.analysis.advice.idle_rules import idle_findings
-from tracekit.analysis.advice.kernel_rules import kernel_findings
+from tracekit.analysis.advice.kernel_rules import kernel_findings, unfused_optimizer
 from tracekit.analysis.advice.memory_rules import memory_findings
 from tracekit.analysis.kernels.summary import kernel_mask
 from tracekit.analysis.options import AdviseOptions
@@ -31,7 +31,9 @@ def advise(
     kernel_mask(trace, "all")  # a clear error for a trace without GPU work
     ops = trace.columns("gpu_ops", ("start", "end"))
     origin, span = int(ops["start"].min()), int(ops["end"].max() - ops["start"].min())
-    findings = [*idle_findings(trace, origin), *copy_findings(trace, origin), *kernel_findings(trace, origin)]
+    optimizer, claimed = unfused_optimizer(trace, origin)  # its gaps are its own: no idle finding counts them
+    findings = [*idle_findings(trace, origin, claimed), *copy_findings(trace, origin), *kernel_findings(trace, origin)]
+    findings += [optimizer] if optimizer is not None else []
     if snapshot is not None:
         findings += memory_findings(snapshot)
     table, proof = ranked(findings, span)

@@ -7,9 +7,10 @@
   the stream's kernels wait for them), counted for the part of their time no kernel of the device ran
   alongside (copies before the first kernel or after the last, loading a model say, are left alone).
 
-Recoverable time is the copies' own GPU time (for copies on compute streams, their exposed time, on
-the GPU with most of it): an upper bound (pinned, asynchronous copies on a side stream can hide all of
-it behind kernels).
+Each copy counts in one finding only: synchronous first, then pageable, then on a compute stream.
+Recoverable time is the copies' own GPU time: an upper bound. For copies on compute streams, on the
+GPU where it is largest, their exposed time or the device's kernel busy time, whichever is smaller
+(moved to a side stream, a copy hides behind kernels, never behind more than there are).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis.advice.copies import copy_details
-from tracekit.analysis.advice.finding import Finding, evidence, ms, worst
+from tracekit.analysis.advice.finding import Finding, evidence, ms
 from tracekit.analysis.advice.nsys_rules import sync_memcpy, sync_memset
 from tracekit.analysis.ranges.attribution import merge_intervals
 from tracekit.model.trace import Trace
@@ -33,16 +34,23 @@ def copy_findings(trace: Trace, origin: int) -> list[Finding]:
     if copies.empty:
         return []
     found = []
-    pageable = copies.loc[((copies["src_kind"] == "Pageable") | (copies["dst_kind"] == "Pageable")).to_numpy()]
-    if len(pageable):
-        found.append(_pageable(pageable, origin))
-    synchronous = pd.concat([sync_memcpy(trace, rows=len(copies)), sync_memset(trace, rows=len(copies))],
-                            ignore_index=True)  # fmt: skip
+    # each copy counts in one finding: synchronous first, then pageable, then on a compute stream; an
+    # export that records each runtime call twice (nsys 2022.4) joins a copy to both: it counts once
+    synchronous = pd.concat([sync_memcpy(trace, rows=None), sync_memset(trace, rows=None)], ignore_index=True)
+    synchronous = synchronous.drop_duplicates(["Start (ns)", "Duration (ns)", "Device", "Stream"])
     if len(synchronous):
         found.append(_synchronous(synchronous, origin))
-    serial = _between_kernels(trace, copies)
+    identity = pd.MultiIndex.from_arrays(
+        [copies[column].to_numpy(np.int64) for column in ("device", "stream", "start")]
+    )
+    taken = identity.isin(pd.MultiIndex.from_arrays(
+        [synchronous[column].to_numpy(np.int64) for column in ("Device", "Stream", "Start (ns)")]))  # fmt: skip
+    pageable = ((copies["src_kind"] == "Pageable") | (copies["dst_kind"] == "Pageable")).to_numpy() & ~taken
+    if pageable.any():
+        found.append(_pageable(copies.loc[pageable], origin))
+    serial, busy = _between_kernels(trace, copies.loc[~taken & ~pageable])
     if len(serial) and (serial["exposed"] > 0).any():
-        found.append(_serialized(serial, origin))
+        found.append(_serialized(serial, busy, origin))
     return found
 
 
@@ -92,13 +100,14 @@ def _synchronous(rows: pd.DataFrame, origin: int) -> Finding:
     )
 
 
-def _between_kernels(trace: Trace, copies: pd.DataFrame) -> pd.DataFrame:
+def _between_kernels(trace: Trace, copies: pd.DataFrame) -> tuple[pd.DataFrame, dict[int, int]]:
     """Host-device copies with a kernel of their own stream before and after them, each with the part of
-    its time no kernel of its device ran alongside ("exposed", ns)."""
+    its time no kernel of its device ran alongside ("exposed", ns); and each device's kernel busy time
+    (ns): what those copies could at most hide behind."""
     ops = trace.columns("gpu_ops", ("start", "end", "kind", "device", "stream"))
     kernels = ops[(ops["kind"] == "kernel").to_numpy()]
     chosen = copies.loc[(copies["kind"] == "memcpy").to_numpy() & copies["direction"].isin(HOST_DEVICE).to_numpy()]
-    parts = []
+    parts, busy = [], {}
     pairs = chosen[["device", "stream"]].drop_duplicates().sort_values(["device", "stream"]).to_numpy().tolist()
     for device, stream in pairs:
         mine = chosen.loc[(chosen["device"] == device).to_numpy() & (chosen["stream"] == stream).to_numpy()]
@@ -109,9 +118,10 @@ def _between_kernels(trace: Trace, copies: pd.DataFrame) -> pd.DataFrame:
         start, end = mine["start"].to_numpy(), mine["end"].to_numpy()
         inside = (start >= same["end"].min()) & (end <= same["start"].max())
         low, high = merge_intervals(on_device["start"].to_numpy(), on_device["end"].to_numpy())
+        busy[int(device)] = int((high - low).sum())
         covered = _covered(low, high, end) - _covered(low, high, start)
         parts.append(mine.loc[inside].assign(exposed=((end - start) - covered)[inside]))
-    return pd.concat(parts, ignore_index=True) if parts else chosen.iloc[0:0].assign(exposed=0)
+    return (pd.concat(parts, ignore_index=True) if parts else chosen.iloc[0:0].assign(exposed=0)), busy
 
 
 def _covered(low: np.ndarray, high: np.ndarray, at: np.ndarray) -> np.ndarray:
@@ -124,8 +134,12 @@ def _covered(low: np.ndarray, high: np.ndarray, at: np.ndarray) -> np.ndarray:
     return done[last] + np.where(index > 0, np.minimum(at, high[last]) - low[last], 0)
 
 
-def _serialized(rows: pd.DataFrame, origin: int) -> Finding:
-    device, exposed = worst(rows["device"].to_numpy(), rows["exposed"].to_numpy())
+def _serialized(rows: pd.DataFrame, busy: dict[int, int], origin: int) -> Finding:
+    # hidden behind kernels, a copy saves at most the kernel time there is to hide it behind
+    bounded = {int(d): min(int(rows.loc[(rows["device"] == d).to_numpy(), "exposed"].sum()), busy.get(int(d), 0))
+               for d in rows["device"].unique()}  # fmt: skip
+    device = max(bounded, key=lambda key: bounded[key])
+    exposed = int(rows.loc[(rows["device"] == device).to_numpy(), "exposed"].sum())
     mine = rows.loc[(rows["device"] == device).to_numpy()]
     streams = sorted({f"stream {stream}" for stream in mine["stream"]})
     return Finding(
@@ -133,8 +147,9 @@ def _serialized(rows: pd.DataFrame, origin: int) -> Finding:
         f"{len(mine):,} host-device copies on cuda:{device} ran between kernels of their own stream "
         f"({', '.join(streams[:3])}{', ...' if len(streams) > 3 else ''}): {ms(exposed)} of them with no kernel "
         "running alongside",
-        exposed,
-        f"upper bound: the copies' exposed time on cuda:{device} (on a side stream they can overlap kernels)",
+        bounded[device],
+        f"upper bound: the copies' exposed time on cuda:{device} ({ms(exposed)}) or its kernels' busy time "
+        f"({ms(busy.get(device, 0))}), whichever is smaller: on a side stream they can hide behind kernels, no more",
         "prefetch: copy the next batch on a side stream (torch.cuda.Stream) with non_blocking=True from pinned "
         "memory while this one computes, and make the compute stream wait on an event",
         _copy_evidence(mine, origin),

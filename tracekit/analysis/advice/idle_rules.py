@@ -32,11 +32,15 @@ SHORT_KERNEL_NS = 50_000  # median GPU op duration under which dispatch gaps mak
 EVIDENCE_ROWS = 5
 
 
-def idle_findings(trace: Trace, origin: int) -> list[Finding]:
-    """The idle findings of ``trace`` (times in evidence from ``origin``, the first GPU op's start)."""
+def idle_findings(trace: Trace, origin: int, claimed: np.ndarray | None = None) -> list[Finding]:
+    """The idle findings of ``trace`` (times in evidence from ``origin``, the first GPU op's start).
+    ``claimed``: a mask over ``idle_gaps`` rows another finding counts already (an unfused optimizer's
+    gaps): left out here, so no gap counts twice."""
     gaps = idle_gaps(trace)
     if gaps.empty:
         return []
+    if claimed is not None:
+        gaps = gaps.loc[~claimed].reset_index(drop=True)
     gaps["device"] = gap_devices(gaps)
     launches = op_launches(trace)
     next_op = gaps["Next Op"].to_numpy(np.int64)
@@ -89,25 +93,38 @@ def _worst_gpu(gaps: pd.DataFrame, rows: np.ndarray) -> tuple[int, int]:
     return worst(gaps["device"].to_numpy()[rows], gaps["Idle (ns)"].to_numpy(np.int64)[rows])
 
 
+def outermost_calls(calls: pd.DataFrame) -> pd.DataFrame:
+    """The blocking calls less those inside another of the same API on the same thread (nsys 2022.4
+    records a runtime call twice, as cudaStreamSynchronize and cudaStreamSynchronize_v3020, one in the other)."""
+    ordered = calls.sort_values(["pid", "tid", "API", "start"], kind="stable")
+    ends = ordered["end"].to_numpy()
+    same = ordered[["pid", "tid", "API"]].ne(ordered[["pid", "tid", "API"]].shift()).any(axis=1).cumsum().to_numpy()
+    latest = pd.Series(ends).groupby(same).cummax().shift().to_numpy()  # latest end of the calls before
+    first = np.r_[True, same[1:] != same[:-1]]
+    inside = ~first & (np.nan_to_num(latest, nan=-np.inf) >= ends)
+    return ordered.loc[~inside]
+
+
 def _sync_finding(trace: Trace, gaps: pd.DataFrame, rows: np.ndarray, origin: int) -> Finding:
     device, idle = _worst_gpu(gaps, rows)
-    calls = blocking_calls(trace)
+    count = int((rows & (gaps["device"].to_numpy() == device)).sum())
+    calls = outermost_calls(blocking_calls(trace))
     groups = (calls.assign(wait=calls["end"] - calls["start"])
               .groupby(["API", "Range"], as_index=False, sort=False)
               .agg(calls=("start", "size"), first=("start", "min"), wait=("wait", "sum"), idle=(IDLE, "sum"),
                    pid=("pid", "first"), tid=("tid", "first"))
-              .sort_values(["idle", "wait"], ascending=False, kind="stable").head(EVIDENCE_ROWS))  # fmt: skip
+              .sort_values(["wait", "idle"], ascending=False, kind="stable").head(EVIDENCE_ROWS))  # fmt: skip
     proof = evidence(
         [f"{api} x{count:,} in '{where}': CPU waited {ms(wait)}, GPU idle after {ms(after)}"
          for api, where, count, wait, after in zip(groups["API"], groups["Range"], groups["calls"], groups["wait"],
                                                    groups["idle"])],
-        groups["first"].to_numpy() - origin, groups["idle"].to_numpy(),
+        groups["first"].to_numpy() - origin, groups["wait"].to_numpy(),
         [f"pid {pid} tid {tid}" for pid, tid in zip(groups["pid"], groups["tid"])],
     )  # fmt: skip
-    top = f"; most after {groups['API'].iloc[0]} in '{groups['Range'].iloc[0]}'" if len(groups) else ""
+    top = f"; the host waited longest in {groups['API'].iloc[0]} in '{groups['Range'].iloc[0]}'" if len(groups) else ""
     return Finding(
         "blocking sync",
-        f"GPU cuda:{device} went idle {int(rows.sum()):,} times while the host waited in a blocking call{top}; "
+        f"GPU cuda:{device} went idle {count:,} times while the host waited in a blocking call{top}; "
         f"without the calls the host could have launched {ms(idle)} sooner",
         idle,
         f"upper bound: per gap on cuda:{device}, the blocking call's duration or the gap, whichever is shorter",

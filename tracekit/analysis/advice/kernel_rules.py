@@ -7,8 +7,8 @@
 - unfused optimizer: the optimizer phase (``phases``: found by name) launching ``MANY_OPTIMIZER_KERNELS``
   or more kernels per step, of median under ``SHORT_OPTIMIZER_KERNEL_NS``, none of them fused: a
   per-parameter loop where a fused or foreach optimizer runs the same math in a few launches.
-  Recoverable: the GPU's idle time between those kernels inside the phase (``breakdown``'s phase idle),
-  on the GPU with most of it: an estimate (a fused step also saves the kernels' own fixed costs);
+  Recoverable: the GPU's idle time in the gaps before those kernels, on the GPU with most of it (these
+  gaps then count in no idle finding): an estimate (a fused step also saves the kernels' own fixed costs);
 - exposed communication: NCCL time no computation hid (``overlap``), on the GPU with most of it.
 """
 
@@ -19,7 +19,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis.advice.finding import Finding, evidence, ms
+from tracekit.analysis.advice.finding import Finding, evidence, ms, worst
 from tracekit.model.trace import Trace
 
 FP32_GEMM = re.compile(r"sgemm|gemm.*_ffma_|ffma.*gemm", re.IGNORECASE)
@@ -39,35 +39,33 @@ def kernel_findings(trace: Trace, origin: int) -> list[Finding]:
     exposed = _exposed_communication(trace)
     if exposed is not None:
         found.append(exposed)
-    unfused = _unfused_optimizer(trace, origin)
-    if unfused is not None:
-        found.append(unfused)
     return found
 
 
-def _unfused_optimizer(trace: Trace, origin: int) -> Finding | None:
-    from tracekit.analysis.ranges.breakdown import breakdown_ops, gpu_table, phase_intervals
+def unfused_optimizer(trace: Trace, origin: int) -> tuple[Finding | None, np.ndarray | None]:
+    """The unfused-optimizer finding (None when it does not fire), and the ``idle_gaps`` rows it counts
+    (the gaps before the optimizer's kernels: the idle findings leave them out)."""
+    from tracekit.analysis.ranges.breakdown import breakdown_ops, phase_intervals
     from tracekit.analysis.ranges.phases import resolve
+    from tracekit.analysis.waits.idle import gap_devices, idle_gaps
 
     spec = dict(resolve(trace, None).chosen).get("optimizer")
     if spec is None:
-        return None
+        return None, None
     starts, interval = phase_intervals(trace, None)["optimizer"]
     ops = breakdown_ops(trace)
     inside = (interval >= 0) & (ops["kind"] == "kernel").to_numpy()
     if not len(starts) or inside.sum() < MANY_OPTIMIZER_KERNELS * len(starts):
-        return None
+        return None, None
     durations = ops["duration"].to_numpy()[inside]
     names = pd.Series(ops["name"].astype(str).to_numpy(dtype=object)[inside])
     if float(np.median(durations)) >= SHORT_OPTIMIZER_KERNEL_NS or names.str.contains("fused", case=False).any():
-        return None
-    gpus = gpu_table(trace, None)
-    mine = gpus.loc[
-        (gpus["Phase"] == "optimizer").to_numpy() & gpus["GPU"].astype(str).str.startswith("cuda:").to_numpy()
-    ]
-    if mine.empty:
-        return None
-    worst = mine.loc[mine["Idle (ns)"].idxmax()]
+        return None, None
+    gaps = idle_gaps(trace)
+    claimed = interval[gaps["Next Op"].to_numpy(np.int64)] >= 0 if len(gaps) else np.zeros(0, dtype=bool)
+    if not claimed.any():
+        return None, None
+    device, idle = worst(gap_devices(gaps)[claimed], gaps["Idle (ns)"].to_numpy(np.int64)[claimed])
     counts = names.value_counts().head(EVIDENCE_ROWS)
     first = ops["start"].to_numpy()[inside]
     proof = evidence([f"{name} x{count:,}" for name, count in counts.items()],
@@ -75,17 +73,21 @@ def _unfused_optimizer(trace: Trace, origin: int) -> Finding | None:
                      [int(durations[(names == name).to_numpy()].sum()) for name in counts.index],
                      [f"optimizer ({spec.removeprefix('=')})"] * len(counts))  # fmt: skip
     per_step = int(inside.sum()) // len(starts)
+    foreach = names.str.contains("multi_tensor_apply").mean() > 0.5
+    fix = ("the step is a foreach one already (multi_tensor_apply): fused=True runs it in one kernel per parameter "
+           "group (torch.optim.AdamW(..., fused=True); apex.optimizers.FusedAdam)" if foreach else
+           "use a fused or foreach optimizer: torch.optim.AdamW(..., fused=True), or foreach=True (the default on "
+           "CUDA since torch 2.0 where the parameters allow it); apex.optimizers.FusedAdam")  # fmt: skip
     return Finding(
         "unfused optimizer",
         f"the optimizer step ({spec.removeprefix('=')!r}) launches {per_step:,} kernels per step, of median "
-        f"{float(np.median(durations)) / 1000:,.1f} us; {worst['GPU']} sits idle {ms(worst['Idle (ns)'])} between them",
-        int(worst["Idle (ns)"]),
-        f"estimate: the idle time between the optimizer's kernels on {worst['GPU']} (a fused step also saves their "
-        "fixed costs)",
-        "use a fused or foreach optimizer: torch.optim.AdamW(..., fused=True) (or foreach=True, the default on "
-        "CUDA since torch 2.0 where the parameters allow it); apex.optimizers.FusedAdam",
+        f"{float(np.median(durations)) / 1000:,.1f} us; cuda:{device} sits idle {ms(idle)} before them",
+        idle,
+        f"estimate: the idle time before the optimizer's kernels on cuda:{device} (a fused step also saves their "
+        "fixed costs); these gaps count in no other finding",
+        fix,
         proof,
-    )
+    ), claimed
 
 
 def _compute_capability(trace: Trace) -> tuple[float, str] | None:

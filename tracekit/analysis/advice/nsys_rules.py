@@ -204,7 +204,7 @@ def _copies_with_calls(trace: Trace, kind: str, call_name: str) -> pd.DataFrame:
     return copies.merge(calls, on=["pid", "correlation_id"], how="inner")
 
 
-def _copy_rows(found: pd.DataFrame, rows: int) -> pd.DataFrame:
+def _copy_rows(found: pd.DataFrame, rows: int | None) -> pd.DataFrame:
     table = pd.DataFrame({
         "Duration (ns)": found["duration"].to_numpy(np.int64), "Start (ns)": found["start"].to_numpy(np.int64),
         "Src Kind": found["src_kind"].astype(str).to_numpy(dtype=object),
@@ -216,14 +216,14 @@ def _copy_rows(found: pd.DataFrame, rows: int) -> pd.DataFrame:
     return table.sort_values(["Duration (ns)", "Start (ns)"], ascending=[False, True]).head(rows).reset_index(drop=True)
 
 
-def sync_memcpy(trace: Trace, rows: int = 50) -> pd.DataFrame:
+def sync_memcpy(trace: Trace, rows: int | None = 50) -> pd.DataFrame:
     """``cuda-sync-memcpy``: copies a synchronous cudaMemcpy issued (not small host-to-device, not within a device)."""
     found = _copies_with_calls(trace, "memcpy", r"(?i)^cudaMemcpy(?!.*async)")
     small_upload = (found["bytes"] <= SMALL_HTOD_BYTES) & (found["direction"] == "HtoD")
     return _copy_rows(found.loc[(~small_upload & ~found["same_device"]).to_numpy()], rows)
 
 
-def sync_memset(trace: Trace, rows: int = 50) -> pd.DataFrame:
+def sync_memset(trace: Trace, rows: int | None = 50) -> pd.DataFrame:
     """``cuda-sync-memset``: sets of pinned or managed memory a synchronous cudaMemset issued."""
     found = _copies_with_calls(trace, "memset", r"(?i)^cudaMemset(?!.*async)")
     return _copy_rows(found.loc[found["dst_kind"].isin(["Pinned", "Managed"]).to_numpy()], rows)
