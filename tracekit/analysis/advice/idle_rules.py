@@ -98,10 +98,13 @@ def outermost_calls(calls: pd.DataFrame) -> pd.DataFrame:
     records a runtime call twice, as cudaStreamSynchronize and cudaStreamSynchronize_v3020, one in the other)."""
     ordered = calls.sort_values(["pid", "tid", "API", "start"], kind="stable")
     ends = ordered["end"].to_numpy()
-    same = ordered[["pid", "tid", "API"]].ne(ordered[["pid", "tid", "API"]].shift()).any(axis=1).cumsum().to_numpy()
-    latest = pd.Series(ends).groupby(same).cummax().shift().to_numpy()  # latest end of the calls before
-    first = np.r_[True, same[1:] != same[:-1]]
-    inside = ~first & (np.nan_to_num(latest, nan=-np.inf) >= ends)
+    keys = [ordered[column].to_numpy() for column in ("pid", "tid", "API")]
+    first = np.ones(len(ordered), dtype=bool)
+    if len(ordered) > 1:
+        first[1:] = np.any([key[1:] != key[:-1] for key in keys], axis=0)
+    group = np.cumsum(first)
+    latest = pd.Series(ends).groupby(group).cummax().shift().to_numpy()  # the latest end of the calls before
+    inside = ~first & (np.nan_to_num(latest.astype(np.float64), nan=-np.inf) >= ends)
     return ordered.loc[~inside]
 
 

@@ -213,7 +213,8 @@ def _copy_rows(found: pd.DataFrame, rows: int | None) -> pd.DataFrame:
         "Device": found["device"].to_numpy(np.int64), "Stream": found["stream"].to_numpy(np.int64),
         "API Name": found["API Name"].to_numpy(dtype=object),
     })  # fmt: skip
-    return table.sort_values(["Duration (ns)", "Start (ns)"], ascending=[False, True]).head(rows).reset_index(drop=True)
+    table = table.sort_values(["Duration (ns)", "Start (ns)"], ascending=[False, True])
+    return (table if rows is None else table.head(rows)).reset_index(drop=True)
 
 
 def sync_memcpy(trace: Trace, rows: int | None = 50) -> pd.DataFrame:
