@@ -259,4 +259,4 @@ def test_phases_are_found_by_the_names_traces_use(tmp_path):
         ["(whole trace)", 1, 460]]  # fmt: skip
     (note,) = result.notes
     assert note.startswith("phases found by their range names: forward = '## forward ##', backward = 'backward pass', "
-                           "optimizer = 'Optimizer.step#SGD.step', zero_grad = 'Optimizer.zero_grad#SGD.zero_grad'")  # fmt: skip
+                           "optimizer = 'Optimizer.step#SGD.step', zero_grad = 'Optimizer.zero_grad#*'")  # fmt: skip

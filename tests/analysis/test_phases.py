@@ -121,3 +121,24 @@ def test_steps_of_a_real_torch_1_8_trace():
     assert (steps["Kernels"] == 1476).all()
     ranks = tracekit.ranks([path])["ranks"]
     assert ranks["Steps"].tolist() == [6]
+
+
+def test_a_name_of_two_phases_is_neither_and_a_domain_prefix_is_dropped(tmp_path):
+    """Megatron's "forward-backward" holds both words: neither phase is it; within --domain, a found name is
+    matched without its "domain:" prefix."""
+    b = ExportBuilder("2026.2")
+    b.push_pop(0, 3_000, "forward-backward")
+    b.push_pop(0, 1_000, "forward pass")
+    b.push_pop(1_000, 2_000, "forward/backward")
+    b.kernel(100, 200, GEMM, launch_at=10)
+    b.kernel(1_100, 1_400, GEMM, launch_at=1_010)
+    found = resolve(open_trace(str(b.write(tmp_path / "megatron.sqlite"))), None).chosen
+    assert found == (("forward", "=forward pass"),)
+    b = ExportBuilder("2026.2")
+    b.domain(1, "MyDomain")
+    b.push_pop(0, 1_000, "forward pass", domain_id=1)
+    b.kernel(100, 200, GEMM, launch_at=10)
+    path = b.write(tmp_path / "domain.sqlite")
+    assert labelled(path) == {"forward": 100, "(whole trace)": 100}  # as "MyDomain:forward pass"
+    table = tracekit.breakdown(path, domain="MyDomain")["breakdown"]
+    assert dict(zip(table["Phase"], table["Kernel Time (ns)"])) == {"forward": 100, "(whole trace)": 100}

@@ -50,7 +50,7 @@ def report(inputs, out, bench_db, html, phases, step_range, nsys):
         try:  # the specs checked before any input is read
             chosen = BreakdownOptions(phases=phases).phases if phases is not None else DEFAULT_PHASES
         except OptionError as error:
-            raise click.UsageError(str(error).replace("phases", "--phases", 1)) from None
+            raise click.UsageError(str(error)) from None
         path = write_report(list(inputs), out, nsys, html=html, phases=chosen, step_range=step_range)
     count = len(list(path.parent.glob("*.png")))
     click.echo(f"report: {path}" + (f" ({count} picture{'s' if count != 1 else ''})" if count else ""))

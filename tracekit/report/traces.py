@@ -212,7 +212,8 @@ def _advice_section(section: Document, source: str, trace: Trace) -> None:
     section.text("### What to fix first")
     findings = advice.table("findings")
     if findings.empty:
-        section.text(f"No findings: {advice.notes[1] if len(advice.notes) > 1 else 'nothing worth fixing'}.")
+        said = next((note for note in advice.notes if note.startswith("no findings")), "no findings")
+        section.text(f"{said[0].upper()}{said[1:]}.")
     else:
         section.table(findings.loc[:, FINDING_COLUMNS], command_line("advise", [source], options, "ms"))
         section.text("The evidence of each finding, the bounds of its figures and nsys's expert rules: the command.")

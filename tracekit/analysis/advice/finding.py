@@ -2,8 +2,8 @@
 
 Severity is the recoverable time's share of the trace's span (its first GPU op's start to its last
 op's end): critical from ``CRITICAL_SHARE`` %, warning from ``WARNING_SHARE`` %, info from
-``INFO_SHARE`` %; a finding under that is not listed (a healthy run's 1 % of dispatch gaps is left
-alone). Recoverable time is an upper bound unless the finding's bound says how it was estimated.
+``INFO_SHARE`` %; a finding under that, or under ``MIN_RECOVERABLE_NS`` (0.1 ms), is not listed (a
+healthy run's 1 % of dispatch gaps is left alone, and so is a 5 µs copy in a 5 µs trace). Recoverable time is an upper bound unless the finding's bound says how it was estimated.
 Memory findings (``memory_rules``) recover bytes, not time, and come with a severity of their own.
 """
 
@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 CRITICAL_SHARE, WARNING_SHARE, INFO_SHARE = 20.0, 5.0, 2.0
+MIN_RECOVERABLE_NS = 100_000  # nor is a finding of less than 0.1 ms listed, whatever its share of a tiny trace
 SEVERITIES = ("critical", "warning", "info")
 EVIDENCE_COLUMNS = ["Evidence", "Start (ns)", "Duration (ns)", "Where"]
 
@@ -76,7 +77,7 @@ def ranked(findings: list[Finding], span_ns: int) -> tuple[pd.DataFrame, pd.Data
     listed = []
     for finding in findings:
         share = finding.recoverable_ns * 100 / span_ns if span_ns > 0 else 0.0
-        level = finding.level or severity(share)
+        level = finding.level or (severity(share) if finding.recoverable_ns >= MIN_RECOVERABLE_NS else None)
         if level is not None:
             listed.append((finding, share, level))
     listed.sort(key=lambda item: (not item[0].first, SEVERITIES.index(item[2]), -item[0].recoverable_ns,

@@ -99,6 +99,9 @@ def _compute_capability(trace: Trace) -> tuple[float, str] | None:
 
 
 def _fp32_matmul(trace: Trace, origin: int) -> Finding | None:
+    names = " ".join(str(name) for name in trace.meta.gpus["name"] if isinstance(name, str))
+    if re.search(r"AMD|Instinct|Radeon", names):
+        return None  # ROCm: no sgemm/TF32 story, and its "compute capability" is a gfx version
     recorded = _compute_capability(trace)
     capability = recorded[0] if recorded is not None else None
     if capability is not None and capability < 7.0:

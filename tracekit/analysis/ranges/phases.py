@@ -5,10 +5,11 @@ Given phases (range specs) are taken as they are, each its own label. Without th
 ``options.DEFAULT_PHASES``), each phase is found by the names real traces use, the first rule that
 matches deciding:
 1. the word itself: a range named ``forward`` (tracekit's workloads, ``annotate``);
-2. an annotation holding the word on its own (not inside another word or identifier): "forward pass",
-   "## forward ##", "DistributedDataParallel.forward", "## optimizer ##", "optimizer step"; of those,
-   the one with most time. Operators are not annotations: emit_nvtx's "op, seq = ..." ranges, torch's
-   ``cpu_op`` and GPU-side (``gpu``) ranges, names over 60 characters, and, for the optimizer, zero_grad;
+2. an annotation holding the word on its own (not inside another word, identifier or hyphenated word)
+   and no other phase's word: "forward pass", "## forward ##", "DistributedDataParallel.forward", "##
+   optimizer ##", "optimizer step"; not "forward-backward", "pre_forward" or "forward/backward"; of
+   those, the one with most time. Operators are not annotations: emit_nvtx's "op, seq = ..." ranges,
+   torch's ``cpu_op`` and GPU-side (``gpu``) ranges, names over 60 characters;
 3. the ranges PyTorch itself records: the autograd engine's ``autograd::engine::evaluate_function: *``
    (backward), ``Optimizer.step#*`` and ``Optimizer.zero_grad#*`` (record_function names), in the
    CPU-side domain that holds most of them (torch 1.8 records them as ``cpu_op``).
@@ -72,7 +73,7 @@ def _found(trace: Trace, domain: str | None, how: str) -> Phases:
         specs = [SEARCH[word] for word in missing] + [f"*{RECORDED[word]}" for word in missing if word in RECORDED]
         found = select(trace, specs, domain=domain)
         for word in missing:
-            name = _annotation(found.of(SEARCH[word]), word)
+            name = _annotation(found.of(SEARCH[word]), word, domain)
             if name is not None:
                 chosen[word] = LITERAL + name
             elif word in RECORDED:
@@ -85,13 +86,15 @@ def _found(trace: Trace, domain: str | None, how: str) -> Phases:
     if not pairs:
         return Phases((), f"no range of this trace names a phase (forward, backward, optimizer): only the whole trace "
                           f"is broken down; name its phases with {how} (`tracekit ranges` lists its range names)")  # fmt: skip
-    said = ", ".join(f"{word} = {spec.removeprefix(LITERAL)!r}" for word, spec in pairs)
+    said = ", ".join(f"{word} = {spec.removeprefix(LITERAL)!r}" + (
+        " (PyTorch's own ranges: each one an instance)" if spec.endswith(RECORDED.get(word, "\0")) else "")
+        for word, spec in pairs)  # fmt: skip
     absent = [word for word in DEFAULT_PHASES if word not in chosen]
     return Phases(pairs, f"phases found by their range names: {said}" + (f"; no {', '.join(absent)}" if absent else "")
                   + f" (name others with {how})")  # fmt: skip
 
 
-def _annotation(ranges: pd.DataFrame, word: str) -> str | None:
+def _annotation(ranges: pd.DataFrame, word: str, domain: str | None = None) -> str | None:
     """The annotation (rule 2) holding ``word`` on its own with most time among ``ranges``; None if none."""
     if ranges.empty:
         return None
@@ -100,16 +103,23 @@ def _annotation(ranges: pd.DataFrame, word: str) -> str | None:
     total = np.bincount(codes, weights=ranges["duration"].to_numpy(dtype=np.float64), minlength=len(names))
     operator = np.zeros(len(names), dtype=bool)
     operator[codes[np.isin(domains, OPERATOR_DOMAINS)]] = True
-    alone = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(word)}(?![A-Za-z0-9_])", re.IGNORECASE)
+    others = [_alone(other) for other in WORDS if other != word]
     best, most = None, -1.0
     for index, name in enumerate(str(name) for name in names):
         if operator[index] or len(name) > LONGEST_ANNOTATION or EMIT_NVTX_SUFFIX.search(name):
             continue
-        if word == "optimizer" and "zero_grad" in name.lower():
+        if any(other.search(name) for other in others):  # "forward/backward": not one phase's name
             continue
-        if alone.search(name) and total[index] > most:
+        if _alone(word).search(name) and total[index] > most:
             best, most = name, float(total[index])
+    if best is not None and domain is not None and best.startswith(f"{domain}:"):
+        best = best[len(domain) + 1 :]  # within a domain, specs match the text without its "domain:"
     return best
+
+
+def _alone(word: str) -> re.Pattern:
+    """``word`` on its own: not inside a word, an identifier or a hyphenated word ("forward-backward")."""
+    return re.compile(rf"(?<![A-Za-z0-9_-]){re.escape(word)}(?![A-Za-z0-9_-])", re.IGNORECASE)
 
 
 def _recorded(ranges: pd.DataFrame, glob: str, domain: str | None) -> str | None:

@@ -107,11 +107,13 @@ def step_table(trace: Trace, options: StepsOptions | None = None, outlier_mads: 
             table[f"cuda:{int(device)} Busy (ns)"] = busy
             table[f"cuda:{int(device)} Idle (ns)"] = np.maximum(_gpu_windows(start, end, step, count) - busy, 0)
     phases = resolve(trace, options.phases, how=named("phases")) if options.phases else Phases(())
+    unmatched: list[str] = []
     selection = select(trace, [spec for _, spec in phases.chosen]) if phases.chosen else None
     for phase, spec in phases.chosen:
         assert selection is not None
         matched = selection.matches[spec]
         if not matched.any():
+            unmatched.append(phase)
             continue
         # a range nested in another of the same phase is part of its time already
         phase_ranges = selection.ranges.loc[matched & ~inside_another(selection.ranges, matched)]
@@ -124,6 +126,8 @@ def step_table(trace: Trace, options: StepsOptions | None = None, outlier_mads: 
     if launches is not None and launches.found.any():
         charts["timeline"] = timeline_chart(trace, steps)
     notes = ([phases.note] if phases.note else []) + list(trace.warnings)
+    if unmatched:
+        notes.append(f"no range matches {', '.join(repr(phase) for phase in unmatched)} in a step: no column")
     flagged = int((table[FLAG] != "").sum())
     if flagged:
         notes.append(f"{flagged} of {count} steps are outliers: wall time beyond {outlier_mads:g} scaled MADs "
