@@ -222,3 +222,27 @@ def test_a_script_without_a_main_guard_reads_many_on_the_pool(inputs, tmp_path):
     before = (main.__dict__.get("__file__"), main.__dict__.get("__spec__"))
     tracekit.kernels([inputs["a"], inputs["b"]], workers=2)
     assert (main.__dict__.get("__file__"), main.__dict__.get("__spec__")) == before  # put back as it was
+
+
+def test_a_result_iterates_over_its_table_names():
+    import pandas as pd
+
+    from tracekit.model.result import Result, Table
+
+    result = Result([Table("a", pd.DataFrame()), Table("b", pd.DataFrame())])
+    assert list(result) == ["a", "b"] and dict((name, len(result[name])) for name in result) == {"a": 0, "b": 0}
+
+
+def test_notes_of_many_inputs_name_options_as_the_command_line_does(cli, tmp_path):
+    from helpers.nsys_builder import ExportBuilder
+
+    paths = []
+    for name in ("a", "b"):
+        b = ExportBuilder("2026.2")
+        b.push_pop(0, 1_000, "train_step")
+        b.kernel(100, 200, "gemm", launch_at=10)
+        paths.append(b.write(tmp_path / f"{name}.sqlite"))
+    result = cli("compare", *paths, "--workers", "2")
+    assert result.exit_code == 0, result.output
+    assert "name its phases with --phases" in result.output + result.stderr
+    assert "name its phases with phases" in " ".join(tracekit.compare(paths).notes)  # the API's own names

@@ -118,6 +118,17 @@ class Session:
         self._previous: list[Session | None] = []
         self.closed = False
 
+    def sendable_option_name(self) -> Callable[[str], str] | None:
+        """``option_name`` when another process can receive it (a module's function, as the command line's
+        flag naming is), else None (the API's own naming, which a worker's new Session has anyway)."""
+        import pickle
+
+        try:
+            pickle.dumps(self.option_name)
+        except (pickle.PicklingError, AttributeError, TypeError):
+            return None
+        return self.option_name
+
     @property
     def settings(self) -> Settings:
         return self._settings if self._settings is not None else Settings.from_environment()

@@ -91,6 +91,10 @@ class Result:
     def __contains__(self, name: object) -> bool:
         return name in self.names
 
+    def __iter__(self):
+        """The tables' names, in display order (``list(result)``, ``for name in result``, as a mapping)."""
+        return iter(self.names)
+
     def keys(self) -> list[str]:
         """The tables' names, in display order."""
         return self.names

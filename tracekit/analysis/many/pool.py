@@ -28,7 +28,7 @@ from tracekit.errors import InputNotFoundError, TracekitError, UsageError
 from tracekit.files import not_a_file, protect, require_file_or_folder
 from tracekit.model.options import Options, named
 from tracekit.runs import Run
-from tracekit.session import Session, Settings
+from tracekit.session import Session, Settings, current
 from tracekit.signals import Interrupted, raising_interrupted
 from tracekit.sources.kineto.ours import written_by_timeline
 
@@ -182,14 +182,17 @@ def new_part(source: str, label: str, trace: Trace) -> Part:
     return Part(source, label, rank, config=run.config if run is not None and run.is_run else {})
 
 
-def read_part(source: str, label: str, part: str, options: Options, limit: int, settings: Settings) -> Part | Failure:
+def read_part(
+    source: str, label: str, part: str, options: Options, limit: int, settings: Settings, naming: Any = None
+) -> Part | Failure:
     """One input's Part, or its Failure; the task a worker runs (never raises for a bad file). ``part``
     is the command's part function ("module:function", from the registry); the worker reads with the
-    client's ``settings``, one decoding process per file (the files already use the cores)."""
+    client's ``settings``, one decoding process per file (the files already use the cores), and names
+    options in its notes as the client does (``naming``: the command line's flags; None: as the API)."""
     from tracekit.analysis.many.inputs import Failure
 
     try:
-        with Session(settings.replace(decode_workers=1)):
+        with Session(settings.replace(decode_workers=1), option_name=naming):
             from tracekit.sources import open_trace
 
             module, _, function = part.partition(":")
@@ -239,7 +242,8 @@ def read_many(
         notes.append(f"{named('workers')} {workers} lowered to {cpus}: the CPUs this process may use")
         workers = cpus
     workers = max(1, min(workers or cpus, len(paths)))
-    tasks = [(str(path), label, part, options, limit, settings) for path, label in zip(paths, labels)]
+    naming = current().sendable_option_name()  # workers name options in notes as this process does
+    tasks = [(str(path), label, part, options, limit, settings, naming) for path, label in zip(paths, labels)]
     accumulator = Accumulator(merger, title)
     if scheduler is not None:  # the address's form before any file is read (an empty one is no address)
         from tracekit.analysis.many.dask_client import parse_address
