@@ -214,3 +214,22 @@ def test_a_copy_counts_once_and_hides_behind_no_more_kernel_time_than_there_is(t
     assert found["synchronous copies"]["Recoverable (ns)"] == 47 * MS  # once, though joined to two calls
     assert "1 synchronous" in found["synchronous copies"]["What"]
     assert found["copies on compute streams"]["Recoverable (ns)"] == 3 * MS  # three 1 ms kernels
+
+
+def test_exposed_communication_per_step(tmp_path):
+    b = ExportBuilder("2026.2")
+    for step, exposed in ((1, 4), (2, 8)):
+        at = (step - 1) * 20 * MS
+        b.push_pop(at, at + 20 * MS, f"ProfilerStep#{step}")
+        b.kernel(at + 1 * MS, at + 5 * MS, GEMM_BF16, launch_at=at + 500 * US)
+        # NCCL from 3 ms: 2 ms under the GEMM, then `exposed` ms alone
+        b.kernel(at + 3 * MS, at + (5 + exposed) * MS, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", stream=9,
+                 launch_at=at + 600 * US)  # fmt: skip
+    result = tracekit.advise(b.write(tmp_path / "steps.sqlite"))
+    row = result["findings"].set_index("Finding").loc["exposed communication"]
+    assert row["Recoverable (ns)"] == 12 * MS and "6.000 ms per step over 2 steps" in row["What"]
+    evidence = result["evidence"]
+    steps = evidence.loc[(evidence["Rank"] == row["Rank"]).to_numpy()].head(2)
+    assert steps["Evidence"].tolist() == ["ProfilerStep#2: 8.000 ms exposed of 10.000 ms of communication",
+                                          "ProfilerStep#1: 4.000 ms exposed of 6.000 ms of communication"]  # fmt: skip
+    assert steps["Start (ns)"].tolist() == [19 * MS, -1 * MS]  # from the first GPU op, at 1 ms

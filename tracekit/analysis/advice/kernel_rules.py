@@ -9,7 +9,8 @@
   per-parameter loop where a fused or foreach optimizer runs the same math in a few launches.
   Recoverable: the GPU's idle time in the gaps before those kernels, on the GPU with most of it (these
   gaps then count in no idle finding): an estimate (a fused step also saves the kernels' own fixed costs);
-- exposed communication: NCCL time no computation hid (``overlap``), on the GPU with most of it.
+- exposed communication: NCCL time no computation hid (``overlap``), on the GPU with most of it; with
+  steps, its mean per step and the steps that exposed most.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def kernel_findings(trace: Trace, origin: int) -> list[Finding]:
     precision = _fp32_matmul(trace, origin)
     if precision is not None:
         found.append(precision)
-    exposed = _exposed_communication(trace)
+    exposed = _exposed_communication(trace, origin)
     if exposed is not None:
         found.append(exposed)
     return found
@@ -147,7 +148,9 @@ def _fp32_matmul(trace: Trace, origin: int) -> Finding | None:
     )
 
 
-def _exposed_communication(trace: Trace) -> Finding | None:
+def _exposed_communication(trace: Trace, origin: int) -> Finding | None:
+    from tracekit.analysis.options import OverlapOptions
+    from tracekit.analysis.ranges.steps import step_rows
     from tracekit.analysis.waits.overlap import EXPOSED, overlap_table
 
     table = overlap_table(trace).frame
@@ -155,15 +158,28 @@ def _exposed_communication(trace: Trace) -> Finding | None:
         return None  # no NCCL kernels, or all of their time hidden
     worst = table.loc[table[EXPOSED].idxmax()]
     exposed = int(worst[EXPOSED])
-    proof = evidence(
-        [f"{gpu}: {ms(row['Communication (ns)'])} of communication, {row['Overlap (%)']:.1f} % hidden"
-         for gpu, row in zip(table["GPU"], table.to_dict("records"))],
-        np.zeros(len(table), dtype=np.int64), table[EXPOSED].to_numpy(), table["GPU"].tolist(),
-    )  # fmt: skip
+    what, rows = [], []
+    steps = step_rows(trace)
+    if len(steps):  # per step, on the worst GPU: which steps exposed most
+        per_step = overlap_table(trace, OverlapOptions(per_step=True)).frame
+        per_step = per_step.loc[
+            (per_step["GPU"] == worst["GPU"]).to_numpy() & (per_step["Step"] != "(whole trace)").to_numpy()
+        ]
+        starts = dict(zip(steps["name"].astype(str), steps["start"].to_numpy()))
+        if len(per_step):
+            what = [f", {ms(per_step[EXPOSED].mean())} per step over {len(per_step)} steps"]
+            top = per_step.sort_values(EXPOSED, ascending=False, kind="stable").head(EVIDENCE_ROWS)
+            rows = [(f"{step}: {ms(step_exposed)} exposed of {ms(comm)} of communication",
+                     int(starts.get(str(step), origin)) - origin, int(step_exposed), str(worst["GPU"]))
+                    for step, step_exposed, comm in zip(top["Step"], top[EXPOSED], top["Communication (ns)"])]  # fmt: skip
+    rows += [(f"{gpu}: {ms(row['Communication (ns)'])} of communication, {row['Overlap (%)']:.1f} % hidden", 0,
+              int(row[EXPOSED]), str(gpu)) for gpu, row in zip(table["GPU"], table.to_dict("records"))]  # fmt: skip
+    proof = evidence([row[0] for row in rows], [row[1] for row in rows], [row[2] for row in rows],
+                     [row[3] for row in rows])  # fmt: skip
     return Finding(
         "exposed communication",
         f"{worst['GPU']} spent {ms(exposed)} in NCCL collectives that no computation overlapped "
-        f"({float(worst['Overlap (%)']):.1f} % of its communication hidden)",
+        f"({float(worst['Overlap (%)']):.1f} % of its communication hidden{''.join(what)})",
         exposed,
         f"upper bound: the exposed communication on {worst['GPU']} (fully overlapped it would cost no time)",
         "overlap communication with the backward pass: DDP buckets (bucket_cap_mb), gradient_as_bucket_view, "
