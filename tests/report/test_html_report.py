@@ -260,3 +260,14 @@ def test_a_cpu_only_capture_still_shows_its_steps(tmp_path):
     (timeline,) = timelines_of((folder / "report.html").read_text())
     assert timeline["count"] == 0 and timeline["lanes"] == []
     assert timeline["steps"] == {"start": [0, 10_000], "duration": [8_000, 8_000]}
+
+
+def test_sentences_wrap_in_the_page_and_other_text_does_not():
+    import pandas as pd
+
+    from tracekit.render.html import table_html
+
+    page = table_html(pd.DataFrame({"Finding": ["host stall"], "What": ["cuda:0 waited 6 ms"], "Time (ns)": [5]}))
+    assert '<td class="text">host stall</td>' in page
+    assert '<td class="text prose">cuda:0 waited 6 ms</td>' in page
+    assert '<td class="number" data-value="5.0">5</td>' in page

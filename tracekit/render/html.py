@@ -27,6 +27,10 @@ from tracekit.render.tables import formatted_cells
 POLICY = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
 
 
+# Columns of sentences (advise's findings and evidence): they wrap in the page instead of running wide.
+PROSE_COLUMNS = frozenset({"What", "Bound", "Fix", "Evidence"})
+
+
 def asset(name: str) -> str:
     return resources.files("tracekit.render").joinpath("assets").joinpath(name).read_text(encoding="utf-8")
 
@@ -79,11 +83,13 @@ def table_html(frame: pd.DataFrame, command: str = "") -> str:
         f'<th class="{"number" if align else "text"}">{escape(header)}</th>' for header, align in zip(headers, right)
     )
     rows = []
+    kinds = ["number" if align else "text prose" if header in PROSE_COLUMNS else "text"
+             for header, align in zip(headers, right)]  # fmt: skip
     for row in range(len(frame)):
         cells = []
-        for cells_of, raw, align in zip(columns, values, right):
+        for cells_of, raw, kind in zip(columns, values, kinds):
             value = f' data-value="{raw[row]}"' if raw is not None and raw[row] is not None else ""
-            cells.append(f'<td class="{"number" if align else "text"}"{value}>{escape(cells_of[row])}</td>')
+            cells.append(f'<td class="{kind}"{value}>{escape(cells_of[row])}</td>')
         rows.append("<tr>" + "".join(cells) + "</tr>")
     command_line = f'<p class="command"><code>{escape(command)}</code></p>' if command else ""
     return (f'<div class="table-wrap"><table class="sortable"><thead><tr>{head}</tr></thead>'
