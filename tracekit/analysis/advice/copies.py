@@ -31,9 +31,12 @@ def _copy_details(trace: Trace) -> pd.DataFrame:
     ops = ops.loc[ops["kind"].isin(["memcpy", "memset"]).to_numpy()].reset_index(drop=True)
     if ops.empty:
         return COPIES.empty()
-    names = pd.Series(ops["name"].astype(str))
-    copy = names.str.extract(MEMCPY_NAME)
-    sets = names.str.extract(MEMSET_NAME)
+    # parsed once per distinct name, then spread to the rows by the name's code
+    used = ops["name"].cat.remove_unused_categories()
+    categories = pd.Series(used.cat.categories.astype(str))
+    rows = used.cat.codes.to_numpy()
+    copy = categories.str.extract(MEMCPY_NAME).iloc[rows].reset_index(drop=True)
+    sets = categories.str.extract(MEMSET_NAME).iloc[rows].reset_index(drop=True)
     kind = ops["kind"].astype(str).to_numpy()
     dst = copy["dst"].where(kind == "memcpy", sets["dst"])
     return pd.DataFrame({

@@ -107,7 +107,7 @@ def _between_kernels(trace: Trace, copies: pd.DataFrame) -> tuple[pd.DataFrame, 
     ops = trace.columns("gpu_ops", ("start", "end", "kind", "device", "stream"))
     kernels = ops[(ops["kind"] == "kernel").to_numpy()]
     chosen = copies.loc[(copies["kind"] == "memcpy").to_numpy() & copies["direction"].isin(HOST_DEVICE).to_numpy()]
-    parts, busy = [], {}
+    parts, busy, merged = [], {}, {}
     pairs = chosen[["device", "stream"]].drop_duplicates().sort_values(["device", "stream"]).to_numpy().tolist()
     for device, stream in pairs:
         mine = chosen.loc[(chosen["device"] == device).to_numpy() & (chosen["stream"] == stream).to_numpy()]
@@ -117,7 +117,9 @@ def _between_kernels(trace: Trace, copies: pd.DataFrame) -> tuple[pd.DataFrame, 
             continue
         start, end = mine["start"].to_numpy(), mine["end"].to_numpy()
         inside = (start >= same["end"].min()) & (end <= same["start"].max())
-        low, high = merge_intervals(on_device["start"].to_numpy(), on_device["end"].to_numpy())
+        if int(device) not in merged:  # a device's kernels merged once, whatever its streams
+            merged[int(device)] = merge_intervals(on_device["start"].to_numpy(), on_device["end"].to_numpy())
+        low, high = merged[int(device)]
         busy[int(device)] = int((high - low).sum())
         covered = _covered(low, high, end) - _covered(low, high, start)
         parts.append(mine.loc[inside].assign(exposed=((end - start) - covered)[inside]))

@@ -53,10 +53,11 @@ def idle_findings(trace: Trace, origin: int, claimed: np.ndarray | None = None) 
     synced = cause == "sync"
     after_sync = np.zeros(len(gaps), dtype=np.int64)  # the part of a sync gap that is host work after the call
     if synced.any():
-        waited = np.minimum(idle, _blocking_wait(trace, launches.pid[next_op], gaps["Start (ns)"].to_numpy(np.int64)))
+        calls = blocking_calls(trace)  # with their ranges and the idle after them: found once, used twice
+        waited = np.minimum(idle, _blocking_wait(calls, launches.pid[next_op], gaps["Start (ns)"].to_numpy(np.int64)))
         after_sync = np.where(synced, idle - waited, 0)
         gaps["Idle (ns)"] = np.where(synced, waited, idle)
-        found.append(_sync_finding(trace, gaps, synced, origin))
+        found.append(_sync_finding(calls, gaps, synced, origin))
         gaps["Idle (ns)"] = idle
     bound = short_gap & np.isin(cause, ["host not launching", "launch overhead"]) & (median_op < SHORT_KERNEL_NS)
     if bound.any():
@@ -68,10 +69,9 @@ def idle_findings(trace: Trace, origin: int, claimed: np.ndarray | None = None) 
     return found
 
 
-def _blocking_wait(trace: Trace, pid: np.ndarray, at: np.ndarray) -> np.ndarray:
-    """Per time: the duration of the blocking call of process ``pid`` running then (of those started by
-    then, the one ending last; 0 when none runs)."""
-    calls = blocking_calls(trace)
+def _blocking_wait(calls: pd.DataFrame, pid: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """Per time: the duration of the blocking call (of ``syncs.blocking_calls``) of process ``pid`` running
+    then (of those started by then, the one ending last; 0 when none runs)."""
     wait = np.zeros(len(at), dtype=np.int64)
     for process in np.unique(pid):
         mine = calls.loc[calls["pid"].to_numpy() == process].sort_values(by="start", kind="stable")
@@ -108,10 +108,10 @@ def outermost_calls(calls: pd.DataFrame) -> pd.DataFrame:
     return ordered.loc[~inside]
 
 
-def _sync_finding(trace: Trace, gaps: pd.DataFrame, rows: np.ndarray, origin: int) -> Finding:
+def _sync_finding(calls: pd.DataFrame, gaps: pd.DataFrame, rows: np.ndarray, origin: int) -> Finding:
     device, idle = _worst_gpu(gaps, rows)
     count = int((rows & (gaps["device"].to_numpy() == device)).sum())
-    calls = outermost_calls(blocking_calls(trace))
+    calls = outermost_calls(calls)
     groups = (calls.assign(wait=calls["end"] - calls["start"])
               .groupby(["API", "Range"], as_index=False, sort=False)
               .agg(calls=("start", "size"), first=("start", "min"), wait=("wait", "sum"), idle=(IDLE, "sum"),

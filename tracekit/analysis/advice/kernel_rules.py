@@ -151,27 +151,26 @@ def _fp32_matmul(trace: Trace, origin: int) -> Finding | None:
 def _exposed_communication(trace: Trace, origin: int) -> Finding | None:
     from tracekit.analysis.options import OverlapOptions
     from tracekit.analysis.ranges.steps import step_rows
-    from tracekit.analysis.waits.overlap import EXPOSED, overlap_table
+    from tracekit.analysis.waits.overlap import EXPOSED, WHOLE_TRACE, overlap_table
 
-    table = overlap_table(trace).frame
+    steps = step_rows(trace)
+    # one overlap table: per step when the trace has steps (its "(whole trace)" rows are the totals)
+    both = overlap_table(trace, OverlapOptions(per_step=len(steps) > 0)).frame
+    whole = (both["Step"] == WHOLE_TRACE).to_numpy() if "Step" in both else np.ones(len(both), dtype=bool)
+    table = both.loc[whole].drop(columns=["Step"], errors="ignore").reset_index(drop=True)
     if table.empty or not (table[EXPOSED] > 0).any():
         return None  # no NCCL kernels, or all of their time hidden
     worst = table.loc[table[EXPOSED].idxmax()]
     exposed = int(worst[EXPOSED])
     what, rows = [], []
-    steps = step_rows(trace)
-    if len(steps):  # per step, on the worst GPU: which steps exposed most
-        per_step = overlap_table(trace, OverlapOptions(per_step=True)).frame
-        per_step = per_step.loc[
-            (per_step["GPU"] == worst["GPU"]).to_numpy() & (per_step["Step"] != "(whole trace)").to_numpy()
-        ]
+    per_step = both.loc[~whole & (both["GPU"] == worst["GPU"]).to_numpy()]
+    if len(per_step):  # per step, on the worst GPU: which steps exposed most
         starts = dict(zip(steps["name"].astype(str), steps["start"].to_numpy()))
-        if len(per_step):
-            what = [f", {ms(per_step[EXPOSED].mean())} per step over {len(per_step)} steps"]
-            top = per_step.sort_values(EXPOSED, ascending=False, kind="stable").head(EVIDENCE_ROWS)
-            rows = [(f"{step}: {ms(step_exposed)} exposed of {ms(comm)} of communication",
-                     int(starts.get(str(step), origin)) - origin, int(step_exposed), str(worst["GPU"]))
-                    for step, step_exposed, comm in zip(top["Step"], top[EXPOSED], top["Communication (ns)"])]  # fmt: skip
+        what = [f", {ms(per_step[EXPOSED].mean())} per step over {len(per_step)} steps"]
+        top = per_step.sort_values(EXPOSED, ascending=False, kind="stable").head(EVIDENCE_ROWS)
+        rows = [(f"{step}: {ms(step_exposed)} exposed of {ms(comm)} of communication",
+                 int(starts.get(str(step), origin)) - origin, int(step_exposed), str(worst["GPU"]))
+                for step, step_exposed, comm in zip(top["Step"], top[EXPOSED], top["Communication (ns)"])]  # fmt: skip
     rows += [(f"{gpu}: {ms(row['Communication (ns)'])} of communication, {row['Overlap (%)']:.1f} % hidden", 0,
               int(row[EXPOSED]), str(gpu)) for gpu, row in zip(table["GPU"], table.to_dict("records"))]  # fmt: skip
     proof = evidence([row[0] for row in rows], [row[1] for row in rows], [row[2] for row in rows],

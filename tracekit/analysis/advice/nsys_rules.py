@@ -45,6 +45,15 @@ SMALL_HTOD_BYTES = 64_000  # nsys leaves host-to-device copies this small out of
 COPY_COLUMNS = ["Duration (ns)", "Start (ns)", "Src Kind", "Dst Kind", "Bytes", "PID", "Device", "Stream", "API Name"]
 
 
+def named(names: pd.Series, pattern: str) -> np.ndarray:
+    """Mask of a categorical name column whose names ``pattern`` finds, each distinct name tested once
+    (a trace has millions of API calls and a few hundred API names)."""
+    categories = pd.Series(names.cat.categories.astype(str))
+    hit = categories.str.contains(pattern, regex=True).to_numpy(dtype=bool)
+    codes = names.cat.codes.to_numpy()
+    return (codes >= 0) & hit[np.maximum(codes, 0)] if len(hit) else np.zeros(len(codes), dtype=bool)
+
+
 def gpu_use_intervals(trace: Trace) -> pd.DataFrame:
     """What nsys's GPU rules count as use: every GPU op that started after time 0 (start, end, pid,
     device), and the profiler's flush overhead of a process, on each of its GPUs, inside that GPU's span.
@@ -183,8 +192,7 @@ def _op_time_before(group: np.ndarray, start: np.ndarray, end: np.ndarray, count
 def sync_api_calls(trace: Trace, rows: int = 50) -> pd.DataFrame:
     """``cuda-sync-api``: device and stream synchronizations, longest first."""
     calls = trace.columns("launches", ("start", "duration", "name", "pid", "tid"))
-    names = pd.Series(calls["name"].astype(str), index=calls.index)
-    calls = calls.loc[names.str.contains(SYNC_API, regex=True).to_numpy()]
+    calls = calls.loc[named(calls["name"], SYNC_API)]
     found = pd.DataFrame({"Duration (ns)": calls["duration"].to_numpy(), "Start (ns)": calls["start"].to_numpy(),
                           "PID": calls["pid"].to_numpy(), "TID": calls["tid"].to_numpy(),
                           "API Name": calls["name"].astype(str).to_numpy(dtype=object)})  # fmt: skip
@@ -196,9 +204,7 @@ def _copies_with_calls(trace: Trace, kind: str, call_name: str) -> pd.DataFrame:
     copies = copy_details(trace)
     copies = copies.loc[(copies["kind"] == kind).to_numpy() & (copies["correlation_id"] >= 0).to_numpy()]
     calls = trace.columns("launches", ("name", "correlation_id", "pid"))
-    calls = calls.loc[
-        pd.Series(calls["name"].astype(str), index=calls.index).str.contains(call_name, regex=True).to_numpy()
-    ]
+    calls = calls.loc[named(calls["name"], call_name)]
     calls = pd.DataFrame({"API Name": calls["name"].astype(str).to_numpy(dtype=object),
                           "correlation_id": calls["correlation_id"].to_numpy(), "pid": calls["pid"].to_numpy(np.int64)})  # fmt: skip
     return copies.merge(calls, on=["pid", "correlation_id"], how="inner")

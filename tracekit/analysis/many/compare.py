@@ -34,7 +34,7 @@ def compare_part(trace: Trace, part: Part, options: CompareOptions, limit: int) 
     steps = len(step_rows(trace, options.step_range))
     part.pieces.update(times=times, config=dict(part.config), steps=steps)
     part.rank = None  # runs of a sweep, not ranks of one job: always named by run
-    part.notes += phase_notes(trace, options.phases, options.domain)
+    part.notes += phase_notes(trace, options.phases, options.domain, same_thread=options.same_thread)
     if options.step_range and not steps:
         part.notes.append(f"no range named {options.step_range!r}: no time per step")
     part.notes += trace.warnings

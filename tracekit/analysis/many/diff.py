@@ -175,7 +175,8 @@ def trace_diff(
         table = compare_categories([a, b], phases, ops, same_thread, options.domain)
         name_a, name_b = labels or (a.name, b.name)
         tables.append(Table("categories", table, f"GPU time by phase and category: A={name_a}  B={name_b}"))
-        phase_said = (phase_notes(a, phases, options.domain), phase_notes(b, phases, options.domain))
+        phase_said = (phase_notes(a, phases, options.domain, same_thread=same_thread),
+                      phase_notes(b, phases, options.domain, same_thread=same_thread))  # fmt: skip
     if by in (None, "kernel"):
         tables.append(Table("kernels", compare_kernels([a, b], top, ops=ops), "Kernels that changed most"))
     if by is None and snapshots is not None:

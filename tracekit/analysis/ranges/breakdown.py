@@ -112,11 +112,14 @@ def phases_with_whole(
     return parts
 
 
-def phase_notes(trace: Trace, phases: Sequence[str] | None, domain: str | None = None, how: str = "") -> list[str]:
+def phase_notes(
+    trace: Trace, phases: Sequence[str] | None, domain: str | None = None, how: str = "", same_thread: bool = False
+) -> list[str]:
     """What a table of ``phases`` should say about them: which ranges the found phases are (or that none
-    was found), and each given phase that matched nothing (left out of the table, not shown as zeros)."""
+    was found), and each given phase that matched nothing (left out of the table, not shown as zeros).
+    ``same_thread`` as the table's, so the phases' intervals it reads are the table's own (computed once)."""
     resolved = resolve(trace, phases, domain, how or named("phases"))
-    intervals = phase_intervals(trace, phases, False, domain)
+    intervals = phase_intervals(trace, phases, same_thread, domain)
     missing = [label for label, (starts, _) in intervals.items() if not len(starts)]
     notes = [resolved.note] if resolved.note else []
     if missing:
@@ -251,7 +254,9 @@ def phase_breakdown(trace: Trace, options: BreakdownOptions | None = None) -> Re
         tables.append(Table("copies", copies, "Memory copies and sets"))
     window = [launched_before_last_step(trace)[1]] if drop_last_step else []
     domains = trace.range_notes if domain else []
-    result = Result(tables, notes=phase_notes(trace, phases, domain) + window + domains + trace.warnings)
+    result = Result(
+        tables, notes=phase_notes(trace, phases, domain, same_thread=same_thread) + window + domains + trace.warnings
+    )
     present = table.loc[(table["Instances"] > 0) | (table[PHASE] == WHOLE)]
     if present[time_column(ops)].sum() > 0:
         title = "Share of kernel time by category" if ops == "kernels" else "Share of GPU op time by category"

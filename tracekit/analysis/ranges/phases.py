@@ -51,10 +51,6 @@ class Phases:
     chosen: tuple[tuple[str, str], ...]
     note: str | None = None
 
-    @property
-    def labels(self) -> list[str]:
-        return [label for label, _ in self.chosen]
-
 
 def resolve(trace: Trace, phases: Sequence[str] | None, domain: str | None = None, how: str = "") -> Phases:
     """The phases of ``trace``: ``phases`` as given, or found by name when they are the default (None

@@ -27,6 +27,7 @@ from tracekit.model.trace import Trace
 
 COMMUNICATION = 1 << TYPES.index("communication")
 COMPUTATION = 1 << TYPES.index("computation")
+WHOLE_TRACE = "(whole trace)"  # the Step of a device's row over the whole trace (with per_step)
 COMM, OVERLAPPED, EXPOSED, SHARE = "Communication (ns)", "Overlapped (ns)", "Exposed (ns)", "Overlap (%)"
 
 
@@ -64,7 +65,7 @@ def overlap_table(trace: Trace, options: OverlapOptions | None = None) -> Result
     rows = []
     for device in known_devices(devices[window]):
         on_device = (devices == device) & window
-        groups = [("(whole trace)", on_device)]
+        groups = [(WHOLE_TRACE, on_device)]
         if step_index is not None:
             groups += [(names[step], on_device & (step_index == step)) for step in np.unique(step_index[on_device])
                        if step >= 0]  # fmt: skip
