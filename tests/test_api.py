@@ -71,7 +71,7 @@ def test_the_api_equals_the_command_line_in_parquet(cli, inputs, tmp_path, name,
     line writes for the same inputs (in ns: --unit ns where the command has it)."""
     command = COMMANDS[name]
     given = inputs_of(command.inputs, inputs, many)
-    function = getattr(tracekit, name)
+    function = getattr(tracekit, COMMANDS[name].api_name)
     if command.inputs == "pair":
         result = function(*given)
     else:
@@ -113,13 +113,13 @@ def test_parquet_carries_the_raw_integers(inputs, tmp_path, cli):
 def test_each_function_takes_its_options_as_keywords(name):
     """The API function's keyword-only parameters are the options dataclass's fields, with the same defaults, plus how many inputs are read for commands that take many."""
     command = COMMANDS[name]
-    parameters = inspect.signature(getattr(tracekit, name)).parameters
+    parameters = inspect.signature(getattr(tracekit, COMMANDS[name].api_name)).parameters
     keywords = {key: p.default for key, p in parameters.items() if p.kind is inspect.Parameter.KEYWORD_ONLY}
     expected = {field.name: _default(field) for field, _ in declared_fields(command.options)}
     if command.takes_many:
         expected |= {field.name: _default(field) for field in dataclasses.fields(ManyOptions)}
     assert keywords == expected
-    assert getattr(tracekit, name).__doc__ and "Example" in getattr(tracekit, name).__doc__
+    assert getattr(tracekit, COMMANDS[name].api_name).__doc__ and "Example" in getattr(tracekit, COMMANDS[name].api_name).__doc__
 
 
 def _default(field: dataclasses.Field):
@@ -129,7 +129,7 @@ def _default(field: dataclasses.Field):
 
 
 def test_all_names_are_the_commands_and_the_readers():
-    commands = set(COMMANDS)
+    commands = {command.api_name for command in COMMANDS.values()}
     assert commands <= set(tracekit.__all__)
     assert set(tracekit.__all__) - commands == {
         "OptionError", "Result", "Session", "Settings", "TracekitError", "UsageError", "__version__",

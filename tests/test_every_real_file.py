@@ -29,6 +29,7 @@ TRACE_COMMANDS = [
     ["launches"],
     ["syncs"],
     ["overlap", "--per-step"],
+    ["critical-path"],
     ["ranks"],
 ]
 # "None" printed where a value is missing: a table or markdown cell, a value after ": " or in parentheses.

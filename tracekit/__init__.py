@@ -2,7 +2,7 @@
 torch.profiler traces and CUDA memory snapshots.
 
 The Python API: ``open_trace`` and ``open_snapshot`` read inputs; one function per analysis command
-(``kernels``, ``ranges``, ``breakdown``, ``steps``, ``launches``, ``idle``, ``overlap``, ``syncs``,
+(``kernels``, ``ranges``, ``breakdown``, ``steps``, ``launches``, ``idle``, ``overlap``, ``syncs``, ``critical_path``,
 ``ranks``, ``compare``, ``diff``, ``memory``) takes a trace, a path or several paths and the
 command's options as keywords, and returns a ``Result`` of DataFrames with raw values; ``timeline``
 writes traces as a file for Perfetto::
@@ -35,6 +35,7 @@ from tracekit.api import (
     advise,
     breakdown,
     compare,
+    critical_path,
     diff,
     idle,
     kernels,
@@ -67,6 +68,7 @@ __all__ = [
     "advise",
     "breakdown",
     "compare",
+    "critical_path",
     "current_session",
     "diff",
     "idle",

@@ -1,10 +1,9 @@
 """The Python API: one function per analysis command, with the command's name and its options as keyword
 arguments, returning a ``Result`` of DataFrames with raw values (ns as integers, full-precision floats).
 
-Each function takes an open ``Trace`` (``open_trace``), a path (an nsys export or report, a
-torch.profiler trace, a run folder), or several paths (a list, a glob, a folder of traces): several are
-read and merged exactly as the command line does with many inputs. Options are checked before any file
-is read (``OptionError`` names the option). The options are those of ``tracekit.analysis.options``:
+Each function takes an open ``Trace`` (``open_trace``), a path (an nsys export or report, a torch.profiler
+trace, a run folder), or several (a list, a glob, a folder): read and merged exactly as the command line
+merges many inputs. Options are checked before any file is read (``OptionError`` names the option). The options are those of ``tracekit.analysis.options``:
 a test keeps each function's keywords equal to its options dataclass.
 
     >>> import tracekit
@@ -256,18 +255,25 @@ def advise(
     rows: int = 50,
     memory: str | None = None,
 ) -> Result:
-    """What to fix first (table "findings": rank, severity, finding, what, recoverable ns, share of the span,
-    how the figure is bounded, the usual fix; "evidence": the calls, gaps, copies and kernels behind each,
-    with their times), then nsys's expert rules as ``nsys analyze`` reports them, a table each where they
-    found something ("gpu-starv", "gpu-low-util", "cuda-sync-api", "cuda-sync-memcpy", "cuda-sync-memset",
-    "cuda-async-memcpy"; ``gap_ms``, ``threshold``, ``chunks``, ``rows``: nsys's options). ``memory``: a
-    CUDA memory snapshot whose out-of-memory errors, activations and fragmentation are findings too (a
-    run folder's own is read without it).
+    """What to fix first: "findings" ranked by the time a fix could give back, with their "evidence", then
+    nsys's expert rules, a table each where they found something (``gap_ms``, ``threshold``, ``chunks``,
+    ``rows``: nsys's options). ``memory``: a snapshot to read memory findings from (default: a run's own).
 
     Example:
         >>> tracekit.advise("trace.sqlite")["findings"]
     """
     return _run("advise", trace, locals())
+
+
+def critical_path(trace: Source, *, step: str | None = None, step_range: str | None = None, top: int = 15,
+                  as_hta: bool = False) -> Result:  # fmt: skip
+    """The critical path of each step, as HolisticTraceAnalysis 0.5 defines it: "steps" (its time by bound),
+    "ops" (most time on it), "path" (one step: in order). ``step``: ProfilerStep#5 or 5.
+
+    Example:
+        >>> tracekit.critical_path("rank0.json.gz", step="5")["path"]
+    """
+    return _run("critical-path", trace, locals())
 
 
 def syncs(trace: Source, *, top: int = 15) -> Result:
@@ -377,13 +383,11 @@ def timeline(
     instance: int = 0,
     memory: str | os.PathLike | None = None,
 ) -> Path:
-    """Write ``traces`` as one Chrome trace-event file (``.json`` or ``.json.gz``) that Perfetto UI,
-    chrome://tracing and TensorBoard open: GPU ops per stream, idle gaps by cause, ranges and API calls
-    per host thread, launch arrows, steps; several traces (ranks) each a process group. A window:
-    ``start_ms``/``end_ms`` from the trace's first event, the ``step``-th step (from 1), or instance
-    ``instance`` (from 0, in time order) of ``range``. ``memory``: a CUDA memory snapshot drawn as a
-    counter track of allocated and reserved MiB (run folders bring their own). Returns the file written,
-    whole or not at all.
+    """Write ``traces`` as one Chrome trace-event file (``.json``/``.json.gz``) for Perfetto UI, chrome://tracing
+    and TensorBoard: GPU ops per stream, idle gaps by cause, ranges and API calls per thread, launch arrows,
+    steps; ranks each a process group. A window: ``start_ms``/``end_ms`` from the first event, the
+    ``step``-th step (from 1), or instance ``instance`` (from 0) of ``range``. ``memory``: a snapshot drawn
+    as allocated and reserved MiB. Returns the file written, whole or not at all.
 
     Example:
         >>> tracekit.timeline("trace.sqlite", "trace.json.gz", step=2)

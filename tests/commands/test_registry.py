@@ -36,7 +36,7 @@ def test_each_command_s_flags_are_its_options():
 
 def test_the_api_has_one_function_per_command():
     for name in COMMANDS:
-        assert callable(getattr(tracekit, name)) and name in tracekit.__all__
+        assert callable(getattr(tracekit, COMMANDS[name].api_name)) and COMMANDS[name].api_name in tracekit.__all__
     assert {field for field in ManyOptions.__dataclass_fields__} >= {"workers", "use_dask", "scheduler", "strict"}
 
 

@@ -119,6 +119,24 @@ class KinetoBuilder:
             {"device": device, "stream": stream, "correlation": correlation, "bytes": size},
         )
 
+    def sync(
+        self,
+        kind: str,
+        ts,
+        dur,
+        correlation: int,
+        stream: int = 7,
+        device: int = 0,
+        waits_on: tuple[int, int] | None = None,
+    ) -> KinetoBuilder:
+        """A cuda_sync event ("Stream Sync", "Context Sync", "Event Sync", "Stream Wait Event"); ``waits_on``:
+        (the stream that recorded the event, the correlation id of its cudaEventRecord call)."""
+        args = {"cuda_sync_kind": kind, "stream": 4294967295 if kind == "Context Sync" else stream,
+                "correlation": correlation, "device": device, "context": 1}  # fmt: skip
+        if waits_on is not None:
+            args |= {"wait_on_stream": waits_on[0], "wait_on_cuda_event_record_corr_id": waits_on[1]}
+        return self.event("X", "cuda_sync", kind, device, stream if kind != "Context Sync" else -1, ts, dur, args)
+
     def annotation(
         self, name: str, ts, dur, pid: int = 100, tid: int = 100, cat: str = "user_annotation"
     ) -> KinetoBuilder:

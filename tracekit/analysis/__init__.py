@@ -6,6 +6,7 @@ grouped by the question they answer. None reads a file or prints; each names opt
 ``kernels/``  which kernels ran and for how long: summary, categories, kernel types and overlap
 ``ranges/``   NVTX ranges and what ran inside them: summary, phases (breakdown), steps, selection
 ``waits/``    why the GPU waited: idle gaps by cause, launch delays, blocking syncs, overlap, busy time
+``critical_path/``  the chain of dependent CPU, launch, GPU and sync work that sets a step's time (HTA's)
 ``memory/``   a memory snapshot's peak: replay, holders and frames, roles, the tables and charts
 ``advice/``   what to fix first: findings with evidence and recoverable time, nsys's expert rules
 ``many/``     many inputs: parts merged exactly, on a process pool or Dask; ranks, compare, diff

@@ -19,6 +19,7 @@ from tracekit.analysis.options import (
     AdviseOptions,
     BreakdownOptions,
     CompareOptions,
+    CriticalPathOptions,
     DiffOptions,
     IdleOptions,
     KernelsOptions,
@@ -87,6 +88,11 @@ class Command:
     def summary(self) -> str:
         """The first line of the help."""
         return self.help.split("\n", 1)[0]
+
+    @property
+    def api_name(self) -> str:
+        """The Python API's function: the command's name as an identifier ("critical-path" -> critical_path)."""
+        return self.name.replace("-", "_")
 
     @property
     def takes_many(self) -> bool:
@@ -194,6 +200,17 @@ COMMANDS: dict[str, Command] = {
             AdviseOptions,
             "trace",
             run="tracekit.commands.advice:advise",
+            unit="ms",
+        ),
+        Command(
+            "critical-path",
+            "The critical path of each step of TRACE, as HolisticTraceAnalysis defines it: the chain of dependent "
+            "CPU operators, launches, GPU ops and synchronizations that decides the step's time, split into CPU, "
+            "GPU compute, communication, kernel-to-kernel and launch overhead; the operators and kernels with most "
+            "time on it; and, for one step (--step), the path in order.",
+            CriticalPathOptions,
+            "trace",
+            run="tracekit.analysis.critical_path.analysis:critical_path",
             unit="ms",
         ),
         Command(

@@ -301,6 +301,36 @@ PROFILER_OVERHEAD = Schema(
     interval=True,
 )
 
-OPTIONAL_TABLES = {table.table: table for table in (COPIES, PROFILER_OVERHEAD)}
+SYNC_KINDS = ("stream_sync", "context_sync", "event_sync", "stream_wait_event", "unknown")
+
+GPU_SYNCS = Schema(
+    "gpu_syncs",
+    (
+        Column(
+            "kind",
+            "category",
+            "",
+            "what was synchronized: a stream, the context, an event, or a stream made to wait for an event",
+            SYNC_KINDS,
+        ),  # fmt: skip
+        *_times("synchronization"),
+        Column("device", "int16", "", "GPU index"),
+        Column("stream", "int32", "", "stream synchronized, or made to wait (-1 for the context)"),
+        Column("correlation_id", "int64", "", "joins the host call that synchronized (-1 when unknown)"),
+        Column("pid", "int64", "", "process of that call (-1 when unknown)"),
+        Column("event_stream", "int32", "", "event syncs and waits: the stream that recorded the event (-1 unknown)"),
+        Column(
+            "event_correlation_id",
+            "int64",
+            "",
+            "event syncs and waits: the correlation id of the cudaEventRecord call that recorded it (-1 unknown)",
+        ),  # fmt: skip
+    ),
+    "The GPU side of synchronizations (CUPTI's synchronization records: torch.profiler's cuda_sync events, "
+    "nsys's CUPTI_ACTIVITY_KIND_SYNCHRONIZATION), from readers that record them.",
+    interval=True,
+)
+
+OPTIONAL_TABLES = {table.table: table for table in (COPIES, PROFILER_OVERHEAD, GPU_SYNCS)}
 
 TRACE_TABLES = (GPU_OPS, LAUNCHES, RANGES)

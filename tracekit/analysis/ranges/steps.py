@@ -55,6 +55,15 @@ def step_rows(trace: Trace, step_range: str | None = None) -> pd.DataFrame:
     return ranges.loc[chosen & cpu_side].sort_values(["pid", "start"], kind="stable")
 
 
+def step_labels(steps: pd.DataFrame) -> np.ndarray:
+    """Each step's label: its range's name, numbered per process when names repeat ("step #3")."""
+    labels = steps["name"].astype(str).to_numpy()
+    if len(set(labels.tolist())) < len(labels):  # "step" five times: numbered per process, as ProfilerStep#N are
+        number = steps.groupby("pid", sort=False).cumcount().to_numpy() + 1
+        labels = np.array([f"{label} #{index}" for label, index in zip(labels.tolist(), number.tolist())], dtype=object)
+    return labels
+
+
 def step_of(steps: pd.DataFrame, pid: np.ndarray, time: np.ndarray) -> np.ndarray:
     """For each (pid, time): the row position in ``steps`` of the step of that process open at that time,
     or -1. One searchsorted per process (few), none per row."""
@@ -82,11 +91,7 @@ def step_table(trace: Trace, options: StepsOptions | None = None, outlier_mads: 
     steps = steps.reset_index(drop=True)
     count = len(steps)
     wall = steps["duration"].to_numpy()
-    labels = steps["name"].astype(str).to_numpy()
-    if len(set(labels.tolist())) < count:  # "step" five times: numbered per process, as ProfilerStep#N are
-        number = steps.groupby("pid", sort=False).cumcount().to_numpy() + 1
-        labels = np.array([f"{label} #{index}" for label, index in zip(labels.tolist(), number.tolist())], dtype=object)
-    table = pd.DataFrame({STEP: labels})
+    table = pd.DataFrame({STEP: step_labels(steps)})
     if steps["pid"].nunique() > 1:
         table["PID"] = steps["pid"].to_numpy()
     table[WALL] = wall

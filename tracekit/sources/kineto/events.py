@@ -31,7 +31,9 @@ ROLES = {
     **dict.fromkeys(GPU_KINDS, "gpu"),
     **dict.fromkeys(LAUNCH_CATEGORIES, "launch"),
     **dict.fromkeys(RANGE_DOMAINS, "range"),
+    "cuda_sync": "sync",  # the GPU side of synchronizations (torch 2.1+ with CUDA sync events recorded)
 }
+ROLE_NAMES = ("gpu", "launch", "range", "sync")
 
 
 Number = int | float | str | bool | None  # what a numeric arg may hold in a file (``_int`` reads it)
@@ -49,6 +51,8 @@ class Args(msgspec.Struct, gc=False):
     grid: list[Number] | None = None  # None, not []: msgspec would build an empty list for every event
     block: list[Number] | None = None
     bytes: Number = 0
+    wait_on_stream: Number = -1  # cuda_sync "Stream Wait Event"/"Event Sync": the stream that recorded the event
+    wait_on_cuda_event_record_corr_id: Number = -1  # ... and the correlation id of its cudaEventRecord call
 
 
 NO_ARGS = Args()
@@ -74,13 +78,11 @@ ONE_EVENT = msgspec.json.Decoder(Event)
 
 
 class EventColumns:
-    """The columns of every chunk so far: ``gpu``, ``launch`` and ``range`` each map a column name to a
+    """The columns of every chunk so far: ``gpu``, ``launch``, ``range`` and ``sync`` each map a column name to a
     list of arrays (one per chunk); names are codes into ``names[role]``."""
 
     def __init__(self):
-        self.columns: dict[str, defaultdict[str, list]] = {
-            role: defaultdict(list) for role in ("gpu", "launch", "range")
-        }
+        self.columns: dict[str, defaultdict[str, list]] = {role: defaultdict(list) for role in ROLE_NAMES}
         self.names: dict[str, dict[str, int]] = {role: {} for role in self.columns}
         self.unusable: Counter[str] = Counter()  # role -> events left out for unusable values
         self.malformed = 0  # events that do not decode as an event object at all
@@ -117,7 +119,7 @@ class EventColumns:
         return events
 
     def add(self, events: list[Event]) -> None:
-        buckets: dict[str, list[Event]] = {"gpu": [], "launch": [], "range": []}
+        buckets: dict[str, list[Event]] = {role: [] for role in ROLE_NAMES}
         roles = ROLES
         for event in events:
             role = roles.get(event.cat)
@@ -149,6 +151,11 @@ class EventColumns:
             out["correlation"].append(_ints([arg.correlation for arg in args], -1))
         if role == "gpu":
             self._add_gpu(out, rows, args, pid, tid)
+        elif role == "sync":
+            out["device"].append(_ints([arg.device for arg in args], -1))
+            out["stream"].append(_ints([arg.stream for arg in args], -1))
+            out["wait_stream"].append(_ints([arg.wait_on_stream for arg in args], -1))
+            out["record_correlation"].append(_ints([arg.wait_on_cuda_event_record_corr_id for arg in args], -1))
         else:
             out["pid"].append(pid)
             out["tid"].append(tid)

@@ -27,7 +27,7 @@ import pandas as pd
 
 from tracekit.model.kernel_names import split_name
 from tracekit.model.nesting import nest_ranges
-from tracekit.model.schema import GPU_OP_KINDS, GPU_OPS, RANGE_STYLES
+from tracekit.model.schema import GPU_OP_KINDS, GPU_OPS, GPU_SYNCS, RANGE_STYLES, SYNC_KINDS
 from tracekit.model.trace import TORCH_PROFILER, Trace, TraceMeta
 from tracekit.sources.kineto.events import DOMAINS, EventColumns
 from tracekit.sources.kineto.json_stream import (
@@ -83,7 +83,10 @@ def read_kineto_trace(path: Path) -> Trace:
     meta.complete(_facts(_read_header(path)))
 
     tables = _Tables(path)
-    return Trace(meta, {table: (lambda table=table: tables.get(table)) for table in ("gpu_ops", "launches", "ranges")})
+    return Trace(
+        meta,
+        {table: (lambda table=table: tables.get(table)) for table in ("gpu_ops", "launches", "ranges", "gpu_syncs")},
+    )
 
 
 class _Tables:
@@ -130,6 +133,9 @@ class _Tables:
         ]
         frame.attrs["meta"] = json.dumps(facts)  # kept by the table cache too
         return frame
+
+    def _build_gpu_syncs(self, columns: EventColumns, skeleton: Skeleton) -> pd.DataFrame:
+        return _gpu_syncs(columns.gathered("sync"), columns.names["sync"], self.get("launches"))
 
     def _build_ranges(self, columns: EventColumns, skeleton: Skeleton) -> pd.DataFrame:
         frame = _ranges(columns.gathered("range"), columns.names["range"])
@@ -287,6 +293,39 @@ def _gpu_ops(columns: dict[str, np.ndarray], names: dict[str, int], launches: pd
     )
     frame.attrs["dropped"] = int((~fits).sum())
     return frame
+
+
+SYNC_KINDS_BY_NAME = {
+    "Stream Sync": "stream_sync",
+    "Context Sync": "context_sync",
+    "Event Sync": "event_sync",
+    "Stream Wait Event": "stream_wait_event",
+}
+
+
+def _gpu_syncs(columns: dict[str, np.ndarray], names: dict[str, int], launches: pd.DataFrame) -> pd.DataFrame:
+    """torch.profiler's cuda_sync events as the gpu_syncs table (a context sync's stream, 2^32 - 1 in the
+    file, and any stream past int32 read as -1)."""
+    if not columns:
+        return GPU_SYNCS.empty()
+    kinds = [SYNC_KINDS_BY_NAME.get(name, "unknown") for name in names]
+    codes = np.asarray([SYNC_KINDS.index(kind) for kind in kinds], dtype=np.int8)[columns["name"]]
+
+    def stream(values: np.ndarray) -> np.ndarray:
+        return np.where(_fits(values, np.int32), values, -1).astype(np.int32)
+
+    return pd.DataFrame(
+        {
+            "kind": pd.Categorical.from_codes(codes, categories=list(SYNC_KINDS)),
+            **_times(columns),
+            "device": np.where(_fits(columns["device"], np.int16), columns["device"], -1).astype(np.int16),
+            "stream": stream(columns["stream"]),
+            "correlation_id": columns["correlation"],
+            "pid": _launching_pid(columns["correlation"], launches),
+            "event_stream": stream(columns["wait_stream"]),
+            "event_correlation_id": columns["record_correlation"],
+        }
+    )
 
 
 def _fits(values: np.ndarray, dtype) -> np.ndarray:

@@ -11,4 +11,5 @@
 ``string_ids``      the StringIds table, only the ids asked for
 ``thread_ids``      nsys's global thread ids: process and thread in one int64
 ``rule_tables``     what nsys's expert rules read besides: copies' memory kinds, the profiler's overhead
+``syncs``           the GPU side of synchronizations, with the event each waited for (the critical path)
 """

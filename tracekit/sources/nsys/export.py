@@ -44,6 +44,7 @@ from tracekit.sources.nsys.sqlite_columns import (
     text_among,
 )
 from tracekit.sources.nsys.string_ids import index_of_ids, present_ids, read_strings
+from tracekit.sources.nsys.syncs import read_gpu_syncs
 from tracekit.sources.nsys.thread_ids import ID_BITS, pid_of
 
 T = TypeVar("T")
@@ -68,6 +69,7 @@ def read_nsys_export(path: str | Path) -> Trace:
         "ranges_named": reading(path, "NVTX ranges", lambda names: read_ranges(path, tables, names)),
         "copies": reading(path, "memory copies", lambda: read_copies(path, tables)),
         "profiler_overhead": reading(path, "profiler overhead", lambda: read_profiler_overhead(path, tables)),
+        "gpu_syncs": reading(path, "synchronizations", lambda: read_gpu_syncs(path, tables)),
     }
     return Trace(meta, loaders)
 

@@ -1,0 +1,115 @@
+"""The critical path on built torch.profiler traces whose path is worked out by hand (times in µs)."""
+
+from __future__ import annotations
+
+import pytest
+from helpers.kineto_builder import KinetoBuilder
+
+import tracekit
+from tracekit.analysis.critical_path.events import hta_rounded
+from tracekit.errors import UsageError
+
+US = 1000
+
+
+def launch_then_sync(path, with_sync: bool = True, step: bool = False):
+    """aten::mm launches K1 (stream idle: a launch edge), aten::add launches K2 while K1 runs (queued
+    behind it: a kernel-kernel edge), cudaStreamSynchronize waits for both, aten::item follows.
+    Path by hand: mm's own 2 -> launch delay 18 -> K1 100 -> gap 10 -> K2 50 -> (sync) -> item 5 = 185."""
+    b = KinetoBuilder()
+    if step:
+        b.annotation("ProfilerStep#7", 0, 212)
+    b.annotation("aten::mm", 0, 10, cat="cpu_op").launch("cudaLaunchKernel", 2, 3, correlation=1)
+    b.kernel("gemm_kernel", 20, 100, correlation=1)
+    b.annotation("aten::add", 30, 10, cat="cpu_op").launch("cudaLaunchKernel", 32, 3, correlation=2)
+    b.kernel("add_kernel", 130, 50, correlation=2)
+    b.launch("cudaStreamSynchronize", 45, 155, correlation=3)
+    if with_sync:
+        b.sync("Stream Sync", 181, 1, correlation=3)
+    b.annotation("aten::item", 205, 5, cat="cpu_op")
+    return b.write(path / "built.json")
+
+
+def test_the_path_crosses_from_cpu_to_gpu_and_back_through_the_sync(tmp_path):
+    result = tracekit.critical_path(launch_then_sync(tmp_path))
+    row = result["steps"].iloc[0]
+    assert row["Step"] == "(whole trace)"
+    assert row["Wall (ns)"] == 210 * US
+    assert row["Path (ns)"] == 185 * US
+    assert (row["CPU (ns)"], row["GPU Compute (ns)"], row["Kernel-Kernel Overhead (ns)"], row["Launch Overhead (ns)"]) == (
+        7 * US, 150 * US, 10 * US, 18 * US)  # fmt: skip
+    assert row["Communication (ns)"] == 0 and row["Bound By"] == "GPU Compute"
+    ops = result["ops"].set_index(["Name", "Bound By"])["Path Time (ns)"].to_dict()
+    assert ops == {("gemm_kernel", "GPU Compute"): 100 * US, ("add_kernel", "GPU Compute"): 50 * US,
+                   ("gemm_kernel", "Kernel-Kernel Overhead"): 10 * US,  # the gap after a kernel is its (as HTA)
+                   ("aten::item", "CPU"): 5 * US, ("aten::mm", "CPU"): 2 * US}  # fmt: skip
+    assert result["ops"]["Share (%)"].iloc[0] == pytest.approx(100 * 100 / 185)
+    path = result["path"]
+    assert path["Bound By"].tolist() == ["CPU", "Launch Overhead", "GPU Compute", "Kernel-Kernel Overhead",
+                                         "GPU Compute", "CPU"]  # fmt: skip
+    assert path["Start (ns)"].tolist() == [0, 2 * US, 20 * US, 120 * US, 130 * US, 205 * US]
+    assert path["Path Time (ns)"].tolist() == [2 * US, 18 * US, 100 * US, 10 * US, 50 * US, 5 * US]
+
+
+def test_without_the_gpu_side_sync_the_path_cannot_return_to_the_cpu(tmp_path):
+    result = tracekit.critical_path(launch_then_sync(tmp_path, with_sync=False))
+    row = result["steps"].iloc[0]
+    assert row["Path (ns)"] == 180 * US and row["CPU (ns)"] == 2 * US  # aten::item is no longer after the GPU
+    assert any("no GPU-side synchronization" in note for note in result.notes)
+
+
+def test_a_step_is_chosen_by_label_or_number_and_its_window_is_the_step(tmp_path):
+    path = launch_then_sync(tmp_path, step=True)
+    by_number = tracekit.critical_path(path, step="7")
+    by_label = tracekit.critical_path(path, step="ProfilerStep#7")
+    for result in (by_number, by_label):
+        row = result["steps"].iloc[0]
+        assert (row["Step"], row["Wall (ns)"], row["Path (ns)"]) == ("ProfilerStep#7", 212 * US, 185 * US)
+    with pytest.raises(UsageError, match="no step '8'"):
+        tracekit.critical_path(path, step="8")
+
+
+def stream_wait(path, wait: bool = True):
+    """K1 on stream 7 is recorded by an event that stream 20 waits for before K3: K3 starts after K1 ends,
+    so the path runs through K1 (launch 10 + K1 100 + K3 20 = 130); without the wait, K3's own launch
+    delay from a CPU chain of 9 µs decides it (9 + 103 + 20 = 132)."""
+    b = KinetoBuilder()
+    b.launch("cudaLaunchKernel", 0, 5, correlation=1).kernel("first_kernel", 10, 100, correlation=1)
+    b.launch("cudaEventRecord", 6, 2, correlation=2)
+    b.launch("cudaStreamWaitEvent", 9, 2, correlation=3)
+    if wait:
+        b.sync("Stream Wait Event", 12, 1, correlation=3, stream=20, waits_on=(7, 2))
+    b.launch("cudaLaunchKernel", 12, 3, correlation=4).kernel("third_kernel", 115, 20, correlation=4, stream=20)
+    return b.write(path / "wait.json")
+
+
+def test_a_stream_wait_makes_the_next_kernel_on_the_waiting_stream_depend_on_the_recorded_one(tmp_path):
+    row = tracekit.critical_path(stream_wait(tmp_path))["steps"].iloc[0]
+    assert (row["Path (ns)"], row["Launch Overhead (ns)"], row["GPU Compute (ns)"]) == (130 * US, 10 * US, 120 * US)
+    row = tracekit.critical_path(stream_wait(tmp_path, wait=False))["steps"].iloc[0]
+    assert (row["Path (ns)"], row["Launch Overhead (ns)"], row["CPU (ns)"]) == (132 * US, 103 * US, 9 * US)
+
+
+def test_nccl_kernels_on_the_path_are_communication(tmp_path):
+    b = KinetoBuilder()
+    b.launch("cudaLaunchKernel", 0, 4, correlation=1)
+    b.kernel("ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", 10, 300, correlation=1)
+    row = tracekit.critical_path(b.write(tmp_path / "nccl.json"))["steps"].iloc[0]
+    assert (row["Path (ns)"], row["Communication (ns)"], row["Launch Overhead (ns)"]) == (310 * US, 300 * US, 10 * US)
+    assert row["Bound By"] == "Communication"
+
+
+def test_hta_rounding_shrinks_each_event_inward_to_whole_microseconds():
+    import numpy as np
+
+    start = np.array([1_712_195_495_505_543_140, 2_000_000], dtype=np.int64)
+    end = start + np.array([400, 2_500], dtype=np.int64)
+    rounded_start, rounded_end = hta_rounded(start, end)
+    assert rounded_start.tolist() == [1_712_195_495_505_544_000, 2_000_000]
+    assert rounded_end.tolist() == [1_712_195_495_505_543_000, 2_002_000]  # the first now ends before it starts
+
+
+def test_a_trace_without_gpu_work_is_a_clear_error(tmp_path):
+    b = KinetoBuilder().annotation("aten::mm", 0, 10, cat="cpu_op")
+    with pytest.raises(tracekit.TracekitError, match="no GPU operations"):
+        tracekit.critical_path(b.write(tmp_path / "cpu.json"))

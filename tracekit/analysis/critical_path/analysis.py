@@ -1,0 +1,205 @@
+"""``tracekit critical-path``: per step, the chain of dependent work that decides its time, split by what
+bounds it, as HolisticTraceAnalysis 0.5's ``critical_path_analysis`` defines it (``graph``, ``longest``).
+
+Each edge on the path is one of, in ns:
+- CPU: an operator's or call's own time on its thread (nothing running under it);
+- GPU Compute / Communication: a GPU op's time (NCCL kernels are communication, copies and sets compute);
+- Kernel-Kernel Overhead: the gap between two ops of a stream when the second was queued behind the first;
+- Launch Overhead: from a launch call's start to its op's start, when the op's stream was idle;
+- dependencies and syncs weigh 0 (their time is on the other side of them).
+Path = their sum. It leaves out CPU idle between outermost operators and time blocked in synchronizing
+calls, so it can be shorter than the step (Wall). Steps are ``steps.step_rows``'s; a trace without
+steps is one window from its first event to its last.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from tracekit.analysis.critical_path.events import CALL, GPU, Events, hta_rounded, trace_events
+from tracekit.analysis.critical_path.graph import DEPENDENCY, KERNEL_KERNEL, LAUNCH, SYNC_DEPENDENCY, build, window_rows
+from tracekit.analysis.critical_path.longest import longest_path
+from tracekit.analysis.options import CriticalPathOptions
+from tracekit.analysis.ranges.steps import step_labels, step_rows
+from tracekit.errors import NoGpuDataError, UsageError
+from tracekit.model.options import named
+from tracekit.model.result import Result, Table
+from tracekit.model.trace import Trace
+
+CPU, COMPUTE, COMMUNICATION = "CPU", "GPU Compute", "Communication"
+KERNEL_OVERHEAD, LAUNCH_OVERHEAD = "Kernel-Kernel Overhead", "Launch Overhead"
+BOUNDS = (CPU, COMPUTE, COMMUNICATION, KERNEL_OVERHEAD, LAUNCH_OVERHEAD)
+WHOLE_TRACE = "(whole trace)"
+
+
+@dataclass
+class StepPath:
+    """One window's critical path: its label, process, bounds (ns), path length (ns), and per path edge
+    (in order): start (ns), weight (ns, negatives as 0), what bounds it (index into ``BOUNDS``, -1 for
+    a dependency or sync) and the event it is attributed to (row of the trace's ``Events``)."""
+
+    label: str
+    pid: int | None
+    start: int
+    end: int
+    length: int
+    edge_start: np.ndarray
+    weight: np.ndarray
+    bound: np.ndarray
+    event: np.ndarray
+
+    def time_by_bound(self) -> np.ndarray:
+        """ns per ``BOUNDS`` entry."""
+        counted = self.bound >= 0
+        return np.bincount(self.bound[counted], weights=self.weight[counted], minlength=len(BOUNDS)).astype(np.int64)
+
+
+def step_path(events: Events, label: str, start: int, end: int, pid: int | None) -> StepPath:
+    """The critical path of the window [start, end] (ns) of process ``pid`` (None: all)."""
+    graph = build(events, window_rows(events, start, end, pid))
+    edges, length = longest_path(graph)
+    edges_array = np.asarray(edges, dtype=np.int64)
+    kind = np.asarray(graph.kind, dtype=np.int64)[edges_array]
+    event = np.asarray(graph.attributed, dtype=np.int64)[edges_array]
+    weight = np.maximum(np.asarray(graph.weight, dtype=np.int64)[edges_array], 0)
+    source = np.asarray(graph.source, dtype=np.int64)[edges_array]
+    on_gpu = (event >= 0) & (events.role[np.maximum(event, 0)] >= GPU)
+    communication = on_gpu & events.communication[np.maximum(event, 0)]
+    bound = np.select(
+        [(kind == DEPENDENCY) | (kind == SYNC_DEPENDENCY), kind == KERNEL_KERNEL, kind == LAUNCH, communication, on_gpu],
+        [-1, BOUNDS.index(KERNEL_OVERHEAD), BOUNDS.index(LAUNCH_OVERHEAD), BOUNDS.index(COMMUNICATION),
+         BOUNDS.index(COMPUTE)],
+        BOUNDS.index(CPU),
+    )  # fmt: skip
+    return StepPath(label, pid, start, end, int(length), graph.node_time[source], weight, bound, event)
+
+
+def step_paths(trace: Trace, options: CriticalPathOptions) -> tuple[list[StepPath], Events]:
+    """The critical path of each step (``options.step``: one), or of the whole trace without steps."""
+    events = trace_events(trace, options.as_hta)
+    if not (events.role >= GPU).any():
+        raise NoGpuDataError(f"{trace.name}: no GPU operations: a critical path needs the GPU work and its launches")
+    steps = step_rows(trace, options.step_range)
+    if steps.empty:
+        if options.step is not None or options.step_range:
+            raise UsageError(f"{trace.name}: no steps (no ProfilerStep#N or step ranges"
+                             f"{f', no range named {options.step_range!r}' if options.step_range else ''})")  # fmt: skip
+        return [step_path(events, WHOLE_TRACE, int(events.start.min()), int(events.end.max()), None)], events
+    steps = steps.reset_index(drop=True)
+    labels = step_labels(steps).tolist()
+    chosen = range(len(steps)) if options.step is None else [_chosen(labels, options.step, trace.name)]
+    starts, ends = steps["start"].to_numpy(), steps["end"].to_numpy()
+    if options.as_hta:
+        starts, ends = hta_rounded(starts, ends)
+    pids = steps["pid"].to_numpy()
+    return [step_path(events, labels[i], int(starts[i]), int(ends[i]), int(pids[i])) for i in chosen], events
+
+
+def _chosen(labels: list[str], step: str, source: str) -> int:
+    for index, label in enumerate(labels):
+        if label == step or label.rsplit("#", 1)[-1].strip() == step:
+            return index
+    shown = ", ".join(labels[:5]) + (", ..." if len(labels) > 5 else "")
+    raise UsageError(f"{source}: no step {step!r} (its steps: {shown}; `tracekit steps` lists them)")
+
+
+def critical_path(trace: Trace, options: CriticalPathOptions | None = None) -> Result:
+    """The critical path of each step (see the module docstring): tables "steps" (per step, the path's
+    time by what bounds it), "ops" (the operators and GPU ops with most time on the paths) and, for one
+    window, "path" (the path as segments of one bound)."""
+    options = options or CriticalPathOptions()
+    paths, events = step_paths(trace, options)
+    tables = [Table("steps", steps_table(paths), f"Critical path per step: {trace.name}"),
+              Table("ops", ops_table(paths, events, options.top), "Most time on the critical path")]  # fmt: skip
+    if len(paths) == 1:
+        tables.append(Table("path", segments_table(paths[0], events), f"The path of {paths[0].label}, in order"))
+    return Result(tables, notes=_notes(trace, events, options))
+
+
+def steps_table(paths: list[StepPath]) -> pd.DataFrame:
+    """Per window: Wall, the path's length, its time by bound (ns) and the bound with most of it."""
+    times = np.array([path.time_by_bound() for path in paths]).reshape(len(paths), len(BOUNDS))
+    table = pd.DataFrame({"Step": [path.label for path in paths]})
+    if len({path.pid for path in paths}) > 1:
+        table["PID"] = [path.pid for path in paths]
+    table["Wall (ns)"] = [path.end - path.start for path in paths]
+    table["Path (ns)"] = [path.length for path in paths]
+    for index, bound in enumerate(BOUNDS):
+        table[f"{bound} (ns)"] = times[:, index]
+    table["Bound By"] = [BOUNDS[int(np.argmax(row))] if row.sum() else "" for row in times]
+    return table
+
+
+def _names(events: Events, rows: np.ndarray) -> np.ndarray:
+    return np.asarray(events.names, dtype=object)[events.name[rows]]
+
+
+def ops_table(paths: list[StepPath], events: Events, top: int) -> pd.DataFrame:
+    """The events with most time on the paths, by name and bound: time, share of the paths, count."""
+    event = np.concatenate([path.event for path in paths])
+    bound = np.concatenate([path.bound for path in paths])
+    weight = np.concatenate([path.weight for path in paths])
+    counted = (bound >= 0) & (event >= 0) & (bound != BOUNDS.index(LAUNCH_OVERHEAD))
+    frame = pd.DataFrame({
+        "Name": _names(events, event[counted]), "Bound By": np.asarray(BOUNDS, dtype=object)[bound[counted]],
+        "event": event[counted], "time": weight[counted],
+    })  # fmt: skip
+    grouped = frame.groupby(["Name", "Bound By"], sort=False).agg(time=("time", "sum"), events=("event", "nunique"))
+    grouped = grouped.reset_index().sort_values(["time", "Name"], ascending=[False, True], kind="stable").head(top)
+    total = sum(path.length for path in paths)
+    return pd.DataFrame({
+        "Name": grouped["Name"].to_numpy(), "Bound By": grouped["Bound By"].to_numpy(),
+        "Path Time (ns)": grouped["time"].to_numpy(np.int64),
+        "Share (%)": 100.0 * grouped["time"].to_numpy(np.float64) / total if total else 0.0,
+        "Events": grouped["events"].to_numpy(np.int64),
+    })  # fmt: skip
+
+
+def segments_table(path: StepPath, events: Events) -> pd.DataFrame:
+    """The path as runs of edges with one bound: start (from the window's start), time on the path, edges,
+    and the event with most time in the run."""
+    counted = np.flatnonzero(path.bound >= 0)
+    if not len(counted):
+        return pd.DataFrame({"Start (ns)": [], "Bound By": [], "Path Time (ns)": [], "Edges": [], "Longest": []})
+    bound = path.bound[counted]
+    first = np.ones(len(counted), dtype=bool)
+    first[1:] = bound[1:] != bound[:-1]
+    segment = np.cumsum(first) - 1
+    weight = path.weight[counted]
+    frame = pd.DataFrame({"segment": segment, "weight": weight, "event": path.event[counted]})
+    longest = (
+        frame.sort_values("weight", ascending=False, kind="stable").drop_duplicates("segment").sort_values("segment")
+    )
+    names = np.where(longest["event"].to_numpy() >= 0, _names(events, np.maximum(longest["event"].to_numpy(), 0)), "")
+    return pd.DataFrame({
+        "Start (ns)": path.edge_start[counted][first] - path.start,
+        "Bound By": np.asarray(BOUNDS, dtype=object)[bound[first]],
+        "Path Time (ns)": np.bincount(segment, weights=weight).astype(np.int64),
+        "Edges": np.bincount(segment),
+        "Longest": names,
+    })  # fmt: skip
+
+
+def _notes(trace: Trace, events: Events, options: CriticalPathOptions) -> list[str]:
+    notes = [
+        "as HolisticTraceAnalysis 0.5 defines it: Path leaves out CPU idle between outermost operators and time "
+        "blocked in synchronizing calls, so it can be shorter than Wall"
+    ]
+    if options.as_hta:
+        notes.append("times rounded inward to whole µs as HolisticTraceAnalysis reads a trace")
+    syncs = trace.optional("gpu_syncs")
+    if syncs is None or syncs.empty:
+        notes.append("no GPU-side synchronization records in the trace (torch.profiler's cuda_sync events, nsys's "
+                     "CUDA synchronization activity): no path returns from the GPU to a waiting CPU call")  # fmt: skip
+    else:
+        waits = syncs["kind"].isin(["stream_wait_event", "event_sync"]).to_numpy()
+        unlinked = int((waits & (syncs["event_stream"].to_numpy() < 0)).sum())
+        if unlinked:
+            notes.append(f"{unlinked:,} event syncs and stream waits without their event's recording stream (nsys: "
+                         "capture with CUDA event tracing): no edge from the op they waited for")  # fmt: skip
+    if not (events.role == CALL).any():
+        notes.append(f"no CUDA API calls in the trace: no launch edges (see {named('step')})")
+    return notes + list(trace.warnings)
