@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from helpers.kineto_builder import KinetoBuilder
+from helpers.nsys_builder import ExportBuilder
 
 import tracekit
 from tracekit.analysis.critical_path.events import hta_rounded
@@ -113,3 +114,39 @@ def test_a_trace_without_gpu_work_is_a_clear_error(tmp_path):
     b = KinetoBuilder().annotation("aten::mm", 0, 10, cat="cpu_op")
     with pytest.raises(tracekit.TracekitError, match="no GPU operations"):
         tracekit.critical_path(b.write(tmp_path / "cpu.json"))
+
+
+def test_an_nsys_export_gives_the_same_path_with_emit_nvtx_ranges_as_operators(tmp_path):
+    """The first trace as nsys records it: emit_nvtx ranges are the operators, versioned runtime names,
+    the stream sync from CUPTI's synchronization records."""
+    b = ExportBuilder("2026.2")
+    b.push_pop(0, 10 * US, "aten::mm, seq = 1, op_id = 1")
+    b.kernel(20 * US, 120 * US, "gemm_kernel", launch_at=2 * US, launch_end=5 * US)
+    b.push_pop(30 * US, 40 * US, "aten::add, seq = 2, op_id = 2")
+    b.kernel(130 * US, 180 * US, "add_kernel", launch_at=32 * US, launch_end=35 * US)
+    b.runtime(45 * US, 200 * US, "cudaStreamSynchronize_v3020", correlation=100)
+    b.sync(181 * US, 182 * US, 3, correlation=100)
+    b.push_pop(205 * US, 210 * US, "aten::item, seq = 3, op_id = 3")
+    result = tracekit.critical_path(b.write(tmp_path / "built.sqlite"))
+    row = result["steps"].iloc[0]
+    assert (row["Path (ns)"], row["CPU (ns)"], row["GPU Compute (ns)"]) == (185 * US, 7 * US, 150 * US)
+    assert (row["Kernel-Kernel Overhead (ns)"], row["Launch Overhead (ns)"]) == (10 * US, 18 * US)
+    assert ("aten::mm", "CPU") in set(zip(result["ops"]["Name"], result["ops"]["Bound By"], strict=True))
+
+
+@pytest.mark.parametrize("by_sync_id", [True, False], ids=["eventSyncId", "latest record of the event"])
+def test_an_nsys_stream_wait_is_joined_to_its_event_record(tmp_path, by_sync_id):
+    b = ExportBuilder("2026.2")
+    b.kernel(10 * US, 110 * US, "first_kernel", launch_at=0, launch_end=5 * US)
+    b.runtime(6 * US, 8 * US, "cudaEventRecord_v3020", correlation=50)
+    b.event_record(50, stream=7, event=9, event_sync=1 if by_sync_id else None)
+    b.runtime(9 * US, 11 * US, "cudaStreamWaitEvent_v3020", correlation=51)
+    b.sync(12 * US, 13 * US, 2, correlation=51, stream=20, event=9, event_sync=1 if by_sync_id else None)
+    b.kernel(115 * US, 135 * US, "third_kernel", stream=20, launch_at=12 * US, launch_end=15 * US)
+    trace = tracekit.open_trace(b.write(tmp_path / "wait.sqlite"))
+    syncs = trace.optional("gpu_syncs")
+    assert syncs is not None
+    assert syncs[["kind", "stream", "event_stream", "event_correlation_id"]].astype(str).values.tolist() == [
+        ["stream_wait_event", "20", "7", "50"]]  # fmt: skip
+    row = tracekit.critical_path(trace)["steps"].iloc[0]
+    assert (row["Path (ns)"], row["Launch Overhead (ns)"], row["GPU Compute (ns)"]) == (130 * US, 10 * US, 120 * US)

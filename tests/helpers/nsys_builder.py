@@ -61,6 +61,15 @@ _NVTX_2022 = (
     "floatValue REAL, jsonTextId INTEGER, jsonText TEXT"
 )
 _NVTX_2026 = _NVTX_2022 + ", binaryData TEXT"
+_SYNC = (
+    "start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, "
+    "streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, syncType INTEGER NOT NULL, "
+    "eventId INTEGER NOT NULL, eventSyncId INTEGER"
+)
+_CUDA_EVENT = (
+    "timestamp INTEGER, deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, streamId INTEGER NOT NULL, "
+    "correlationId INTEGER, globalPid INTEGER, eventId INTEGER NOT NULL, eventSyncId INTEGER"
+)
 _GPU = (
     "vmId INTEGER NOT NULL, id INTEGER NOT NULL, name TEXT, busLocation TEXT, isDiscrete INTEGER, "
     "l2CacheSize INTEGER, totalMemory INTEGER, memoryBandwidth INTEGER, clockRate INTEGER, smCount INTEGER, "
@@ -258,6 +267,19 @@ class ExportBuilder:
             returnValue=0,
         )
 
+    def sync(self, start: int, end: int, sync_type: int, correlation: int, stream: int = 7, device: int = 0,
+             pid: int = 100, event: int = 0, event_sync: int | None = None) -> None:  # fmt: skip
+        """A CUPTI synchronization record (syncType: 1 event sync, 2 stream wait, 3 stream sync, 4 context sync)."""
+        self._add("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", start=start, end=end, deviceId=device, contextId=1,
+                  streamId=stream, correlationId=correlation, globalPid=global_pid(pid), syncType=sync_type,
+                  eventId=event, eventSyncId=event_sync)  # fmt: skip
+
+    def event_record(self, correlation: int, stream: int, event: int, event_sync: int | None = None,
+                     device: int = 0, pid: int = 100) -> None:  # fmt: skip
+        """A CUDA event record (CUPTI_ACTIVITY_KIND_CUDA_EVENT): the stream and call that recorded ``event``."""
+        self._add("CUPTI_ACTIVITY_KIND_CUDA_EVENT", timestamp=0, deviceId=device, contextId=1, streamId=stream,
+                  correlationId=correlation, globalPid=global_pid(pid), eventId=event, eventSyncId=event_sync)  # fmt: skip
+
     def push_pop(
         self,
         start: int,
@@ -356,6 +378,8 @@ class ExportBuilder:
             tables = {name: columns for name, columns in layout.items() if name.isupper() and "_" in name}
             tables["CUPTI_ACTIVITY_KIND_RUNTIME"] = _RUNTIME
             tables["PROFILER_OVERHEAD"] = _OVERHEAD
+            tables["CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"] = _SYNC
+            tables["CUPTI_ACTIVITY_KIND_CUDA_EVENT"] = _CUDA_EVENT
             if self.gpus:
                 self.rows["TARGET_INFO_GPU"] = self.gpus
                 tables["TARGET_INFO_GPU"] = _GPU
