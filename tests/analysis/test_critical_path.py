@@ -45,11 +45,12 @@ def test_the_path_crosses_from_cpu_to_gpu_and_back_through_the_sync(tmp_path):
                    ("gemm_kernel", "Kernel-Kernel Overhead"): 10 * US,  # the gap after a kernel is its (as HTA)
                    ("aten::item", "CPU"): 5 * US, ("aten::mm", "CPU"): 2 * US}  # fmt: skip
     assert result["ops"]["Share (%)"].iloc[0] == pytest.approx(100 * 100 / 185)
-    path = result["path"]
-    assert path["Bound By"].tolist() == ["CPU", "Launch Overhead", "GPU Compute", "Kernel-Kernel Overhead",
-                                         "GPU Compute", "CPU"]  # fmt: skip
-    assert path["Start (ns)"].tolist() == [0, 2 * US, 20 * US, 120 * US, 130 * US, 205 * US]
-    assert path["Path Time (ns)"].tolist() == [2 * US, 18 * US, 100 * US, 10 * US, 50 * US, 5 * US]
+    path = result["path"]  # runs on one side: mm's own time, the GPU from K1's launch to K2's end, item
+    assert path["On"].tolist() == ["CPU", "GPU", "CPU"]
+    assert path["Start (ns)"].tolist() == [0, 2 * US, 205 * US]
+    assert path["Path Time (ns)"].tolist() == [2 * US, 178 * US, 5 * US]
+    assert path["Bound By"].tolist() == ["CPU", "GPU Compute", "CPU"]
+    assert path["Edges"].tolist() == [1, 4, 1] and path["Longest"].tolist() == ["aten::mm", "gemm_kernel", "aten::item"]
 
 
 def test_without_the_gpu_side_sync_the_path_cannot_return_to_the_cpu(tmp_path):
@@ -150,3 +151,11 @@ def test_an_nsys_stream_wait_is_joined_to_its_event_record(tmp_path, by_sync_id)
         ["stream_wait_event", "20", "7", "50"]]  # fmt: skip
     row = tracekit.critical_path(trace)["steps"].iloc[0]
     assert (row["Path (ns)"], row["Launch Overhead (ns)"], row["GPU Compute (ns)"]) == (130 * US, 10 * US, 120 * US)
+
+
+def test_advise_shows_the_critical_path_of_the_median_step_and_what_bounds_it(tmp_path):
+    result = tracekit.advise(launch_then_sync(tmp_path, step=True))
+    path = result["critical-path"]
+    assert path[["Step", "Path (ns)", "Bound By"]].values.tolist() == [["ProfilerStep#7", 185 * US, "GPU Compute"]]
+    assert result["critical-path-ops"]["Name"].iloc[0] == "gemm_kernel"
+    assert "the critical path of ProfilerStep#7 is 81 % GPU Compute" in " ".join(result.notes)

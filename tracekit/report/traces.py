@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from tracekit import __version__
+from tracekit.analysis.critical_path.analysis import WHOLE_TRACE
 from tracekit.analysis.kernels.summary import kernel_mask
 from tracekit.analysis.many.compare import compare_traces
 from tracekit.analysis.many.diff import compare_categories, compare_kernels, labels_for
@@ -26,6 +27,7 @@ from tracekit.analysis.options import (
     AdviseOptions,
     BreakdownOptions,
     CompareOptions,
+    CriticalPathOptions,
     DiffOptions,
     KernelsOptions,
     MemoryOptions,
@@ -218,6 +220,16 @@ def _advice_section(section: Document, source: str, trace: Trace) -> None:
         section.table(findings.loc[:, FINDING_COLUMNS], command_line("advise", [source], options, "ms"))
         section.text("The evidence of each finding, the bounds of its figures and nsys's expert rules: the command.")
     section.text(f"> note: {advice.notes[0]}")
+    if "critical-path" in advice.names:
+        path = advice.table("critical-path")
+        label = str(path["Step"].iloc[0])
+        critical = CriticalPathOptions(step=None if label == WHOLE_TRACE else label)
+        section.text("The critical path of a typical step (the chain of dependent work that decides its time, as "
+                     "HolisticTraceAnalysis defines it), by what bounds it:")  # fmt: skip
+        section.table(path, command_line("critical-path", [source], critical, "ms"))
+    said = next((note for note in advice.notes if note.startswith(("the critical path", "no critical path"))), None)
+    if said:
+        section.text(f"> note: {said}")
 
 
 def _gpu_sections(section: Document, source: str, trace: Trace, run: Run | None, choice: Choices) -> None:

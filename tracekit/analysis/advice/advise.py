@@ -10,8 +10,10 @@ from tracekit.analysis.advice.finding import CRITICAL_SHARE, INFO_SHARE, WARNING
 from tracekit.analysis.advice.idle_rules import idle_findings
 from tracekit.analysis.advice.kernel_rules import kernel_findings, unfused_optimizer
 from tracekit.analysis.advice.memory_rules import memory_findings
+from tracekit.analysis.critical_path.analysis import ops_table, steps_table, typical_path
 from tracekit.analysis.kernels.summary import kernel_mask
 from tracekit.analysis.options import AdviseOptions
+from tracekit.errors import TracekitError
 from tracekit.model.memory import MemoryTrace
 from tracekit.model.result import Result, Table
 from tracekit.model.trace import Trace
@@ -45,6 +47,7 @@ def advise(
         "cuda-sync-memset": nsys_rules.sync_memset(trace, options.rows),
         "cuda-async-memcpy": nsys_rules.async_memcpy_pageable(trace, options.rows),
     }
+    critical, critical_note = _critical_path(trace)
     titles = {"gap_ms": options.gap_ms, "threshold": options.threshold, "chunks": options.chunks}
     notes = [
         f"severity: the recoverable time's share of the trace's span ({span / 1e6:,.3f} ms, first GPU op to last): "
@@ -55,6 +58,7 @@ def advise(
             if table.empty
             else []
         ),  # fmt: skip
+        critical_note,
         *(f"nsys rule {rule}: nothing found" for rule, rows in rules.items() if rows.empty),
         *([f"memory findings from {snapshot.source}"] if snapshot is not None else []),
         *([memory_note] if memory_note else []),
@@ -62,8 +66,21 @@ def advise(
     ]
     return Result(
         [Table("findings", table, f"What to fix first: {trace.name}", cards=3),
-         Table("evidence", proof, "Evidence, by finding (Start from the first GPU op)"),
+         Table("evidence", proof, "Evidence, by finding (Start from the first GPU op)"), *critical,
          *(Table(rule, rows, f"nsys rule {rule}: {nsys_rules.TITLES[rule].format(**titles)}")
            for rule, rows in rules.items() if len(rows))],
         notes,
     )  # fmt: skip
+
+
+def _critical_path(trace: Trace) -> tuple[list[Table], str]:
+    """The critical path of a typical step (table "critical-path", its top ops "critical-path-ops") and a
+    sentence on what bounds it; no table, and why, when there is none."""
+    try:
+        path, events, said = typical_path(trace)
+    except TracekitError as error:
+        return [], f"no critical path: {error}"
+    return [
+        Table("critical-path", steps_table([path]), "Critical path (HolisticTraceAnalysis's definition)"),
+        Table("critical-path-ops", ops_table([path], events, 5), "Most time on that critical path"),
+    ], said

@@ -33,6 +33,17 @@ CPU, COMPUTE, COMMUNICATION = "CPU", "GPU Compute", "Communication"
 KERNEL_OVERHEAD, LAUNCH_OVERHEAD = "Kernel-Kernel Overhead", "Launch Overhead"
 BOUNDS = (CPU, COMPUTE, COMMUNICATION, KERNEL_OVERHEAD, LAUNCH_OVERHEAD)
 WHOLE_TRACE = "(whole trace)"
+# advise and the report trace a whole trace without steps only below this many events: the graph is built
+# and searched in Python, about 5 µs per event (a step at a time stays small)
+WHOLE_TRACE_LIMIT = 300_000
+HINTS = {
+    CPU: "the GPU waits on the host: fewer, larger ops (torch.compile) or CUDA graphs shorten it; the launch-bound "
+         "and host-stall findings say where",
+    COMPUTE: "the GPU's own work decides the step: the kernels with most time on the path are where speed comes from",
+    COMMUNICATION: "collectives decide the step: overlap them with computation (bucketing, async collectives)",
+    KERNEL_OVERHEAD: "gaps between queued kernels decide the step: fewer, fused kernels (torch.compile)",
+    LAUNCH_OVERHEAD: "launch latency decides the step: CUDA graphs",
+}  # fmt: skip
 
 
 @dataclass
@@ -98,6 +109,31 @@ def step_paths(trace: Trace, options: CriticalPathOptions) -> tuple[list[StepPat
     return [step_path(events, labels[i], int(starts[i]), int(ends[i]), int(pids[i])) for i in chosen], events
 
 
+def typical_path(trace: Trace) -> tuple[StepPath, Events, str]:
+    """The critical path of the step of median wall time (the whole trace without steps, when it has at
+    most ``WHOLE_TRACE_LIMIT`` events), with a sentence saying what bounds it; UsageError when there is
+    none to trace."""
+    steps = step_rows(trace)
+    if steps.empty:
+        events = trace_events(trace)
+        if len(events) > WHOLE_TRACE_LIMIT:
+            raise UsageError(f"no steps, and {len(events):,} events are too many to trace whole here "
+                             "(`tracekit critical-path` traces them)")  # fmt: skip
+        which, step = "the whole trace", None
+    else:
+        steps = steps.reset_index(drop=True)
+        median = int(np.argsort(steps["duration"].to_numpy(), kind="stable")[len(steps) // 2])
+        step = str(step_labels(steps)[median])
+        which = f"{step} (the step of median wall time)" if len(steps) > 1 else step
+    (path,), events = step_paths(trace, CriticalPathOptions(step=step))
+    times = path.time_by_bound()
+    if not path.length:
+        return path, events, f"the critical path of {which} is empty: no operator, call or GPU op in it"
+    bound = BOUNDS[int(np.argmax(times))]
+    share = 100 * times.max() / path.length
+    return path, events, f"the critical path of {which} is {share:.0f} % {bound}: {HINTS[bound]}"
+
+
 def _chosen(labels: list[str], step: str, source: str) -> int:
     for index, label in enumerate(labels):
         if label == step or label.rsplit("#", 1)[-1].strip() == step:
@@ -109,7 +145,7 @@ def _chosen(labels: list[str], step: str, source: str) -> int:
 def critical_path(trace: Trace, options: CriticalPathOptions | None = None) -> Result:
     """The critical path of each step (see the module docstring): tables "steps" (per step, the path's
     time by what bounds it), "ops" (the operators and GPU ops with most time on the paths) and, for one
-    window, "path" (the path as segments of one bound)."""
+    window, "path" (the path as runs on the CPU or the GPU)."""
     options = options or CriticalPathOptions()
     paths, events = step_paths(trace, options)
     tables = [Table("steps", steps_table(paths), f"Critical path per step: {trace.name}"),
@@ -159,27 +195,31 @@ def ops_table(paths: list[StepPath], events: Events, top: int) -> pd.DataFrame:
 
 
 def segments_table(path: StepPath, events: Events) -> pd.DataFrame:
-    """The path as runs of edges with one bound: start (from the window's start), time on the path, edges,
-    and the event with most time in the run."""
+    """The path as runs on one side, the CPU or the GPU (a launch delay leads into its GPU run): per run,
+    its start (from the window's start), its time on the path, the bound with most of it, its edges,
+    and the event with most time in it."""
     counted = np.flatnonzero(path.bound >= 0)
-    if not len(counted):
-        return pd.DataFrame({"Start (ns)": [], "Bound By": [], "Path Time (ns)": [], "Edges": [], "Longest": []})
     bound = path.bound[counted]
+    on_gpu = bound != BOUNDS.index(CPU)
     first = np.ones(len(counted), dtype=bool)
-    first[1:] = bound[1:] != bound[:-1]
-    segment = np.cumsum(first) - 1
-    weight = path.weight[counted]
-    frame = pd.DataFrame({"segment": segment, "weight": weight, "event": path.event[counted]})
-    longest = (
-        frame.sort_values("weight", ascending=False, kind="stable").drop_duplicates("segment").sort_values("segment")
-    )
-    names = np.where(longest["event"].to_numpy() >= 0, _names(events, np.maximum(longest["event"].to_numpy(), 0)), "")
+    first[1:] = on_gpu[1:] != on_gpu[:-1]
+    run = np.cumsum(first) - 1
+    weight, event = path.weight[counted], path.event[counted]
+    runs = int(run[-1]) + 1 if len(run) else 0
+    by_bound = np.zeros((runs, len(BOUNDS)), dtype=np.int64)
+    np.add.at(by_bound, (run, bound), weight)
+    named = event >= 0
+    heaviest = pd.DataFrame({"run": run[named], "weight": weight[named], "event": event[named]})
+    heaviest = heaviest.sort_values("weight", ascending=False, kind="stable").drop_duplicates("run")
+    longest = np.full(runs, "", dtype=object)
+    longest[heaviest["run"].to_numpy()] = _names(events, heaviest["event"].to_numpy())
     return pd.DataFrame({
         "Start (ns)": path.edge_start[counted][first] - path.start,
-        "Bound By": np.asarray(BOUNDS, dtype=object)[bound[first]],
-        "Path Time (ns)": np.bincount(segment, weights=weight).astype(np.int64),
-        "Edges": np.bincount(segment),
-        "Longest": names,
+        "On": np.where(on_gpu[first], "GPU", "CPU"),
+        "Path Time (ns)": by_bound.sum(axis=1),
+        "Bound By": np.asarray(BOUNDS, dtype=object)[np.argmax(by_bound, axis=1)] if runs else [],
+        "Edges": np.bincount(run, minlength=runs),
+        "Longest": longest,
     })  # fmt: skip
 
 
