@@ -119,7 +119,10 @@ def test_each_function_takes_its_options_as_keywords(name):
     if command.takes_many:
         expected |= {field.name: _default(field) for field in dataclasses.fields(ManyOptions)}
     assert keywords == expected
-    assert getattr(tracekit, COMMANDS[name].api_name).__doc__ and "Example" in getattr(tracekit, COMMANDS[name].api_name).__doc__
+    assert (
+        getattr(tracekit, COMMANDS[name].api_name).__doc__
+        and "Example" in getattr(tracekit, COMMANDS[name].api_name).__doc__
+    )
 
 
 def _default(field: dataclasses.Field):

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from tracekit.errors import TracekitError
 from tracekit.files import write_text
-from tracekit.model.schema import TRACE_TABLES
+from tracekit.model.schema import OPTIONAL_TABLES, TRACE_TABLES
 from tracekit.session import current
 
 if TYPE_CHECKING:  # pandas loads when a table does: the command line asks the cache before importing it
@@ -37,8 +37,9 @@ if TYPE_CHECKING:  # pandas loads when a table does: the command line asks the c
     from tracekit.model.range_specs import Pattern
     from tracekit.model.trace import Trace
 
-SCHEMAS = {schema.table: schema for schema in TRACE_TABLES}
-TABLES = tuple(SCHEMAS)
+TABLES = tuple(schema.table for schema in TRACE_TABLES)
+# optional tables are cached too where their columns are numbers and categories (gpu_syncs)
+SCHEMAS = {schema.table: schema for schema in (*TRACE_TABLES, *OPTIONAL_TABLES.values())}
 
 FORMAT = 8  # 3: the GPU-op table is called gpu_ops; 4: unusable rows left out and counted (attrs); 5: some columns;
 # 6: GPU ops keep their rows for unusable values other than times (read as unknown); 7: unknown counts with
@@ -281,6 +282,9 @@ def cached_trace(trace: Trace, export: Path) -> Trace:
         loaders[table] = noting(cache.wrap(table, trace.loaders[table]))
         if f"{table}:columns" in trace.loaders:
             loaders[f"{table}:columns"] = noting(cache.wrap_columns(table, trace.loaders[f"{table}:columns"]))
+    for table in OPTIONAL_TABLES:
+        if table in trace.loaders:
+            loaders[table] = noting(cache.wrap(table, trace.loaders[table]))
     if "ranges_named" in trace.loaders:
         loaders["ranges_named"] = noting(
             lambda patterns: _cached_selection(cache, trace.loaders["ranges_named"], patterns)

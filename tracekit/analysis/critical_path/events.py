@@ -28,6 +28,7 @@ import pandas as pd
 
 from tracekit.analysis.kernels.types import TYPES, op_types
 from tracekit.model.range_specs import EMIT_NVTX_SUFFIX, op_name
+from tracekit.model.schema import SYNC_KINDS
 from tracekit.model.trace import Trace
 
 OPERATOR, ANNOTATION, CALL, GPU, SYNC = range(5)
@@ -103,26 +104,39 @@ def _events(trace: Trace, as_hta: bool) -> Events:
     offsets = np.cumsum([0, *sizes])
     total = int(offsets[-1])
 
-    range_names = ranges["name"].astype(str).to_numpy(dtype=object)
-    operator = (ranges["domain"].astype(str) == "cpu_op").to_numpy() | np.fromiter(
-        (EMIT_NVTX_SUFFIX.search(name) is not None for name in range_names), bool, len(range_names)
-    )
+    # decided once per distinct name (a trace has millions of ranges and calls, thousands of names)
+    range_names = ranges["name"]
+    distinct = [str(name) for name in range_names.cat.categories]
+    codes = range_names.cat.codes.to_numpy()
     # torch 1.8 files record_function annotations as cpu_op too; PyTorch's own are named "what#which"
     # (ProfilerStep#5, Optimizer.step#SGD.step, enumerate(DataLoader)#...), which no operator's name holds
-    operator &= ~np.fromiter((RECORDED.search(name) is not None for name in range_names), bool, len(range_names))
+    emit_nvtx = np.asarray([EMIT_NVTX_SUFFIX.search(name) is not None for name in distinct], dtype=bool)
+    recorded = np.asarray([RECORDED.search(name) is not None for name in distinct], dtype=bool)
+    operator = ((ranges["domain"].astype(str) == "cpu_op").to_numpy() | emit_nvtx[codes]) & ~recorded[codes]
     role = np.concatenate([
         np.where(operator, OPERATOR, ANNOTATION), np.full(len(calls), CALL), np.full(len(ops), GPU),
         np.full(len(syncs), SYNC),
     ]).astype(np.int8)  # fmt: skip
 
-    call_names = calls["name"].astype(str).to_numpy(dtype=object)
-    api = np.asarray([API_VERSION.sub("", name) for name in call_names], dtype=object)
-    sync_names = syncs["kind"].astype(str).to_numpy(dtype=object)
     # what the tables show: operators without their domain, calls without their version, kernels by base name
-    shown_ranges = np.asarray([op_name(name.removeprefix("cpu_op:")) for name in range_names], dtype=object)
-    codes, names = pd.factorize(
-        np.concatenate([shown_ranges, api, ops["short_name"].astype(str).to_numpy(dtype=object), sync_names])
-    )
+    shown_ranges = [op_name(name.removeprefix("cpu_op:")) for name in distinct]
+    call_names = [API_VERSION.sub("", str(name)) for name in calls["name"].cat.categories]
+    op_names = [str(name) for name in ops["short_name"].cat.categories]
+    sync_names = syncs["kind"].astype(str).to_numpy(dtype=object)
+    labels = [*shown_ranges, *call_names, *op_names]
+    offsets_of_labels = np.cumsum([0, len(shown_ranges), len(call_names)])
+    label_codes = np.concatenate([
+        codes, offsets_of_labels[1] + calls["name"].cat.codes.to_numpy(),
+        offsets_of_labels[2] + ops["short_name"].cat.codes.to_numpy(),
+    ]).astype(np.int64)  # fmt: skip
+    unique_labels, label_index = np.unique(np.asarray(labels + list(SYNC_KINDS), dtype=object), return_inverse=True)
+    sync_codes = np.asarray([len(labels) + SYNC_KINDS.index(kind) for kind in sync_names.tolist()], dtype=np.int64)
+    name = label_index.reshape(-1)[np.concatenate([label_codes, sync_codes])]
+    call_codes = calls["name"].cat.codes.to_numpy()
+
+    def calls_named(names: frozenset[str]) -> np.ndarray:
+        return np.asarray([name in names for name in call_names], dtype=bool)[call_codes]
+
     start = np.concatenate([part["start"].to_numpy(np.int64) for part in parts])
     end = np.concatenate([part["end"].to_numpy(np.int64) for part in parts])
     if as_hta:
@@ -144,18 +158,18 @@ def _events(trace: Trace, as_hta: bool) -> Events:
         partner[offsets[1] + other] = offset + mine
     on_calls = slice(offsets[1], offsets[2])
     queued = np.zeros(total, dtype=bool)
-    queued[on_calls] = np.isin(api, list(QUEUED_CALLS))
+    queued[on_calls] = calls_named(QUEUED_CALLS)
     blocking = np.zeros(total, dtype=bool)
-    blocking[on_calls] = np.isin(api, list(BLOCKING_CALLS))
+    blocking[on_calls] = calls_named(BLOCKING_CALLS)
     record_call = np.zeros(total, dtype=bool)
-    record_call[on_calls] = api == RECORD_CALL
+    record_call[on_calls] = calls_named(frozenset({RECORD_CALL}))
     communication = np.zeros(total, dtype=bool)
     if len(ops):
         communication[offsets[2] : offsets[3]] = op_types(ops) == TYPES.index("communication")
     sync_kind = np.full(total, "", dtype=object)
     sync_kind[offsets[3] :] = sync_names
     found = Events(
-        role=role, start=start, end=end, name=codes.astype(np.int64), names=[str(name) for name in names], pid=pid,
+        role=role, start=start, end=end, name=name.astype(np.int64), names=[str(label) for label in unique_labels], pid=pid,
         tid=tid, device=device, stream=stream, partner=partner, correlation=correlation, queued=queued,
         blocking=blocking, communication=communication, sync_kind=sync_kind,
         event_stream=column([-1, -1, -1, syncs["event_stream"].to_numpy()]),
