@@ -39,3 +39,16 @@ def test_a_trace_without_syncs(cli, tmp_path):
     result = cli("syncs", b.write(tmp_path / "k.sqlite"), "--format", "json")
     assert result.exit_code == 0 and json.loads(result.stdout) == []
     assert "no blocking host calls" in result.stderr
+
+
+def test_a_call_recorded_twice_counts_once(tmp_path):
+    """nsys 2022.4 writes a runtime call twice, cudaStreamSynchronize around cudaStreamSynchronize_v3020:
+    one wait, not two (the 128 stream syncs of cuda_matmul_nsys2022.4 once read as 256)."""
+    b = ExportBuilder("2022.4")
+    b.kernel(100, 600, "gemm", launch_at=10)
+    b.runtime(520, 610, "cudaStreamSynchronize", 900)
+    b.runtime(521, 609, "cudaStreamSynchronize_v3020", 900)
+    b.kernel(800, 900, "relu", launch_at=700)
+    rows = tracekit.syncs(b.write(tmp_path / "twice.sqlite"))["syncs"].to_dict("records")
+    assert [(row["API"], row["Calls"], row["Wait (ns)"], row["GPU Idle After (ns)"]) for row in rows] == [
+        ("cudaStreamSynchronize", 1, 90, 200)]  # fmt: skip

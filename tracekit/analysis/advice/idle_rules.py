@@ -93,25 +93,9 @@ def _worst_gpu(gaps: pd.DataFrame, rows: np.ndarray) -> tuple[int, int]:
     return worst(gaps["device"].to_numpy()[rows], gaps["Idle (ns)"].to_numpy(np.int64)[rows])
 
 
-def outermost_calls(calls: pd.DataFrame) -> pd.DataFrame:
-    """The blocking calls less those inside another of the same API on the same thread (nsys 2022.4
-    records a runtime call twice, as cudaStreamSynchronize and cudaStreamSynchronize_v3020, one in the other)."""
-    ordered = calls.sort_values(["pid", "tid", "API", "start"], kind="stable")
-    ends = ordered["end"].to_numpy()
-    keys = [ordered[column].to_numpy() for column in ("pid", "tid", "API")]
-    first = np.ones(len(ordered), dtype=bool)
-    if len(ordered) > 1:
-        first[1:] = np.any([key[1:] != key[:-1] for key in keys], axis=0)
-    group = np.cumsum(first)
-    latest = pd.Series(ends).groupby(group).cummax().shift().to_numpy()  # the latest end of the calls before
-    inside = ~first & (np.nan_to_num(latest.astype(np.float64), nan=-np.inf) >= ends)
-    return ordered.loc[~inside]
-
-
 def _sync_finding(calls: pd.DataFrame, gaps: pd.DataFrame, rows: np.ndarray, origin: int) -> Finding:
     device, idle = _worst_gpu(gaps, rows)
     count = int((rows & (gaps["device"].to_numpy() == device)).sum())
-    calls = outermost_calls(calls)
     groups = (calls.assign(wait=calls["end"] - calls["start"])
               .groupby(["API", "Range"], as_index=False, sort=False)
               .agg(calls=("start", "size"), first=("start", "min"), wait=("wait", "sum"), idle=(IDLE, "sum"),

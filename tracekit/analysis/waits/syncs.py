@@ -53,9 +53,26 @@ def blocking_calls(trace: Trace) -> pd.DataFrame:
             "tid": chosen["tid"].to_numpy(),
         }
     )
+    table = outermost_calls(table).sort_index(kind="stable").reset_index(drop=True)
     table["Range"] = innermost_range(trace.ranges, table)
     table[IDLE] = _idle_after(trace.gpu_ops, table)
     return table
+
+
+def outermost_calls(calls: pd.DataFrame) -> pd.DataFrame:
+    """The calls less those inside another of the same API on the same thread: nsys 2022.4 records a
+    runtime call twice, as cudaStreamSynchronize and cudaStreamSynchronize_v3020, one in the other (a wait
+    counted once, not twice)."""
+    ordered = calls.sort_values(["pid", "tid", "API", "start"], kind="stable")
+    ends = ordered["end"].to_numpy()
+    keys = [ordered[column].to_numpy() for column in ("pid", "tid", "API")]
+    first = np.ones(len(ordered), dtype=bool)
+    if len(ordered) > 1:
+        first[1:] = np.any([key[1:] != key[:-1] for key in keys], axis=0)
+    group = np.cumsum(first)
+    latest = pd.Series(ends).groupby(group).cummax().shift().to_numpy()  # the latest end of the calls before
+    inside = ~first & (np.nan_to_num(latest.astype(np.float64), nan=-np.inf) >= ends)
+    return ordered.loc[~inside]
 
 
 def innermost_range(ranges: pd.DataFrame, calls: pd.DataFrame) -> np.ndarray:
