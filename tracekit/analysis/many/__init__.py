@@ -7,6 +7,7 @@ analyses that compare traces.
 ``pool``         which files the inputs are; reading them on local processes or Dask
 ``dask_client``  connecting to a Dask scheduler with a bounded handshake
 ``ranks``        ranks of a job side by side: steps, busy, communication, stragglers (``ranks``)
+``stragglers``   the ranks the others wait for, as HolisticTraceAnalysis's get_potential_stragglers
 ``compare``      many runs by phase and category, ordered by a config field (``compare``)
 ``diff``         where GPU time moved from A to B (``diff``)
 """

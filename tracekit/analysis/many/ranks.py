@@ -10,8 +10,9 @@ Per input:
   ``get_gpu_kernel_breakdown`` sums them per rank; ``drop_last_step`` applies its step window.
 - Per NCCL collective (AllReduce, SendRecv, AllGather, ...; from the kernel name): instances and time.
 
-Across inputs: the spread of each figure (slowest and fastest rank), the collectives per rank, and
-per kernel name the rank where its mean duration is highest against the one where it is lowest.
+Across inputs: the spread of each figure (slowest and fastest rank), the collectives per rank, per
+kernel name the rank where its mean duration is highest against the one where it is lowest, and the
+stragglers (``stragglers``: HolisticTraceAnalysis's definition, a Straggler column and a table).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import pandas as pd
 
 from tracekit.analysis.kernels.types import TYPES, launched_before_last_step, op_types
 from tracekit.analysis.many.inputs import Part
+from tracekit.analysis.many.stragglers import potential_stragglers, straggler_piece
 from tracekit.analysis.options import RanksOptions
 from tracekit.analysis.ranges.attribution import op_launches
 from tracekit.analysis.ranges.steps import step_rows
@@ -107,6 +109,7 @@ def ranks_part(trace: Trace, part: Part, options: RanksOptions, limit: int) -> P
             {"Name": labels[present], "Instances": instances[present], "Total": totals[present].astype(np.int64)}
         )
         part.pieces["rows"].append((gpu, row, collectives, kernel_table))
+    part.pieces["stragglers"] = straggler_piece(trace, options.step_range)
     part.notes += trace.warnings
     return part
 
@@ -119,8 +122,10 @@ class RanksMerger:
         self.rows: dict[tuple[int, str], dict[str, Any]] = {}  # (input, GPU or "") -> row
         self.collectives: list[pd.DataFrame] = []
         self.kernels: list[pd.DataFrame] = []
+        self.stragglers: dict[int, Any] = {}
 
     def add(self, index: int, pieces: dict[str, Any]) -> None:
+        self.stragglers[index] = pieces.get("stragglers")
         for gpu, row, collectives, kernels in pieces["rows"]:
             key = (index, gpu or "")
             self.rows[key] = row
@@ -164,6 +169,15 @@ class RanksMerger:
         kernels = _kernel_spread(pd.concat(self.kernels, ignore_index=True), label, column, self.top)
         if not kernels.empty:
             tables.append(Table("kernels", kernels, f"Kernels whose mean differs most between {named}s"))
+        if not split and len(table) > 1:
+            stragglers, said = potential_stragglers({labels[index]: piece for index, piece in self.stragglers.items()})
+            notes.append(said)
+            if not stragglers.empty:
+                table.insert(len(table.columns), "Straggler", table[column].map(
+                    dict(zip(stragglers["Rank"], stragglers["Straggler"], strict=True))).fillna(""))  # fmt: skip
+                tables[0].frame = table
+                stragglers = stragglers.rename(columns={"Rank": column})
+                tables.append(Table("stragglers", stragglers, f"Who the others waited for, per {named}"))
         return tables, notes + _straggler_note(table, column)
 
 
@@ -226,9 +240,7 @@ def _kernel_spread(kernels: pd.DataFrame, label: dict[Any, Any], column: str, to
 
 
 def _straggler_note(table: pd.DataFrame, column: str) -> list[str]:
-    """Who was slowest by step time, and who the others likely waited for: an NCCL kernel runs until
-    every rank has joined, so its time includes the wait for the last one; the rank with the least
-    communication time is the one that arrived last."""
+    """Who was slowest by step time (who the others waited for: ``stragglers``)."""
     notes = []
     named = column if column == "GPU" else column.lower()
     steps = table[STEP_TIME].to_numpy(float)
@@ -242,13 +254,4 @@ def _straggler_note(table: pd.DataFrame, column: str) -> list[str]:
             f"{(steps[slow] / median - 1) * 100:+.1f}% against the median {median / 1e6:,.3f} ms); fastest: "
             f"{table[column].iloc[fast]} ({steps[fast] / 1e6:,.3f} ms)"
         )
-    communication = table[TYPE_COLUMNS["communication"]].to_numpy(float)
-    if len(table) > 1 and communication.max() > 0:
-        least, median = int(np.argmin(communication)), float(np.median(communication))
-        if communication[least] < 0.5 * median:
-            notes.append(
-                f"{named} {table[column].iloc[least]} spent the least time in communication kernels "
-                f"({communication[least] / 1e6:,.3f} ms against a median of {median / 1e6:,.3f} ms): a collective "
-                f"runs until every {named} joins, so the others likely waited for it (a straggler)"
-            )
     return notes
