@@ -84,7 +84,7 @@ def potential_stragglers(
     """Per rank (the keys of ``pieces``): the steps it was flagged in, its start of the collective chosen
     (HTA's normalized start x 100, mean over steps) and whether it is a straggler; and a sentence saying which
     kernel decided it. An empty table (and why) when there is nothing to compare."""
-    present = {rank: piece for rank, piece in present.items() if piece is not None}
+    present = {rank: piece for rank, piece in pieces.items() if piece is not None}
     empty = pd.DataFrame(columns=["Rank", "Flagged Steps", START, "Straggler"])
     if len(present) < 2:
         return empty, "stragglers: fewer than two ranks with steps to compare"
