@@ -246,18 +246,13 @@ def overlap(
     return _run("overlap", trace, locals())
 
 
-def advise(
-    trace: Source,
-    *,
-    gap_ms: float = 500,
-    threshold: float = 50,
-    chunks: int = 30,
-    rows: int = 50,
-    memory: str | None = None,
-) -> Result:
+def advise(trace: Sources, *, gap_ms: float = 500, threshold: float = 50, chunks: int = 30, rows: int = 50,
+           memory: str | None = None, workers: int | None = None, use_dask: bool = False, scheduler: str | None = None,
+           strict: bool = False, exact_median_limit: int = DEFAULT_EXACT_LIMIT) -> Result:  # fmt: skip
     """What to fix first: "findings" ranked by the time a fix could give back, with their "evidence", then
     nsys's expert rules, a table each where they found something (``gap_ms``, ``threshold``, ``chunks``,
     ``rows``: nsys's options). ``memory``: a snapshot to read memory findings from (default: a run's own).
+    Several traces (a job's ranks): their findings together, the straggler, and a row per rank ("ranks").
 
     Example:
         >>> tracekit.advise("trace.sqlite")["findings"]

@@ -154,7 +154,8 @@ class AdviseOptions(Options):
     chunks: int = whole(30, "gpu-low-util: chunks a GPU's span is cut into (1 to 1000; nsys's chunks option)")
     rows: int = whole(50, "rows of each nsys rule's table (nsys's rows option)")
     memory: str | None = text("a CUDA memory snapshot (pickle) to read out-of-memory errors, activations and "
-                              "fragmentation from (default: a run folder's own)", metavar="SNAPSHOT")  # fmt: skip
+                              "fragmentation from (default: a run folder's own)", metavar="SNAPSHOT",
+                              one_input=True)  # fmt: skip
 
     def check(self) -> None:
         if not 1 <= self.chunks <= 1000:

@@ -196,10 +196,14 @@ COMMANDS: dict[str, Command] = {
             "errors, activations dominating the peak, fragmentation), each with its evidence and the usual fix; "
             "then nsys's expert "
             "rules (gpu-starv, gpu-low-util, cuda-sync-api, cuda-sync-memcpy, cuda-sync-memset, cuda-async-memcpy) "
-            "as nsys analyze reports them.",
+            "as nsys analyze reports them. Several traces (the ranks of a job): their findings together, the "
+            "straggler rank, and a row per rank.",
             AdviseOptions,
-            "trace",
+            "traces",
             run="tracekit.commands.advice:advise",
+            part="tracekit.analysis.advice.many:advise_part",
+            merger="tracekit.analysis.advice.many:AdviseMerger",
+            title="advice",
             unit="ms",
         ),
         Command(

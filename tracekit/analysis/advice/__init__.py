@@ -1,6 +1,7 @@
 """What to fix first: findings with their evidence, and the expert rules of Nsight Systems.
 
 ``advise``      the command: every rule's findings ranked, their evidence, and nsys's rules' tables
+``many``        over a job's ranks: their findings together, the straggler, a row per rank
 ``finding``     one finding (recoverable time, bound, fix, evidence), severity and ranking
 ``idle_rules``  GPU idle findings: blocking syncs, launch-bound stretches, host stalls
 ``copy_rules``  copy findings: pageable memory, synchronous copies and sets, copies on compute streams

@@ -119,6 +119,7 @@ def potential_stragglers(
         START: [100 * float(mean_start.get(rank, np.nan)) for rank in flagged.index],
         "Straggler": ["yes" if rank in stragglers else "" for rank in flagged.index],
     })  # fmt: skip
+    table.attrs.update(mean_step_ns=mean_step, steps=int(chosen["step"].nunique()), collective=name.split("(")[0])
     named = ", ".join(str(rank) for rank in sorted(stragglers))
     said = (f"stragglers (HolisticTraceAnalysis's definition): {named}, the ranks that start the collective whose "
             f"duration varies most between ranks latest ({name.split('(')[0]} on stream {stream}; its start as a "

@@ -1,0 +1,67 @@
+"""`tracekit advise` over the ranks of a job: findings side by side, the straggler, a row per rank."""
+
+from __future__ import annotations
+
+import pytest
+from helpers.kineto_builder import KinetoBuilder
+from helpers.paths import SHARED
+
+import tracekit
+
+US = 1000
+
+
+def rank(path, number: int, compute_us: int):
+    """Four profiler steps of 1800 µs every 2000 µs; in each a compute kernel of ``compute_us`` and then an
+    AllReduce that ends for every rank 1505 µs into the step (it waits for the last rank to join)."""
+    b = KinetoBuilder(rank=number, world_size=4)
+    for step in range(4):
+        base = step * 2000
+        b.annotation(f"ProfilerStep#{step}", base, 1800)
+        b.launch("cudaLaunchKernel", base + 1, 2, correlation=10 * step + 1)
+        b.kernel("volta_sgemm_128x64_nn", base + 5, compute_us, correlation=10 * step + 1)
+        b.launch("cudaLaunchKernel", base + 3, 2, correlation=10 * step + 2)
+        b.kernel("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*)", base + 5 + compute_us, 1500 - compute_us,
+                 correlation=10 * step + 2, stream=20)  # fmt: skip
+    return b.write(path / f"rank{number}.json")
+
+
+def test_the_straggler_is_a_finding_with_the_wait_it_causes(tmp_path):
+    """Rank 3 joins 1005 µs into each step, the median rank at 335 µs: the others wait 670 µs per step,
+    in the two steps compared (step 0 does not count, as in HTA; the last is left out)."""
+    paths = [rank(tmp_path, number, compute) for number, compute in enumerate([300, 320, 340, 1000])]
+    result = tracekit.advise(paths, workers=1)
+    findings = result["findings"]
+    straggler = findings.loc[findings["Finding"] == "straggler"].iloc[0]
+    assert straggler["Rank"] == 3 and straggler["Severity"] == "critical"
+    assert straggler["Recoverable (ns)"] == 2 * 670 * US
+    assert "rank 3 starts ncclKernel_AllReduce_RING_LL_Sum_float 0.670 ms after the median rank" in straggler["What"]
+    evidence = result["evidence"]
+    assert len(evidence.loc[evidence["Finding #"] == straggler["Finding #"]]) == 4  # one row per rank
+    assert findings["Finding #"].tolist() == list(range(1, len(findings) + 1))
+    severities = ["critical", "warning", "info"]
+    order = [
+        (severities.index(level), -time) for level, time in zip(findings["Severity"], findings["Recoverable (ns)"])
+    ]
+    assert order == sorted(order)
+    ranks = result["ranks"]
+    assert ranks["Rank"].tolist() == [0, 1, 2, 3] and ranks["Straggler"].tolist() == ["", "", "yes", "yes"]
+    assert ranks["Step Time (ns)"].tolist() == [1800 * US] * 4
+    assert ranks["Communication (ns)"].tolist() == [4 * (1500 - c) * US for c in (300, 320, 340, 1000)]
+
+
+def test_one_input_is_advised_as_before_and_memory_takes_one(tmp_path):
+    path = rank(tmp_path, 0, 300)
+    assert "evidence" in tracekit.advise(path).names and "ranks" not in tracekit.advise(path).names
+    with pytest.raises(tracekit.OptionError, match="takes one trace"):
+        tracekit.advise([path, rank(tmp_path, 1, 300)], memory="m.pickle")
+
+
+@pytest.mark.skipif(not (SHARED / "kineto" / "v100_dlrm_8ranks").is_dir(), reason="real traces not available")
+def test_the_dlrm_job_names_its_stragglers_but_their_cost_is_too_small_to_list():
+    result = tracekit.advise(SHARED / "kineto" / "v100_dlrm_8ranks", workers=1)
+    assert "straggler" not in set(result["findings"]["Finding"])
+    said = " ".join(result.notes)
+    assert "stragglers (HolisticTraceAnalysis's definition): 2, 7" in said and "too little to list" in said
+    assert result["ranks"]["Critical Path"].tolist() == ["CPU", "Communication", "CPU", "Communication",
+                                                         "Communication", "Communication", "CPU", "CPU"]  # fmt: skip

@@ -1,0 +1,152 @@
+"""``tracekit advise`` over the ranks of a job (or several runs): each input's findings side by side, and
+the finding only the ranks together show, the straggler.
+
+Each input is advised on its own (``advise``: severities against its own span); the findings of all of
+them are then listed together, most severe first, then most recoverable time, each with its input
+(Rank, or Run) and a "Finding #" its evidence rows refer to. Per input, a "ranks" table gives the mean
+step time, the communication no computation hid (``overlap``), what bounds its critical path and its
+findings by severity. The straggler (``stragglers``: HolisticTraceAnalysis's definition): the rank
+that starts the collective everyone waits in latest; recoverable: the time the median rank waits in
+that collective for it per flagged step (its later start), summed; severity against the steps' span.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from tracekit.analysis.advice.finding import SEVERITIES, Finding, evidence, ms, ranked
+from tracekit.analysis.kernels.summary import kernel_mask
+from tracekit.analysis.many.inputs import Part
+from tracekit.analysis.many.stragglers import START, potential_stragglers, straggler_piece
+from tracekit.analysis.options import AdviseOptions
+from tracekit.analysis.ranges.steps import step_rows
+from tracekit.analysis.waits.overlap import overlap_of
+from tracekit.model.result import Table
+from tracekit.model.trace import Trace
+
+NUMBER = "Finding #"
+STRAGGLER_FIX = (
+    "find what the straggler does before the collective that the others do not: data loading, a larger batch or "
+    "longer sequences, more embedding lookups, a slower GPU or host (`tracekit diff` it against a typical rank)"
+)
+
+
+def advise_part(trace: Trace, part: Part, options: AdviseOptions, limit: int) -> Part:
+    """One input's findings, evidence and figures for the comparison."""
+    from tracekit.analysis.advice.advise import advise
+
+    result = advise(trace, options)
+    kernel_mask(trace, "all")
+    ops = trace.gpu_ops
+    communication, hidden = overlap_of(ops, np.ones(len(ops), dtype=bool))
+    steps = step_rows(trace)
+    findings = result.table("findings")
+    part.pieces = {
+        "findings": findings,
+        "evidence": result.table("evidence"),
+        "figures": {
+            "Step Time (ns)": float(steps["duration"].mean()) if len(steps) else np.nan,
+            "Communication (ns)": communication,
+            "Exposed Communication (ns)": communication - hidden,
+            "Critical Path": str(result.table("critical-path")["Bound By"].iloc[0])
+            if "critical-path" in result.names
+            else "",
+            **{severity.capitalize(): int((findings["Severity"] == severity).sum()) for severity in SEVERITIES},
+        },
+        "stragglers": straggler_piece(trace),
+    }
+    part.notes += [note for note in result.notes if not note.startswith("severity:")]
+    return part
+
+
+class AdviseMerger:
+    """The inputs' findings listed together, the straggler finding, and a row per input."""
+
+    def __init__(self, options: AdviseOptions, limit: int):
+        self.pieces: dict[int, dict[str, Any]] = {}
+
+    def add(self, index: int, pieces: dict[str, Any]) -> None:
+        self.pieces[index] = pieces
+
+    def tables(self, labels: dict[int, Any], column: str) -> tuple[list[Table], list[str]]:
+        order = sorted(self.pieces, key=lambda index: (labels[index], index))
+        findings, proofs = [], []
+        for index in order:
+            mine, proof = self.pieces[index]["findings"], self.pieces[index]["evidence"]
+            label = pd.Series([labels[index]] * len(mine), index=mine.index, dtype=object)  # ints stay ints
+            findings.append(mine.assign(**{column: label, "key": [(index, rank) for rank in mine["Rank"]]}))
+            proofs.append(proof.assign(key=[(index, rank) for rank in proof["Rank"]]))
+        straggler, stragglers, said = _straggler(
+            {labels[index]: self.pieces[index]["stragglers"] for index in order}, column
+        )
+        notes = [said]
+        if straggler is not None:
+            row, proof = ranked([straggler[0]], straggler[1])
+            label = straggler[2]
+            if row.empty:
+                notes.append(f"the straggler costs the others {ms(straggler[0].recoverable_ns)} over the steps compared, "
+                             "too little to list as a finding")  # fmt: skip
+            findings.append(row.assign(**{column: pd.Series([label], dtype=object), "key": [("straggler", 1)]}))
+            proofs.append(proof.assign(key=[("straggler", 1)] * len(proof)))
+        table = pd.concat(findings, ignore_index=True)
+        table["order"] = table["Severity"].map({severity: place for place, severity in enumerate(SEVERITIES)})
+        table = table.sort_values(["order", "Recoverable (ns)"], ascending=[True, False], kind="stable")
+        table.insert(0, NUMBER, np.arange(1, len(table) + 1))
+        number = dict(zip(table["key"], table[NUMBER], strict=True))
+        # the input after the heading (a card's first three: #, severity, finding), first of the lines below it
+        columns = [NUMBER, "Severity", "Finding", column,
+                   *[name for name in table.columns if name not in (NUMBER, "Severity", "Finding", column, "Rank", "key",
+                                                                    "order")]]  # fmt: skip
+        table = table.loc[:, columns].reset_index(drop=True)
+        proof = pd.concat(proofs, ignore_index=True)
+        proof.insert(0, NUMBER, [number[key] for key in proof["key"]])
+        proof = proof.drop(columns=["Rank", "key"]).sort_values(NUMBER, kind="stable", ignore_index=True)
+        figures = pd.DataFrame([{column: labels[index], **self.pieces[index]["figures"]} for index in order])
+        if not stragglers.empty:
+            figures["Straggler"] = figures[column].map(dict(zip(stragglers["Rank"], stragglers["Straggler"],
+                                                                strict=True))).fillna("")  # fmt: skip
+        tables = [
+            Table("findings", table, "What to fix first, every input", cards=3),
+            Table("evidence", proof, "Evidence, by finding (Start from the input's first GPU op)"),
+            Table("ranks", figures, f"Per {column.lower()}: step time, exposed communication, critical path, findings"),
+        ]
+        return tables, notes
+
+
+def _straggler(pieces: dict[Any, Any], column: str) -> tuple[tuple[Finding, int, Any] | None, pd.DataFrame, str]:
+    """The straggler finding (with the span its severity is measured against, and its input's label), the
+    stragglers table and the sentence that names them."""
+    table, said = potential_stragglers(pieces)
+    if table.empty or not (table["Straggler"] == "yes").any():
+        return None, table, said
+    start = table.set_index("Rank")[START]
+    median = float(np.nanmedian(start.to_numpy()))
+    flagged = table.loc[table["Straggler"] == "yes"]
+    latest = flagged.loc[flagged[START].idxmax()]
+    mean_step, steps = float(table.attrs["mean_step_ns"]), int(table.attrs["steps"])
+    late = max(float(latest[START]) - median, 0.0) / 100 * mean_step
+    recoverable = int(late * int(latest["Flagged Steps"]))
+    named = column.lower()
+    finding = Finding(
+        "straggler",
+        f"{named} {latest['Rank']} starts {table.attrs['collective']} {ms(late)} after the median {named}, in "
+        f"{int(latest['Flagged Steps'])} of {steps} steps: every other {named} waits in the collective for it "
+        f"(stragglers by HolisticTraceAnalysis's definition: {', '.join(str(rank) for rank in flagged['Rank'])})",
+        recoverable,
+        "the median rank's wait for it in that collective, per step flagged: what balancing the ranks would give back "
+        "at most",
+        STRAGGLER_FIX,
+        evidence(
+            [
+                f"{named} {rank}: starts the collective at {value:.1f} % of the mean step ({ms(mean_step)})"
+                for rank, value in zip(table["Rank"], table[START], strict=True)
+            ],
+            np.zeros(len(table), dtype=np.int64),
+            np.zeros(len(table), dtype=np.int64),
+            [f"{named} {rank}" for rank in table["Rank"]],
+        ),  # fmt: skip
+    )
+    return (finding, int(mean_step * steps), latest["Rank"]), table, said
