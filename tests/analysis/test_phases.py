@@ -72,6 +72,10 @@ def test_two_traces_that_name_phases_differently_line_up(tmp_path):
         note.startswith("A: phases found by their range names: forward = 'forward pass'") for note in result.notes
     )
     assert any("forward = 'DistributedDataParallel.forward'" in note for note in result.notes)
+    # breakdown over both inputs says, per input, which names it took
+    together = tracekit.breakdown([a, b], workers=1)
+    said = [note for note in together.notes if "phases found by their range names" in note]
+    assert len(said) == 2 and "forward = 'forward pass'" in said[0] and "DistributedDataParallel.forward" in said[1]
 
 
 def test_a_given_phase_that_matches_nothing_is_said_not_shown_as_zeros(tmp_path):

@@ -40,6 +40,7 @@ from tracekit.analysis.ranges.breakdown import (
     category_shares,
     copy_table,
     gpu_table,
+    phase_notes,
     time_column,
 )
 from tracekit.analysis.ranges.summary import (
@@ -209,6 +210,7 @@ def breakdown_part(trace: Trace, part: Part, options: BreakdownOptions, limit: i
     copies = copy_table(trace, phases, same_thread, domain, drop)
     if drop:
         part.notes.append(launched_before_last_step(trace)[1])
+    part.notes += phase_notes(trace, phases, domain, same_thread=same_thread)  # which ranges its phases are
     part.tables += [
         Table("breakdown", category_shares(times, ops), f"GPU time by phase and category: {trace.name}"),
         Table("gpus", gpus, "Busy and idle time per GPU"),
