@@ -51,7 +51,7 @@ docs: $(BIN)/.docs-installed
 
 test: lint docs $(BIN)/.parity-installed
 	scripts/install-chromium.sh
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto --maxprocesses 4
 
 bench: setup
 	$(BIN)/python benchmarks/run_all.py
