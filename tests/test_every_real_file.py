@@ -30,6 +30,7 @@ TRACE_COMMANDS = [
     ["syncs"],
     ["overlap", "--per-step"],
     ["critical-path"],
+    ["queues"],
     ["ranks"],
 ]
 # "None" printed where a value is missing: a table or markdown cell, a value after ": " or in parentheses.

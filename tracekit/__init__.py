@@ -2,7 +2,7 @@
 torch.profiler traces and CUDA memory snapshots.
 
 The Python API: ``open_trace`` and ``open_snapshot`` read inputs; one function per analysis command
-(``kernels``, ``ranges``, ``breakdown``, ``steps``, ``launches``, ``idle``, ``overlap``, ``syncs``, ``critical_path``,
+(``kernels``, ``ranges``, ``breakdown``, ``steps``, ``launches``, ``idle``, ``overlap``, ``syncs``, ``queues``, ``critical_path``,
 ``ranks``, ``compare``, ``diff``, ``memory``) takes a trace, a path or several paths and the
 command's options as keywords, and returns a ``Result`` of DataFrames with raw values; ``timeline``
 writes traces as a file for Perfetto::
@@ -44,6 +44,7 @@ from tracekit.api import (
     open_snapshot,
     open_trace,
     overlap,
+    queues,
     ranges,
     ranks,
     steps,
@@ -78,6 +79,7 @@ __all__ = [
     "open_snapshot",
     "open_trace",
     "overlap",
+    "queues",
     "ranges",
     "ranks",
     "steps",

@@ -163,6 +163,17 @@ class AdviseOptions(Options):
 
 
 @dataclass(frozen=True)
+class QueuesOptions(Options):
+    """``queues``: each stream's launch queue, as HolisticTraceAnalysis measures it."""
+
+    max_queue: int = whole(1024, "a queue this long or longer counts as full (the CUDA driver's launch queue holds "
+                                 "1,024 entries)")  # fmt: skip
+    series: bool = flag("also the queue length after each change, per stream (a table: for programs)")
+    drop_last_step: bool = flag(_DROP_LAST_STEP)
+    as_hta: bool = flag("round times to whole microseconds as HolisticTraceAnalysis 0.5 reads a trace (to compare)")
+
+
+@dataclass(frozen=True)
 class CriticalPathOptions(Options):
     """``critical-path``: the chain of dependent work that sets each step's time, as HolisticTraceAnalysis."""
 

@@ -26,6 +26,7 @@ from tracekit.analysis.options import (
     LaunchesOptions,
     MemoryOptions,
     OverlapOptions,
+    QueuesOptions,
     RangesOptions,
     RanksOptions,
     StepsOptions,
@@ -205,6 +206,21 @@ COMMANDS: dict[str, Command] = {
             merger="tracekit.analysis.advice.many:AdviseMerger",
             title="advice",
             unit="ms",
+        ),
+        Command(
+            "queues",
+            "How deep each stream's launch queue of TRACE ran (ops launched, not yet started), as "
+            "HolisticTraceAnalysis measures it: its statistics per stream, its mean over time, and the time it "
+            "was full (--max-queue).",
+            QueuesOptions,
+            "trace",
+            run="tracekit.analysis.waits.queues:queue_table",
+            picture=Picture(
+                "--picture",
+                "also draw each stream's queue length over time (PNG)",
+                ("queues",),
+                "nothing to draw",
+            ),  # fmt: skip
         ),
         Command(
             "critical-path",

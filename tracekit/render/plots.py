@@ -224,7 +224,24 @@ def role_timeline(title: str, data: dict[str, Any]) -> Figure:
     return figure
 
 
+def queue_lengths(title: str, data: dict[str, Any]) -> Figure:
+    """Each stream's launch queue length over time (``analysis.waits.queues``: the largest length in each
+    column of time, so a short peak still shows)."""
+    figure = Figure(figsize=(11, 4.5), layout="constrained")
+    axes = figure.add_subplot()
+    for label, values in data["lines"].items():
+        axes.step(data["x_ms"], values, where="post", label=printable(label), linewidth=1)
+    if data["lines"]:
+        axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    axes.set_xlabel("time from the first launch (ms)")
+    axes.set_ylabel("ops launched, not yet started")
+    axes.set_title(title)
+    axes.grid(alpha=0.3)
+    return figure
+
+
 DRAW = {
+    "queue_lengths": queue_lengths,
     "memory_timeline": memory_timeline,
     "role_timeline": role_timeline,
     "step_timeline": step_timeline,
