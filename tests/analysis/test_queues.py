@@ -84,3 +84,15 @@ def test_the_queues_equal_htas(path, tmp_path):
     # HTA keeps one stream per rank (a dict by rank, the last stream with blocked time): compare that one
     for row in blocked.to_dict("records"):
         assert ours.loc[int(row["stream"]), "At Max Queue (ns)"] == row["duration_at_max_queue_length"] * US
+
+
+def test_an_nsys_export_gives_the_same_queue(tmp_path):
+    """The built trace's three launches and kernels as nsys records them (versioned API names), ns."""
+    from helpers.nsys_builder import ExportBuilder
+
+    b = ExportBuilder("2026.2")
+    for launch, start in [(0, 5), (10, 30), (20, 40)]:
+        b.kernel(start * US, (start + 10) * US, "k", launch_at=launch * US, launch_end=launch * US + 2 * US)
+    row = tracekit.queues(b.write(tmp_path / "queue.sqlite"), max_queue=2)["queues"].iloc[0]
+    assert (row["Launches"], row["Max"], row["At Max Queue (ns)"]) == (3, 2, 10 * US)
+    assert row["Time-Weighted Mean"] == pytest.approx(45 / 40)
