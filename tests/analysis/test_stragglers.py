@@ -10,7 +10,7 @@ from helpers.kineto_builder import KinetoBuilder
 from helpers.paths import SHARED
 
 import tracekit
-from tracekit.analysis.many.stragglers import START, potential_stragglers, straggler_piece
+from tracekit.analysis.many.stragglers import START, WAIT, potential_stragglers, straggler_piece
 from tracekit.sources import open_trace
 
 DLRM = SHARED / "kineto" / "v100_dlrm_8ranks"
@@ -38,17 +38,43 @@ def test_the_ranks_that_start_the_collective_latest_are_the_stragglers(tmp_path)
     assert table[START].tolist() == pytest.approx([start / 10 for start in starts.values()])
     assert table.loc[table["Straggler"] == "yes", "Rank"].tolist() == [2, 3]
     assert table["Flagged Steps"].tolist() == [0, 0, 1, 1]
+    # rank 2 joined last, 250 µs after the median rank (its start 700 against the median of 450)
+    assert table[WAIT].tolist() == [0, 0, 250 * 1000, 0]
     assert "stragglers (HolisticTraceAnalysis's definition): 2, 3" in said
     result = tracekit.ranks([rank(tmp_path, number, start) for number, start in starts.items()])
     assert result["ranks"]["Straggler"].tolist() == ["", "", "yes", "yes"]
 
 
-def test_one_rank_or_no_collective_has_no_stragglers(tmp_path):
+def test_unnumbered_steps_count_from_one(tmp_path):
+    """Steps named "step" (no #N) count from 1, so HTA's rule (steps above 0) keeps the first one."""
+    paths = []
+    for number, start in {0: 200, 1: 300, 2: 700, 3: 600}.items():
+        text = rank(tmp_path, number, start).read_text().replace("ProfilerStep#1", "step").replace("ProfilerStep#2",
+                                                                                                   "step")  # fmt: skip
+        paths.append(tmp_path / f"plain{number}.json")
+        paths[-1].write_text(text)
+    pieces = {number: straggler_piece(open_trace(path)) for number, path in enumerate(paths)}
+    assert pieces[0] is not None and pieces[0]["steps"] == [1, 2]  # one name: no last step left out (as HTA)
+    table, _ = potential_stragglers(pieces)
+    assert table.loc[table["Straggler"] == "yes", "Rank"].tolist() == [2, 3]
+
+
+def test_too_few_ranks_unrelated_clocks_or_no_collective_name_no_stragglers(tmp_path):
     one = {0: straggler_piece(open_trace(rank(tmp_path, 0, 200)))}
     assert potential_stragglers(one)[0].empty
+    two = {number: straggler_piece(open_trace(rank(tmp_path, number, start))) for number, start in ((0, 200), (1, 700))}
+    table, said = potential_stragglers(two)  # HTA would flag both of its two candidates
+    assert table.empty and "too few ranks" in said
+    apart = {number: straggler_piece(open_trace(rank(tmp_path, number, 200))) for number in range(3)}
+    for piece, shift in zip(apart.values(), (0, 10**9, 2 * 10**9), strict=True):
+        assert piece is not None
+        piece["first"] += shift
+        piece["last"] += shift
+    table, said = potential_stragglers(apart)
+    assert table.empty and "do not overlap" in said
     b = KinetoBuilder().annotation("ProfilerStep#1", 0, 100).launch("cudaLaunchKernel", 1, 2, correlation=1)
     b.kernel("gemm", 10, 50, correlation=1)
-    quiet = {number: straggler_piece(open_trace(b.write(tmp_path / f"q{number}.json"))) for number in (0, 1)}
+    quiet = {number: straggler_piece(open_trace(b.write(tmp_path / f"q{number}.json"))) for number in (0, 1, 2)}
     table, said = potential_stragglers(quiet)
     assert table.empty and "no NCCL kernel" in said
 

@@ -20,7 +20,7 @@ import pandas as pd
 from tracekit.analysis.advice.finding import SEVERITIES, Finding, evidence, ms, ranked
 from tracekit.analysis.kernels.summary import kernel_mask
 from tracekit.analysis.many.inputs import Part
-from tracekit.analysis.many.stragglers import START, potential_stragglers, straggler_piece
+from tracekit.analysis.many.stragglers import START, WAIT, potential_stragglers, straggler_piece
 from tracekit.analysis.options import AdviseOptions
 from tracekit.analysis.ranges.steps import step_rows
 from tracekit.analysis.waits.overlap import overlap_of
@@ -122,31 +122,29 @@ def _straggler(pieces: dict[Any, Any], column: str) -> tuple[tuple[Finding, int,
     table, said = potential_stragglers(pieces)
     if table.empty or not (table["Straggler"] == "yes").any():
         return None, table, said
-    start = table.set_index("Rank")[START]
-    median = float(np.nanmedian(start.to_numpy()))
     flagged = table.loc[table["Straggler"] == "yes"]
-    latest = flagged.loc[flagged[START].idxmax()]
+    worst = flagged.loc[flagged[WAIT].idxmax()]
     mean_step, steps = float(table.attrs["mean_step_ns"]), int(table.attrs["steps"])
-    late = max(float(latest[START]) - median, 0.0) / 100 * mean_step
-    recoverable = int(late * int(latest["Flagged Steps"]))
     named = column.lower()
     finding = Finding(
         "straggler",
-        f"{named} {latest['Rank']} starts {table.attrs['collective']} {ms(late)} after the median {named}, in "
-        f"{int(latest['Flagged Steps'])} of {steps} steps: every other {named} waits in the collective for it "
+        f"{named} {worst['Rank']} joins {table.attrs['collective']} last: the median {named} waited "
+        f"{ms(int(worst[WAIT]))} for it in the collective over {steps} step{'s' if steps != 1 else ''} "
         f"(stragglers by HolisticTraceAnalysis's definition: {', '.join(str(rank) for rank in flagged['Rank'])})",
-        recoverable,
-        "the median rank's wait for it in that collective, per step flagged: what balancing the ranks would give back "
-        "at most",
+        int(worst[WAIT]),
+        "the median rank's wait for it: in each instance of the collective it joined last, its start less the "
+        "median start (the k-th instance of a step on every rank is one collective); what balancing the ranks "
+        "would give back at most",
         STRAGGLER_FIX,
         evidence(
             [
-                f"{named} {rank}: starts the collective at {value:.1f} % of the mean step ({ms(mean_step)})"
-                for rank, value in zip(table["Rank"], table[START], strict=True)
+                f"{named} {rank}: starts the collective at {value:.1f} % of the mean step ({ms(mean_step)}), "
+                f"made the median {named} wait {ms(wait)}"
+                for rank, value, wait in zip(table["Rank"], table[START], table[WAIT], strict=True)
             ],
             np.zeros(len(table), dtype=np.int64),
-            np.zeros(len(table), dtype=np.int64),
+            table[WAIT].to_numpy(np.int64),
             [f"{named} {rank}" for rank in table["Rank"]],
         ),  # fmt: skip
     )
-    return (finding, int(mean_step * steps), latest["Rank"]), table, said
+    return (finding, int(mean_step * steps), worst["Rank"]), table, said

@@ -19,13 +19,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis.critical_path.events import CALL, GPU, Events, hta_rounded, trace_events
+from tracekit.analysis.critical_path.events import GPU, Events, hta_rounded, trace_events
 from tracekit.analysis.critical_path.graph import DEPENDENCY, KERNEL_KERNEL, LAUNCH, SYNC_DEPENDENCY, build, window_rows
 from tracekit.analysis.critical_path.longest import longest_path
 from tracekit.analysis.options import CriticalPathOptions
 from tracekit.analysis.ranges.steps import step_labels, step_rows
 from tracekit.errors import NoGpuDataError, UsageError
-from tracekit.model.options import named
 from tracekit.model.result import Result, Table
 from tracekit.model.trace import Trace
 
@@ -93,6 +92,9 @@ def step_paths(trace: Trace, options: CriticalPathOptions) -> tuple[list[StepPat
     events = trace_events(trace, options.as_hta)
     if not (events.role >= GPU).any():
         raise NoGpuDataError(f"{trace.name}: no GPU operations: a critical path needs the GPU work and its launches")
+    if not ((events.role == GPU) & (events.partner >= 0)).any():
+        raise NoGpuDataError(f"{trace.name}: none of its GPU operations has its launching CUDA call in the trace: a "
+                             "critical path needs both sides (capture the CUDA runtime calls too)")  # fmt: skip
     steps = step_rows(trace, options.step_range)
     if steps.empty:
         if options.step is not None or options.step_range:
@@ -226,7 +228,8 @@ def segments_table(path: StepPath, events: Events) -> pd.DataFrame:
 def _notes(trace: Trace, events: Events, options: CriticalPathOptions) -> list[str]:
     notes = [
         "as HolisticTraceAnalysis 0.5 defines it: Path leaves out CPU idle between outermost operators and time "
-        "blocked in synchronizing calls, so it can be shorter than Wall"
+        "blocked in synchronizing calls, so it can be shorter than Wall; it is longer when GPU work the step "
+        "launched runs past the step's end"
     ]
     if options.as_hta:
         notes.append("times rounded inward to whole µs as HolisticTraceAnalysis reads a trace")
@@ -240,6 +243,4 @@ def _notes(trace: Trace, events: Events, options: CriticalPathOptions) -> list[s
         if unlinked:
             notes.append(f"{unlinked:,} event syncs and stream waits without their event's recording stream (nsys: "
                          "capture with CUDA event tracing): no edge from the op they waited for")  # fmt: skip
-    if not (events.role == CALL).any():
-        notes.append(f"no CUDA API calls in the trace: no launch edges (see {named('step')})")
     return notes + list(trace.warnings)

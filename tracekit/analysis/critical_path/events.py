@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -79,6 +80,7 @@ class Events:
     event_correlation: np.ndarray
     record_call: np.ndarray  # CALL rows that are cudaEventRecord
     queue: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # ``queue_lengths``
+    links: Any = None  # ``graph.event_links``: found once per trace, on the first window that needs them
 
     def __len__(self) -> int:
         return len(self.role)

@@ -213,39 +213,62 @@ class _Links:
 
 
 def _event_links(events: Events, rows: np.ndarray) -> _Links:
-    """For the window's event syncs and stream waits: the op the event's record followed (the latest op
-    launched to the recording stream at or before the cudaEventRecord call, on any thread) and, for a
-    wait, the first op launched to the waiting stream by the waiting thread after the wait call."""
-    syncs = rows[(events.role[rows] == SYNC) & np.isin(events.sync_kind[rows], ["stream_wait_event", "event_sync"])]
+    """The links of the trace's event syncs and stream waits (``event_links``), found once per trace."""
+    if events.links is None:
+        events.links = event_links(events)
+    return events.links
+
+
+def event_links(events: Events) -> _Links:
+    """For every event sync and stream wait of the trace: the op the event's record followed (the latest
+    op launched to the recording stream at or before the cudaEventRecord call, on any thread) and, for a
+    wait, the first op launched to the waiting stream by the waiting thread after the wait call. Launches
+    are grouped by stream (and thread) once; each sync is then one binary search in its group."""
+    syncs = np.flatnonzero((events.role == SYNC) & np.isin(events.sync_kind, ["stream_wait_event", "event_sync"]))
     syncs = syncs[(events.event_stream[syncs] >= 0) & (events.event_correlation[syncs] >= 0)]
     recorded: dict[int, int] = {}
     next_launch: dict[int, int] = {}
     if not len(syncs):
         return _Links(recorded, next_launch)
     launches = np.flatnonzero(events.queued & (events.partner >= 0))
-    launches = launches[np.argsort(events.start[launches], kind="stable")]
     ops = events.partner[launches]
+    by_stream = _groups(launches, events.device[ops] * 2**32 + events.stream[ops], events.start[launches])
+    by_thread = _groups(launches, (events.device[ops] * 2**32 + events.stream[ops]) * 2**20
+                        + (events.pid[launches] * 2**31 + events.tid[launches]) % 2**20, events.start[launches])  # fmt: skip
     record_calls = np.flatnonzero(events.record_call)
     record_at = {(int(p), int(c)): int(r) for p, c, r in
                  zip(events.pid[record_calls], events.correlation[record_calls], record_calls, strict=True)}  # fmt: skip
-    op_key = events.device[ops] * (2**32) + events.stream[ops]
     for sync in syncs.tolist():
         record = record_at.get((int(events.pid[sync]), int(events.event_correlation[sync])))
-        if record is None:
+        group = by_stream.get(int(events.device[sync]) * 2**32 + int(events.event_stream[sync]))
+        if record is None or group is None:
             continue
-        key = int(events.device[sync]) * (2**32) + int(events.event_stream[sync])
-        mine = launches[op_key == key]
-        before = np.searchsorted(events.start[mine], events.start[record], side="right")
+        rows_of, starts = group
+        before = int(np.searchsorted(starts, events.start[record], side="right"))
         if before == 0:
             continue
-        recorded[sync] = int(events.partner[mine[before - 1]])
-        if events.sync_kind[sync] != "stream_wait_event" or events.partner[sync] < 0:
-            continue
+        recorded[sync] = int(events.partner[rows_of[before - 1]])
         call = int(events.partner[sync])
-        waiting_key = int(events.device[sync]) * (2**32) + int(events.stream[sync])
-        same = launches[(op_key == waiting_key) & (events.pid[launches] == events.pid[call])
-                        & (events.tid[launches] == events.tid[call])]  # fmt: skip
-        after = np.searchsorted(events.start[same], events.start[call], side="right")
-        if after < len(same):
-            next_launch[sync] = int(same[after])
+        if events.sync_kind[sync] != "stream_wait_event" or call < 0:
+            continue
+        key = (int(events.device[sync]) * 2**32 + int(events.stream[sync])) * 2**20 + (
+            int(events.pid[call]) * 2**31 + int(events.tid[call])) % 2**20  # fmt: skip
+        waiting = by_thread.get(key)
+        if waiting is None:
+            continue
+        rows_of, starts = waiting
+        same = (events.pid[rows_of] == events.pid[call]) & (events.tid[rows_of] == events.tid[call])
+        rows_of, starts = rows_of[same], starts[same]  # a thread key shared by chance: the exact thread only
+        after = int(np.searchsorted(starts, events.start[call], side="right"))
+        if after < len(rows_of):
+            next_launch[sync] = int(rows_of[after])
     return _Links(recorded, next_launch)
+
+
+def _groups(rows: np.ndarray, key: np.ndarray, time: np.ndarray) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Per key, its rows and their times in time order (ties in row order)."""
+    order = np.lexsort((rows, time, key))
+    rows, key, time = rows[order], key[order], time[order]
+    first = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]])) if len(key) else np.zeros(0, np.int64)
+    bounds = np.append(first, len(key))
+    return {int(key[low]): (rows[low:high], time[low:high]) for low, high in zip(bounds[:-1], bounds[1:], strict=True)}

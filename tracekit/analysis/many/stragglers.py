@@ -17,7 +17,11 @@ one job share the host clock):
 5. per step, the ``candidates`` ranks that start it latest (every rank whose start is at least the
    ``candidates``-th latest) are flagged; a rank's count is the steps it was flagged in;
 6. the stragglers: the ``candidates`` ranks flagged most (ties by rank).
-A kernel that runs until every rank has joined starts latest on the rank the others wait for.
+A kernel that runs until every rank has joined starts latest on the rank the others wait for. Beyond
+HTA: Made Others Wait (ns), per rank, the median rank's wait for it summed over the instances of that
+collective it joined last (the k-th instance of a step on every rank is one collective); and no
+stragglers are named among as few ranks as candidates (HTA flags them all), nor among ranks whose
+steps do not overlap in time (traces of different jobs).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from tracekit.model.trace import Trace
 
 MIN_SHARE = 0.01  # of the mean step time: HTA's min_normalized_duration
 CANDIDATES = 2  # HTA's num_candidates
+WAIT = "Made Others Wait (ns)"  # per rank: the median rank's wait, in each instance of the collective it joined last
 START = "Start (% of mean step)"  # HTA's normalized start time of the chosen collective, x 100
 STEP_NUMBER = re.compile(r"#\s*(\d+)$")
 
@@ -46,9 +51,9 @@ def straggler_piece(trace: Trace, step_range: str | None = None) -> dict[str, An
     if steps.empty:
         return None
     names = steps["name"].astype(str).tolist()
-    numbers = [
-        int(found.group(1)) if (found := STEP_NUMBER.search(name)) else index for index, name in enumerate(names)
-    ]
+    # unnumbered steps ("step") count from 1, as HTA counts only the steps numbered above 0
+    numbers = [int(found.group(1)) if (found := STEP_NUMBER.search(name)) else index + 1
+               for index, name in enumerate(names)]  # fmt: skip
     kept = np.ones(len(steps), dtype=bool)
     if len(set(names)) >= 2:  # the last step is often cut short by the profiler's schedule
         kept[int(np.argmax(steps["start"].to_numpy()))] = False
@@ -85,14 +90,19 @@ def potential_stragglers(
     (HTA's normalized start x 100, mean over steps) and whether it is a straggler; and a sentence saying which
     kernel decided it. An empty table (and why) when there is nothing to compare."""
     present = {rank: piece for rank, piece in pieces.items() if piece is not None}
-    empty = pd.DataFrame(columns=["Rank", "Flagged Steps", START, "Straggler"])
+    empty = pd.DataFrame(columns=["Rank", "Flagged Steps", START, WAIT, "Straggler"])
     if len(present) < 2:
         return empty, "stragglers: fewer than two ranks with steps to compare"
+    if len(present) <= candidates:  # HTA would flag every rank
+        return empty, (f"stragglers: {len(present)} ranks, and the definition flags the {candidates} that start a "
+                       "collective latest: too few ranks to tell one out")  # fmt: skip
+    if max(piece["first"] for piece in present.values()) > min(piece["last"] for piece in present.values()):
+        return empty, "stragglers: the ranks' steps do not overlap in time (not one job's clock): nothing to compare"
     steps = sorted(set().union(*(piece["steps"] for piece in present.values())))
     first = min(piece["first"] for piece in present.values())
     mean_step = (max(piece["last"] for piece in present.values()) - first) / max(len(steps), 1)
-    kernels = pd.concat([piece["kernels"].assign(rank=rank) for rank, piece in present.items()], ignore_index=True)
-    kernels = kernels.loc[(kernels["step"] > 0) & (kernels["duration"] >= mean_step * MIN_SHARE)]
+    every = pd.concat([piece["kernels"].assign(rank=rank) for rank, piece in present.items()], ignore_index=True)
+    kernels = every.loc[(every["step"] > 0) & (every["duration"] >= mean_step * MIN_SHARE)]
     if kernels.empty or mean_step <= 0:
         return empty, "stragglers: no NCCL kernel of 1 % of the mean step time or longer in a step"
     last = (
@@ -114,9 +124,11 @@ def potential_stragglers(
     order = sorted(flagged.index, key=lambda rank: (-flagged[rank], rank))
     stragglers = set(order[:candidates])
     mean_start = chosen.groupby("rank")["normalized_start"].mean()
+    made_wait = _made_wait(every.loc[(every["stream"] == stream) & (every["name"] == name) & (every["step"] > 0)])
     table = pd.DataFrame({
         "Rank": list(flagged.index), "Flagged Steps": flagged.to_numpy(),
         START: [100 * float(mean_start.get(rank, np.nan)) for rank in flagged.index],
+        WAIT: [made_wait.get(rank, 0) for rank in flagged.index],
         "Straggler": ["yes" if rank in stragglers else "" for rank in flagged.index],
     })  # fmt: skip
     table.attrs.update(mean_step_ns=mean_step, steps=int(chosen["step"].nunique()), collective=name.split("(")[0])
@@ -125,3 +137,24 @@ def potential_stragglers(
             f"duration varies most between ranks latest ({name.split('(')[0]} on stream {stream}; its start as a "
             f"share of the mean step time, {mean_step / 1e6:,.3f} ms, from the earliest start)")  # fmt: skip
     return table, said
+
+
+def _made_wait(instances: pd.DataFrame) -> dict[Any, int]:
+    """Per rank, the time the median rank waited for it in the instances of one collective it joined
+    last: the collective's k-th instance of a step on every rank is one collective (NCCL runs them in
+    order), and its last starter made the median starter wait for the difference of their starts."""
+    if instances.empty:
+        return {}
+    ordered = instances.sort_values(["rank", "step", "start"], kind="stable")
+    ordered = ordered.assign(instance=ordered.groupby(["rank", "step"]).cumcount())
+    starts = ordered.pivot_table(index=["step", "instance"], columns="rank", values="start", aggfunc="first")
+    starts = starts.dropna()  # an instance some rank did not run is not one collective of all of them
+    if starts.empty:
+        return {}
+    values = starts.to_numpy(dtype=np.float64)
+    latest = np.asarray(starts.columns)[np.argmax(values, axis=1)]
+    wait = values.max(axis=1) - np.median(values, axis=1)
+    ranks, group = np.unique(latest, return_inverse=True)
+    return dict(
+        zip(ranks.tolist(), np.bincount(group.reshape(-1), weights=wait).astype(np.int64).tolist(), strict=True)
+    )
