@@ -159,3 +159,11 @@ def test_advise_shows_the_critical_path_of_the_median_step_and_what_bounds_it(tm
     assert path[["Step", "Path (ns)", "Bound By"]].values.tolist() == [["ProfilerStep#7", 185 * US, "GPU Compute"]]
     assert result["critical-path-ops"]["Name"].iloc[0] == "gemm_kernel"
     assert "the critical path of ProfilerStep#7 is 81 % GPU Compute" in " ".join(result.notes)
+
+
+def test_gpu_ops_without_their_launching_calls_are_a_clear_error(tmp_path):
+    """Without the runtime calls no edge joins the GPU to the CPU: the path would be the CPU alone."""
+    b = KinetoBuilder().annotation("aten::mm", 0, 10, cat="cpu_op").kernel("gemm_kernel", 20, 100, correlation=1)
+    with pytest.raises(tracekit.TracekitError, match="launching CUDA call"):
+        tracekit.critical_path(b.write(tmp_path / "no_calls.json"))
+    assert any("no critical path" in note for note in tracekit.advise(tmp_path / "no_calls.json").notes)
