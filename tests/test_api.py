@@ -32,6 +32,7 @@ def build_rich(b: ExportBuilder, offset: int) -> None:
     build_step(b, offset)
     build_step(b, offset + 2000)
     b.kernel(offset + 600, offset + 900, NCCL, stream=8, launch_at=offset + 420)
+    b.push_pop(offset + 400, offset + 450, "aten::all_reduce, seq = 1, op_id = 1")  # an emit_nvtx op: for ops
     b.runtime(offset + 960, offset + 990, "cudaStreamSynchronize_v3020", 9000 + offset)
     b.memcpy(offset + 1500, offset + 1600, copy_kind=1, size=4096, launch_at=offset + 1490)
 

@@ -31,6 +31,7 @@ TRACE_COMMANDS = [
     ["overlap", "--per-step"],
     ["critical-path"],
     ["queues"],
+    ["ops"],
     ["ranks"],
 ]
 # "None" printed where a value is missing: a table or markdown cell, a value after ": " or in parentheses.

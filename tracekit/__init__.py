@@ -2,7 +2,7 @@
 torch.profiler traces and CUDA memory snapshots.
 
 The Python API: ``open_trace`` and ``open_snapshot`` read inputs; one function per analysis command
-(``kernels``, ``ranges``, ``breakdown``, ``steps``, ``launches``, ``idle``, ``overlap``, ``syncs``, ``queues``, ``critical_path``,
+(``kernels``, ``ranges``, ``breakdown``, ``steps``, ``launches``, ``idle``, ``overlap``, ``syncs``, ``queues``, ``ops``, ``critical_path``,
 ``ranks``, ``compare``, ``diff``, ``memory``) takes a trace, a path or several paths and the
 command's options as keywords, and returns a ``Result`` of DataFrames with raw values; ``timeline``
 writes traces as a file for Perfetto::
@@ -43,6 +43,7 @@ from tracekit.api import (
     memory,
     open_snapshot,
     open_trace,
+    ops,
     overlap,
     queues,
     ranges,
@@ -78,6 +79,7 @@ __all__ = [
     "memory",
     "open_snapshot",
     "open_trace",
+    "ops",
     "overlap",
     "queues",
     "ranges",

@@ -49,8 +49,8 @@ def test_the_report_runs_registry_commands_only():
 
 
 def test_no_module_but_the_registry_lists_command_names():
-    """A list, tuple, set or dict of three or more command names anywhere in tracekit/ outside the
-    registry is a second declaration that would drift. (``__all__`` must be a literal for type checkers;
+    """A list, tuple, set or dict of three or more command names (and mostly those) anywhere in tracekit/
+    outside the registry is a second declaration that would drift. (``__all__`` must be a literal for type checkers;
     test_api ties it to the registry.)"""
     names = set(COMMANDS)
     offenders = []
@@ -71,6 +71,8 @@ def test_no_module_but_the_registry_lists_command_names():
             if not isinstance(node, (ast.List, ast.Tuple, ast.Set, ast.Dict)) or items is None:
                 continue
             strings = [item.value for item in items if isinstance(item, ast.Constant) and isinstance(item.value, str)]
-            if sum(value in names for value in strings) >= 3:
+            named = sum(value in names for value in strings)
+            # mostly command names: a second list of commands (a dict of data fields may hold a few: "ops", "steps")
+            if named >= 3 and named * 2 >= len(strings):
                 offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert offenders == []

@@ -174,6 +174,16 @@ class QueuesOptions(Options):
 
 
 @dataclass(frozen=True)
+class OpsOptions(Options):
+    """``ops``: per CPU operator, its kernels and the delay to the first, as HolisticTraceAnalysis measures it."""
+
+    top: int = whole(15, "operators (and kernel sequences) listed")
+    name: str = choice("short", ("demangled", "short"), "kernels by their base name (templated variants together) or "
+                                                        "the full templated name (as HolisticTraceAnalysis)")  # fmt: skip
+    drop_last_step: bool = flag(_DROP_LAST_STEP)
+
+
+@dataclass(frozen=True)
 class CriticalPathOptions(Options):
     """``critical-path``: the chain of dependent work that sets each step's time, as HolisticTraceAnalysis."""
 

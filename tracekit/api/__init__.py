@@ -3,7 +3,7 @@ arguments, returning a ``Result`` of DataFrames with raw values (``tracekit/__in
 
 ``core``   reading inputs, ``Result``, and the commands on what ran: kernels, ranges, breakdown, steps,
            ranks, compare, diff, memory, timeline
-``waits``  why the GPU waits and what to fix first: launches, idle, overlap, syncs, queues, critical_path,
+``waits``  why the GPU waits and what to fix first: launches, idle, overlap, syncs, queues, ops, critical_path,
            advise
 """
 
@@ -21,7 +21,7 @@ from tracekit.api.core import (
     steps,
     timeline,
 )
-from tracekit.api.waits import advise, critical_path, idle, launches, overlap, queues, syncs
+from tracekit.api.waits import advise, critical_path, idle, launches, ops, overlap, queues, syncs
 
 __all__ = [
     "Result",
@@ -35,6 +35,7 @@ __all__ = [
     "launches",
     "memory",
     "open_snapshot",
+    "ops",
     "open_trace",
     "overlap",
     "queues",

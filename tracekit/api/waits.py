@@ -80,6 +80,17 @@ def queues(trace: Source, *, max_queue: int = 1024, series: bool = False, drop_l
     return _run("queues", trace, locals())
 
 
+def ops(trace: Source, *, top: int = 15, name: Literal["demangled", "short"] = "short",
+        drop_last_step: bool = False) -> Result:  # fmt: skip
+    """Per CPU operator ("ops"): its kernels, their time and the delays to its first kernel; "sequences": the
+    kernel sequences per operator (HolisticTraceAnalysis's get_aten_op_kernels_and_delay).
+
+    Example:
+        >>> tracekit.ops("trace.json.gz")["ops"]
+    """
+    return _run("ops", trace, locals())
+
+
 def critical_path(trace: Source, *, step: str | None = None, step_range: str | None = None, top: int = 15,
                   as_hta: bool = False) -> Result:  # fmt: skip
     """The critical path of each step, as HolisticTraceAnalysis 0.5 defines it: "steps" (its time by bound),

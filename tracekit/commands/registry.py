@@ -25,6 +25,7 @@ from tracekit.analysis.options import (
     KernelsOptions,
     LaunchesOptions,
     MemoryOptions,
+    OpsOptions,
     OverlapOptions,
     QueuesOptions,
     RangesOptions,
@@ -221,6 +222,16 @@ COMMANDS: dict[str, Command] = {
                 ("queues",),
                 "nothing to draw",
             ),  # fmt: skip
+        ),
+        Command(
+            "ops",
+            "Per CPU operator of TRACE (aten::, from torch.profiler or emit_nvtx): the kernels it launched, their "
+            "time, and the delay from its start to its first kernel (launch call, then the GPU), as "
+            "HolisticTraceAnalysis measures it; and the kernel sequences each operator launches.",
+            OpsOptions,
+            "trace",
+            run="tracekit.analysis.waits.ops:ops_table",
+            unit="us",
         ),
         Command(
             "critical-path",

@@ -4,6 +4,7 @@
 ``launches``     launch and queue delays as nsys's kernexecsum (``launches``)
 ``syncs``        blocking host calls and the GPU idle after them (``syncs``)
 ``overlap``      communication hidden by computation per GPU (``overlap``)
+``ops``          per CPU operator, its kernels and the delay to its first kernel (``ops``)
 ``queues``       each stream's launch queue: its length over time, statistics, time full (``queues``)
 ``busy``         busy, span and idle time per GPU and for "any GPU busy"
 ``keyed_times``  times of many groups in one sorted array (a searchsorted per lookup, no loop)
