@@ -55,17 +55,22 @@ def op_kernels(trace: Trace, name: str = "short", drop_last_step: bool = False) 
     operator = _covering_operator(trace.ranges, calls, call_rows)
     found = operator >= 0
     ranges = trace.ranges
-    kernel_names = ops["short_name" if name == "short" else "name"].astype(str).to_numpy()
+    kernel_names = ops["short_name" if name == "short" else "name"]
     range_names = ranges["name"].cat.categories
-    shown = np.asarray([op_name(str(name).removeprefix("cpu_op:")) for name in range_names], dtype=object)
+    shown_codes, shown = pd.factorize(np.asarray([op_name(str(text).removeprefix("cpu_op:")) for text in range_names],
+                                                 dtype=object))  # fmt: skip
     row_of = operator[found]
+    # names stay categorical: a trace launches hundreds of thousands of kernels, of a few hundred names
+    kernels = pd.Categorical.from_codes(kernel_names.cat.codes.to_numpy()[kernel_rows[found]],
+                                        categories=kernel_names.cat.categories)  # fmt: skip
     return pd.DataFrame({
         "tid": calls["tid"].to_numpy()[call_rows[found]],
-        "operator": shown[ranges["name"].cat.codes.to_numpy()[row_of]],
+        "operator": pd.Categorical.from_codes(shown_codes[ranges["name"].cat.codes.to_numpy()[row_of]],
+                                              categories=pd.Index(shown, dtype=object)),
         "op_start": ranges["start"].to_numpy()[row_of],
         "op_row": row_of,
         "call_start": calls["start"].to_numpy()[call_rows[found]],
-        "kernel": kernel_names[kernel_rows[found]],
+        "kernel": kernels,
         "kernel_start": ops["start"].to_numpy()[kernel_rows[found]],
         "kernel_duration": ops["duration"].to_numpy()[kernel_rows[found]],
     })  # fmt: skip
@@ -82,8 +87,11 @@ def _covering_operator(ranges: pd.DataFrame, calls: pd.DataFrame, call_rows: np.
     is_operator = np.asarray([op_name(str(name).removeprefix("cpu_op:")).startswith(ATEN) for name in names], bool)
     operator = is_operator[ranges["name"].cat.codes.to_numpy()] & (ranges["domain"].astype(str) != "gpu").to_numpy()
     start, end = ranges["start"].to_numpy(), ranges["end"].to_numpy()
-    row_of_id = pd.Series(np.arange(len(ranges)), index=ranges["range_id"].to_numpy())
-    parent = row_of_id.reindex(ranges["parent"].to_numpy()).fillna(-1).to_numpy(np.int64)
+    ids = ranges["range_id"].to_numpy()
+    by_id = np.argsort(ids, kind="stable")
+    wanted = ranges["parent"].to_numpy()
+    at = np.minimum(np.searchsorted(ids[by_id], wanted), len(ids) - 1)
+    parent = np.where((wanted >= 0) & (ids[by_id][at] == wanted), by_id[at], -1)
     thread = ranges["pid"].to_numpy() * 2**32 + ranges["tid"].to_numpy()
     order = np.lexsort((start, thread))  # by thread, then start
     call_thread = calls["pid"].to_numpy()[call_rows] * 2**32 + calls["tid"].to_numpy()[call_rows]
@@ -111,6 +119,37 @@ def _covering_operator(ranges: pd.DataFrame, calls: pd.DataFrame, call_rows: np.
         current[climbing] = parent[current[climbing]]
 
 
+def _sequences(launched: pd.DataFrame, instances: np.ndarray) -> np.ndarray:
+    """Per operator instance (``instances``: op rows), its kernel names in call order joined by " -> ".
+    Instances are told apart by two 64-bit polynomial hashes of their name codes and their length (no
+    Python per instance: a trace holds hundreds of thousands), and each distinct sequence is written once."""
+    codes = launched["kernel"].cat.codes.to_numpy()
+    names = launched["kernel"].cat.categories
+    op_row = launched["op_row"].to_numpy()
+    order = np.argsort(op_row, kind="stable")  # each instance's kernels together, in call order
+    rows, values = op_row[order], codes[order].astype(np.uint64) + np.uint64(1)
+    first = np.flatnonzero(np.concatenate([[True], rows[1:] != rows[:-1]]))
+    position = np.arange(len(rows)) - np.repeat(first, np.diff(np.append(first, len(rows))))
+    hashes = []
+    with np.errstate(over="ignore"):
+        for base in (np.uint64(1_000_003), np.uint64(0x9E3779B97F4A7C15)):
+            powers = np.empty(int(position.max()) + 1, dtype=np.uint64)  # base^k modulo 2^64
+            powers[0] = np.uint64(1)
+            powers[1:] = np.cumprod(np.full(len(powers) - 1, base, dtype=np.uint64))
+            hashes.append(np.add.reduceat(values * powers[position], first))
+    lengths = np.diff(np.append(first, len(rows)))
+    keys = pd.MultiIndex.from_arrays([lengths, hashes[0], hashes[1]])
+    sequence_id, distinct = pd.factorize(keys)
+    texts = np.empty(len(distinct), dtype=object)
+    example = np.zeros(len(distinct), dtype=np.int64)
+    example[sequence_id[::-1]] = np.arange(len(first))[::-1]  # the first instance of each sequence
+    for index, instance in enumerate(example.tolist()):
+        low = first[instance]
+        texts[index] = " -> ".join(str(names[code]) for code in codes[order][low : low + lengths[instance]])
+    by_row = pd.Series(texts[sequence_id], index=rows[first])
+    return by_row.reindex(instances).to_numpy()
+
+
 def ops_table(trace: Trace, options: OpsOptions | None = None) -> Result:
     """Per operator: its kernels, their time and the delays to its first kernel (see the module docstring)."""
     options = options or OpsOptions()
@@ -118,14 +157,14 @@ def ops_table(trace: Trace, options: OpsOptions | None = None) -> Result:
     if launched.empty:
         raise NoGpuDataError(f"{trace.name}: no kernel launch call inside an aten:: operator (torch.profiler's CPU "
                              "operators, or emit_nvtx ranges in an nsys export)")  # fmt: skip
-    instances = launched.groupby("op_row", sort=False).agg(
+    instances = launched.groupby("op_row", sort=False, observed=True).agg(
         operator=("operator", "first"), op_start=("op_start", "first"), call_start=("call_start", "first"),
         kernel_start=("kernel_start", "first"), kernels=("kernel", "size"), time=("kernel_duration", "sum"),
-        sequence=("kernel", " -> ".join),
     )  # fmt: skip
+    instances["sequence"] = _sequences(launched, instances.index.to_numpy())
     instances["launch_delay"] = instances["call_start"] - instances["op_start"]
     instances["runtime_delay"] = instances["kernel_start"] - instances["call_start"]
-    per_op = instances.groupby("operator", sort=False).agg(
+    per_op = instances.groupby("operator", sort=False, observed=True).agg(
         Instances=("kernels", "size"), Kernels=("kernels", "sum"), time=("time", "sum"),
         launch=("launch_delay", "mean"), runtime=("runtime_delay", "mean"),
     ).reset_index()  # fmt: skip
@@ -136,7 +175,7 @@ def ops_table(trace: Trace, options: OpsOptions | None = None) -> Result:
         "Op To Kernel (ns)": (per_op["launch"] + per_op["runtime"]).to_numpy(),
         "Launch Delay (ns)": per_op["launch"].to_numpy(), "Runtime Delay (ns)": per_op["runtime"].to_numpy(),
     })  # fmt: skip
-    sequences = instances.groupby(["operator", "sequence"], sort=False).agg(
+    sequences = instances.groupby(["operator", "sequence"], sort=False, observed=True).agg(
         Count=("kernels", "size"), launch=("launch_delay", "mean"), runtime=("runtime_delay", "mean"),
     ).reset_index().sort_values(["Count", "operator", "sequence"], ascending=[False, True, True], kind="stable")  # fmt: skip
     sequence_table = pd.DataFrame({
