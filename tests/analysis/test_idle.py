@@ -162,3 +162,20 @@ def test_gaps_are_found_once_per_trace_and_each_caller_gets_its_own(tmp_path, mo
     assert idle_gaps(trace)["Idle (ns)"].tolist() == [200] and len(found) == 1
     idle_gaps(trace, overhead_max_ns=5)  # other options: found anew
     assert len(found) == 2
+
+
+def test_the_gaps_lengths_per_cause(tmp_path):
+    """Three host-not-launching gaps of 100, 200 and 600 ns and one sync gap of 200: their statistics."""
+    b = ExportBuilder("2026.2")
+    b.kernel(0, 100, "a", launch_at=-50)
+    b.kernel(200, 300, "b", launch_at=150)  # launched in the gap 100..200
+    b.kernel(500, 600, "c", launch_at=450)  # gap 300..500
+    b.kernel(1_200, 1_300, "d", launch_at=1_100)  # gap 600..1200
+    b.runtime(1_250, 1_400, "cudaDeviceSynchronize_v3020", 900)  # running when the gap 1300..1500 begins
+    b.kernel(1_500, 1_600, "e", launch_at=1_410)
+    intervals = tracekit.idle(b.write(tmp_path / "lengths.sqlite"))["intervals"].set_index("Cause")
+    host = intervals.loc["host not launching"]
+    assert (host["Gaps"], host["Mean (ns)"], host["Min (ns)"], host["Median (ns)"], host["Max (ns)"]) == (3, 300, 100,
+                                                                                                          200, 600)  # fmt: skip
+    assert host["StdDev (ns)"] == pytest.approx(264.575, abs=0.001)
+    assert (intervals.loc["sync", "Gaps"], intervals.loc["sync", "Mean (ns)"]) == (1, 200)

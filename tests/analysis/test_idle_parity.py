@@ -1,5 +1,7 @@
 """`tracekit idle --per-stream --drop-last-step` against HolisticTraceAnalysis's get_idle_time_breakdown
-on every torch.profiler trace in ../shared, within 1 us per stream and category.
+on every torch.profiler trace in ../shared, within 1 us per stream and category, and the gaps' lengths
+against its idle interval statistics (count, mean, min, quartiles, max; HTA also counts the zero-length
+intervals between ops that abut, which are no gap: where it has them, only that is checked).
 
 tracekit's causes map onto HTA's three: host wait = sync + host not launching (HTA has no sync cause),
 kernel wait = launch overhead (a queued op, gap under 30 us: HTA's consecutive_kernel_delay), other =
@@ -17,6 +19,7 @@ import math
 import os
 
 import numpy as np
+import pandas as pd
 import pytest
 from helpers.paths import SHARED
 
@@ -46,7 +49,10 @@ def hta_idle(path, tmp_path):
     (tmp_path / path.name).symlink_to(path)
     analysis = TraceAnalysis(trace_dir=str(tmp_path))
     rank = analysis.t.get_ranks()[0]
-    breakdown, _ = analysis.get_idle_time_breakdown(ranks=[rank], visualize=False)
+    breakdown, intervals = analysis.get_idle_time_breakdown(
+        ranks=[rank], visualize=False, show_idle_interval_stats=True
+    )
+    breakdown.attrs["intervals"] = intervals  # per stream and category: count, mean, std, min, quartiles, max (µs)
     return breakdown, analysis.t.get_trace(rank), float(analysis.t.min_ts)
 
 
@@ -84,5 +90,20 @@ def test_idle_split_per_stream_equals_hta(path, tmp_path):
     for stream, category, idle_us in zip(theirs["stream"], theirs["idle_category"], theirs["idle_time"], strict=True):
         assert ours.get((stream, category), 0.0) == pytest.approx(idle_us, abs=1.0), (stream, category)
     assert {key for key, value in ours.items() if value} <= set(zip(theirs["stream"], theirs["idle_category"]))
+    # the gaps' lengths per stream and category: HTA's idle interval statistics (rounded to 0.01 µs)
+    lengths = pd.DataFrame({"stream": gaps["Stream"].to_numpy(), "category": categories,
+                            "us": gaps["Idle (ns)"].to_numpy() / 1000})  # fmt: skip
+    described = lengths.groupby(["stream", "category"])["us"].describe()
+    stats = theirs.attrs["intervals"].reset_index().rename(columns={"index": "idle_category"})
+    for row in stats.loc[stats["count"] > 0].to_dict("records"):
+        key = (row["stream"], row["idle_category"])
+        mine = described.loc[key] if key in described.index else pd.Series({"count": 0})
+        if mine["count"] != row["count"]:
+            # HTA counts every interval between consecutive ops, those of length 0 too (ops that abut: no
+            # idle, not a gap here); then its statistics are over more values, and its minimum is that 0
+            assert row["count"] > mine["count"] and row["min"] <= 0.26, key
+            continue
+        for column in ("mean", "min", "25%", "50%", "75%", "max"):
+            assert mine[column] == pytest.approx(row[column], abs=0.26), (row["stream"], row["idle_category"], column)
     assert all(apart <= 250 for apart in re_decided)  # only ties within HTA's 0.25 us float granularity
     assert np.array_equal(gaps["Cause"] == "other", ~launches.found[gaps["Next Op"].to_numpy(np.int64)])

@@ -211,8 +211,27 @@ def _running_at(call_start, call_end, call_pid, pid, time) -> np.ndarray:
     return result
 
 
+INTERVAL_STATISTICS = (("Mean", "mean"), ("StdDev", "std"), ("Min", "min"), ("25%", "25%"), ("Median", "50%"),
+                       ("75%", "75%"), ("Max", "max"))  # fmt: skip
+
+
+def _interval_statistics(gaps: pd.DataFrame, keys: list[str], rank: dict[str, int]) -> pd.DataFrame:
+    """Per group and cause: the gaps' count and their lengths' statistics (ns)."""
+    columns = [*keys, "Cause", "Gaps", *(f"{label} (ns)" for label, _ in INTERVAL_STATISTICS)]
+    if gaps.empty:
+        return pd.DataFrame(columns=columns)
+    described = pd.DataFrame(gaps.groupby([*keys, "Cause"], sort=True, observed=True)["Idle (ns)"].describe())
+    intervals = pd.DataFrame(described.reset_index()[[*keys, "Cause"]])
+    intervals["Gaps"] = np.asarray(described["count"]).astype(np.int64)
+    for label, column in INTERVAL_STATISTICS:
+        intervals[f"{label} (ns)"] = np.asarray(described[column])
+    return intervals.sort_values([*keys, "Cause"], key=lambda column: column.map(rank) if column.name == "Cause"
+                                 else column, kind="stable", ignore_index=True)  # fmt: skip
+
+
 def idle_by_cause(trace: Trace, options: IdleOptions | None = None) -> Result:
-    """Per GPU (and stream) and cause: gaps, idle time and share of the group's idle; then the longest gaps.
+    """Per GPU (and stream) and cause: gaps, idle time and share of the group's idle; the longest gaps; and
+    the statistics of the gaps' lengths per cause ("intervals": count, mean, std, min, quartiles, max).
     ``overhead_max_us``: a gap before a queued op up to this long is launch overhead; ``drop_last_step``:
     HolisticTraceAnalysis's default window (GPU work launched before the last ProfilerStep began)."""
     options = options or IdleOptions()
@@ -230,12 +249,14 @@ def idle_by_cause(trace: Trace, options: IdleOptions | None = None) -> Result:
     rank = {cause: index for index, cause in enumerate(CAUSES)}
     grouped = grouped.sort_values([*keys, "Cause"], key=lambda column: column.map(rank) if column.name == "Cause"
                                   else column, kind="stable", ignore_index=True)  # fmt: skip
+    intervals = _interval_statistics(gaps, keys, rank)
     origin = int(trace.gpu_ops["start"].min())
     longest = gaps.nlargest(top, "Idle (ns)").assign(**{"Start (ns)": lambda frame: frame["Start (ns)"] - origin})
     notes = [method(overhead_max_ns, per_stream), *([window_note] if window_note else []), *trace.warnings]
     where = " per stream" if per_stream else ""
     return Result(
         [Table("idle", grouped, f"GPU idle time by cause{where}: {trace.name}"),
-         Table("gaps", longest.reset_index(drop=True), f"The {top} longest gaps (Start from the first GPU op)")],
+         Table("gaps", longest.reset_index(drop=True), f"The {top} longest gaps (Start from the first GPU op)"),
+         Table("intervals", intervals, f"Gap lengths by cause{where} (HolisticTraceAnalysis's idle interval statistics)")],
         notes,
     )  # fmt: skip
