@@ -32,6 +32,7 @@ TRACE_COMMANDS = [
     ["critical-path"],
     ["queues"],
     ["ops"],
+    ["bandwidth"],
     ["ranks"],
 ]
 # "None" printed where a value is missing: a table or markdown cell, a value after ": " or in parentheses.

@@ -2,7 +2,7 @@
 torch.profiler traces and CUDA memory snapshots.
 
 The Python API: ``open_trace`` and ``open_snapshot`` read inputs; one function per analysis command
-(``kernels``, ``ranges``, ``breakdown``, ``steps``, ``launches``, ``idle``, ``overlap``, ``syncs``, ``queues``, ``ops``, ``critical_path``,
+(``kernels``, ``ranges``, ``breakdown``, ``steps``, ``launches``, ``idle``, ``overlap``, ``syncs``, ``queues``, ``ops``, ``bandwidth``, ``critical_path``,
 ``ranks``, ``compare``, ``diff``, ``memory``) takes a trace, a path or several paths and the
 command's options as keywords, and returns a ``Result`` of DataFrames with raw values; ``timeline``
 writes traces as a file for Perfetto::
@@ -33,6 +33,7 @@ the nsys executable, marks for a user's script, Parquet export
 from tracekit.api import (
     Result,
     advise,
+    bandwidth,
     breakdown,
     compare,
     critical_path,
@@ -68,6 +69,7 @@ __all__ = [
     "UsageError",
     "__version__",
     "advise",
+    "bandwidth",
     "breakdown",
     "compare",
     "critical_path",

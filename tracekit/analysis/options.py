@@ -184,6 +184,15 @@ class OpsOptions(Options):
 
 
 @dataclass(frozen=True)
+class BandwidthOptions(Options):
+    """``bandwidth``: memory copies' and sets' bandwidth per direction, as HolisticTraceAnalysis measures it."""
+
+    series: bool = flag("also the summed bandwidth after each start and end, per direction (a table: for programs)")
+    drop_last_step: bool = flag(_DROP_LAST_STEP)
+    as_hta: bool = flag("round times to whole microseconds as HolisticTraceAnalysis 0.5 reads a trace (to compare)")
+
+
+@dataclass(frozen=True)
 class CriticalPathOptions(Options):
     """``critical-path``: the chain of dependent work that sets each step's time, as HolisticTraceAnalysis."""
 

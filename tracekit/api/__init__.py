@@ -3,7 +3,7 @@ arguments, returning a ``Result`` of DataFrames with raw values (``tracekit/__in
 
 ``core``   reading inputs, ``Result``, and the commands on what ran: kernels, ranges, breakdown, steps,
            ranks, compare, diff, memory, timeline
-``waits``  why the GPU waits and what to fix first: launches, idle, overlap, syncs, queues, ops, critical_path,
+``waits``  why the GPU waits and what to fix first: launches, idle, overlap, syncs, queues, ops, bandwidth, critical_path,
            advise
 """
 
@@ -21,11 +21,12 @@ from tracekit.api.core import (
     steps,
     timeline,
 )
-from tracekit.api.waits import advise, critical_path, idle, launches, ops, overlap, queues, syncs
+from tracekit.api.waits import advise, bandwidth, critical_path, idle, launches, ops, overlap, queues, syncs
 
 __all__ = [
     "Result",
     "advise",
+    "bandwidth",
     "breakdown",
     "compare",
     "critical_path",

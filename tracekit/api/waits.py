@@ -91,6 +91,16 @@ def ops(trace: Source, *, top: int = 15, name: Literal["demangled", "short"] = "
     return _run("ops", trace, locals())
 
 
+def bandwidth(trace: Source, *, series: bool = False, drop_last_step: bool = False, as_hta: bool = False) -> Result:
+    """Memory copies' and sets' bandwidth per direction ("bandwidth": bytes, time, achieved GB/s,
+    HolisticTraceAnalysis's statistics of the summed bandwidth; "series" with ``series``).
+
+    Example:
+        >>> tracekit.bandwidth("trace.json.gz")["bandwidth"]
+    """
+    return _run("bandwidth", trace, locals())
+
+
 def critical_path(trace: Source, *, step: str | None = None, step_range: str | None = None, top: int = 15,
                   as_hta: bool = False) -> Result:  # fmt: skip
     """The critical path of each step, as HolisticTraceAnalysis 0.5 defines it: "steps" (its time by bound),

@@ -17,6 +17,7 @@ from typing import Any
 
 from tracekit.analysis.options import (
     AdviseOptions,
+    BandwidthOptions,
     BreakdownOptions,
     CompareOptions,
     CriticalPathOptions,
@@ -232,6 +233,21 @@ COMMANDS: dict[str, Command] = {
             "trace",
             run="tracekit.analysis.waits.ops:ops_table",
             unit="us",
+        ),
+        Command(
+            "bandwidth",
+            "The bandwidth TRACE's memory copies and sets achieved per direction (HtoD, DtoH, DtoD, peer, "
+            "memset): bytes, time, busy time and achieved GB/s, and the summed bandwidth over time with "
+            "HolisticTraceAnalysis's statistics.",
+            BandwidthOptions,
+            "trace",
+            run="tracekit.analysis.kernels.bandwidth:bandwidth_table",
+            picture=Picture(
+                "--picture",
+                "also draw each direction's bandwidth over time (PNG)",
+                ("bandwidth",),
+                "nothing to draw",
+            ),  # fmt: skip
         ),
         Command(
             "critical-path",

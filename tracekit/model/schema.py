@@ -331,6 +331,16 @@ GPU_SYNCS = Schema(
     interval=True,
 )
 
-OPTIONAL_TABLES = {table.table: table for table in (COPIES, PROFILER_OVERHEAD, GPU_SYNCS)}
+COPY_RATES = Schema(
+    "copy_rates",
+    (
+        Column("op", "int64", "", "the copy's or set's row in gpu_ops"),
+        Column("bandwidth", "float64", "", "GB/s as the profiler recorded it (torch.profiler's memory bandwidth)"),
+    ),
+    "The bandwidth a profiler recorded for each copy and set (torch.profiler: from the device's exact duration, "
+    "where the trace writes whole µs).",
+)
+
+OPTIONAL_TABLES = {table.table: table for table in (COPIES, PROFILER_OVERHEAD, GPU_SYNCS, COPY_RATES)}
 
 TRACE_TABLES = (GPU_OPS, LAUNCHES, RANGES)

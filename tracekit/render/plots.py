@@ -224,24 +224,30 @@ def role_timeline(title: str, data: dict[str, Any]) -> Figure:
     return figure
 
 
-def queue_lengths(title: str, data: dict[str, Any]) -> Figure:
+def queue_lengths(title: str, data: dict[str, Any], ylabel: str = "ops launched, not yet started") -> Figure:
     """Each stream's launch queue length over time (``analysis.waits.queues``: the largest length in each
-    column of time, so a short peak still shows)."""
+    column of time, so a short peak still shows); the same lines of another figure with ``ylabel``."""
     figure = Figure(figsize=(11, 4.5), layout="constrained")
     axes = figure.add_subplot()
     for label, values in data["lines"].items():
         axes.step(data["x_ms"], values, where="post", label=printable(label), linewidth=1)
     if data["lines"]:
         axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
-    axes.set_xlabel("time from the first launch (ms)")
-    axes.set_ylabel("ops launched, not yet started")
+    axes.set_xlabel("time from the first event drawn (ms)")
+    axes.set_ylabel(ylabel)
     axes.set_title(title)
     axes.grid(alpha=0.3)
     return figure
 
 
+def bandwidth_lines(title: str, data: dict[str, Any]) -> Figure:
+    """Each direction's summed copy bandwidth over time (``analysis.kernels.bandwidth``)."""
+    return queue_lengths(title, data, ylabel="bandwidth (GB/s)")
+
+
 DRAW = {
     "queue_lengths": queue_lengths,
+    "bandwidth_lines": bandwidth_lines,
     "memory_timeline": memory_timeline,
     "role_timeline": role_timeline,
     "step_timeline": step_timeline,

@@ -51,6 +51,9 @@ class Args(msgspec.Struct, gc=False):
     grid: list[Number] | None = None  # None, not []: msgspec would build an empty list for every event
     block: list[Number] | None = None
     bytes: Number = 0
+    # copies and sets: the profiler's own bandwidth (from the device's exact duration; the trace's dur may be
+    # whole µs)
+    bandwidth: Number = msgspec.field(default=None, name="memory bandwidth (GB/s)")
     wait_on_stream: Number = -1  # cuda_sync "Stream Wait Event"/"Event Sync": the stream that recorded the event
     wait_on_cuda_event_record_corr_id: Number = -1  # ... and the correlation id of its cudaEventRecord call
 
@@ -171,6 +174,7 @@ class EventColumns:
         stream = _ints([arg.stream for arg in args], -1)
         out["stream"].append(np.where(stream >= 0, stream, tid))
         out["bytes"].append(_ints([arg.bytes for arg in args], 0))
+        out["rate"].append(_rates([arg.bandwidth for arg in args]))
         for axis in ("grid", "block"):
             dims = [value if (value := getattr(arg, axis)) is not None and len(value) == 3 else NO_DIMS for arg in args]
             table = _ints(dims, 0).reshape(len(args), 3) if dims else np.zeros((0, 3), dtype=np.int64)
@@ -228,6 +232,11 @@ def _ints(values: list, missing: int) -> np.ndarray:
         if flat.size
         else flat.astype(np.int64)
     )
+
+
+def _rates(values: list) -> np.ndarray:
+    """float64 GB/s of numbers; NaN for anything else (absent, text, true/false)."""
+    return np.asarray([float(value) if type(value) in (int, float) else np.nan for value in values], dtype=np.float64)
 
 
 def _int(value, missing: int) -> int:

@@ -27,7 +27,7 @@ import pandas as pd
 
 from tracekit.model.kernel_names import split_name
 from tracekit.model.nesting import nest_ranges
-from tracekit.model.schema import GPU_OP_KINDS, GPU_OPS, GPU_SYNCS, RANGE_STYLES, SYNC_KINDS
+from tracekit.model.schema import COPY_RATES, GPU_OP_KINDS, GPU_OPS, GPU_SYNCS, RANGE_STYLES, SYNC_KINDS
 from tracekit.model.trace import TORCH_PROFILER, Trace, TraceMeta
 from tracekit.sources.kineto.events import DOMAINS, EventColumns
 from tracekit.sources.kineto.json_stream import (
@@ -85,7 +85,10 @@ def read_kineto_trace(path: Path) -> Trace:
     tables = _Tables(path)
     return Trace(
         meta,
-        {table: (lambda table=table: tables.get(table)) for table in ("gpu_ops", "launches", "ranges", "gpu_syncs")},
+        {
+            table: (lambda table=table: tables.get(table))
+            for table in ("gpu_ops", "launches", "ranges", "gpu_syncs", "copy_rates")
+        },
     )
 
 
@@ -133,6 +136,16 @@ class _Tables:
         ]
         frame.attrs["meta"] = json.dumps(facts)  # kept by the table cache too
         return frame
+
+    def _build_copy_rates(self, columns: EventColumns, skeleton: Skeleton) -> pd.DataFrame:
+        """The profiler's bandwidth of each copy and set, by its row in gpu_ops (the same rows left out)."""
+        gpu = columns.gathered("gpu")
+        if not gpu or "rate" not in gpu:
+            return COPY_RATES.empty()
+        fits = _fits(gpu["device"], np.int16) & _fits(gpu["stream"], np.int32)
+        kind, rate = gpu["kind"][fits], gpu["rate"][fits]
+        rows = np.flatnonzero((kind != 0) & np.isfinite(rate))
+        return pd.DataFrame({"op": rows.astype(np.int64), "bandwidth": rate[rows]})
 
     def _build_gpu_syncs(self, columns: EventColumns, skeleton: Skeleton) -> pd.DataFrame:
         return _gpu_syncs(columns.gathered("sync"), columns.names["sync"], self.get("launches"))

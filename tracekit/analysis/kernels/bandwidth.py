@@ -1,0 +1,146 @@
+"""``tracekit bandwidth``: the bandwidth memory copies and sets achieved, per direction, and over time, as
+HolisticTraceAnalysis 0.5 measures it (``get_memory_bw_summary``, ``get_memory_bw_time_series``).
+
+Per op: its bandwidth, as the profiler recorded it (torch.profiler's "memory bandwidth (GB/s)", from the
+device's exact duration where the trace writes whole µs), else bytes / duration (bytes per ns = GB/s);
+an op of 0 ns counts as lasting 1 µs in the series. Directions: "Memcpy HtoD",
+"Memcpy DtoH", "Memcpy DtoD", "Memcpy PtoP", ..., "Memset" (the copy table's direction: nsys's columns, or
+torch.profiler's names).
+Per direction:
+- Ops, Bytes, Time (ns, summed durations), Busy (ns, the union of their intervals) and Achieved (GB/s):
+  the bytes over the busy time.
+- the series: the sum of the bandwidths of the direction's ops running at each moment (+ at each start,
+  - at each end, in time order; at one time, starts before ends, in table order), and HTA's statistics
+  of its positive values (Points, Mean, StdDev, Min, 25%, Median, 75%, Max; not weighted by time).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from tracekit.analysis.advice.copies import copy_details
+from tracekit.analysis.critical_path.events import hta_rounded
+from tracekit.analysis.kernels.types import last_step_start, launched_before_last_step
+from tracekit.analysis.options import BandwidthOptions
+from tracekit.analysis.ranges.attribution import merge_intervals
+from tracekit.errors import NoGpuDataError
+from tracekit.model.result import Chart, Result, Table
+from tracekit.model.trace import Trace
+
+RESIDUE = 1e-9  # GB/s: a running sum this close to 0 is 0
+ZERO_AS_NS = 1000  # HTA: an op of 0 µs lasts 1 µs in the series (its end after its start)
+STATISTICS = ("Mean (GB/s)", "StdDev (GB/s)", "Min (GB/s)", "25% (GB/s)", "Median (GB/s)", "75% (GB/s)", "Max (GB/s)")
+
+
+def copy_ops(trace: Trace, drop_last_step: bool = False) -> pd.DataFrame:
+    """Each copy and set: its direction label, start, end (ns), bytes and bandwidth (GB/s)."""
+    copies = copy_details(trace).assign(rate=_recorded_rates(trace))
+    cutoff = last_step_start(trace) if drop_last_step else None
+    if cutoff is not None:  # HTA's window: ops whose launching call started before the last step
+        calls = trace.launches
+        launched = pd.DataFrame({"pid": calls["pid"].to_numpy(), "correlation_id": calls["correlation_id"].to_numpy(),
+                                 "call": calls["start"].to_numpy()})  # fmt: skip
+        launched = launched.loc[launched["correlation_id"] >= 0].drop_duplicates(["pid", "correlation_id"])
+        joined = copies[["pid", "correlation_id"]].merge(launched, on=["pid", "correlation_id"], how="left")
+        copies = copies.loc[(joined["call"].to_numpy() < cutoff)].reset_index(drop=True)
+    kind = copies["kind"].astype(str).to_numpy()
+    direction = copies["direction"].astype(str).to_numpy()
+    label = np.where(kind == "memset", "Memset", np.char.add("Memcpy ", direction.astype(str)))
+    duration = copies["duration"].to_numpy()
+    byte_count = copies["bytes"].to_numpy()
+    measured = np.divide(byte_count, duration, out=np.zeros(len(copies)), where=duration > 0)
+    rate = copies["rate"].to_numpy()
+    bandwidth = np.where(np.isfinite(rate), rate, measured)
+    return pd.DataFrame({"direction": label, "start": copies["start"].to_numpy(), "end": copies["end"].to_numpy(),
+                         "bytes": byte_count, "bandwidth": bandwidth, "device": copies["device"].to_numpy()})  # fmt: skip
+
+
+def _recorded_rates(trace: Trace) -> np.ndarray:
+    """Per row of ``copy_details``: the bandwidth the profiler recorded (GB/s), NaN where none. Only a
+    torch.profiler trace records one; its copy details are its GPU ops' copies and sets, in order."""
+    copies = copy_details(trace)
+    rates = trace.optional("copy_rates")
+    found = np.full(len(copies), np.nan)
+    if rates is None or rates.empty or trace.optional("copies") is not None:
+        return found
+    kind = trace.columns("gpu_ops", ("kind",))["kind"]
+    rows = np.flatnonzero(kind.isin(["memcpy", "memset"]).to_numpy())
+    by_op = np.full(len(kind), np.nan)
+    by_op[rates["op"].to_numpy()] = rates["bandwidth"].to_numpy()
+    if len(rows) == len(copies):
+        found = by_op[rows]
+    return found
+
+
+def bandwidth_series(ops: pd.DataFrame, as_hta: bool = False) -> pd.DataFrame:
+    """Per direction, the summed bandwidth of its running ops after each start and end (GB/s)."""
+    start, end = ops["start"].to_numpy(), ops["end"].to_numpy()
+    if as_hta:
+        start, end = hta_rounded(start, end)
+    end = np.where(end - start == 0, start + ZERO_AS_NS, end)
+    time = np.concatenate([start, end])
+    change = np.concatenate([ops["bandwidth"].to_numpy(), -ops["bandwidth"].to_numpy()])
+    direction = np.concatenate([ops["direction"].to_numpy(), ops["direction"].to_numpy()])
+    # HTA sorts float µs (its ends are start + a float duration) with numpy's quicksort: the same array here
+    by_time = np.argsort(time / 1000.0, kind="quicksort") if as_hta else np.argsort(time, kind="stable")
+    codes, labels = pd.factorize(direction[by_time], sort=True)
+    order = by_time[np.argsort(codes, kind="stable")]
+    series = pd.DataFrame({"direction": direction[order], "time": time[order], "change": change[order]})
+    summed = series.groupby("direction", sort=False)["change"].cumsum().to_numpy()  # in order, as HTA adds
+    # adding and taking away floats leaves residues (1e-16 GB/s) where nothing runs: they are 0 (HTA counts them)
+    series["bandwidth"] = np.where(np.abs(summed) < RESIDUE, 0.0, summed)
+    return series.drop(columns="change")
+
+
+def bandwidth_table(trace: Trace, options: BandwidthOptions | None = None) -> Result:
+    """Per direction, the copies' totals, achieved bandwidth and HTA's statistics of the series."""
+    options = options or BandwidthOptions()
+    ops = copy_ops(trace, options.drop_last_step)
+    if ops.empty:
+        raise NoGpuDataError(f"{trace.name}: no memory copy or set in the trace: no bandwidth to measure")
+    series = bandwidth_series(ops, options.as_hta)
+    rows = []
+    for direction, mine in ops.groupby("direction", sort=True):
+        low, high = merge_intervals(mine["start"].to_numpy(), mine["end"].to_numpy())
+        busy = int((high - low).sum())
+        values = series.loc[(series["direction"] == direction).to_numpy() & (series["bandwidth"] > 0).to_numpy(),
+                            "bandwidth"]  # fmt: skip
+        stats = values.describe()
+        rows.append({
+            "Direction": direction, "Ops": len(mine), "Bytes (MiB)": mine["bytes"].sum() / 2**20,
+            "Time (ns)": int((mine["end"] - mine["start"]).sum()), "Busy (ns)": busy,
+            "Achieved (GB/s)": mine["bytes"].sum() / busy if busy else 0.0, "Points": int(stats["count"]),
+            **{name: float(stats[column]) for name, column in zip(STATISTICS, ("mean", "std", "min", "25%", "50%",
+                                                                              "75%", "max"), strict=True)},
+        })  # fmt: skip
+    tables = [Table("bandwidth", pd.DataFrame(rows), f"Memory copy and set bandwidth per direction: {trace.name}")]
+    if options.series:
+        tables.append(Table("series", series.rename(columns={"time": "Time (ns)", "bandwidth": "Bandwidth (GB/s)"}),
+                            "Summed bandwidth after each start and end"))  # fmt: skip
+    notes = ["bandwidth of an op: its bytes over its duration (GB/s); the series sums the ops running at once "
+             "per direction, and its statistics are HolisticTraceAnalysis's (its positive values, one per change)"]  # fmt: skip
+    if options.drop_last_step:
+        notes.append(launched_before_last_step(trace)[1])
+    result = Result(tables, notes + list(trace.warnings))
+    result.charts["bandwidth"] = _chart(series, trace.name)
+    return result
+
+
+def _chart(series: pd.DataFrame, name: str, bins: int = 1500) -> Chart:
+    """Per direction, the largest summed bandwidth in each of ``bins`` columns of time (GB/s)."""
+    origin = int(series["time"].min())
+    span = max(int(series["time"].max()) - origin, 1)
+    lines = {}
+    for direction, mine in series.groupby("direction", sort=True):
+        column = np.minimum(((mine["time"].to_numpy() - origin) * bins) // span, bins - 1)
+        values = np.maximum(mine["bandwidth"].to_numpy(), 0.0)
+        most = np.full(bins, -1.0)
+        np.maximum.at(most, column, values)
+        last_in = np.full(bins, -1, dtype=np.int64)
+        np.maximum.at(last_in, column, np.arange(len(values)))
+        carried = np.maximum.accumulate(last_in)
+        held = np.where(carried >= 0, values[np.maximum(carried, 0)], 0.0)
+        lines[str(direction)] = np.where(most >= 0, most, held).tolist()
+    return Chart("bandwidth_lines", f"Memory bandwidth per direction: {name}",
+                 {"x_ms": (np.arange(bins) * span / bins / 1e6).tolist(), "lines": lines})  # fmt: skip
