@@ -284,7 +284,7 @@ COPIES = Schema(
         Column("context", "int64", "", "CUDA context (-1 when not recorded)"),
         Column("stream", "int32", "", "stream id"),
         Column("correlation_id", "int64", "", "joins the host call that issued it (-1 when unknown)"),
-        Column("direction", "text", "", '"HtoD", "DtoH", "DtoD", "PtoP", ... ("" for memset)'),
+        Column("direction", "category", "", '"HtoD", "DtoH", "DtoD", "PtoP", ... ("" for memset)'),
         Column("src_kind", "category", "", "source memory (memcpy; Unknown for memset)", MEMORY_KINDS),
         Column("dst_kind", "category", "", "destination memory (memset: the memory set)", MEMORY_KINDS),
         Column("same_device", "bool", "", "a copy whose source and destination are the same device's memory"),

@@ -45,7 +45,7 @@ def _copy_details(trace: Trace) -> pd.DataFrame:
         "bytes": ops["bytes"].to_numpy(), "pid": ops["pid"].to_numpy(np.int64), "device": ops["device"].to_numpy(),
         "context": np.full(len(ops), -1, dtype=np.int64), "stream": ops["stream"].to_numpy(),
         "correlation_id": ops["correlation_id"].to_numpy(),
-        "direction": copy["direction"].where(kind == "memcpy", "").fillna("Unknown").to_numpy(dtype=object),
+        "direction": pd.Categorical(copy["direction"].where(kind == "memcpy", "").fillna("Unknown").to_numpy(dtype=object)),
         "src_kind": _memory_kinds(copy["src"].where(kind == "memcpy")),
         "dst_kind": _memory_kinds(dst),
         "same_device": np.zeros(len(ops), dtype=bool),

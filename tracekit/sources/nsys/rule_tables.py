@@ -88,7 +88,8 @@ def read_copies(path: Path, tables: frozenset[str]) -> pd.DataFrame:
         "start": start, "end": end, "duration": end - start, "bytes": joined("bytes"), "pid": joined("pid"),
         "device": joined("device").astype(np.int16), "context": joined("context"),
         "stream": joined("stream").astype(np.int32), "correlation_id": joined("correlation_id"),
-        "direction": np.where(kinds == "memset", "", directions[copy_kind]),
+        # categorical: a few values over every copy, and the table cache keeps it (text it does not)
+        "direction": pd.Categorical(np.where(kinds == "memset", "", directions[copy_kind])),
         "src_kind": memory(joined("src")), "dst_kind": memory(joined("dst")), "same_device": joined("same") != 0,
     })  # fmt: skip
 
