@@ -155,9 +155,9 @@ def test_rocm_args_written_as_text_are_read(tmp_path):
     [
         (b'{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "du', "truncated"),
         (b'{"schemaVersion": 1, "other": [1, 2]}', 'without "traceEvents"'),
-        (gzip.compress(b"this is not json at all"), "not a JSON object"),
+        (gzip.compress(b"this is not json at all", mtime=0), "not a JSON object"),
         (b"\x1f\x8b\x08\x00garbage that is not deflate", "not valid gzip"),
-        (gzip.compress(b'{"traceEvents": [{"ph": "X", "cat": "kernel"')[:-8], "truncated"),
+        (gzip.compress(b'{"traceEvents": [{"ph": "X", "cat": "kernel"', mtime=0)[:-8], "truncated"),
         (b'{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1}}', "not well formed"),
         (b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "k", "ts": 1, "dur": 1}]}', "has no CUDA kernels"),
         (b"[1, 2, 3]", "has no CUDA kernels"),
