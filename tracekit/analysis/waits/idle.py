@@ -138,8 +138,9 @@ def _idle_gaps(trace: Trace, per_stream: bool, overhead_max_ns: int, window: np.
             # the op that ends the busy interval before each gap (the last to end; of those, the last to start)
             by_end = mine[np.lexsort((start[mine], end[mine]))]
             previous_op = by_end[np.searchsorted(end[by_end], gap_start, side="right") - 1]
+            # categorical: a million gaps of a few causes (strings would be a million objects)
             frame = {"GPU": f"cuda:{int(device)}", "Start (ns)": gap_start, "Idle (ns)": gap_end - gap_start,
-                     "Cause": np.asarray(CAUSES, dtype=object)[cause], "Previous Op": previous_op,
+                     "Cause": pd.Categorical.from_codes(cause, categories=list(CAUSES)), "Previous Op": previous_op,
                      "Next Op": next_op}  # fmt: skip
             if per_stream:
                 frame = {"GPU": frame.pop("GPU"), "PID": owner, "Stream": stream, **frame}
@@ -167,10 +168,12 @@ def _stream_owners(ops: pd.DataFrame, devices: np.ndarray, streams: np.ndarray) 
     used by one process on a device (ops whose process is unknown, -1, joining it) is one stream: 0."""
     pids = ops["pid"].to_numpy()
     owners = np.zeros(len(ops), dtype=np.int64)
-    for device, stream in np.unique(np.stack([devices, streams], axis=1), axis=0).tolist():
-        mine = (devices == device) & (streams == stream)
-        if len(np.unique(pids[mine & (pids >= 0)])) > 1:
-            owners[mine] = pids[mine]
+    key = devices.astype(np.int64) * 2**32 + streams.astype(np.int64)
+    known = pids >= 0
+    # hashed, not sorted: a million ops, a few streams
+    processes = pd.Series(pids[known]).groupby(key[known]).nunique()
+    shared = np.isin(key, processes.index.to_numpy()[processes.to_numpy() > 1])
+    owners[shared] = pids[shared]
     return owners
 
 
@@ -188,7 +191,7 @@ def _previous_launch(launches, order: np.ndarray, start: np.ndarray, gap_start: 
 def _any_between(times: np.ndarray, pids: np.ndarray, pid: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
     """Per row: whether a call of the row's process started in [low, high]."""
     result = np.zeros(len(pid), dtype=bool)
-    for process in np.unique(pid):
+    for process in pd.unique(pid):  # hashed: a million gaps, a few processes
         calls = times[pids == process]
         rows = pid == process
         result[rows] = np.searchsorted(calls, high[rows], "right") > np.searchsorted(calls, low[rows], "left")
@@ -199,7 +202,7 @@ def _running_at(call_start, call_end, call_pid, pid, time) -> np.ndarray:
     """Per row: whether a call of the row's process was running at ``time`` (started at or before it, ended
     after it; calls sorted by start)."""
     result = np.zeros(len(pid), dtype=bool)
-    for process in np.unique(pid):
+    for process in pd.unique(pid):  # hashed: a million gaps, a few processes
         mine = call_pid == process
         starts, ends = call_start[mine], call_end[mine]
         if not len(starts):
