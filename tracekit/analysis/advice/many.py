@@ -134,7 +134,7 @@ def _straggler(pieces: dict[Any, Any], column: str) -> tuple[tuple[Finding, int,
         int(worst[WAIT]),
         "the median rank's wait for it: in each instance of the collective it joined last, its start less the "
         "median start (the k-th instance of a step on every rank is one collective); what balancing the ranks "
-        "would give back at most",
+        "would give back at most. Of Span: of the ranks' steps together (first start to last end), not one rank's",
         STRAGGLER_FIX,
         evidence(
             [

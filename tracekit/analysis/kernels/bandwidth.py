@@ -6,7 +6,7 @@ device's exact duration where the trace writes whole µs), else bytes / duration
 an op of 0 ns counts as lasting 1 µs in the series. Directions: "Memcpy HtoD",
 "Memcpy DtoH", "Memcpy DtoD", "Memcpy PtoP", ..., "Memset" (the copy table's direction: nsys's columns, or
 torch.profiler's names).
-Per direction:
+Per GPU and direction (HTA adds a trace's GPUs together):
 - Ops, Bytes, Time (ns, summed durations), Busy (ns, the union of their intervals) and Achieved (GB/s):
   the bytes over the busy time.
 - the series: the sum of the bandwidths of the direction's ops running at each moment (+ at each start,
@@ -49,7 +49,8 @@ def copy_ops(trace: Trace, drop_last_step: bool = False) -> pd.DataFrame:
     label = np.where(kind == "memset", "Memset", np.char.add("Memcpy ", direction.astype(str)))
     duration = copies["duration"].to_numpy()
     byte_count = copies["bytes"].to_numpy()
-    measured = np.divide(byte_count, duration, out=np.zeros(len(copies)), where=duration > 0)
+    # an op of 0 ns lasts 1 µs, as in the series
+    measured = np.where(duration > 0, byte_count / np.maximum(duration, 1), byte_count / ZERO_AS_NS)
     rate = copies["rate"].to_numpy()
     bandwidth = np.where(np.isfinite(rate), rate, measured)
     return pd.DataFrame({"direction": label, "start": copies["start"].to_numpy(), "end": copies["end"].to_numpy(),
@@ -74,7 +75,7 @@ def _recorded_rates(trace: Trace) -> np.ndarray:
 
 
 def bandwidth_series(ops: pd.DataFrame, as_hta: bool = False) -> pd.DataFrame:
-    """Per direction, the summed bandwidth of its running ops after each start and end (GB/s)."""
+    """Per GPU and direction, the summed bandwidth of its running ops after each start and end (GB/s)."""
     start, end = ops["start"].to_numpy(), ops["end"].to_numpy()
     if as_hta:
         start, end = hta_rounded(start, end)
@@ -82,35 +83,39 @@ def bandwidth_series(ops: pd.DataFrame, as_hta: bool = False) -> pd.DataFrame:
     time = np.concatenate([start, end])
     change = np.concatenate([ops["bandwidth"].to_numpy(), -ops["bandwidth"].to_numpy()])
     direction = np.concatenate([ops["direction"].to_numpy(), ops["direction"].to_numpy()])
+    device = np.concatenate([ops["device"].to_numpy(), ops["device"].to_numpy()]).astype(np.int64)
     # HTA sorts float µs (its ends are start + a float duration) with numpy's quicksort: the same array here
     by_time = np.argsort(time / 1000.0, kind="quicksort") if as_hta else np.argsort(time, kind="stable")
-    codes, labels = pd.factorize(direction[by_time], sort=True)
-    order = by_time[np.argsort(codes, kind="stable")]
-    series = pd.DataFrame({"direction": direction[order], "time": time[order], "change": change[order]})
-    summed = series.groupby("direction", sort=False)["change"].cumsum().to_numpy()  # in order, as HTA adds
+    codes, _ = pd.factorize(direction[by_time], sort=True)
+    order = by_time[np.lexsort((np.arange(len(by_time)), codes, device[by_time]))]
+    series = pd.DataFrame({"device": device[order], "direction": direction[order], "time": time[order],
+                           "change": change[order]})  # fmt: skip
+    # in order, as HTA adds (HTA adds every GPU's together: one GPU per trace in its examples)
+    summed = series.groupby(["device", "direction"], sort=False)["change"].cumsum().to_numpy()
     # adding and taking away floats leaves residues (1e-16 GB/s) where nothing runs: they are 0 (HTA counts them)
     series["bandwidth"] = np.where(np.abs(summed) < RESIDUE, 0.0, summed)
     return series.drop(columns="change")
 
 
 def bandwidth_table(trace: Trace, options: BandwidthOptions | None = None) -> Result:
-    """Per direction, the copies' totals, achieved bandwidth and HTA's statistics of the series."""
+    """Per GPU and direction, the copies' totals, achieved bandwidth and HTA's statistics of the series."""
     options = options or BandwidthOptions()
     ops = copy_ops(trace, options.drop_last_step)
     if ops.empty:
         raise NoGpuDataError(f"{trace.name}: no memory copy or set in the trace: no bandwidth to measure")
     series = bandwidth_series(ops, options.as_hta)
     rows = []
-    for direction, mine in ops.groupby("direction", sort=True):
+    positive = (series["bandwidth"] > 0).to_numpy()
+    for (device, direction), mine in ops.groupby(["device", "direction"], sort=True):
         low, high = merge_intervals(mine["start"].to_numpy(), mine["end"].to_numpy())
         busy = int((high - low).sum())
-        values = series.loc[(series["direction"] == direction).to_numpy() & (series["bandwidth"] > 0).to_numpy(),
-                            "bandwidth"]  # fmt: skip
-        stats = values.describe()
+        chosen = (series["device"] == device).to_numpy() & (series["direction"] == direction).to_numpy() & positive
+        stats = series.loc[chosen, "bandwidth"].describe()
         rows.append({
-            "Direction": direction, "Ops": len(mine), "Bytes (MiB)": mine["bytes"].sum() / 2**20,
-            "Time (ns)": int((mine["end"] - mine["start"]).sum()), "Busy (ns)": busy,
-            "Achieved (GB/s)": mine["bytes"].sum() / busy if busy else 0.0, "Points": int(stats["count"]),
+            "GPU": f"cuda:{int(device)}", "Direction": direction, "Ops": len(mine),
+            "Bytes (MiB)": mine["bytes"].sum() / 2**20, "Time (ns)": int((mine["end"] - mine["start"]).sum()),
+            "Busy (ns)": busy, "Achieved (GB/s)": mine["bytes"].sum() / busy if busy else 0.0,
+            "Points": int(stats["count"]),
             **{name: float(stats[column]) for name, column in zip(STATISTICS, ("mean", "std", "min", "25%", "50%",
                                                                               "75%", "max"), strict=True)},
         })  # fmt: skip
@@ -118,8 +123,13 @@ def bandwidth_table(trace: Trace, options: BandwidthOptions | None = None) -> Re
     if options.series:
         tables.append(Table("series", series.rename(columns={"time": "Time (ns)", "bandwidth": "Bandwidth (GB/s)"}),
                             "Summed bandwidth after each start and end"))  # fmt: skip
-    notes = ["bandwidth of an op: its bytes over its duration (GB/s); the series sums the ops running at once "
-             "per direction, and its statistics are HolisticTraceAnalysis's (its positive values, one per change)"]  # fmt: skip
+    notes = ["bandwidth of an op: as the profiler recorded it (torch.profiler's memory bandwidth), else its bytes "
+             "over its duration (GB/s); the series sums the ops of one GPU and direction running at once, and its "
+             "statistics are HolisticTraceAnalysis's (its positive values, one per change)"]  # fmt: skip
+    unknown = int((ops["bytes"] == 0).sum())
+    if unknown:
+        notes.append(f"{unknown:,} copies and sets record no byte count (nor a bandwidth): they count 0 bytes and "
+                     "0 GB/s")  # fmt: skip
     if options.drop_last_step:
         notes.append(launched_before_last_step(trace)[1])
     result = Result(tables, notes + list(trace.warnings))
@@ -132,7 +142,8 @@ def _chart(series: pd.DataFrame, name: str, bins: int = 1500) -> Chart:
     origin = int(series["time"].min())
     span = max(int(series["time"].max()) - origin, 1)
     lines = {}
-    for direction, mine in series.groupby("direction", sort=True):
+    several = series["device"].nunique() > 1
+    for (device, direction), mine in series.groupby(["device", "direction"], sort=True):
         column = np.minimum(((mine["time"].to_numpy() - origin) * bins) // span, bins - 1)
         values = np.maximum(mine["bandwidth"].to_numpy(), 0.0)
         most = np.full(bins, -1.0)
@@ -141,6 +152,6 @@ def _chart(series: pd.DataFrame, name: str, bins: int = 1500) -> Chart:
         np.maximum.at(last_in, column, np.arange(len(values)))
         carried = np.maximum.accumulate(last_in)
         held = np.where(carried >= 0, values[np.maximum(carried, 0)], 0.0)
-        lines[str(direction)] = np.where(most >= 0, most, held).tolist()
+        lines[f"cuda:{device} {direction}" if several else str(direction)] = np.where(most >= 0, most, held).tolist()
     return Chart("bandwidth_lines", f"Memory bandwidth per direction: {name}",
                  {"x_ms": (np.arange(bins) * span / bins / 1e6).tolist(), "lines": lines})  # fmt: skip

@@ -132,10 +132,12 @@ def potential_stragglers(
         "Straggler": ["yes" if rank in stragglers else "" for rank in flagged.index],
     })  # fmt: skip
     table.attrs.update(mean_step_ns=mean_step, steps=int(chosen["step"].nunique()), collective=name.split("(")[0])
+    idle = [rank for rank in sorted(stragglers) if made_wait.get(rank, 0) == 0]
     named = ", ".join(str(rank) for rank in sorted(stragglers))
     said = (f"stragglers (HolisticTraceAnalysis's definition): {named}, the ranks that start the collective whose "
             f"duration varies most between ranks latest ({name.split('(')[0]} on stream {stream}; its start as a "
-            f"share of the mean step time, {mean_step / 1e6:,.3f} ms, from the earliest start)")  # fmt: skip
+            f"share of the mean step time, {mean_step / 1e6:,.3f} ms, from the earliest start)"
+            + (f"; {', '.join(str(rank) for rank in idle)} made no rank wait: a candidate only" if idle else ""))  # fmt: skip
     return table, said
 
 

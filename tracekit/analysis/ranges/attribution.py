@@ -55,7 +55,7 @@ def op_launches(trace: Trace) -> OpLaunches:
     if unmatched:  # said wherever ranges are asked about: these ops count in no range
         trace.note(
             f"{unmatched:,} of {len(launches.found):,} GPU operations have no recorded launching call (no correlation "
-            "id, or the call is not in the capture): no NVTX range owns them, the whole trace counts them"
+            "id, or the call is not in the capture): no range owns them (they count only in whole-trace figures) and what follows launches (launch delays, queues, ops) leaves them out"
         )
     return launches
 
