@@ -54,6 +54,7 @@ class Args(msgspec.Struct, gc=False):
     # copies and sets: the profiler's own bandwidth (from the device's exact duration; the trace's dur may be
     # whole µs)
     bandwidth: Number = msgspec.field(default=None, name="memory bandwidth (GB/s)")
+    size: Number = -1  # a copy call's bytes (ROCm's hipMemcpy*: its GPU-side copy records none)
     wait_on_stream: Number = -1  # cuda_sync "Stream Wait Event"/"Event Sync": the stream that recorded the event
     wait_on_cuda_event_record_corr_id: Number = -1  # ... and the correlation id of its cudaEventRecord call
 
@@ -152,6 +153,8 @@ class EventColumns:
         args = [row.args or NO_ARGS for row in rows]
         if role != "range":
             out["correlation"].append(_ints([arg.correlation for arg in args], -1))
+        if role == "launch":
+            out["size"].append(_ints([arg.size for arg in args], -1))
         if role == "gpu":
             self._add_gpu(out, rows, args, pid, tid)
         elif role == "sync":

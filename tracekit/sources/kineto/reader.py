@@ -117,6 +117,8 @@ class _Tables:
 
     def _build_gpu_ops(self, columns: EventColumns, skeleton: Skeleton) -> pd.DataFrame:
         gpu = columns.gathered("gpu")
+        if gpu:
+            gpu["bytes"] = _bytes_from_calls(gpu, columns.gathered("launch"))
         frame = _gpu_ops(gpu, columns.names["gpu"], self.get("launches")) if gpu else GPU_OPS.empty()
         frame.attrs.setdefault("dropped", 0)
         frame.attrs["dropped"] += columns.unusable["gpu"]
@@ -339,6 +341,27 @@ def _gpu_syncs(columns: dict[str, np.ndarray], names: dict[str, int], launches: 
             "event_correlation_id": columns["record_correlation"],
         }
     )
+
+
+def _bytes_from_calls(gpu: dict[str, np.ndarray], calls: dict[str, np.ndarray]) -> np.ndarray:
+    """The GPU ops' bytes; a copy or set that records none (ROCm) takes its call's ``size``, by correlation."""
+    byte_count = gpu["bytes"]
+    missing = (byte_count == 0) & (gpu["kind"] != 0)
+    if not missing.any() or not calls or "size" not in calls:
+        return byte_count
+    sized = calls["size"] > 0
+    correlation, size = calls["correlation"][sized], calls["size"][sized]
+    if not len(correlation):
+        return byte_count
+    order = np.argsort(correlation, kind="stable")
+    correlation, size = correlation[order], size[order]
+    rows = np.flatnonzero(missing)
+    wanted = gpu["correlation"][rows]
+    at = np.minimum(np.searchsorted(correlation, wanted), len(correlation) - 1)
+    found = (wanted >= 0) & (correlation[at] == wanted)
+    filled = byte_count.copy()
+    filled[rows[found]] = size[at[found]]
+    return filled
 
 
 def _fits(values: np.ndarray, dtype) -> np.ndarray:
