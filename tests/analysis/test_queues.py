@@ -96,3 +96,11 @@ def test_an_nsys_export_gives_the_same_queue(tmp_path):
     row = tracekit.queues(b.write(tmp_path / "queue.sqlite"), max_queue=2)["queues"].iloc[0]
     assert (row["Launches"], row["Max"], row["At Max Queue (ns)"]) == (3, 2, 10 * US)
     assert row["Time-Weighted Mean"] == pytest.approx(45 / 40)
+
+
+def test_the_picture_keeps_each_columns_peak_and_holds_quiet_columns():
+    from tracekit.analysis.waits.queues import column_peaks
+
+    time, values = np.array([0, 5, 10, 20, 30, 40]), np.array([1, 0, 1, 2, 1, 0])
+    assert column_peaks(time, values, 0, 40, 4) == [1, 1, 2, 1]
+    assert column_peaks(time, values, 0, 40, 8) == [1, 0, 1, 1, 2, 2, 1, 0]

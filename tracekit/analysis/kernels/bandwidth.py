@@ -24,6 +24,7 @@ from tracekit.analysis.critical_path.events import hta_rounded
 from tracekit.analysis.kernels.types import last_step_start, launched_before_last_step
 from tracekit.analysis.options import BandwidthOptions
 from tracekit.analysis.ranges.attribution import merge_intervals
+from tracekit.analysis.waits.queues import column_peaks
 from tracekit.errors import NoGpuDataError
 from tracekit.model.result import Chart, Result, Table
 from tracekit.model.trace import Trace
@@ -146,14 +147,8 @@ def _chart(series: pd.DataFrame, name: str, bins: int = 1500) -> Chart:
     several = series["device"].nunique() > 1
     for key, mine in series.groupby(["device", "direction"], sort=True):
         device, direction = key  # pyright: ignore[reportGeneralTypeIssues]  (a pair: two keys)
-        column = np.minimum(((mine["time"].to_numpy() - origin) * bins) // span, bins - 1)
         values = np.maximum(mine["bandwidth"].to_numpy(), 0.0)
-        most = np.full(bins, -1.0)
-        np.maximum.at(most, column, values)
-        last_in = np.full(bins, -1, dtype=np.int64)
-        np.maximum.at(last_in, column, np.arange(len(values)))
-        carried = np.maximum.accumulate(last_in)
-        held = np.where(carried >= 0, values[np.maximum(carried, 0)], 0.0)
-        lines[f"cuda:{device} {direction}" if several else str(direction)] = np.where(most >= 0, most, held).tolist()
+        lines[f"cuda:{device} {direction}" if several else str(direction)] = column_peaks(
+            mine["time"].to_numpy(), values, origin, span, bins)  # fmt: skip
     return Chart("bandwidth_lines", f"Memory bandwidth per direction: {name}",
                  {"x_ms": (np.arange(bins) * span / bins / 1e6).tolist(), "lines": lines})  # fmt: skip

@@ -129,6 +129,20 @@ def _trace_duration(trace: Trace, as_hta: bool) -> int:
     return max(ends) - min(starts) if starts else 0
 
 
+def column_peaks(time: np.ndarray, values: np.ndarray, origin: int, span: int, bins: int) -> list:
+    """A step function (``values`` from each ``time`` on, ns, in time order) cut into ``bins`` columns of
+    ``span`` ns from ``origin``: per column its largest value, or the value held from before it when it
+    has no change (a peak narrower than a column still shows; a quiet column keeps its level)."""
+    column = np.minimum(((time - origin) * bins) // span, bins - 1)
+    most = np.full(bins, -1, dtype=values.dtype)
+    np.maximum.at(most, column, values)
+    last_in = np.full(bins, -1, dtype=np.int64)
+    np.maximum.at(last_in, column, np.arange(len(values)))
+    carried = np.maximum.accumulate(last_in)
+    held = np.where(carried >= 0, values[np.maximum(carried, 0)], 0)
+    return np.where(most >= 0, most, held).tolist()
+
+
 def _chart(series: pd.DataFrame, table: pd.DataFrame, name: str, bins: int = 1500) -> Chart:
     """The queue length over time of the streams with most launches: per stream, the largest length in
     each of ``bins`` columns (a peak narrower than a column still shows)."""
@@ -138,14 +152,7 @@ def _chart(series: pd.DataFrame, table: pd.DataFrame, name: str, bins: int = 150
     lines = {}
     for gpu, stream in zip(busiest["GPU"], busiest["Stream"], strict=True):
         mine = series.loc[(series["device"] == int(gpu.split(":")[1])) & (series["stream"] == stream)]
-        column = np.minimum(((mine["time"].to_numpy() - origin) * bins) // span, bins - 1)
-        values = mine["length"].to_numpy()
-        most = np.full(bins, -1, dtype=np.int64)
-        np.maximum.at(most, column, values)
-        last_in = np.full(bins, -1, dtype=np.int64)
-        np.maximum.at(last_in, column, np.arange(len(values)))
-        carried = np.maximum.accumulate(last_in)  # a column without a change holds the last value before it
-        held = np.where(carried >= 0, values[np.maximum(carried, 0)], 0)
-        lines[f"{gpu} stream {stream}"] = np.where(most >= 0, most, held).tolist()
+        lines[f"{gpu} stream {stream}"] = column_peaks(mine["time"].to_numpy(), mine["length"].to_numpy(), origin,
+                                                       span, bins)  # fmt: skip
     return Chart("queue_lengths", f"Launch queue length per stream: {name}",
                  {"x_ms": (np.arange(bins) * span / bins / 1e6).tolist(), "lines": lines})  # fmt: skip

@@ -42,7 +42,6 @@ from tracekit.sources.kineto.json_stream import (
 from tracekit.sources.kineto.parallel import Refused, parallel_columns, worker_count
 
 TOOL = TORCH_PROFILER
-UNKNOWN = -1
 DOMAIN_NOTE = (
     "torch.profiler traces have no NVTX domains: record_function annotations are the default domain, "
     "CPU operators domain cpu_op, the annotations' GPU-side spans domain gpu (their GPU columns stay empty: "
