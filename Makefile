@@ -41,7 +41,8 @@ demo: setup
 	$(BIN)/tracekit report traces/demo -o reports/demo --html
 	@echo "report: reports/demo/report.md and reports/demo/report.html"
 
-lint: $(BIN)/.lint-installed
+# after the parity extra: pyright reads the same packages here and on a fresh CI machine
+lint: $(BIN)/.lint-installed $(BIN)/.parity-installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/pyright
