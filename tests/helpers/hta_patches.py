@@ -1,15 +1,21 @@
-"""HolisticTraceAnalysis 0.5's critical path analysis made to run under pandas 3, for the parity tests.
+"""HolisticTraceAnalysis 0.5's critical path and call graph analyses made to run under pandas 3, for the
+parity tests.
 
-Two fixes, applied in this process only (nothing installed is edited), as docs/design/critical-path
-describes them: ``DataFrame.drop(axis=1, columns=[...])`` raises under pandas 3 (the redundant ``axis``
-is dropped while HTA runs); four chained ``X.col.fillna(v, inplace=True)`` calls do nothing under
+Three fixes, applied in this process only (nothing installed is edited), as docs/design/critical-path
+describes the first two: ``DataFrame.drop(axis=1, columns=[...])`` raises under pandas 3 (the redundant
+``axis`` is dropped while HTA runs); four chained ``X.col.fillna(v, inplace=True)`` calls do nothing under
 Copy-on-Write, which silently loses every stream-wait and event-sync edge (HTA's module is re-executed
-with them written as assignments).
+with them written as assignments). The third: the call graph (``get_frequent_cuda_kernel_sequences``)
+turns "ts"/"end" labels into -1/1 with ``replace``, which leaves an object column under pandas 3, and
+``np.unique(axis=0)`` refuses the object array made of it (the method is recompiled with
+``infer_objects()`` after the replace: the numeric array pandas 2 made).
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
+import textwrap
 from contextlib import contextmanager
 from typing import Any
 
@@ -45,10 +51,28 @@ def _fix_fillna() -> None:
     _fixed.append(True)
 
 
+CALL_STACK_FIX = ('.replace({"ts": -1, "end": 1})', '.replace({"ts": -1, "end": 1}).infer_objects()')
+
+
+def _fix_call_stack() -> None:
+    module: Any = importlib.import_module("hta.common.trace_call_stack")
+    graph = module.CallStackGraph
+    if getattr(graph, "_tracekit_fixed", False) or int(pd.__version__.split(".")[0]) < 3:
+        return
+    source = textwrap.dedent(inspect.getsource(graph._construct_call_stack_graph))
+    old, new = CALL_STACK_FIX
+    assert source.count(old) == 1, f"HTA's source changed: {old}"
+    namespace: dict[str, Any] = {}
+    exec(compile(source.replace(old, new), str(module.__file__), "exec"), module.__dict__, namespace)
+    graph._construct_call_stack_graph = namespace["_construct_call_stack_graph"]
+    graph._tracekit_fixed = True
+
+
 @contextmanager
 def hta_under_pandas_3():
-    """HTA's critical path analysis runnable (and right) while the block runs."""
+    """HTA's critical path and call graph analyses runnable (and right) while the block runs."""
     _fix_fillna()
+    _fix_call_stack()
     original = pd.DataFrame.drop
 
     def drop(self, labels=None, *, axis=0, index=None, columns=None, **keywords):
