@@ -2,8 +2,9 @@
 torch.profiler traces and CUDA memory snapshots.
 
 The Python API: ``open_trace`` and ``open_snapshot`` read inputs; one function per analysis command
-(``kernels``, ``ranges``, ``breakdown``, ``steps``, ``launches``, ``idle``, ``overlap``, ``syncs``, ``queues``, ``ops``, ``bandwidth``, ``critical_path``,
-``ranks``, ``compare``, ``diff``, ``memory``) takes a trace, a path or several paths and the
+(``kernels``, ``ranges``, ``breakdown``, ``steps``, ``launches``, ``idle``, ``overlap``, ``syncs``, ``queues``,
+``ops``, ``sequences``, ``bandwidth``, ``critical_path``, ``advise``, ``ranks``, ``compare``, ``diff``, ``memory``;
+``tracekit.api``'s ``__all__`` lists them) takes a trace, a path or several paths and the
 command's options as keywords, and returns a ``Result`` of DataFrames with raw values; ``timeline``
 writes traces as a file for Perfetto::
 
@@ -30,29 +31,8 @@ The package, lowest layer first:
 the nsys executable, marks for a user's script, Parquet export
 """
 
-from tracekit.api import (
-    Result,
-    advise,
-    bandwidth,
-    breakdown,
-    compare,
-    critical_path,
-    diff,
-    idle,
-    kernels,
-    launches,
-    memory,
-    open_snapshot,
-    open_trace,
-    ops,
-    overlap,
-    queues,
-    ranges,
-    ranks,
-    steps,
-    syncs,
-    timeline,
-)
+from tracekit import api as _api
+from tracekit.api import *  # noqa: F403  (the API's functions: api.__all__ names them once)
 from tracekit.errors import TracekitError, UsageError
 from tracekit.model.options import OptionError
 from tracekit.session import Session, Settings
@@ -62,31 +42,11 @@ __version__ = "0.1.0"
 
 __all__ = [
     "OptionError",
-    "Result",
     "Session",
     "Settings",
     "TracekitError",
     "UsageError",
     "__version__",
-    "advise",
-    "bandwidth",
-    "breakdown",
-    "compare",
-    "critical_path",
     "current_session",
-    "diff",
-    "idle",
-    "kernels",
-    "launches",
-    "memory",
-    "open_snapshot",
-    "open_trace",
-    "ops",
-    "overlap",
-    "queues",
-    "ranges",
-    "ranks",
-    "steps",
-    "syncs",
-    "timeline",
 ]
+__all__ += _api.__all__

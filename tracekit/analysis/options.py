@@ -183,6 +183,35 @@ class OpsOptions(Options):
     drop_last_step: bool = flag(_DROP_LAST_STEP)
 
 
+MAX_SEQUENCE_LENGTH = 64  # kernels in a sliding window: the windows of a million-kernel trace stay in memory
+
+
+@dataclass(frozen=True)
+class SequencesOptions(Options):
+    """``sequences``: the kernel sequences a trace repeats (worth fusing), and HolisticTraceAnalysis's per operator."""
+
+    length: int = whole(3, "kernels in a sequence; with {operator}: the fewest GPU ops an operator instance "
+                           "launched to count (HolisticTraceAnalysis's min_pattern_len)")  # fmt: skip
+    min_count: int = whole(2, "only sequences seen at least this many times")
+    top: int = whole(15, "sequences listed, the most frequent first")
+    operator: str | None = text("instead: per outermost operator or range whose name contains NAME, the GPU ops "
+                                "launched inside it, in GPU order (HolisticTraceAnalysis's "
+                                "get_frequent_cuda_kernel_sequences)")  # fmt: skip
+    name: str = choice("short", ("demangled", "short"), "kernels by their base name (templated variants together) or "
+                                                        "the full templated name (as HolisticTraceAnalysis)")  # fmt: skip
+    drop_last_step: bool = flag(_DROP_LAST_STEP)
+    as_hta: bool = flag("with {operator}: HolisticTraceAnalysis 0.5's instances (only those at the smallest call depth, "
+                        "the backward thread counted under its step) and GPU rows (stream synchronizations too)")  # fmt: skip
+
+    def check(self) -> None:
+        if self.operator is None and self.length > MAX_SEQUENCE_LENGTH:
+            raise OptionError(f"{named('length')} is at most {MAX_SEQUENCE_LENGTH} kernels (without "
+                              f"{named('operator')}), not {self.length}")  # fmt: skip
+        if self.as_hta and self.operator is None:
+            raise OptionError(f"{named('as_hta')} applies to {named('operator')} (HolisticTraceAnalysis's "
+                              "sequences start at an operator): give it too")  # fmt: skip
+
+
 @dataclass(frozen=True)
 class BandwidthOptions(Options):
     """``bandwidth``: memory copies' and sets' bandwidth per direction, as HolisticTraceAnalysis measures it."""

@@ -3,8 +3,8 @@ arguments, returning a ``Result`` of DataFrames with raw values (``tracekit/__in
 
 ``core``   reading inputs, ``Result``, and the commands on what ran: kernels, ranges, breakdown, steps,
            ranks, compare, diff, memory, timeline
-``waits``  why the GPU waits and what to fix first: launches, idle, overlap, syncs, queues, ops, bandwidth, critical_path,
-           advise
+``waits``  why the GPU waits and what to fix first: launches, idle, overlap, syncs, queues, ops, sequences,
+           bandwidth, critical_path, advise
 """
 
 from tracekit.api.core import (
@@ -21,7 +21,18 @@ from tracekit.api.core import (
     steps,
     timeline,
 )
-from tracekit.api.waits import advise, bandwidth, critical_path, idle, launches, ops, overlap, queues, syncs
+from tracekit.api.waits import (
+    advise,
+    bandwidth,
+    critical_path,
+    idle,
+    launches,
+    ops,
+    overlap,
+    queues,
+    sequences,
+    syncs,
+)
 
 __all__ = [
     "Result",
@@ -42,6 +53,7 @@ __all__ = [
     "queues",
     "ranges",
     "ranks",
+    "sequences",
     "steps",
     "syncs",
     "timeline",

@@ -91,6 +91,19 @@ def ops(trace: Source, *, top: int = 15, name: Literal["demangled", "short"] = "
     return _run("ops", trace, locals())
 
 
+def sequences(trace: Source, *, length: int = 3, min_count: int = 2, top: int = 15, operator: str | None = None,
+              name: Literal["demangled", "short"] = "short", drop_last_step: bool = False,
+              as_hta: bool = False) -> Result:  # fmt: skip
+    """The kernel sequences a trace repeats ("sequences": runs of ``length`` consecutive kernels on a stream,
+    their count, time, gaps and origin); with ``operator``, HolisticTraceAnalysis's
+    get_frequent_cuda_kernel_sequences (per instance of that operator, the GPU ops it launched).
+
+    Example:
+        >>> tracekit.sequences("trace.json.gz", length=4)["sequences"]
+    """
+    return _run("sequences", trace, locals())
+
+
 def bandwidth(trace: Source, *, series: bool = False, drop_last_step: bool = False, as_hta: bool = False) -> Result:
     """Memory copies' and sets' bandwidth per direction ("bandwidth": bytes, time, achieved GB/s,
     HolisticTraceAnalysis's statistics of the summed bandwidth; "series" with ``series``).

@@ -31,6 +31,7 @@ from tracekit.analysis.options import (
     QueuesOptions,
     RangesOptions,
     RanksOptions,
+    SequencesOptions,
     StepsOptions,
     SyncsOptions,
 )
@@ -232,6 +233,17 @@ COMMANDS: dict[str, Command] = {
             OpsOptions,
             "trace",
             run="tracekit.analysis.waits.ops:ops_table",
+            unit="us",
+        ),
+        Command(
+            "sequences",
+            "The kernel sequences TRACE repeats, the candidates for fusing: runs of --length consecutive kernels "
+            "on a stream seen --min-count times or more, their time, the gaps between their kernels and the range "
+            "they come from. With --operator NAME, HolisticTraceAnalysis's: the GPU ops each operator named NAME "
+            "launched, as a pattern.",
+            SequencesOptions,
+            "trace",
+            run="tracekit.analysis.kernels.sequences:sequences_table",
             unit="us",
         ),
         Command(

@@ -24,9 +24,11 @@ import re
 import numpy as np
 import pandas as pd
 
+from tracekit.analysis.kernels.sequence_keys import group_sequences
 from tracekit.analysis.kernels.types import launched_before_last_step
 from tracekit.analysis.options import OpsOptions
 from tracekit.analysis.ranges.attribution import op_launches
+from tracekit.analysis.ranges.covering import covering_range
 from tracekit.errors import NoGpuDataError
 from tracekit.model.range_specs import op_name
 from tracekit.model.result import Result, Table
@@ -78,76 +80,22 @@ def op_kernels(trace: Trace, name: str = "short", drop_last_step: bool = False) 
 
 def _covering_operator(ranges: pd.DataFrame, calls: pd.DataFrame, call_rows: np.ndarray) -> np.ndarray:
     """Per call, the row in ``ranges`` of the innermost ``aten::`` range of its thread that covers it
-    whole (-1: none). From the last range of the thread that started at or before the call, up its
-    parents (the nesting the reader computed) until an operator covers the call: a few vector passes."""
-    found = np.full(len(call_rows), -1, dtype=np.int64)
+    whole (-1: none)."""
     if ranges.empty or not len(call_rows):
-        return found
+        return np.full(len(call_rows), -1, dtype=np.int64)
     names = ranges["name"].cat.categories
     is_operator = np.asarray([op_name(str(name).removeprefix("cpu_op:")).startswith(ATEN) for name in names], bool)
     operator = is_operator[ranges["name"].cat.codes.to_numpy()] & (ranges["domain"].astype(str) != "gpu").to_numpy()
-    start, end = ranges["start"].to_numpy(), ranges["end"].to_numpy()
-    ids = ranges["range_id"].to_numpy()
-    by_id = np.argsort(ids, kind="stable")
-    wanted = ranges["parent"].to_numpy()
-    at = np.minimum(np.searchsorted(ids[by_id], wanted), len(ids) - 1)
-    parent = np.where((wanted >= 0) & (ids[by_id][at] == wanted), by_id[at], -1)
-    thread = ranges["pid"].to_numpy() * 2**32 + ranges["tid"].to_numpy()
-    order = np.lexsort((start, thread))  # by thread, then start
-    call_thread = calls["pid"].to_numpy()[call_rows] * 2**32 + calls["tid"].to_numpy()[call_rows]
-    call_start, call_end = calls["start"].to_numpy()[call_rows], calls["end"].to_numpy()[call_rows]
-    # the last range of the call's thread that started at or before it: one searchsorted on (thread, start)
-    sorted_thread, sorted_start = thread[order], start[order]
-    low = np.searchsorted(sorted_thread, call_thread, side="left")
-    high = np.searchsorted(sorted_thread, call_thread, side="right")
-    at = np.empty(len(call_rows), dtype=np.int64)
-    for index in np.unique(call_thread).tolist():  # threads are few: one searchsorted each
-        mine = np.flatnonzero(call_thread == index)
-        lo, hi = int(low[mine[0]]), int(high[mine[0]])
-        at[mine] = lo + np.searchsorted(sorted_start[lo:hi], call_start[mine], side="right") - 1
-        at[mine] = np.where(at[mine] >= lo, at[mine], -1)
-    current = np.where(at >= 0, order[np.maximum(at, 0)], -1)
-    while True:
-        looking = current >= 0
-        rows = current[looking]
-        covers = operator[rows] & (start[rows] <= call_start[looking]) & (end[rows] >= call_end[looking])
-        found[np.flatnonzero(looking)[covers]] = rows[covers]
-        climbing = np.flatnonzero(looking)[~covers]
-        if not len(climbing):
-            return found
-        current[np.flatnonzero(looking)[covers]] = -1
-        current[climbing] = parent[current[climbing]]
+    pick = lambda column: calls[column].to_numpy()[call_rows]
+    return covering_range(ranges, pick("pid"), pick("tid"), pick("start"), pick("end"), operator)
 
 
 def _sequences(launched: pd.DataFrame, instances: np.ndarray) -> np.ndarray:
-    """Per operator instance (``instances``: op rows), its kernel names in call order joined by " -> ".
-    Instances are told apart by two 64-bit polynomial hashes of their name codes and their length (no
-    Python per instance: a trace holds hundreds of thousands), and each distinct sequence is written once."""
-    codes = launched["kernel"].cat.codes.to_numpy()
-    names = launched["kernel"].cat.categories
-    op_row = launched["op_row"].to_numpy()
-    order = np.argsort(op_row, kind="stable")  # each instance's kernels together, in call order
-    rows, values = op_row[order], codes[order].astype(np.uint64) + np.uint64(1)
-    first = np.flatnonzero(np.concatenate([[True], rows[1:] != rows[:-1]]))
-    position = np.arange(len(rows)) - np.repeat(first, np.diff(np.append(first, len(rows))))
-    hashes = []
-    with np.errstate(over="ignore"):
-        for base in (np.uint64(1_000_003), np.uint64(0x9E3779B97F4A7C15)):
-            powers = np.empty(int(position.max()) + 1, dtype=np.uint64)  # base^k modulo 2^64
-            powers[0] = np.uint64(1)
-            powers[1:] = np.cumprod(np.full(len(powers) - 1, base, dtype=np.uint64))
-            hashes.append(np.add.reduceat(values * powers[position], first))
-    lengths = np.diff(np.append(first, len(rows)))
-    keys = pd.MultiIndex.from_arrays([lengths, hashes[0], hashes[1]])
-    sequence_id, distinct = pd.factorize(keys)
-    texts = np.empty(len(distinct), dtype=object)
-    example = np.zeros(len(distinct), dtype=np.int64)
-    example[sequence_id[::-1]] = np.arange(len(first))[::-1]  # the first instance of each sequence
-    for index, instance in enumerate(example.tolist()):
-        low = first[instance]
-        texts[index] = " -> ".join(str(names[code]) for code in codes[order][low : low + lengths[instance]])
-    by_row = pd.Series(texts[sequence_id], index=rows[first])
-    return by_row.reindex(instances).to_numpy()
+    """Per operator instance (``instances``: op rows), its kernel names in call order joined by " -> "."""
+    kernels = launched["kernel"]
+    groups, sequence_id, texts = group_sequences(launched["op_row"].to_numpy(), kernels.cat.codes.to_numpy(),
+                                                 [str(name) for name in kernels.cat.categories])  # fmt: skip
+    return pd.Series(texts[sequence_id], index=groups).reindex(instances).to_numpy()
 
 
 def ops_table(trace: Trace, options: OpsOptions | None = None) -> Result:

@@ -22,6 +22,7 @@ import pandas as pd
 
 from tracekit.analysis.options import SyncsOptions
 from tracekit.analysis.ranges.attribution import merge_intervals
+from tracekit.analysis.ranges.covering import covering_range
 from tracekit.analysis.waits.launches import api_name
 from tracekit.model.range_specs import op_name
 from tracekit.model.result import Result, Table
@@ -76,38 +77,15 @@ def outermost_calls(calls: pd.DataFrame) -> pd.DataFrame:
 
 
 def innermost_range(ranges: pd.DataFrame, calls: pd.DataFrame) -> np.ndarray:
-    """Per call: the name of the innermost range open on its thread at its start, else NO_RANGE. The last
-    range that started before the call, or the nearest of its ancestors that is still open."""
+    """Per call: the name of the innermost range open on its thread at its start, else NO_RANGE."""
     found = np.full(len(calls), NO_RANGE, dtype=object)
     if ranges.empty or calls.empty:
         return found
-    # Only the threads that made a blocking call matter: a few of the trace's millions of ranges.
-    threads = pd.MultiIndex.from_arrays([ranges["pid"].to_numpy(), ranges["tid"].to_numpy()])
-    wanted = pd.MultiIndex.from_arrays([calls["pid"].to_numpy(), calls["tid"].to_numpy()])
-    ranges = ranges.loc[threads.isin(wanted)]
-    if ranges.empty:
-        return found
-    row_of_id = pd.Series(np.arange(len(ranges)), index=ranges["range_id"].to_numpy())
-    parent = row_of_id.reindex(ranges["parent"].to_numpy()).fillna(-1).to_numpy(np.int64)
-    name_codes = ranges["name"].cat.codes.to_numpy()
+    at = calls["start"].to_numpy()
+    row = covering_range(ranges, calls["pid"].to_numpy(), calls["tid"].to_numpy(), at, at)
     labels = np.asarray([op_name(str(name)) for name in ranges["name"].cat.categories], dtype=object)
-    start, end = ranges["start"].to_numpy(), ranges["end"].to_numpy()
-    keys = ranges["pid"].to_numpy(), ranges["tid"].to_numpy()
-    for pid, tid in set(zip(calls["pid"], calls["tid"])):
-        mine = np.flatnonzero((keys[0] == pid) & (keys[1] == tid))
-        which = np.flatnonzero((calls["pid"].to_numpy() == pid) & (calls["tid"].to_numpy() == tid))
-        if not len(mine):
-            continue
-        order = mine[np.argsort(start[mine], kind="stable")]
-        at = calls["start"].to_numpy()[which]
-        candidate = order[np.maximum(np.searchsorted(start[order], at, side="right") - 1, 0)]
-        candidate = np.where(start[candidate] <= at, candidate, -1)
-        for _ in range(256):  # climb to the nearest open ancestor; nesting is shallow
-            closed = (candidate >= 0) & (end[np.maximum(candidate, 0)] < at)
-            if not closed.any():
-                break
-            candidate = np.where(closed, parent[np.maximum(candidate, 0)], candidate)
-        found[which[candidate >= 0]] = labels[name_codes[candidate[candidate >= 0]]]
+    inside = row >= 0
+    found[inside] = labels[ranges["name"].cat.codes.to_numpy()[row[inside]]]
     return found
 
 

@@ -1,0 +1,79 @@
+"""The innermost range of a thread that covers a stretch of that thread's time: the range a blocking call
+sat in, the operator that launched a kernel, the operator a kernel sequence came from.
+
+Vectorized over the stretches: one ``searchsorted`` per thread finds the last range that started at or
+before each stretch, then every stretch climbs its ranges' parents together (the nesting the reader
+computed) until a range covers it; nesting is shallow (tens of levels), so a few vector passes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+
+def parent_rows(ranges: pd.DataFrame) -> np.ndarray:
+    """Per range: the row (in ``ranges``) of its parent, -1 for an outermost range (or a parent left out)."""
+    ids = ranges["range_id"].to_numpy()
+    if not len(ids):
+        return np.zeros(0, dtype=np.int64)
+    by_id = np.argsort(ids, kind="stable")
+    wanted = ranges["parent"].to_numpy()
+    at = np.minimum(np.searchsorted(ids[by_id], wanted), len(ids) - 1)
+    return np.where((wanted >= 0) & (ids[by_id][at] == wanted), by_id[at], -1).astype(np.int64)
+
+
+def covering_range(
+    ranges: pd.DataFrame,
+    pid: np.ndarray,
+    tid: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    eligible: np.ndarray | None = None,
+) -> np.ndarray:
+    """Per stretch (``pid``, ``tid``, ``start``..``end`` in ns): the row in ``ranges`` of the innermost
+    range of that thread that covers it whole (range start <= start, range end >= end) and is
+    ``eligible`` (a mask over ``ranges``; default every range outside the "gpu" domain, whose rows are
+    GPU-side annotations on streams, not threads); -1 where none does. A zero-length stretch asks which
+    range was open at an instant."""
+    count = len(start)
+    found = np.full(count, -1, dtype=np.int64)
+    if ranges.empty or not count:
+        return found
+    if eligible is None:
+        eligible = (ranges["domain"].astype(str) != "gpu").to_numpy()
+    range_start, range_end = ranges["start"].to_numpy(), ranges["end"].to_numpy()
+    parent = parent_rows(ranges)
+    keys = _thread_keys(np.concatenate([ranges["pid"].to_numpy(np.int64), np.asarray(pid, dtype=np.int64)]),
+                        np.concatenate([ranges["tid"].to_numpy(np.int64), np.asarray(tid, dtype=np.int64)]))  # fmt: skip
+    thread, wanted = keys[: len(ranges)], keys[len(ranges) :]
+    # only the threads asked about are sorted (a few blocking calls' threads among millions of ranges)
+    asked = np.flatnonzero(np.isin(thread, np.unique(wanted)))
+    order = asked[np.lexsort((range_start[asked], thread[asked]))]  # by thread, then start
+    sorted_thread, sorted_start = thread[order], range_start[order]
+    low = np.searchsorted(sorted_thread, wanted, side="left")
+    high = np.searchsorted(sorted_thread, wanted, side="right")
+    at = np.full(count, -1, dtype=np.int64)
+    for key in np.unique(wanted[high > low]).tolist():  # threads are few: one searchsorted each
+        mine = np.flatnonzero(wanted == key)
+        lo, hi = int(low[mine[0]]), int(high[mine[0]])
+        last = lo + np.searchsorted(sorted_start[lo:hi], start[mine], side="right") - 1
+        at[mine] = np.where(last >= lo, last, -1)
+    current = np.where(at >= 0, order[np.maximum(at, 0)], -1)
+    while True:
+        looking = np.flatnonzero(current >= 0)
+        if not len(looking):
+            return found
+        rows = current[looking]
+        covers = eligible[rows] & (range_start[rows] <= start[looking]) & (range_end[rows] >= end[looking])
+        found[looking[covers]] = rows[covers]
+        current[looking[covers]] = -1
+        current[looking[~covers]] = parent[rows[~covers]]
+
+
+def _thread_keys(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
+    """One int64 per (pid, tid), equal where the pairs are: packed when both fit 32 bits (the usual), else
+    dense codes of the pairs (a JSON trace may write any integer)."""
+    if len(pid) == 0 or (pid.min() >= -(2**31) and pid.max() < 2**31 and tid.min() >= 0 and tid.max() < 2**32):
+        return pid * 2**32 + tid
+    return pd.MultiIndex.from_arrays([pid, tid]).factorize()[0].astype(np.int64)
