@@ -88,9 +88,12 @@ def operators_trace(path):
 
     for begin, gpu in ((10, 1000), (100, 1100)):
         b.annotation("aten::linear", begin, 40, cat="cpu_op").annotation("aten::addmm", begin + 5, 30, cat="cpu_op")
-        launch(begin + 10, "gemm", gpu, 50), launch(begin + 20, "bias", gpu + 60, 10), launch(begin + 30, "act", gpu + 80, 10)
+        for at, name, start, duration in ((10, "gemm", 0, 50), (20, "bias", 60, 10), (30, "act", 80, 10)):
+            launch(begin + at, name, gpu + start, duration)
     b.annotation("aten::linear", 200, 40, cat="cpu_op")
-    launch(210, "gemm", 1200, 50), launch(220, "bias", 1260, 10), launch(230, "act", 1205, 10, stream=8)
+    for at, name, start, duration, stream in ((210, "gemm", 1200, 50, 7), (220, "bias", 1260, 10, 7),
+                                              (230, "act", 1205, 10, 8)):  # fmt: skip
+        launch(at, name, start, duration, stream)
     correlation += 1
     b.launch("cudaStreamWaitEvent", 235, 2, correlation=correlation).sync("Stream Wait Event", 1250, 1, correlation)
     b.annotation("aten::mm", 300, 40, cat="cpu_op")

@@ -9,7 +9,7 @@ instances (tracekit's `ops`). HTA needs a fix to build its call graph under pand
 last profiler step (--drop-last-step); it keeps only the instances at the smallest call depth, counting
 python_function events (which tracekit does not read; on the Qwen trace, recorded with Python stacks, the
 names asked pick the same instances) and giving GPU-side annotations depth -1 (so a name a GPU-side
-annotation holds, ProfilerStep# on the Qwen and gp100 traces, gives nothing: tracekit --as-hta too). It does not
+annotation holds, ProfilerStep# on the Qwen trace, gives nothing: tracekit --as-hta too). It does not
 run on v100_resnet50_torch1.8 (string thread ids): there, and everywhere, tracekit's default sequences are
 also checked against a plain loop over the instances (``naive``).
 """
@@ -121,4 +121,3 @@ def test_operator_sequences_equal_a_plain_loop(path):
     for name in operator_names(trace)[-3:]:  # operators: their instances are few enough for a loop
         mine = {key: value[0] for key, value in ours(trace, name).items()}
         assert mine == naive(trace, name), name
-

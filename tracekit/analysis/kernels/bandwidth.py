@@ -45,9 +45,7 @@ def copy_ops(trace: Trace, drop_last_step: bool = False) -> pd.DataFrame:
         launched = launched.loc[launched["correlation_id"] >= 0].drop_duplicates(["pid", "correlation_id"])
         joined = copies[["pid", "correlation_id"]].merge(launched, on=["pid", "correlation_id"], how="left")
         copies = copies.loc[(joined["call"].to_numpy() < cutoff)].reset_index(drop=True)
-    kind = copies["kind"].astype(str).to_numpy()
-    direction = copies["direction"].astype(str).to_numpy()
-    label = np.where(kind == "memset", "Memset", np.char.add("Memcpy ", direction.astype(str)))
+    label = _direction_labels(copies)
     duration = copies["duration"].to_numpy()
     byte_count = copies["bytes"].to_numpy()
     # an op of 0 ns lasts 1 µs, as in the series
@@ -56,6 +54,21 @@ def copy_ops(trace: Trace, drop_last_step: bool = False) -> pd.DataFrame:
     bandwidth = np.where(np.isfinite(rate), rate, measured)
     return pd.DataFrame({"direction": label, "start": copies["start"].to_numpy(), "end": copies["end"].to_numpy(),
                          "bytes": byte_count, "bandwidth": bandwidth, "device": copies["device"].to_numpy()})  # fmt: skip
+
+
+def _direction_labels(copies: pd.DataFrame) -> pd.Categorical:
+    """Per copy or set: "Memset", or "Memcpy " and its direction; categorical (a few labels for up to a
+    million ops), labelled once per distinct (kind, direction)."""
+    memset = (copies["kind"].astype(str) == "memset").to_numpy()
+    direction = copies["direction"].astype("category")
+    key = np.where(memset, -1, direction.cat.codes.to_numpy().astype(np.int64))
+    codes, distinct = pd.factorize(key, sort=True)
+    names = [str(category) for category in direction.cat.categories]
+    labels = ["Memset" if value < 0 else f"Memcpy {names[value]}" for value in distinct.tolist()]
+    order = np.argsort(labels, kind="stable")  # categories sorted by name, as the tables list them
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    return pd.Categorical.from_codes(rank[codes], categories=[labels[index] for index in order])
 
 
 def _recorded_rates(trace: Trace) -> np.ndarray:
@@ -83,16 +96,17 @@ def bandwidth_series(ops: pd.DataFrame, as_hta: bool = False) -> pd.DataFrame:
     end = np.where(end - start == 0, start + ZERO_AS_NS, end)
     time = np.concatenate([start, end])
     change = np.concatenate([ops["bandwidth"].to_numpy(), -ops["bandwidth"].to_numpy()])
-    direction = np.concatenate([ops["direction"].to_numpy(), ops["direction"].to_numpy()])
+    labels = ops["direction"].astype("category")
+    codes = np.tile(labels.cat.codes.to_numpy().astype(np.int64), 2)  # categories in name order
     device = np.concatenate([ops["device"].to_numpy(), ops["device"].to_numpy()]).astype(np.int64)
     # HTA sorts float µs (its ends are start + a float duration) with numpy's quicksort: the same array here
     by_time = np.argsort(time / 1000.0, kind="quicksort") if as_hta else np.argsort(time, kind="stable")
-    codes, _ = pd.factorize(direction[by_time], sort=True)
-    order = by_time[np.lexsort((np.arange(len(by_time)), codes, device[by_time]))]
-    series = pd.DataFrame({"device": device[order], "direction": direction[order], "time": time[order],
+    order = by_time[np.lexsort((np.arange(len(by_time)), codes[by_time], device[by_time]))]
+    direction = pd.Categorical.from_codes(codes[order], categories=labels.cat.categories)
+    series = pd.DataFrame({"device": device[order], "direction": direction, "time": time[order],
                            "change": change[order]})  # fmt: skip
     # in order, as HTA adds (HTA adds every GPU's together: one GPU per trace in its examples)
-    summed = series.groupby(["device", "direction"], sort=False)["change"].cumsum().to_numpy()
+    summed = series.groupby(["device", "direction"], sort=False, observed=True)["change"].cumsum().to_numpy()
     # adding and taking away floats leaves residues (1e-16 GB/s) where nothing runs: they are 0 (HTA counts them)
     series["bandwidth"] = np.where(np.abs(summed) < RESIDUE, 0.0, summed)
     return series.drop(columns="change")
@@ -107,7 +121,7 @@ def bandwidth_table(trace: Trace, options: BandwidthOptions | None = None) -> Re
     series = bandwidth_series(ops, options.as_hta)
     rows = []
     positive = (series["bandwidth"] > 0).to_numpy()
-    for key, mine in ops.groupby(["device", "direction"], sort=True):
+    for key, mine in ops.groupby(["device", "direction"], sort=True, observed=True):
         device, direction = key  # pyright: ignore[reportGeneralTypeIssues]  (a pair: two keys)
         low, high = merge_intervals(mine["start"].to_numpy(), mine["end"].to_numpy())
         busy = int((high - low).sum())
@@ -145,7 +159,7 @@ def _chart(series: pd.DataFrame, name: str, bins: int = 1500) -> Chart:
     span = max(int(series["time"].max()) - origin, 1)
     lines = {}
     several = series["device"].nunique() > 1
-    for key, mine in series.groupby(["device", "direction"], sort=True):
+    for key, mine in series.groupby(["device", "direction"], sort=True, observed=True):
         device, direction = key  # pyright: ignore[reportGeneralTypeIssues]  (a pair: two keys)
         values = np.maximum(mine["bandwidth"].to_numpy(), 0.0)
         lines[f"cuda:{device} {direction}" if several else str(direction)] = column_peaks(

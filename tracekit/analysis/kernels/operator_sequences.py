@@ -1,4 +1,4 @@
-"""``tracekit sequences --operator NAME``: HolisticTraceAnalysis 0.5's ``get_frequent_cuda_kernel_sequences``.
+"""``tracekit sequences`` with ``operator`` NAME: HolisticTraceAnalysis 0.5's ``get_frequent_cuda_kernel_sequences``.
 
 The instances: operators or ranges (not GPU-side annotations) whose name contains NAME, the outermost on
 their thread (one inside another counts once, as part of the outer); each one's GPU ops are those
@@ -144,38 +144,39 @@ def instances(trace: Trace, options: SequencesOptions) -> tuple[pd.DataFrame, np
     return ranges, match & ~inside_match, linked
 
 
-def gpu_rows(trace: Trace, as_hta: bool) -> pd.DataFrame:
-    """The GPU rows a pattern lists, with their launching call's row (-1: none): every GPU op, and with
-    ``as_hta`` the synchronizations on a stream (HTA's GPU rows with a correlation)."""
+def gpu_rows(trace: Trace, as_hta: bool, name: str) -> tuple[pd.DataFrame, list[str]]:
+    """The GPU rows a pattern lists (start, duration ns; the launching call's row, -1: none; a code into
+    the names returned): every GPU op, and with ``as_hta`` the synchronizations on a stream (HTA's GPU
+    rows with a correlation). Names stay codes: a trace has a million ops of a few hundred names."""
     ops = trace.gpu_ops
-    launched = op_launches(trace)
+    names = ops["short_name" if name == "short" else "name"]
+    labels = [str(label) for label in names.cat.categories]
     frame = pd.DataFrame({"start": ops["start"].to_numpy(), "duration": ops["duration"].to_numpy(),
-                          "call": launched.row})  # fmt: skip
+                          "call": op_launches(trace).row, "code": names.cat.codes.to_numpy().astype(np.int64)})  # fmt: skip
     syncs = trace.optional("gpu_syncs") if as_hta else None
     if syncs is None or syncs.empty:
-        return frame.assign(demangled=ops["name"].astype(object).to_numpy(), short=ops["short_name"].astype(
-            object).to_numpy())  # fmt: skip
+        return frame, labels
     syncs = syncs.loc[(syncs["stream"] > 0).to_numpy() & (syncs["correlation_id"] >= 0).to_numpy()]
     calls = trace.launches
     keys = pd.MultiIndex.from_arrays([calls["pid"].to_numpy(np.int64), calls["correlation_id"].to_numpy(np.int64)])
     call = pd.Series(np.arange(len(calls)), index=keys)
-    call = call[~call.index.duplicated()]
+    call = call.loc[~call.index.duplicated()]
     wanted = pd.MultiIndex.from_arrays([syncs["pid"].to_numpy(np.int64), syncs["correlation_id"].to_numpy(np.int64)])
-    sync_names = syncs["kind"].astype(str).map(SYNC_NAMES).to_numpy(dtype=object)
+    kinds = list(SYNC_NAMES)
+    kind_codes = pd.Categorical(syncs["kind"].astype(str), categories=kinds).codes.astype(np.int64)
     extra = pd.DataFrame({"start": syncs["start"].to_numpy(), "duration": syncs["duration"].to_numpy(),
-                          "call": call.reindex(wanted).fillna(-1).to_numpy(np.int64), "demangled": sync_names,
-                          "short": sync_names})  # fmt: skip
-    mine = frame.assign(demangled=ops["name"].astype(object).to_numpy(), short=ops["short_name"].astype(object).to_numpy())
-    return pd.concat([mine, extra], ignore_index=True)
+                          "call": call.reindex(wanted).fillna(-1).to_numpy(np.int64),
+                          "code": len(labels) + kind_codes})  # fmt: skip
+    return pd.concat([frame, extra], ignore_index=True), labels + [SYNC_NAMES[kind] for kind in kinds]
 
 
 def operator_sequences(trace: Trace, options: SequencesOptions) -> Result:
     """HolisticTraceAnalysis's frequent kernel sequences per operator (see the module docstring)."""
     ranges, roots, linked = instances(trace, options)
-    named = ranges["name"].cat.categories if len(ranges) else pd.Index([])
-    if not any((options.operator or "") in name for name in shown_names(ranges)) or not len(named):
+    shown = np.asarray(shown_names(ranges), dtype=object)
+    if not len(ranges) or not any((options.operator or "") in name for name in shown):
         raise NoGpuDataError(f"{trace.name}: no operator or range's name contains {options.operator!r}")
-    rows = gpu_rows(trace, options.as_hta)
+    rows, labels = gpu_rows(trace, options.as_hta, options.name)
     calls = trace.launches
     keep = rows["call"].to_numpy() >= 0
     if options.drop_last_step and (cutoff := last_step_start(trace)) is not None:
@@ -195,9 +196,7 @@ def operator_sequences(trace: Trace, options: SequencesOptions) -> Result:
     rows = rows.sort_values(["root", "start"], kind="stable")  # each instance's ops in GPU order
     counts = rows.groupby("root", sort=True).size()
     rows = rows.loc[rows["root"].map(counts).to_numpy() >= options.length]
-    codes, labels = pd.factorize(rows["short" if options.name == "short" else "demangled"].to_numpy())
-    groups, sequence_id, texts = group_sequences(rows["root"].to_numpy(), codes, [str(label) for label in labels])
-    shown = np.asarray(shown_names(ranges), dtype=object)
+    groups, sequence_id, texts = group_sequences(rows["root"].to_numpy(), rows["code"].to_numpy(), labels)
     per_instance = pd.DataFrame({
         "operator": shown[ranges["name"].cat.codes.to_numpy()[groups]], "sequence": texts[sequence_id],
         "time": rows.groupby("root", sort=True)["duration"].sum().to_numpy(),

@@ -2,14 +2,14 @@
 
 Every run of ``length`` consecutive kernels on one stream: a window slid one op at a time over each
 (GPU, stream)'s ops in start order; a window holding a memory copy or set does not count. Windows with
-the same kernel names (base names, or ``--name demangled``) are one sequence, whatever stream ran them.
+the same kernel names (base names, or ``name`` "demangled") are one sequence, whatever stream ran them.
 Per sequence: Count (its windows; those of a repeating pattern overlap, "a a a a" holds "a a a" twice),
 Kernel Time (ns: its kernels' time summed over its windows, a kernel in two windows counting in each),
 Gaps (ns: the time between its kernels, first start to last end less Kernel Time, summed: launch
 overhead and waits a fused kernel would not pay), Streams, and From: the range or operator its windows
 most often came from (the innermost range of the launching thread that covers every launch call of
 the window; step numbers dropped, "ProfilerStep#N") with the share of windows it holds. The most
-frequent first. With ``--operator`` the sequences are HolisticTraceAnalysis's instead
+frequent first. With ``operator`` the sequences are HolisticTraceAnalysis's instead
 (``operator_sequences``).
 """
 
@@ -52,6 +52,12 @@ class Windows:
         return self.order[self.at[windows] + offset]
 
 
+def stream_keys(ops: pd.DataFrame) -> np.ndarray:
+    """Per GPU op, one int64 for its (device, stream): equal where both are (stream ids are 32-bit)."""
+    stream = ops["stream"].to_numpy().astype(np.int64) & 0xFFFFFFFF
+    return ops["device"].to_numpy().astype(np.int64) * 2**32 + stream
+
+
 def kernel_windows(trace: Trace, length: int, name: str = "short", drop_last_step: bool = False) -> Windows:
     """Every window of ``length`` consecutive kernels on one stream, and its sequence; ``drop_last_step``:
     ops outside HTA's step window break windows as copies do."""
@@ -66,7 +72,7 @@ def kernel_windows(trace: Trace, length: int, name: str = "short", drop_last_ste
     if count <= 0:
         empty = np.zeros(0, dtype=np.int64)
         return Windows(order, empty, empty, np.zeros(0, dtype=object), length)
-    stream = pd.MultiIndex.from_arrays([ops["device"].to_numpy()[order], ops["stream"].to_numpy()[order]]).factorize()[0]
+    stream = stream_keys(ops)[order]
     others = np.concatenate([[0], np.cumsum(codes < 0)])  # copies and sets before each position
     at = np.flatnonzero((stream[:count] == stream[length - 1 :]) & (others[length:] == others[:count]))
     windows = np.lib.stride_tricks.sliding_window_view(codes, length)[at]
@@ -83,25 +89,27 @@ def ranked(trace: Trace, windows: Windows, min_count: int, top: int) -> pd.DataF
     start, end, duration = (ops[column].to_numpy()[windows.order] for column in ("start", "end", "duration"))
     before = np.concatenate([[0], np.cumsum(duration)])  # kernel time up to each position
     low, high = windows.at, windows.at + windows.length
-    frame = pd.DataFrame({
-        "sequence": windows.sequence, "time": before[high] - before[low], "span": end[high - 1] - start[low],
-        "stream": pd.MultiIndex.from_arrays([ops["device"].to_numpy()[windows.order[low]],
-                                             ops["stream"].to_numpy()[windows.order[low]]]).factorize()[0],
-    })  # fmt: skip
-    per = frame.groupby("sequence", sort=False).agg(
-        count=("time", "size"), time=("time", "sum"), span=("span", "sum"), streams=("stream", "nunique")
-    )  # fmt: skip
-    per = per.loc[per["count"] >= min_count]
-    per["text"] = windows.texts[per.index.to_numpy()]
+    sequence, distinct = windows.sequence, len(windows.texts)
+    # sums per sequence with bincount (float64 holds these integer sums exactly below 2^53 ns: 104 days)
+    count = np.bincount(sequence, minlength=distinct)
+    time = np.bincount(sequence, weights=before[high] - before[low], minlength=distinct).astype(np.int64)
+    span = np.bincount(sequence, weights=end[high - 1] - start[low], minlength=distinct).astype(np.int64)
+    stream_codes = pd.factorize(stream_keys(ops)[windows.order[low]])[0]
+    pairs = np.unique(sequence * (int(stream_codes.max(initial=0)) + 1) + stream_codes)
+    streams = np.bincount(pairs // (int(stream_codes.max(initial=0)) + 1), minlength=distinct)
+    per = pd.DataFrame({"sequence": np.arange(distinct), "count": count, "time": time, "span": span,
+                        "streams": streams, "text": windows.texts})  # fmt: skip
+    per = per.loc[per["count"].to_numpy() >= min_count]
     per = per.sort_values(["count", "time", "text"], ascending=[False, False, True], kind="stable").head(top)
     per["gaps"] = (per["span"] - per["time"]).clip(lower=0)  # ops on one stream do not overlap; clock noise can
-    return per.reset_index()
+    return per.reset_index(drop=True)
 
 
-def window_origins(trace: Trace, windows: Windows, chosen: np.ndarray) -> np.ndarray:
-    """Per window of ``chosen`` (indices): the name of the innermost range of its launching thread that
-    covers all its launch calls (those of its first and last kernels, when one thread made both; else
-    the first's), NO_CALL without a recorded launching call, NO_RANGE outside every range."""
+def window_origins(trace: Trace, windows: Windows, chosen: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per window of ``chosen`` (indices): a code into the labels returned, the name of the innermost range
+    of its launching thread that covers all its launch calls (those of its first and last kernels, when
+    one thread made both; else the first's), NO_CALL without a recorded launching call, NO_RANGE outside
+    every range."""
     launched = op_launches(trace)
     first, last = windows.rows(chosen, 0), windows.rows(chosen, windows.length - 1)
     found = launched.found[first]
@@ -116,7 +124,7 @@ def window_origins(trace: Trace, windows: Windows, chosen: np.ndarray) -> np.nda
                         + [NO_RANGE, NO_CALL], dtype=object)  # fmt: skip
     codes = np.where(row >= 0, ranges["name"].cat.codes.to_numpy()[np.maximum(row, 0)] if len(ranges) else 0,
                      np.where(found, len(categories), len(categories) + 1))  # fmt: skip
-    return labels[codes]
+    return codes, labels
 
 
 def sequences_table(trace: Trace, options: SequencesOptions | None = None) -> Result:
@@ -131,9 +139,14 @@ def sequences_table(trace: Trace, options: SequencesOptions | None = None) -> Re
     windows = kernel_windows(trace, options.length, options.name, options.drop_last_step)
     table = ranked(trace, windows, options.min_count, options.top)
     chosen = np.flatnonzero(np.isin(windows.sequence, table["sequence"].to_numpy()))
-    origin = pd.DataFrame({"sequence": windows.sequence[chosen], "origin": window_origins(trace, windows, chosen)})
-    counted = origin.groupby(["sequence", "origin"], sort=False).size().rename("windows").reset_index()
-    counted = counted.sort_values(["sequence", "windows", "origin"], ascending=[True, False, True], kind="stable")
+    codes, labels = window_origins(trace, windows, chosen)
+    # names label codes: steps' numbers dropped, several codes may share a name; counted by name
+    name_codes, names = pd.factorize(labels)
+    origin = pd.DataFrame({"sequence": windows.sequence[chosen], "origin": name_codes[codes]})
+    counted = pd.DataFrame(origin.groupby(["sequence", "origin"], sort=False, as_index=False).size())
+    counted = counted.rename(columns={"size": "windows"})
+    counted["name"] = np.asarray(names, dtype=object)[counted["origin"].to_numpy()]
+    counted = counted.sort_values(["sequence", "windows", "name"], ascending=[True, False, True], kind="stable")
     main = counted.drop_duplicates("sequence").set_index("sequence")
     kernel_time = int(trace.gpu_ops.loc[(trace.gpu_ops["kind"] == "kernel").to_numpy(), "duration"].sum())
     result = pd.DataFrame({
@@ -143,8 +156,8 @@ def sequences_table(trace: Trace, options: SequencesOptions | None = None) -> Re
         "Gaps (ns)": table["gaps"].to_numpy(np.int64),
         "Kernel Share (%)": (100.0 * table["time"] / kernel_time if kernel_time else table["time"] * 0.0).to_numpy(),
         "Streams": table["streams"].to_numpy(np.int64),
-        "From": main["origin"].reindex(table["sequence"]).to_numpy(),
-        "From Share (%)": (100.0 * main["windows"].reindex(table["sequence"]).to_numpy() / table["count"]).to_numpy(),
+        "From": main["name"].reindex(table["sequence"]).to_numpy(),
+        "From Share (%)": 100.0 * main["windows"].reindex(table["sequence"]).to_numpy() / table["count"].to_numpy(),
     })  # fmt: skip
     notes = [launched_before_last_step(trace)[1]] if options.drop_last_step else []
     notes += [

@@ -40,8 +40,7 @@ def covering_range(
     found = np.full(count, -1, dtype=np.int64)
     if ranges.empty or not count:
         return found
-    if eligible is None:
-        eligible = (ranges["domain"].astype(str) != "gpu").to_numpy()
+    allowed = (ranges["domain"].astype(str) != "gpu").to_numpy() if eligible is None else eligible
     range_start, range_end = ranges["start"].to_numpy(), ranges["end"].to_numpy()
     parent = parent_rows(ranges)
     keys = _thread_keys(np.concatenate([ranges["pid"].to_numpy(np.int64), np.asarray(pid, dtype=np.int64)]),
@@ -65,7 +64,7 @@ def covering_range(
         if not len(looking):
             return found
         rows = current[looking]
-        covers = eligible[rows] & (range_start[rows] <= start[looking]) & (range_end[rows] >= end[looking])
+        covers = allowed[rows] & (range_start[rows] <= start[looking]) & (range_end[rows] >= end[looking])
         found[looking[covers]] = rows[covers]
         current[looking[covers]] = -1
         current[looking[~covers]] = parent[rows[~covers]]
@@ -73,7 +72,9 @@ def covering_range(
 
 def _thread_keys(pid: np.ndarray, tid: np.ndarray) -> np.ndarray:
     """One int64 per (pid, tid), equal where the pairs are: packed when both fit 32 bits (the usual), else
-    dense codes of the pairs (a JSON trace may write any integer)."""
+    from the codes of each (nsys's thread ids, a JSON trace's any integers)."""
     if len(pid) == 0 or (pid.min() >= -(2**31) and pid.max() < 2**31 and tid.min() >= 0 and tid.max() < 2**32):
         return pid * 2**32 + tid
-    return pd.MultiIndex.from_arrays([pid, tid]).factorize()[0].astype(np.int64)
+    pid_codes, pids = pd.factorize(pid)
+    tid_codes, tids = pd.factorize(tid)
+    return pid_codes.astype(np.int64) * len(tids) + tid_codes

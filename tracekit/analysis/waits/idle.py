@@ -74,6 +74,9 @@ def _calls_matching(trace: Trace, pattern: re.Pattern) -> tuple[np.ndarray, np.n
     return (calls["start"].to_numpy()[order], calls["end"].to_numpy()[order], calls["pid"].to_numpy()[order])
 
 
+GAP_COLUMNS = ("start", "end", "device", "stream", "pid", "correlation_id", "duration")
+
+
 def idle_gaps(
     trace: Trace, per_stream: bool = False, overhead_max_ns: int = OVERHEAD_MAX_NS, window: np.ndarray | None = None
 ) -> pd.DataFrame:
@@ -97,14 +100,16 @@ def gap_devices(gaps: pd.DataFrame) -> np.ndarray:
 
 def _idle_gaps(trace: Trace, per_stream: bool, overhead_max_ns: int, window: np.ndarray | None) -> pd.DataFrame:
     kernel_mask(trace, "all")  # a clear error for a trace without GPU work
-    ops = trace.gpu_ops
+    # the columns gaps need only: a trace's kernel names are its largest columns to read
+    ops = trace.columns("gpu_ops", GAP_COLUMNS)
     launches = op_launches(trace)
     start, end, devices = ops["start"].to_numpy(), ops["end"].to_numpy(), ops["device"].to_numpy()
     streams = ops["stream"].to_numpy() if per_stream else np.zeros(len(ops), dtype=np.int64)
     owners = _stream_owners(ops, devices, streams) if per_stream else np.zeros(len(ops), dtype=np.int64)
     sync_start, sync_end, sync_pid = _calls_matching(trace, BLOCKING)
     wait_start, _, wait_pid = _calls_matching(trace, STREAM_WAIT)
-    frames = []
+    groups: list[tuple[int, int, int]] = []  # (device, owner, stream) of each frame
+    frames: list[dict[str, np.ndarray]] = []
     kept = np.ones(len(ops), dtype=bool) if window is None else window
     shared = False  # a device whose streams come from several processes: the table names the process
     for device in known_devices(devices[kept]):  # an op on an unknown device (-1) has no gaps of its own
@@ -138,19 +143,34 @@ def _idle_gaps(trace: Trace, per_stream: bool, overhead_max_ns: int, window: np.
             # the op that ends the busy interval before each gap (the last to end; of those, the last to start)
             by_end = mine[np.lexsort((start[mine], end[mine]))]
             previous_op = by_end[np.searchsorted(end[by_end], gap_start, side="right") - 1]
-            # categorical: a million gaps of a few causes (strings would be a million objects)
-            frame = {"GPU": f"cuda:{int(device)}", "Start (ns)": gap_start, "Idle (ns)": gap_end - gap_start,
-                     "Cause": pd.Categorical.from_codes(cause, categories=list(CAUSES)), "Previous Op": previous_op,
-                     "Next Op": next_op}  # fmt: skip
-            if per_stream:
-                frame = {"GPU": frame.pop("GPU"), "PID": owner, "Stream": stream, **frame}
-            frames.append(pd.DataFrame(frame))
+            groups.append((int(device), owner, stream))
+            frames.append({"Start (ns)": gap_start, "Idle (ns)": gap_end - gap_start, "Cause": cause.astype(np.int8),
+                           "Previous Op": previous_op, "Next Op": next_op})  # fmt: skip
     if not frames:
         columns = ["GPU", "Stream"] if per_stream else ["GPU"]
         names = [*columns, "Start (ns)", "Idle (ns)", "Cause", "Previous Op", "Next Op"]
         return pd.DataFrame({name: [] for name in names})
-    gaps = pd.concat(frames, ignore_index=True)
-    return gaps if shared or not per_stream else gaps.drop(columns=["PID"])
+    return _gap_frame(groups, frames, per_stream, shared)
+
+
+def _gap_frame(groups: list[tuple[int, int, int]], frames: list[dict[str, np.ndarray]], per_stream: bool,
+               shared: bool) -> pd.DataFrame:  # fmt: skip
+    """The gaps of every (device, owner, stream) group as one frame. Built from whole columns, the group's
+    keys repeated as small codes: a million gaps are tens of MB, and fresh memory costs (a frame per group
+    concatenated copied them twice)."""
+    counts = np.array([len(frame["Start (ns)"]) for frame in frames])
+    columns = {name: frames[0][name] if len(frames) == 1 else np.concatenate([frame[name] for frame in frames])
+               for name in frames[0]}  # fmt: skip
+    devices = sorted({device for device, _, _ in groups})
+    device_codes = np.repeat(np.array([devices.index(device) for device, _, _ in groups], dtype=np.int16), counts)
+    # categorical: a million gaps on a few GPUs, of a few causes (strings would be a million objects)
+    frame = {"GPU": pd.Categorical.from_codes(device_codes, categories=[f"cuda:{device}" for device in devices])}
+    if per_stream:
+        if shared:
+            frame["PID"] = np.repeat(np.array([owner for _, owner, _ in groups], dtype=np.int64), counts)
+        frame["Stream"] = np.repeat(np.array([stream for _, _, stream in groups], dtype=np.int64), counts)
+    columns["Cause"] = pd.Categorical.from_codes(columns["Cause"], categories=list(CAUSES))
+    return pd.DataFrame({**frame, **columns})
 
 
 def _groups(streams: np.ndarray, owners: np.ndarray, per_stream: bool) -> list[list[int]]:
@@ -243,18 +263,21 @@ def idle_by_cause(trace: Trace, options: IdleOptions | None = None) -> Result:
     window, window_note = launched_before_last_step(trace) if drop_last_step else (None, None)
     gaps = idle_gaps(trace, per_stream, overhead_max_ns, window).drop(columns=["Previous Op", "Next Op"])
     keys = [key for key in ("GPU", "PID", "Stream") if key in gaps]
-    grouped = gaps.groupby([*keys, "Cause"], as_index=False, sort=True).agg(
+    grouped = gaps.groupby([*keys, "Cause"], as_index=False, sort=True, observed=True).agg(
         Gaps=("Idle (ns)", "size"), **{"Idle (ns)": ("Idle (ns)", "sum")}
     )
-    totals = grouped.groupby(keys)["Idle (ns)"].transform("sum").to_numpy(float)
+    totals = grouped.groupby(keys, observed=True)["Idle (ns)"].transform("sum").to_numpy(float)
     with np.errstate(divide="ignore", invalid="ignore"):
         grouped["Share (%)"] = np.where(totals > 0, grouped["Idle (ns)"] * 100 / totals, 0.0)
     rank = {cause: index for index, cause in enumerate(CAUSES)}
     grouped = grouped.sort_values([*keys, "Cause"], key=lambda column: column.map(rank) if column.name == "Cause"
                                   else column, kind="stable", ignore_index=True)  # fmt: skip
     intervals = _interval_statistics(gaps, keys, rank)
-    origin = int(trace.gpu_ops["start"].min())
+    origin = int(trace.columns("gpu_ops", ("start",))["start"].min())
     longest = gaps.nlargest(top, "Idle (ns)").assign(**{"Start (ns)": lambda frame: frame["Start (ns)"] - origin})
+    # the tables name GPUs as text (the gaps keep them categorical: a million rows)
+    grouped, intervals, longest = (table.assign(GPU=table["GPU"].astype(str)) if len(table) else table
+                                   for table in (grouped, intervals, longest))  # fmt: skip
     notes = [method(overhead_max_ns, per_stream), *([window_note] if window_note else []), *trace.warnings]
     where = " per stream" if per_stream else ""
     return Result(
