@@ -3,7 +3,8 @@ GPU-side spans of record_function annotations) against HolisticTraceAnalysis 0.5
 get_gpu_user_annotation_breakdown on every torch.profiler trace in ../shared that has such spans: per
 annotation the sum, max, min, mean and standard deviation of its spans' durations, equal within 1 µs
 (HTA's times are µs floats; its "others" row is avoided by asking for every annotation). HTA leaves out the
-last profiler step where a trace has two or more: there the spans before it are compared."""
+last profiler step where a trace has two or more: there the spans before it are compared. Elsewhere
+`ranges --gpu-side` is checked too: its GPU-Side Time beside each CPU-side annotation is HTA's sum."""
 
 from __future__ import annotations
 
@@ -39,6 +40,13 @@ def test_gpu_side_annotation_time_equals_htas(path, tmp_path, monkeypatch):
     if cutoff is None:  # the command's own table
         ours = tracekit.ranges(path, domain="gpu", raw_names=True)["ranges"]
         ours = ours.set_index(ours["Range"].str.removeprefix("gpu:"))  # the domain's names, as HTA names them
+        # --gpu-side: beside each CPU-side annotation, the GPU-side spans of its name, HTA's sum
+        beside = tracekit.ranges(path, gpu_side=True, raw_names=True)["ranges"].set_index("Range")
+        sums = {str(row["name"]): row["sum (us)"] for row in theirs.to_dict("records")}
+        named = [name for name in beside.index if name in sums]
+        assert named
+        for name in named:
+            assert beside.loc[name, "GPU-Side Time (ns)"] / 1000 == pytest.approx(sums[name], abs=1.0), name
     else:  # HTA left out the last profiler step (and every span from its start on): the same spans' figures
         kept = spans.loc[(spans["start"] < cutoff).to_numpy()]
         durations = kept["duration"].groupby(kept["name"].astype(str).str.removeprefix("gpu:").to_numpy())

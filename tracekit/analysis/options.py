@@ -86,6 +86,8 @@ class RangesOptions(Options):
                            "'aten::mm, seq = 3, op_id = 7' grouped by op; {tree} always shows each range's own name)")  # fmt: skip
     domain: str | None = text(_DOMAIN)
     same_thread: bool = flag(_SAME_THREAD)
+    gpu_side: bool = flag("also each range's GPU time measured on the GPU side: the union of the GPU ops it launched "
+                          "(GPU Busy), and torch.profiler's GPU-side spans of its name", one_input=True)  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -152,15 +152,16 @@ def ranges(
     raw_names: bool = False,
     domain: str | None = None,
     same_thread: bool = False,
+    gpu_side: bool = False,
     workers: int | None = None,
     use_dask: bool = False,
     scheduler: str | None = None,
     strict: bool = False,
     exact_median_limit: int = DEFAULT_EXACT_LIMIT,
 ) -> Result:
-    """NVTX ranges: nsys's range summary (table "ranges") plus the GPU work launched inside each; or one
-    instance as a tree (``tree``: table "tree"), or the children of the ranges ``within`` matches
-    ("within").
+    """NVTX ranges: nsys's range summary (table "ranges") plus the GPU work launched inside each (``gpu_side``:
+    also measured on the GPU side, GPU Busy and torch.profiler's GPU-side spans); or one instance as a tree
+    (``tree``: table "tree"), or the children of the ranges ``within`` matches ("within").
 
     Example:
         >>> tracekit.ranges("trace.sqlite", top=10)["ranges"]

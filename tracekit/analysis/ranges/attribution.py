@@ -177,11 +177,25 @@ def range_gpu_stats(trace: Trace, ranges: pd.DataFrame, same_thread: bool = Fals
     return pd.DataFrame(columns, index=ranges.index, copy=False)
 
 
-def _fill_range_gpu_stats(
-    columns: dict[str, np.ndarray], trace: Trace, launches: OpLaunches, ranges: pd.DataFrame, same_thread: bool
-) -> None:
+@dataclass
+class CallSegments:
+    """The launching calls that have GPU ops, sorted by (group, start), and per range the run of them it
+    holds: calls ``low[i]``..``high[i]`` (exclusive) of the sorted calls. ``calls``: per sorted call its
+    pid, tid, start, end, ops (count), time (summed ns), first (op start) and last (op end); ``ops``: the
+    GPU-op rows, grouped by call in the sorted calls' order, and ``op_low``: per sorted call, where its
+    ops begin in ``ops`` (one past the last call: ``len(ops)``)."""
+
+    calls: dict[str, np.ndarray]
+    ops: np.ndarray
+    op_low: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+
+
+def call_segments(trace: Trace, launches: OpLaunches, ranges: pd.DataFrame, same_thread: bool) -> CallSegments:
+    """Per range, the run of sorted launching calls inside it (see ``CallSegments``)."""
     ops = trace.columns("gpu_ops", ATTRIBUTION_COLUMNS)
-    calls = _calls_with_ops(launches, ops)
+    calls, op_order, boundaries = _calls_with_ops(launches, ops)
     groups = _Groups(
         same_thread,
         calls["pid"],
@@ -193,7 +207,7 @@ def _fill_range_gpu_stats(
     call_start = groups.calls(calls["start"])
     order = np.argsort(call_start, kind="stable")
     call_start = call_start[order]
-    per_call = {key: calls[key][order] for key in ("ops", "time", "first", "last")}
+    per_call = {key: values[order] for key, values in calls.items()}
     # Arrays of one value per range (millions): each freed, or reused in place, as soon as it is done with.
     low = np.searchsorted(call_start, groups.ranges(ranges["start"].to_numpy()), side="left")
     range_end = groups.ranges(ranges["end"].to_numpy())
@@ -208,6 +222,19 @@ def _fill_range_gpu_stats(
     else:
         high = np.searchsorted(call_start, range_end, side="right")
     del range_end
+    # the ops regrouped in the sorted calls' order: call j's ops follow call j-1's
+    counts = per_call["ops"]
+    op_low = np.concatenate(([0], np.cumsum(counts)))
+    within = np.arange(int(op_low[-1])) - np.repeat(op_low[:-1], counts)
+    sorted_ops = op_order[np.repeat(boundaries[order], counts) + within]
+    return CallSegments(per_call, sorted_ops, op_low, low, high)
+
+
+def _fill_range_gpu_stats(
+    columns: dict[str, np.ndarray], trace: Trace, launches: OpLaunches, ranges: pd.DataFrame, same_thread: bool
+) -> None:
+    segments = call_segments(trace, launches, ranges, same_thread)
+    per_call, low, high = segments.calls, segments.low, segments.high
 
     def between(values: np.ndarray) -> np.ndarray:
         """Sum of ``values`` (per call, in call order) over each range's calls [low, high)."""
@@ -222,20 +249,21 @@ def _fill_range_gpu_stats(
     # Most ranges launch nothing (4 in 5 of a PyTorch trace's op ranges): reduce over those that do
     with_ops = np.flatnonzero(high > low)
     reductions = [(np.minimum, per_call["first"]), (np.maximum, per_call["last"])]
-    first, last = _segment_reduce(reductions, low[with_ops], high[with_ops])
+    first, last = segment_reduce(reductions, low[with_ops], high[with_ops])
     columns[GPU_START][with_ops] = first
     columns[GPU_END][with_ops] = last
     columns[GPU_SPAN][with_ops] = last - first
 
 
-def _calls_with_ops(launches: OpLaunches, ops: pd.DataFrame) -> dict[str, np.ndarray]:
-    """One entry per launching call that has GPU ops: its ops' count, summed time, first start, last end."""
+def _calls_with_ops(launches: OpLaunches, ops: pd.DataFrame) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+    """One entry per launching call that has GPU ops: its ops' count, summed time, first start, last end;
+    the op rows grouped by call, and where each call's begin among them."""
     rows = np.flatnonzero(launches.found)
     order = rows[np.argsort(launches.row[rows], kind="stable")]  # ops grouped by their call
     call_rows = launches.row[order]
     boundaries = np.flatnonzero(np.concatenate(([True], call_rows[1:] != call_rows[:-1])))
     take = order[boundaries]
-    return {
+    calls = {
         "pid": launches.pid[take],
         "tid": launches.tid[take],
         "start": launches.start[take],
@@ -245,9 +273,10 @@ def _calls_with_ops(launches: OpLaunches, ops: pd.DataFrame) -> dict[str, np.nda
         "first": np.minimum.reduceat(ops["start"].to_numpy()[order], boundaries),
         "last": np.maximum.reduceat(ops["end"].to_numpy()[order], boundaries),
     }
+    return calls, order, boundaries
 
 
-def _segment_reduce(reductions: list[tuple[np.ufunc, np.ndarray]], low: np.ndarray, high: np.ndarray) -> list:
+def segment_reduce(reductions: list[tuple[np.ufunc, np.ndarray]], low: np.ndarray, high: np.ndarray) -> list:
     """For each (ufunc, values): ufunc.reduce over values[low[i]:high[i]] for every i (empty segments give
     values[low], ignore them). One ordering of the segments serves every reduction.
 

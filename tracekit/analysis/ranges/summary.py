@@ -16,6 +16,7 @@ import pandas as pd
 from tracekit.analysis import stats
 from tracekit.analysis.options import RangesOptions
 from tracekit.analysis.ranges.attribution import ATTRIBUTION_COLUMNS, GPU_OPS, GPU_SPAN, GPU_TIME, range_gpu_stats
+from tracekit.analysis.ranges.gpu_side import gpu_side_spans, range_gpu_busy
 from tracekit.analysis.ranges.selection import known_names, no_ranges_reason
 from tracekit.errors import UsageError
 from tracekit.model.options import named
@@ -30,6 +31,8 @@ DEPTH = "Depth"
 GPU_OPS_COLUMN = "GPU Ops"
 GPU_TIME_COLUMN = "GPU Time (ns)"
 GPU_SPAN_COLUMN = "GPU Span (ns)"
+GPU_BUSY_COLUMN = "GPU Busy (ns)"
+GPU_BUSY = "gpu_busy"
 NSYS_STYLES = {"pushpop": "PushPop", "startend": "StartEnd"}
 EXTRA_COLUMNS = [DEPTH, GPU_OPS_COLUMN, GPU_TIME_COLUMN, GPU_SPAN_COLUMN]
 
@@ -60,11 +63,12 @@ def ranges_of(trace: Trace, domain: str | None) -> pd.DataFrame:
 
 
 def range_groups(
-    trace: Trace, same_thread: bool = False, raw_names: bool = False, domain: str | None = None
+    trace: Trace, same_thread: bool = False, raw_names: bool = False, domain: str | None = None, gpu_side: bool = False
 ) -> tuple[np.ndarray, np.ndarray, Callable[[np.ndarray], pd.DataFrame]]:
     """Per range: its group code (name, emit_nvtx ranges by op unless ``raw_names``, and style) and CPU
     duration (ns); and a function giving, for group codes, Range, Style, the shallowest Depth and the
-    GPU work launched inside (GPU Ops, GPU Time (ns), GPU Span (ns): sums over the group's ranges)."""
+    GPU work launched inside (GPU Ops, GPU Time (ns), GPU Span (ns), with ``gpu_side`` GPU Busy (ns):
+    sums over the group's ranges)."""
     # The GPU ops and calls that attribution needs load behind the ranges: their reads wait for the ranges'
     # and run while the ranges are nested. Without ranges the error comes at once, not after them.
     trace.need("gpu_ops", ATTRIBUTION_COLUMNS)
@@ -74,6 +78,8 @@ def range_groups(
         raise UsageError(f"no NVTX ranges to list in {trace.name}: {no_ranges_reason(trace, domain)}")
     attribution_tables_loaded()
     gpu = range_gpu_stats(trace, ranges, same_thread)
+    if gpu_side:
+        gpu[GPU_BUSY] = range_gpu_busy(trace, ranges, same_thread)
     names = grouped_names(ranges["name"], raw_names)
     # Group on integer codes (name code * 2 + style code): factorizing millions of strings costs seconds.
     style_codes = ranges["style"].cat.codes.to_numpy().astype(np.int64)
@@ -84,7 +90,13 @@ def range_groups(
         size = int(codes.max(initial=-1)) + 1
         sums = {
             column: np.bincount(group, weights=gpu[source].to_numpy(), minlength=size)[codes].astype(np.int64)
-            for column, source in ((GPU_OPS_COLUMN, GPU_OPS), (GPU_TIME_COLUMN, GPU_TIME), (GPU_SPAN_COLUMN, GPU_SPAN))
+            for column, source in (
+                (GPU_OPS_COLUMN, GPU_OPS),
+                (GPU_TIME_COLUMN, GPU_TIME),
+                (GPU_SPAN_COLUMN, GPU_SPAN),
+                (GPU_BUSY_COLUMN, GPU_BUSY),
+            )
+            if source in gpu
         }
         # A Series grouped and reduced is a Series; pandas annotates groupby reductions with every scalar type too.
         depth_per_group = cast(pd.Series, pd.Series(ranges["depth"].to_numpy()).groupby(group).min())
@@ -103,17 +115,27 @@ def range_groups(
 
 
 def range_table(
-    trace: Trace, same_thread: bool = False, top: int | None = None, raw_names: bool = False, domain: str | None = None
+    trace: Trace,
+    same_thread: bool = False,
+    top: int | None = None,
+    raw_names: bool = False,
+    domain: str | None = None,
+    gpu_side: bool = False,
 ) -> pd.DataFrame:
     """``tracekit ranges``: per range name (emit_nvtx ranges by op unless ``raw_names``) and style,
     nsys nvtxsum's statistics of CPU durations plus the GPU work launched inside: GPU Ops, GPU Time (ns,
     summed op durations), GPU Span (ns, summed per-instance first-op-start to last-op-end), and the
     shallowest depth the name occurs at. With ``raw_names`` the rows are nvtxsum's rows.
     """
-    group, durations, describe = range_groups(trace, same_thread, raw_names, domain)
+    group, durations, describe = range_groups(trace, same_thread, raw_names, domain, gpu_side)
     table = stats.grouped_stats(group, durations)
     described = describe(table.index.to_numpy())
-    return range_rows(table, described, top)
+    if not gpu_side:
+        return range_rows(table, described, top)
+    spans = gpu_side_spans(trace, (lambda name: name) if raw_names else group_label)
+    for column in spans.columns:
+        described[column] = spans[column].reindex(described[RANGE].to_numpy()).fillna(0).to_numpy(np.int64)
+    return range_rows(table, described, top, [*EXTRA_COLUMNS, GPU_BUSY_COLUMN, *spans.columns])
 
 
 def range_rows(
@@ -266,7 +288,10 @@ def range_summary(trace: Trace, options: RangesOptions | None = None) -> Result:
         table = range_within(trace, within, same_thread, raw_names, domain)
         return Result.of("within", table, f"Inside {within}: {trace.name}", trace.range_notes + trace.warnings)
     domain, notes = annotations_by_default(trace, domain)
-    table = range_table(trace, same_thread, top, raw_names, domain)
+    table = range_table(trace, same_thread, top, raw_names, domain, options.gpu_side)
+    if options.gpu_side:
+        notes.append("GPU Busy: per instance the union of the GPU ops it launched (overlapping ops once), summed; "
+                     "GPU-Side Spans and Time: torch.profiler's GPU-side spans of the range's name (domain gpu)")  # fmt: skip
     if not raw_names:
         names = ranges_of(trace, domain)["name"].unique()
         rows = {group_label(str(name)) for name in names}
