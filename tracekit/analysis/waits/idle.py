@@ -38,7 +38,7 @@ import pandas as pd
 from tracekit.analysis.kernels.summary import kernel_mask
 from tracekit.analysis.kernels.types import launched_before_last_step
 from tracekit.analysis.options import IdleOptions
-from tracekit.analysis.ranges.attribution import merge_intervals, op_launches
+from tracekit.analysis.ranges.attribution import op_launches
 from tracekit.analysis.waits.busy import known_devices
 from tracekit.analysis.waits.launches import api_name
 from tracekit.analysis.waits.syncs import BLOCKING
@@ -117,17 +117,19 @@ def _idle_gaps(trace: Trace, per_stream: bool, overhead_max_ns: int, window: np.
         shared = shared or bool(owners[on_device].any())
         for stream, owner in _groups(streams[on_device], owners[on_device], per_stream):
             mine = np.flatnonzero(on_device & (streams == stream) & (owners == owner))
-            low, high = merge_intervals(start[mine], end[mine])
+            # one sort serves the busy intervals, the op that ends each gap and the op before it
+            order = mine[np.lexsort((end[mine], start[mine]))]  # by start, then end
+            sorted_start, sorted_end = start[order], end[order]
+            first, low, high = _busy_intervals(sorted_start, sorted_end)
             if len(low) < 2:
                 continue
             gap_start, gap_end = high[:-1], low[1:]
             # the op that ends each gap: the first of the group's ops to start at the next interval's start
-            order = mine[np.lexsort((end[mine], start[mine]))]
-            next_op = order[np.searchsorted(start[order], gap_end, side="left")]
+            next_op = order[first[1:]]
             found = launches.found[next_op]
             launch_start = launches.start[next_op]
             pid = np.where(found, launches.pid[next_op], ops["pid"].to_numpy()[next_op])
-            previous_launch = np.where(found, _previous_launch(launches, order, start, gap_start), NO_LAUNCH)
+            previous_launch = np.where(found, _previous_launch(launches, order, sorted_start, gap_start), NO_LAUNCH)
             late = found & (launch_start > gap_start)
             queued = found & ~late
             long_wait = queued & (gap_end - gap_start >= overhead_max_ns)
@@ -140,9 +142,7 @@ def _idle_gaps(trace: Trace, per_stream: bool, overhead_max_ns: int, window: np.
                 [CAUSES.index(name) for name in CAUSES[:5]],
                 default=CAUSES.index("other"),
             )
-            # the op that ends the busy interval before each gap (the last to end; of those, the last to start)
-            by_end = mine[np.lexsort((start[mine], end[mine]))]
-            previous_op = by_end[np.searchsorted(end[by_end], gap_start, side="right") - 1]
+            previous_op = order[_interval_enders(sorted_end, first, high)[:-1]]
             groups.append((int(device), owner, stream))
             frames.append({"Start (ns)": gap_start, "Idle (ns)": gap_end - gap_start, "Cause": cause.astype(np.int8),
                            "Previous Op": previous_op, "Next Op": next_op})  # fmt: skip
@@ -200,10 +200,26 @@ def _stream_owners(ops: pd.DataFrame, devices: np.ndarray, streams: np.ndarray) 
 NO_LAUNCH = np.iinfo(np.int64).min  # no previous op, or one without a launching call in the trace
 
 
-def _previous_launch(launches, order: np.ndarray, start: np.ndarray, gap_start: np.ndarray) -> np.ndarray:
-    """Per gap: the launch start of the last op (in start order) that started before the gap began;
-    ``NO_LAUNCH`` when there is none or it has no launching call."""
-    before = np.searchsorted(start[order], gap_start, side="left") - 1
+def _busy_intervals(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Ops sorted by start (ns): the union of their intervals, as the position of each interval's first op,
+    its start and its end (``merge_intervals``, on an order already made)."""
+    reach = np.maximum.accumulate(end)
+    first = np.flatnonzero(np.concatenate(([True], start[1:] > reach[:-1])))
+    return first, start[first], np.maximum.reduceat(end, first)
+
+
+def _interval_enders(end: np.ndarray, first: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """Per busy interval (ops sorted by start, then end): the position of the op that ends it, the last to
+    end and of those the last to start (of ops alike, the last in row order)."""
+    lengths = np.diff(np.append(first, len(end)))
+    ending = np.where(end == np.repeat(high, lengths), np.arange(len(end)), -1)
+    return np.maximum.reduceat(ending, first)
+
+
+def _previous_launch(launches, order: np.ndarray, sorted_start: np.ndarray, gap_start: np.ndarray) -> np.ndarray:
+    """Per gap: the launch start of the last op (in start order: ``order``, their starts ``sorted_start``)
+    that started before the gap began; ``NO_LAUNCH`` when there is none or it has no launching call."""
+    before = np.searchsorted(sorted_start, gap_start, side="left") - 1
     op = order[np.maximum(before, 0)]
     return np.where((before >= 0) & launches.found[op], launches.start[op], NO_LAUNCH)
 
@@ -238,16 +254,56 @@ INTERVAL_STATISTICS = (("Mean", "mean"), ("StdDev", "std"), ("Min", "min"), ("25
                        ("75%", "75%"), ("Max", "max"))  # fmt: skip
 
 
-def _interval_statistics(gaps: pd.DataFrame, keys: list[str], rank: dict[str, int]) -> pd.DataFrame:
+def _describe(values: np.ndarray) -> list[float]:
+    """pandas' describe of ``values``: mean, std (n-1; NaN for one), min, quartiles (linear), max."""
+    quartiles = np.percentile(values, [25, 50, 75])
+    spread = float(np.std(values, ddof=1)) if len(values) > 1 else float("nan")
+    return [float(values.mean()), spread, float(values.min()), *map(float, quartiles), float(values.max())]
+
+
+def _largest(values: np.ndarray, top: int) -> np.ndarray:
+    """Positions of the ``top`` largest values, largest first, ties in position order (as nlargest keeps
+    them); a partition, not a sort, of a million gaps."""
+    if top >= len(values):
+        return np.argsort(-values, kind="stable")
+    kth = np.partition(values, len(values) - top)[len(values) - top]
+    above = np.flatnonzero(values > kth)
+    chosen = np.concatenate([above, np.flatnonzero(values == kth)[: top - len(above)]])
+    return chosen[np.argsort(-values[chosen], kind="stable")]
+
+
+class _GapGroups:
+    """The gaps grouped by ``keys`` and cause once: per gap its group, per group its keys (sorted)."""
+
+    def __init__(self, gaps: pd.DataFrame, keys: list[str]):
+        grouped = gaps.groupby([*keys, "Cause"], sort=True, observed=True)
+        self.codes = np.asarray(grouped.ngroup())
+        self.keys = pd.DataFrame(grouped.size().reset_index()[[*keys, "Cause"]])
+
+    def sizes(self) -> np.ndarray:
+        return np.bincount(self.codes, minlength=len(self.keys)).astype(np.int64)
+
+    def sums(self, values: np.ndarray) -> np.ndarray:
+        sums = np.zeros(len(self.keys), dtype=np.int64)
+        np.add.at(sums, self.codes, values)  # integers: exact, unlike bincount's float weights
+        return sums
+
+
+def _interval_statistics(gaps: pd.DataFrame, keys: list[str], rank: dict[str, int], groups: _GapGroups
+                         ) -> pd.DataFrame:  # fmt: skip
     """Per group and cause: the gaps' count and their lengths' statistics (ns)."""
     columns = [*keys, "Cause", "Gaps", *(f"{label} (ns)" for label, _ in INTERVAL_STATISTICS)]
     if gaps.empty:
         return pd.DataFrame(columns=columns)
-    described = pd.DataFrame(gaps.groupby([*keys, "Cause"], sort=True, observed=True)["Idle (ns)"].describe())
-    intervals = pd.DataFrame(described.reset_index()[[*keys, "Cause"]])
-    intervals["Gaps"] = np.asarray(described["count"]).astype(np.int64)
-    for label, column in INTERVAL_STATISTICS:
-        intervals[f"{label} (ns)"] = np.asarray(described[column])
+    intervals = groups.keys.copy()
+    # per group with numpy (groups are few, gaps a million): pandas' describe applies Python per group
+    order = np.argsort(groups.codes, kind="stable")
+    values = gaps["Idle (ns)"].to_numpy()[order].astype(np.float64)
+    bounds = np.searchsorted(groups.codes[order], np.arange(len(intervals) + 1))
+    figures = np.array([_describe(values[low:high]) for low, high in zip(bounds[:-1], bounds[1:])])
+    intervals["Gaps"] = np.diff(bounds).astype(np.int64)
+    for index, (label, _) in enumerate(INTERVAL_STATISTICS):
+        intervals[f"{label} (ns)"] = figures[:, index]
     return intervals.sort_values([*keys, "Cause"], key=lambda column: column.map(rank) if column.name == "Cause"
                                  else column, kind="stable", ignore_index=True)  # fmt: skip
 
@@ -261,20 +317,23 @@ def idle_by_cause(trace: Trace, options: IdleOptions | None = None) -> Result:
     top, per_stream, drop_last_step = options.top, options.per_stream, options.drop_last_step
     overhead_max_ns = round(options.overhead_max_us * 1000)
     window, window_note = launched_before_last_step(trace) if drop_last_step else (None, None)
-    gaps = idle_gaps(trace, per_stream, overhead_max_ns, window).drop(columns=["Previous Op", "Next Op"])
+    if window is None:  # read only here: the cached frame itself (a million rows), not a copy
+        gaps = trace.derived(f"idle_gaps:{per_stream}:{overhead_max_ns}",
+                             lambda: _idle_gaps(trace, per_stream, overhead_max_ns, None))  # fmt: skip
+    else:
+        gaps = idle_gaps(trace, per_stream, overhead_max_ns, window)
     keys = [key for key in ("GPU", "PID", "Stream") if key in gaps]
-    grouped = gaps.groupby([*keys, "Cause"], as_index=False, sort=True, observed=True).agg(
-        Gaps=("Idle (ns)", "size"), **{"Idle (ns)": ("Idle (ns)", "sum")}
-    )
+    rank = {cause: index for index, cause in enumerate(CAUSES)}
+    groups = _GapGroups(gaps, keys)
+    grouped = groups.keys.assign(Gaps=groups.sizes(), **{"Idle (ns)": groups.sums(gaps["Idle (ns)"].to_numpy())})
     totals = grouped.groupby(keys, observed=True)["Idle (ns)"].transform("sum").to_numpy(float)
     with np.errstate(divide="ignore", invalid="ignore"):
         grouped["Share (%)"] = np.where(totals > 0, grouped["Idle (ns)"] * 100 / totals, 0.0)
-    rank = {cause: index for index, cause in enumerate(CAUSES)}
     grouped = grouped.sort_values([*keys, "Cause"], key=lambda column: column.map(rank) if column.name == "Cause"
                                   else column, kind="stable", ignore_index=True)  # fmt: skip
-    intervals = _interval_statistics(gaps, keys, rank)
+    intervals = _interval_statistics(gaps, keys, rank, groups)
     origin = int(trace.columns("gpu_ops", ("start",))["start"].min())
-    longest = gaps.nlargest(top, "Idle (ns)").assign(**{"Start (ns)": lambda frame: frame["Start (ns)"] - origin})
+    longest = gaps.drop(columns=["Previous Op", "Next Op"]).iloc[_largest(gaps["Idle (ns)"].to_numpy(), top)].assign(**{"Start (ns)": lambda frame: frame["Start (ns)"] - origin})
     # the tables name GPUs as text (the gaps keep them categorical: a million rows)
     grouped, intervals, longest = (table.assign(GPU=table["GPU"].astype(str)) if len(table) else table
                                    for table in (grouped, intervals, longest))  # fmt: skip
