@@ -300,12 +300,14 @@ def timeline(
     range: str | None = None,
     instance: int = 0,
     memory: str | os.PathLike | None = None,
+    sequences: int = 0,
 ) -> Path:
     """Write ``traces`` as one Chrome trace-event file (``.json``/``.json.gz``) for Perfetto UI, chrome://tracing
     and TensorBoard: GPU ops per stream, idle gaps by cause, ranges and API calls per thread, launch arrows,
     steps; ranks each a process group. A window: ``start_ms``/``end_ms`` from the first event, the
     ``step``-th step (from 1), or instance ``instance`` (from 0) of ``range``. ``memory``: a snapshot drawn
-    as allocated and reserved MiB. Returns the file written, whole or not at all.
+    as allocated and reserved MiB. ``sequences``: a track per GPU for each of that many kernel sequences seen
+    most often (``sequences``'s windows of 3 kernels). Returns the file written, whole or not at all.
 
     Example:
         >>> tracekit.timeline("trace.sqlite", "trace.json.gz", step=2)
@@ -313,6 +315,8 @@ def timeline(
     from tracekit.trace_events.window import WindowOptions
     from tracekit.trace_events.writer import timeline as write
 
-    options = WindowOptions(start_ms=start_ms, end_ms=end_ms, step=step, range=range, instance=instance)
+    options = WindowOptions(
+        start_ms=start_ms, end_ms=end_ms, step=step, range=range, instance=instance, sequences=sequences
+    )
     items = [traces] if isinstance(traces, (str, os.PathLike)) or not isinstance(traces, Sequence) else list(traces)
     return write(items, output, options, memory).path

@@ -21,8 +21,11 @@ from tracekit.cli.common import nsys_option
 @click.option("--memory", type=click.Path(dir_okay=False), default=None,
               help="a CUDA memory snapshot: its allocated and reserved memory as a counter track on its GPU "
               "(a run folder's own memory.pickle is used without it)")  # fmt: skip
+@click.option("--sequences", type=int, default=0, show_default=True, metavar="N",
+              help="also a track per GPU for each of the N kernel sequences seen most often (tracekit sequences: "
+              "3 consecutive kernels on a stream), a slice per occurrence")  # fmt: skip
 @nsys_option
-def timeline(traces, output, start_ms, end_ms, step, range, instance, memory, nsys):
+def timeline(traces, output, start_ms, end_ms, step, range, instance, memory, sequences, nsys):
     """Write TRACES as one timeline file that Perfetto UI (ui.perfetto.dev), chrome://tracing and
     TensorBoard open: each GPU a process with a track per stream and a track of its idle gaps coloured
     by cause, each host thread its NVTX or record_function ranges and CUDA API calls, an arrow from each
@@ -40,7 +43,8 @@ def timeline(traces, output, start_ms, end_ms, step, range, instance, memory, ns
     if nsys:
         session = current()
         session.settings = session.settings.replace(nsys=nsys)
-    options = WindowOptions(start_ms=start_ms, end_ms=end_ms, step=step, range=range, instance=instance)
+    options = WindowOptions(start_ms=start_ms, end_ms=end_ms, step=step, range=range, instance=instance,
+                            sequences=sequences)  # fmt: skip
     written = write(list(traces), output, options, memory)
     for note in written.notes:
         click.echo(f"note: {note}", err=True)

@@ -6,4 +6,5 @@ TensorBoard open), written as a stream in bounded memory.
             steps, idle gaps by cause, and the names of processes and tracks
 ``text``    event text a column at a time (Arrow string kernels), exact decimal microseconds
 ``window``  which stretch of a trace to write: ms from its start, a step, an instance of a range
+``sequence_track``  the kernel sequences a trace repeats as tracks, an occurrence a slice
 """

@@ -14,7 +14,7 @@ came from.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -212,8 +212,9 @@ def step_events(steps: pd.DataFrame, place: Place) -> Iterator[pa.Array]:
 
 
 def metadata_events(place: Place, gpus: set[int], streams: pd.DataFrame, threads: pd.DataFrame, has_steps: bool,
-                    gpu_names: dict[int, str]) -> list[str]:  # fmt: skip
-    """Names and order of the processes and tracks (few: one per GPU, stream, process and thread)."""
+                    gpu_names: dict[int, str], named_tracks: Sequence[tuple[int, int, str]] = ()) -> list[str]:  # fmt: skip
+    """Names and order of the processes and tracks (few: one per GPU, stream, process and thread;
+    ``named_tracks``: (pid, tid, name) of other tracks, below a GPU's streams)."""
     events: list[dict] = []
 
     def process(pid: int, name: str, order: int) -> None:
@@ -235,6 +236,8 @@ def metadata_events(place: Place, gpus: set[int], streams: pd.DataFrame, threads
     for device, stream in streams.itertuples(index=False):
         pid = int(place.gpu_pid(np.array([device]))[0])
         thread(pid, int(stream), f"stream {stream}", int(stream))
+    for order, (pid, tid, name) in enumerate(named_tracks):
+        thread(pid, tid, name, 2**30 + order)  # below the GPU's streams
     for pid in sorted(set(threads["pid"].tolist())):
         process(int(place.host_pid(np.array([pid]))[0]), place.name(f"process {pid}"), base + 500)
     for pid, tid in threads.itertuples(index=False):

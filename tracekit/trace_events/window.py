@@ -13,6 +13,8 @@ from tracekit.errors import UsageError
 from tracekit.model.options import OptionError, named
 from tracekit.model.trace import Trace
 
+MAX_SEQUENCE_TRACKS = 20
+
 
 @dataclass(frozen=True)
 class WindowOptions:
@@ -25,8 +27,12 @@ class WindowOptions:
     step: int | None = None
     range: str | None = None
     instance: int = 0
+    sequences: int = 0  # not a window: tracks of the most frequent kernel sequences (``sequence_track``)
 
     def __post_init__(self) -> None:
+        if not _whole(self.sequences) or not 0 <= self.sequences <= MAX_SEQUENCE_TRACKS:
+            raise OptionError(f"{named('sequences')} is how many kernel sequences get a track, 0 to "
+                              f"{MAX_SEQUENCE_TRACKS}, not {self.sequences!r}")  # fmt: skip
         for name in ("start_ms", "end_ms"):
             value = getattr(self, name)
             number = isinstance(value, (int, float)) and not isinstance(value, bool)

@@ -31,6 +31,7 @@ from tracekit.errors import TracekitError, UsageError
 from tracekit.files import write_whole
 from tracekit.model.trace import TORCH_PROFILER, Trace
 from tracekit.trace_events import tracks
+from tracekit.trace_events.sequence_track import sequence_events, sequence_slices, sequence_track_names
 from tracekit.trace_events.text import write_array
 from tracekit.trace_events.window import Window, WindowOptions, window_of
 
@@ -145,7 +146,8 @@ def write_timeline(
                     continue
                 place = tracks.Place(index, name(label, trace) if single is None else "")
                 window = window_of(trace, options)
-                size, first = _write_input(handle, trace, place, window, load_snapshot(), written, size, first)
+                size, first = _write_input(handle, trace, place, window, load_snapshot(), written, size, first,
+                                           options.sequences)  # fmt: skip
                 written.notes += [f"{place.label}: {note}" if place.label else note for note in trace.warnings]
                 del trace  # the next input is read once this one is released
             if failed and len(failed) == len(loaders):
@@ -166,9 +168,9 @@ def _open(temporary: Path, target: Path) -> IO[bytes]:
 
 
 def _write_input(handle: IO[bytes], trace: Trace, place: tracks.Place, window: Window, snapshot, written: Written,
-                 size: int, first: bool) -> tuple[int, bool]:  # fmt: skip
+                 size: int, first: bool, sequences: int = 0) -> tuple[int, bool]:  # fmt: skip
     """Write one input's events; the bytes written so far and whether the file still has no event."""
-    for kind, events in ahead(_events(trace, place, window, snapshot, written.notes)):
+    for kind, events in ahead(_events(trace, place, window, snapshot, written.notes, sequences)):
         if isinstance(events, list):  # metadata: a few dicts' text
             if not events:
                 continue
@@ -199,9 +201,10 @@ def _header(trace: Trace | None) -> str:
 
 
 def _events(
-    trace: Trace, place: tracks.Place, window: Window, snapshot, notes: list[str]
+    trace: Trace, place: tracks.Place, window: Window, snapshot, notes: list[str], sequences: int = 0
 ) -> Iterator[tuple[str, list[str] | pa.Array]]:
-    """(kind, events) of one input: its metadata first, then every track."""
+    """(kind, events) of one input: its metadata first, then every track (``sequences``: tracks of the most
+    frequent kernel sequences too)."""
     from tracekit.analysis.kernels.categories import CATEGORIES, op_categories
     from tracekit.analysis.ranges.attribution import op_launches
 
@@ -225,7 +228,11 @@ def _events(
     gpus = trace.meta.gpus
     gpu_names = {int(gpu): str(name) for gpu, name in zip(gpus["id"], gpus["name"]) if isinstance(name, str) and name}
     devices = set(streams["device"].tolist())  # a GPU with idle gaps has ops
-    yield "metadata", tracks.metadata_events(place, devices, streams, threads, len(steps) > 0, gpu_names)
+    slices = sequence_slices(trace, sequences, window)
+    named_tracks = [(int(place.gpu_pid(np.array([device]))[0]), tid, name)
+                    for device, tid, name in sequence_track_names(slices)]  # fmt: skip
+    yield "metadata", tracks.metadata_events(place, devices, streams, threads, len(steps) > 0, gpu_names,
+                                             named_tracks)  # fmt: skip
     yield from (("steps", events) for events in tracks.step_events(steps, place))
     yield from (("gpu ops", events) for events in tracks.gpu_op_events(kept_ops, categories[op_rows],
                                                                        correlation[op_rows], place))  # fmt: skip
@@ -243,6 +250,7 @@ def _events(
         launched.start[arrows], launched.pid[arrows], launched.tid[arrows], ops["start"].to_numpy()[arrows],
         ops["device"].to_numpy()[arrows], ops["stream"].to_numpy()[arrows], correlation[arrows], place))  # fmt: skip
     yield from (("idle gaps", events) for events in tracks.gap_events(gaps.result(), place))
+    yield from (("kernel sequences", events) for events in sequence_events(slices, place.gpu_pid))
     if snapshot is not None:
         counters = memory_on_trace(snapshot, trace)
         if isinstance(counters, str):

@@ -333,7 +333,11 @@ def idle_by_cause(trace: Trace, options: IdleOptions | None = None) -> Result:
                                   else column, kind="stable", ignore_index=True)  # fmt: skip
     intervals = _interval_statistics(gaps, keys, rank, groups)
     origin = int(trace.columns("gpu_ops", ("start",))["start"].min())
-    longest = gaps.drop(columns=["Previous Op", "Next Op"]).iloc[_largest(gaps["Idle (ns)"].to_numpy(), top)].assign(**{"Start (ns)": lambda frame: frame["Start (ns)"] - origin})
+    longest = (
+        gaps.drop(columns=["Previous Op", "Next Op"])
+        .iloc[_largest(gaps["Idle (ns)"].to_numpy(), top)]
+        .assign(**{"Start (ns)": lambda frame: frame["Start (ns)"] - origin})
+    )
     # the tables name GPUs as text (the gaps keep them categorical: a million rows)
     grouped, intervals, longest = (table.assign(GPU=table["GPU"].astype(str)) if len(table) else table
                                    for table in (grouped, intervals, longest))  # fmt: skip
