@@ -153,3 +153,12 @@ def test_every_real_nsys_export(path):
     assert table["Count"].sum() == pairs.sum()
     assert table["Kernel Time (ns)"].sum() == (duration[1:][pairs] + duration[:-1][pairs]).sum()
     assert ((table["From Share (%)"] > 0) & (table["From Share (%)"] <= 100)).all()
+
+
+def test_a_window_no_one_range_launched_names_the_first_kernels(tmp_path):
+    b = KinetoBuilder()
+    b.annotation("norm", 0, 10).annotation("act", 10, 10)
+    for correlation, (at, name, start) in enumerate(((2, "A", 100), (5, "B", 120), (12, "C", 140)), start=1):
+        b.launch("cudaLaunchKernel", at, 1, correlation=correlation).kernel(name, start, 10, correlation=correlation)
+    row = tracekit.sequences(b.write(tmp_path / "two.json"), min_count=1)["sequences"].iloc[0]
+    assert (row["Sequence"], row["From"], row["From Share (%)"]) == ("A -> B -> C", "norm (first kernel's)", 100.0)

@@ -8,7 +8,8 @@ Kernel Time (ns: its kernels' time summed over its windows, a kernel in two wind
 Gaps (ns: the time between its kernels, first start to last end less Kernel Time, summed: launch
 overhead and waits a fused kernel would not pay), Streams, and From: the range or operator its windows
 most often came from (the innermost range of the launching thread that covers every launch call of
-the window; step numbers dropped, "ProfilerStep#N") with the share of windows it holds. The most
+the window, else the first kernel's, marked; step numbers dropped, "ProfilerStep#N") with the share of
+windows it holds. The most
 frequent first. With ``operator`` the sequences are HolisticTraceAnalysis's instead
 (``operator_sequences``).
 """
@@ -34,6 +35,7 @@ from tracekit.model.trace import Trace
 SEPARATOR = " -> "
 NO_CALL = "(launching call not in trace)"
 NO_RANGE = "(no range)"
+FIRST_ONLY = "(first kernel's)"  # no one range launched the whole window: the first kernel's
 STEP_NUMBER = re.compile(r"#\d+$")  # ProfilerStep#12 -> ProfilerStep#N: one origin for every step
 
 
@@ -108,8 +110,8 @@ def ranked(trace: Trace, windows: Windows, min_count: int, top: int) -> pd.DataF
 def window_origins(trace: Trace, windows: Windows, chosen: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per window of ``chosen`` (indices): a code into the labels returned, the name of the innermost range
     of its launching thread that covers all its launch calls (those of its first and last kernels, when
-    one thread made both; else the first's), NO_CALL without a recorded launching call, NO_RANGE outside
-    every range."""
+    one thread made both; else the first's); where no range covers them all, the first kernel's call's
+    (marked FIRST_ONLY); NO_CALL without a recorded launching call, NO_RANGE outside every range."""
     launched = op_launches(trace)
     first, last = windows.rows(chosen, 0), windows.rows(chosen, windows.length - 1)
     found = launched.found[first]
@@ -117,13 +119,18 @@ def window_origins(trace: Trace, windows: Windows, chosen: np.ndarray) -> tuple[
         launched.tid[first] == launched.tid[last])  # fmt: skip
     stretch_end = np.where(together, launched.end[last], launched.end[first])
     ranges = trace.ranges
-    row = covering_range(ranges, launched.pid[first], launched.tid[first], launched.start[first], stretch_end)
-    row = np.where(found, row, -1)
+    pid, tid, start = launched.pid[first], launched.tid[first], launched.start[first]
+    row = np.where(found, covering_range(ranges, pid, tid, start, stretch_end), -1)
+    # no range holds every launch (kernels of two autograd nodes, say): the first kernel's, marked so
+    alone = np.flatnonzero(found & (row < 0) & together)
+    first_only = covering_range(ranges, pid[alone], tid[alone], start[alone], launched.end[first][alone])
     categories = ranges["name"].cat.categories if len(ranges) else pd.Index([])
-    labels = np.asarray([STEP_NUMBER.sub("#N", op_name(str(label).removeprefix("cpu_op:"))) for label in categories]
-                        + [NO_RANGE, NO_CALL], dtype=object)  # fmt: skip
-    codes = np.where(row >= 0, ranges["name"].cat.codes.to_numpy()[np.maximum(row, 0)] if len(ranges) else 0,
-                     np.where(found, len(categories), len(categories) + 1))  # fmt: skip
+    shown = [STEP_NUMBER.sub("#N", op_name(str(label).removeprefix("cpu_op:"))) for label in categories]
+    labels = np.asarray([*shown, *(f"{name} {FIRST_ONLY}" for name in shown), NO_RANGE, NO_CALL], dtype=object)
+    name_codes = ranges["name"].cat.codes.to_numpy() if len(ranges) else np.zeros(1, dtype=np.int64)
+    codes = np.where(row >= 0, name_codes[np.maximum(row, 0)], np.where(found, 2 * len(categories),
+                                                                        2 * len(categories) + 1))  # fmt: skip
+    codes[alone[first_only >= 0]] = len(categories) + name_codes[first_only[first_only >= 0]]
     return codes, labels
 
 
