@@ -162,3 +162,11 @@ def test_a_window_no_one_range_launched_names_the_first_kernels(tmp_path):
         b.launch("cudaLaunchKernel", at, 1, correlation=correlation).kernel(name, start, 10, correlation=correlation)
     row = tracekit.sequences(b.write(tmp_path / "two.json"), min_count=1)["sequences"].iloc[0]
     assert (row["Sequence"], row["From"], row["From Share (%)"]) == ("A -> B -> C", "norm (first kernel's)", 100.0)
+
+
+def test_the_report_lists_the_sequences(tmp_path, cli):
+    result = cli("report", windows_trace(tmp_path), "-o", tmp_path / "report")
+    assert result.exit_code == 0, result.output
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "Kernel sequences seen most often" in text and "tracekit sequences" in text
+    assert "| A -> B -> C " in text or "A -> B -> C |" in text

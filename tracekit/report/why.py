@@ -1,9 +1,17 @@
 """The report's "Why" section: the per-step table, idle time by cause, the longest launch delays,
-blocking syncs and communication overlap of one trace, each from the Result of its command."""
+blocking syncs, communication overlap and the kernel sequences worth fusing of one trace, each from the
+Result of its command."""
 
 from __future__ import annotations
 
-from tracekit.analysis.options import IdleOptions, LaunchesOptions, OverlapOptions, StepsOptions, SyncsOptions
+from tracekit.analysis.options import (
+    IdleOptions,
+    LaunchesOptions,
+    OverlapOptions,
+    SequencesOptions,
+    StepsOptions,
+    SyncsOptions,
+)
 from tracekit.commands import run_command
 from tracekit.commands.command_line import command_line
 from tracekit.errors import TracekitError
@@ -56,3 +64,11 @@ def why_section(section: Document, source: str, trace: Trace, step_range: str | 
     if (overlap.frame["Communication (ns)"] > 0).any():
         section.text("Communication hidden under computation, per GPU:")
         section.table(overlap.frame, command_line("overlap", [source], OverlapOptions(), "ms"))
+    try:
+        sequences = run_command("sequences", trace, SequencesOptions(top=TOP)).frame
+    except TracekitError:
+        return  # no kernels: the sections above said so
+    if not sequences.empty:
+        section.text("Kernel sequences seen most often, the candidates for fusing (Gaps: time between their kernels):")
+        columns = ["Sequence", "Count", "Kernel Time (ns)", "Gaps (ns)", "From", "From Share (%)"]
+        section.table(sequences.loc[:, columns], command_line("sequences", [source], SequencesOptions(), "ms"))
