@@ -44,8 +44,19 @@ def test_an_nsys_export_without_gpu_side_spans(tmp_path):
     b.push_pop(0, 100 * US, "forward")
     b.kernel(1000 * US, 1100 * US, "gemm", stream=7, launch_at=10 * US)
     b.kernel(1050 * US, 1150 * US, "gemm", stream=8, launch_at=20 * US)
-    row = tracekit.ranges(b.write(tmp_path / "two.sqlite"), gpu_side=True)["ranges"].iloc[0]
-    assert (row["GPU Time (ns)"], row["GPU Busy (ns)"], row["GPU-Side Spans"]) == (200 * US, 150 * US, 0)
+    table = tracekit.ranges(b.write(tmp_path / "two.sqlite"), gpu_side=True)["ranges"]
+    assert (table.iloc[0]["GPU Time (ns)"], table.iloc[0]["GPU Busy (ns)"]) == (200 * US, 150 * US)
+    assert "GPU-Side Spans" not in table  # no GPU-side spans in the trace: no empty columns
+
+
+def test_ops_overlapping_on_one_stream_count_once(tmp_path):
+    # programmatic dependent launch lets a kernel start before the one ahead of it on its stream ends
+    b = ExportBuilder("2026.2")
+    b.push_pop(0, 100 * US, "r")
+    b.kernel(100 * US, 130 * US, "k1", stream=7, launch_at=10 * US)
+    b.kernel(120 * US, 150 * US, "k2", stream=7, launch_at=20 * US)
+    row = tracekit.ranges(b.write(tmp_path / "pdl.sqlite"), gpu_side=True)["ranges"].iloc[0]
+    assert (row["GPU Time (ns)"], row["GPU Span (ns)"], row["GPU Busy (ns)"]) == (60 * US, 50 * US, 50 * US)
 
 
 REAL = ([*sorted((SHARED / "kineto").glob("*.json.gz")), *sorted((SHARED / "traces").glob("*.sqlite"))]
@@ -65,7 +76,9 @@ def test_busy_lies_between_the_longest_op_and_the_summed_time_on_real_traces(pat
     assert ((busy > 0) == (time > 0)).all()
 
 
-def test_one_trace_at_a_time(tmp_path, cli):
+def test_one_trace_at_a_time_and_the_table_only(tmp_path, cli):
     path = two_streams(tmp_path)
     result = cli("ranges", path, path, "--gpu-side")
     assert result.exit_code != 0 and "--gpu-side takes one trace" in result.output
+    result = cli("ranges", path, "--gpu-side", "--tree")
+    assert result.exit_code != 0 and "--gpu-side adds columns to the range table: not with --tree" in result.output

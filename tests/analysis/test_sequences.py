@@ -170,3 +170,45 @@ def test_the_report_lists_the_sequences(tmp_path, cli):
     text = (tmp_path / "report" / "report.md").read_text()
     assert "Kernel sequences seen most often" in text and "tracekit sequences" in text
     assert "| A -> B -> C " in text or "A -> B -> C |" in text
+
+
+def test_launches_on_a_thread_without_ranges_and_ranges_that_start_together(tmp_path):
+    # the launches' thread (200) has no range: no range launched them, and syncs and ops say so too
+    b = KinetoBuilder()
+    b.annotation("elsewhere", 0, 100, tid=100)
+    for correlation, (name, start) in enumerate((("A", 100), ("B", 120), ("C", 140), ("A", 160), ("B", 180),
+                                                 ("C", 200)), start=1):  # fmt: skip
+        b.launch("cudaLaunchKernel", correlation * 2, 1, correlation=correlation, tid=200)
+        b.kernel(name, start, 10, correlation=correlation)
+    b.launch("cudaDeviceSynchronize", 20, 5, correlation=99, tid=200)
+    path = b.write(tmp_path / "thread.json")
+    assert tracekit.sequences(path)["sequences"].iloc[0]["From"] == "(no range)"
+    assert tracekit.syncs(path)["syncs"]["Range"].tolist() == ["(no range)"]
+    # "inner" written before "outer", both starting at 0: the innermost covering range is still "inner"
+    b = KinetoBuilder()
+    b.annotation("inner", 0, 50).annotation("outer", 0, 100)
+    for correlation, (name, start) in enumerate((("A", 100), ("B", 120), ("C", 140)), start=1):
+        b.launch("cudaLaunchKernel", 4 + correlation, 1, correlation=correlation).kernel(name, start, 10,
+                                                                                        correlation=correlation)  # fmt: skip
+    assert tracekit.sequences(b.write(tmp_path / "ties.json"), min_count=1)["sequences"]["From"].tolist() == ["inner"]
+
+
+def test_every_instance_in_the_last_step_and_no_launch_calls(tmp_path):
+    b = KinetoBuilder()
+    b.annotation("ProfilerStep#1", 0, 100).annotation("ProfilerStep#2", 100, 100)
+    b.annotation("aten::only_last", 110, 50, cat="cpu_op")
+    for correlation, (at, start) in enumerate(((120, 1000), (130, 1020), (140, 1040)), start=1):
+        b.launch("cudaLaunchKernel", at, 2, correlation=correlation).kernel("k", start, 10, correlation=correlation)
+    path = b.write(tmp_path / "last.json")
+    result = tracekit.sequences(path, operator="only_last", as_hta=True, drop_last_step=True, min_count=1)
+    assert result["sequences"].empty and any("no instance launched 3 GPU ops" in note for note in result.notes)
+    assert len(tracekit.sequences(path, operator="only_last", min_count=1)["sequences"]) == 1
+    # kernels without any launch call, and two steps
+    b = KinetoBuilder()
+    b.annotation("ProfilerStep#1", 0, 100).annotation("ProfilerStep#2", 100, 100)
+    for correlation, start in enumerate((1000, 1020, 1040, 1060), start=1):
+        b.kernel("k", start, 10, correlation=correlation)
+    path = b.write(tmp_path / "nocall.json")
+    assert tracekit.sequences(path)["sequences"].iloc[0]["From"] == "(launching call not in trace)"
+    result = tracekit.sequences(path, operator="Step", as_hta=True, drop_last_step=True, min_count=1)
+    assert result["sequences"].empty

@@ -52,3 +52,15 @@ def test_a_bad_count_is_refused(tmp_path, count):
     with pytest.raises(OptionError, match="kernel sequences get a track"):
         tracekit.timeline(windows_trace(tmp_path), tmp_path / "t.json", sequences=count)
     assert not (tmp_path / "t.json").exists()
+
+
+def test_no_repeating_sequence_and_no_launch_calls(tmp_path):
+    from helpers.kineto_builder import KinetoBuilder
+
+    b = KinetoBuilder()
+    for correlation, (name, start) in enumerate((("A", 100), ("B", 120), ("C", 140)), start=1):
+        b.kernel(name, start, 10, correlation=correlation)  # no launching call recorded
+    out = tmp_path / "timeline.json"
+    tracekit.timeline(b.write(tmp_path / "once.json"), out, sequences=3)
+    assert sequence_events(out) == ([], {})
+    assert len(tracekit.open_trace(out).gpu_ops) == 3

@@ -89,6 +89,11 @@ class RangesOptions(Options):
     gpu_side: bool = flag("also each range's GPU time measured on the GPU side: the union of the GPU ops it launched "
                           "(GPU Busy), and torch.profiler's GPU-side spans of its name", one_input=True)  # fmt: skip
 
+    def check(self) -> None:
+        if self.gpu_side and (self.tree or self.within):
+            raise OptionError(f"{named('gpu_side')} adds columns to the range table: not with "
+                              f"{named('tree' if self.tree else 'within')}")  # fmt: skip
+
 
 @dataclass(frozen=True)
 class BreakdownOptions(Options):

@@ -29,6 +29,8 @@ def sequence_slices(trace: Trace, count: int, window: Window, length: int = SEQU
         return pd.DataFrame(columns)
     windows = kernel_windows(trace, length)
     top = ranked(trace, windows, 2, count)
+    if top.empty:  # no sequence repeats: no track
+        return pd.DataFrame(columns)
     starts, ends, devices = ops["start"].to_numpy(), ops["end"].to_numpy(), ops["device"].to_numpy()
     for rank, (sequence, text) in enumerate(zip(top["sequence"].tolist(), top["text"].tolist(), strict=True)):
         chosen = np.flatnonzero(windows.sequence == sequence)

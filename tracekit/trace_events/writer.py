@@ -245,7 +245,8 @@ def _events(
     # an arrow for each op whose launching call is in the file too
     call_kept = np.zeros(len(calls), dtype=bool)
     call_kept[call_rows] = True
-    arrows = op_rows[launched.found[op_rows] & call_kept[np.maximum(launched.row[op_rows], 0)]]
+    found_rows = op_rows[launched.found[op_rows]]  # (a trace without launch calls has none: no arrows)
+    arrows = found_rows[call_kept[launched.row[found_rows]]]
     yield from (("flows", events) for events in tracks.flow_events(
         launched.start[arrows], launched.pid[arrows], launched.tid[arrows], ops["start"].to_numpy()[arrows],
         ops["device"].to_numpy()[arrows], ops["stream"].to_numpy()[arrows], correlation[arrows], place))  # fmt: skip

@@ -129,6 +129,8 @@ def instances(trace: Trace, options: SequencesOptions) -> tuple[pd.DataFrame, np
         return ranges, match, linked
     if options.drop_last_step and (cutoff := last_step_start(trace)) is not None:
         match &= ranges["start"].to_numpy() < cutoff
+        if not match.any():  # every instance is in the last step
+            return ranges, match, linked
     depth = ranges["depth"].to_numpy().astype(np.int64)
     if options.as_hta and gpu_side_match(trace, wanted):
         return ranges, np.zeros(len(ranges), dtype=bool), linked
@@ -179,8 +181,8 @@ def operator_sequences(trace: Trace, options: SequencesOptions) -> Result:
     rows, labels = gpu_rows(trace, options.as_hta, options.name)
     calls = trace.launches
     keep = rows["call"].to_numpy() >= 0
-    if options.drop_last_step and (cutoff := last_step_start(trace)) is not None:
-        keep &= calls["start"].to_numpy()[np.maximum(rows["call"].to_numpy(), 0)] < cutoff
+    if options.drop_last_step and (cutoff := last_step_start(trace)) is not None and keep.any():
+        keep[keep] = calls["start"].to_numpy()[rows["call"].to_numpy()[keep]] < cutoff
     rows = rows.loc[keep]
     call = rows["call"].to_numpy()
     pick = lambda column: calls[column].to_numpy()[call]

@@ -94,16 +94,18 @@ def ranked(trace: Trace, windows: Windows, min_count: int, top: int) -> pd.DataF
     sequence, distinct = windows.sequence, len(windows.texts)
     # sums per sequence with bincount (float64 holds these integer sums exactly below 2^53 ns: 104 days)
     count = np.bincount(sequence, minlength=distinct)
-    time = np.bincount(sequence, weights=before[high] - before[low], minlength=distinct).astype(np.int64)
-    span = np.bincount(sequence, weights=end[high - 1] - start[low], minlength=distinct).astype(np.int64)
+    window_time = before[high] - before[low]
+    time = np.bincount(sequence, weights=window_time, minlength=distinct).astype(np.int64)
+    # gaps per window, clipped there: kernels of one stream that overlap (clock noise) give no negative gap
+    gaps = np.bincount(sequence, weights=np.maximum(end[high - 1] - start[low] - window_time, 0),
+                       minlength=distinct).astype(np.int64)  # fmt: skip
     stream_codes = pd.factorize(stream_keys(ops)[windows.order[low]])[0]
     pairs = np.unique(sequence * (int(stream_codes.max(initial=0)) + 1) + stream_codes)
     streams = np.bincount(pairs // (int(stream_codes.max(initial=0)) + 1), minlength=distinct)
-    per = pd.DataFrame({"sequence": np.arange(distinct), "count": count, "time": time, "span": span,
+    per = pd.DataFrame({"sequence": np.arange(distinct), "count": count, "time": time, "gaps": gaps,
                         "streams": streams, "text": windows.texts})  # fmt: skip
     per = per.loc[per["count"].to_numpy() >= min_count]
     per = per.sort_values(["count", "time", "text"], ascending=[False, False, True], kind="stable").head(top)
-    per["gaps"] = (per["span"] - per["time"]).clip(lower=0)  # ops on one stream do not overlap; clock noise can
     return per.reset_index(drop=True)
 
 
@@ -155,7 +157,11 @@ def sequences_table(trace: Trace, options: SequencesOptions | None = None) -> Re
     counted["name"] = np.asarray(names, dtype=object)[counted["origin"].to_numpy()]
     counted = counted.sort_values(["sequence", "windows", "name"], ascending=[True, False, True], kind="stable")
     main = counted.drop_duplicates("sequence").set_index("sequence")
-    kernel_time = int(trace.gpu_ops.loc[(trace.gpu_ops["kind"] == "kernel").to_numpy(), "duration"].sum())
+    # the kernels the windows could hold (with drop_last_step, those launched before the last step)
+    counted = (trace.gpu_ops["kind"] == "kernel").to_numpy()
+    if options.drop_last_step and (window := launched_before_last_step(trace)[0]) is not None:
+        counted &= window
+    kernel_time = int(trace.gpu_ops["duration"].to_numpy()[counted].sum())
     result = pd.DataFrame({
         "Sequence": table["text"].to_numpy(), "Count": table["count"].to_numpy(np.int64),
         "Kernel Time (ns)": table["time"].to_numpy(np.int64),

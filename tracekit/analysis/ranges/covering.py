@@ -48,7 +48,12 @@ def covering_range(
     thread, wanted = keys[: len(ranges)], keys[len(ranges) :]
     # only the threads asked about are sorted (a few blocking calls' threads among millions of ranges)
     asked = np.flatnonzero(np.isin(thread, np.unique(wanted)))
-    order = asked[np.lexsort((range_start[asked], thread[asked]))]  # by thread, then start
+    if not len(asked):  # no thread asked about has a range
+        return found
+    # by thread, then start, then depth: of ranges that start together the innermost comes last, so the
+    # climb from "the last range started" passes every range that covers the stretch
+    depth = ranges["depth"].to_numpy()[asked] if "depth" in ranges else np.zeros(len(asked), dtype=np.int64)
+    order = asked[np.lexsort((depth, range_start[asked], thread[asked]))]
     sorted_thread, sorted_start = thread[order], range_start[order]
     low = np.searchsorted(sorted_thread, wanted, side="left")
     high = np.searchsorted(sorted_thread, wanted, side="right")

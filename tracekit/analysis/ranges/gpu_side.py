@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis.ranges.attribution import call_segments, merge_intervals, op_launches, segment_reduce
+from tracekit.analysis.ranges.attribution import call_segments, op_launches, segment_reduce
 from tracekit.model.trace import Trace
 
 GPU_DOMAIN_PREFIX = "gpu:"
@@ -36,39 +36,46 @@ def range_gpu_busy(trace: Trace, ranges: pd.DataFrame, same_thread: bool = False
     with_ops = np.flatnonzero(high > low)
     before = np.concatenate(([0], np.cumsum(ops["duration"].to_numpy()[rows])))
     time = before[high[with_ops]] - before[low[with_ops]]
-    first_stream, last_stream, first_start = segment_reduce(
-        [(np.minimum, stream_code), (np.maximum, stream_code), (np.minimum, start)], low[with_ops], high[with_ops])  # fmt: skip
-    # ops of one stream run one after another: their union is their summed time
-    one_stream = first_stream == last_stream
-    busy[with_ops[one_stream]] = time[one_stream]
-    several = np.flatnonzero(~one_stream)
-    if len(several):
-        busy[with_ops[several]] = _unions(start, end, low[with_ops[several]], high[with_ops[several]],
-                                          first_start[several])  # fmt: skip
+    first_stream, last_stream, overlapping = segment_reduce(
+        [(np.minimum, stream_code), (np.maximum, stream_code), (np.maximum, _overlaps_on_stream(stream_code, start, end))],
+        low[with_ops], high[with_ops])  # fmt: skip
+    # ops of one stream run one after another (unless they overlap: programmatic dependent launch, clock
+    # noise): their union is their summed time
+    simple = (first_stream == last_stream) & (overlapping == 0)
+    busy[with_ops[simple]] = time[simple]
+    rest = np.flatnonzero(~simple)
+    if len(rest):
+        busy[with_ops[rest]] = _unions(start, end, low[with_ops[rest]], high[with_ops[rest]])
     return busy
 
 
-def _unions(start: np.ndarray, end: np.ndarray, low: np.ndarray, high: np.ndarray, origin: np.ndarray) -> np.ndarray:
-    """Per segment ``low``..``high`` of the op intervals: the length of their union (ns). The segments'
-    ops laid end to end, each segment's times shifted into a band of its own, merged once."""
+def _overlaps_on_stream(stream: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Per op: 1 where it starts before an earlier op of its stream has ended, else 0."""
+    order = np.lexsort((start, stream))
+    sorted_end = end[order]
+    same = np.concatenate(([False], stream[order][1:] == stream[order][:-1]))
+    reach = pd.Series(sorted_end).groupby(stream[order]).cummax().to_numpy()
+    flag = np.zeros(len(order), dtype=np.int64)
+    flag[order[1:]] = (same[1:] & (start[order][1:] < reach[:-1])).astype(np.int64)
+    return flag
+
+
+def _unions(start: np.ndarray, end: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """Per segment ``low``..``high`` of the op intervals: the length of their union (ns). The segments' ops
+    laid end to end, sorted by (segment, start); an interval begins at each segment's first op and wherever
+    an op starts after every earlier op of its segment has ended."""
     lengths = high - low
     segment = np.repeat(np.arange(len(low)), lengths)
     positions = (
         np.repeat(low, lengths) + np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
     )
-    relative_start = start[positions] - origin[segment]
-    relative_end = end[positions] - origin[segment]
-    band = int(relative_end.max(initial=0)) + 1
-    if len(low) * band >= 2**62:  # bands would overflow int64: one segment at a time
-        return np.array([_union_length(relative_start[segment == index], relative_end[segment == index])
-                         for index in range(len(low))], dtype=np.int64)  # fmt: skip
-    merged_start, merged_end = merge_intervals(segment * band + relative_start, segment * band + relative_end)
-    return np.bincount(merged_start // band, weights=merged_end - merged_start, minlength=len(low)).astype(np.int64)
-
-
-def _union_length(start: np.ndarray, end: np.ndarray) -> int:
-    merged_start, merged_end = merge_intervals(start, end)
-    return int((merged_end - merged_start).sum())
+    order = np.lexsort((start[positions], segment))
+    segment, op_start, op_end = segment[order], start[positions][order], end[positions][order]
+    reach = pd.Series(op_end).groupby(segment).cummax().to_numpy()
+    begins = np.concatenate(([True], (segment[1:] != segment[:-1]) | (op_start[1:] > reach[:-1])))
+    first = np.flatnonzero(begins)
+    covered = np.maximum.reduceat(op_end, first) - op_start[first]
+    return np.bincount(segment[first], weights=covered, minlength=len(low)).astype(np.int64)
 
 
 def gpu_side_spans(trace: Trace, label) -> pd.DataFrame:
@@ -83,5 +90,8 @@ def gpu_side_spans(trace: Trace, label) -> pd.DataFrame:
     codes, names = pd.factorize(spans["name"].astype(str).to_numpy())
     labels = np.asarray([label(str(name).removeprefix(GPU_DOMAIN_PREFIX)) for name in names], dtype=object)[codes]
     grouped = spans["duration"].groupby(labels).agg(["size", "sum"])
-    return pd.DataFrame({"GPU-Side Spans": grouped["size"].to_numpy(np.int64),
-                         "GPU-Side Time (ns)": grouped["sum"].to_numpy(np.int64)}, index=grouped.index)  # fmt: skip
+    frame = pd.DataFrame({"GPU-Side Spans": grouped["size"].to_numpy(np.int64),
+                          "GPU-Side Time (ns)": grouped["sum"].to_numpy(np.int64)}, index=grouped.index)  # fmt: skip
+    # the spans' own rows (ranges --domain gpu) are named with the domain: found under both names
+    prefixed = frame.set_axis([f"{GPU_DOMAIN_PREFIX}{name}" for name in frame.index])
+    return pd.concat([frame, prefixed.loc[~prefixed.index.isin(frame.index)]])

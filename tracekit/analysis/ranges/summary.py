@@ -133,6 +133,8 @@ def range_table(
     if not gpu_side:
         return range_rows(table, described, top)
     spans = gpu_side_spans(trace, (lambda name: name) if raw_names else group_label)
+    if spans.empty:  # no GPU-side spans (nsys exports, most torch.profiler traces): no empty columns
+        return range_rows(table, described, top, [*EXTRA_COLUMNS, GPU_BUSY_COLUMN])
     for column in spans.columns:
         described[column] = spans[column].reindex(described[RANGE].to_numpy()).fillna(0).to_numpy(np.int64)
     return range_rows(table, described, top, [*EXTRA_COLUMNS, GPU_BUSY_COLUMN, *spans.columns])
@@ -291,7 +293,8 @@ def range_summary(trace: Trace, options: RangesOptions | None = None) -> Result:
     table = range_table(trace, same_thread, top, raw_names, domain, options.gpu_side)
     if options.gpu_side:
         notes.append("GPU Busy: per instance the union of the GPU ops it launched (overlapping ops once), summed; "
-                     "GPU-Side Spans and Time: torch.profiler's GPU-side spans of the range's name (domain gpu)")  # fmt: skip
+                     "GPU-Side Spans and Time, where the trace has them: torch.profiler's GPU-side spans of the "
+                     "range's name (domain gpu)")  # fmt: skip
     if not raw_names:
         names = ranges_of(trace, domain)["name"].unique()
         rows = {group_label(str(name)) for name in names}
