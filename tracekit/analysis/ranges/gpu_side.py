@@ -92,6 +92,6 @@ def gpu_side_spans(trace: Trace, label) -> pd.DataFrame:
     grouped = spans["duration"].groupby(labels).agg(["size", "sum"])
     frame = pd.DataFrame({"GPU-Side Spans": grouped["size"].to_numpy(np.int64),
                           "GPU-Side Time (ns)": grouped["sum"].to_numpy(np.int64)}, index=grouped.index)  # fmt: skip
-    # the spans' own rows (ranges --domain gpu) are named with the domain: found under both names
+    # the spans' own rows (the "gpu" domain's table) are named with the domain: found under both names
     prefixed = frame.set_axis([f"{GPU_DOMAIN_PREFIX}{name}" for name in frame.index])
     return pd.concat([frame, prefixed.loc[~prefixed.index.isin(frame.index)]])
