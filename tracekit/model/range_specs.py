@@ -41,6 +41,12 @@ def op_name(name: str) -> str:
     return name[: found.start()] if found else name
 
 
+def shown_op_name(name: str) -> str:
+    """A range's name as the operator tables show it: without torch.profiler's "cpu_op:" domain and
+    emit_nvtx's suffix ("cpu_op:aten::mm" and "aten::mm, seq = 3, op_id = 7" -> "aten::mm")."""
+    return op_name(name.removeprefix("cpu_op:"))
+
+
 @dataclass(frozen=True)
 class Pattern:
     """One part of a spec: an ``fnmatch`` pattern (the name's own metacharacters bracketed), the exact

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis.kernels.types import TYPES, op_types
-from tracekit.model.range_specs import EMIT_NVTX_SUFFIX, op_name
+from tracekit.model.range_specs import EMIT_NVTX_SUFFIX, shown_op_name
 from tracekit.model.schema import SYNC_KINDS
 from tracekit.model.trace import Trace
 
@@ -121,7 +121,7 @@ def _events(trace: Trace, as_hta: bool) -> Events:
     ]).astype(np.int8)  # fmt: skip
 
     # what the tables show: operators without their domain, calls without their version, kernels by base name
-    shown_ranges = [op_name(name.removeprefix("cpu_op:")) for name in distinct]
+    shown_ranges = [shown_op_name(name) for name in distinct]
     call_names = [API_VERSION.sub("", str(name)) for name in calls["name"].cat.categories]
     op_names = [str(name) for name in ops["short_name"].cat.categories]
     sync_names = syncs["kind"].astype(str).to_numpy(dtype=object)

@@ -25,10 +25,10 @@ import pandas as pd
 from tracekit.analysis.kernels.sequence_keys import group_sequences
 from tracekit.analysis.kernels.types import last_step_start
 from tracekit.analysis.options import SequencesOptions
-from tracekit.analysis.ranges.attribution import op_launches
+from tracekit.analysis.ranges.attribution import match_calls, op_launches
 from tracekit.analysis.ranges.covering import covering_range, parent_rows
 from tracekit.errors import NoGpuDataError
-from tracekit.model.range_specs import op_name
+from tracekit.model.range_specs import shown_op_name
 from tracekit.model.result import Result, Table
 from tracekit.model.trace import Trace
 
@@ -40,7 +40,7 @@ STEP_PREFIX, BACKWARD_PREFIX, AUTOGRAD = "ProfilerStep#", "## backward ##", "aut
 
 def shown_names(ranges: pd.DataFrame) -> list[str]:
     """Per range name category: the name shown (an operator without its domain and emit_nvtx's suffix)."""
-    return [op_name(str(name).removeprefix("cpu_op:")) for name in ranges["name"].cat.categories]
+    return [shown_op_name(str(name)) for name in ranges["name"].cat.categories]
 
 
 def top_ancestor(parent: np.ndarray) -> np.ndarray:
@@ -159,15 +159,11 @@ def gpu_rows(trace: Trace, as_hta: bool, name: str) -> tuple[pd.DataFrame, list[
     if syncs is None or syncs.empty:
         return frame, labels
     syncs = syncs.loc[(syncs["stream"] > 0).to_numpy() & (syncs["correlation_id"] >= 0).to_numpy()]
-    calls = trace.launches
-    keys = pd.MultiIndex.from_arrays([calls["pid"].to_numpy(np.int64), calls["correlation_id"].to_numpy(np.int64)])
-    call = pd.Series(np.arange(len(calls)), index=keys)
-    call = call.loc[~call.index.duplicated()]
-    wanted = pd.MultiIndex.from_arrays([syncs["pid"].to_numpy(np.int64), syncs["correlation_id"].to_numpy(np.int64)])
+    call = match_calls(trace.launches, syncs["pid"].to_numpy(), syncs["correlation_id"].to_numpy())
     kinds = list(SYNC_NAMES)
     kind_codes = pd.Categorical(syncs["kind"].astype(str), categories=kinds).codes.astype(np.int64)
     extra = pd.DataFrame({"start": syncs["start"].to_numpy(), "duration": syncs["duration"].to_numpy(),
-                          "call": call.reindex(wanted).fillna(-1).to_numpy(np.int64),
+                          "call": call,
                           "code": len(labels) + kind_codes})  # fmt: skip
     return pd.concat([frame, extra], ignore_index=True), labels + [SYNC_NAMES[kind] for kind in kinds]
 

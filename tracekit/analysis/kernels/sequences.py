@@ -28,7 +28,7 @@ from tracekit.analysis.options import SequencesOptions
 from tracekit.analysis.ranges.attribution import op_launches
 from tracekit.analysis.ranges.covering import covering_range
 from tracekit.errors import NoGpuDataError
-from tracekit.model.range_specs import op_name
+from tracekit.model.range_specs import shown_op_name
 from tracekit.model.result import Result, Table
 from tracekit.model.trace import Trace
 
@@ -127,7 +127,7 @@ def window_origins(trace: Trace, windows: Windows, chosen: np.ndarray) -> tuple[
     alone = np.flatnonzero(found & (row < 0) & together)
     first_only = covering_range(ranges, pid[alone], tid[alone], start[alone], launched.end[first][alone])
     categories = ranges["name"].cat.categories if len(ranges) else pd.Index([])
-    shown = [STEP_NUMBER.sub("#N", op_name(str(label).removeprefix("cpu_op:"))) for label in categories]
+    shown = [STEP_NUMBER.sub("#N", shown_op_name(str(label))) for label in categories]
     labels = np.asarray([*shown, *(f"{name} {FIRST_ONLY}" for name in shown), NO_RANGE, NO_CALL], dtype=object)
     name_codes = ranges["name"].cat.codes.to_numpy() if len(ranges) else np.zeros(1, dtype=np.int64)
     codes = np.where(row >= 0, name_codes[np.maximum(row, 0)], np.where(found, 2 * len(categories),

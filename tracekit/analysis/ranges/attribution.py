@@ -84,6 +84,15 @@ def _join_launches(trace: Trace) -> OpLaunches:
     return OpLaunches(found, row, pick("start"), pick("end"), pick("pid"), pick("tid"))
 
 
+def match_calls(calls: pd.DataFrame, pid: np.ndarray, correlation: np.ndarray) -> np.ndarray:
+    """Per (pid, correlation id): the row in ``calls`` of the call with them (the first such), -1 for none
+    (a correlation id below 0 matches nothing): GPU-side rows joined to their calls as GPU ops are."""
+    if calls.empty or not len(pid):
+        return np.full(len(pid), -1, dtype=np.int64)
+    found, row = _match(*_call_keys(calls["pid"].to_numpy(), calls["correlation_id"].to_numpy(), pid, correlation))
+    return np.where(found & (np.asarray(correlation) >= 0), row, -1)
+
+
 def every_op_launch(trace: Trace, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Every (GPU op, launching call) pair with the same pid and correlation id, for the ops ``rows``
     (a mask): two arrays, the op's index and the call's row. An op matched by several calls (an export
@@ -343,8 +352,13 @@ def merge_intervals(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.
     if len(start) == 0:
         return start, end
     order = np.argsort(start, kind="stable")
-    start, end = start[order], end[order]
+    _, low, high = merge_sorted(start[order], end[order])
+    return low, high
+
+
+def merge_sorted(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Union of [start, end] intervals already sorted by start: the position of each merged interval's
+    first interval, and the merged intervals' starts and ends."""
     reach = np.maximum.accumulate(end)
-    begins = np.concatenate(([True], start[1:] > reach[:-1]))
-    first = np.flatnonzero(begins)
-    return start[first], np.maximum.reduceat(end, first)
+    first = np.flatnonzero(np.concatenate(([True], start[1:] > reach[:-1])))
+    return first, start[first], np.maximum.reduceat(end, first)

@@ -13,7 +13,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from tracekit.analysis.kernels.sequences import stream_keys
 from tracekit.analysis.ranges.attribution import call_segments, op_launches, segment_reduce
+from tracekit.analysis.waits.busy import union_length
 from tracekit.model.trace import Trace
 
 GPU_DOMAIN_PREFIX = "gpu:"
@@ -29,9 +31,7 @@ def range_gpu_busy(trace: Trace, ranges: pd.DataFrame, same_thread: bool = False
     ops = trace.columns("gpu_ops", ("start", "end", "duration", "device", "stream"))
     rows = segments.ops
     start, end = ops["start"].to_numpy()[rows], ops["end"].to_numpy()[rows]
-    stream = ops["device"].to_numpy().astype(np.int64)[rows] * 2**32 + (
-        ops["stream"].to_numpy().astype(np.int64)[rows] & 0xFFFFFFFF)  # fmt: skip
-    stream_code = pd.factorize(stream)[0]
+    stream_code = pd.factorize(stream_keys(ops)[rows])[0]
     low, high = segments.op_low[segments.low], segments.op_low[segments.high]  # each range's ops: low..high
     with_ops = np.flatnonzero(high > low)
     before = np.concatenate(([0], np.cumsum(ops["duration"].to_numpy()[rows])))
@@ -61,21 +61,13 @@ def _overlaps_on_stream(stream: np.ndarray, start: np.ndarray, end: np.ndarray) 
 
 
 def _unions(start: np.ndarray, end: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
-    """Per segment ``low``..``high`` of the op intervals: the length of their union (ns). The segments' ops
-    laid end to end, sorted by (segment, start); an interval begins at each segment's first op and wherever
-    an op starts after every earlier op of its segment has ended."""
+    """Per segment ``low``..``high`` of the op intervals: the length of their union (ns)."""
     lengths = high - low
     segment = np.repeat(np.arange(len(low)), lengths)
     positions = (
         np.repeat(low, lengths) + np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
     )
-    order = np.lexsort((start[positions], segment))
-    segment, op_start, op_end = segment[order], start[positions][order], end[positions][order]
-    reach = pd.Series(op_end).groupby(segment).cummax().to_numpy()
-    begins = np.concatenate(([True], (segment[1:] != segment[:-1]) | (op_start[1:] > reach[:-1])))
-    first = np.flatnonzero(begins)
-    covered = np.maximum.reduceat(op_end, first) - op_start[first]
-    return np.bincount(segment[first], weights=covered, minlength=len(low)).astype(np.int64)
+    return union_length(start[positions], end[positions], segment, len(low))
 
 
 def gpu_side_spans(trace: Trace, label) -> pd.DataFrame:

@@ -38,7 +38,7 @@ import pandas as pd
 from tracekit.analysis.kernels.summary import kernel_mask
 from tracekit.analysis.kernels.types import launched_before_last_step
 from tracekit.analysis.options import IdleOptions
-from tracekit.analysis.ranges.attribution import op_launches
+from tracekit.analysis.ranges.attribution import merge_sorted, op_launches
 from tracekit.analysis.waits.busy import known_devices
 from tracekit.analysis.waits.launches import api_name
 from tracekit.analysis.waits.syncs import BLOCKING
@@ -86,9 +86,14 @@ def idle_gaps(
     Without a window, computed once per trace for each choice of options (a report asks for them in its
     idle table and again for its timeline); callers get a frame of their own to change."""
     if window is None:
-        key = f"idle_gaps:{per_stream}:{overhead_max_ns}"
-        return trace.derived(key, lambda: _idle_gaps(trace, per_stream, overhead_max_ns, None)).copy()
+        return _cached_gaps(trace, per_stream, overhead_max_ns).copy()
     return _idle_gaps(trace, per_stream, overhead_max_ns, window)
+
+
+def _cached_gaps(trace: Trace, per_stream: bool, overhead_max_ns: int) -> pd.DataFrame:
+    """The whole trace's gaps, computed once per trace and choice of options (read only: callers copy)."""
+    key = f"idle_gaps:{per_stream}:{overhead_max_ns}"
+    return trace.derived(key, lambda: _idle_gaps(trace, per_stream, overhead_max_ns, None))
 
 
 def gap_devices(gaps: pd.DataFrame) -> np.ndarray:
@@ -120,7 +125,7 @@ def _idle_gaps(trace: Trace, per_stream: bool, overhead_max_ns: int, window: np.
             # one sort serves the busy intervals, the op that ends each gap and the op before it
             order = mine[np.lexsort((end[mine], start[mine]))]  # by start, then end
             sorted_start, sorted_end = start[order], end[order]
-            first, low, high = _busy_intervals(sorted_start, sorted_end)
+            first, low, high = merge_sorted(sorted_start, sorted_end)
             if len(low) < 2:
                 continue
             gap_start, gap_end = high[:-1], low[1:]
@@ -198,14 +203,6 @@ def _stream_owners(ops: pd.DataFrame, devices: np.ndarray, streams: np.ndarray) 
 
 
 NO_LAUNCH = np.iinfo(np.int64).min  # no previous op, or one without a launching call in the trace
-
-
-def _busy_intervals(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Ops sorted by start (ns): the union of their intervals, as the position of each interval's first op,
-    its start and its end (``merge_intervals``, on an order already made)."""
-    reach = np.maximum.accumulate(end)
-    first = np.flatnonzero(np.concatenate(([True], start[1:] > reach[:-1])))
-    return first, start[first], np.maximum.reduceat(end, first)
 
 
 def _interval_enders(end: np.ndarray, first: np.ndarray, high: np.ndarray) -> np.ndarray:
@@ -317,11 +314,9 @@ def idle_by_cause(trace: Trace, options: IdleOptions | None = None) -> Result:
     top, per_stream, drop_last_step = options.top, options.per_stream, options.drop_last_step
     overhead_max_ns = round(options.overhead_max_us * 1000)
     window, window_note = launched_before_last_step(trace) if drop_last_step else (None, None)
-    if window is None:  # read only here: the cached frame itself (a million rows), not a copy
-        gaps = trace.derived(f"idle_gaps:{per_stream}:{overhead_max_ns}",
-                             lambda: _idle_gaps(trace, per_stream, overhead_max_ns, None))  # fmt: skip
-    else:
-        gaps = idle_gaps(trace, per_stream, overhead_max_ns, window)
+    # read only here: the cached frame itself (a million rows), not a copy
+    gaps = _cached_gaps(trace, per_stream, overhead_max_ns) if window is None else idle_gaps(
+        trace, per_stream, overhead_max_ns, window)  # fmt: skip
     keys = [key for key in ("GPU", "PID", "Stream") if key in gaps]
     rank = {cause: index for index, cause in enumerate(CAUSES)}
     groups = _GapGroups(gaps, keys)

@@ -30,7 +30,7 @@ from tracekit.analysis.options import OpsOptions
 from tracekit.analysis.ranges.attribution import op_launches
 from tracekit.analysis.ranges.covering import covering_range
 from tracekit.errors import NoGpuDataError
-from tracekit.model.range_specs import op_name
+from tracekit.model.range_specs import shown_op_name
 from tracekit.model.result import Result, Table
 from tracekit.model.trace import Trace
 
@@ -59,7 +59,7 @@ def op_kernels(trace: Trace, name: str = "short", drop_last_step: bool = False) 
     ranges = trace.ranges
     kernel_names = ops["short_name" if name == "short" else "name"]
     range_names = ranges["name"].cat.categories
-    shown_codes, shown = pd.factorize(np.asarray([op_name(str(text).removeprefix("cpu_op:")) for text in range_names],
+    shown_codes, shown = pd.factorize(np.asarray([shown_op_name(str(text)) for text in range_names],
                                                  dtype=object))  # fmt: skip
     row_of = operator[found]
     # names stay categorical: a trace launches hundreds of thousands of kernels, of a few hundred names
@@ -84,7 +84,7 @@ def _covering_operator(ranges: pd.DataFrame, calls: pd.DataFrame, call_rows: np.
     if ranges.empty or not len(call_rows):
         return np.full(len(call_rows), -1, dtype=np.int64)
     names = ranges["name"].cat.categories
-    is_operator = np.asarray([op_name(str(name).removeprefix("cpu_op:")).startswith(ATEN) for name in names], bool)
+    is_operator = np.asarray([shown_op_name(str(name)).startswith(ATEN) for name in names], bool)
     operator = is_operator[ranges["name"].cat.codes.to_numpy()] & (ranges["domain"].astype(str) != "gpu").to_numpy()
     pick = lambda column: calls[column].to_numpy()[call_rows]
     return covering_range(ranges, pick("pid"), pick("tid"), pick("start"), pick("end"), operator)
