@@ -26,22 +26,39 @@ from html import escape, unescape
 from tracekit.render.safe_text import printable
 
 # What a Markdown renderer takes for markup inside a line (at a line's start, more: headings, lists and
-# quotes never start with a name here). "_" between two letters or digits is plain text in CommonMark
-# (no intraword emphasis with underscores), so kernel_names_like_this stay readable.
-_MD_SPECIAL = re.compile(
-    r"[<>~$]"  # HTML tags, GitHub's strikethrough and maths
-    r"|&(?=#?\w+;)"  # an entity reference
-    r"|\\(?=[!-/:-@\[-`{-~]|$)"  # a backslash that would escape what follows (or end a line)
-    r"|[`*\[\]|]"  # code spans, emphasis, links and images, table cells
-    r"|(?<![^\W_])_|_(?![^\W_])"  # an underscore not between two letters or digits
-    r"|(?<!\S)#"  # a heading's closing sequence
-)
-_REFERENCES = {"<": "&lt;", ">": "&gt;", "&": "&amp;", "~": "&#126;", "$": "&#36;"}
+# quotes never start with a name here). Each pass is one C-level scan (a million cells is normal); a
+# replacement only puts punctuation where punctuation was, so the later passes see the same neighbours.
+_BACKSLASH = re.compile(r"\\(?=[!-/:-@\[-`{-~]|$)")  # a backslash that would escape what follows (or end a line)
+_AMPERSAND = re.compile(r"&(?=#?\w+;)")  # one that starts an entity reference
+_ALWAYS = [("<", "&lt;"), (">", "&gt;"), ("~", "&#126;"), ("$", "&#36;")]  # HTML tags, GitHub's ~~ and maths
+_ALWAYS += [(character, "\\" + character) for character in "`*[]|"]  # code spans, emphasis, links, table cells
+# "_" between two letters or digits is plain text in CommonMark (no intraword emphasis with underscores),
+# so kernel_names_like_this stay readable; "#" after a space may close a heading
+# (each pattern starts with its character, so the scan jumps from one to the next)
+_UNDERSCORE = re.compile(r"_(?:(?<![^\W_]_)|(?![^\W_]))")
+_HASH = re.compile(r"#(?<!\S#)")
+_SPECIAL = re.compile(r"[\\&<>~$`*\[\]|_#]")
 
 
 def md_text(text: str) -> str:
     """``text`` as Markdown that renders as exactly that text, in a paragraph, a heading or a table cell."""
-    return _MD_SPECIAL.sub(lambda found: _REFERENCES.get(found.group(), "\\" + found.group()), printable(text))
+    text = printable(text)
+    if not _SPECIAL.search(text):
+        return text
+    if "\\" in text:
+        text = _BACKSLASH.sub(_escaped, text)
+    if "&" in text:
+        text = _AMPERSAND.sub("&amp;", text)
+    for character, written in _ALWAYS:
+        text = text.replace(character, written)
+    if "_" in text:
+        text = _UNDERSCORE.sub(_escaped, text)
+    return _HASH.sub(_escaped, text) if "#" in text else text
+
+
+def _escaped(found: re.Match) -> str:
+    # (a function: a replacement template holding a backslash is parsed again on every call)
+    return "\\" + found.group()
 
 
 def md_code(text: str) -> str:

@@ -222,8 +222,15 @@ def markdown_table(frame: pd.DataFrame) -> str:
         "| " + " | ".join(md_text(header) for header in headers) + " |",
         "|" + "|".join("---:" if align else ":---" for align in right) + "|",
     ]
-    rows += ["| " + " | ".join(md_text(cell) for cell in cells) + " |" for cells in zip(*columns)]
+    columns = [cells if align else _md_cells(cells) for cells, align in zip(columns, right)]  # numbers need none
+    rows += ["| " + " | ".join(cells) + " |" for cells in zip(*columns)]
     return "\n".join(rows)
+
+
+def _md_cells(cells: list[str]) -> list[str]:
+    """A text column's cells as Markdown text, each distinct text escaped once (names repeat)."""
+    escaped = {cell: md_text(cell) for cell in set(cells)}
+    return [escaped[cell] for cell in cells]
 
 
 def json_records(frame: pd.DataFrame) -> list[dict]:
