@@ -5,13 +5,12 @@ Playwright) on two real traces: one nsys export of two GPUs, one torch.profiler 
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers.browser import open_page
 from helpers.nsys_builder import ExportBuilder
 from helpers.paths import SHARED
 
@@ -69,42 +68,11 @@ def test_cells_keep_their_raw_values_for_sorting(tmp_path):
 
 # -- in a browser ---------------------------------------------------------------------------------------
 
-CHROMIUM = os.environ.get("TRACEKIT_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
 REAL = {
     "nsys-2gpu": SHARED / "traces" / "h100_videogen_2gpu_b_nsys2026.2.sqlite",
     "torch-profiler": SHARED / "kineto" / "a100_ddp_rank0of2_nccl.json.gz",
 }
-
-
-@pytest.fixture(scope="module")
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed (pip install playwright)")
-    if CHROMIUM is None:
-        pytest.skip("no Chromium: as root on Debian, scripts/install-chromium.sh installs it")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield browser
-        browser.close()
-
-
-def open_page(browser, path: Path):
-    """The page at ``path``, every request that is not the file itself refused and counted, every console
-    error and uncaught exception kept."""
-    page = browser.new_page(viewport={"width": 1400, "height": 900})
-    seen = {"errors": [], "requests": []}
-    page.on("console", lambda message: seen["errors"].append(message.text) if message.type == "error" else None)
-    page.on("pageerror", lambda error: seen["errors"].append(str(error)))
-
-    def route(request_route):
-        if request_route.request.url == path.as_uri():
-            return request_route.continue_()
-        seen["requests"].append(request_route.request.url)
-        return request_route.abort()
-
-    page.route("**/*", route)
-    page.goto(path.as_uri())
-    page.wait_for_function("() => window.tracekit && window.tracekit.ready === true", timeout=10_000)
-    return page, seen
+NOTHING_SEEN = {"errors": [], "requests": [], "dialogs": []}
 
 
 @pytest.mark.shared
@@ -161,7 +129,7 @@ def test_the_report_in_a_browser(browser, tmp_path, name):
     page.mouse.move(box["x"] + 400, box["y"] + 22 + 18 + 9)
     page.screenshot(path=str(tmp_path / f"report-{name}.png"), full_page=False)  # for people to look at
     assert (tmp_path / f"report-{name}.png").stat().st_size > 10_000
-    assert seen == {"errors": [], "requests": []}
+    assert seen == NOTHING_SEEN
     page.close()
 
 
@@ -185,7 +153,7 @@ def test_level_of_detail_keeps_gaps_visible(browser, tmp_path):
     )
     alpha = np.array(alphas)
     assert (alpha > 0).mean() > 0.95 and alpha.max() < 255 and np.median(alpha) > 200
-    assert seen == {"errors": [], "requests": []}
+    assert seen == NOTHING_SEEN
     page.close()
 
 
@@ -248,7 +216,7 @@ def test_a_run_folder_s_memory_lies_on_the_trace_s_time_axis(browser, tmp_path):
     )
     page, seen = open_page(browser, page_path)
     assert page.evaluate("tracekit.timelines[0].height()") == 22 + 18 + 3 * 18 + 48 + 4  # the memory lane's room
-    assert seen == {"errors": [], "requests": []}
+    assert seen == NOTHING_SEEN
     page.close()
 
 

@@ -7,6 +7,7 @@
                style and script, inlined)
 ``colours``    one colour per kernel category and idle cause, the same in every picture
 ``safe_text``  names from traces made safe to print (control characters, spreadsheet formulas)
+``markup``     names escaped for where they land: Markdown text and code spans, HTML, JSON in a script
 
 This package's own module holds only the format names, so the CLI can offer them without importing
 pandas or matplotlib.

@@ -4,13 +4,14 @@ security policy forbids every request, and nothing is fetched from a network.
 
 Tables are the renderer's cells (the same formatting as the terminal and Markdown) with each cell's
 raw value beside it (``data-value``) for sorting; timelines are the data ``report.timeline_data`` made,
-embedded as JSON and drawn by the page's script on a canvas.
+embedded as JSON and drawn by the page's script on a canvas. Every text from an input is escaped for
+where it lands (``render.markup``): element text and attributes, the report's Markdown lines, the JSON
+inside a script element.
 """
 
 from __future__ import annotations
 
 import io
-import json
 import re
 from html import escape
 from importlib import resources
@@ -21,6 +22,8 @@ import numpy as np
 import pandas as pd
 
 from tracekit.model.result import Chart
+from tracekit.render.markup import html_inline, script_json
+from tracekit.render.safe_text import printable
 from tracekit.render.tables import formatted_cells
 
 # Nothing may be fetched: scripts and styles inline, images from data: URIs only.
@@ -37,6 +40,7 @@ def asset(name: str) -> str:
 
 def report_page(title: str, blocks: list[Any], timelines: list[dict]) -> str:
     """The whole page: title, each trace's timeline, then the report's blocks in order."""
+    title = printable(title)
     parts = [f"<h1>{escape(title)}</h1>"]
     for index, data in enumerate(timelines):
         parts.append(timeline_html(index, data))
@@ -56,21 +60,16 @@ def report_page(title: str, blocks: list[Any], timelines: list[dict]) -> str:
     )
 
 
-def _inline(text: str) -> str:
-    """Escaped text with Markdown's `code` spans as <code>."""
-    return re.sub(r"`([^`]+)`", r"<code>\1</code>", escape(text))
-
-
 def _text(line: str) -> str:
     heading = re.match(r"^(#{1,4}) (.*)$", line)
     if heading:
         if len(heading.group(1)) == 1:
             return ""  # the page's own title
         level = len(heading.group(1))
-        return f"<h{level}>{_inline(heading.group(2))}</h{level}>"
+        return f"<h{level}>{html_inline(heading.group(2))}</h{level}>"
     if line.startswith("> "):
-        return f'<p class="note">{_inline(line[2:])}</p>'
-    return f"<p>{_inline(line)}</p>" if line.strip() else ""
+        return f'<p class="note">{html_inline(line[2:])}</p>'
+    return f"<p>{html_inline(line)}</p>" if line.strip() else ""
 
 
 def table_html(frame: pd.DataFrame, command: str = "") -> str:
@@ -91,7 +90,7 @@ def table_html(frame: pd.DataFrame, command: str = "") -> str:
             value = f' data-value="{raw[row]}"' if raw is not None and raw[row] is not None else ""
             cells.append(f'<td class="{kind}"{value}>{escape(cells_of[row])}</td>')
         rows.append("<tr>" + "".join(cells) + "</tr>")
-    command_line = f'<p class="command"><code>{escape(command)}</code></p>' if command else ""
+    command_line = f'<p class="command"><code>{escape(printable(command))}</code></p>' if command else ""
     return (f'<div class="table-wrap"><table class="sortable"><thead><tr>{head}</tr></thead>'
             f"<tbody>{''.join(rows)}</tbody></table></div>{command_line}")  # fmt: skip
 
@@ -120,13 +119,12 @@ def _picture(chart: Chart, caption: str) -> str:
 
 def timeline_html(index: int, data: dict) -> str:
     """A trace's timeline: a holder for the canvas, the data as JSON, a legend of the categories."""
-    # "</" in a name would end the script element early: JSON allows "<\/" for it
-    payload = json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
+    payload = script_json(data)
     legend = "".join(
         f'<span><i style="background:{colour}"></i>{escape(name)}</span>'
         for name, colour in zip(data["categories"], data["colours"])
     )
-    note = f'<p class="note">note: {escape(data["memory_note"])}</p>' if data.get("memory_note") else ""
-    return (f"<h2>Timeline: {escape(data['title'])}</h2>"
+    note = f'<p class="note">note: {escape(printable(data["memory_note"]))}</p>' if data.get("memory_note") else ""
+    return (f"<h2>Timeline: {escape(printable(data['title']))}</h2>"
             f'<p class="legend">{legend}</p><div class="timeline" id="timeline-{index}"></div>{note}'
             f'<script type="application/json" class="tracekit-timeline" data-target="timeline-{index}">{payload}</script>')  # fmt: skip

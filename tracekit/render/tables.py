@@ -29,6 +29,7 @@ from tracekit.errors import UsageError
 from tracekit.files import check_target, write_whole
 from tracekit.model.result import Result, column_unit
 from tracekit.render import FILE_FORMATS, FORMATS, TEXT_FORMATS
+from tracekit.render.markup import md_prose, md_text
 from tracekit.render.safe_text import printable, spreadsheet_safe
 
 UNIT_SCALE = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
@@ -215,18 +216,21 @@ def terminal_cards(frame: pd.DataFrame, heading: int, width: int = 110) -> str:
 
 
 def markdown_table(frame: pd.DataFrame) -> str:
-    """A GitHub Markdown table (numbers right-aligned)."""
+    """A GitHub Markdown table (numbers right-aligned); every cell and header is text, never markup."""
     headers, columns, right = _formatted(frame, for_terminal=False)
     rows = [
-        "| " + " | ".join(_md_escape(header) for header in headers) + " |",
+        "| " + " | ".join(md_text(header) for header in headers) + " |",
         "|" + "|".join("---:" if align else ":---" for align in right) + "|",
     ]
-    rows += ["| " + " | ".join(_md_escape(cell) for cell in cells) + " |" for cells in zip(*columns)]
+    columns = [cells if align else _md_cells(cells) for cells, align in zip(columns, right)]  # numbers need none
+    rows += ["| " + " | ".join(cells) + " |" for cells in zip(*columns)]
     return "\n".join(rows)
 
 
-def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+def _md_cells(cells: list[str]) -> list[str]:
+    """A text column's cells as Markdown text, each distinct text escaped once (names repeat)."""
+    escaped = {cell: md_text(cell) for cell in set(cells)}
+    return [escaped[cell] for cell in cells]
 
 
 def json_records(frame: pd.DataFrame) -> list[dict]:
@@ -257,7 +261,7 @@ def table_text(frame: pd.DataFrame, fmt: str, title: str = "", unit: str = "ns",
         body = terminal_cards(frame, cards) if cards else terminal_table(frame)
         return f"{title}\n\n{body}" if title else body
     if fmt == "md":
-        return f"**{title}**\n\n{markdown_table(frame)}" if title else markdown_table(frame)
+        return f"**{md_text(title)}**\n\n{markdown_table(frame)}" if title else markdown_table(frame)
     if fmt == "csv":
         return _csv_frame(frame).to_csv(index=False).rstrip("\n")
     if fmt == "json":
@@ -276,7 +280,8 @@ def render_text(result: Result, fmt: str, unit: str = "ns") -> str:
         return "\n\n".join(f"# {table.name}\n{table_text(table.frame, 'csv', unit=unit)}" for table in result.tables)
     text = "\n\n".join(table_text(table.frame, fmt, table.title, unit, table.cards) for table in result.tables)
     if fmt in ("table", "md") and result.notes:
-        text += "\n\n" + "\n".join(f"note: {printable(note)}" for note in result.notes)
+        shown = md_prose if fmt == "md" else printable
+        text += "\n\n" + "\n".join(f"note: {shown(note)}" for note in result.notes)
     return text
 
 

@@ -12,6 +12,7 @@ import pandas as pd
 from tracekit.errors import UsageError
 from tracekit.files import check_target, protect
 from tracekit.model.result import Chart
+from tracekit.render.markup import md_text
 from tracekit.report.document import Document
 from workloads.config import (
     ATTENTION,
@@ -88,7 +89,7 @@ def write_bench_report(db: str | Path, out: str | Path | None = None, reports: s
     pivot.columns = [str(column) for column in pivot.columns]
     document = Document(folder)
     document.text(
-        f"# Benchmarks: {path.name}",
+        f"# Benchmarks: {md_text(path.name)}",
         f"{len(rows)} rows ({len(rows) - len(ok)} not ok: out of memory or error), latest run per configuration. "
         "Step time in ms, mean ± std over the measured steps.",
     )

@@ -1,6 +1,9 @@
 """The Markdown of a report being written: text, tables rendered by the one renderer (each followed
 by the tracekit command that reproduces it), and charts saved as PNG files beside report.md. The same
-blocks make report.html (``render.html``): nothing is computed twice."""
+blocks make report.html (``render.html``): nothing is computed twice.
+
+Text is Markdown written by the report; what it quotes from the inputs (names, paths, notes, errors)
+goes through ``render.markup`` (``md_text``, ``md_code``, ``md_prose``), so no name is ever markup."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ import pandas as pd
 from tracekit.files import write_text
 from tracekit.model.result import Chart
 from tracekit.render import plots
+from tracekit.render.markup import md_code, md_prose
 from tracekit.render.safe_text import printable
 from tracekit.render.tables import in_unit, table_text
 
@@ -26,15 +30,20 @@ class Document:
         self.blocks: list[Block] = []  # the same content for report.html
 
     def text(self, *lines: str) -> None:
-        """Paragraphs; names quoted in them come from inputs, so control characters are escaped."""
+        """Paragraphs and headings of Markdown, whose quoted names the caller escaped with ``md_text`` or
+        ``md_code`` (control characters are escaped here too)."""
         self.lines += [printable(line) for line in lines] + [""]
         self.blocks += [Block("text", printable(line)) for line in lines]
+
+    def note(self, note: str) -> None:
+        """A note of tracekit's (plain text, `...` for code, names of the inputs inside) as a quote."""
+        self.text(f"> note: {md_prose(note)}")
 
     def table(self, frame: pd.DataFrame, command: str | None = None, unit: str = "ms") -> None:
         """A table (time columns in ``unit``), and the command that prints it."""
         self.lines += [table_text(frame, "md", unit=unit), ""]
         if command:
-            self.lines += [f"<sub>`{command}`</sub>", ""]
+            self.lines += [f"<sub>{md_code(command)}</sub>", ""]
         self.blocks.append(Block("table", in_unit(frame, unit), command or ""))
 
     def picture(self, chart: Chart, name: str, caption: str) -> None:

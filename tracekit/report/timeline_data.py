@@ -20,6 +20,7 @@ from tracekit.analysis.waits.syncs import NO_RANGE, innermost_range
 from tracekit.model.memory import MemoryTrace
 from tracekit.model.trace import Trace
 from tracekit.render.colours import IDLE_COLOURS, category_colour
+from tracekit.render.safe_text import printable
 
 
 def timeline_data(trace: Trace, title: str, snapshot: MemoryTrace | None = None) -> dict:
@@ -55,7 +56,7 @@ def timeline_data(trace: Trace, title: str, snapshot: MemoryTrace | None = None)
     return {
         "title": title,
         "lanes": lanes,
-        "names": [str(name) for name in names],
+        "names": [printable(str(name)) for name in names],  # shown, not obeyed: a newline or U+202E as escapes
         "categories": list(CATEGORIES),
         "colours": [category_colour(category) for category in CATEGORIES],
         "causes": [str(cause) for cause in causes],
@@ -101,7 +102,7 @@ def _launching_ranges(trace: Trace, order: np.ndarray) -> tuple[list[int], list[
         none = [index for index, label in enumerate(labels) if label == NO_RANGE]
         found = np.where(np.isin(found, none), -1, found)
         codes[rows] = found
-        return codes[order].tolist(), [str(label) for label in labels]
+        return codes[order].tolist(), [printable(str(label)) for label in labels]
     return codes[order].tolist(), []
 
 

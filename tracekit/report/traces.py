@@ -43,6 +43,7 @@ from tracekit.files import check_target
 from tracekit.model.result import Chart
 from tracekit.model.schema import GPU_OPS
 from tracekit.model.trace import Trace
+from tracekit.render.markup import md_code, md_prose, md_text
 from tracekit.render.tables import in_unit
 from tracekit.report.document import Document
 from tracekit.report.why import why_section
@@ -78,7 +79,7 @@ def write_report(
     folder.mkdir(parents=True, exist_ok=True)
     check_target(folder / "report.md")  # before any picture is drawn: an input is never overwritten
     document = Document(folder)
-    document.text(f"# tracekit report: {report_name(paths)}")
+    document.text(f"# tracekit report: {md_text(report_name(paths))}")
     document.text(f"Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC by tracekit {__version__}.")
     labels = labels_for(len(paths)) if len(paths) > 1 else [""]
     for label, name, path, trace in zip(labels, run_labels(paths), paths, traces):
@@ -107,7 +108,7 @@ class Choices:
 
 def _input_section(section: Document, path: Path, trace: Trace, heading: str, choice: Choices) -> None:
     run = Run.at(path)
-    section.text(f"## {heading}")
+    section.text(f"## {md_text(heading)}")
     trace.need("gpu_ops", GPU_OPS.names)  # the report's tables use every GPU-op column: one read of them all
     has_kernels = _has_kernels(trace)  # first: a reader may complete the metadata as its tables load
     gpus = ", ".join(sorted(set(trace.meta.gpus["name"].dropna().astype(str)))) or "not recorded"
@@ -119,7 +120,7 @@ def _input_section(section: Document, path: Path, trace: Trace, heading: str, ch
     tool = "Nsight Systems" if trace.meta.tool == "nsys" else trace.meta.tool
     version = f" {trace.meta.tool_version}" if trace.meta.tool_version else ""
     schema = f" (export schema {trace.meta.schema_version})" if trace.meta.schema_version else ""
-    section.text(f"Trace `{trace.name}`: {tool}{version}{schema}; GPUs: {gpus}.")
+    section.text(f"Trace {md_code(trace.name)}: {md_text(f'{tool}{version}{schema}; GPUs: {gpus}')}.")
     source = str(path)
     if run is not None and run.manifest:
         _run_section(section, run)
@@ -142,7 +143,7 @@ def _input_section(section: Document, path: Path, trace: Trace, heading: str, ch
         )
     # Tables load as the sections need them, so by now every table read has reported what it left out.
     for warning in trace.warnings:
-        section.text(f"> note: {warning}")
+        section.note(warning)
 
 
 def _has_kernels(trace: Trace) -> bool:
@@ -204,7 +205,7 @@ def _run_section(section: Document, run: Run) -> None:
             chart = Chart("step_times", "Time per measured step", {"samples_ms": run.samples_ms})
             section.picture(chart, "step_times", "time per measured step")
     for note in run.notes:
-        section.text(f"> note: {note}")
+        section.note(note)
 
 
 def _advice_section(section: Document, source: str, trace: Trace) -> None:
@@ -215,11 +216,11 @@ def _advice_section(section: Document, source: str, trace: Trace) -> None:
     findings = advice.table("findings")
     if findings.empty:
         said = next((note for note in advice.notes if note.startswith("no findings")), "no findings")
-        section.text(f"{said[0].upper()}{said[1:]}.")
+        section.text(md_prose(f"{said[0].upper()}{said[1:]}."))
     else:
         section.table(findings.loc[:, FINDING_COLUMNS], command_line("advise", [source], options, "ms"))
         section.text("The evidence of each finding, the bounds of its figures and nsys's expert rules: the command.")
-    section.text(f"> note: {advice.notes[0]}")
+    section.note(advice.notes[0])
     if "critical-path" in advice.names:
         path = advice.table("critical-path")
         label = str(path["Step"].iloc[0])
@@ -229,7 +230,7 @@ def _advice_section(section: Document, source: str, trace: Trace) -> None:
         section.table(path, command_line("critical-path", [source], critical, "ms"))
     said = next((note for note in advice.notes if note.startswith(("the critical path", "no critical path"))), None)
     if said:
-        section.text(f"> note: {said}")
+        section.note(said)
 
 
 def _gpu_sections(section: Document, source: str, trace: Trace, run: Run | None, choice: Choices) -> None:
@@ -245,7 +246,7 @@ def _gpu_sections(section: Document, source: str, trace: Trace, run: Run | None,
     section.table(present, command_line("breakdown", [source], options, "ms"))
     how = f"`{command_line('breakdown', [source], options)} --phases ...`"
     for note in phase_notes(trace, choice.phases, how=how):  # (the trace's warnings come once, at the end)
-        section.text(f"> note: {note}")
+        section.note(note)
     if "categories" in breakdown.charts:
         section.picture(breakdown.charts["categories"], "categories", "share of kernel time by category and phase")
     gpus = breakdown.table("gpus")
@@ -285,7 +286,7 @@ def _gpu_sections(section: Document, source: str, trace: Trace, run: Run | None,
             top=TOP_PHASE_KERNELS, name="short", ranges=(specs.get(str(phase), str(phase)),)
         )
         inside = run_command("kernels", trace, inside_options)
-        section.text(f"#### Inside `{phase}`")
+        section.text(f"#### Inside {md_code(str(phase))}")
         section.table(inside.frame, command_line("kernels", [source], inside_options, "ms"))
 
 
@@ -303,7 +304,7 @@ def _range_sections(section: Document, source: str, trace: Trace) -> None:
     )
     for note in summary.notes:
         if note not in trace.warnings:  # rows left out are said once, for every table, under the input
-            section.text(f"> note: {note}")
+            section.note(note)
     if (trace.ranges["name"] == "attention").any():
         try:
             within_options = RangesOptions(within="attention")
@@ -318,13 +319,13 @@ def _memory_section(section: Document, snapshot: Path) -> None:
     try:
         memory = run_command("memory", snapshot, MemoryOptions(top=TOP_MEMORY, by="all", timeline=True))
     except TracekitError as error:
-        section.text("### Memory", f"The memory snapshot could not be read: {error}")
+        section.text("### Memory", md_prose(f"The memory snapshot could not be read: {error}"))
         return
     source = [str(snapshot)]
     section.text("### Memory")
     section.table(memory.table("summary"), command_line("memory", source, MemoryOptions()))
     for note in memory.notes:
-        section.text(f"> note: {note}")
+        section.note(note)
     section.picture(memory.charts["timeline"], "memory_timeline", "active memory timeline")
     section.text("What the memory live at the peak is for (parameters, optimizer state, gradients, activations):")
     section.table(memory.table("roles"), command_line("memory", source, MemoryOptions(by="role")))
@@ -341,7 +342,7 @@ def _comparison(document: Document, paths: list[Path], traces: list[Trace], choi
     labels = labels_for(len(traces))
     against = "B against A" if len(traces) == 2 else f"{', '.join(labels[1:])} against A"
     document.text(f"## Comparison: {against}")
-    document.text("; ".join(f"{label} is `{name}`" for label, name in zip(labels, run_labels(paths))) + ".")
+    document.text("; ".join(f"{label} is {md_code(name)}" for label, name in zip(labels, run_labels(paths))) + ".")
     # Only two inputs have a command of their own; more are this report's alone.
     sources = [str(path) for path in paths]
 
@@ -354,7 +355,7 @@ def _comparison(document: Document, paths: list[Path], traces: list[Trace], choi
         document.text("Kernels that changed most:")
         document.table(compare_kernels(traces, TOP_KERNELS), diff(by="kernel", top=TOP_KERNELS))
     except NoGpuDataError as error:
-        document.text(f"No GPU comparison: {error}")
+        document.text(md_prose(f"No GPU comparison: {error}"))
         return
     runs = [Run.at(path) for path in paths]
     configs = [run.config if run is not None else {} for run in runs]

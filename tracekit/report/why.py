@@ -16,6 +16,7 @@ from tracekit.commands import run_command
 from tracekit.commands.command_line import command_line
 from tracekit.errors import TracekitError
 from tracekit.model.trace import Trace
+from tracekit.render.markup import md_code, md_prose
 from tracekit.report.document import Document
 
 TOP = 5
@@ -39,12 +40,14 @@ def why_section(section: Document, source: str, trace: Trace, step_range: str | 
     try:
         options = StepsOptions(step_range=step_range)
         steps = run_command("steps", trace, options)
-        section.text(f"Per step ({f'`{step_range}` ranges' if step_range else '`ProfilerStep#N` or `step` ranges'}):")
+        section.text(
+            f"Per step ({f'{md_code(step_range)} ranges' if step_range else '`ProfilerStep#N` or `step` ranges'}):"
+        )
         section.table(steps.frame, command_line("steps", [source], options, "ms"))
         if "timeline" in steps.charts:
             section.picture(steps.charts["timeline"], "steps", "steps and each GPU's busy time; gaps are idle")
     except TracekitError as error:
-        section.text(f"No per-step table: {error}")
+        section.text(md_prose(f"No per-step table: {error}"))
     idle = run_command("idle", trace, IdleOptions(top=TOP))
     section.text("Idle time of each GPU by cause (each gap between busy intervals gets one cause):")
     section.table(idle.table("idle"), command_line("idle", [source], IdleOptions(), "ms"))
@@ -55,7 +58,7 @@ def why_section(section: Document, source: str, trace: Trace, step_range: str | 
         section.text("Longest queue delays (launch call's end to kernel start; nsys kernexecsum):")
         section.table(longest.loc[:, LAUNCH_COLUMNS], command_line("launches", [source], options, "ms"))
     except TracekitError as error:
-        section.text(f"No launch delays: {error}")
+        section.text(md_prose(f"No launch delays: {error}"))
     syncs = run_command("syncs", trace, SyncsOptions(top=TOP))
     if not syncs.frame.empty:
         section.text("Blocking host calls and the GPU idle after them:")

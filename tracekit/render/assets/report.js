@@ -1,7 +1,10 @@
 // report.html's script, inlined in the page: sortable tables and one interactive timeline per trace.
 // No library, no network. The timeline draws with level of detail: when a lane has more ops in view than
 // pixels, each pixel column shows how much of its time the lane was busy (its opacity) in the colour of
-// the category that took most of it, so a gap thinner than a pixel still lightens that pixel.
+// the category that took most of it, so a gap thinner than a pixel still lightens that pixel. However many
+// lanes a trace has, the canvas holds at most SHOWN of them (a browser paints nothing on a canvas past its
+// size limits): a scroll bar beside the lanes (or shift+wheel) moves through the rest, and the line under
+// the timeline says which lanes are shown of how many.
 (function () {
   "use strict";
   var tracekit = (window.tracekit = { timelines: [] });
@@ -37,6 +40,7 @@
 
   // -- timelines ------------------------------------------------------------------------------------
   var LANE = 18, AXIS = 22, STEPS = 18, LABEL = 150, MEMORY = 48;
+  var SHOWN = 40, GUTTER = 16, SCROLL_PX = 1000000; // lanes on the canvas; the scroll bar's width and its travel
 
   function upperBound(values, from, to, x) { // first index in [from, to) with values[i] > x
     while (from < to) {
@@ -87,6 +91,9 @@
     this.gaps = columns(data.gaps);
     this.opRange = Int32Array.from(data.op_range); // the innermost range the launching thread had open
     this.lanes = data.lanes.length;
+    this.shown = Math.min(this.lanes, SHOWN);
+    this.first = 0; // the first lane on the canvas
+    this.gutter = this.lanes > this.shown ? GUTTER : 0;
     this.opRanges = laneRanges(this.ops, this.lanes);
     this.gapRanges = laneRanges(this.gaps, this.lanes);
     this.steps = { start: Float64Array.from(data.steps.start), duration: Float64Array.from(data.steps.duration) };
@@ -102,21 +109,54 @@
     this.canvas = document.createElement("canvas");
     this.tip = document.createElement("div");
     this.tip.className = "tip";
-    var help = document.createElement("div");
-    help.className = "help";
-    help.textContent = "wheel: zoom · drag: pan · double-click: whole trace · click a step: zoom to it · hover: an op";
+    this.help = document.createElement("div");
+    this.help.className = "help";
     holder.appendChild(this.canvas);
     holder.appendChild(this.tip);
-    holder.appendChild(help);
+    if (this.gutter) { // a native scroll bar whose position picks the first lane shown
+      this.scroller = document.createElement("div");
+      this.scroller.className = "lanes-scroll";
+      this.scroller.style.cssText = "top:" + (AXIS + STEPS) + "px;height:" + this.shown * LANE + "px;width:" + GUTTER + "px";
+      var travel = document.createElement("div");
+      travel.style.height = Math.min(SCROLL_PX, this.lanes * LANE) + "px";
+      this.scroller.appendChild(travel);
+      holder.appendChild(this.scroller);
+    }
+    holder.appendChild(this.help);
     this.pending = false;
     this.listen();
     this.draw();
   }
 
-  Timeline.prototype.height = function () { return AXIS + STEPS + this.lanes * LANE + (this.data.memory ? MEMORY : 0) + 4; };
+  Timeline.prototype.height = function () { return AXIS + STEPS + this.shown * LANE + (this.data.memory ? MEMORY : 0) + 4; };
+
+  Timeline.prototype.plotWidth = function () { return this.canvas.clientWidth - this.gutter; };
+
+  Timeline.prototype.scrolled = function () { // the scroll bar moved: the lanes it points at
+    var room = this.scroller.scrollHeight - this.scroller.clientHeight;
+    var first = room > 0 ? Math.round(this.scroller.scrollTop / room * (this.lanes - this.shown)) : 0;
+    if (first !== this.first) { this.first = first; this.schedule(); }
+  };
+
+  Timeline.prototype.scrollToLane = function (lane) { // the scroll bar to the position that shows ``lane`` first
+    var first = Math.max(0, Math.min(lane, this.lanes - this.shown));
+    if (this.scroller) {
+      var room = this.scroller.scrollHeight - this.scroller.clientHeight;
+      this.scroller.scrollTop = this.lanes > this.shown ? first / (this.lanes - this.shown) * room : 0;
+    }
+    this.first = first;
+    this.draw();
+  };
+
+  Timeline.prototype.lanesText = function () {
+    var all = this.lanes.toLocaleString("en-US");
+    if (this.shown === this.lanes) return this.lanes === 1 ? "1 lane" : all + " lanes";
+    return "lanes " + (this.first + 1).toLocaleString("en-US") + "–" + (this.first + this.shown).toLocaleString("en-US") +
+      " of " + all + " (scroll bar at the right or shift+wheel: more lanes)";
+  };
 
   Timeline.prototype.drawMemory = function (context, width) { // allocated (filled) and reserved (line), MiB
-    var memory = this.data.memory, top = AXIS + STEPS + this.lanes * LANE + 4, high = 0;
+    var memory = this.data.memory, top = AXIS + STEPS + this.shown * LANE + 4, high = 0;
     for (var i = 0; i < memory.reserved_mib.length; i++) high = Math.max(high, memory.reserved_mib[i], memory.allocated_mib[i]);
     if (!(high > 0)) return;
     var level = function (mib) { return top + MEMORY - 4 - (MEMORY - 8) * mib / high; };
@@ -179,7 +219,7 @@
   };
 
   Timeline.prototype.drawLane = function (context, table, range, lane, width, colours) {
-    var shown = this.visible(table, range), y = AXIS + STEPS + lane * LANE + 2;
+    var shown = this.visible(table, range), y = AXIS + STEPS + (lane - this.first) * LANE + 2;
     var pixels = width - LABEL, n = shown[1] - shown[0];
     if (n > pixels * 2) { // level of detail: busy fraction and main category per pixel column
       var busy = new Float64Array(pixels), best = new Int32Array(pixels).fill(-1), bestTime = new Float64Array(pixels);
@@ -216,13 +256,20 @@
   };
 
   Timeline.prototype.draw = function () {
-    var width = Math.max(400, this.holder.clientWidth), height = this.height(), ratio = window.devicePixelRatio || 1;
-    this.canvas.width = width * ratio;
+    var whole = Math.max(400, this.holder.clientWidth), height = this.height(), ratio = window.devicePixelRatio || 1;
+    var width = whole - this.gutter; // the scroll bar's strip stays clear
+    this.canvas.width = whole * ratio;
     this.canvas.height = height * ratio;
     this.canvas.style.height = height + "px";
+    this.help.textContent = this.lanesText() + " · wheel: zoom · drag: pan · double-click: whole trace · " +
+      "click a step: zoom to it · hover: an op";
     var context = this.canvas.getContext("2d");
+    if (!context) { // never a blank canvas without a word
+      this.help.textContent = "this browser gave no canvas to draw the timeline on (" + this.lanesText() + ")";
+      return;
+    }
     context.setTransform(ratio, 0, 0, ratio, 0, 0);
-    context.clearRect(0, 0, width, height);
+    context.clearRect(0, 0, whole, height);
     context.font = "11px system-ui, sans-serif";
     context.textBaseline = "middle";
     // axis: about eight ticks at round times
@@ -244,8 +291,8 @@
       context.fillRect(Math.max(left, LABEL), AXIS + 2, Math.max(1, right - Math.max(left, LABEL)), STEPS - 4);
       if (right - left > 40) { context.fillStyle = "#08306b"; context.fillText("step #" + (s + 1), Math.max(left, LABEL) + 3, AXIS + STEPS / 2); }
     }
-    for (var lane = 0; lane < this.lanes; lane++) {
-      var info = this.data.lanes[lane], y = AXIS + STEPS + lane * LANE;
+    for (var lane = this.first; lane < this.first + this.shown; lane++) {
+      var info = this.data.lanes[lane], y = AXIS + STEPS + (lane - this.first) * LANE;
       context.fillStyle = "#333";
       context.fillText(info.name, 4, y + LANE / 2);
       if (info.kind === "gaps") this.drawLane(context, this.gaps, this.gapRanges[lane], lane, width, this.data.cause_colours);
@@ -257,8 +304,8 @@
   };
 
   Timeline.prototype.find = function (px, py) { // the op or gap under the pointer, or null
-    var width = this.canvas.clientWidth, lane = Math.floor((py - AXIS - STEPS) / LANE);
-    if (lane < 0 || lane >= this.lanes || px < LABEL) return null;
+    var width = this.plotWidth(), row = Math.floor((py - AXIS - STEPS) / LANE), lane = this.first + row;
+    if (row < 0 || row >= this.shown || px < LABEL || px > width) return null;
     var gaps = this.data.lanes[lane].kind === "gaps", table = gaps ? this.gaps : this.ops;
     var range = (gaps ? this.gapRanges : this.opRanges)[lane];
     var time = this.timeAt(px, width), slack = (this.view[1] - this.view[0]) / (width - LABEL); // one pixel
@@ -281,7 +328,11 @@
     var self = this, dragging = null;
     this.canvas.addEventListener("wheel", function (event) {
       event.preventDefault();
-      var width = self.canvas.clientWidth, at = self.timeAt(Math.max(event.offsetX, LABEL), width);
+      if (event.shiftKey && self.scroller) { // shift+wheel: through the lanes
+        self.scroller.scrollTop += (event.deltaY || event.deltaX) * self.scroller.scrollHeight / (self.lanes * LANE);
+        return;
+      }
+      var width = self.plotWidth(), at = self.timeAt(Math.max(event.offsetX, LABEL), width);
       var factor = event.deltaY > 0 ? 1.25 : 0.8, span = (self.view[1] - self.view[0]) * factor;
       var share = (at - self.view[0]) / (self.view[1] - self.view[0]);
       var start = Math.max(self.extent[0], at - span * share);
@@ -292,7 +343,7 @@
     window.addEventListener("mouseup", function () { dragging = null; });
     this.canvas.addEventListener("mousemove", function (event) {
       if (dragging) {
-        var width = self.canvas.clientWidth, span = dragging.view[1] - dragging.view[0];
+        var width = self.plotWidth(), span = dragging.view[1] - dragging.view[0];
         var shift = (dragging.x - event.clientX) * span / (width - LABEL);
         var start = Math.min(Math.max(self.extent[0], dragging.view[0] + shift), self.extent[1] - span);
         self.view = [start, start + span];
@@ -310,7 +361,7 @@
     this.canvas.addEventListener("dblclick", function () { self.zoomTo(self.extent[0], self.extent[1]); });
     this.canvas.addEventListener("click", function (event) {
       if (event.offsetY < AXIS || event.offsetY > AXIS + STEPS) return;
-      var time = self.timeAt(event.offsetX, self.canvas.clientWidth);
+      var time = self.timeAt(event.offsetX, self.plotWidth());
       for (var s = 0; s < self.steps.start.length; s++) {
         if (time >= self.steps.start[s] && time <= self.steps.start[s] + self.steps.duration[s]) {
           self.zoomTo(self.steps.start[s], self.steps.start[s] + self.steps.duration[s]);
@@ -319,6 +370,7 @@
       }
     });
     window.addEventListener("resize", function () { self.schedule(); });
+    if (this.scroller) this.scroller.addEventListener("scroll", function () { self.scrolled(); });
   };
 
   Array.prototype.forEach.call(document.querySelectorAll("script.tracekit-timeline"), function (node) {

@@ -1,0 +1,45 @@
+"""Pages in a real browser: Debian's Chromium driven by Playwright (tests skip when either is missing)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = os.environ.get("TRACEKIT_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed (pip install playwright)")
+    if CHROMIUM is None:
+        pytest.skip("no Chromium: as root on Debian, scripts/install-chromium.sh installs it")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield browser
+        browser.close()
+
+
+def open_page(browser, path: Path, wait_for: str | None = "() => window.tracekit && window.tracekit.ready === true"):
+    """The page at ``path``, every request that is not the file itself refused and counted, every console
+    error, uncaught exception and dialog (alert, confirm, prompt: dismissed) kept; ``wait_for``: a script
+    condition to wait for (report.html's own script has run)."""
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    seen = {"errors": [], "requests": [], "dialogs": []}
+    page.on("console", lambda message: seen["errors"].append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda error: seen["errors"].append(str(error)))
+    page.on("dialog", lambda dialog: (seen["dialogs"].append(dialog.message), dialog.dismiss()))
+
+    def route(request_route):
+        if request_route.request.url == path.as_uri():
+            return request_route.continue_()
+        seen["requests"].append(request_route.request.url)
+        return request_route.abort()
+
+    page.route("**/*", route)
+    page.goto(path.as_uri())
+    if wait_for:
+        page.wait_for_function(wait_for, timeout=10_000)
+    return page, seen
