@@ -42,8 +42,7 @@ def raising_interrupted() -> Iterator[None]:
     def interrupt(number, frame):
         raise Interrupted(_name(number))
 
-    wanted = [signal.SIGINT, *([signal.SIGTERM] if hasattr(signal, "SIGTERM") else [])]
-    previous = {number: signal.signal(number, interrupt) for number in wanted}
+    previous = {number: signal.signal(number, interrupt) for number in _wanted()}
     try:
         yield
     finally:
@@ -53,14 +52,28 @@ def raising_interrupted() -> Iterator[None]:
 
 @contextmanager
 def signals_held() -> Iterator[None]:
-    """Inside, SIGINT and SIGTERM wait (blocked for this thread); one that arrived is raised as the block
-    ends. For steps that must happen together: a folder moved aside, its replacement moved in. Where
-    signals cannot be blocked (not POSIX), nothing changes."""
-    if not hasattr(signal, "pthread_sigmask"):
+    """Inside, SIGINT and SIGTERM wait: one that arrives is noted and delivered again as the block ends,
+    to the handler that was in place. For steps that must happen together (a folder moved aside, its
+    replacement moved in). Handlers, not the signal mask: a signal the kernel gives to another thread
+    (reading threads, cache writers) still runs its Python handler in the main thread at once. Outside the
+    main thread, where Python runs no handler and none can be set, nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    arrived: list[int] = []
+
+    def note(number, frame):
+        arrived.append(number)
+
+    previous = {number: signal.signal(number, note) for number in _wanted()}
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)  # a held signal's handler runs here
+        for number, handler in previous.items():
+            signal.signal(number, signal.SIG_DFL if handler is None else handler)  # None: a handler set outside Python
+        if arrived:
+            signal.raise_signal(arrived[0])  # its handler runs here (Interrupted, under ``raising_interrupted``)
+
+
+def _wanted() -> list[int]:
+    return [signal.SIGINT, *([signal.SIGTERM] if hasattr(signal, "SIGTERM") else [])]

@@ -186,3 +186,17 @@ def test_replace_folder_keeps_the_previous_folder_when_writing_fails(tmp_path):
                    not_a_report, "a tracekit report's")  # fmt: skip
     assert contents(tmp_path) == {"rep": None, "rep/report.md": b"# tracekit report: after\n"}
     assert folder.stat().st_mode & 0o777 == 0o750  # the folder's mode is kept
+
+
+def test_a_signal_while_a_folder_is_swapped_waits_for_the_swap():
+    """The old folder moved aside, the new one not yet in place: a signal there would leave neither."""
+    from tracekit.signals import Interrupted, raising_interrupted, signals_held
+
+    steps = []
+    with pytest.raises(Interrupted, match="SIGTERM"), raising_interrupted():
+        with signals_held():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.05)  # a handler would have run by now
+            steps.append("swapped")
+        steps.append("not reached")
+    assert steps == ["swapped"]
