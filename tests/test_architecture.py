@@ -22,7 +22,7 @@ UTILITIES = {"errors", "files", "signals", "session"}
 # A part is a top-level module or package, or a sub-package named apart (analysis.many: the pool and
 # Dask workers open the files they are given); a module belongs to the longest part that names it.
 ALLOWED = {
-    "files": {"errors", "session"},
+    "files": {"errors", "session", "signals"},
     "signals": set(),
     "session": set(),
     "annotate": set(),  # imported by users' training scripts: the standard library only

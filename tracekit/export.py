@@ -12,7 +12,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tracekit.files import write_text, write_whole
+from tracekit.files import foreign_entries, replace_folder, write_text, write_whole
 from tracekit.model.result import Result
 from tracekit.model.trace import TABLES, Trace
 
@@ -20,6 +20,9 @@ if TYPE_CHECKING:
     from tracekit.model.memory import MemoryTrace
 
 ROWS_PER_SLICE = 1_000_000
+META = "meta.json"
+# What an export writes: a folder holding nothing else is a previous export, replaced whole.
+EXPORT_FILES = {f"{table}.parquet" for table in (*TABLES, "memory_events", "memory_allocations")} | {META}
 
 
 def write_parquet(frame: pd.DataFrame, path: Path) -> None:
@@ -42,20 +45,28 @@ def write_parquet(frame: pd.DataFrame, path: Path) -> None:
 
 
 def export_parquet(trace: Trace, folder: Path, snapshot: MemoryTrace | None = None) -> Result:
-    """Write gpu_ops, launches, ranges (+ memory events and allocations) and meta.json to ``folder``.
-    Returns what was written: File, Rows, Size (MiB)."""
-    folder.mkdir(parents=True, exist_ok=True)
+    """Write gpu_ops, launches, ranges (+ memory events and allocations) and meta.json to ``folder``, whole:
+    a previous export there is replaced at once, never mixed with this one (``files.replace_folder``); a
+    folder holding other files is refused. Returns what was written: File, Rows, Size (MiB)."""
     tables = {table: getattr(trace, table) for table in TABLES}
     if snapshot is not None:
         from tracekit.analysis.memory.replay import replay
 
         tables["memory_events"] = snapshot.events
         tables["memory_allocations"] = replay(snapshot).allocations
-    rows = []
-    for name, frame in tables.items():
-        path = folder / f"{name}.parquet"
-        write_parquet(frame, path)
-        rows.append((path.name, len(frame), path.stat().st_size / 2**20))
-    meta = write_text(folder / "meta.json", json.dumps(trace.meta.as_dict(), indent=2, default=str) + "\n")
-    rows.append((meta.name, 1, meta.stat().st_size / 2**20))
+
+    def write_into(staging: Path) -> list[tuple[str, int, float]]:
+        rows = []
+        for name, frame in tables.items():
+            path = staging / f"{name}.parquet"
+            write_parquet(frame, path)
+            rows.append((path.name, len(frame), path.stat().st_size / 2**20))
+        meta = write_text(staging / META, json.dumps(trace.meta.as_dict(), indent=2, default=str) + "\n")
+        return [*rows, (meta.name, 1, meta.stat().st_size / 2**20)]
+
+    rows = replace_folder(folder, write_into, _not_an_export, "an export's")
     return Result.of("written", pd.DataFrame(rows, columns=["File", "Rows", "Size (MiB)"]), f"Wrote {folder}")
+
+
+def _not_an_export(folder: Path) -> list[str]:
+    return foreign_entries(folder, lambda name: name in EXPORT_FILES)

@@ -1,9 +1,12 @@
-"""SIGINT and SIGTERM as an exception, so that long commands clean up before they exit.
+"""SIGINT and SIGTERM as an exception, so that every command cleans up before it exits.
 
-By default SIGTERM ends a Python process at once (no ``finally`` runs) and SIGINT raises
-KeyboardInterrupt wherever the main thread happens to be. Inside ``raising_interrupted`` both raise
-``Interrupted`` (its ``name``: "Ctrl-C" or "SIGTERM"), so a many-input run can stop its workers and a
-capture can stop the program's process tree, import what was recorded and release its run folder.
+By default SIGTERM ends a Python process at once (no ``finally`` runs: a file being written stays as
+a hidden ``.partial``) and SIGINT raises KeyboardInterrupt wherever the main thread happens to be.
+Inside ``raising_interrupted`` (the command line holds it around every command) both raise
+``Interrupted`` (its ``name``: "Ctrl-C" or "SIGTERM"), so files being written are removed and the
+previous output kept (``files.write_whole``, ``files.replace_folder``), a many-input run stops its
+workers, and a capture stops the program's process tree, imports what was recorded and releases its
+run folder. ``signals_held`` keeps both out of steps that must not be cut in two.
 """
 
 from __future__ import annotations
@@ -14,8 +17,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 
-class Interrupted(Exception):
-    """Ctrl-C (SIGINT) or SIGTERM arrived; ``name`` says which ("Ctrl-C", "SIGTERM")."""
+class Interrupted(BaseException):
+    """Ctrl-C (SIGINT) or SIGTERM arrived; ``name`` says which ("Ctrl-C", "SIGTERM"). A BaseException, as
+    KeyboardInterrupt is: code that turns any error into a fallback (``except Exception``: a damaged
+    cache read again from the export, a worker counted as failed) must not swallow a request to stop."""
 
     def __init__(self, name: str):
         super().__init__(name)
@@ -37,10 +42,38 @@ def raising_interrupted() -> Iterator[None]:
     def interrupt(number, frame):
         raise Interrupted(_name(number))
 
-    wanted = [signal.SIGINT, *([signal.SIGTERM] if hasattr(signal, "SIGTERM") else [])]
-    previous = {number: signal.signal(number, interrupt) for number in wanted}
+    previous = {number: signal.signal(number, interrupt) for number in _wanted()}
     try:
         yield
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
+
+
+@contextmanager
+def signals_held() -> Iterator[None]:
+    """Inside, SIGINT and SIGTERM wait: one that arrives is noted and delivered again as the block ends,
+    to the handler that was in place. For steps that must happen together (a folder moved aside, its
+    replacement moved in). Handlers, not the signal mask: a signal the kernel gives to another thread
+    (reading threads, cache writers) still runs its Python handler in the main thread at once. Outside the
+    main thread, where Python runs no handler and none can be set, nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    arrived: list[int] = []
+
+    def note(number, frame):
+        arrived.append(number)
+
+    previous = {number: signal.signal(number, note) for number in _wanted()}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, signal.SIG_DFL if handler is None else handler)  # None: a handler set outside Python
+        if arrived:
+            signal.raise_signal(arrived[0])  # its handler runs here (Interrupted, under ``raising_interrupted``)
+
+
+def _wanted() -> list[int]:
+    return [signal.SIGINT, *([signal.SIGTERM] if hasattr(signal, "SIGTERM") else [])]

@@ -92,6 +92,35 @@ def grouped_stats(codes: np.ndarray, values: np.ndarray) -> pd.DataFrame:
     )
 
 
+DESCRIBE = ("count", "mean", "std", "min", "25%", "50%", "75%", "max")
+
+
+def grouped_describe(codes: np.ndarray, values: np.ndarray, groups: int) -> pd.DataFrame:
+    """pandas' ``describe`` of ``values`` for each group code 0 .. ``groups`` - 1 (each present at least
+    once), all groups at once (``groupby().describe()`` runs Python per group: 0.7 ms a group, 70 s for
+    100k streams): count, mean, std (n - 1; NaN for one value), min, the quartiles (linear interpolation,
+    numpy's and pandas' default, numpy's way of interpolating), max. Columns ``DESCRIBE``, a row per code."""
+    order = np.lexsort((values, codes))
+    ordered = np.asarray(values)[order].astype(np.float64)
+    starts = np.searchsorted(np.asarray(codes)[order], np.arange(groups))
+    counts = np.diff(np.append(starts, len(ordered)))
+    means = np.add.reduceat(ordered, starts) / counts
+    deviations = ordered - np.repeat(means, counts)
+    squares = np.add.reduceat(deviations * deviations, starts)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        spread = np.where(counts > 1, np.sqrt(squares / (counts - 1)), np.nan)
+    columns = {"count": counts.astype(np.float64), "mean": means, "std": spread, "min": ordered[starts]}
+    for name, fraction in (("25%", 0.25), ("50%", 0.5), ("75%", 0.75)):
+        position = (counts - 1) * fraction  # numpy's "linear" method: a virtual index, then a lerp
+        below = np.floor(position).astype(np.int64)
+        weight = position - below
+        low, high = ordered[starts + below], ordered[starts + np.minimum(below + 1, counts - 1)]
+        difference = high - low
+        columns[name] = np.where(weight >= 0.5, high - difference * (1 - weight), low + difference * weight)
+    columns["max"] = ordered[starts + counts - 1]
+    return pd.DataFrame(columns)
+
+
 # Up to this many groups (kernel names, say), with at least ROWS_PER_GROUP rows each on average, rows are
 # grouped by a radix sort of 16-bit codes and each group's median found by selection: linear, and faster
 # than sorting every (group, value) pair (10M rows, 45 groups: 0.65 s against 0.85-1.2 s). With many small

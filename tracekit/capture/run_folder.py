@@ -7,12 +7,12 @@ own folder is ever replaced; files get the user's umask, not the one nsys gives 
 from __future__ import annotations
 
 import os
-import shutil
 import unicodedata
 import uuid
 from pathlib import Path
 
 from tracekit.errors import CaptureError
+from tracekit.files import foreign_entries, swap_folder
 from tracekit.runs import LATEST, RUN_FILES, Run
 
 
@@ -63,19 +63,16 @@ class NewRun(Run):
             return Run(self.folder)
         try:
             final = self.out / self.final_name
-            old = None
+            _user_modes(self.folder)
             if self.replace and (final.exists() or final.is_symlink()):
                 _replaceable(final)
-                old = self.out / f".{self.final_name}.old-{uuid.uuid4().hex[:8]}"
-                os.rename(final, old)
-            suffix = 2
-            while final.exists() or final.is_symlink():
-                final = self.out / f"{self.final_name}-{suffix}"
-                suffix += 1
-            _user_modes(self.folder)
-            os.rename(self.folder, final)
-            if old is not None:
-                shutil.rmtree(old)  # a real folder inside out, holding only run files (checked above)
+                swap_folder(self.folder, final)  # a real folder inside out, holding only run files (checked)
+            else:
+                suffix = 2
+                while final.exists() or final.is_symlink():
+                    final = self.out / f"{self.final_name}-{suffix}"
+                    suffix += 1
+                os.rename(self.folder, final)
         finally:
             self.lock.unlink(missing_ok=True)
         self.folder, self.published = final, True
@@ -176,10 +173,7 @@ def _replaceable(folder: Path) -> None:
         return
     if folder.is_symlink() or not folder.is_dir():
         raise CaptureError(f"{folder} exists and is not a run folder (a link or a file); choose another --name")
-    entries = list(folder.iterdir())
-    # a run file's name on a folder or a link is not a run file: deleting it could delete what it holds
-    foreign = sorted({path.name for path in entries if path.name not in RUN_FILES or path.is_symlink()
-                      or not path.is_file()})  # fmt: skip
+    foreign = foreign_entries(folder, lambda name: name in RUN_FILES)
     if foreign:
         shown = ", ".join(foreign[:3]) + (" ..." if len(foreign) > 3 else "")
         raise CaptureError(

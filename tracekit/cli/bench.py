@@ -20,6 +20,7 @@ from tracekit.cli.bench_options import (
     tf32_option,
 )
 from tracekit.cli.common import emit, output_options
+from tracekit.signals import Interrupted
 from workloads.config import ATTENTION_IMPLEMENTATIONS, ATTENTIONS, MODEL_NAMES, MODES, OPTIMIZERS
 from workloads.config import DTYPE_NAMES as DTYPES
 
@@ -119,9 +120,9 @@ def bench_models(
                 result = benchmark(configs, results_db, on_result=lambda result: bar.update(1), compact=compact)
         else:
             result = benchmark(configs, results_db, compact=compact)
-    except KeyboardInterrupt:
+    except Interrupted as interruption:  # Ctrl-C or SIGTERM (the command line raises both as Interrupted)
         saved = f"; {results_db.added} finished configurations are saved in {db}" if results_db is not None else ""
-        raise click.ClickException(f"interrupted{saved}") from None
+        raise click.ClickException(f"interrupted ({interruption.name}){saved}") from None
     finally:
         if results_db is not None:
             results_db.close()

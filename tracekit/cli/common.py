@@ -14,29 +14,34 @@ from tracekit.errors import TracekitError, UsageError
 from tracekit.model.options import OptionError
 from tracekit.render import FILE_FORMATS, FORMATS, SUFFIX_FORMATS, TIME_UNITS
 from tracekit.render.safe_text import printable
-from tracekit.signals import Interrupted
+from tracekit.signals import Interrupted, raising_interrupted
 
 if TYPE_CHECKING:
     from tracekit.model.result import Result
 
 
 class TracekitGroup(click.Group):
-    """Turns library errors and unreadable files into one-line messages instead of tracebacks."""
+    """Turns library errors and unreadable files into one-line messages instead of tracebacks, and
+    SIGTERM into what Ctrl-C does: every command cleans up (files being written removed, the previous
+    output kept) and exits with one line."""
 
     def invoke(self, ctx: click.Context):
         from tracekit.session import Session, Settings
 
         try:
             # One session per command: its inputs, reading threads and reads ahead end with it; tables are
-            # cached while the command goes on, all written before it returns.
-            with Session(Settings.from_environment(), write_behind=True, option_name=flag_name):
+            # cached while the command goes on, all written before it returns. SIGTERM would otherwise end
+            # the process at once, leaving a file or folder being written behind.
+            with raising_interrupted(), Session(Settings.from_environment(), write_behind=True,
+                                                option_name=flag_name):  # fmt: skip
                 return super().invoke(ctx)
         except OptionError as error:  # options that do not fit together: a usage error, as click's own
             raise click.UsageError(printable(str(error))) from None
         except TracekitError as error:  # messages quote names from the input: shown, never obeyed
             raise click.ClickException(printable(str(error))) from None
-        except Interrupted as interruption:  # Ctrl-C or SIGTERM while a command cleaned up after itself
-            raise click.ClickException(f"interrupted ({interruption.name})") from None
+        except Interrupted as interruption:  # Ctrl-C or SIGTERM: the command cleaned up after itself
+            raise click.ClickException(f"interrupted ({interruption.name}): nothing half-written is left, and "
+                                       "earlier output is as it was") from None  # fmt: skip
         except OSError as error:
             where = f": {error.filename}" if error.filename else ""
             raise click.ClickException(f"{error.strerror or error}{where}") from None

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import cast
@@ -26,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from tracekit.errors import UsageError
-from tracekit.files import check_target, write_whole
+from tracekit.files import check_target, write_together
 from tracekit.model.result import Result, column_unit
 from tracekit.render import FILE_FORMATS, FORMATS, TEXT_FORMATS
 from tracekit.render.markup import md_prose, md_text
@@ -305,16 +306,20 @@ def write(result: Result, fmt: str, output: str | Path, unit: str = "ns") -> lis
         raise UsageError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     paths = output_paths(result, fmt, output)
     for path in paths.values():
-        check_target(path)  # every file's folder before any file is written
+        check_target(path)  # every file's folder before any table is rendered
+    files = []
     for name, path in paths.items():
         part = Result([result.tables[result.names.index(name)]]) if name else result
-        if fmt in FILE_FORMATS:
-            frame = _parquet(in_unit(part.frame, unit))
-            write_whole(path, lambda temporary, frame=frame: frame.to_parquet(temporary, index=False))
-        else:
-            text = render_text(part, fmt, unit) + "\n"
-            write_whole(path, lambda temporary, text=text: temporary.write_text(text))
+        files.append((path, _writer(part, fmt, unit)))
+    write_together(files)  # a file per table: all new, or (interrupted) all as they were
     return list(paths.values())
+
+
+def _writer(part: Result, fmt: str, unit: str) -> Callable[[Path], object]:
+    """What writes ``part`` in ``fmt`` into a (temporary) file, rendered when it is called."""
+    if fmt in FILE_FORMATS:
+        return lambda temporary: _parquet(in_unit(part.frame, unit)).to_parquet(temporary, index=False)
+    return lambda temporary: temporary.write_text(render_text(part, fmt, unit) + "\n")
 
 
 def _parquet(frame: pd.DataFrame) -> pd.DataFrame:

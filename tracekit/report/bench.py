@@ -10,10 +10,10 @@ from pathlib import Path
 import pandas as pd
 
 from tracekit.errors import UsageError
-from tracekit.files import check_target, protect
+from tracekit.files import protect
 from tracekit.model.result import Chart
 from tracekit.render.markup import md_text
-from tracekit.report.document import Document
+from tracekit.report.document import BENCH_HEADING, Document, write_report_folder
 from workloads.config import (
     ATTENTION,
     BATCH,
@@ -71,8 +71,6 @@ def write_bench_report(db: str | Path, out: str | Path | None = None, reports: s
     if missing:
         raise UsageError(f"{path}: the runs table lacks {', '.join(missing)}: not a `tracekit bench --db` database")
     folder = Path(out) if out else Path(reports) / "bench"
-    folder.mkdir(parents=True, exist_ok=True)
-    check_target(folder / "report.md")  # before any picture is drawn: an input is never overwritten
     ok = rows[rows[STATUS.key] == "ok"].copy()
     # Older databases lack the newer settings: a missing column is one value for every row.
     configuration = [field.key for field in [*CONFIGURATION, *SETTINGS] if field.key in ok.columns]
@@ -87,22 +85,28 @@ def write_bench_report(db: str | Path, out: str | Path | None = None, reports: s
     ).reset_index()
     pivot = pivot.rename(columns={field.key: field.label for field in index})
     pivot.columns = [str(column) for column in pivot.columns]
-    document = Document(folder)
-    document.text(
-        f"# Benchmarks: {md_text(path.name)}",
-        f"{len(rows)} rows ({len(rows) - len(ok)} not ok: out of memory or error), latest run per configuration. "
-        "Step time in ms, mean ± std over the measured steps.",
-    )
-    document.table(pivot)
-    scaling = latest.rename(columns={field.key: field.label for field in (MODEL, CTX, STEP_MEAN, STEP_STD)})
-    document.picture(
-        Chart("bench_scaling", "Step time against context length", {"table": scaling}),
-        "step_vs_context",
-        "step time against context length",
-    )
-    failed = rows.loc[rows[STATUS.key] != "ok"]
-    if not failed.empty:
-        columns = [field.key for field in (MODEL, CTX, BATCH, MODE, DTYPE, STATUS, ERROR) if field.key in rows]
-        document.text("Configurations that did not run:")
-        document.table(failed.loc[:, columns])
-    return document.write(folder / "report.md")
+
+    def write_into(staging: Path) -> None:
+        document = Document(staging)
+        document.text(
+            f"{BENCH_HEADING} {md_text(path.name)}",
+            f"{len(rows)} rows ({len(rows) - len(ok)} not ok: out of memory or error), latest run per configuration. "
+            "Step time in ms, mean ± std over the measured steps.",
+        )
+        document.table(pivot)
+        scaling = latest.rename(columns={field.key: field.label for field in (MODEL, CTX, STEP_MEAN, STEP_STD)})
+        document.picture(
+            Chart("bench_scaling", "Step time against context length", {"table": scaling}),
+            "step_vs_context",
+            "step time against context length",
+        )
+        failed = rows.loc[rows[STATUS.key] != "ok"]
+        if not failed.empty:
+            columns = [field.key for field in (MODEL, CTX, BATCH, MODE, DTYPE, STATUS, ERROR) if field.key in rows]
+            document.text("Configurations that did not run:")
+            document.table(failed.loc[:, columns])
+        document.write(staging / "report.md")
+
+    # refused before the picture is drawn when the folder holds anything but a previous report (or an input)
+    write_report_folder(folder, write_into)
+    return folder / "report.md"

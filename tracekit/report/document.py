@@ -1,24 +1,52 @@
 """The Markdown of a report being written: text, tables rendered by the one renderer (each followed
 by the tracekit command that reproduces it), and charts saved as PNG files beside report.md. The same
-blocks make report.html (``render.html``): nothing is computed twice.
+blocks make report.html (``render.html``): nothing is computed twice. A report folder is written whole
+(``write_report_folder``): a previous report is replaced, never mixed with the new one.
 
 Text is Markdown written by the report; what it quotes from the inputs (names, paths, notes, errors)
 goes through ``render.markup`` (``md_text``, ``md_code``, ``md_prose``), so no name is ever markup."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pandas as pd
 
-from tracekit.files import write_text
+from tracekit.files import foreign_entries, replace_folder, write_text
 from tracekit.model.result import Chart
 from tracekit.render import plots
 from tracekit.render.markup import md_code, md_prose
 from tracekit.render.safe_text import printable
 from tracekit.render.tables import in_unit, table_text
+
+T = TypeVar("T")
+# The first words of report.md, one per kind of report: how a folder is known as a previous report.
+TRACES_HEADING, BENCH_HEADING = "# tracekit report:", "# Benchmarks:"
+REPORT_PAGES = ("report.md", "report.html")
+
+
+def write_report_folder(folder: str | Path, write_into: Callable[[Path], T]) -> T:
+    """``write_into(staging)`` writes a report into a hidden sibling of ``folder``, which then replaces
+    ``folder`` whole (``files.replace_folder``). ``folder`` must be absent, empty or a previous report."""
+    return replace_folder(folder, write_into, not_a_report, "a tracekit report's")
+
+
+def not_a_report(folder: Path) -> list[str]:
+    """The names in ``folder`` that a tracekit report did not write: anything but report.md, report.html
+    and pictures (.png), and, unless the folder is empty, a report.md that does not start with one of
+    tracekit's headings (a folder of someone's pictures is not a report)."""
+    foreign = foreign_entries(folder, lambda name: name in REPORT_PAGES or name.endswith(".png"))
+    if foreign or not any(folder.iterdir()):
+        return foreign
+    try:
+        with open(folder / "report.md", encoding="utf-8", errors="replace") as markdown:
+            first = markdown.readline()
+    except FileNotFoundError:
+        return sorted(entry.name for entry in folder.iterdir())  # pictures without a report
+    return [] if first.startswith((TRACES_HEADING, BENCH_HEADING)) else ["report.md"]
 
 
 class Document:

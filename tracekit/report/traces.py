@@ -39,13 +39,12 @@ from tracekit.analysis.waits.busy import ANY, known_devices
 from tracekit.commands import run_command
 from tracekit.commands.command_line import command_line
 from tracekit.errors import NoGpuDataError, TracekitError, UsageError
-from tracekit.files import check_target
 from tracekit.model.result import Chart
 from tracekit.model.schema import GPU_OPS
 from tracekit.model.trace import Trace
 from tracekit.render.markup import md_code, md_prose, md_text
 from tracekit.render.tables import in_unit
-from tracekit.report.document import Document
+from tracekit.report.document import TRACES_HEADING, Document, write_report_folder
 from tracekit.report.why import why_section
 from tracekit.runs import Run
 from tracekit.sources import open_trace, run_snapshot
@@ -76,26 +75,30 @@ def write_report(
     paths = [Path(path) for path in inputs]
     traces = [open_trace(path, nsys) for path in paths]  # every input recognised before anything is written
     folder = Path(out) if out else Path(reports) / report_name(paths)
-    folder.mkdir(parents=True, exist_ok=True)
-    check_target(folder / "report.md")  # before any picture is drawn: an input is never overwritten
-    document = Document(folder)
-    document.text(f"# tracekit report: {md_text(report_name(paths))}")
-    document.text(f"Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC by tracekit {__version__}.")
-    labels = labels_for(len(paths)) if len(paths) > 1 else [""]
-    for label, name, path, trace in zip(labels, run_labels(paths), paths, traces):
-        section = Document(folder, f"{label.lower()}-" if label else "")
-        _input_section(section, path, trace, f"{label} ({name}): {path}" if label else str(path), choice)
-        document.extend(section)
-    if len(traces) > 1:
-        _comparison(document, paths, traces, choice)
-    written = document.write(folder / "report.md")
-    if html:
-        from tracekit.report.timeline_data import timeline_data
 
-        timelines = [timeline_data(trace, f"{label} ({name}): {path}" if label else str(path), _readable_snapshot(path))
-                     for label, name, path, trace in zip(labels, run_labels(paths), paths, traces)]  # fmt: skip
-        document.write_html(folder / "report.html", f"tracekit report: {report_name(paths)}", timelines)
-    return written
+    def write_into(staging: Path) -> None:
+        document = Document(staging)
+        document.text(f"{TRACES_HEADING} {md_text(report_name(paths))}")
+        document.text(f"Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC by tracekit {__version__}.")
+        labels = labels_for(len(paths)) if len(paths) > 1 else [""]
+        for label, name, path, trace in zip(labels, run_labels(paths), paths, traces):
+            section = Document(staging, f"{label.lower()}-" if label else "")
+            _input_section(section, path, trace, f"{label} ({name}): {path}" if label else str(path), choice)
+            document.extend(section)
+        if len(traces) > 1:
+            _comparison(document, paths, traces, choice)
+        document.write(staging / "report.md")
+        if html:
+            from tracekit.report.timeline_data import timeline_data
+
+            timelines = [timeline_data(trace, f"{label} ({name}): {path}" if label else str(path),
+                                       _readable_snapshot(path))
+                         for label, name, path, trace in zip(labels, run_labels(paths), paths, traces)]  # fmt: skip
+            document.write_html(staging / "report.html", f"tracekit report: {report_name(paths)}", timelines)
+
+    # refused before any picture is drawn when the folder holds anything but a previous report (or an input)
+    write_report_folder(folder, write_into)
+    return folder / "report.md"
 
 
 @dataclass(frozen=True)

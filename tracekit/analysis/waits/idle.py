@@ -39,7 +39,8 @@ from tracekit.analysis.kernels.summary import kernel_mask
 from tracekit.analysis.kernels.types import launched_before_last_step
 from tracekit.analysis.options import IdleOptions
 from tracekit.analysis.ranges.attribution import merge_sorted, op_launches
-from tracekit.analysis.waits.busy import known_devices
+from tracekit.analysis.stats import grouped_describe
+from tracekit.analysis.waits.keyed_times import KeyedTimes
 from tracekit.analysis.waits.launches import api_name
 from tracekit.analysis.waits.syncs import BLOCKING
 from tracekit.model.result import Result, Table
@@ -109,82 +110,82 @@ def _idle_gaps(trace: Trace, per_stream: bool, overhead_max_ns: int, window: np.
     ops = trace.columns("gpu_ops", GAP_COLUMNS)
     launches = op_launches(trace)
     start, end, devices = ops["start"].to_numpy(), ops["end"].to_numpy(), ops["device"].to_numpy()
-    streams = ops["stream"].to_numpy() if per_stream else np.zeros(len(ops), dtype=np.int64)
+    streams = ops["stream"].to_numpy().astype(np.int64) if per_stream else np.zeros(len(ops), dtype=np.int64)
     owners = _stream_owners(ops, devices, streams) if per_stream else np.zeros(len(ops), dtype=np.int64)
     sync_start, sync_end, sync_pid = _calls_matching(trace, BLOCKING)
     wait_start, _, wait_pid = _calls_matching(trace, STREAM_WAIT)
-    groups: list[tuple[int, int, int]] = []  # (device, owner, stream) of each frame
-    frames: list[dict[str, np.ndarray]] = []
-    kept = np.ones(len(ops), dtype=bool) if window is None else window
-    shared = False  # a device whose streams come from several processes: the table names the process
-    for device in known_devices(devices[kept]):  # an op on an unknown device (-1) has no gaps of its own
-        on_device = (devices == device) & kept
-        shared = shared or bool(owners[on_device].any())
-        for stream, owner in _groups(streams[on_device], owners[on_device], per_stream):
-            mine = np.flatnonzero(on_device & (streams == stream) & (owners == owner))
-            # one sort serves the busy intervals, the op that ends each gap and the op before it
-            order = mine[np.lexsort((end[mine], start[mine]))]  # by start, then end
-            sorted_start, sorted_end = start[order], end[order]
-            first, low, high = merge_sorted(sorted_start, sorted_end)
-            if len(low) < 2:
-                continue
-            gap_start, gap_end = high[:-1], low[1:]
-            # the op that ends each gap: the first of the group's ops to start at the next interval's start
-            next_op = order[first[1:]]
-            found = launches.found[next_op]
-            launch_start = launches.start[next_op]
-            pid = np.where(found, launches.pid[next_op], ops["pid"].to_numpy()[next_op])
-            previous_launch = np.where(found, _previous_launch(launches, order, sorted_start, gap_start), NO_LAUNCH)
-            late = found & (launch_start > gap_start)
-            queued = found & ~late
-            long_wait = queued & (gap_end - gap_start >= overhead_max_ns)
-            # a stream wait between the two launches; a previous op with no launching call bounds nothing
-            waited = (previous_launch != NO_LAUNCH) & _any_between(wait_start, wait_pid, pid, previous_launch,
-                                                                   launch_start)  # fmt: skip
-            synced = _running_at(sync_start, sync_end, sync_pid, pid, gap_start)
-            cause = np.select(
-                [late & synced, late, queued & ~long_wait, long_wait & waited, long_wait],
-                [CAUSES.index(name) for name in CAUSES[:5]],
-                default=CAUSES.index("other"),
-            )
-            previous_op = order[_interval_enders(sorted_end, first, high)[:-1]]
-            groups.append((int(device), owner, stream))
-            frames.append({"Start (ns)": gap_start, "Idle (ns)": gap_end - gap_start, "Cause": cause.astype(np.int8),
-                           "Previous Op": previous_op, "Next Op": next_op})  # fmt: skip
-    if not frames:
-        columns = ["GPU", "Stream"] if per_stream else ["GPU"]
-        names = [*columns, "Start (ns)", "Idle (ns)", "Cause", "Previous Op", "Next Op"]
-        return pd.DataFrame({name: [] for name in names})
-    return _gap_frame(groups, frames, per_stream, shared)
+    kept = devices >= 0  # an op on an unknown device (-1) has no gaps of its own
+    if window is not None:
+        kept &= window
+    rows = np.flatnonzero(kept)
+    if not len(rows):
+        return _no_gaps(per_stream)
+    # Every group's (device, stream, process) busy intervals at once (a loop over groups ran Python per
+    # stream: 100k streams took 45 s): times keyed by group, so that groups sort apart and never merge.
+    group = _group_codes(devices[rows], streams[rows], owners[rows])
+    keyed = KeyedTimes(int(group.max()) + 1, [start[rows], end[rows]])
+    key_start, key_end = keyed.key(group, start[rows]), keyed.key(group, end[rows])
+    # one sort serves the busy intervals, the op that ends each gap and the op before it
+    by_time = np.lexsort((key_end, key_start))  # by group, then start, then end
+    order, group = rows[by_time], group[by_time]
+    sorted_start, sorted_end = key_start[by_time], key_end[by_time]
+    first, low, high = merge_sorted(sorted_start, sorted_end)
+    between = np.flatnonzero(group[first[1:]] == group[first[:-1]])  # interval k and k + 1 of one group
+    if not len(between):
+        return _no_gaps(per_stream)
+    gap_start, gap_end = keyed.split(high[between])[1], keyed.split(low[between + 1])[1]
+    # the op that ends each gap: the first of the group's ops to start at the next interval's start
+    next_op = order[first[between + 1]]
+    found = launches.found[next_op]
+    launch_start = launches.start[next_op]
+    pid = np.where(found, launches.pid[next_op], ops["pid"].to_numpy()[next_op])
+    previous_launch = np.where(found, _previous_launch(launches, order, sorted_start, group, first, high, between),
+                               NO_LAUNCH)  # fmt: skip
+    late = found & (launch_start > gap_start)
+    queued = found & ~late
+    long_wait = queued & (gap_end - gap_start >= overhead_max_ns)
+    # a stream wait between the two launches; a previous op with no launching call bounds nothing
+    waited = (previous_launch != NO_LAUNCH) & _any_between(wait_start, wait_pid, pid, previous_launch,
+                                                           launch_start)  # fmt: skip
+    synced = _running_at(sync_start, sync_end, sync_pid, pid, gap_start)
+    cause = np.select(
+        [late & synced, late, queued & ~long_wait, long_wait & waited, long_wait],
+        [CAUSES.index(name) for name in CAUSES[:5]],
+        default=CAUSES.index("other"),
+    )
+    previous_op = order[_interval_enders(sorted_end, first, high)[between]]
+    at = order[first[between]]  # an op of the gap's group
+    columns = {"Start (ns)": gap_start, "Idle (ns)": gap_end - gap_start, "Cause": cause.astype(np.int8),
+               "Previous Op": previous_op, "Next Op": next_op}  # fmt: skip
+    # a device whose streams come from several processes: the table names the process
+    shared = bool(owners[rows].any())
+    return _gap_frame(devices[at], owners[at], streams[at], columns, per_stream, shared)
 
 
-def _gap_frame(groups: list[tuple[int, int, int]], frames: list[dict[str, np.ndarray]], per_stream: bool,
-               shared: bool) -> pd.DataFrame:  # fmt: skip
-    """The gaps of every (device, owner, stream) group as one frame. Built from whole columns, the group's
-    keys repeated as small codes: a million gaps are tens of MB, and fresh memory costs (a frame per group
-    concatenated copied them twice)."""
-    counts = np.array([len(frame["Start (ns)"]) for frame in frames])
-    columns = {name: frames[0][name] if len(frames) == 1 else np.concatenate([frame[name] for frame in frames])
-               for name in frames[0]}  # fmt: skip
-    devices = sorted({device for device, _, _ in groups})
-    device_codes = np.repeat(np.array([devices.index(device) for device, _, _ in groups], dtype=np.int16), counts)
+def _no_gaps(per_stream: bool) -> pd.DataFrame:
+    columns = ["GPU", "Stream"] if per_stream else ["GPU"]
+    return pd.DataFrame({name: [] for name in [*columns, "Start (ns)", "Idle (ns)", "Cause", "Previous Op", "Next Op"]})
+
+
+def _group_codes(device: np.ndarray, stream: np.ndarray, owner: np.ndarray) -> np.ndarray:
+    """Per op, its group's code: 0, 1, ... in (device, stream, process) order (hashed: a million ops, few groups)."""
+    keys = pd.DataFrame({"device": device, "stream": stream, "owner": owner})
+    return keys.groupby(["device", "stream", "owner"], sort=True).ngroup().to_numpy(np.int64)
+
+
+def _gap_frame(device: np.ndarray, owner: np.ndarray, stream: np.ndarray, columns: dict[str, np.ndarray],
+               per_stream: bool, shared: bool) -> pd.DataFrame:  # fmt: skip
+    """The gaps as one frame, each with its group's keys (``device``, ``owner``, ``stream``). Built from whole
+    columns, the GPUs as small codes: a million gaps are tens of MB."""
+    devices, codes = np.unique(device, return_inverse=True)
     # categorical: a million gaps on a few GPUs, of a few causes (strings would be a million objects)
-    frame = {"GPU": pd.Categorical.from_codes(device_codes, categories=[f"cuda:{device}" for device in devices])}
+    frame = {"GPU": pd.Categorical.from_codes(codes.astype(np.int16), categories=[f"cuda:{d}" for d in devices])}
     if per_stream:
         if shared:
-            frame["PID"] = np.repeat(np.array([owner for _, owner, _ in groups], dtype=np.int64), counts)
-        frame["Stream"] = np.repeat(np.array([stream for _, _, stream in groups], dtype=np.int64), counts)
+            frame["PID"] = owner
+        frame["Stream"] = stream
     columns["Cause"] = pd.Categorical.from_codes(columns["Cause"], categories=list(CAUSES))
     return pd.DataFrame({**frame, **columns})
-
-
-def _groups(streams: np.ndarray, owners: np.ndarray, per_stream: bool) -> list[list[int]]:
-    """The (stream, owner) pairs a device's gaps are found in, sorted: one, (0, 0), unless per stream.
-    Hashing the pairs, not sorting them (``np.unique(axis=0)`` sorted a million rows to find one pair)."""
-    if not per_stream:
-        return [[0, 0]]
-    pairs = pd.DataFrame({"stream": streams, "owner": owners}).drop_duplicates()
-    return pairs.sort_values(["stream", "owner"]).to_numpy().tolist()
 
 
 def _stream_owners(ops: pd.DataFrame, devices: np.ndarray, streams: np.ndarray) -> np.ndarray:
@@ -213,12 +214,19 @@ def _interval_enders(end: np.ndarray, first: np.ndarray, high: np.ndarray) -> np
     return np.maximum.reduceat(ending, first)
 
 
-def _previous_launch(launches, order: np.ndarray, sorted_start: np.ndarray, gap_start: np.ndarray) -> np.ndarray:
-    """Per gap: the launch start of the last op (in start order: ``order``, their starts ``sorted_start``)
-    that started before the gap began; ``NO_LAUNCH`` when there is none or it has no launching call."""
-    before = np.searchsorted(sorted_start, gap_start, side="left") - 1
+def _previous_launch(launches, order: np.ndarray, sorted_start: np.ndarray, group: np.ndarray, first: np.ndarray,
+                     high: np.ndarray, between: np.ndarray) -> np.ndarray:  # fmt: skip
+    """Per gap (after busy interval ``between``): the launch start of the group's last op (in start order:
+    ``order``, their starts ``sorted_start``, their groups ``group``) that started before the gap began;
+    ``NO_LAUNCH`` when there is none or it has no launching call. The ops of later intervals start after
+    the gap; those of the interval before it start at or before its end, the ones at its very end last:
+    so the op is the interval's last one less those that start exactly at its end."""
+    lengths = np.diff(np.append(first, len(sorted_start)))
+    at_end = np.add.reduceat((sorted_start == np.repeat(high, lengths)).astype(np.int64), first)
+    before = first[between + 1] - 1 - at_end[between]
     op = order[np.maximum(before, 0)]
-    return np.where((before >= 0) & launches.found[op], launches.start[op], NO_LAUNCH)
+    same_group = (before >= 0) & (group[np.maximum(before, 0)] == group[first[between]])
+    return np.where(same_group & launches.found[op], launches.start[op], NO_LAUNCH)
 
 
 def _any_between(times: np.ndarray, pids: np.ndarray, pid: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
@@ -249,13 +257,6 @@ def _running_at(call_start, call_end, call_pid, pid, time) -> np.ndarray:
 
 INTERVAL_STATISTICS = (("Mean", "mean"), ("StdDev", "std"), ("Min", "min"), ("25%", "25%"), ("Median", "50%"),
                        ("75%", "75%"), ("Max", "max"))  # fmt: skip
-
-
-def _describe(values: np.ndarray) -> list[float]:
-    """pandas' describe of ``values``: mean, std (n-1; NaN for one), min, quartiles (linear), max."""
-    quartiles = np.percentile(values, [25, 50, 75])
-    spread = float(np.std(values, ddof=1)) if len(values) > 1 else float("nan")
-    return [float(values.mean()), spread, float(values.min()), *map(float, quartiles), float(values.max())]
 
 
 def _largest(values: np.ndarray, top: int) -> np.ndarray:
@@ -293,14 +294,11 @@ def _interval_statistics(gaps: pd.DataFrame, keys: list[str], rank: dict[str, in
     if gaps.empty:
         return pd.DataFrame(columns=columns)
     intervals = groups.keys.copy()
-    # per group with numpy (groups are few, gaps a million): pandas' describe applies Python per group
-    order = np.argsort(groups.codes, kind="stable")
-    values = gaps["Idle (ns)"].to_numpy()[order].astype(np.float64)
-    bounds = np.searchsorted(groups.codes[order], np.arange(len(intervals) + 1))
-    figures = np.array([_describe(values[low:high]) for low, high in zip(bounds[:-1], bounds[1:])])
-    intervals["Gaps"] = np.diff(bounds).astype(np.int64)
-    for index, (label, _) in enumerate(INTERVAL_STATISTICS):
-        intervals[f"{label} (ns)"] = figures[:, index]
+    # every group at once (pandas' describe, and a numpy call per group, ran Python per stream)
+    figures = grouped_describe(groups.codes, gaps["Idle (ns)"].to_numpy(), len(intervals))
+    intervals["Gaps"] = figures["count"].to_numpy().astype(np.int64)
+    for label, column in INTERVAL_STATISTICS:
+        intervals[f"{label} (ns)"] = figures[column].to_numpy()
     return intervals.sort_values([*keys, "Cause"], key=lambda column: column.map(rank) if column.name == "Cause"
                                  else column, kind="stable", ignore_index=True)  # fmt: skip
 

@@ -27,6 +27,7 @@ from tracekit.analysis.critical_path.events import API_VERSION, QUEUED_CALLS, ht
 from tracekit.analysis.kernels.types import launched_before_last_step
 from tracekit.analysis.options import QueuesOptions
 from tracekit.analysis.ranges.attribution import op_launches
+from tracekit.analysis.stats import DESCRIBE, grouped_describe
 from tracekit.errors import NoGpuDataError
 from tracekit.model.result import Chart, Result, Table
 from tracekit.model.trace import Trace
@@ -84,22 +85,26 @@ def queue_table(trace: Trace, options: QueuesOptions | None = None) -> Result:
     held = np.zeros(len(series), dtype=np.int64)  # each value lasts until the stream's next change
     same = key[1:] == key[:-1]
     held[:-1] = np.where(same, time[1:] - time[:-1], 0)
-    groups = series.assign(held=held, weighted=held * length, full=np.where(length >= options.max_queue, held, 0))
-    grouped = groups.groupby(["device", "stream"], sort=True)
-    stats = pd.DataFrame(grouped["length"].describe())
-    sums = pd.DataFrame(grouped[["held", "weighted", "full"]].sum())
+    # the series runs stream by stream, in (device, stream) order: a stream is a run of one key, and every
+    # figure is computed for all streams at once (per stream in Python: 0.7 ms each, 96 s for 100k streams)
+    starts = np.flatnonzero(np.concatenate(([True], ~same)))
+    stream_of = np.cumsum(np.concatenate(([False], ~same)))
+    stats = grouped_describe(stream_of, length, len(starts))
+    weighted, full = held * length, np.where(length >= options.max_queue, held, 0)
+    sums = {name: np.add.reduceat(values, starts) for name, values in (("held", held), ("weighted", weighted),
+                                                                      ("full", full))}  # fmt: skip
     duration = _trace_duration(trace, options.as_hta)
+    devices, device = np.unique(series["device"].to_numpy()[starts], return_inverse=True)
     table = pd.DataFrame({
-        "GPU": [f"cuda:{device}" for device in stats.index.get_level_values(0)],
-        "Stream": np.asarray(stats.index.get_level_values(1)),
+        "GPU": np.array([f"cuda:{index}" for index in devices], dtype=object)[device],
+        "Stream": series["stream"].to_numpy()[starts],
         "Launches": (stats["count"].to_numpy() // 2).astype(np.int64),
         "Changes": stats["count"].to_numpy().astype(np.int64),
-        **{name: stats[column].to_numpy() for name, column in zip(STATISTICS, ("mean", "std", "min", "25%", "50%",
-                                                                              "75%", "max"), strict=True)},
-        "Time-Weighted Mean": np.divide(sums["weighted"].to_numpy(), sums["held"].to_numpy(),
-                                        out=np.zeros(len(sums)), where=sums["held"].to_numpy() > 0),
-        "At Max Queue (ns)": sums["full"].to_numpy().astype(np.int64),
-        "Of Trace (%)": 100.0 * sums["full"].to_numpy() / duration if duration > 0 else 0.0,
+        **{name: stats[column].to_numpy() for name, column in zip(STATISTICS, DESCRIBE[1:], strict=True)},
+        "Time-Weighted Mean": np.divide(sums["weighted"], sums["held"], out=np.zeros(len(starts)),
+                                        where=sums["held"] > 0),
+        "At Max Queue (ns)": sums["full"].astype(np.int64),
+        "Of Trace (%)": 100.0 * sums["full"] / duration if duration > 0 else 0.0,
     })  # fmt: skip
     tables = [Table("queues", table, f"Launch queue per stream: {trace.name}")]
     if options.series:
