@@ -5,13 +5,12 @@ Playwright) on two real traces: one nsys export of two GPUs, one torch.profiler 
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers.browser import open_page
 from helpers.nsys_builder import ExportBuilder
 from helpers.paths import SHARED
 
@@ -69,42 +68,10 @@ def test_cells_keep_their_raw_values_for_sorting(tmp_path):
 
 # -- in a browser ---------------------------------------------------------------------------------------
 
-CHROMIUM = os.environ.get("TRACEKIT_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
 REAL = {
     "nsys-2gpu": SHARED / "traces" / "h100_videogen_2gpu_b_nsys2026.2.sqlite",
     "torch-profiler": SHARED / "kineto" / "a100_ddp_rank0of2_nccl.json.gz",
 }
-
-
-@pytest.fixture(scope="module")
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed (pip install playwright)")
-    if CHROMIUM is None:
-        pytest.skip("no Chromium: as root on Debian, scripts/install-chromium.sh installs it")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield browser
-        browser.close()
-
-
-def open_page(browser, path: Path):
-    """The page at ``path``, every request that is not the file itself refused and counted, every console
-    error and uncaught exception kept."""
-    page = browser.new_page(viewport={"width": 1400, "height": 900})
-    seen = {"errors": [], "requests": []}
-    page.on("console", lambda message: seen["errors"].append(message.text) if message.type == "error" else None)
-    page.on("pageerror", lambda error: seen["errors"].append(str(error)))
-
-    def route(request_route):
-        if request_route.request.url == path.as_uri():
-            return request_route.continue_()
-        seen["requests"].append(request_route.request.url)
-        return request_route.abort()
-
-    page.route("**/*", route)
-    page.goto(path.as_uri())
-    page.wait_for_function("() => window.tracekit && window.tracekit.ready === true", timeout=10_000)
-    return page, seen
 
 
 @pytest.mark.shared
