@@ -123,9 +123,12 @@ def timeline_html(index: int, data: dict) -> str:
     # "</" in a name would end the script element early: JSON allows "<\/" for it
     payload = json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
     legend = "".join(
-        f'<span><i style="background:{colour}"></i>{escape(name)}</span>'
-        for name, colour in zip(data["categories"], data["colours"])
-    )
+        f"<b>{group}</b> " + "".join(f'<span><i style="background:{colour}"></i>{escape(name)}</span>'
+                                     for name, colour in zip(names, colours))
+        for group, names, colours in (("phases", data["phases"], data["phase_colours"]),
+                                      ("kernels", data["categories"], data["colours"]))
+        if names
+    )  # fmt: skip
     note = f'<p class="note">note: {escape(data["memory_note"])}</p>' if data.get("memory_note") else ""
     return (f"<h2>Timeline: {escape(data['title'])}</h2>"
             f'<p class="legend">{legend}</p><div class="timeline" id="timeline-{index}"></div>{note}'
