@@ -132,7 +132,7 @@ def tutorial() -> str:
         raise SystemExit(f"the tutorial runs on the real files in {shared}, which is absent: put them there")
     cells = _cells(TUTORIAL.read_text())
     namespace: dict = {"__name__": "__tutorial__", "__file__": str(TUTORIAL)}
-    out = []
+    out = ["---\nhide:\n  - toc\n---"]  # the page's width for the cells' tables, not a table of contents
     started = time.perf_counter()
     cwd = os.getcwd()
     try:
@@ -171,7 +171,9 @@ def _cells(text: str) -> list[tuple[str, str]]:
 def _run_cell(source: str, namespace: dict) -> tuple[str, object]:
     """Run one cell; what it printed and the value of its last line when that is an expression."""
     tree = ast.parse(source)
-    last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+    last = tree.body[-1] if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+    if last is not None:
+        tree.body.pop()
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         exec(compile(tree, str(TUTORIAL), "exec"), namespace)
@@ -184,8 +186,11 @@ def _display(value: object) -> str:
     if html is not None and not hasattr(value, "to_html"):
         return html()
     to_html = getattr(value, "to_html", None)
-    if to_html is not None:  # a DataFrame: its first rows, as a notebook shows them
-        return to_html(max_rows=12, border=0)
+    if to_html is not None:  # a DataFrame: its first rows and long texts cut, as a notebook shows them
+        import pandas as pd
+
+        with pd.option_context("display.max_colwidth", 60):
+            return to_html(max_rows=12, border=0)
     return f"<pre>{escape(repr(value))}</pre>"
 
 

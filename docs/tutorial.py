@@ -2,8 +2,9 @@
 # # Tutorial: a training step in a notebook
 #
 # This page is `docs/tutorial.py`, run cell by cell on real traces each time the docs are built
-# (`make docs`), so every output below is what tracekit prints today. Run it yourself with
-# `python docs/tutorial.py`, or paste the cells into Jupyter: a `Result` shows itself as HTML there.
+# (`make docs`), so every output below is what tracekit shows today. Its `# %%` cells open as a
+# notebook (Jupyter with Jupytext, VS Code) from the project's folder, with `.venv` as the kernel: a
+# `Result` shows itself there as the formatted tables below, while its DataFrames keep the raw values.
 #
 # The files are the real ones in `../shared` beside the project: an nsys export of one training
 # step of a small language model on an A100, two H100 exports of a video model, and a CUDA memory
@@ -27,23 +28,27 @@ step = shared / "traces" / "a100_small_lm_trainstep_nsys2026.3.sqlite"
 
 # %%
 trace = tracekit.open_trace(step)
-trace.gpu_ops[["kind", "device", "stream", "start", "end", "name"]].head(3)
+trace.gpu_ops[["kind", "device", "stream", "start", "duration", "name"]].head(3)
 
 # %% [markdown]
 # ## Which kernels take the time
 #
 # Every analysis is one function with the command's name and its options as keywords. It returns a
 # `Result`: named pandas DataFrames with raw values (no rounding), the units of their columns,
-# and notes. The kernel summary is nsys's own (`nsys stats --report cuda_gpu_kern_sum`).
+# and notes. The kernel summary is nsys's own: `nsys stats --report gpukernsum` in nsys 2022.4,
+# `cuda_gpu_kern_sum` from 2023.1.
 
 # %%
 kernels = tracekit.kernels(trace, top=5, name="short")
 kernels
 
+# %% [markdown]
+# Shown, a Result rounds for people; its tables hold the raw values, to compute with. Here the top
+# five kernels' share of all kernel time, and their time in integer nanoseconds:
+
 # %%
 frame = kernels["kernels"]
-print(frame.dtypes[["Total Time (ns)", "Avg (ns)"]].to_dict())
-print(f"the top 5 kernels: {frame['Time (%)'].sum():.2f} % of kernel time")
+print(f"top 5 kernels: {frame['Time (%)'].sum():.2f} % of kernel time, {frame['Total Time (ns)'].sum():,} ns")
 
 # %% [markdown]
 # ## Where each phase's time goes
@@ -56,33 +61,35 @@ print(f"the top 5 kernels: {frame['Time (%)'].sum():.2f} % of kernel time")
 phases = tracekit.breakdown(trace, phases=["forward pass", "backward pass", "optimizer step"])
 phases
 
+# %% [markdown]
+# Which category takes most of each phase's kernel time:
+
 # %%
 shares = phases["breakdown"].set_index("Phase").filter(like="(%)")
-shares.loc[["forward pass", "backward pass", "optimizer step"]].idxmax(axis=1)
+for phase, category in shares.loc[["forward pass", "backward pass", "optimizer step"]].idxmax(axis=1).items():
+    print(f"{phase}: {category.removesuffix(' (%)')} ({shares.at[phase, category]:.1f} %)")
 
 # %% [markdown]
 # ## Why the GPU sat idle
 #
-# Every gap between the GPU's busy intervals gets one cause.
+# Every gap between the GPU's busy intervals gets one cause; then the longest gaps, and the gaps'
+# lengths by cause.
 
 # %%
-idle = tracekit.idle(trace)
+idle = tracekit.idle(trace, top=5)
 idle
 
 # %% [markdown]
 # ## Two traces: what changed
 #
-# Two exports of the same video model. `diff` says where GPU time moved, per phase and category,
-# and which kernels changed most.
+# Two exports of the same video model. `diff` says where GPU time moved, per phase and category
+# (`by="kernel"`: which kernels changed most).
 
 # %%
 a = shared / "traces" / "h100_videogen_2gpu_a_nsys2026.2.sqlite"
 b = shared / "traces" / "h100_videogen_2gpu_b_nsys2026.2.sqlite"
-moved = tracekit.diff(a, b)
-moved.names
-
-# %%
-moved["kernels"].head(5)
+moved = tracekit.diff(a, b, by="category")
+moved
 
 # %% [markdown]
 # Several paths at once are read in parallel and merged, as the command line does with many inputs:
@@ -90,7 +97,7 @@ moved["kernels"].head(5)
 
 # %%
 both = tracekit.kernels([a, b], top=3, name="short", workers=2)
-both["kernels_by_run"][["Run", "Total Time (ns)", "Instances", "Name"]]
+both
 
 # %% [markdown]
 # ## Memory: what was live at the peak
@@ -125,10 +132,9 @@ print(written.name, f"{written.stat().st_size / 2**10:,.0f} KiB")
 # %%
 settings = tracekit.Settings.from_environment().replace(cache=False)
 with tracekit.Session(settings) as session:
-    syncs = tracekit.syncs(trace)
-    launches = tracekit.launches(trace, top=3)
-print(session.closed, session.inputs, session.resources)
-launches["launches"].columns.tolist()
+    syncs = tracekit.syncs(trace, top=3)
+print(f"the session is closed after the block: {session.closed}")
+syncs
 
 # %% [markdown]
 # ## From here
@@ -136,7 +142,3 @@ launches["launches"].columns.tolist()
 # - The [command line](reference/cli.md) does all of this from a shell, with tables, Markdown, CSV,
 #   JSON or Parquet out (`-o k.parquet`).
 # - The [API reference](reference/api.md) lists every function and its options.
-
-# %%
-if __name__ == "__main__":
-    print(kernels)

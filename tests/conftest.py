@@ -39,6 +39,20 @@ def nsys() -> str:
     return path
 
 
+@pytest.fixture(scope="session")
+def browser():
+    """Chromium, driven by Playwright; skips when either is missing."""
+    from helpers.browser import CHROMIUM
+
+    sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed (pip install playwright)")
+    if CHROMIUM is None:
+        pytest.skip("no Chromium: as root on Debian, scripts/install-chromium.sh installs it")
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield launched
+        launched.close()
+
+
 @pytest.fixture
 def cli():
     """Run `tracekit ARGS...` in-process; returns click's Result (exit_code, output, stderr)."""

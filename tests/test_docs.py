@@ -25,7 +25,7 @@ def hooks():
 def test_the_readme_is_short_and_its_test_command_is_what_ci_runs():
     readme = (ROOT / "README.md").read_text()
     assert len(readme.splitlines()) <= 200
-    commands = re.search(r"## Two commands\n\n```bash\n(.*?)```", readme, re.S)
+    commands = re.search(r"## Two commands\n\n(?:<!-- .*? -->\n)?```bash\n(.*?)```", readme, re.S)
     assert commands is not None
     lines = [line.split("#")[0].strip() for line in commands.group(1).strip().splitlines()]
     assert lines == ["make demo", "make test"]
@@ -75,3 +75,89 @@ def test_the_tutorial_is_cells_of_code_and_prose():
     assert kinds.count("code") >= 10 and kinds.count("markdown") >= 8
     printed, value = module._run_cell("x = 40\nprint('hi')\nx + 2", {})
     assert (printed, value) == ("hi\n", 42)
+
+
+def test_docstring_examples_are_examples_sections():
+    """Google style's ``Examples:`` section renders ``>>>`` lines as code; ``Example:`` is an admonition
+    whose ``>>>`` lines Markdown reads as nested quotes run into one paragraph."""
+    singular = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in (ROOT / "tracekit").rglob("*.py")
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if line.strip() == "Example:"
+    ]
+    assert singular == []
+
+
+# nsys 2023.1 renamed its `nsys stats` reports; nsys 2022.4 (Debian's) knows only the old names, and
+# prints an error for a new one (then exits 0). A section of a page naming one names the other too.
+NSYS_REPORTS = {
+    "gpukernsum": "cuda_gpu_kern_sum",
+    "nvtxsum": "nvtx_sum",
+    "kernexecsum": "cuda_kern_exec_sum",
+    "cudaapisum": "cuda_api_sum",
+    "gpumemtimesum": "cuda_gpu_mem_time_sum",
+    "gpumemsizesum": "cuda_gpu_mem_size_sum",
+    "gputrace": "cuda_gpu_trace",
+    "nvtxkernsum": "nvtx_kern_sum",
+    "nvtxgpuproj": "nvtx_gpu_proj_trace",
+}
+
+
+def doc_pages() -> list:
+    pages = [ROOT / "README.md", ROOT / "docs" / "tutorial.py"]
+    return pages + [path for path in (ROOT / "docs").rglob("*.md") if "design" not in path.parts]
+
+
+def test_nsys_report_names_are_given_for_old_and_new_nsys():
+    missing = []
+    for path in doc_pages():
+        text = path.read_text()
+        if path.suffix == ".py":  # the tutorial: its Markdown cells without their "# "
+            text = re.sub(r"^# ", "", text, flags=re.M)
+        text = re.sub(r"^```.*?^```", "", text, flags=re.M | re.S)  # tracekit's printed output aside
+        for section in re.split(r"^#+ ", text, flags=re.M):
+            for old, new in NSYS_REPORTS.items():
+                named = {name for name in (old, new) if re.search(rf"(?<![\w-]){name}(?![\w-])", section)}
+                if len(named) == 1:
+                    missing.append(
+                        f"{path.relative_to(ROOT)}: {' without '.join(sorted(named) + sorted({old, new} - named))}"
+                    )
+    assert missing == []
+
+
+@pytest.mark.nsys
+def test_the_old_report_names_are_nsys_2022_4_s(nsys):
+    import subprocess
+
+    listed = subprocess.run([nsys, "stats", "--help-reports"], capture_output=True, text=True, timeout=60).stdout
+    version = subprocess.run([nsys, "--version"], capture_output=True, text=True, timeout=60).stdout
+    if "2022.4" not in version:
+        pytest.skip(f"the installed nsys is not 2022.4: {version.strip()}")
+    assert [name for name in NSYS_REPORTS if not re.search(rf"^\s*{name}\b", listed, re.M)] == []
+
+
+def test_getting_started_is_made_of_the_readme_s_sections():
+    """Getting started includes the README's "Two commands" and "After make demo" (with the tour) at
+    each build (pymdownx.snippets sections), so the two say the same."""
+    readme = (ROOT / "README.md").read_text()
+    page = (ROOT / "docs" / "getting-started.md").read_text()
+    for name in ("two-commands", "after-demo"):
+        assert f'--8<-- "README.md:{name}"' in page
+        start, end = f"<!-- --8<-- [start:{name}] -->", f"<!-- --8<-- [end:{name}] -->"
+        assert readme.count(start) == readme.count(end) == 1 and readme.index(start) < readme.index(end)
+    included = readme[readme.index("[start:after-demo]") : readme.index("[end:after-demo]")]
+    assert "source .venv/bin/activate" in included and "## A tour in six commands" in included
+
+
+def test_the_home_page_opens_as_the_readme_does():
+    def intro(text: str) -> str:
+        return text.split("\n\n")[1]
+
+    assert intro((ROOT / "docs" / "index.md").read_text()) == intro((ROOT / "README.md").read_text())
+
+
+def test_the_tutorial_is_a_notebook_not_a_script():
+    """No cell that only a script runs (``if __name__ == "__main__"``): the page would show it."""
+    cells = hooks()._cells((ROOT / "docs" / "tutorial.py").read_text())
+    assert not [source for kind, source in cells if kind == "code" and "__name__" in source]

@@ -182,6 +182,37 @@ def test_stream_without_importer(cli, fake_nsys, tmp_path, monkeypatch):
     assert (tmp_path / "traces" / "stream" / "trace.qdstrm").exists()  # kept, to import elsewhere
 
 
+@pytest.mark.parametrize("how", ["model", "command"])
+def test_a_stream_tracekit_imported_leaves_no_error_in_the_log(cli, fake_nsys, tmp_path, monkeypatch, how):
+    """Debian's nsys 2022.4: it finds no importer, says "Importer error status: ...", leaves a .qdstrm;
+    tracekit imports it and the capture (of a model, or of a command) works. nsys.log then says how the
+    report was made, not that an error happened; nsys's other lines stay, naming where the run is now."""
+    monkeypatch.setenv("FAKE_NSYS_MODE", "stream")
+    importer = tmp_path / "host-linux-x64" / "QdstrmImporter"  # copies the real report to -o
+    importer.parent.mkdir()
+    importer.write_text('#!/bin/sh\ncp "$FAKE_NSYS_REPORT" "$4"\n')
+    importer.chmod(0o755)
+    monkeypatch.setattr(nsys_tool, "IMPORTER_LOCATIONS", [str(importer)])
+    script = tmp_path / "program.sh"
+    script.write_text("#!/bin/sh\necho 'working'\n")
+    script.chmod(0o755)
+    what = ["tiny", "--ctx", "16", "--warmup", "0", "--steps", "1", "--device", "cpu"] if how == "model" else []
+    after = [] if how == "model" else ["--profiler", "nsys", "--", str(script)]
+    result = cli("capture", *what, "--out", tmp_path / "traces", "--nsys", fake_nsys, "--name", "imported", *after)
+    assert result.exit_code == 0, result.output
+    run = runs.Run(tmp_path / "traces" / "imported")
+    assert run.manifest["status"] == "complete" and (run.folder / "trace.nsys-rep").exists()
+    log = (run.folder / runs.LOG).read_text().splitlines()
+    assert [line for line in log if "error" in line.lower() or "importer version" in line] == []
+    generated = log.index("Generated:")  # nsys's own lines stay, naming where the run is now
+    assert log[generated + 1] == f"    {run.folder}/trace.qdstrm"
+    assert log[-1] == (
+        "tracekit: nsys found no importer of its own and left the raw trace.qdstrm; tracekit imported it into "
+        f"trace.nsys-rep with {importer} (then removed the .qdstrm)"
+    )
+    assert not (run.folder / "trace.qdstrm").exists()
+
+
 def test_missing_nsys(cli, tmp_path, monkeypatch):
     empty = tmp_path / "bin"
     empty.mkdir()

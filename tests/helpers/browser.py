@@ -1,4 +1,5 @@
-"""Pages in a real browser: Debian's Chromium driven by Playwright (tests skip when either is missing)."""
+"""A real browser for the tests of pages tracekit writes (report.html, the docs site): Chromium driven by
+Playwright (the ``browser`` fixture in conftest.py launches it once per session)."""
 
 from __future__ import annotations
 
@@ -6,20 +7,7 @@ import os
 import shutil
 from pathlib import Path
 
-import pytest
-
 CHROMIUM = os.environ.get("TRACEKIT_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed (pip install playwright)")
-    if CHROMIUM is None:
-        pytest.skip("no Chromium: as root on Debian, scripts/install-chromium.sh installs it")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield browser
-        browser.close()
 
 
 def open_page(browser, path: Path, wait_for: str | None = "() => window.tracekit && window.tracekit.ready === true"):
@@ -34,9 +22,10 @@ def open_page(browser, path: Path, wait_for: str | None = "() => window.tracekit
 
     def route(request_route):
         if request_route.request.url == path.as_uri():
-            return request_route.continue_()
-        seen["requests"].append(request_route.request.url)
-        return request_route.abort()
+            request_route.continue_()
+        else:
+            seen["requests"].append(request_route.request.url)
+            request_route.abort()
 
     page.route("**/*", route)
     page.goto(path.as_uri())

@@ -4,7 +4,7 @@ FAKE_NSYS_MODE:
   agent  run the program, write the report, leave a spinning "agent" of this session, exit 0
   hang   run the program, write the report, then never exit
   slow   run the program, then wait for Ctrl-C (SIGINT): write the report and exit 130
-  stream run the program, leave only a raw .qdstrm (an nsys without its importer)
+  stream run the program, leave only a raw .qdstrm (an nsys without its importer), saying so as nsys 2022.4 does
   nostart never start the program (an nsys stuck before launching it)
   plain  run the program, write the report, exit 0; on SIGINT write the report at once and exit 130,
          leaving the program to whoever started nsys
@@ -41,6 +41,9 @@ elif args[:1] == ["profile"]:
                 log.write("SIGINT\n")
 
     signal.signal(signal.SIGINT, on_sigint)
+    if mode == "stream":
+        print("Importer error status: The importer binary and its dependencies were not found.", flush=True)
+        print("Unable to retrieve the importer version: skipping importation of the QDSTRM file.", flush=True)
     if mode == "subreaper":
         import ctypes
 
@@ -72,9 +75,10 @@ elif args[:1] == ["profile"]:
             time.sleep(0.05)
         shutil.copy(os.environ["FAKE_NSYS_REPORT"], report)
         sys.exit(130)
-    if mode == "stream":
+    if mode == "stream":  # as Debian's nsys 2022.4 does, its words included
         with open(output + ".qdstrm", "wb") as handle:
             handle.write(b"raw capture stream")
+        print("Generated:\n    " + output + ".qdstrm", flush=True)
         sys.exit(0)
     if os.environ.get("FAKE_NSYS_NOISE"):  # what real nsys prints when its importer is missing
         print("ERROR: QdstrmImporter could not be found (error 2)", flush=True)

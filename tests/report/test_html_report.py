@@ -51,11 +51,16 @@ def test_the_page_holds_everything_and_fetches_nothing(tmp_path):
     (timeline,) = timelines_of(page)
     assert timeline["count"] == 4 and len(timeline["ops"]["start_step"]) == 4
     # by lane (stream 7, then 9), then time, from the first op (1,000 ns): each start a step from the last
-    assert (timeline["ops"]["lane_counts"], timeline["ops"]["start_step"]) == ([2, 2, 0], [0, 10_000, 2_000, 10_000])
+    assert (timeline["ops"]["lane_counts"], timeline["ops"]["start_step"]) == ([0, 2, 2, 0], [0, 10_000, 2_000, 10_000])
     assert [timeline["names"][code] for code in timeline["ops"]["name"]][-1] == HOSTILE
     assert timeline["steps"] == {"start": [-1_000, 9_000], "duration": [9_000, 9_000]}
     assert timeline["colours"][timeline["categories"].index("matmul")] == CATEGORY_COLOURS["matmul"]
-    assert [lane["name"] for lane in timeline["lanes"]] == ["GPU 0 · stream 7", "GPU 0 · stream 9", "GPU 0 · idle"]
+    assert [lane["name"] for lane in timeline["lanes"]] == [
+        "phases",  # the forward ranges
+        "GPU 0 · stream 7",
+        "GPU 0 · stream 9",
+        "GPU 0 · idle",
+    ]
     # each op's launching call was made inside "forward" (inside "step"): the innermost range is named
     assert [timeline["range_names"][code] for code in timeline["op_range"]] == ["forward"] * 4
 
@@ -215,7 +220,7 @@ def test_a_run_folder_s_memory_lies_on_the_trace_s_time_axis(browser, tmp_path):
         and memory["reserved_mib"] == [64.0, 64.0]
     )
     page, seen = open_page(browser, page_path)
-    assert page.evaluate("tracekit.timelines[0].height()") == 22 + 18 + 3 * 18 + 48 + 4  # the memory lane's room
+    assert page.evaluate("tracekit.timelines[0].height()") == 22 + 18 + 4 * 18 + 48 + 4  # the memory lane's room
     assert seen == NOTHING_SEEN
     page.close()
 

@@ -41,7 +41,7 @@ def open_trace(path: str | os.PathLike, nsys: str | None = None) -> Trace:
     executable given or found, the export kept beside it), a torch.profiler trace (.json, .json.gz) or a
     tracekit run folder. Its tables (``gpu_ops``, ``launches``, ``ranges``) load when first used.
 
-    Example:
+    Examples:
         >>> trace = tracekit.open_trace("trace.sqlite")
         >>> trace.gpu_ops.groupby("device")["duration"].sum()   # ns of GPU work per device
     """
@@ -58,7 +58,7 @@ def open_snapshot(path: str | os.PathLike) -> MemoryTrace:
     """The CUDA memory snapshot at ``path`` (``torch.cuda.memory._dump_snapshot``'s pickle, read without
     executing anything from it) or a run folder's: its ``events``, ``segments`` and ``frames`` tables.
 
-    Example:
+    Examples:
         >>> snapshot = tracekit.open_snapshot("memory.pickle")
         >>> snapshot.events["action"].value_counts()
     """
@@ -133,7 +133,7 @@ def kernels(
     overlap ("types"). ``ranges``: only GPU ops launched inside these range specs. Several traces: the
     summary over all of them, then "kernels_by_rank" (or "_by_run") with each one's rows.
 
-    Example:
+    Examples:
         >>> tracekit.kernels("trace.sqlite", top=5)["kernels"]
         >>> tracekit.kernels("trace.sqlite", by="category", ranges="forward")["categories"]
     """
@@ -163,7 +163,7 @@ def ranges(
     also measured on the GPU side, GPU Busy and torch.profiler's GPU-side spans); or one instance as a tree
     (``tree``: table "tree"), or the children of the ranges ``within`` matches ("within").
 
-    Example:
+    Examples:
         >>> tracekit.ranges("trace.sqlite", top=10)["ranges"]
         >>> tracekit.ranges("trace.sqlite", within="attention")["within"]
     """
@@ -187,7 +187,7 @@ def breakdown(
     """Kernel time by category per phase (table "breakdown"), each GPU's busy and idle time per phase
     ("gpus") and the memory copies and sets ("copies", when there are any).
 
-    Example:
+    Examples:
         >>> tracekit.breakdown("trace.sqlite", phases="forward,backward")["breakdown"]
     """
     return _run("breakdown", trace, locals())
@@ -197,7 +197,7 @@ def steps(trace: Source, *, step_range: str | None = None, phases: Specs = DEFAU
     """One row per training step (table "steps"): wall time, kernels, each GPU's busy and idle time, the
     time of each phase, outliers flagged; the "timeline" chart of steps and GPU busy time.
 
-    Example:
+    Examples:
         >>> tracekit.steps("trace.sqlite", step_range="train_step")["steps"]
     """
     return _run("steps", trace, locals())
@@ -218,7 +218,7 @@ def ranks(
     """Per rank of a distributed job (or per run): step time, busy/idle, compute vs communication (table
     "ranks"), their spread, the collectives per rank and the kernels that differ most between ranks.
 
-    Example:
+    Examples:
         >>> tracekit.ranks("job/rank*.sqlite")["ranks"]
     """
     return _run("ranks", traces, locals())
@@ -243,7 +243,7 @@ def compare(
     for runs with steps, per step) and its split by category, ordered by a run.json configuration field;
     the "compare" chart. Phases default to forward, backward and optimizer, found by their range names.
 
-    Example:
+    Examples:
         >>> tracekit.compare("traces/", order_by="ctx")["compare"]
     """
     return _run("compare", runs, locals())
@@ -265,7 +265,7 @@ def diff(
     changed most ("kernels"), the memory peaks when both are run folders with a snapshot ("memory"); or
     (``by="step"``) step by step ("steps").
 
-    Example:
+    Examples:
         >>> tracekit.diff("fp32.sqlite", "bf16.sqlite", by="kernel")["kernels"]
     """
     return _run("diff", [a, b], locals())
@@ -284,7 +284,7 @@ def memory(
     ("allocations"), their total per allocating frame ("holders"), or what they are for ("roles"); two
     snapshots: the peaks compared ("compare"). ``timeline``: also the timeline charts.
 
-    Example:
+    Examples:
         >>> tracekit.memory("memory.pickle", by="role")["roles"]
     """
     return _run("memory", snapshot, locals())
@@ -309,7 +309,7 @@ def timeline(
     as allocated and reserved MiB. ``sequences``: a track per GPU for each of that many kernel sequences seen
     most often (``sequences``'s windows of 3 kernels). Returns the file written, whole or not at all.
 
-    Example:
+    Examples:
         >>> tracekit.timeline("trace.sqlite", "trace.json.gz", step=2)
     """
     from tracekit.trace_events.window import WindowOptions

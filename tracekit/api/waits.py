@@ -21,7 +21,7 @@ def launches(
     """Launch delays as nsys's kernexecsum (table "launches"): per launching thread, device, API and kernel,
     the launch call's time, the queue wait from the call's end to the kernel's start, and the kernel's.
 
-    Example:
+    Examples:
         >>> tracekit.launches("trace.sqlite", name="short", top=10)["launches"]
     """
     return _run("launches", trace, locals())
@@ -38,7 +38,7 @@ def idle(
     """Why each GPU sat idle: every gap between its busy intervals gets one cause (table "idle": gaps, idle
     ns and share per GPU and cause; "gaps": the ``top`` longest).
 
-    Example:
+    Examples:
         >>> tracekit.idle("trace.sqlite", per_stream=True)["idle"]
     """
     return _run("idle", trace, locals())
@@ -49,7 +49,7 @@ def overlap(
 ) -> Result:
     """Per GPU (table "overlap"): communication (NCCL) time, the part computation hid, the exposed rest.
 
-    Example:
+    Examples:
         >>> tracekit.overlap("rank0.sqlite", per_step=True)["overlap"]
     """
     return _run("overlap", trace, locals())
@@ -63,7 +63,7 @@ def advise(trace: Sources, *, gap_ms: float = 500, threshold: float = 50, chunks
     ``rows``: nsys's options). ``memory``: a snapshot to read memory findings from (default: a run's own).
     Several traces (a job's ranks): their findings together, the straggler, and a row per rank ("ranks").
 
-    Example:
+    Examples:
         >>> tracekit.advise("trace.sqlite")["findings"]
     """
     return _run("advise", trace, locals())
@@ -74,7 +74,7 @@ def queues(trace: Source, *, max_queue: int = 1024, series: bool = False, drop_l
     """Each stream's launch queue, as HolisticTraceAnalysis measures it ("queues": statistics per stream, time
     at ``max_queue``; "series" with ``series``).
 
-    Example:
+    Examples:
         >>> tracekit.queues("trace.json.gz")["queues"]
     """
     return _run("queues", trace, locals())
@@ -85,7 +85,7 @@ def ops(trace: Source, *, top: int = 15, name: Literal["demangled", "short"] = "
     """Per CPU operator ("ops"): its kernels, their time and the delays to its first kernel; "sequences": the
     kernel sequences per operator (HolisticTraceAnalysis's get_aten_op_kernels_and_delay).
 
-    Example:
+    Examples:
         >>> tracekit.ops("trace.json.gz")["ops"]
     """
     return _run("ops", trace, locals())
@@ -98,7 +98,7 @@ def sequences(trace: Source, *, length: int = 3, min_count: int = 2, top: int = 
     their count, time, gaps and origin); with ``operator``, HolisticTraceAnalysis's
     get_frequent_cuda_kernel_sequences (per instance of that operator, the GPU ops it launched).
 
-    Example:
+    Examples:
         >>> tracekit.sequences("trace.json.gz", length=4)["sequences"]
     """
     return _run("sequences", trace, locals())
@@ -108,7 +108,7 @@ def bandwidth(trace: Source, *, series: bool = False, drop_last_step: bool = Fal
     """Memory copies' and sets' bandwidth per direction ("bandwidth": bytes, time, achieved GB/s,
     HolisticTraceAnalysis's statistics of the summed bandwidth; "series" with ``series``).
 
-    Example:
+    Examples:
         >>> tracekit.bandwidth("trace.json.gz")["bandwidth"]
     """
     return _run("bandwidth", trace, locals())
@@ -119,7 +119,7 @@ def critical_path(trace: Source, *, step: str | None = None, step_range: str | N
     """The critical path of each step, as HolisticTraceAnalysis 0.5 defines it: "steps" (its time by bound),
     "ops" (most time on it), "path" (one step: in order). ``step``: ProfilerStep#5 or 5.
 
-    Example:
+    Examples:
         >>> tracekit.critical_path("rank0.json.gz", step="5")["path"]
     """
     return _run("critical-path", trace, locals())
@@ -128,7 +128,7 @@ def critical_path(trace: Source, *, step: str | None = None, step_range: str | N
 def syncs(trace: Source, *, top: int = 15) -> Result:
     """Blocking host calls (table "syncs": per API and range, calls, CPU wait, GPU idle after; "longest").
 
-    Example:
+    Examples:
         >>> tracekit.syncs("trace.sqlite")["syncs"]
     """
     return _run("syncs", trace, locals())

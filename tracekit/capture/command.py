@@ -26,7 +26,7 @@ from pathlib import Path
 
 from tracekit import __version__, annotate, nsys_tool
 from tracekit.capture import watchdog
-from tracekit.capture.nsys import from_result, read_result
+from tracekit.capture.nsys import from_result, import_stream, name_final_folder, read_result
 from tracekit.capture.process_group import INTERRUPT_GRACE_S, end_group, stop_group
 from tracekit.capture.run_folder import NewRun
 from tracekit.errors import CaptureError, NsysNotFoundError, TracekitError
@@ -88,21 +88,15 @@ def capture_command(options: CommandOptions) -> CommandCapture:
             notes = _record(run, options, profiler, nsys, started)
         except BaseException as error:
             final = run.publish()
-            _name_final_folder(final)
+            name_final_folder(final, partial)
             if isinstance(error, TracekitError):  # name the folder where the run is now
                 raise type(error)(str(error).replace(str(partial), str(final.folder))) from None
             if isinstance(error, OSError):  # a full disk, say: one line naming where the run is now
                 raise CaptureError(f"{error.strerror or error} while writing {final.folder}") from None
             raise
         final = run.publish()
-    _name_final_folder(final)
+    name_final_folder(final, partial)
     return CommandCapture(final, final.point_latest(), profiler, notes)
-
-
-def _name_final_folder(final: Run) -> None:
-    """run.json names the folder the run was published as, not the hidden one it was written in."""
-    if final.manifest and final.manifest.get("name") != final.folder.name:
-        final.write_manifest({**final.manifest, "name": final.folder.name})
 
 
 def _choose_profiler(options: CommandOptions) -> tuple[str, str | None]:
@@ -242,8 +236,7 @@ def _record(run: NewRun, options: CommandOptions, profiler: str, nsys: str | Non
         assert nsys is not None  # chosen with the profiler
         report = run.report_target()
         if not report.exists() and run.stream.exists():  # also after an interruption: the recording is kept
-            nsys_tool.import_qdstrm(run.stream, report, nsys)
-            run.stream.unlink()
+            import_stream(run, nsys)
         if not report.exists():
             _finish(run, manifest, "interrupted" if interrupted else "failed", notes, started)
             if interrupted:

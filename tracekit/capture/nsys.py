@@ -5,7 +5,8 @@ range ``tracekit-capture``; nsys records only inside it (``--capture-range=nvtx`
 out of the trace, and ``--capture-range-end=stop`` lets the program finish (the default,
 stop-shutdown, kills it). ``--sample=none --cpuctxsw=none`` avoid the 2022.4 agent hang; the
 watchdog covers the rest. When nsys cannot find its importer (Debian's package) we import the
-.qdstrm ourselves, then export SQLite. run.json is written last.
+.qdstrm ourselves, then export SQLite; nsys.log then says so in place of nsys's lines about the missing
+importer, which read as a failure of a capture that worked. run.json is written last.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from tracekit import __version__, annotate, nsys_tool
 from tracekit.capture import watchdog
 from tracekit.capture.run_folder import NewRun
 from tracekit.errors import CaptureError, TracekitError
+from tracekit.files import write_text
 from tracekit.runs import Run, default_name
 from tracekit.signals import raising_interrupted
 from workloads.config import PHASES, STATS, RunConfig, phase_field
@@ -31,6 +33,8 @@ from workloads.config import PHASES, STATS, RunConfig, phase_field
 CAPTURE_RANGE = annotate.CAPTURE_RANGE
 GPU_TRACE = "cuda,nvtx,osrt"
 CPU_TRACE = "nvtx"
+# What nsys 2022.4 prints when it cannot find its importer (then it leaves the raw .qdstrm).
+IMPORTER_MISSING = ("Importer error status:", "Unable to retrieve the importer version")
 
 
 @dataclass
@@ -129,24 +133,31 @@ def capture(options: CaptureOptions) -> Capture:
             notes = _record(run, nsys, options, started)
         except BaseException as error:
             final = run.publish()
-            _name_final_folder(final)
+            name_final_folder(final, partial)
             if isinstance(error, TracekitError):  # say where the run folder is now, not where it was written
                 raise type(error)(str(error).replace(str(partial), str(final.folder))) from None
             if isinstance(error, OSError):  # a full disk, say: one line naming where the run is now
                 raise CaptureError(f"{error.strerror or error} while writing {final.folder}") from None
             raise
         final = run.publish()
-        _name_final_folder(final)
+        name_final_folder(final, partial)
     latest = final.point_latest()
     if final.status == "failed":
         raise CaptureError(f"the workload failed: {program_failure(final)} (run folder {final.folder})")
     return Capture(final, latest, notes)
 
 
-def _name_final_folder(run: Run) -> None:
-    """run.json names the folder the run was published as (a default name may have gained a suffix)."""
+def name_final_folder(run: Run, partial: Path) -> None:
+    """After ``runs.NewRun.publish``: run.json names the folder the run was published as (a default name may have gained a suffix), and
+    nsys.log the files where they are now, not in the hidden folder they were recorded in."""
     if run.manifest and run.manifest.get("name") != run.folder.name:
         run.write_manifest({**run.manifest, "name": run.folder.name})
+    try:
+        log = run.log.read_text(errors="replace")
+        if str(partial) in log:
+            write_text(run.log, log.replace(str(partial), str(run.folder)))
+    except OSError:
+        pass  # no log (nsys never started), or one that cannot be rewritten: it stays as nsys wrote it
 
 
 def _record(run: Run, nsys: str, options: CaptureOptions, started: float) -> list[str]:
@@ -250,8 +261,7 @@ def _saved_after_interruption(run: Run, nsys: str) -> list[str]:
 
     try:
         if not run.report_target().exists() and run.stream.exists():
-            nsys_tool.import_qdstrm(run.stream, run.report_target(), nsys)
-            run.stream.unlink()
+            import_stream(run, nsys)
         if run.report_target().exists():
             nsys_tool.export_sqlite(run.report_target(), nsys)
     except (TracekitError, Interrupted):
@@ -265,11 +275,10 @@ def _report(run: Run, nsys: str, manifest: dict, notes: list[str], started: floa
     report, stream = run.report_target(), run.stream
     if not report.exists() and stream.exists():
         try:
-            nsys_tool.import_qdstrm(stream, report, nsys)
+            import_stream(run, nsys)
         except TracekitError:
             _finish(run, manifest, "failed", notes, started, profiled)  # the folder says what happened
             raise
-        stream.unlink()
     if not report.exists():
         _finish(run, manifest, "failed", notes, started, profiled)
         program = manifest["program"]
@@ -281,6 +290,26 @@ def _report(run: Run, nsys: str, manifest: dict, notes: list[str], started: floa
         )
         raise CaptureError(f"nsys wrote no report in {run.folder}: {cause}" + "".join(f"; {note}" for note in notes))
     return report
+
+
+def import_stream(run: Run, nsys: str) -> None:
+    """The run's .nsys-rep from the raw .qdstrm nsys left when it found no importer of its own (Debian's
+    nsys 2022.4), imported with the importer tracekit finds; the .qdstrm is removed, and nsys.log says
+    how the report was made instead of nsys's lines about its missing importer (an "error status" of a
+    capture that worked). Raises NsysExportError: no importer, or a failed import."""
+    nsys_tool.import_qdstrm(run.stream, run.report_target(), nsys)
+    run.stream.unlink()
+    importer = nsys_tool.find_importer(nsys) or "QdstrmImporter"
+    said = (
+        f"tracekit: nsys found no importer of its own and left the raw {run.stream.name}; tracekit imported it "
+        f"into {run.report_target().name} with {importer} (then removed the .qdstrm)"
+    )
+    try:
+        lines = run.log.read_text(errors="replace").splitlines()
+        kept = [line for line in lines if not line.strip().startswith(IMPORTER_MISSING)]
+        write_text(run.log, "\n".join([*kept, said]) + "\n")
+    except OSError:
+        pass  # the log stays as nsys wrote it: the report itself is whole
 
 
 def _finish(run: Run, manifest: dict, status: str, notes: list[str], started: float, profiled: float) -> None:

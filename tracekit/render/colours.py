@@ -1,6 +1,6 @@
-"""One colour per kernel category, the same in every picture tracekit draws (PNG or HTML): matmul is
-blue wherever it appears. Categories outside the list (a rule added later) get a colour from their
-name, stable from run to run."""
+"""One colour per kernel category, and per phase of a step, the same in every picture tracekit draws
+(PNG or HTML): matmul is blue, forward orange, wherever they appear. Categories outside the list (a rule
+added later) and phases named otherwise get a colour from their name, stable from run to run."""
 
 from __future__ import annotations
 
@@ -34,3 +34,18 @@ IDLE_COLOURS = {
 def category_colour(category: str) -> str:
     """The colour of ``category`` (hex)."""
     return CATEGORY_COLOURS.get(category) or SPARE[zlib.crc32(category.encode()) % len(SPARE)]
+
+
+# The phases of a step, as the step-times chart draws them (matplotlib's first colours, the step first).
+PHASE_COLOURS = {
+    "step": "#1f77b4",
+    "forward": "#ff7f0e",
+    "backward": "#2ca02c",
+    "optimizer": "#d62728",
+    "zero_grad": "#9467bd",
+}
+
+
+def phase_colour(phase: str) -> str:
+    """The colour of a step's phase (hex); a phase named by its range spec gets one from its name."""
+    return PHASE_COLOURS.get(phase) or SPARE[zlib.crc32(phase.encode()) % len(SPARE)]

@@ -121,9 +121,12 @@ def timeline_html(index: int, data: dict) -> str:
     """A trace's timeline: a holder for the canvas, the data as JSON, a legend of the categories."""
     payload = script_json(data)
     legend = "".join(
-        f'<span><i style="background:{colour}"></i>{escape(name)}</span>'
-        for name, colour in zip(data["categories"], data["colours"])
-    )
+        f"<b>{group}</b> " + "".join(f'<span><i style="background:{colour}"></i>{escape(printable(name))}</span>'
+                                     for name, colour in zip(names, colours))
+        for group, names, colours in (("phases", data["phases"], data["phase_colours"]),
+                                      ("kernels", data["categories"], data["colours"]))
+        if names
+    )  # fmt: skip
     note = f'<p class="note">note: {escape(printable(data["memory_note"]))}</p>' if data.get("memory_note") else ""
     return (f"<h2>Timeline: {escape(printable(data['title']))}</h2>"
             f'<p class="legend">{legend}</p><div class="timeline" id="timeline-{index}"></div>{note}'

@@ -22,7 +22,7 @@ from matplotlib.ticker import MaxNLocator
 from tracekit.errors import UsageError
 from tracekit.files import check_target, write_whole
 from tracekit.model.result import Chart
-from tracekit.render.colours import category_colour
+from tracekit.render.colours import category_colour, phase_colour
 from tracekit.render.safe_text import printable
 
 
@@ -110,7 +110,8 @@ def step_times(title: str, data: dict[str, Any]) -> Figure:
     for phase in ("step", "forward", "backward", "optimizer"):
         values = data["samples_ms"].get(phase)
         if values:
-            axes.plot(range(1, len(values) + 1), values, marker="o", label=phase, linewidth=2 if phase == "step" else 1)
+            axes.plot(range(1, len(values) + 1), values, marker="o", label=phase, linewidth=2 if phase == "step" else 1,
+                      color=phase_colour(phase))  # fmt: skip
     axes.set_xlabel("measured step")
     axes.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes.set_ylabel("time (ms)")

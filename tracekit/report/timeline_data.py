@@ -1,6 +1,8 @@
-"""What report.html's timeline draws for one trace: its GPU ops by lane (a GPU's stream), each GPU's
-idle gaps by cause, and the steps, as flat integer arrays (ns from the trace's first GPU op) that the
-page's script reads once and draws with level of detail.
+"""What report.html's timeline draws for one trace: the phases of its steps (forward, backward,
+optimizer: the host's ranges, one lane per process), its GPU ops by lane (a GPU's stream), each GPU's
+idle gaps by cause, and the steps, as flat integer arrays (ns from the trace's first GPU op, or its first
+step or phase in a trace without GPU ops) that the page's script reads once and draws with level of
+detail. The legend lists only the categories and phases that occur.
 
 Columns, not objects: a million ops are five arrays of a million numbers (about 30 bytes an op in
 JSON), so a 1M-kernel report stays well under 50 MB and parses in a fraction of a second.
@@ -8,71 +10,96 @@ JSON), so a 1M-kernel report stays well under 50 MB and parses in a fraction of 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 
 from tracekit.analysis.kernels.categories import CATEGORIES, op_categories
 from tracekit.analysis.memory.on_trace import memory_on_trace
+from tracekit.analysis.options import DEFAULT_PHASES
 from tracekit.analysis.ranges.attribution import op_launches
+from tracekit.analysis.ranges.phases import resolve
+from tracekit.analysis.ranges.selection import select
 from tracekit.analysis.ranges.steps import step_rows
 from tracekit.analysis.waits.idle import gap_devices, idle_gaps
 from tracekit.analysis.waits.syncs import NO_RANGE, innermost_range
 from tracekit.model.memory import MemoryTrace
 from tracekit.model.trace import Trace
-from tracekit.render.colours import IDLE_COLOURS, category_colour
+from tracekit.render.colours import IDLE_COLOURS, category_colour, phase_colour
 from tracekit.render.safe_text import printable
 
 
-def timeline_data(trace: Trace, title: str, snapshot: MemoryTrace | None = None) -> dict:
-    """The timeline of ``trace`` for the page: lanes, ops (lane, start, duration, name, category),
-    gaps (lane, start, duration, cause), steps (start, duration), in ns from the first GPU op; with a
-    ``snapshot``, its allocated and reserved MiB over time on the same axis ("memory"), or why not."""
+def timeline_data(
+    trace: Trace, title: str, snapshot: MemoryTrace | None = None, phases: Sequence[str] = DEFAULT_PHASES
+) -> dict:
+    """The timeline of ``trace`` for the page: lanes (phases per process, then each GPU stream, then each
+    GPU's idle gaps), ranges (lane, start, duration, range name, phase), ops (lane, start, duration,
+    name, category), gaps (lane, start, duration, cause), steps (start, duration); ``phases``: the range
+    specs of the phases (default: found by name, as ``breakdown`` finds them). With a ``snapshot``, its
+    allocated and reserved MiB over time on the same axis ("memory"), or why not."""
     ops = trace.gpu_ops
-    if ops.empty:  # a CPU-only capture: its steps still show, on an axis from the first of them
-        steps = step_rows(trace)
-        first = int(steps["start"].min()) if len(steps) else 0
-        return {"title": title, "lanes": [], "names": [], "categories": list(CATEGORIES),
-                "colours": [category_colour(category) for category in CATEGORIES], "causes": [], "cause_colours": [],
-                "range_names": [], "op_range": [], "ops": _columns(), "gaps": _columns(),
-                "steps": {"start": (steps["start"].to_numpy(np.int64) - first).tolist(),
-                          "duration": steps["duration"].to_numpy(np.int64).tolist()},
-                "origin_ns": first, "count": 0, "memory": None}  # fmt: skip
-    origin = int(ops["start"].min())
+    steps = step_rows(trace)
+    phase_rows, labels = _phase_rows(trace, phases)
+    origin = (
+        int(ops["start"].min()) if len(ops)
+        else int(steps["start"].min()) if len(steps)
+        else int(phase_rows["start"].min()) if len(phase_rows)
+        else 0
+    )  # fmt: skip
+    processes = np.unique(phase_rows["pid"].to_numpy(np.int64))
+    lanes = [{"name": "phases" if len(processes) == 1 else f"phases · pid {pid}", "kind": "ranges", "pid": int(pid)}
+             for pid in processes.tolist()]  # fmt: skip
+    first_op_lane = len(lanes)
     device, stream = ops["device"].to_numpy(np.int64), ops["stream"].to_numpy(np.int64)
-    lane_keys, lane = np.unique(np.stack([device, stream], axis=1), axis=0, return_inverse=True)
-    lane = lane.reshape(-1)
+    lane_keys, op_lane = np.unique(np.stack([device, stream], axis=1), axis=0, return_inverse=True)
+    op_lane = op_lane.reshape(-1) + first_op_lane
     devices = sorted(set(lane_keys[:, 0].tolist()))
-    lanes = [{"name": f"GPU {d} · stream {s}", "device": int(d), "kind": "ops"} for d, s in lane_keys.tolist()]
+    lanes += [{"name": f"GPU {d} · stream {s}", "device": int(d), "kind": "ops"} for d, s in lane_keys.tolist()]
     idle_lane = {d: len(lanes) + index for index, d in enumerate(devices)}
     lanes += [{"name": f"GPU {d} · idle", "device": int(d), "kind": "gaps"} for d in devices]
-    order = np.lexsort((ops["start"].to_numpy(), lane))  # by lane, then time: the page searches by time
+
+    range_lane = np.searchsorted(processes, phase_rows["pid"].to_numpy(np.int64))
+    range_order = np.lexsort((phase_rows["start"].to_numpy(), range_lane))
+    range_names, range_name_list = pd.factorize(phase_rows["name"].to_numpy(dtype=object)[range_order])
+    order = np.lexsort((ops["start"].to_numpy(), op_lane))  # by lane, then time: the page searches by time
     name_codes, names = pd.factorize(ops["name"].astype(str).to_numpy(dtype=object)[order])
-    gaps = idle_gaps(trace)
-    gaps = gaps.assign(device=gap_devices(gaps)).sort_values(["device", "Start (ns)"], kind="stable")
-    gap_device = gaps["device"].to_numpy()
+    categories = op_categories(trace)[order] if len(ops) else np.zeros(0, dtype=np.int64)
+    present = np.unique(categories)  # the legend's categories: those of this trace's ops only
+    gaps = _gaps(trace)
     cause_codes, causes = pd.factorize(gaps["Cause"].astype(str).to_numpy(dtype=object))
-    steps = step_rows(trace)
-    range_codes, range_names = _launching_ranges(trace, order)
+    range_codes, launch_ranges = _launching_ranges(trace, order) if len(ops) else ([], [])
     return {
         "title": title,
         "lanes": lanes,
+        "phases": labels,
+        "phase_colours": [phase_colour(label) for label in labels],
+        "phase_names": [printable(str(name)) for name in range_name_list],
+        "ranges": _packed(
+            range_lane[range_order],
+            phase_rows["start"].to_numpy(np.int64)[range_order] - origin,
+            phase_rows["duration"].to_numpy(np.int64)[range_order],
+            range_names,
+            phase_rows["phase"].to_numpy(np.int64)[range_order],
+            len(lanes),
+        ),
         "names": [printable(str(name)) for name in names],  # shown, not obeyed: a newline or U+202E as escapes
-        "categories": list(CATEGORIES),
-        "colours": [category_colour(category) for category in CATEGORIES],
+        "categories": [CATEGORIES[code] for code in present.tolist()],
+        "colours": [category_colour(CATEGORIES[code]) for code in present.tolist()],
         "causes": [str(cause) for cause in causes],
         "cause_colours": [IDLE_COLOURS.get(str(cause), "#dbdb8d") for cause in causes],
-        "range_names": range_names,
+        "range_names": launch_ranges,
         "op_range": range_codes,
         "ops": _packed(
-            lane[order],
+            op_lane[order],
             ops["start"].to_numpy(np.int64)[order] - origin,
             ops["duration"].to_numpy(np.int64)[order],
             name_codes,
-            op_categories(trace)[order],
+            np.searchsorted(present, categories),
             len(lanes),
         ),
         "gaps": _packed(
-            np.array([idle_lane[d] for d in gap_device.tolist()], dtype=np.int64),
+            np.array([idle_lane[d] for d in gaps["device"].tolist()], dtype=np.int64),
             gaps["Start (ns)"].to_numpy(np.int64) - origin,
             gaps["Idle (ns)"].to_numpy(np.int64),
             cause_codes,
@@ -85,8 +112,38 @@ def timeline_data(trace: Trace, title: str, snapshot: MemoryTrace | None = None)
         },
         "origin_ns": origin,
         "count": len(ops),
-        **_memory(snapshot, trace, origin),
+        **(_memory(snapshot, trace, origin) if len(ops) else {"memory": None}),
     }
+
+
+def _phase_rows(trace: Trace, phases: Sequence[str]) -> tuple[pd.DataFrame, list[str]]:
+    """Every instance of the phases ``phases`` names (found by name by default: ``ranges.phases``): pid,
+    start, duration (ns), the range's name and the phase's position in the labels; and the labels of
+    the phases found."""
+    columns = {"pid": np.int64, "start": np.int64, "duration": np.int64, "name": object, "phase": np.int64}
+    empty = pd.DataFrame({name: pd.Series(dtype=dtype) for name, dtype in columns.items()})
+    chosen = resolve(trace, phases).chosen if not trace.ranges.empty else ()
+    if not chosen:
+        return empty, []
+    selection = select(trace, [spec for _, spec in chosen])
+    found = [(label, selection.of(spec)) for label, spec in chosen]
+    found = [(label, rows) for label, rows in found if len(rows)]
+    parts = [
+        pd.DataFrame({"pid": rows["pid"].to_numpy(np.int64), "start": rows["start"].to_numpy(np.int64),
+                      "duration": rows["duration"].to_numpy(np.int64),
+                      "name": rows["name"].astype(str).to_numpy(dtype=object), "phase": code})
+        for code, (_, rows) in enumerate(found)
+    ]  # fmt: skip
+    return (pd.concat(parts, ignore_index=True) if parts else empty), [label for label, _ in found]
+
+
+def _gaps(trace: Trace) -> pd.DataFrame:
+    """Each GPU's idle gaps with their device, by device then time (none without GPU ops)."""
+    if trace.gpu_ops.empty:
+        return pd.DataFrame({"device": pd.Series(dtype=np.int64), "Start (ns)": pd.Series(dtype=np.int64),
+                             "Idle (ns)": pd.Series(dtype=np.int64), "Cause": pd.Series(dtype=object)})  # fmt: skip
+    gaps = idle_gaps(trace)
+    return gaps.assign(device=gap_devices(gaps)).sort_values(["device", "Start (ns)"], kind="stable")
 
 
 def _launching_ranges(trace: Trace, order: np.ndarray) -> tuple[list[int], list[str]]:
@@ -135,7 +192,3 @@ def _packed(lane: np.ndarray, start: np.ndarray, duration: np.ndarray, name: np.
         "name": np.asarray(name).tolist(),
         "category": np.asarray(category).tolist(),
     }
-
-
-def _columns() -> dict:
-    return {"lane_counts": [], "start_step": [], "duration": [], "name": [], "category": []}

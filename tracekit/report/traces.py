@@ -92,7 +92,7 @@ def write_report(
             from tracekit.report.timeline_data import timeline_data
 
             timelines = [timeline_data(trace, f"{label} ({name}): {path}" if label else str(path),
-                                       _readable_snapshot(path))
+                                       _readable_snapshot(path), choice.phases)
                          for label, name, path, trace in zip(labels, run_labels(paths), paths, traces)]  # fmt: skip
             document.write_html(staging / "report.html", f"tracekit report: {report_name(paths)}", timelines)
 
@@ -299,8 +299,13 @@ def _range_sections(section: Document, source: str, trace: Trace) -> None:
         return
     options = RangesOptions(top=TOP_RANGES)
     summary = run_command("ranges", trace, options)
-    table = in_unit(summary.frame, "ms")
-    section.text("### NVTX ranges", f"The {TOP_RANGES} range names with the most CPU time (all columns: the command).")
+    table = _host_only(in_unit(summary.frame, "ms"), trace)
+    shown = (
+        f"The {len(table)} range names with the most CPU time"
+        if len(table) >= TOP_RANGES
+        else f"All {len(table)} range names, most CPU time first"
+    )
+    section.text("### NVTX ranges", f"{shown} (all columns: the command).")
     section.table(
         table.loc[:, [column for column in RANGE_COLUMNS if column in table.columns]],
         command_line("ranges", [source], options, "ms"),
@@ -314,8 +319,18 @@ def _range_sections(section: Document, source: str, trace: Trace) -> None:
             within = run_command("ranges", trace, within_options)
         except UsageError:
             return
-        section.text("### Inside attention", "Each part's share of the attention ranges' CPU and GPU time.")
-        section.table(within.frame, command_line("ranges", [source], within_options, "ms"))
+        parts = _host_only(within.frame, trace)
+        time = "CPU time" if len(parts.columns) < len(within.frame.columns) else "CPU and GPU time"
+        section.text("### Inside attention", f"Each part's share of the attention ranges' {time}.")
+        section.table(parts, command_line("ranges", [source], within_options, "ms"))
+
+
+def _host_only(table: pd.DataFrame, trace: Trace) -> pd.DataFrame:
+    """``table`` without its GPU columns (GPU Ops, GPU Time, GPU (%)...) when ``trace`` has no GPU op: a
+    CPU capture's columns of zeros say nothing. The command prints them all."""
+    if not trace.gpu_ops.empty:
+        return table
+    return table.drop(columns=[column for column in table.columns if str(column).startswith("GPU")])
 
 
 def _memory_section(section: Document, snapshot: Path) -> None:

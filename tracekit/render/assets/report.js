@@ -89,6 +89,7 @@
     this.data = data;
     this.ops = columns(data.ops);
     this.gaps = columns(data.gaps);
+    this.ranges = columns(data.ranges); // the phases' ranges (forward, backward, optimizer) on the host
     this.opRange = Int32Array.from(data.op_range); // the innermost range the launching thread had open
     this.lanes = data.lanes.length;
     this.shown = Math.min(this.lanes, SHOWN);
@@ -96,9 +97,14 @@
     this.gutter = this.lanes > this.shown ? GUTTER : 0;
     this.opRanges = laneRanges(this.ops, this.lanes);
     this.gapRanges = laneRanges(this.gaps, this.lanes);
+    this.rangeRanges = laneRanges(this.ranges, this.lanes);
     this.steps = { start: Float64Array.from(data.steps.start), duration: Float64Array.from(data.steps.duration) };
-    var begin = 0, end = 0; // the GPU ops and the steps, which may start before the first op
+    var begin = 0, end = 0; // the GPU ops, the phases and the steps, which may start before the first op
     for (var i = 0; i < this.ops.count; i++) end = Math.max(end, this.ops.start[i] + this.ops.duration[i]);
+    for (var r = 0; r < this.ranges.count; r++) {
+      begin = Math.min(begin, this.ranges.start[r]);
+      end = Math.max(end, this.ranges.start[r] + this.ranges.duration[r]);
+    }
     for (var j = 0; j < this.steps.start.length; j++) {
       begin = Math.min(begin, this.steps.start[j]);
       end = Math.max(end, this.steps.start[j] + this.steps.duration[j]);
@@ -111,6 +117,12 @@
     this.tip.className = "tip";
     this.help = document.createElement("div");
     this.help.className = "help";
+    var hints = ["wheel: zoom", "drag: pan", "double-click: whole trace"], hover = [];
+    if (this.steps.start.length) hints.push("click a step: zoom to it");
+    if (this.ranges.count) hover.push("a phase");
+    if (this.ops.count) hover.push("an op", "a gap");
+    if (hover.length) hints.push("hover: " + hover.join(", ").replace(/, ([^,]*)$/, " or $1"));
+    this.hints = hints.join(" · "); // only what this trace has to zoom to or hover
     holder.appendChild(this.canvas);
     holder.appendChild(this.tip);
     if (this.gutter) { // a native scroll bar whose position picks the first lane shown
@@ -261,8 +273,7 @@
     this.canvas.width = whole * ratio;
     this.canvas.height = height * ratio;
     this.canvas.style.height = height + "px";
-    this.help.textContent = this.lanesText() + " · wheel: zoom · drag: pan · double-click: whole trace · " +
-      "click a step: zoom to it · hover: an op";
+    this.help.textContent = this.lanesText() + " · " + this.hints;
     var context = this.canvas.getContext("2d");
     if (!context) { // never a blank canvas without a word
       this.help.textContent = "this browser gave no canvas to draw the timeline on (" + this.lanesText() + ")";
@@ -277,9 +288,10 @@
     if (span / step > 16) step *= 5; else if (span / step > 8) step *= 2;
     context.fillStyle = "#666";
     for (var tick = Math.ceil(this.view[0] / step) * step; tick <= this.view[1]; tick += step) {
-      var x = this.x(tick, width);
+      var x = this.x(tick, width), label = formatTime(tick);
       context.fillRect(x, AXIS - 6, 1, 6);
-      context.fillText(formatTime(tick), x + 2, AXIS / 2);
+      // right of its tick; the last one, where that runs past the edge, ends at the edge instead
+      context.fillText(label, Math.min(x + 2, width - context.measureText(label).width - 2), AXIS / 2);
     }
     // steps
     context.fillText("steps", 4, AXIS + STEPS / 2);
@@ -295,29 +307,40 @@
       var info = this.data.lanes[lane], y = AXIS + STEPS + (lane - this.first) * LANE;
       context.fillStyle = "#333";
       context.fillText(info.name, 4, y + LANE / 2);
-      if (info.kind === "gaps") this.drawLane(context, this.gaps, this.gapRanges[lane], lane, width, this.data.cause_colours);
-      else this.drawLane(context, this.ops, this.opRanges[lane], lane, width, this.data.colours);
+      var rows = this.rowsOf(info.kind);
+      this.drawLane(context, rows.table, rows.lanes[lane], lane, width, rows.colours);
     }
     if (this.data.memory) this.drawMemory(context, width);
     context.fillStyle = "#ddd";
     context.fillRect(LABEL - 1, 0, 1, height);
   };
 
-  Timeline.prototype.find = function (px, py) { // the op or gap under the pointer, or null
+  Timeline.prototype.rowsOf = function (kind) { // a lane kind's rows, where each lane's run of them is, colours
+    if (kind === "gaps") return { table: this.gaps, lanes: this.gapRanges, colours: this.data.cause_colours };
+    if (kind === "ranges") return { table: this.ranges, lanes: this.rangeRanges, colours: this.data.phase_colours };
+    return { table: this.ops, lanes: this.opRanges, colours: this.data.colours };
+  };
+
+  Timeline.prototype.find = function (px, py) { // the op, gap or phase under the pointer, or null
     var width = this.plotWidth(), row = Math.floor((py - AXIS - STEPS) / LANE), lane = this.first + row;
     if (row < 0 || row >= this.shown || px < LABEL || px > width) return null;
-    var gaps = this.data.lanes[lane].kind === "gaps", table = gaps ? this.gaps : this.ops;
-    var range = (gaps ? this.gapRanges : this.opRanges)[lane];
+    var kind = this.data.lanes[lane].kind, rows = this.rowsOf(kind), gaps = kind === "gaps", table = rows.table;
+    var range = rows.lanes[lane];
     var time = this.timeAt(px, width), slack = (this.view[1] - this.view[0]) / (width - LABEL); // one pixel
     var i = upperBound(table.start, range[0], range[1], time + slack) - 1;
     if (i < range[0] || table.start[i] + table.duration[i] < time - slack) return null;
-    return { lane: lane, index: i, gaps: gaps, table: table };
+    return { lane: lane, index: i, gaps: gaps, ranges: kind === "ranges", table: table };
   };
 
   Timeline.prototype.describe = function (hit) {
     var t = hit.table, i = hit.index, lane = this.data.lanes[hit.lane];
     if (hit.gaps) {
       return "idle: " + this.data.causes[t.name[i]] + "\n" + formatTime(t.duration[i]) + " at " + formatTime(t.start[i]) + "\n" + lane.name;
+    }
+    if (hit.ranges) { // the phase, and the range that is it where its name differs ("forward pass")
+      var phase = this.data.phases[t.category[i]], name = this.data.phase_names[t.name[i]];
+      return phase + (name !== phase ? " (range " + name + ")" : "") + "\n" + formatTime(t.duration[i]) + " at " +
+        formatTime(t.start[i]) + "\n" + lane.name;
     }
     var range = this.opRange[i], launched = range >= 0 ? "\nlaunched in: " + this.data.range_names[range] : "";
     return this.data.names[t.name[i]] + "\n" + formatTime(t.duration[i]) + " at " + formatTime(t.start[i]) +
