@@ -19,8 +19,17 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis.critical_path.events import GPU, Events, hta_rounded, trace_events
-from tracekit.analysis.critical_path.graph import DEPENDENCY, KERNEL_KERNEL, LAUNCH, SYNC_DEPENDENCY, build, window_rows
+from tracekit.analysis.critical_path.events import (
+    DEPENDENCY,
+    GPU,
+    KERNEL_KERNEL,
+    LAUNCH,
+    SYNC_DEPENDENCY,
+    Events,
+    hta_rounded,
+    trace_events,
+)
+from tracekit.analysis.critical_path.graph import build, window_rows
 from tracekit.analysis.critical_path.longest import longest_path
 from tracekit.analysis.options import CriticalPathOptions
 from tracekit.analysis.ranges.steps import step_labels, step_rows
@@ -69,13 +78,8 @@ class StepPath:
 
 def step_path(events: Events, label: str, start: int, end: int, pid: int | None) -> StepPath:
     """The critical path of the window [start, end] (ns) of process ``pid`` (None: all)."""
-    graph = build(events, window_rows(events, start, end, pid))
-    edges, length = longest_path(graph)
-    edges_array = np.asarray(edges, dtype=np.int64)
-    kind = np.asarray(graph.kind, dtype=np.int64)[edges_array]
-    event = np.asarray(graph.attributed, dtype=np.int64)[edges_array]
-    weight = np.maximum(np.asarray(graph.weight, dtype=np.int64)[edges_array], 0)
-    source = np.asarray(graph.source, dtype=np.int64)[edges_array]
+    path = longest_path(build(events, window_rows(events, start, end, pid)))
+    kind, event = path.kind.astype(np.int64), path.attributed
     on_gpu = (event >= 0) & (events.role[np.maximum(event, 0)] >= GPU)
     communication = on_gpu & events.communication[np.maximum(event, 0)]
     bound = np.select(
@@ -84,7 +88,7 @@ def step_path(events: Events, label: str, start: int, end: int, pid: int | None)
          BOUNDS.index(COMPUTE)],
         BOUNDS.index(CPU),
     )  # fmt: skip
-    return StepPath(label, pid, start, end, int(length), graph.node_time[source], weight, bound, event)
+    return StepPath(label, pid, start, end, path.length, path.source_time, np.maximum(path.weight, 0), bound, event)
 
 
 def step_paths(trace: Trace, options: CriticalPathOptions) -> tuple[list[StepPath], Events]:
@@ -176,30 +180,33 @@ def _names(events: Events, rows: np.ndarray) -> np.ndarray:
 
 
 def ops_table(paths: list[StepPath], events: Events, top: int) -> pd.DataFrame:
-    """The events with most time on the paths, by name and bound: time, share of the paths, count."""
+    """The events with most time on the paths, by name and bound: time, share of the paths, count (by
+    time, then name; equal ones in the order they first come on the paths)."""
     event = np.concatenate([path.event for path in paths])
     bound = np.concatenate([path.bound for path in paths])
     weight = np.concatenate([path.weight for path in paths])
     counted = (bound >= 0) & (event >= 0) & (bound != BOUNDS.index(LAUNCH_OVERHEAD))
-    frame = pd.DataFrame({
-        "Name": _names(events, event[counted]), "Bound By": np.asarray(BOUNDS, dtype=object)[bound[counted]],
-        "event": event[counted], "time": weight[counted],
-    })  # fmt: skip
-    grouped = frame.groupby(["Name", "Bound By"], sort=False).agg(time=("time", "sum"), events=("event", "nunique"))
-    grouped = grouped.reset_index().sort_values(["time", "Name"], ascending=[False, True], kind="stable").head(top)
+    event, bound, weight = event[counted], bound[counted], weight[counted]
+    # groups coded in the order they first come (events.names is sorted: a name's code is its place by name)
+    group, keys = pd.factorize(events.name[event] * len(BOUNDS) + bound)
+    time = np.zeros(len(keys), dtype=np.int64)
+    np.add.at(time, group, weight)
+    distinct = pd.unique(group.astype(np.int64) * len(events) + event)
+    count = np.bincount(distinct // len(events), minlength=len(keys))
+    order = np.lexsort((np.arange(len(keys)), keys // len(BOUNDS), -time))[:top]
     total = sum(path.length for path in paths)
     return pd.DataFrame({
-        "Name": grouped["Name"].to_numpy(), "Bound By": grouped["Bound By"].to_numpy(),
-        "Path Time (ns)": grouped["time"].to_numpy(np.int64),
-        "Share (%)": 100.0 * grouped["time"].to_numpy(np.float64) / total if total else 0.0,
-        "Events": grouped["events"].to_numpy(np.int64),
+        "Name": np.asarray(events.names, dtype=object)[keys[order] // len(BOUNDS)],
+        "Bound By": np.asarray(BOUNDS, dtype=object)[keys[order] % len(BOUNDS)],
+        "Path Time (ns)": time[order], "Share (%)": 100.0 * time[order] / total if total else 0.0,
+        "Events": count[order],
     })  # fmt: skip
 
 
 def segments_table(path: StepPath, events: Events) -> pd.DataFrame:
     """The path as runs on one side, the CPU or the GPU (a launch delay leads into its GPU run): per run,
     its start (from the window's start), its time on the path, the bound with most of it, its edges,
-    and the event with most time in it."""
+    and the event with most time in it (the first such)."""
     counted = np.flatnonzero(path.bound >= 0)
     bound = path.bound[counted]
     on_gpu = bound != BOUNDS.index(CPU)
@@ -208,13 +215,18 @@ def segments_table(path: StepPath, events: Events) -> pd.DataFrame:
     run = np.cumsum(first) - 1
     weight, event = path.weight[counted], path.event[counted]
     runs = int(run[-1]) + 1 if len(run) else 0
-    by_bound = np.zeros((runs, len(BOUNDS)), dtype=np.int64)
-    np.add.at(by_bound, (run, bound), weight)
-    named = event >= 0
-    heaviest = pd.DataFrame({"run": run[named], "weight": weight[named], "event": event[named]})
-    heaviest = heaviest.sort_values("weight", ascending=False, kind="stable").drop_duplicates("run")
+    by_bound = np.zeros(runs * len(BOUNDS), dtype=np.int64)
+    np.add.at(by_bound, run * len(BOUNDS) + bound, weight)
+    by_bound = by_bound.reshape(runs, len(BOUNDS))
     longest = np.full(runs, "", dtype=object)
-    longest[heaviest["run"].to_numpy()] = _names(events, heaviest["event"].to_numpy())
+    named = np.flatnonzero(event >= 0)
+    if len(named):  # runs are contiguous: each one's largest weight by a reduction, then its first edge of it
+        named_run, named_weight = run[named], weight[named]
+        starts = np.flatnonzero(np.concatenate([[True], named_run[1:] != named_run[:-1]]))
+        largest = np.repeat(np.maximum.reduceat(named_weight, starts), np.diff(np.append(starts, len(named))))
+        heaviest = named[named_weight == largest]
+        heaviest = heaviest[np.concatenate([[True], run[heaviest][1:] != run[heaviest][:-1]])]
+        longest[run[heaviest]] = _names(events, event[heaviest])
     return pd.DataFrame({
         "Start (ns)": path.edge_start[counted][first] - path.start,
         "On": np.where(on_gpu[first], "GPU", "CPU"),
