@@ -88,7 +88,9 @@ def step_path(events: Events, label: str, start: int, end: int, pid: int | None)
          BOUNDS.index(COMPUTE)],
         BOUNDS.index(CPU),
     )  # fmt: skip
-    return StepPath(label, pid, start, end, path.length, path.source_time, np.maximum(path.weight, 0), bound, event)
+    row = path.source // 2
+    source_time = np.where(path.source % 2 == 1, events.end[row], events.start[row])
+    return StepPath(label, pid, start, end, path.length, source_time, np.maximum(path.weight, 0), bound, event)
 
 
 def step_paths(trace: Trace, options: CriticalPathOptions) -> tuple[list[StepPath], Events]:

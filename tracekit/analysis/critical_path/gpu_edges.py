@@ -28,13 +28,12 @@ STREAM_SYNC, CONTEXT_SYNC, EVENT_SYNC, STREAM_WAIT = (SYNC_KINDS.index(kind) for
 @dataclass
 class GpuEdges:
     """The window's GPU ops, stream after stream (each in visit order), two nodes each (start, end): per
-    node its id and time (ns) and the chain edge into it (an op's start: the kernel-kernel edge, if
+    node its id and the chain edge into it (an op's start: the kernel-kernel edge, if
     any, kind -1 otherwise; its end: its OPERATOR edge): weight (ns), kind, attributed event, place (the
     order HTA adds edges in: ``visit x 2^16 + n``). ``cross_*``: the other edges (launch and sync), as
     (source node, target node, weight, kind, place), in place order."""
 
     node: np.ndarray
-    time: np.ndarray
     weight: np.ndarray
     kind: np.ndarray
     attributed: np.ndarray
@@ -82,8 +81,6 @@ def gpu_edges(events: Events, rows: np.ndarray) -> GpuEdges:
     count = len(ops)
     node = np.empty(2 * count, dtype=np.int64)
     node[0::2], node[1::2] = 2 * ops, 2 * ops + 1
-    time = np.empty(2 * count, dtype=np.int64)
-    time[0::2], time[1::2] = events.start[ops], events.end[ops]
     weight = np.zeros(2 * count, dtype=np.int64)
     weight[0::2] = np.where(kernel_kernel, events.start[ops] - previous_end, 0)
     weight[1::2] = events.end[ops] - events.start[ops]
@@ -93,7 +90,7 @@ def gpu_edges(events: Events, rows: np.ndarray) -> GpuEdges:
     attributed[0::2], attributed[1::2] = np.where(kernel_kernel, previous, -1), ops
     place = np.empty(2 * count, dtype=np.int64)
     place[0::2], place[1::2] = visit * 2**16 + 2, visit * 2**16
-    return GpuEdges(node, time, weight, kind, attributed, place, *cross.arrays())
+    return GpuEdges(node, weight, kind, attributed, place, *cross.arrays())
 
 
 class _Cross:

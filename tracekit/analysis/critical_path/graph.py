@@ -42,8 +42,8 @@ MASK_SHARE = 1 / 64
 @dataclass
 class Graph:
     """A window's graph as chains of positions: the CPU threads' (positions below ``cpu_count``, thread
-    after thread), then the GPU streams'. Per position: its node (2 x row, + 1 for an end), time (ns),
-    and the chain edge into it from the position before: weight (ns, as found: negative for overlapping
+    after thread), then the GPU streams'. Per position: its node (2 x row, + 1 for an end) and the chain
+    edge into it from the position before: weight (ns, as found: negative for overlapping
     ops), kind (-1: a chain's first position, no edge), attributed event (row of ``Events``, -1: none),
     place (the order HTA adds edges in, which decides between equal paths: CPU edges in position order,
     then GPU edges by ``gpu_place``). ``cross_*``: the launch and sync edges, one per (source, target)
@@ -51,7 +51,6 @@ class Graph:
 
     rows: np.ndarray
     node: np.ndarray
-    time: np.ndarray
     weight: np.ndarray
     kind: np.ndarray
     attributed: np.ndarray
@@ -129,7 +128,7 @@ def build(events: Events, rows: np.ndarray) -> Graph:
     source, target = positions(gpu.cross_source), positions(gpu.cross_target)
     first, last = _pairs(source * (cpu_count + len(gpu.node)) + target)
     return Graph(
-        rows=rows, node=np.concatenate([chains.node, gpu.node]), time=np.concatenate([chains.time, gpu.time]),
+        rows=rows, node=np.concatenate([chains.node, gpu.node]),
         weight=np.concatenate([chains.weight, gpu.weight]), kind=np.concatenate([chains.kind, gpu.kind]),
         attributed=np.concatenate([chains.attributed, gpu.attributed]), cpu_count=cpu_count, gpu_place=gpu.place,
         cross_source=source[first], cross_target=target[first], cross_weight=gpu.cross_weight[last],

@@ -35,11 +35,10 @@ CYCLE = ("the trace's events make a cycle in the dependency graph (events on one
 
 @dataclass
 class Path:
-    """A path's edges in order, each: its source node (2 x row, + 1 for an end) and that node's time
-    (ns), weight (ns, as found), kind and attributed event (-1: none); and its length (ns)."""
+    """A path's edges in order, each: its source node (2 x row, + 1 for an end), weight (ns, as found),
+    kind and attributed event (-1: none); and its length (ns)."""
 
     source: np.ndarray
-    source_time: np.ndarray
     weight: np.ndarray
     kind: np.ndarray
     attributed: np.ndarray
@@ -50,7 +49,7 @@ def longest_path(graph: Graph) -> Path:
     """The path networkx's ``dag_longest_path`` takes through ``graph`` (see the module docstring)."""
     if not len(graph):
         empty = np.zeros(0, dtype=np.int64)
-        return Path(empty, empty, empty, np.zeros(0, dtype=np.int8), empty, 0)
+        return Path(empty, empty, np.zeros(0, dtype=np.int8), empty, 0)
     chained = graph.kind >= 0
     distances = _Distances(graph, np.where(chained, np.maximum(graph.weight, 0), 0),
                            np.maximum(graph.cross_weight, 0))  # fmt: skip
@@ -62,14 +61,21 @@ class _Distances:
     """Each node's longest distance from a node with no edge in, for chain weights ``weight`` (per
     position, 0 at a chain's first) and cross-edge weights ``cross_weight``, both at least 0."""
 
-    def __init__(self, graph: Graph, weight: np.ndarray, cross_weight: np.ndarray):
+    def __init__(
+        self, graph: Graph, weight: np.ndarray, cross_weight: np.ndarray, last_input: np.ndarray | None = None
+    ):
         self.prefix = np.cumsum(weight)
         self.firsts = np.flatnonzero(graph.kind < 0)  # each chain's first position
         self.source, self.target, self.cross_weight = graph.cross_source, graph.cross_target, cross_weight
         self.inputs = np.union1d(self.firsts, self.target)
-        self.input_chain = self.chain_of(self.inputs)
+        if last_input is None:  # per position, the index of the last input at or before it (its chain's)
+            is_input = np.zeros(len(weight), dtype=bool)
+            is_input[self.inputs] = True
+            last_input = np.cumsum(is_input, dtype=np.int32) - 1
+        self.last_input = last_input
+        self.input_chain = np.searchsorted(self.firsts, self.inputs, side="right") - 1
         self.at_first = np.isin(self.inputs, self.firsts, assume_unique=True)
-        self.target_input = np.searchsorted(self.inputs, self.target)
+        self.target_input = self.last_input[self.target]
         known = np.zeros(len(self.source), dtype=bool)
         values = np.zeros(len(self.source), dtype=np.int64)
         loop, loop_values = self._through_syncs(graph)
@@ -83,12 +89,11 @@ class _Distances:
             self.running = self._running(known, values)
 
     def chain_of(self, positions: np.ndarray) -> np.ndarray:
-        return np.searchsorted(self.firsts, positions, side="right") - 1
+        return self.input_chain[self.last_input[positions]]
 
     def __call__(self, positions: np.ndarray) -> np.ndarray:
         """The distances of ``positions``."""
-        last_input = np.searchsorted(self.inputs, positions, side="right") - 1
-        return self.prefix[positions] + self.running[last_input]
+        return self.prefix[positions] + self.running[self.last_input[positions]]
 
     def _running(self, known: np.ndarray, values: np.ndarray) -> np.ndarray:
         """Per input, the running maximum of x - P over its chain's inputs so far, with the cross edges
@@ -182,7 +187,8 @@ def _end(graph: Graph, distances: _Distances, chained: np.ndarray) -> int:
     if len(roots) == 1:
         return int(roots[0])
     # unrelated candidates: the earlier Kahn generation (the most edges from a node with no edge in) first
-    levels = _Distances(graph, chained.astype(np.int64), np.ones(len(graph.cross_source), dtype=np.int64))(roots)
+    unit = np.ones(len(graph.cross_source), dtype=np.int64)
+    levels = _Distances(graph, chained.astype(np.int64), unit, distances.last_input)(roots)
     roots = roots[levels == levels.min()]
     return int(roots[0]) if len(roots) == 1 else _first_in_kahn_order(graph, roots)
 
@@ -244,7 +250,7 @@ def _path_of(graph: Graph, pieces: list[tuple[int, int, int]], length: int) -> P
     kind[is_cross], kind[~is_cross] = graph.cross_kind[edge_cross], graph.kind[chain]
     attributed = np.full(total, -1, dtype=np.int64)
     attributed[~is_cross] = graph.attributed[chain]
-    return Path(source, graph.time[source_position], weight, kind, attributed, length)
+    return Path(source, weight, kind, attributed, length)
 
 
 def _first_in_kahn_order(graph: Graph, tied: np.ndarray) -> int:
