@@ -79,15 +79,16 @@ class StepPath:
 def step_path(events: Events, label: str, start: int, end: int, pid: int | None) -> StepPath:
     """The critical path of the window [start, end] (ns) of process ``pid`` (None: all)."""
     path = longest_path(build(events, window_rows(events, start, end, pid)))
-    kind, event = path.kind.astype(np.int64), path.attributed
-    on_gpu = (event >= 0) & (events.role[np.maximum(event, 0)] >= GPU)
-    communication = on_gpu & events.communication[np.maximum(event, 0)]
-    bound = np.select(
-        [(kind == DEPENDENCY) | (kind == SYNC_DEPENDENCY), kind == KERNEL_KERNEL, kind == LAUNCH, communication, on_gpu],
-        [-1, BOUNDS.index(KERNEL_OVERHEAD), BOUNDS.index(LAUNCH_OVERHEAD), BOUNDS.index(COMMUNICATION),
-         BOUNDS.index(COMPUTE)],
-        BOUNDS.index(CPU),
-    )  # fmt: skip
+    kind, event = path.kind, path.attributed
+    # later rules win: CPU, then an op's own time on the GPU (communication for NCCL kernels), the delays,
+    # and none for dependencies and syncs
+    bound = np.full(len(kind), BOUNDS.index(CPU), dtype=np.int64)
+    on_gpu = np.flatnonzero(event >= 0)
+    on_gpu = on_gpu[events.role[event[on_gpu]] >= GPU]
+    bound[on_gpu] = np.where(events.communication[event[on_gpu]], BOUNDS.index(COMMUNICATION), BOUNDS.index(COMPUTE))
+    bound[kind == LAUNCH] = BOUNDS.index(LAUNCH_OVERHEAD)
+    bound[kind == KERNEL_KERNEL] = BOUNDS.index(KERNEL_OVERHEAD)
+    bound[(kind == DEPENDENCY) | (kind == SYNC_DEPENDENCY)] = -1
     row = path.source // 2
     source_time = np.where(path.source % 2 == 1, events.end[row], events.start[row])
     return StepPath(label, pid, start, end, path.length, source_time, np.maximum(path.weight, 0), bound, event)
@@ -193,8 +194,14 @@ def ops_table(paths: list[StepPath], events: Events, top: int) -> pd.DataFrame:
     group, keys = pd.factorize(events.name[event] * len(BOUNDS) + bound)
     time = np.zeros(len(keys), dtype=np.int64)
     np.add.at(time, group, weight)
-    distinct = pd.unique(group.astype(np.int64) * len(events) + event)
-    count = np.bincount(distinct // len(events), minlength=len(keys))
+    count = np.zeros(len(keys), dtype=np.int64)  # distinct events per group: an event has one name
+    for index in range(len(BOUNDS)):
+        seen = np.zeros(len(events), dtype=bool)
+        seen[event[bound == index]] = True
+        mine = keys % len(BOUNDS) == index
+        count[mine] = np.bincount(events.name[np.flatnonzero(seen)], minlength=len(events.names))[
+            keys[mine] // len(BOUNDS)
+        ]
     order = np.lexsort((np.arange(len(keys)), keys // len(BOUNDS), -time))[:top]
     total = sum(path.length for path in paths)
     return pd.DataFrame({

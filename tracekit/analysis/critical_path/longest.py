@@ -228,29 +228,22 @@ def _path_of(graph: Graph, pieces: list[tuple[int, int, int]], length: int) -> P
     """The path's edges from its pieces (in order): each a cross edge (or none) then a chain stretch."""
     cross = np.asarray([piece[0] for piece in pieces], dtype=np.int64)
     low = np.asarray([piece[1] for piece in pieces], dtype=np.int64)
-    high = np.asarray([piece[2] for piece in pieces], dtype=np.int64)
-    sizes = np.maximum(high - low + 1, 0)
-    # edges: per piece, its cross edge (if any, as -1 - index) then its chain positions
-    per_piece = sizes + (cross >= 0)
-    total = int(per_piece.sum())
-    piece_of = np.repeat(np.arange(len(pieces)), per_piece)
-    offset = np.arange(total) - np.repeat(np.cumsum(per_piece) - per_piece, per_piece)
-    is_cross = (cross[piece_of] >= 0) & (offset == 0)
-    position = low[piece_of] + offset - (cross[piece_of] >= 0)
-    edge_cross = cross[piece_of][is_cross]
-    chain = position[~is_cross]
-    source = np.empty(total, dtype=np.int64)
-    source_position = np.empty(total, dtype=np.int64)
-    source_position[is_cross] = graph.cross_source[edge_cross]
-    source_position[~is_cross] = chain - 1
-    source[:] = graph.node[source_position]
-    weight = np.empty(total, dtype=np.int64)
-    weight[is_cross], weight[~is_cross] = graph.cross_weight[edge_cross], graph.weight[chain]
-    kind = np.empty(total, dtype=np.int8)
-    kind[is_cross], kind[~is_cross] = graph.cross_kind[edge_cross], graph.kind[chain]
-    attributed = np.full(total, -1, dtype=np.int64)
-    attributed[~is_cross] = graph.attributed[chain]
-    return Path(source, weight, kind, attributed, length)
+    sizes = np.maximum(np.asarray([piece[2] for piece in pieces], dtype=np.int64) - low + 1, 0)
+    before = np.cumsum(sizes) - sizes  # chain edges before each piece's
+    chain = np.repeat(low - before, sizes) + np.arange(int(sizes.sum()))  # the chain edges' positions, in order
+    has = cross >= 0
+    at, into = before[has], cross[has]  # each cross edge goes before its piece's chain edges
+
+    def edges(chained: np.ndarray, crossing: np.ndarray) -> np.ndarray:
+        return np.insert(chained, at, crossing)
+
+    return Path(
+        source=edges(graph.node[chain - 1], graph.node[graph.cross_source[into]]),
+        weight=edges(graph.weight[chain], graph.cross_weight[into]),
+        kind=edges(graph.kind[chain], graph.cross_kind[into]),
+        attributed=edges(graph.attributed[chain], np.full(len(into), -1, dtype=np.int64)),
+        length=length,
+    )
 
 
 def _first_in_kahn_order(graph: Graph, tied: np.ndarray) -> int:
