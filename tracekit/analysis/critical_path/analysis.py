@@ -41,9 +41,12 @@ CPU, COMPUTE, COMMUNICATION = "CPU", "GPU Compute", "Communication"
 KERNEL_OVERHEAD, LAUNCH_OVERHEAD = "Kernel-Kernel Overhead", "Launch Overhead"
 BOUNDS = (CPU, COMPUTE, COMMUNICATION, KERNEL_OVERHEAD, LAUNCH_OVERHEAD)
 WHOLE_TRACE = "(whole trace)"
-# advise and the report trace a whole trace without steps only below this many events: the graph is built
-# and searched in Python, about 5 µs per event (a step at a time stays small)
-WHOLE_TRACE_LIMIT = 300_000
+# The work of a window is about 1 µs and 140 bytes per event it holds (CPU events, the GPU ops they launched;
+# the trace's events as arrays and its tables take about as much again: 2.3 GB at 7.8M events). advise and the
+# report trace a whole trace without steps only up to WHOLE_TRACE_LIMIT events (about a second); no window is
+# traced past WINDOW_LIMIT events (some 5 GB): above it, a step at a time.
+WHOLE_TRACE_LIMIT = 1_000_000
+WINDOW_LIMIT = 16_000_000
 HINTS = {
     CPU: "the GPU waits on the host: fewer, larger ops (torch.compile) or CUDA graphs shorten it; the launch-bound "
          "and host-stall findings say where",
@@ -77,8 +80,14 @@ class StepPath:
 
 
 def step_path(events: Events, label: str, start: int, end: int, pid: int | None) -> StepPath:
-    """The critical path of the window [start, end] (ns) of process ``pid`` (None: all)."""
-    path = longest_path(build(events, window_rows(events, start, end, pid)))
+    """The critical path of the window [start, end] (ns) of process ``pid`` (None: all); UsageError past
+    ``WINDOW_LIMIT`` events."""
+    rows = window_rows(events, start, end, pid)
+    if len(rows) > WINDOW_LIMIT:
+        raise UsageError(f"{label}: {len(rows):,} events in one window, more than the {WINDOW_LIMIT:,} traced at once "
+                         "(about 300 bytes each): trace a step at a time, naming the range that is one step with "
+                         "--step-range (or one step with --step)")  # fmt: skip
+    path = longest_path(build(events, rows))
     kind, event = path.kind, path.attributed
     # later rules win: CPU, then an op's own time on the GPU (communication for NCCL kernels), the delays,
     # and none for dependencies and syncs
@@ -119,15 +128,16 @@ def step_paths(trace: Trace, options: CriticalPathOptions) -> tuple[list[StepPat
 
 
 def typical_path(trace: Trace) -> tuple[StepPath, Events, str]:
-    """The critical path of the step of median wall time (the whole trace without steps, when it has at
-    most ``WHOLE_TRACE_LIMIT`` events), with a sentence saying what bounds it; UsageError when there is
-    none to trace."""
+    """The critical path of the step of median wall time (the whole trace without steps, when it holds at
+    most ``WHOLE_TRACE_LIMIT`` events for the graph), with a sentence saying what bounds it; UsageError when
+    there is none to trace."""
     steps = step_rows(trace)
     if steps.empty:
         events = trace_events(trace)
-        if len(events) > WHOLE_TRACE_LIMIT:
-            raise UsageError(f"no steps, and {len(events):,} events are too many to trace whole here "
-                             "(`tracekit critical-path` traces them)")  # fmt: skip
+        held = len(window_rows(events, int(events.start.min()), int(events.end.max()))) if len(events) else 0
+        if held > WHOLE_TRACE_LIMIT:
+            raise UsageError(f"no steps, and the whole trace's {held:,} CPU events and GPU ops are too many to trace "
+                             "here (`tracekit critical-path` traces them)")  # fmt: skip
         which, step = "the whole trace", None
     else:
         steps = steps.reset_index(drop=True)

@@ -45,8 +45,8 @@ def cpu_chains(events: Events, cpu: np.ndarray) -> CpuChains:
     """The chains of the CPU events ``cpu`` (rows, ascending)."""
     count = len(cpu)
     if not count:
-        empty = np.zeros(0, dtype=np.int64)
-        return CpuChains(empty, empty, np.zeros(0, dtype=np.int8), empty, empty, empty)
+        empty = np.zeros(0, dtype=np.int32)
+        return CpuChains(empty, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int8), empty, empty, empty)
     start, end = events.start[cpu], events.end[cpu]
     walk, time, thread = _walk(_thread_ranks(events.pid[cpu], events.tid[cpu]), start, end)
     is_start = walk < count  # per element of the walk: a start (else an end) of event ``local``
@@ -63,7 +63,9 @@ def cpu_chains(events: Events, cpu: np.ndarray) -> CpuChains:
     del time, thread
     mismatched = ~walk_start & (local[is_node] != event)  # an end that popped another event: that one's end
     node_time[mismatched] = end[event[mismatched]]
-    node = 2 * cpu[event] + ~walk_start
+    node = cpu.astype(np.int32)[event]  # node ids: 2 x row, + 1 for an end (int32, as rows are)
+    node <<= 1
+    node |= ~walk_start
     first = np.ones(len(node), dtype=bool)
     first[1:] = node_thread[1:] != node_thread[:-1]
     node_depth = np.cumsum(np.where(walk_start, np.int32(1), np.int32(-1)), dtype=np.int32)
@@ -75,7 +77,7 @@ def cpu_chains(events: Events, cpu: np.ndarray) -> CpuChains:
     weight[(kind != OP) | (~walk_start & events.blocking[node // 2])] = 0  # into a blocking call's end: the GPU's
     del node_time
     attributed = _attributed(node, kind, np.flatnonzero(is_node), local, is_start, level, cpu)
-    start_at, end_at = np.full(count, -1, dtype=np.int64), np.full(count, -1, dtype=np.int64)
+    start_at, end_at = np.full(count, -1, dtype=np.int32), np.full(count, -1, dtype=np.int32)
     start_at[event[walk_start]] = np.flatnonzero(walk_start)
     end_at[event[~walk_start]] = np.flatnonzero(~walk_start)
     return CpuChains(node, weight, kind, attributed, start_at, end_at)
@@ -152,7 +154,7 @@ def _attributed(node: np.ndarray, kind: np.ndarray, at_walk: np.ndarray, local: 
     edge's source, else the one that ends at its target, else (an end to the next sibling's start) the
     enclosing event: the one on top of the stack when the source's event started, that is the latest
     start one level up before the source (still open, the walk being balanced)."""
-    attributed = np.full(len(node), -1, dtype=np.int64)
+    attributed = np.full(len(node), -1, dtype=np.int32)
     if len(node) < 2:
         return attributed
     from_start = node[:-1] % 2 == 0

@@ -63,7 +63,8 @@ class Events:
     side); partner: row of the other side of a call/GPU op/sync pair, -1 for none; queued: a CALL that
     feeds a stream's launch queue; blocking: a CALL in ``BLOCKING_CALLS``; communication: a GPU op that
     is an NCCL kernel; sync_kind (index into ``schema.SYNC_KINDS``, -1 on other rows), event_stream,
-    event_correlation: SYNC rows (``schema.GPU_SYNCS``); correlation: CALL rows' correlation id."""
+    event_correlation: SYNC rows (``schema.GPU_SYNCS``); correlation: CALL rows' correlation id. Rows
+    and names are held as int32 (a trace that fits in memory has far fewer than 2^30 events)."""
 
     role: np.ndarray
     start: np.ndarray
@@ -140,7 +141,7 @@ def _events(trace: Trace, as_hta: bool) -> Events:
     call_codes = calls["name"].cat.codes.to_numpy()
     name = column([label_index[codes], label_index[first_label[1] + call_codes],
                    label_index[first_label[2] + ops["short_name"].cat.codes.to_numpy()],
-                   label_index[first_label[3] + sync_kind_codes]])  # fmt: skip
+                   label_index[first_label[3] + sync_kind_codes]], np.int32)  # fmt: skip
 
     def calls_named(names: frozenset[str]) -> np.ndarray:
         return column([False, np.asarray([name in names for name in call_names], dtype=bool)[call_codes], False,
@@ -152,7 +153,7 @@ def _events(trace: Trace, as_hta: bool) -> Events:
                   for part in (ranges, calls, ops, syncs)])  # fmt: skip
     if as_hta:
         start, end = hta_rounded(start, end)
-    partner = np.full(total, -1, dtype=np.int64)
+    partner = np.full(total, -1, dtype=np.int32)
     for part, offset in ((ops, offsets[2]), (syncs, offsets[3])):
         call = match_calls(calls, part["pid"].to_numpy(), part["correlation_id"].to_numpy())
         mine = np.flatnonzero(call >= 0)
@@ -165,7 +166,7 @@ def _events(trace: Trace, as_hta: bool) -> Events:
                     syncs["pid"].to_numpy()]),
         tid=column([ranges["tid"].to_numpy()[kept], calls["tid"].to_numpy(), -1, -1]),
         device=column([-1, -1, ops["device"].to_numpy(), syncs["device"].to_numpy()]),
-        stream=column([-1, -1, ops["stream"].to_numpy(), syncs["stream"].to_numpy()]),
+        stream=column([-1, -1, ops["stream"].to_numpy(), syncs["stream"].to_numpy()], np.int32),
         partner=partner, correlation=column([-1, calls["correlation_id"].to_numpy(), -1, -1]),
         queued=calls_named(QUEUED_CALLS), blocking=calls_named(BLOCKING_CALLS), communication=communication,
         sync_kind=column([-1, -1, -1, sync_kind_codes], np.int8),
@@ -198,7 +199,7 @@ def queue_lengths(events: Events) -> np.ndarray:
     first[1:] = key[1:] != key[:-1]
     base = np.maximum.accumulate(np.where(first, np.arange(len(order)), 0))
     before = np.concatenate([[0], running])[base]  # the running sum before each stream's first row
-    lengths = np.full(len(events), -1, dtype=np.int64)
+    lengths = np.full(len(events), -1, dtype=np.int32)
     lengths[rows[order]] = running - before
     return lengths
 

@@ -79,14 +79,14 @@ def gpu_edges(events: Events, rows: np.ndarray) -> GpuEdges:
     _sync_edges(events, gpu, is_sync, ops, visit, op_stream, stream, rows, cross)
 
     count = len(ops)
-    node = np.empty(2 * count, dtype=np.int64)
+    node = np.empty(2 * count, dtype=np.int32)
     node[0::2], node[1::2] = 2 * ops, 2 * ops + 1
     weight = np.zeros(2 * count, dtype=np.int64)
     weight[0::2] = np.where(kernel_kernel, events.start[ops] - previous_end, 0)
     weight[1::2] = events.end[ops] - events.start[ops]
     kind = np.empty(2 * count, dtype=np.int8)
     kind[0::2], kind[1::2] = np.where(kernel_kernel, KERNEL_KERNEL, -1), OP
-    attributed = np.empty(2 * count, dtype=np.int64)
+    attributed = np.empty(2 * count, dtype=np.int32)
     attributed[0::2], attributed[1::2] = np.where(kernel_kernel, previous, -1), ops
     place = np.empty(2 * count, dtype=np.int64)
     place[0::2], place[1::2] = visit * 2**16 + 2, visit * 2**16

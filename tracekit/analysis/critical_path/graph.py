@@ -127,13 +127,22 @@ def build(events: Events, rows: np.ndarray) -> Graph:
 
     source, target = positions(gpu.cross_source), positions(gpu.cross_target)
     first, last = _pairs(source * (cpu_count + len(gpu.node)) + target)
+    # the chains' arrays taken out of them one at a time, each freed once copied (the copies' extra memory)
+    held = vars(chains)
+    del held["start_at"], held["end_at"]
+    joined = {field: np.concatenate([held.pop(field), getattr(gpu, field)])
+              for field in ("node", "weight", "kind", "attributed")}  # fmt: skip
     return Graph(
-        rows=rows, node=np.concatenate([chains.node, gpu.node]),
-        weight=np.concatenate([chains.weight, gpu.weight]), kind=np.concatenate([chains.kind, gpu.kind]),
-        attributed=np.concatenate([chains.attributed, gpu.attributed]), cpu_count=cpu_count, gpu_place=gpu.place,
-        cross_source=source[first], cross_target=target[first], cross_weight=gpu.cross_weight[last],
-        cross_kind=gpu.cross_kind[last], cross_place=gpu.cross_place[first],
-    )  # fmt: skip
+        rows=rows,
+        **joined,
+        cpu_count=cpu_count,
+        gpu_place=gpu.place,
+        cross_source=source[first],
+        cross_target=target[first],
+        cross_weight=gpu.cross_weight[last],
+        cross_kind=gpu.cross_kind[last],
+        cross_place=gpu.cross_place[first],
+    )
 
 
 def _pairs(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
