@@ -2,7 +2,8 @@
 the same edges in the same order (source node, weight, kind, attributed event) and the same length, on
 the built traces whose paths are known, on random traces of many steps (every step's window and the whole
 trace, exact and HTA-rounded times), and where the rare rules decide: improperly nested ranges, and equal
-paths in unrelated chains (networkx's topological order decides).
+paths in unrelated chains (networkx's topological order decides). And it works within its bounds: memory
+per event of the window, and advise's limit counting what the graph holds.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from helpers.critical_path_traces import US, launch_then_sync, random_steps, str
 from helpers.kineto_builder import KinetoBuilder
 from helpers.nsys_builder import ExportBuilder
 
-from tracekit.analysis.critical_path import longest
+import tracekit
+from tracekit.analysis.critical_path import analysis, longest
+from tracekit.analysis.critical_path.analysis import step_path
 from tracekit.analysis.critical_path.events import Events, hta_rounded, trace_events
 from tracekit.analysis.critical_path.graph import build, window_rows
 from tracekit.analysis.ranges.steps import step_rows
@@ -115,3 +118,34 @@ def test_a_cycle_is_refused_as_before():
         event_correlation=np.full(4, -1), record_call=np.zeros(4, dtype=bool), queue=np.array([1, -1, 0, -1]),
     )  # fmt: skip
     assert assert_same_path(events, 0, 50 * US, None) == 0
+
+
+def test_the_whole_trace_is_traced_in_at_most_300_bytes_per_event_of_its_window(tmp_path):
+    """The bound docs/guide/advise.md states (the old graph of Python lists took about 1,200 bytes)."""
+    import tracemalloc
+
+    events = trace_events(open_trace(random_steps(tmp_path / "long.json", 7, steps=400, threads=3)))
+    start, end = int(events.start.min()), int(events.end.max())
+    rows = window_rows(events, start, end)
+    assert len(rows) > 15_000
+    tracemalloc.start()
+    try:
+        step_path(events, "(whole trace)", start, end, None)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 300 * len(rows)
+
+
+def test_advise_traces_a_whole_trace_by_the_events_its_graph_holds(tmp_path, monkeypatch):
+    """GPU ops without their launching calls (a replica of the GPU work, say) are no part of the graph: they
+    do not count against the limit on what advise traces whole."""
+    monkeypatch.setattr(analysis, "WHOLE_TRACE_LIMIT", 50)
+    b = KinetoBuilder()
+    b.annotation("aten::mm", 0, 10, cat="cpu_op").launch("cudaLaunchKernel", 2, 3, correlation=1)
+    b.kernel("gemm_kernel", 20, 100, correlation=1)
+    for index in range(200):  # launched by nothing in the trace
+        b.kernel("replayed_kernel", 200 + 10 * index, 5, correlation=1000 + index)
+    result = tracekit.advise(b.write(tmp_path / "replayed.json"))
+    assert result["critical-path"][["Step", "Path (ns)"]].values.tolist() == [["(whole trace)", 120 * US]]
+    assert "the critical path of the whole trace is 83 % GPU Compute" in " ".join(result.notes)

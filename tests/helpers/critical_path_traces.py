@@ -56,7 +56,9 @@ class _Steps:
         self.b = KinetoBuilder()
         self.correlation = 0
         self.stream_free: dict[int, int] = dict.fromkeys(STREAMS, 0)  # when each stream's last op ends
-        self.recorded: dict[int, int] = {}  # stream -> correlation of its latest cudaEventRecord
+        # per thread, stream -> correlation of its latest cudaEventRecord on that thread (the threads are built
+        # one after the other: another thread's record may lie ahead in time)
+        self.recorded: dict[int, dict[int, int]] = {}
         self.threads = [100 + index for index in range(threads)]
 
     def next_correlation(self) -> int:
@@ -65,7 +67,7 @@ class _Steps:
 
     def gpu_op(self, call_start: int, correlation: int, stream: int) -> int:
         rng = self.rng
-        start = max(call_start + rng.randint(0, 4), self.stream_free[stream] + rng.randint(-2, 3))
+        start = max(call_start + rng.randint(1, 4), self.stream_free[stream] + rng.randint(-2, 3))
         duration = rng.randint(0, 12)
         name = rng.choice(["gemm_kernel", "add_kernel", "ncclKernel_AllReduce_RING_LL_Sum_float", "softmax"])
         if rng.random() < 0.15:
@@ -79,6 +81,7 @@ class _Steps:
         """One CUDA call at ``at`` on thread ``tid`` (and its GPU side); returns its end."""
         rng, b = self.rng, self.b
         correlation, stream = self.next_correlation(), rng.choice(STREAMS)
+        recorded_on = self.recorded.setdefault(tid, {})
         choice = rng.random()
         if choice < 0.5:
             duration = rng.randint(1, 4)
@@ -99,20 +102,20 @@ class _Steps:
             return end
         if choice < 0.8:
             b.launch("cudaEventRecord", at, 1, correlation, tid=tid)
-            self.recorded[stream] = correlation
+            recorded_on[stream] = correlation
             return at + 1
-        if choice < 0.92 and self.recorded:
-            recorded = rng.choice(sorted(self.recorded))
+        if choice < 0.92 and recorded_on:
+            recorded = rng.choice(sorted(recorded_on))
             waiting = rng.choice([s for s in STREAMS if s != recorded])
             b.launch("cudaStreamWaitEvent", at, 1, correlation, tid=tid)
             b.sync("Stream Wait Event", at + 1, 1, correlation, stream=waiting,
-                   waits_on=(recorded, self.recorded[recorded]))  # fmt: skip
+                   waits_on=(recorded, recorded_on[recorded]))  # fmt: skip
             return at + 1
-        if self.recorded:
-            recorded = rng.choice(sorted(self.recorded))
+        if recorded_on:
+            recorded = rng.choice(sorted(recorded_on))
             end = max(at + 1, self.stream_free[recorded] + rng.randint(0, 2))
             b.launch("cudaEventSynchronize", at, end - at, correlation, tid=tid)
-            b.sync("Event Sync", end - 1, 1, correlation, stream=recorded, waits_on=(recorded, self.recorded[recorded]))
+            b.sync("Event Sync", end - 1, 1, correlation, stream=recorded, waits_on=(recorded, recorded_on[recorded]))
             return end
         return at
 
