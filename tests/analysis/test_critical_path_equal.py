@@ -149,3 +149,9 @@ def test_advise_traces_a_whole_trace_by_the_events_its_graph_holds(tmp_path, mon
     result = tracekit.advise(b.write(tmp_path / "replayed.json"))
     assert result["critical-path"][["Step", "Path (ns)"]].values.tolist() == [["(whole trace)", 120 * US]]
     assert "the critical path of the whole trace is 83 % GPU Compute" in " ".join(result.notes)
+
+
+def test_a_window_past_the_limit_is_refused_naming_the_options_that_bound_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(analysis, "WINDOW_LIMIT", 5)
+    with pytest.raises(tracekit.TracekitError, match=r"\(whole trace\): \d+ events in one window, more than the 5 "):
+        tracekit.critical_path(launch_then_sync(tmp_path))

@@ -34,6 +34,7 @@ from tracekit.analysis.critical_path.longest import longest_path
 from tracekit.analysis.options import CriticalPathOptions
 from tracekit.analysis.ranges.steps import step_labels, step_rows
 from tracekit.errors import NoGpuDataError, UsageError
+from tracekit.model.options import named
 from tracekit.model.result import Result, Table
 from tracekit.model.trace import Trace
 
@@ -86,7 +87,7 @@ def step_path(events: Events, label: str, start: int, end: int, pid: int | None)
     if len(rows) > WINDOW_LIMIT:
         raise UsageError(f"{label}: {len(rows):,} events in one window, more than the {WINDOW_LIMIT:,} traced at once "
                          "(about 300 bytes each): trace a step at a time, naming the range that is one step with "
-                         "--step-range (or one step with --step)")  # fmt: skip
+                         f"{named('step_range')} (or one step with {named('step')})")  # fmt: skip
     path = longest_path(build(events, rows))
     kind, event = path.kind, path.attributed
     # later rules win: CPU, then an op's own time on the GPU (communication for NCCL kernels), the delays,

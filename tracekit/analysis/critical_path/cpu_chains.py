@@ -50,8 +50,9 @@ def cpu_chains(events: Events, cpu: np.ndarray) -> CpuChains:
     start, end = events.start[cpu], events.end[cpu]
     walk, time, thread = _walk(_thread_ranks(events.pid[cpu], events.tid[cpu]), start, end)
     is_start = walk < count  # per element of the walk: a start (else an end) of event ``local``
-    local = np.where(is_start, walk, walk - count).astype(np.int32)
+    local = walk.astype(np.int32)
     del walk
+    np.subtract(local, count, out=local, where=~is_start)
     depth = np.cumsum(np.where(is_start, np.int32(1), np.int32(-1)), dtype=np.int32)  # each thread's walk is balanced
     level = depth + ~is_start  # a start's depth after its push; an end's before its pop
     del depth
@@ -69,12 +70,12 @@ def cpu_chains(events: Events, cpu: np.ndarray) -> CpuChains:
     first = np.ones(len(node), dtype=bool)
     first[1:] = node_thread[1:] != node_thread[:-1]
     node_depth = np.cumsum(np.where(walk_start, np.int32(1), np.int32(-1)), dtype=np.int32)
-    kind = np.where(walk_start & (node_depth == 1), DEPENDENCY, OP).astype(np.int8)  # into an outermost start
+    kind = np.where(walk_start & (node_depth == 1), np.int8(DEPENDENCY), np.int8(OP))  # into an outermost start
     kind[first] = -1
     del node_depth, first, node_thread
     weight = np.zeros(len(node), dtype=np.int64)
     np.subtract(node_time[1:], node_time[:-1], out=weight[1:])
-    weight[(kind != OP) | (~walk_start & events.blocking[node // 2])] = 0  # into a blocking call's end: the GPU's
+    weight[(kind != OP) | (~walk_start & events.blocking[node >> 1])] = 0  # into a blocking call's end: the GPU's
     del node_time
     attributed = _attributed(node, kind, np.flatnonzero(is_node), local, is_start, level, cpu)
     start_at, end_at = np.full(count, -1, dtype=np.int32), np.full(count, -1, dtype=np.int32)
@@ -130,7 +131,9 @@ def _walk(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.nd
         longer = np.where(elements < count, -duration, duration)  # starts: longest first; ends: shortest first
         position = np.where(elements < count, local, -local)  # starts: earliest row first; ends: latest first
         order[at] = elements[np.lexsort((position, longer, group))]
-    return order, (key >> 1) + base, threads
+    key >>= 1
+    key += base
+    return order, key, threads
 
 
 def _popped(local: np.ndarray, is_start: np.ndarray, level: np.ndarray, count: int) -> np.ndarray:
@@ -157,9 +160,9 @@ def _attributed(node: np.ndarray, kind: np.ndarray, at_walk: np.ndarray, local: 
     attributed = np.full(len(node), -1, dtype=np.int32)
     if len(node) < 2:
         return attributed
-    from_start = node[:-1] % 2 == 0
-    np.floor_divide(np.where(from_start, node[:-1], node[1:]), 2, out=attributed[1:])
-    siblings = np.flatnonzero(~from_start & (node[1:] % 2 == 0)) + 1
+    from_start = (node[:-1] & 1) == 0
+    np.right_shift(np.where(from_start, node[:-1], node[1:]), 1, out=attributed[1:])
+    siblings = np.flatnonzero(~from_start & ((node[1:] & 1) == 0)) + 1
     attributed[kind != OP] = -1
     siblings = siblings[kind[siblings] == OP]
     source = at_walk[siblings - 1]  # the sibling's end, in the walk
