@@ -28,10 +28,10 @@ STREAM_SYNC, CONTEXT_SYNC, EVENT_SYNC, STREAM_WAIT = (SYNC_KINDS.index(kind) for
 @dataclass
 class GpuEdges:
     """The window's GPU ops, stream after stream (each in visit order), two nodes each (start, end): per
-    node its id and the chain edge into it (an op's start: the kernel-kernel edge, if
-    any, kind -1 otherwise; its end: its OPERATOR edge): weight (ns), kind, attributed event, place (the
-    order HTA adds edges in: ``visit x 2^16 + n``). ``cross_*``: the other edges (launch and sync), as
-    (source node, target node, weight, kind, place), in place order."""
+    node its id and the chain edge into it (an op's start: the kernel-kernel edge, if any, kind -1
+    otherwise; its end: its OPERATOR edge): weight (ns), kind, attributed event, place (the order HTA adds
+    edges in: ``visit x 2^16 + n``). ``cross_*``: the other edges (launch and sync), as (source node,
+    target node, weight, kind, place), in place order."""
 
     node: np.ndarray
     weight: np.ndarray

@@ -13,7 +13,7 @@ position (x = 0) or the target of a launch or sync edge (x = the source's distan
 weight). So only inputs need values: the sync edges' (which lead back from the GPU, and can chain
 through every step) are found in one topological pass over just the positions they touch, the launch
 edges' (into GPU chains no sync leaves) afterwards, all at once. Memory: a few arrays of one int64 per
-node; time: a sort of the inputs, with Python work per sync edge only.
+node; time: a few passes over them and a sort of the inputs, with Python work per sync edge only.
 """
 
 from __future__ import annotations
@@ -248,8 +248,9 @@ def _path_of(graph: Graph, pieces: list[tuple[int, int, int]], length: int) -> P
 
 def _first_in_kahn_order(graph: Graph, tied: np.ndarray) -> int:
     """Of ``tied`` (positions), the first in networkx's topological order, by replaying it node by node:
-    only for candidates equal in distance and generation, which no trace here has had (slow: Python per
-    node)."""
+    only for path ends equal in distance and in Kahn generation, on unrelated chains (whole-µs traces have
+    them now and then; real ns ones rarely). Python per node, over the edges as lists: slow on a large
+    window."""
     chain = np.flatnonzero(graph.kind >= 0)
     source = np.concatenate([chain - 1, graph.cross_source])
     target = np.concatenate([chain, graph.cross_target])
