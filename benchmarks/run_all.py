@@ -8,6 +8,7 @@ times, tracekit and the alternative alternating so that both see the same machin
   cached re-read   the same once the cache exists (1M and 10M)
   NVTX ranges      tracekit ranges E             vs  nsys stats -r nvtxsum E        (4.9M ranges)
   breakdown        tracekit breakdown E --phases ...   vs  tracekit kernels E  (same export, first reads)
+  critical path    tracekit critical-path E      vs  tracekit kernels E  (the whole trace: 7.8M events, cached)
   memory snapshot  tracekit memory S             vs  python -m torch.cuda._memory_viz stats S  (1M entries)
   start-up         tracekit --version
   torch.profiler   tracekit kernels T --by type --ops all  vs  HolisticTraceAnalysis load + kernel
@@ -182,6 +183,10 @@ def works(inputs: dict[str, Path], hta: bool) -> list[Work]:
              [TRACEKIT, "timeline", str(one), "-o", str(one.with_name("timeline_1m.json"))],
              [TRACEKIT, "kernels", str(one), "--format", "csv"], "tracekit kernels, first read",
              "<= 2x kernels", before=[cache_of(one)]),
+        Work("critical path, whole trace (no steps), 1M kernels + 1.7M API calls + 4.9M ranges, cached",
+             [TRACEKIT, "critical-path", str(ranges), "--format", "csv"],
+             [TRACEKIT, "kernels", str(ranges), "--format", "csv"], "tracekit kernels, cached",
+             "<= 5x kernels, a few GB"),
         Work("memory snapshot, 1M entries", [TRACEKIT, "memory", str(inputs["snapshot"]), "--format", "csv"],
              [PYTHON, "-m", "torch.cuda._memory_viz", "stats", str(inputs["snapshot"])],
              "torch _memory_viz stats", "<= 0.6x time, <= 1x memory"),

@@ -3,32 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from helpers.critical_path_traces import US, launch_then_sync, stream_wait
 from helpers.kineto_builder import KinetoBuilder
 from helpers.nsys_builder import ExportBuilder
 
 import tracekit
 from tracekit.analysis.critical_path.events import hta_rounded
 from tracekit.errors import UsageError
-
-US = 1000
-
-
-def launch_then_sync(path, with_sync: bool = True, step: bool = False):
-    """aten::mm launches K1 (stream idle: a launch edge), aten::add launches K2 while K1 runs (queued
-    behind it: a kernel-kernel edge), cudaStreamSynchronize waits for both, aten::item follows.
-    Path by hand: mm's own 2 -> launch delay 18 -> K1 100 -> gap 10 -> K2 50 -> (sync) -> item 5 = 185."""
-    b = KinetoBuilder()
-    if step:
-        b.annotation("ProfilerStep#7", 0, 212)
-    b.annotation("aten::mm", 0, 10, cat="cpu_op").launch("cudaLaunchKernel", 2, 3, correlation=1)
-    b.kernel("gemm_kernel", 20, 100, correlation=1)
-    b.annotation("aten::add", 30, 10, cat="cpu_op").launch("cudaLaunchKernel", 32, 3, correlation=2)
-    b.kernel("add_kernel", 130, 50, correlation=2)
-    b.launch("cudaStreamSynchronize", 45, 155, correlation=3)
-    if with_sync:
-        b.sync("Stream Sync", 181, 1, correlation=3)
-    b.annotation("aten::item", 205, 5, cat="cpu_op")
-    return b.write(path / "built.json")
 
 
 def test_the_path_crosses_from_cpu_to_gpu_and_back_through_the_sync(tmp_path):
@@ -69,20 +50,6 @@ def test_a_step_is_chosen_by_label_or_number_and_its_window_is_the_step(tmp_path
         assert (row["Step"], row["Wall (ns)"], row["Path (ns)"]) == ("ProfilerStep#7", 212 * US, 185 * US)
     with pytest.raises(UsageError, match="no step '8'"):
         tracekit.critical_path(path, step="8")
-
-
-def stream_wait(path, wait: bool = True):
-    """K1 on stream 7 is recorded by an event that stream 20 waits for before K3: K3 starts after K1 ends,
-    so the path runs through K1 (launch 10 + K1 100 + K3 20 = 130); without the wait, K3's own launch
-    delay from a CPU chain of 9 µs decides it (9 + 103 + 20 = 132)."""
-    b = KinetoBuilder()
-    b.launch("cudaLaunchKernel", 0, 5, correlation=1).kernel("first_kernel", 10, 100, correlation=1)
-    b.launch("cudaEventRecord", 6, 2, correlation=2)
-    b.launch("cudaStreamWaitEvent", 9, 2, correlation=3)
-    if wait:
-        b.sync("Stream Wait Event", 12, 1, correlation=3, stream=20, waits_on=(7, 2))
-    b.launch("cudaLaunchKernel", 12, 3, correlation=4).kernel("third_kernel", 115, 20, correlation=4, stream=20)
-    return b.write(path / "wait.json")
 
 
 def test_a_stream_wait_makes_the_next_kernel_on_the_waiting_stream_depend_on_the_recorded_one(tmp_path):

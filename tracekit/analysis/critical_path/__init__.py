@@ -1,8 +1,10 @@
 """The critical path of a step: the chain of dependent CPU work, launches, GPU ops and synchronizations
 that decides its time, as HolisticTraceAnalysis 0.5's ``critical_path_analysis`` defines it.
 
-``events``    the trace's events as flat arrays: roles, call/op/sync pairs, queue lengths, HTA's rounding
-``graph``     one window's dependency graph: call-stack edges per CPU thread, GPU and sync edges
-``longest``   the longest path through it, with networkx's tie order
-``analysis``  the command: per step, the path's time by what bounds it, the top ops, the path itself
+``events``      the trace's events as flat arrays: roles, call/op/sync pairs, queue lengths, HTA's rounding
+``graph``       one window's dependency graph, as chains of positions plus launch and sync edges
+``cpu_chains``  its CPU side: each thread's call stack walked in time order, as one chain of nodes
+``gpu_edges``   its GPU side: each stream's ops as chains, launch delays, kernel gaps, sync edges
+``longest``     the longest path through it (prefix sums along chains), with networkx's tie order
+``analysis``    the command: per step, the path's time by what bounds it, the top ops, the path itself
 """

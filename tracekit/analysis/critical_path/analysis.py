@@ -19,12 +19,22 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis.critical_path.events import GPU, Events, hta_rounded, trace_events
-from tracekit.analysis.critical_path.graph import DEPENDENCY, KERNEL_KERNEL, LAUNCH, SYNC_DEPENDENCY, build, window_rows
+from tracekit.analysis.critical_path.events import (
+    DEPENDENCY,
+    GPU,
+    KERNEL_KERNEL,
+    LAUNCH,
+    SYNC_DEPENDENCY,
+    Events,
+    hta_rounded,
+    trace_events,
+)
+from tracekit.analysis.critical_path.graph import build, window_rows
 from tracekit.analysis.critical_path.longest import longest_path
 from tracekit.analysis.options import CriticalPathOptions
 from tracekit.analysis.ranges.steps import step_labels, step_rows
 from tracekit.errors import NoGpuDataError, UsageError
+from tracekit.model.options import named
 from tracekit.model.result import Result, Table
 from tracekit.model.trace import Trace
 
@@ -32,9 +42,12 @@ CPU, COMPUTE, COMMUNICATION = "CPU", "GPU Compute", "Communication"
 KERNEL_OVERHEAD, LAUNCH_OVERHEAD = "Kernel-Kernel Overhead", "Launch Overhead"
 BOUNDS = (CPU, COMPUTE, COMMUNICATION, KERNEL_OVERHEAD, LAUNCH_OVERHEAD)
 WHOLE_TRACE = "(whole trace)"
-# advise and the report trace a whole trace without steps only below this many events: the graph is built
-# and searched in Python, about 5 µs per event (a step at a time stays small)
-WHOLE_TRACE_LIMIT = 300_000
+# The work of a window is about 1 µs and 140 bytes per event it holds (CPU events, the GPU ops they launched;
+# the trace's events as arrays and its tables take about as much again: 2.3 GB at 7.8M events). advise and the
+# report trace a whole trace without steps only up to WHOLE_TRACE_LIMIT events (about a second); no window is
+# traced past WINDOW_LIMIT events (some 5 GB): above it, a step at a time.
+WHOLE_TRACE_LIMIT = 1_000_000
+WINDOW_LIMIT = 16_000_000
 HINTS = {
     CPU: "the GPU waits on the host: fewer, larger ops (torch.compile) or CUDA graphs shorten it; the launch-bound "
          "and host-stall findings say where",
@@ -68,23 +81,27 @@ class StepPath:
 
 
 def step_path(events: Events, label: str, start: int, end: int, pid: int | None) -> StepPath:
-    """The critical path of the window [start, end] (ns) of process ``pid`` (None: all)."""
-    graph = build(events, window_rows(events, start, end, pid))
-    edges, length = longest_path(graph)
-    edges_array = np.asarray(edges, dtype=np.int64)
-    kind = np.asarray(graph.kind, dtype=np.int64)[edges_array]
-    event = np.asarray(graph.attributed, dtype=np.int64)[edges_array]
-    weight = np.maximum(np.asarray(graph.weight, dtype=np.int64)[edges_array], 0)
-    source = np.asarray(graph.source, dtype=np.int64)[edges_array]
-    on_gpu = (event >= 0) & (events.role[np.maximum(event, 0)] >= GPU)
-    communication = on_gpu & events.communication[np.maximum(event, 0)]
-    bound = np.select(
-        [(kind == DEPENDENCY) | (kind == SYNC_DEPENDENCY), kind == KERNEL_KERNEL, kind == LAUNCH, communication, on_gpu],
-        [-1, BOUNDS.index(KERNEL_OVERHEAD), BOUNDS.index(LAUNCH_OVERHEAD), BOUNDS.index(COMMUNICATION),
-         BOUNDS.index(COMPUTE)],
-        BOUNDS.index(CPU),
-    )  # fmt: skip
-    return StepPath(label, pid, start, end, int(length), graph.node_time[source], weight, bound, event)
+    """The critical path of the window [start, end] (ns) of process ``pid`` (None: all); UsageError past
+    ``WINDOW_LIMIT`` events."""
+    rows = window_rows(events, start, end, pid)
+    if len(rows) > WINDOW_LIMIT:
+        raise UsageError(f"{label}: {len(rows):,} events in one window, more than the {WINDOW_LIMIT:,} traced at once "
+                         "(about 300 bytes each): trace a step at a time, naming the range that is one step with "
+                         f"{named('step_range')} (or one step with {named('step')})")  # fmt: skip
+    path = longest_path(build(events, rows))
+    kind, event = path.kind, path.attributed
+    # later rules win: CPU, then an op's own time on the GPU (communication for NCCL kernels), the delays,
+    # and none for dependencies and syncs
+    bound = np.full(len(kind), BOUNDS.index(CPU), dtype=np.int64)
+    on_gpu = np.flatnonzero(event >= 0)
+    on_gpu = on_gpu[events.role[event[on_gpu]] >= GPU]
+    bound[on_gpu] = np.where(events.communication[event[on_gpu]], BOUNDS.index(COMMUNICATION), BOUNDS.index(COMPUTE))
+    bound[kind == LAUNCH] = BOUNDS.index(LAUNCH_OVERHEAD)
+    bound[kind == KERNEL_KERNEL] = BOUNDS.index(KERNEL_OVERHEAD)
+    bound[(kind == DEPENDENCY) | (kind == SYNC_DEPENDENCY)] = -1
+    row = path.source // 2
+    source_time = np.where(path.source % 2 == 1, events.end[row], events.start[row])
+    return StepPath(label, pid, start, end, path.length, source_time, np.maximum(path.weight, 0), bound, event)
 
 
 def step_paths(trace: Trace, options: CriticalPathOptions) -> tuple[list[StepPath], Events]:
@@ -112,15 +129,16 @@ def step_paths(trace: Trace, options: CriticalPathOptions) -> tuple[list[StepPat
 
 
 def typical_path(trace: Trace) -> tuple[StepPath, Events, str]:
-    """The critical path of the step of median wall time (the whole trace without steps, when it has at
-    most ``WHOLE_TRACE_LIMIT`` events), with a sentence saying what bounds it; UsageError when there is
-    none to trace."""
+    """The critical path of the step of median wall time (the whole trace without steps, when it holds at
+    most ``WHOLE_TRACE_LIMIT`` events for the graph), with a sentence saying what bounds it; UsageError when
+    there is none to trace."""
     steps = step_rows(trace)
     if steps.empty:
         events = trace_events(trace)
-        if len(events) > WHOLE_TRACE_LIMIT:
-            raise UsageError(f"no steps, and {len(events):,} events are too many to trace whole here "
-                             "(`tracekit critical-path` traces them)")  # fmt: skip
+        held = len(window_rows(events, int(events.start.min()), int(events.end.max()))) if len(events) else 0
+        if held > WHOLE_TRACE_LIMIT:
+            raise UsageError(f"no steps, and the whole trace's {held:,} CPU events and GPU ops are too many to trace "
+                             "here (`tracekit critical-path` traces them)")  # fmt: skip
         which, step = "the whole trace", None
     else:
         steps = steps.reset_index(drop=True)
@@ -176,30 +194,39 @@ def _names(events: Events, rows: np.ndarray) -> np.ndarray:
 
 
 def ops_table(paths: list[StepPath], events: Events, top: int) -> pd.DataFrame:
-    """The events with most time on the paths, by name and bound: time, share of the paths, count."""
+    """The events with most time on the paths, by name and bound: time, share of the paths, count (by
+    time, then name; equal ones in the order they first come on the paths)."""
     event = np.concatenate([path.event for path in paths])
     bound = np.concatenate([path.bound for path in paths])
     weight = np.concatenate([path.weight for path in paths])
     counted = (bound >= 0) & (event >= 0) & (bound != BOUNDS.index(LAUNCH_OVERHEAD))
-    frame = pd.DataFrame({
-        "Name": _names(events, event[counted]), "Bound By": np.asarray(BOUNDS, dtype=object)[bound[counted]],
-        "event": event[counted], "time": weight[counted],
-    })  # fmt: skip
-    grouped = frame.groupby(["Name", "Bound By"], sort=False).agg(time=("time", "sum"), events=("event", "nunique"))
-    grouped = grouped.reset_index().sort_values(["time", "Name"], ascending=[False, True], kind="stable").head(top)
+    event, bound, weight = event[counted], bound[counted], weight[counted]
+    # groups coded in the order they first come (events.names is sorted: a name's code is its place by name)
+    group, keys = pd.factorize(events.name[event] * len(BOUNDS) + bound)
+    time = np.zeros(len(keys), dtype=np.int64)
+    np.add.at(time, group, weight)
+    count = np.zeros(len(keys), dtype=np.int64)  # distinct events per group: an event has one name
+    for index in range(len(BOUNDS)):
+        seen = np.zeros(len(events), dtype=bool)
+        seen[event[bound == index]] = True
+        mine = keys % len(BOUNDS) == index
+        count[mine] = np.bincount(events.name[np.flatnonzero(seen)], minlength=len(events.names))[
+            keys[mine] // len(BOUNDS)
+        ]
+    order = np.lexsort((np.arange(len(keys)), keys // len(BOUNDS), -time))[:top]
     total = sum(path.length for path in paths)
     return pd.DataFrame({
-        "Name": grouped["Name"].to_numpy(), "Bound By": grouped["Bound By"].to_numpy(),
-        "Path Time (ns)": grouped["time"].to_numpy(np.int64),
-        "Share (%)": 100.0 * grouped["time"].to_numpy(np.float64) / total if total else 0.0,
-        "Events": grouped["events"].to_numpy(np.int64),
+        "Name": np.asarray(events.names, dtype=object)[keys[order] // len(BOUNDS)],
+        "Bound By": np.asarray(BOUNDS, dtype=object)[keys[order] % len(BOUNDS)],
+        "Path Time (ns)": time[order], "Share (%)": 100.0 * time[order] / total if total else 0.0,
+        "Events": count[order],
     })  # fmt: skip
 
 
 def segments_table(path: StepPath, events: Events) -> pd.DataFrame:
     """The path as runs on one side, the CPU or the GPU (a launch delay leads into its GPU run): per run,
     its start (from the window's start), its time on the path, the bound with most of it, its edges,
-    and the event with most time in it."""
+    and the event with most time in it (the first such)."""
     counted = np.flatnonzero(path.bound >= 0)
     bound = path.bound[counted]
     on_gpu = bound != BOUNDS.index(CPU)
@@ -208,13 +235,18 @@ def segments_table(path: StepPath, events: Events) -> pd.DataFrame:
     run = np.cumsum(first) - 1
     weight, event = path.weight[counted], path.event[counted]
     runs = int(run[-1]) + 1 if len(run) else 0
-    by_bound = np.zeros((runs, len(BOUNDS)), dtype=np.int64)
-    np.add.at(by_bound, (run, bound), weight)
-    named = event >= 0
-    heaviest = pd.DataFrame({"run": run[named], "weight": weight[named], "event": event[named]})
-    heaviest = heaviest.sort_values("weight", ascending=False, kind="stable").drop_duplicates("run")
+    by_bound = np.zeros(runs * len(BOUNDS), dtype=np.int64)
+    np.add.at(by_bound, run * len(BOUNDS) + bound, weight)
+    by_bound = by_bound.reshape(runs, len(BOUNDS))
     longest = np.full(runs, "", dtype=object)
-    longest[heaviest["run"].to_numpy()] = _names(events, heaviest["event"].to_numpy())
+    named = np.flatnonzero(event >= 0)
+    if len(named):  # runs are contiguous: each one's largest weight by a reduction, then its first edge of it
+        named_run, named_weight = run[named], weight[named]
+        starts = np.flatnonzero(np.concatenate([[True], named_run[1:] != named_run[:-1]]))
+        largest = np.repeat(np.maximum.reduceat(named_weight, starts), np.diff(np.append(starts, len(named))))
+        heaviest = named[named_weight == largest]
+        heaviest = heaviest[np.concatenate([[True], run[heaviest][1:] != run[heaviest][:-1]])]
+        longest[run[heaviest]] = _names(events, event[heaviest])
     return pd.DataFrame({
         "Start (ns)": path.edge_start[counted][first] - path.start,
         "On": np.where(on_gpu[first], "GPU", "CPU"),

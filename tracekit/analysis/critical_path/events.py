@@ -28,11 +28,14 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis.kernels.types import TYPES, op_types
+from tracekit.analysis.ranges.attribution import match_calls
 from tracekit.model.range_specs import EMIT_NVTX_SUFFIX, shown_op_name
-from tracekit.model.schema import SYNC_KINDS
+from tracekit.model.schema import GPU_SYNCS, SYNC_KINDS
 from tracekit.model.trace import Trace
 
 OPERATOR, ANNOTATION, CALL, GPU, SYNC = range(5)
+# the graph's edge kinds (``graph``): an event's own time, CPU idle, launch delay, kernel-kernel gap, sync
+OP, DEPENDENCY, LAUNCH, KERNEL_KERNEL, SYNC_DEPENDENCY = range(5)
 RECORDED = re.compile(r"#")
 API_VERSION = re.compile(r"_v\d+$")  # nsys names runtime calls with their version: cudaLaunchKernel_v7000
 # The calls whose ops join a stream's launch queue (HTA's list, as its queue length counts them).
@@ -47,6 +50,7 @@ BLOCKING_CALLS = frozenset({
     "cudaMemcpyAsync",
 })  # fmt: skip
 RECORD_CALL = "cudaEventRecord"
+OP_COLUMNS = ("start", "end", "kind", "name", "short_name", "device", "stream", "correlation_id", "pid")
 
 
 @dataclass
@@ -58,8 +62,9 @@ class Events:
     pid/tid: CPU side (GPU side: the launching process, tid -1); device/stream: GPU side (-1 on the CPU
     side); partner: row of the other side of a call/GPU op/sync pair, -1 for none; queued: a CALL that
     feeds a stream's launch queue; blocking: a CALL in ``BLOCKING_CALLS``; communication: a GPU op that
-    is an NCCL kernel; sync_kind, event_stream, event_correlation: SYNC rows (``schema.GPU_SYNCS``);
-    correlation: CALL rows' correlation id."""
+    is an NCCL kernel; sync_kind (index into ``schema.SYNC_KINDS``, -1 on other rows), event_stream,
+    event_correlation: SYNC rows (``schema.GPU_SYNCS``); correlation: CALL rows' correlation id. Rows
+    and names are held as int32 (a trace that fits in memory has far fewer than 2^30 events)."""
 
     role: np.ndarray
     start: np.ndarray
@@ -80,7 +85,8 @@ class Events:
     event_correlation: np.ndarray
     record_call: np.ndarray  # CALL rows that are cudaEventRecord
     queue: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # ``queue_lengths``
-    links: Any = None  # ``graph.event_links``: found once per trace, on the first window that needs them
+    links: Any = None  # ``gpu_edges.event_links``: found once per trace, on the first window that needs them
+    cpu_by_start: Any = None  # ``graph.window_rows``: the CPU events lasting longer than 0, by start
 
     def __len__(self) -> int:
         return len(self.role)
@@ -93,89 +99,80 @@ def trace_events(trace: Trace, as_hta: bool = False) -> Events:
 
 def _events(trace: Trace, as_hta: bool) -> Events:
     ranges = trace.ranges
-    ranges = ranges.loc[(ranges["domain"].astype(str) != "gpu").to_numpy()]
+    domains = [str(domain) for domain in ranges["domain"].cat.categories]
+    domain_codes = ranges["domain"].cat.codes.to_numpy()
+    kept = np.flatnonzero(domain_codes != domains.index("gpu")) if "gpu" in domains else slice(None)
     calls = _outermost(trace.launches)
-    ops = trace.gpu_ops
+    ops = trace.columns("gpu_ops", OP_COLUMNS)
     syncs = trace.optional("gpu_syncs")
     if syncs is None:
-        from tracekit.model.schema import GPU_SYNCS
-
         syncs = GPU_SYNCS.empty()
-    parts = [ranges, calls, ops, syncs]
-    sizes = [len(part) for part in parts]
+    sizes = [len(domain_codes[kept]), len(calls), len(ops), len(syncs)]
     offsets = np.cumsum([0, *sizes])
     total = int(offsets[-1])
 
+    def column(values: list[np.ndarray | int], dtype: type = np.int64) -> np.ndarray:
+        """One array over the four parts (ranges, calls, GPU ops, syncs): each part's values or a constant."""
+        joined = np.empty(total, dtype=dtype)
+        for low, high, value in zip(offsets[:-1], offsets[1:], values, strict=True):
+            joined[low:high] = value
+        return joined
+
     # decided once per distinct name (a trace has millions of ranges and calls, thousands of names)
-    range_names = ranges["name"]
-    distinct = [str(name) for name in range_names.cat.categories]
-    codes = range_names.cat.codes.to_numpy()
+    distinct = [str(name) for name in ranges["name"].cat.categories]
+    codes = ranges["name"].cat.codes.to_numpy()[kept]
     # torch 1.8 files record_function annotations as cpu_op too; PyTorch's own are named "what#which"
     # (ProfilerStep#5, Optimizer.step#SGD.step, enumerate(DataLoader)#...), which no operator's name holds
     emit_nvtx = np.asarray([EMIT_NVTX_SUFFIX.search(name) is not None for name in distinct], dtype=bool)
     recorded = np.asarray([RECORDED.search(name) is not None for name in distinct], dtype=bool)
-    operator = ((ranges["domain"].astype(str) == "cpu_op").to_numpy() | emit_nvtx[codes]) & ~recorded[codes]
-    role = np.concatenate([
-        np.where(operator, OPERATOR, ANNOTATION), np.full(len(calls), CALL), np.full(len(ops), GPU),
-        np.full(len(syncs), SYNC),
-    ]).astype(np.int8)  # fmt: skip
+    cpu_op = np.asarray([domain == "cpu_op" for domain in domains], dtype=bool)[domain_codes[kept]]
+    operator = (cpu_op | emit_nvtx[codes]) & ~recorded[codes]
+    role = column([np.where(operator, OPERATOR, ANNOTATION), CALL, GPU, SYNC], np.int8)
 
     # what the tables show: operators without their domain, calls without their version, kernels by base name
     shown_ranges = [shown_op_name(name) for name in distinct]
     call_names = [API_VERSION.sub("", str(name)) for name in calls["name"].cat.categories]
     op_names = [str(name) for name in ops["short_name"].cat.categories]
-    sync_names = syncs["kind"].astype(str).to_numpy(dtype=object)
-    labels = [*shown_ranges, *call_names, *op_names]
-    offsets_of_labels = np.cumsum([0, len(shown_ranges), len(call_names)])
-    label_codes = np.concatenate([
-        codes, offsets_of_labels[1] + calls["name"].cat.codes.to_numpy(),
-        offsets_of_labels[2] + ops["short_name"].cat.codes.to_numpy(),
-    ]).astype(np.int64)  # fmt: skip
-    unique_labels, label_index = np.unique(np.asarray(labels + list(SYNC_KINDS), dtype=object), return_inverse=True)
-    sync_codes = np.asarray([len(labels) + SYNC_KINDS.index(kind) for kind in sync_names.tolist()], dtype=np.int64)
-    name = label_index.reshape(-1)[np.concatenate([label_codes, sync_codes])]
+    sync_kind_codes = syncs["kind"].cat.codes.to_numpy().astype(np.int8)  # its categories are SYNC_KINDS
+    labels = [*shown_ranges, *call_names, *op_names, *SYNC_KINDS]
+    unique_labels, label_index = np.unique(np.asarray(labels, dtype=object), return_inverse=True)
+    label_index = label_index.reshape(-1)
+    first_label = np.cumsum([0, len(shown_ranges), len(call_names), len(op_names)])
     call_codes = calls["name"].cat.codes.to_numpy()
+    name = column([label_index[codes], label_index[first_label[1] + call_codes],
+                   label_index[first_label[2] + ops["short_name"].cat.codes.to_numpy()],
+                   label_index[first_label[3] + sync_kind_codes]], np.int32)  # fmt: skip
 
     def calls_named(names: frozenset[str]) -> np.ndarray:
-        return np.asarray([name in names for name in call_names], dtype=bool)[call_codes]
+        return column([False, np.asarray([name in names for name in call_names], dtype=bool)[call_codes], False,
+                       False], bool)  # fmt: skip
 
-    start = np.concatenate([part["start"].to_numpy(np.int64) for part in parts])
-    end = np.concatenate([part["end"].to_numpy(np.int64) for part in parts])
+    start = column([part["start"].to_numpy()[kept] if part is ranges else part["start"].to_numpy()
+                    for part in (ranges, calls, ops, syncs)])  # fmt: skip
+    end = column([part["end"].to_numpy()[kept] if part is ranges else part["end"].to_numpy()
+                  for part in (ranges, calls, ops, syncs)])  # fmt: skip
     if as_hta:
         start, end = hta_rounded(start, end)
-
-    def column(values: list[np.ndarray | int]) -> np.ndarray:
-        return np.concatenate([np.full(size, value) if np.isscalar(value) else np.asarray(value)
-                               for size, value in zip(sizes, values, strict=True)]).astype(np.int64)  # fmt: skip
-
-    pid = column([ranges["pid"].to_numpy(), calls["pid"].to_numpy(), ops["pid"].to_numpy(), syncs["pid"].to_numpy()])
-    tid = column([ranges["tid"].to_numpy(), calls["tid"].to_numpy(), -1, -1])
-    device = column([-1, -1, ops["device"].to_numpy(), syncs["device"].to_numpy()])
-    stream = column([-1, -1, ops["stream"].to_numpy(), syncs["stream"].to_numpy()])
-    correlation = column([-1, calls["correlation_id"].to_numpy(), -1, -1])
-    partner = np.full(total, -1, dtype=np.int64)
+    partner = np.full(total, -1, dtype=np.int32)
     for part, offset in ((ops, offsets[2]), (syncs, offsets[3])):
-        other, mine = _join(calls, part)
-        partner[offset + mine] = offsets[1] + other
-        partner[offsets[1] + other] = offset + mine
-    on_calls = slice(offsets[1], offsets[2])
-    queued = np.zeros(total, dtype=bool)
-    queued[on_calls] = calls_named(QUEUED_CALLS)
-    blocking = np.zeros(total, dtype=bool)
-    blocking[on_calls] = calls_named(BLOCKING_CALLS)
-    record_call = np.zeros(total, dtype=bool)
-    record_call[on_calls] = calls_named(frozenset({RECORD_CALL}))
-    communication = np.zeros(total, dtype=bool)
-    if len(ops):
-        communication[offsets[2] : offsets[3]] = op_types(ops) == TYPES.index("communication")
-    sync_kind = np.full(total, "", dtype=object)
-    sync_kind[offsets[3] :] = sync_names
+        call = match_calls(calls, part["pid"].to_numpy(), part["correlation_id"].to_numpy())
+        mine = np.flatnonzero(call >= 0)
+        partner[offset + mine] = offsets[1] + call[mine]
+        np.maximum.at(partner, offsets[1] + call[mine], offset + mine)  # a call with several: its last (as HTA)
+    communication = column([False, False, op_types(ops) == TYPES.index("communication"), False], bool)
     found = Events(
-        role=role, start=start, end=end, name=name.astype(np.int64), names=[str(label) for label in unique_labels], pid=pid,
-        tid=tid, device=device, stream=stream, partner=partner, correlation=correlation, queued=queued,
-        blocking=blocking, communication=communication, sync_kind=sync_kind,
-        event_stream=column([-1, -1, -1, syncs["event_stream"].to_numpy()]),
-        event_correlation=column([-1, -1, -1, syncs["event_correlation_id"].to_numpy()]), record_call=record_call,
+        role=role, start=start, end=end, name=name, names=[str(label) for label in unique_labels],
+        pid=column([ranges["pid"].to_numpy()[kept], calls["pid"].to_numpy(), ops["pid"].to_numpy(),
+                    syncs["pid"].to_numpy()]),
+        tid=column([ranges["tid"].to_numpy()[kept], calls["tid"].to_numpy(), -1, -1]),
+        device=column([-1, -1, ops["device"].to_numpy(), syncs["device"].to_numpy()]),
+        stream=column([-1, -1, ops["stream"].to_numpy(), syncs["stream"].to_numpy()], np.int32),
+        partner=partner, correlation=column([-1, calls["correlation_id"].to_numpy(), -1, -1]),
+        queued=calls_named(QUEUED_CALLS), blocking=calls_named(BLOCKING_CALLS), communication=communication,
+        sync_kind=column([-1, -1, -1, sync_kind_codes], np.int8),
+        event_stream=column([-1, -1, -1, syncs["event_stream"].to_numpy()], np.int32),
+        event_correlation=column([-1, -1, -1, syncs["event_correlation_id"].to_numpy()]),
+        record_call=calls_named(frozenset({RECORD_CALL})),
     )  # fmt: skip
     found.queue = queue_lengths(found)
     return found
@@ -188,17 +185,21 @@ def queue_lengths(events: Events) -> np.ndarray:
     calls = np.flatnonzero(events.queued & (events.partner >= 0))
     ops = events.partner[calls]
     rows = np.concatenate([calls, ops])
-    time = np.concatenate([events.start[calls], events.start[ops]])
     step = np.concatenate([np.ones(len(calls), dtype=np.int64), -np.ones(len(ops), dtype=np.int64)])
-    stream = np.concatenate([ops, ops])
-    key = events.device[stream] * (2**32) + events.stream[stream]
-    order = np.lexsort((np.arange(len(rows)), time, key))
+    streams, _ = pd.factorize(events.device[ops].astype(np.int64) * (2**32) + events.stream[ops], sort=True)
+    stream = np.concatenate([streams, streams])
+    # by stream, then time, then launches (listed first) before ops: a stable sort by time (the tables'
+    # runs of time order), then a stable sort by stream (a radix sort of small codes)
+    order = np.argsort(np.concatenate([events.start[calls], events.start[ops]]), kind="stable")
+    order = order[np.argsort(stream[order].astype(np.uint16) if len(ops) and streams.max() < 2**16
+                             else stream[order], kind="stable")]  # fmt: skip
     running = np.cumsum(step[order])
+    key = stream[order]
     first = np.ones(len(order), dtype=bool)
-    first[1:] = key[order][1:] != key[order][:-1]
+    first[1:] = key[1:] != key[:-1]
     base = np.maximum.accumulate(np.where(first, np.arange(len(order)), 0))
     before = np.concatenate([[0], running])[base]  # the running sum before each stream's first row
-    lengths = np.full(len(events), -1, dtype=np.int64)
+    lengths = np.full(len(events), -1, dtype=np.int32)
     lengths[rows[order]] = running - before
     return lengths
 
@@ -216,27 +217,11 @@ def hta_rounded(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndar
 def _outermost(calls: pd.DataFrame) -> pd.DataFrame:
     """The calls less those recorded twice: of several rows with one (process, correlation id), the
     longest (the outer one of nsys 2022.4's pair)."""
-    correlated = calls["correlation_id"].to_numpy() >= 0
-    if not correlated.any():
-        return calls
-    keys = calls.loc[correlated, ["pid", "correlation_id"]]
-    if not keys.duplicated().any():
+    correlation = calls["correlation_id"].to_numpy()
+    first = match_calls(calls, calls["pid"].to_numpy(), correlation)  # of each (pid, correlation id)
+    if not ((first >= 0) & (first != np.arange(len(calls)))).any():
         return calls
     order = np.lexsort((-calls["duration"].to_numpy(), calls["correlation_id"].to_numpy(), calls["pid"].to_numpy()))
     ordered = calls.iloc[order]
     repeated = ordered.duplicated(["pid", "correlation_id"]).to_numpy() & (ordered["correlation_id"].to_numpy() >= 0)
     return calls.iloc[np.sort(order[~repeated])]
-
-
-def _join(calls: pd.DataFrame, part: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """Row pairs (call, row of ``part``) with one process and correlation id (the GPU side's pid is its
-    launching process, found by the reader the same way)."""
-    if calls.empty or part.empty:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    left = pd.DataFrame({"pid": calls["pid"].to_numpy(np.int64), "correlation": calls["correlation_id"].to_numpy(),
-                         "call": np.arange(len(calls))})  # fmt: skip
-    left = left.loc[left["correlation"] >= 0]
-    right = pd.DataFrame({"pid": part["pid"].to_numpy(np.int64), "correlation": part["correlation_id"].to_numpy(),
-                          "row": np.arange(len(part))})  # fmt: skip
-    joined = left.merge(right, on=["pid", "correlation"], how="inner")
-    return joined["call"].to_numpy(np.int64), joined["row"].to_numpy(np.int64)

@@ -18,6 +18,10 @@ Which events a window holds: CPU events that start inside it (at or after its st
 end) and last longer than 0, the GPU ops and syncs whose call is among them, and every stream wait.
 Where HTA keys streams by number alone, tracekit keys them by (device, stream); otherwise the rules
 are HTA's, tie orders included where they decide an edge (launches before ops at one time).
+
+Held as chains (``Graph``): every node but a chain's first has exactly one edge from the node before it
+in its chain (a thread's walk, ``cpu_chains``; a stream's ops, ``gpu_edges``), and the few others
+(launch and sync edges) are listed apart, so the longest path (``longest``) works on arrays.
 """
 
 from __future__ import annotations
@@ -26,249 +30,131 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tracekit.analysis.critical_path.events import CALL, GPU, OPERATOR, SYNC, Events
+from tracekit.analysis.critical_path.cpu_chains import cpu_chains
+from tracekit.analysis.critical_path.events import CALL, GPU, SYNC, Events
+from tracekit.analysis.critical_path.gpu_edges import STREAM_WAIT, gpu_edges
 
-OP, DEPENDENCY, LAUNCH, KERNEL_KERNEL, SYNC_DEPENDENCY = range(5)
-EDGE_TYPES = ("operator", "dependency", "launch delay", "kernel-kernel delay", "sync")
+# a window holding more of the trace's events than this share is selected by a mask over all of them
+# (one pass); a smaller one (a step) by binary searches in the CPU events sorted by start
+MASK_SHARE = 1 / 64
 
 
 @dataclass
 class Graph:
-    """The edges of a window in insertion order (which decides between paths of equal length, as in
-    HTA), each: source and destination node, weight (ns), type and the event it is attributed to (row
-    of ``Events``; -1: none). ``rows``: the window's events (rows of ``Events``); ``node_time``: per
-    node (2 x row + 0 start / 1 end), its time (ns)."""
+    """A window's graph as chains of positions: the CPU threads' (positions below ``cpu_count``, thread
+    after thread), then the GPU streams'. Per position: its node (2 x row, + 1 for an end) and the chain
+    edge into it from the position before: weight (ns, as found: negative for overlapping
+    ops), kind (-1: a chain's first position, no edge), attributed event (row of ``Events``, -1: none),
+    place (the order HTA adds edges in, which decides between equal paths: CPU edges in position order,
+    then GPU edges by ``gpu_place``). ``cross_*``: the launch and sync edges, one per (source, target)
+    (positions), in place order. ``rows``: the window's events."""
 
-    source: list[int]
-    target: list[int]
-    weight: list[int]
-    kind: list[int]
-    attributed: list[int]
     rows: np.ndarray
-    node_time: np.ndarray
+    node: np.ndarray
+    weight: np.ndarray
+    kind: np.ndarray
+    attributed: np.ndarray
+    cpu_count: int
+    gpu_place: np.ndarray
+    cross_source: np.ndarray
+    cross_target: np.ndarray
+    cross_weight: np.ndarray
+    cross_kind: np.ndarray
+    cross_place: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.node)
+
+    def place(self, positions: np.ndarray) -> np.ndarray:
+        """The place of the chain edge into each of ``positions``: CPU edges first, then GPU edges."""
+        cpu = positions < self.cpu_count
+        gpu_place = self.gpu_place[np.maximum(positions - self.cpu_count, 0)] if len(self.gpu_place) else 0
+        return np.where(cpu, positions, 2**62 + gpu_place)
+
+    def cross_places(self) -> np.ndarray:
+        """The cross edges' places, on ``place``'s scale."""
+        return 2**62 + self.cross_place
 
 
 def window_rows(events: Events, start: int, end: int, pid: int | None = None) -> np.ndarray:
-    """The rows of ``events`` a window [start, end] holds (see the module docstring); ``pid``: one
-    process's events only."""
-    cpu = events.role <= CALL
-    inside = cpu & (events.start >= start) & (events.start <= end) & (events.end > events.start)
+    """The rows of ``events`` a window [start, end] holds (see the module docstring), ascending; ``pid``:
+    one process's events only."""
+    by_start, starts, waits = _cpu_by_start(events)
+    inside = by_start[np.searchsorted(starts, start, side="left") : np.searchsorted(starts, end, side="right")]
     if pid is not None:
-        inside &= events.pid == pid
-    gpu_side = np.zeros(len(events), dtype=bool)
-    launched = events.partner[inside & (events.partner >= 0)]
-    gpu_side[launched] = True
-    gpu_side &= events.role >= GPU
-    waits = (events.role == SYNC) & (events.sync_kind == "stream_wait_event")
-    if pid is not None:
-        waits &= events.pid == pid
-    return np.flatnonzero(inside | gpu_side | waits)
+        inside = inside[events.pid[inside] == pid]
+        waits = waits[events.pid[waits] == pid]
+    launched = events.partner[inside]
+    launched = launched[launched >= 0]
+    launched = launched[events.role[launched] >= GPU]
+    if len(inside) > MASK_SHARE * len(events):
+        chosen = np.zeros(len(events), dtype=bool)
+        for part in (inside, launched, waits):
+            chosen[part] = True
+        return np.flatnonzero(chosen)
+    return np.unique(np.concatenate([inside, launched, waits]))
+
+
+def _cpu_by_start(events: Events) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The CPU events that last longer than 0, by start (and their starts), and the stream waits: found
+    once per trace."""
+    if events.cpu_by_start is None:
+        cpu = np.flatnonzero((events.role <= CALL) & (events.end > events.start))
+        cpu = cpu[np.argsort(events.start[cpu], kind="stable")]
+        waits = np.flatnonzero((events.role == SYNC) & (events.sync_kind == STREAM_WAIT))
+        events.cpu_by_start = (cpu, events.start[cpu], waits)
+    return events.cpu_by_start
 
 
 def build(events: Events, rows: np.ndarray) -> Graph:
-    """The graph of the window holding ``rows``."""
-    node_time = np.empty(2 * len(events), dtype=np.int64)  # indexed by node id; only the window's are read
-    node_time[2 * rows] = events.start[rows]
-    node_time[2 * rows + 1] = events.end[rows]
-    graph = Graph([], [], [], [], [], rows, node_time)
-    _cpu_edges(events, rows, graph)
-    _gpu_edges(events, rows, graph)
-    return graph
-
-
-def _add(graph: Graph, source: int, target: int, kind: int, attributed: int = -1, zero: bool = False) -> None:
-    weight = (
-        0 if zero or kind in (DEPENDENCY, SYNC_DEPENDENCY) else int(graph.node_time[target] - graph.node_time[source])
-    )
-    graph.source.append(source)
-    graph.target.append(target)
-    graph.weight.append(weight)
-    graph.kind.append(kind)
-    graph.attributed.append(attributed)
-
-
-def _cpu_edges(events: Events, rows: np.ndarray, graph: Graph) -> None:
-    """Per CPU thread (in (pid, tid) order), its events as a call stack, visited depth first (HTA's
-    order: at one time ends before starts, longer events start first and end last)."""
+    """The graph of the window holding ``rows`` (ascending)."""
     cpu = rows[events.role[rows] <= CALL]
-    if not len(cpu):
-        return
-    start, end = events.start[cpu], events.end[cpu]
-    duration = end - start
-    count = len(cpu)
-    row = np.concatenate([cpu, cpu])
-    time = np.concatenate([start, end])
-    is_start = np.concatenate([np.ones(count, dtype=np.int8), np.zeros(count, dtype=np.int8)])
-    longer = np.concatenate([-duration, duration])  # starts: longest first; ends: shortest first
-    position = np.concatenate([cpu, -cpu])  # starts: earliest row first; ends: latest first
-    pid, tid = events.pid[row], events.tid[row]
-    order = np.lexsort((position, longer, is_start, time, tid, pid))
-    node = (events.role[row] == OPERATOR) | (events.role[row] == CALL)
-    blocking = events.blocking
-    thread = pid * (2**32) + tid
-    state_thread = None
-    stack: list[int] = []
-    parent_of: dict[int, int] = {}
-    last = last_top_end = -1
-    depth = 0
-    last_parent = -1
-    for index, event, starting, is_node in zip(
-        order.tolist(), row[order].tolist(), is_start[order].tolist(), node[order].tolist(), strict=True
-    ):
-        if thread[index] != state_thread:
-            state_thread, stack, last, last_top_end, depth, last_parent = thread[index], [], -1, -1, 0, -1
-        if starting:
-            parent_of[event] = stack[-1] if stack else -1
-            stack.append(event)
-            if not is_node:
-                continue
-            start_node = 2 * event
-            if depth == 0 and last_top_end >= 0:
-                _add(graph, last_top_end, start_node, DEPENDENCY)
-            depth += 1
-            if last >= 0:
-                _add(graph, last, start_node, OP, _attribution(last, start_node, last_parent))
-            last, last_parent = start_node, parent_of[event]
-            continue
-        if not stack:
-            continue
-        event = stack.pop()  # whatever is on top: an improperly nested event ends with the stack (as HTA)
-        if events.role[event] not in (OPERATOR, CALL):
-            continue
-        end_node = 2 * event + 1
-        depth -= 1
-        if last >= 0:
-            _add(graph, last, end_node, OP, _attribution(last, end_node, last_parent), zero=bool(blocking[event]))
-        if depth == 0:
-            last, last_top_end = -1, end_node
-        else:
-            last, last_parent = end_node, parent_of[event]
+    chains = cpu_chains(events, cpu)
+    gpu = gpu_edges(events, rows)
+    cpu_count = len(chains.node)
+    ops = gpu.node[0::2] // 2  # the GPU ops in layout order
+    op_order = np.argsort(ops)
+
+    def positions(nodes: np.ndarray) -> np.ndarray:
+        row, end = nodes // 2, nodes % 2
+        on_cpu = events.role[row] <= CALL
+        local = np.searchsorted(cpu, row[on_cpu])
+        found = np.empty(len(nodes), dtype=np.int64)
+        found[on_cpu] = np.where(end[on_cpu] == 1, chains.end_at[local], chains.start_at[local])
+        index = op_order[np.searchsorted(ops[op_order], row[~on_cpu])]
+        found[~on_cpu] = cpu_count + 2 * index + end[~on_cpu]
+        return found
+
+    source, target = positions(gpu.cross_source), positions(gpu.cross_target)
+    first, last = _pairs(source * (cpu_count + len(gpu.node)) + target)
+    # the chains' arrays taken out of them one at a time, each freed once copied (the copies' extra memory)
+    held = vars(chains)
+    del held["start_at"], held["end_at"]
+    joined = {field: np.concatenate([held.pop(field), getattr(gpu, field)])
+              for field in ("node", "weight", "kind", "attributed")}  # fmt: skip
+    return Graph(
+        rows=rows,
+        **joined,
+        cpu_count=cpu_count,
+        gpu_place=gpu.place,
+        cross_source=source[first],
+        cross_target=target[first],
+        cross_weight=gpu.cross_weight[last],
+        cross_kind=gpu.cross_kind[last],
+        cross_place=gpu.cross_place[first],
+    )
 
 
-def _attribution(source: int, target: int, parent: int) -> int:
-    """The event an operator edge's time belongs to: the event that starts at its source, else the one
-    that ends at its target, else (an end to the next sibling's start) the enclosing event."""
-    if source % 2 == 0:
-        return source // 2
-    if target % 2 == 1:
-        return target // 2
-    return parent
-
-
-def _gpu_edges(events: Events, rows: np.ndarray, graph: Graph) -> None:
-    queue = events.queue
-    gpu = rows[(events.role[rows] >= GPU) & (events.partner[rows] >= 0)]
-    is_sync = events.role[gpu] == SYNC
-    key = np.where(is_sync, events.end[gpu], events.start[gpu])
-    gpu = gpu[np.argsort(key, kind="stable")]
-    links = _event_links(events, rows)
-    last: dict[tuple[int, int], int] = {}  # (device, stream) -> end node of its last op
-    waiting: dict[int, int] = {}  # op row -> the row of the op it must wait for
-    node_time = graph.node_time
-    in_window = np.zeros(len(events), dtype=bool)
-    in_window[rows] = True
-    for row in gpu.tolist():
-        call = int(events.partner[row])
-        stream = (int(events.device[row]), int(events.stream[row]))
-        if events.role[row] == SYNC:
-            kind = events.sync_kind[row]
-            if kind in ("stream_wait_event", "event_sync"):
-                source = links.recorded.get(row, -1)
-                if source < 0:
-                    continue
-                if kind == "stream_wait_event":
-                    launched = links.next_launch.get(row, -1)
-                    if launched >= 0:
-                        waiting[int(events.partner[launched])] = source
-                elif in_window[source]:
-                    _add(graph, 2 * source + 1, 2 * call + 1, SYNC_DEPENDENCY)
-            elif kind == "stream_sync" and stream in last:
-                _add(graph, last[stream], 2 * call + 1, SYNC_DEPENDENCY)
-            elif kind == "context_sync":
-                for (device, _), end_node in list(last.items()):
-                    if device == stream[0]:
-                        _add(graph, end_node, 2 * call + 1, SYNC_DEPENDENCY)
-            continue
-        start_node, end_node = 2 * row, 2 * row + 1
-        _add(graph, start_node, end_node, OP, row)
-        source = waiting.pop(row, -1)
-        source_end = -1
-        if source >= 0 and in_window[source]:
-            source_end = 2 * source + 1
-            _add(graph, source_end, start_node, SYNC_DEPENDENCY)
-        call_time = events.start[call]
-        previous = last.get(stream, -1)
-        if (queue[call] == 1 and queue[row] == 0 and (previous < 0 or node_time[previous] < call_time)
-                and (source_end < 0 or node_time[source_end] < call_time)):  # fmt: skip
-            _add(graph, 2 * call, start_node, LAUNCH)
-        elif previous >= 0 and (source_end < 0 or node_time[source_end] < node_time[previous]):
-            _add(graph, previous, start_node, KERNEL_KERNEL, previous // 2)
-        last[stream] = end_node
-
-
-@dataclass
-class _Links:
-    recorded: dict[int, int]  # sync row (event sync, stream wait) -> the GPU op its event waited for
-    next_launch: dict[int, int]  # stream-wait sync row -> the next queued call to the waiting stream
-
-
-def _event_links(events: Events, rows: np.ndarray) -> _Links:
-    """The links of the trace's event syncs and stream waits (``event_links``), found once per trace."""
-    if events.links is None:
-        events.links = event_links(events)
-    return events.links
-
-
-def event_links(events: Events) -> _Links:
-    """For every event sync and stream wait of the trace: the op the event's record followed (the latest
-    op launched to the recording stream at or before the cudaEventRecord call, on any thread) and, for a
-    wait, the first op launched to the waiting stream by the waiting thread after the wait call. Launches
-    are grouped by stream (and thread) once; each sync is then one binary search in its group."""
-    syncs = np.flatnonzero((events.role == SYNC) & np.isin(events.sync_kind, ["stream_wait_event", "event_sync"]))
-    syncs = syncs[(events.event_stream[syncs] >= 0) & (events.event_correlation[syncs] >= 0)]
-    recorded: dict[int, int] = {}
-    next_launch: dict[int, int] = {}
-    if not len(syncs):
-        return _Links(recorded, next_launch)
-    launches = np.flatnonzero(events.queued & (events.partner >= 0))
-    ops = events.partner[launches]
-    by_stream = _groups(launches, events.device[ops] * 2**32 + events.stream[ops], events.start[launches])
-    by_thread = _groups(launches, (events.device[ops] * 2**32 + events.stream[ops]) * 2**20
-                        + (events.pid[launches] * 2**31 + events.tid[launches]) % 2**20, events.start[launches])  # fmt: skip
-    record_calls = np.flatnonzero(events.record_call)
-    record_at = {(int(p), int(c)): int(r) for p, c, r in
-                 zip(events.pid[record_calls], events.correlation[record_calls], record_calls, strict=True)}  # fmt: skip
-    for sync in syncs.tolist():
-        record = record_at.get((int(events.pid[sync]), int(events.event_correlation[sync])))
-        group = by_stream.get(int(events.device[sync]) * 2**32 + int(events.event_stream[sync]))
-        if record is None or group is None:
-            continue
-        rows_of, starts = group
-        before = int(np.searchsorted(starts, events.start[record], side="right"))
-        if before == 0:
-            continue
-        recorded[sync] = int(events.partner[rows_of[before - 1]])
-        call = int(events.partner[sync])
-        if events.sync_kind[sync] != "stream_wait_event" or call < 0:
-            continue
-        key = (int(events.device[sync]) * 2**32 + int(events.stream[sync])) * 2**20 + (
-            int(events.pid[call]) * 2**31 + int(events.tid[call])) % 2**20  # fmt: skip
-        waiting = by_thread.get(key)
-        if waiting is None:
-            continue
-        rows_of, starts = waiting
-        same = (events.pid[rows_of] == events.pid[call]) & (events.tid[rows_of] == events.tid[call])
-        rows_of, starts = rows_of[same], starts[same]  # a thread key shared by chance: the exact thread only
-        after = int(np.searchsorted(starts, events.start[call], side="right"))
-        if after < len(rows_of):
-            next_launch[sync] = int(rows_of[after])
-    return _Links(recorded, next_launch)
-
-
-def _groups(rows: np.ndarray, key: np.ndarray, time: np.ndarray) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    """Per key, its rows and their times in time order (ties in row order)."""
-    order = np.lexsort((rows, time, key))
-    rows, key, time = rows[order], key[order], time[order]
-    first = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]])) if len(key) else np.zeros(0, np.int64)
-    bounds = np.append(first, len(key))
-    return {int(key[low]): (rows[low:high], time[low:high]) for low, high in zip(bounds[:-1], bounds[1:], strict=True)}
+def _pairs(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For edges added in this order with these (source, target) keys, one per key in the order of its
+    first addition: (the index of its first addition, of its last), as networkx keeps a pair added twice
+    (its first place, its last values)."""
+    order = np.argsort(key, kind="stable")
+    if not len(key):
+        return order, order
+    ordered = key[order]
+    starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
+    ends = np.append(starts[1:], len(key)) - 1
+    first, last = order[starts], order[ends]
+    by_place = np.argsort(first, kind="stable")
+    return first[by_place], last[by_place]

@@ -1,84 +1,280 @@
 """The longest path through a window's graph, as networkx's ``dag_longest_path`` finds it (HTA calls it).
 
-Nodes in the order they first appear among the edges; a (source, target) pair added twice keeps its
-first place and its last values. Negative weights (ops on one stream that overlap) count as 0. The
-order: Kahn's generations (nodes with no incoming edge, in node order; then each node's successors in
-edge order as their last predecessor is taken). Each node's distance: the first best of its
-predecessors in edge order plus the edge's weight; the path ends at the first node, in that order,
-of the largest distance. Ties between equal-length paths are decided as networkx decides them.
+networkx's rules: negative weights count as 0; each node's distance is the best of its predecessors'
+plus the edge's weight (the first best, in the order the edges were added), and the path ends at the
+first node of the largest distance in the order of Kahn's generations (nodes with no edge in, in the
+order they first appear among the edges; then each node's successors, in edge order, as their last
+predecessor is taken). Ties between equal-length paths are decided as networkx decides them.
+
+Computed on the graph's chains (``graph.Graph``), never node by node. Along a chain the distance is a
+prefix sum P of the chain's weights plus the running maximum of what enters it: at position i,
+d(i) = P(i) + max over the chain's inputs j <= i of (x(j) - P(j)), where an input is the chain's first
+position (x = 0) or the target of a launch or sync edge (x = the source's distance plus the edge's
+weight). So only inputs need values: the sync edges' (which lead back from the GPU, and can chain
+through every step) are found in one topological pass over just the positions they touch, the launch
+edges' (into GPU chains no sync leaves) afterwards, all at once. Memory: a few arrays of one int64 per
+node; time: a few passes over them and a sort of the inputs, with Python work per sync edge only.
 """
 
 from __future__ import annotations
 
-import numpy as np
+from collections import deque
+from dataclasses import dataclass
 
+import numpy as np
+import pandas as pd
+
+from tracekit.analysis.critical_path.events import LAUNCH
 from tracekit.analysis.critical_path.graph import Graph
 from tracekit.errors import InvalidTraceError
 
+NONE = np.iinfo(np.int64).min // 4  # no input yet (below any distance less any prefix sum)
+CYCLE = ("the trace's events make a cycle in the dependency graph (events on one thread that overlap without "
+         "nesting?): no critical path")  # fmt: skip
 
-def longest_path(graph: Graph) -> tuple[list[int], int]:
-    """(the edges of the path in order, as indices into ``graph``'s edge lists; its length in ns)."""
-    source = np.asarray(graph.source, dtype=np.int64)
-    target = np.asarray(graph.target, dtype=np.int64)
-    if not len(source):
-        return [], 0
-    # a pair re-added: networkx keeps its first place and takes the last values
-    pairs, first, inverse = np.unique(source * 2**32 + target, return_index=True, return_inverse=True)
-    latest = np.full(len(pairs), -1, dtype=np.int64)
-    np.maximum.at(latest, inverse.reshape(-1), np.arange(len(source)))
-    by_place = np.argsort(first, kind="stable")
-    edge = latest[by_place]  # one per pair, in the order pairs were first added; the values of its last addition
-    weight = np.maximum(np.asarray(graph.weight, dtype=np.int64)[edge], 0).tolist()
-    # nodes numbered in the order they first appear (source before target), as networkx holds them
+
+@dataclass
+class Path:
+    """A path's edges in order, each: its source node (2 x row, + 1 for an end), weight (ns, as found),
+    kind and attributed event (-1: none); and its length (ns)."""
+
+    source: np.ndarray
+    weight: np.ndarray
+    kind: np.ndarray
+    attributed: np.ndarray
+    length: int
+
+
+def longest_path(graph: Graph) -> Path:
+    """The path networkx's ``dag_longest_path`` takes through ``graph`` (see the module docstring)."""
+    if not len(graph):
+        empty = np.zeros(0, dtype=np.int64)
+        return Path(empty, empty, np.zeros(0, dtype=np.int8), empty, 0)
+    chained = graph.kind >= 0
+    distances = _Distances(graph, np.where(chained, np.maximum(graph.weight, 0), 0),
+                           np.maximum(graph.cross_weight, 0))  # fmt: skip
+    end = _end(graph, distances, chained)
+    return _walk_back(graph, distances, end)
+
+
+class _Distances:
+    """Each node's longest distance from a node with no edge in, for chain weights ``weight`` (per
+    position, 0 at a chain's first) and cross-edge weights ``cross_weight``, both at least 0."""
+
+    def __init__(
+        self, graph: Graph, weight: np.ndarray, cross_weight: np.ndarray, last_input: np.ndarray | None = None
+    ):
+        self.prefix = np.cumsum(weight)
+        self.firsts = np.flatnonzero(graph.kind < 0)  # each chain's first position
+        self.source, self.target, self.cross_weight = graph.cross_source, graph.cross_target, cross_weight
+        self.inputs = np.union1d(self.firsts, self.target)
+        if last_input is None:  # per position, the index of the last input at or before it (its chain's)
+            is_input = np.zeros(len(weight), dtype=bool)
+            is_input[self.inputs] = True
+            last_input = np.cumsum(is_input, dtype=np.int32) - 1
+        self.last_input = last_input
+        self.input_chain = np.searchsorted(self.firsts, self.inputs, side="right") - 1
+        self.at_first = np.isin(self.inputs, self.firsts, assume_unique=True)
+        self.target_input = self.last_input[self.target]
+        known = np.zeros(len(self.source), dtype=bool)
+        values = np.zeros(len(self.source), dtype=np.int64)
+        loop, loop_values = self._through_syncs(graph)
+        known[loop], values[loop] = True, loop_values
+        self.running = self._running(known, values)
+        while True:  # the launch edges into chains no sync leaves: their sources are final by now
+            found = self(self.source)
+            if known.all() and np.array_equal(found, values):
+                break
+            known[:], values = True, found
+            self.running = self._running(known, values)
+
+    def chain_of(self, positions: np.ndarray) -> np.ndarray:
+        return self.input_chain[self.last_input[positions]]
+
+    def __call__(self, positions: np.ndarray) -> np.ndarray:
+        """The distances of ``positions``."""
+        return self.prefix[positions] + self.running[self.last_input[positions]]
+
+    def _running(self, known: np.ndarray, values: np.ndarray) -> np.ndarray:
+        """Per input, the running maximum of x - P over its chain's inputs so far, with the cross edges
+        whose sources' distances are ``known`` (``values``)."""
+        entered = np.where(self.at_first, -self.prefix[self.inputs], NONE)
+        np.maximum.at(entered, self.target_input[known],
+                      values[known] + self.cross_weight[known] - self.prefix[self.target[known]])  # fmt: skip
+        return pd.Series(entered).groupby(self.input_chain, sort=False).cummax().to_numpy(np.int64)
+
+    def _through_syncs(self, graph: Graph) -> tuple[np.ndarray, np.ndarray]:
+        """The cross edges a sync edge's source can depend on (those into a chain holding a sync edge's
+        source or, in turn, such an edge's source: "live" chains) and their sources' distances, found in
+        one topological pass over only the positions these edges touch."""
+        source_chain, target_chain = self.chain_of(self.source), self.chain_of(self.target)
+        live = np.zeros(len(self.firsts), dtype=bool)
+        live[source_chain[graph.cross_kind != LAUNCH]] = True
+        while True:
+            into_live = live[target_chain]
+            grown = live.copy()
+            grown[source_chain[into_live]] = True
+            if np.array_equal(grown, live):
+                break
+            live = grown
+        loop = np.flatnonzero(into_live)
+        if not len(loop):
+            return loop, np.zeros(0, dtype=np.int64)
+        source, target, weight = self.source[loop], self.target[loop], self.cross_weight[loop]
+        keys = np.union1d(source, target)
+        key_chain = self.chain_of(keys)
+        follows = np.concatenate([[False], key_chain[1:] == key_chain[:-1]])  # the key before is on its chain
+        source_key, target_key = np.searchsorted(keys, source), np.searchsorted(keys, target)
+        by_target = np.argsort(target_key, kind="stable")
+        in_bounds = np.searchsorted(target_key[by_target], np.arange(len(keys) + 1))
+        by_source = np.argsort(source_key, kind="stable")
+        out_bounds = np.searchsorted(source_key[by_source], np.arange(len(keys) + 1))
+        waiting = (follows + np.diff(in_bounds)).tolist()
+        prefix = self.prefix[keys].tolist()
+        base = (-self.prefix[self.firsts[key_chain]]).tolist()
+        follows_list, by_target_list, by_source_list = follows.tolist(), by_target.tolist(), by_source.tolist()
+        source_key_list, target_key_list, weight_list = source_key.tolist(), target_key.tolist(), weight.tolist()
+        in_list, out_list = in_bounds.tolist(), out_bounds.tolist()
+        best = [0] * len(keys)  # per key, the running maximum of x - P on its chain
+        ready = deque(key for key, count in enumerate(waiting) if count == 0)
+        done = 0
+        while ready:
+            key = ready.popleft()
+            done += 1
+            value = best[key - 1] if follows_list[key] else base[key]
+            for edge in by_target_list[in_list[key] : in_list[key + 1]]:
+                source_of = source_key_list[edge]
+                value = max(value, prefix[source_of] + best[source_of] + weight_list[edge] - prefix[key])
+            best[key] = value
+            after = [target_key_list[edge] for edge in by_source_list[out_list[key] : out_list[key + 1]]]
+            if key + 1 < len(keys) and follows_list[key + 1]:
+                after.append(key + 1)
+            for following in after:
+                waiting[following] -= 1
+                if not waiting[following]:
+                    ready.append(following)
+        if done < len(keys):
+            raise InvalidTraceError(CYCLE)
+        best_array = np.asarray(best, dtype=np.int64)
+        return loop, self.prefix[source] + best_array[source_key]
+
+    def first_at_least(self, low: np.ndarray, high: np.ndarray, value: int) -> np.ndarray:
+        """Per chain stretch [low, high] whose distance at ``high`` is ``value`` (the largest: distances
+        never fall along a chain), its first position of that distance (a binary search for all at once)."""
+        low, high = low.copy(), high.copy()
+        while (low < high).any():
+            middle = (low + high) // 2
+            reached = self(middle) >= value
+            high = np.where(reached, middle, high)
+            low = np.where(reached, low, middle + 1)
+        return low
+
+
+def _end(graph: Graph, distances: _Distances, chained: np.ndarray) -> int:
+    """The path's last position: the first node of the largest distance in Kahn's order."""
+    firsts = distances.firsts
+    lasts = np.append(firsts[1:], len(graph)) - 1
+    at_last = distances(lasts)
+    largest = int(at_last.max())
+    best = np.flatnonzero(at_last == largest)
+    candidates = distances.first_at_least(firsts[best], lasts[best], largest)
+    if len(candidates) == 1:
+        return int(candidates[0])
+    # a candidate entered from another by an edge of weight 0 comes after it: only the others can be first
+    source_best = distances(graph.cross_source) == largest
+    entered = graph.cross_target[source_best & (np.maximum(graph.cross_weight, 0) == 0)]
+    roots = candidates[~np.isin(candidates, entered)]
+    if len(roots) == 1:
+        return int(roots[0])
+    # unrelated candidates: the earlier Kahn generation (the most edges from a node with no edge in) first
+    unit = np.ones(len(graph.cross_source), dtype=np.int64)
+    levels = _Distances(graph, chained.astype(np.int64), unit, distances.last_input)(roots)
+    roots = roots[levels == levels.min()]
+    return int(roots[0]) if len(roots) == 1 else _first_in_kahn_order(graph, roots)
+
+
+def _walk_back(graph: Graph, distances: _Distances, end: int) -> Path:
+    """The path into ``end``: from each node the edge the best distance came by (the first best, in
+    the order edges were added), followed back. Along a chain that is the chain edge except where a
+    launch or sync edge enters, so the walk jumps from one such entry to the next."""
+    target = graph.cross_target
+    achieved = distances(graph.cross_source) + np.maximum(graph.cross_weight, 0) == distances(target)
+    # per entered position, its first achieving cross edge (in place order: they are stored so)
+    achieving = np.flatnonzero(achieved)
+    entered, first = np.unique(target[achieving], return_index=True)
+    by_cross = achieving[first]
+    chain_reaches = np.zeros(len(entered), dtype=bool)
+    has_chain = graph.kind[entered] >= 0
+    at = np.flatnonzero(has_chain)
+    chain_reaches[at] = (distances(entered[at] - 1) + np.maximum(graph.weight[entered[at]], 0)
+                         == distances(entered[at]))  # fmt: skip
+    cross_first = graph.cross_places()[by_cross] < graph.place(entered)
+    jumps = ~chain_reaches | cross_first
+    breaks = np.union1d(distances.firsts, entered[jumps])
+    jump_at = dict(zip(entered[jumps].tolist(), by_cross[jumps].tolist(), strict=True))
+    pieces: list[tuple[int, int, int]] = []  # (cross edge or -1, first chain position, last), from the end
+    position = end
+    while True:
+        low = int(breaks[np.searchsorted(breaks, position, side="right") - 1])
+        cross = jump_at.get(low, -1)
+        pieces.append((cross, low + 1, position))
+        if cross < 0:
+            break
+        position = int(graph.cross_source[cross])
+    return _path_of(graph, pieces[::-1], int(distances(np.asarray([end]))[0]))
+
+
+def _path_of(graph: Graph, pieces: list[tuple[int, int, int]], length: int) -> Path:
+    """The path's edges from its pieces (in order): each a cross edge (or none) then a chain stretch."""
+    cross = np.asarray([piece[0] for piece in pieces], dtype=np.int64)
+    low = np.asarray([piece[1] for piece in pieces], dtype=np.int64)
+    sizes = np.maximum(np.asarray([piece[2] for piece in pieces], dtype=np.int64) - low + 1, 0)
+    before = np.cumsum(sizes) - sizes  # chain edges before each piece's
+    chain = np.repeat(low - before, sizes) + np.arange(int(sizes.sum()))  # the chain edges' positions, in order
+    has = cross >= 0
+    at, into = before[has], cross[has]  # each cross edge goes before its piece's chain edges
+
+    def edges(chained: np.ndarray, crossing: np.ndarray) -> np.ndarray:
+        return np.insert(chained, at, crossing)
+
+    return Path(
+        source=edges(graph.node[chain - 1], graph.node[graph.cross_source[into]]),
+        weight=edges(graph.weight[chain], graph.cross_weight[into]),
+        kind=edges(graph.kind[chain], graph.cross_kind[into]),
+        attributed=edges(graph.attributed[chain], np.full(len(into), -1, dtype=np.int64)),
+        length=length,
+    )
+
+
+def _first_in_kahn_order(graph: Graph, tied: np.ndarray) -> int:
+    """Of ``tied`` (positions), the first in networkx's topological order, by replaying it node by node:
+    only for path ends equal in distance and in Kahn generation, on unrelated chains (whole-µs traces have
+    them now and then; real ns ones rarely). Python per node, over the edges as lists: slow on a large
+    window."""
+    chain = np.flatnonzero(graph.kind >= 0)
+    source = np.concatenate([chain - 1, graph.cross_source])
+    target = np.concatenate([chain, graph.cross_target])
+    place = np.concatenate([graph.place(chain), graph.cross_places()])
+    order = np.argsort(place, kind="stable")
+    source, target = source[order], target[order]
     appearance = np.column_stack([source, target]).reshape(-1)
     nodes, seen_at = np.unique(appearance, return_index=True)
-    number = np.empty(len(nodes), dtype=np.int64)
-    number[np.argsort(seen_at, kind="stable")] = np.arange(len(nodes))
-    tail = number[np.searchsorted(nodes, source[edge])]
-    head = number[np.searchsorted(nodes, target[edge])]
-    count = len(nodes)
-    successors = _grouped(tail, head, count)
-    incoming = _grouped(head, np.arange(len(edge)), count)  # each node's edges in, in edge order
-    waiting = np.bincount(head, minlength=count).tolist()
-    generation = [node for node in range(count) if waiting[node] == 0]
-    topological: list[int] = []
+    by_appearance = nodes[np.argsort(seen_at, kind="stable")]
+    successors_order = np.argsort(source, kind="stable")
+    bounds = np.searchsorted(source[successors_order], np.arange(len(graph) + 1))
+    successors = target[successors_order].tolist()
+    bounds_list = bounds.tolist()
+    waiting = np.bincount(target, minlength=len(graph)).tolist()
+    wanted = set(tied.tolist())
+    generation = [node for node in by_appearance.tolist() if waiting[node] == 0]
     while generation:
-        topological += generation
         following = []
         for node in generation:
-            for successor in successors[node]:
+            if node in wanted:
+                return node
+            for successor in successors[bounds_list[node] : bounds_list[node + 1]]:
                 waiting[successor] -= 1
-                if waiting[successor] == 0:
+                if not waiting[successor]:
                     following.append(successor)
         generation = following
-    if len(topological) != count:
-        raise InvalidTraceError(
-            "the trace's events make a cycle in the dependency graph (events on one thread that overlap "
-            "without nesting?): no critical path"
-        )
-    tails = tail.tolist()
-    distance = [0] * count
-    via = [-1] * count  # the edge the best path reached a node by (-1: it starts there)
-    for node in topological:
-        best, best_edge = 0, -1
-        for index in incoming[node]:
-            candidate = distance[tails[index]] + weight[index]
-            if best_edge < 0 or candidate > best:
-                best, best_edge = candidate, index
-        distance[node], via[node] = best, best_edge
-    end = max(topological, key=distance.__getitem__)  # max keeps the first of equals, as networkx
-    path = []
-    node = end
-    while via[node] >= 0:
-        path.append(int(edge[via[node]]))
-        node = tails[via[node]]
-    path.reverse()
-    return path, distance[end]
-
-
-def _grouped(key: np.ndarray, values: np.ndarray, count: int) -> list[list[int]]:
-    """Per key 0..count-1, its values in their order (a stable sort, then one split)."""
-    order = np.argsort(key, kind="stable")
-    bounds = np.searchsorted(key[order], np.arange(count + 1))
-    flat = values[order].tolist()
-    return [flat[low:high] for low, high in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)]
+    raise InvalidTraceError(CYCLE)

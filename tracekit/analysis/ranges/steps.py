@@ -20,6 +20,7 @@ named ``step`` (tracekit's workloads and ``annotate.steps``). Every command take
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -44,15 +45,22 @@ def step_rows(trace: Trace, step_range: str | None = None) -> pd.DataFrame:
     ranges = trace.ranges
     if ranges.empty:
         return ranges
-    cpu_side = (ranges["domain"].astype(str) != "gpu").to_numpy()
-    names = ranges["name"].astype(str)
+    # decided per distinct name and domain (a trace can hold millions of ranges, a few thousand names)
+    cpu_side = _per_category(ranges["domain"], lambda domain: domain != "gpu")
+    names = ranges["name"]
     if step_range:
-        chosen = (names == step_range).to_numpy()
+        chosen = _per_category(names, lambda name: name == step_range)
     else:
-        chosen = names.str.match(PROFILER_STEP.pattern).to_numpy() & cpu_side
+        chosen = _per_category(names, lambda name: PROFILER_STEP.match(name) is not None) & cpu_side
         if not chosen.any():
-            chosen = (names == "step").to_numpy()
+            chosen = _per_category(names, lambda name: name == "step")
     return ranges.loc[chosen & cpu_side].sort_values(["pid", "start"], kind="stable")
+
+
+def _per_category(column: pd.Series, test: Callable[[str], bool]) -> np.ndarray:
+    """Per row of a categorical column: ``test`` of its value, decided once per category."""
+    per_category = np.asarray([bool(test(str(value))) for value in column.cat.categories], dtype=bool)
+    return np.append(per_category, False)[column.cat.codes.to_numpy()]  # code -1 (missing): never
 
 
 def step_labels(steps: pd.DataFrame) -> np.ndarray:
