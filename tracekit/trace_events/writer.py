@@ -29,6 +29,7 @@ import pyarrow as pa
 from tracekit.analysis.memory.on_trace import memory_on_trace
 from tracekit.errors import TracekitError, UsageError
 from tracekit.files import write_whole
+from tracekit.model.schema import compute_capability
 from tracekit.model.trace import TORCH_PROFILER, Trace
 from tracekit.trace_events import tracks
 from tracekit.trace_events.sequence_track import sequence_events, sequence_slices, sequence_track_names
@@ -187,17 +188,31 @@ def _header(trace: Trace | None) -> str:
     """The fields before the events: torch.profiler's, for one input whose GPUs or rank are known."""
     fields: dict = {"schemaVersion": 1, "displayTimeUnit": "ns"}
     if trace is not None:
-        gpus = trace.meta.gpus
-        if len(gpus):
-            fields["deviceProperties"] = [
-                {"id": int(row["id"]), "name": str(row["name"]), "totalGlobalMem": int(row["memory_bytes"]),
-                 "numSms": int(row["sm_count"])}
-                for row in gpus.to_dict("records")
-            ]  # fmt: skip
+        if len(trace.meta.gpus):
+            fields["deviceProperties"] = _device_properties(trace.meta.gpus)
         if trace.meta.rank is not None:
             fields["distributedInfo"] = {"rank": int(trace.meta.rank), "world_size": int(trace.meta.world_size or 1)}
     fields["otherData"] = {"writer": "tracekit timeline"}
     return json.dumps(fields, ensure_ascii=False)[:-1] + ',"traceEvents":[\n'
+
+
+def _device_properties(gpus: pd.DataFrame) -> list[dict]:
+    """torch.profiler's ``deviceProperties`` of ``gpus`` (``schema.GPUS``) with the fields that are known:
+    an export may record a GPU's id and name alone, and an unknown field is left out, never invented."""
+    described = []
+    for gpu in gpus.to_dict("records"):  # one row per GPU
+        fields: dict[str, Any] = {"id": int(gpu["id"])}
+        if isinstance(gpu["name"], str):
+            fields["name"] = gpu["name"]
+        if pd.notna(gpu["memory_bytes"]):
+            fields["totalGlobalMem"] = int(gpu["memory_bytes"])
+        capability = compute_capability(gpu["compute_capability"])
+        if capability is not None:
+            fields["computeMajor"], fields["computeMinor"] = capability
+        if pd.notna(gpu["sm_count"]):
+            fields["numSms"] = int(gpu["sm_count"])
+        described.append(fields)
+    return described
 
 
 def _events(
