@@ -73,7 +73,7 @@ def timeline(
     Several inputs are read one after another, each released once written; each is named by its rank
     (the trace's, else one in its file name) or its name. ``memory``: a snapshot whose allocated and
     reserved memory becomes a counter track (a run folder's own is used without it)."""
-    from tracekit.analysis.many.pool import expand_inputs, labels_for, protect_inputs, rank_in_name
+    from tracekit.analysis.many.pool import distinct_inputs, expand_inputs, labels_for, protect_inputs, rank_in_name
     from tracekit.sources import open_trace
 
     if isinstance(inputs, (str, os.PathLike, Trace)):
@@ -87,9 +87,9 @@ def timeline(
         raise UsageError(f"timeline: memory is a snapshot's path, not {memory!r}")
     target = check_output(path)
     options = options or WindowOptions()
-    opened = [item for item in inputs if not isinstance(item, (str, os.PathLike))]
-    paths = expand_inputs([os.fspath(item) for item in inputs if isinstance(item, (str, os.PathLike))]) if len(
-        opened) < len(inputs) else []  # fmt: skip
+    opened, said = distinct_inputs([item for item in inputs if not isinstance(item, (str, os.PathLike))])
+    named = [os.fspath(item) for item in inputs if isinstance(item, (str, os.PathLike))]
+    paths = expand_inputs(named, said) if named else []
     protect_inputs(paths)
     loaders: list[Loader] = [
         (label, lambda path=path: open_trace(str(path)), lambda path=path: _snapshot(path, memory))
@@ -106,7 +106,9 @@ def timeline(
             return f"rank {in_name}" if in_name is not None else label
         return f"{label} (rank {trace.meta.rank})"  # unrelated traces may all be a "rank 0"
 
-    return write_timeline(loaders, target, options, name)
+    written = write_timeline(loaders, target, options, name)
+    written.notes[:0] = said  # inputs given twice, entries of a folder left out
+    return written
 
 
 Loader = tuple[str, Callable[[], Trace], Callable[[], Any]]  # label, the trace, its snapshot (or None)

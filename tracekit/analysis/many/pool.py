@@ -22,7 +22,7 @@ from collections.abc import Callable, Generator
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tracekit.errors import InputNotFoundError, TracekitError, UsageError
 from tracekit.files import not_a_file, protect, require_file_or_folder
@@ -42,6 +42,7 @@ TRACE_SUFFIXES = (".sqlite", ".nsys-rep", ".qdrep", ".json", ".json.gz")
 LABEL_SUFFIXES = (".pt.trace.json.gz", ".pt.trace.json", ".json.gz", ".json", ".sqlite", ".nsys-rep", ".qdrep")
 RANK_IN_NAME = re.compile(r"(?:^|[^a-z0-9])rank[_-]?(\d+)(?![0-9])", re.IGNORECASE)
 Progress = Callable[[int, int], None]
+T = TypeVar("T")
 
 
 def expand_inputs(arguments: list[str], skipped: list[str] | None = None) -> list[Path]:
@@ -50,25 +51,59 @@ def expand_inputs(arguments: list[str], skipped: list[str] | None = None) -> lis
     An input named on its own must be a regular file or a folder (a FIFO would be waited on forever, a
     link loop never resolves): one error line otherwise; in a folder or a glob such an entry is left
     out, said in ``skipped``."""
-    found: dict[Path, Path] = {}
     left_out: list[str] = []
-    for argument in arguments:
-        for path in _expand(argument, left_out):
-            found.setdefault(_resolved(path), path)
+    expanded = [path for argument in arguments for path in _expand(argument, left_out)]
+    found, repeated = distinct_inputs(expanded)
     if skipped is not None and left_out:
         shown = ", ".join(left_out[:3]) + (f" and {len(left_out) - 3} more" if len(left_out) > 3 else "")
         skipped.append(f"{len(left_out)} {'entry' if len(left_out) == 1 else 'entries'} left out: not a regular file "
                        f"or folder ({shown})")  # fmt: skip
+    if skipped is not None:
+        skipped += repeated
     if not found:
         raise InputNotFoundError("no inputs: give trace files, run folders, folders of them, or globs")
-    return list(found.values())
+    return found
 
 
-def _resolved(path: Path) -> Path:
+def distinct_inputs(items: list[T]) -> tuple[list[T], list[str]]:
+    """``items`` (paths, or traces already open) with each input once, in the order given, and a note
+    when some were dropped: the same path twice, two spellings of one file (``./A`` and ``A``, a symbolic
+    link, a hard link), the same open trace twice. Every command that takes several inputs comes here
+    (``expand_inputs``, ``run_command``, the report), so an input never counts twice."""
+    kept: dict[object, T] = {}
+    dropped: list[str] = []
+    for item in items:
+        key = _identity(item)
+        if key in kept:
+            first, again = _shown(kept[key]), _shown(item)
+            dropped.append(again if again == first else f"{again} (the same file as {first})")
+        else:
+            kept[key] = item
+    if not dropped:
+        return list(kept.values()), []
+    shown = ", ".join(dropped[:3]) + (f" and {len(dropped) - 3} more" if len(dropped) > 3 else "")
+    return list(kept.values()), [f"{len(dropped)} input{'s' if len(dropped) != 1 else ''} given more than once, "
+                                 f"read once: dropped {shown}"]  # fmt: skip
+
+
+def _shown(item: object) -> str:
+    """An input as a note names it: its path as given, or the source of an open trace."""
+    if isinstance(item, (str, os.PathLike)):
+        return str(os.fspath(item))
+    meta = getattr(item, "meta", None)
+    return str(getattr(meta, "source", item))
+
+
+def _identity(item: object) -> object:
+    """What tells one input from another: a file's device and inode (one file however it is spelled or
+    linked), else its absolute path; an open trace is itself."""
+    if not isinstance(item, (str, os.PathLike)):
+        return id(item)
     try:
-        return path.resolve()
-    except (OSError, RuntimeError):  # a loop ("Symlink loop"): RuntimeError before Python 3.13
-        raise InputNotFoundError(f"{path} is a symbolic link that loops") from None
+        found = os.stat(item)
+    except (OSError, ValueError):  # missing, a link loop, a NUL in the name: its own error comes later
+        return os.path.abspath(item)
+    return (found.st_dev, found.st_ino)
 
 
 def _expand(argument: str, left_out: list[str]) -> list[Path]:
