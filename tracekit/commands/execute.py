@@ -55,7 +55,7 @@ def run_command(
         return _on_snapshots(spec, items, options)
     if spec.inputs == "pair":  # (A and B may be one file: comparing a run with itself is allowed)
         return _on_pair(spec, items, options)
-    from tracekit.analysis.many.pool import distinct_inputs
+    from tracekit.analysis.many.distinct import distinct_inputs
 
     items, repeated = distinct_inputs(items)
     result = _on_traces(spec, items, options, many, progress)

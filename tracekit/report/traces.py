@@ -21,7 +21,7 @@ from tracekit.analysis.critical_path.analysis import WHOLE_TRACE
 from tracekit.analysis.kernels.summary import kernel_mask
 from tracekit.analysis.many.compare import compare_traces
 from tracekit.analysis.many.diff import compare_categories, compare_kernels, labels_for
-from tracekit.analysis.many.pool import distinct_inputs
+from tracekit.analysis.many.distinct import distinct_inputs
 from tracekit.analysis.many.pool import labels_for as run_labels
 from tracekit.analysis.options import (
     DEFAULT_PHASES,

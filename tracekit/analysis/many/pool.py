@@ -22,8 +22,9 @@ from collections.abc import Callable, Generator
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
+from tracekit.analysis.many.distinct import distinct_inputs
 from tracekit.errors import InputNotFoundError, TracekitError, UsageError
 from tracekit.files import not_a_file, protect, require_file_or_folder
 from tracekit.model.options import Options, named
@@ -42,7 +43,6 @@ TRACE_SUFFIXES = (".sqlite", ".nsys-rep", ".qdrep", ".json", ".json.gz")
 LABEL_SUFFIXES = (".pt.trace.json.gz", ".pt.trace.json", ".json.gz", ".json", ".sqlite", ".nsys-rep", ".qdrep")
 RANK_IN_NAME = re.compile(r"(?:^|[^a-z0-9])rank[_-]?(\d+)(?![0-9])", re.IGNORECASE)
 Progress = Callable[[int, int], None]
-T = TypeVar("T")
 
 
 def expand_inputs(arguments: list[str], skipped: list[str] | None = None) -> list[Path]:
@@ -63,47 +63,6 @@ def expand_inputs(arguments: list[str], skipped: list[str] | None = None) -> lis
     if not found:
         raise InputNotFoundError("no inputs: give trace files, run folders, folders of them, or globs")
     return found
-
-
-def distinct_inputs(items: list[T]) -> tuple[list[T], list[str]]:
-    """``items`` (paths, or traces already open) with each input once, in the order given, and a note
-    when some were dropped: the same path twice, two spellings of one file (``./A`` and ``A``, a symbolic
-    link, a hard link), the same open trace twice. Every command that takes several inputs comes here
-    (``expand_inputs``, ``run_command``, the report), so an input never counts twice."""
-    kept: dict[object, T] = {}
-    dropped: list[str] = []
-    for item in items:
-        key = _identity(item)
-        if key in kept:
-            first, again = _shown(kept[key]), _shown(item)
-            dropped.append(again if again == first else f"{again} (the same file as {first})")
-        else:
-            kept[key] = item
-    if not dropped:
-        return list(kept.values()), []
-    shown = ", ".join(dropped[:3]) + (f" and {len(dropped) - 3} more" if len(dropped) > 3 else "")
-    return list(kept.values()), [f"{len(dropped)} input{'s' if len(dropped) != 1 else ''} given more than once, "
-                                 f"read once: dropped {shown}"]  # fmt: skip
-
-
-def _shown(item: object) -> str:
-    """An input as a note names it: its path as given, or the source of an open trace."""
-    if isinstance(item, (str, os.PathLike)):
-        return str(os.fspath(item))
-    meta = getattr(item, "meta", None)
-    return str(getattr(meta, "source", item))
-
-
-def _identity(item: object) -> object:
-    """What tells one input from another: a file's device and inode (one file however it is spelled or
-    linked), else its absolute path; an open trace is itself."""
-    if not isinstance(item, (str, os.PathLike)):
-        return id(item)
-    try:
-        found = os.stat(item)
-    except (OSError, ValueError):  # missing, a link loop, a NUL in the name: its own error comes later
-        return os.path.abspath(item)
-    return (found.st_dev, found.st_ino)
 
 
 def _expand(argument: str, left_out: list[str]) -> list[Path]:
