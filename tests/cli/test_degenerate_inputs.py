@@ -201,9 +201,10 @@ def test_kernel_names_that_resolve_to_nothing_read_as_unknown_in_every_command(c
     assert "9 gpu_ops values" in result.stderr and "read as unknown (name: 9" in result.stderr, result.stderr
 
 
-def test_some_kernel_names_past_string_ids_are_counted_beside_the_readable_ones(cli, tmp_path):
+@pytest.mark.parametrize("past", [10_000, 2**30], ids=["small id", "id past the dense lookup table"])
+def test_some_kernel_names_past_string_ids_are_counted_beside_the_readable_ones(cli, tmp_path, past):
     export = edited(three_steps(tmp_path / "some.sqlite"),
-                    "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = 10000 WHERE rowid <= 3",
+                    f"UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = {past} WHERE rowid <= 3",
                     "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = -1 WHERE rowid = 4")  # fmt: skip
     result = cli("kernels", export, "--format", "json")
     rows = {row["Name"]: row["Instances"] for row in json_of(result)}

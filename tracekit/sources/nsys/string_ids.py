@@ -39,18 +39,19 @@ def present_ids(*id_arrays: np.ndarray) -> np.ndarray:
     return np.flatnonzero(seen)
 
 
-def index_of_ids(ids: np.ndarray, present: np.ndarray) -> np.ndarray:
-    """Position in ``present`` (sorted, from ``present_ids``) of each non-negative id; -1 for negative ids.
-    A table indexed by id when ids are small, a binary search otherwise."""
+def value_of_ids(ids: np.ndarray, present: np.ndarray, values: np.ndarray, fill: int) -> np.ndarray:
+    """``values[i]`` for each id equal to ``present[i]`` (``present`` sorted, from ``present_ids``, so it
+    holds every non-negative id), ``fill`` for negative ids. A table indexed by id when ids are small, a
+    binary search otherwise."""
     if not len(ids) or not len(present):
-        return np.full(len(ids), -1, dtype=np.int64)
+        return np.full(len(ids), fill, dtype=values.dtype)
     if int(present[-1]) < DENSE_ID_LIMIT:
-        table = np.full(int(present[-1]) + 1, -1, dtype=np.int64)
-        table[present] = np.arange(len(present))
-        positions = table[np.maximum(ids, 0)]
+        table = np.full(int(present[-1]) + 1, fill, dtype=values.dtype)
+        table[present] = values
+        found = table[np.maximum(ids, 0)]
     else:
-        positions = np.searchsorted(present, ids)
-    return np.where(ids >= 0, positions, -1)
+        found = values[np.minimum(np.searchsorted(present, ids), len(present) - 1)]
+    return np.where(ids >= 0, found, fill)
 
 
 def read_strings(path: str | Path, *id_arrays: np.ndarray) -> dict[int, str]:
@@ -75,14 +76,8 @@ def resolve_ids(ids: np.ndarray, strings: dict[int, str]) -> tuple[np.ndarray, l
     """Each row's position in the returned texts (those of the distinct ids ``strings`` holds, in id
     order), or -1 where its id resolves to nothing: negative, or absent from ``strings``. A Python step
     per distinct id, none per row."""
-    present = present_ids(ids)
-    if not len(present):
-        return np.full(len(ids), -1, dtype=np.int64), []
-    found = np.fromiter((int(i) in strings for i in present.tolist()), dtype=bool, count=len(present))
-    texts = [strings[int(i)] for i in present[found].tolist()]
-    position_of_present = np.where(found, np.cumsum(found) - 1, -1)
-    positions = index_of_ids(ids, present)
-    return np.where(positions >= 0, position_of_present[np.maximum(positions, 0)], -1), texts
+    present, found, texts = _found(ids, strings)
+    return value_of_ids(ids, present, np.where(found, np.cumsum(found) - 1, -1), -1), texts
 
 
 def categorical_from_ids(
@@ -102,15 +97,24 @@ def categorical_from_ids(
     """
     import pandas as pd
 
-    positions, texts = resolve_ids(ids, strings)
-    unresolved = positions < 0
-    absent = int(np.count_nonzero(unresolved & (ids >= 0)))
-    without = [unknown] if unresolved.any() else []
+    present, found, texts = _found(ids, strings)
+    missing = not found.all()
+    without = [unknown] if missing or (ids < 0).any() else []
     # Two ids may hold the same text, and categories must be unique: map ids to text codes.
     value_codes, categories = pd.factorize(pd.Series(texts + without + (extra or []), dtype=object))
-    text_codes = value_codes[: len(texts)].astype(np.int32)
-    codes = np.full(len(ids), int(value_codes[len(texts)]) if without else -1, dtype=np.int32)
-    codes[~unresolved] = text_codes[positions[~unresolved]]
+    unknown_code = int(value_codes[len(texts)]) if without else -1
+    code_of_present = np.full(len(present), unknown_code, dtype=np.int32)
+    code_of_present[found] = value_codes[: len(texts)]
+    codes = value_of_ids(ids, present, code_of_present, unknown_code)
     if extra:
         codes = np.concatenate([codes, value_codes[len(texts) + len(without) :].astype(np.int32)[extra_codes]])
+    absent = int(np.count_nonzero(np.isin(ids, present[~found]))) if missing else 0  # (damaged files only)
     return pd.Categorical.from_codes(codes, categories=pd.Index(categories, dtype=object)), absent
+
+
+def _found(ids: np.ndarray, strings: dict[int, str]) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """The distinct non-negative ids (``present_ids``), whether ``strings`` holds each, and the texts of
+    those it holds, in id order."""
+    present = present_ids(ids)
+    found = np.fromiter((int(i) in strings for i in present.tolist()), dtype=bool, count=len(present))
+    return present, found, [strings[int(i)] for i in present[found].tolist()]
