@@ -19,6 +19,7 @@ from helpers.nsys_builder import GPU_ID_AND_NAME, ExportBuilder, without_not_nul
 import tracekit
 from tracekit.commands import run_command
 from tracekit.commands.registry import COMMANDS
+from tracekit.model.range_specs import spec_patterns
 from tracekit.render import FORMATS
 from tracekit.render.tables import render_text, write
 
@@ -250,6 +251,22 @@ def test_range_names_that_resolve_to_nothing_keep_their_ranges(cli, tmp_path, ca
     ranges = {row["Range"]: row["Instances"] for row in json_of(result)}
     assert ranges == ({UNREADABLE_RANGE: 6} if unreadable == 6 else {UNREADABLE_RANGE: 3, "forward": 3})
     assert f"{unreadable} ranges values" in result.stderr and f"(name: {unreadable})" in result.stderr
+
+
+def test_a_read_of_some_ranges_counts_the_unreadable_names_among_them_only(tmp_path):
+    """Ranges of a named domain all pass the SQL filter of a selective read; the unreadable ones it then
+    leaves out are not counted in its note."""
+    b = ExportBuilder("2026.2")
+    b.domain(1, "NCCL")
+    b.push_pop(0, 100, "allreduce", domain_id=1)
+    b.push_pop(200, 300, "broken", domain_id=1, registered=True)
+    export = edited(b.write(tmp_path / "nccl.sqlite"), "UPDATE NVTX_EVENTS SET textId = 10000 WHERE textId IS NOT NULL")
+    some = tracekit.open_trace(export)
+    assert some.ranges_named(spec_patterns(["NCCL:allreduce"]))["name"].astype(str).tolist() == ["NCCL:allreduce"]
+    assert not some.warnings
+    every = tracekit.open_trace(export)
+    assert every.ranges["name"].astype(str).tolist() == ["NCCL:allreduce", f"NCCL:{UNREADABLE_RANGE}"]
+    assert any("1 ranges value" in warning and "(name: 1)" in warning for warning in every.warnings)
 
 
 # --- the same input twice ----------------------------------------------------------------------------------

@@ -49,7 +49,7 @@ from tracekit.sources.nsys.thread_ids import ID_BITS, pid_of
 
 T = TypeVar("T")
 RUNTIME_TABLE = "CUPTI_ACTIVITY_KIND_RUNTIME"
-# The name of a kernel, or of a CUDA API call, whose name id is unusable or resolves to no string.
+# The names of a kernel and of a CUDA API call whose name id is unusable or resolves to no string.
 UNREADABLE_NAME = "[unreadable kernel name]"
 UNREADABLE_CALL = "[unreadable call name]"
 

@@ -125,6 +125,7 @@ def read_ranges(path: Path, tables: frozenset[str], names: Collection[Pattern] |
         keep = names_matching(pd.Series(range_names), names, loose=True)
         columns = {key: value[keep] for key, value in columns.items()}
         global_tid, pid, domain_codes, range_names = global_tid[keep], pid[keep], domain_codes[keep], range_names[keep]
+        unreadable = unreadable[keep]  # counted among the ranges read, as a read of them all would count them
     end_global = columns["end_global_tid"]
     same_thread = (end_global < 0) | (end_global == global_tid)
     parent_row, depth = nest_ranges(global_tid, columns["start"], columns["end"], same_thread)
@@ -147,7 +148,8 @@ def read_ranges(path: Path, tables: frozenset[str], names: Collection[Pattern] |
         },
         copy=False,  # every array here is new and the table's own: no second copy of millions of rows
     )
-    return with_notes(with_unknown(with_dropped(frame, dropped), {"text_id": unreadable} if unreadable else {}), notes)
+    unknown = {"text_id": int(np.count_nonzero(unreadable))} if unreadable.any() else {}
+    return with_notes(with_unknown(with_dropped(frame, dropped), unknown), notes)
 
 
 def _keep_usable(columns: dict) -> int:
@@ -201,10 +203,10 @@ def _range_names(
     texts: list[str],
     domain_codes: np.ndarray,
     domain_names: list[str],
-) -> tuple[pd.Categorical, int]:
+) -> tuple[pd.Categorical, np.ndarray]:
     """nsys's range name: registered string (textId) else text, prefixed "domain:" outside the default
-    domain; and how many ranges have a registered-name id that resolves to nothing and no text to fall
-    back on (named UNREADABLE_RANGE)."""
+    domain; and which ranges have a registered-name id that resolves to nothing and no text to fall back
+    on (named UNREADABLE_RANGE)."""
     strings = read_strings(path, text_ids) if len(present_ids(text_ids)) else {}
     positions, registered = resolve_ids(text_ids, strings)
     labels = [text or UNNAMED_RANGE for text in texts] + registered + [UNREADABLE_RANGE]
@@ -227,7 +229,7 @@ def _range_names(
     names_by_row = pd.Categorical.from_codes(
         name_codes.astype(np.int32)[pairs], categories=pd.Index(names, dtype=object)
     )
-    return names_by_row, int(np.count_nonzero(unreadable))
+    return names_by_row, unreadable
 
 
 def _domain_codes(pid: np.ndarray, domain_id: np.ndarray, domains: list[tuple]) -> tuple[np.ndarray, list[str]]:
