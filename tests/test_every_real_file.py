@@ -34,10 +34,22 @@ TRACE_COMMANDS = [
     ["ops"],
     ["bandwidth"],
     ["ranks"],
+    ["advise"],
+    ["sequences"],
+    ["compare"],
 ]
 # "None" printed where a value is missing: a table or markdown cell, a value after ": " or in parentheses.
 # (Names may hold "None" inside them, as Python dict reprs in emit_nvtx ranges do: those are not flagged.)
 NONE = re.compile(r"(?:(?<=^)|(?<=  )|(?<=\| )|(?<=: )|(?<=\())None(?=\s|$|\||\)|,)", re.MULTILINE)
+
+
+def test_every_command_over_traces_is_swept():
+    """Each registry command that reads traces runs on every real trace here (diff, a pair, runs in
+    tests/cli/test_degenerate_inputs.py; memory reads snapshots, below)."""
+    from tracekit.commands.registry import COMMANDS
+
+    swept = {command[0] for command in TRACE_COMMANDS}
+    assert {name for name, spec in COMMANDS.items() if spec.inputs not in ("pair", "snapshots")} == swept
 
 
 def check(result, command) -> None:

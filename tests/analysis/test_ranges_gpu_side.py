@@ -78,7 +78,9 @@ def test_busy_lies_between_the_longest_op_and_the_summed_time_on_real_traces(pat
 
 def test_one_trace_at_a_time_and_the_table_only(tmp_path, cli):
     path = two_streams(tmp_path)
-    result = cli("ranges", path, path, "--gpu-side")
+    other = tmp_path / "other.sqlite"
+    other.write_bytes(path.read_bytes())  # two traces (one file named twice is one input)
+    result = cli("ranges", path, other, "--gpu-side")
     assert result.exit_code != 0 and "--gpu-side takes one trace" in result.output
     result = cli("ranges", path, "--gpu-side", "--tree")
     assert result.exit_code != 0 and "--gpu-side adds columns to the range table: not with --tree" in result.output

@@ -75,6 +75,8 @@ _GPU = (
     "l2CacheSize INTEGER, totalMemory INTEGER, memoryBandwidth INTEGER, clockRate INTEGER, smCount INTEGER, "
     "chipName TEXT, computeMajor INTEGER, computeMinor INTEGER"
 )
+# TARGET_INFO_GPU as some real exports have it: a GPU's id and name, nothing else
+GPU_ID_AND_NAME = "id INTEGER NOT NULL, name TEXT"
 
 GENERATIONS = {
     "2022.4": {
@@ -126,6 +128,7 @@ class ExportBuilder:
     rows: dict[str, list[dict]] = field(default_factory=dict)
     gpus: list[dict] = field(default_factory=list)
     next_correlation: int = 1
+    gpu_columns: str = _GPU  # TARGET_INFO_GPU's columns (GPU_ID_AND_NAME: the id and name alone)
 
     def string(self, text: str) -> int:
         return self.strings.setdefault(text, len(self.strings) + 1)
@@ -382,7 +385,7 @@ class ExportBuilder:
             tables["CUPTI_ACTIVITY_KIND_CUDA_EVENT"] = _CUDA_EVENT
             if self.gpus:
                 self.rows["TARGET_INFO_GPU"] = self.gpus
-                tables["TARGET_INFO_GPU"] = _GPU
+                tables["TARGET_INFO_GPU"] = self.gpu_columns
             for table, rows in self.rows.items():
                 if not rows:
                     continue

@@ -82,7 +82,7 @@ class Result(_Result):
         return render_text(self, "table")
 
     def __repr__(self) -> str:
-        shapes = ", ".join(f"{table.name} ({len(table.frame):,} rows)" for table in self.tables)
+        shapes = ", ".join(f"{table.name} ({len(table.frame):,} rows)" for table in self.tables) or "no tables"
         return f"<tracekit.Result: {shapes}; {len(self.notes)} note{'s' if len(self.notes) != 1 else ''}>"
 
     def _repr_html_(self) -> str:

@@ -45,13 +45,17 @@ def report(inputs, out, bench_db, html, phases, step_range, nsys):
     else:
         from tracekit.analysis.options import DEFAULT_PHASES, BreakdownOptions
         from tracekit.model.options import OptionError
+        from tracekit.render.safe_text import printable
         from tracekit.report.traces import write_report
 
         try:  # the specs checked before any input is read
             chosen = BreakdownOptions(phases=phases).phases if phases is not None else DEFAULT_PHASES
         except OptionError as error:
             raise click.UsageError(str(error)) from None
-        path = write_report(list(inputs), out, nsys, html=html, phases=chosen, step_range=step_range)
+        notes: list[str] = []
+        path = write_report(list(inputs), out, nsys, html=html, phases=chosen, step_range=step_range, notes=notes)
+        for note in notes:
+            click.echo(f"note: {printable(note)}", err=True)
     count = len(list(path.parent.glob("*.png")))
     click.echo(f"report: {path}" + (f" ({count} picture{'s' if count != 1 else ''})" if count else ""))
     if html and (path.parent / "report.html").exists():

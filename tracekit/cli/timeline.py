@@ -36,6 +36,7 @@ def timeline(traces, output, start_ms, end_ms, step, range, instance, memory, se
     TRACES: nsys exports or reports, torch.profiler traces, run folders, globs or folders of them."""
     import sys
 
+    from tracekit.render.safe_text import printable
     from tracekit.session import current
     from tracekit.trace_events.window import WindowOptions
     from tracekit.trace_events.writer import timeline as write
@@ -47,5 +48,5 @@ def timeline(traces, output, start_ms, end_ms, step, range, instance, memory, se
                             sequences=sequences)  # fmt: skip
     written = write(list(traces), output, options, memory)
     for note in written.notes:
-        click.echo(f"note: {note}", err=True)
+        click.echo(f"note: {printable(note)}", err=True)
     click.echo(written.summary(), file=sys.stderr)

@@ -53,8 +53,19 @@ def run_command(
         raise UsageError(f"{spec.name}: {strange[0]!r} is neither a path nor an open trace or snapshot")
     if spec.inputs == "snapshots":
         return _on_snapshots(spec, items, options)
-    if spec.inputs == "pair":
+    if spec.inputs == "pair":  # (A and B may be one file: comparing a run with itself is allowed)
         return _on_pair(spec, items, options)
+    from tracekit.analysis.many.distinct import distinct_inputs
+
+    items, repeated = distinct_inputs(items)
+    result = _on_traces(spec, items, options, many, progress)
+    result.notes += [note for note in repeated if note not in result.notes]
+    return result
+
+
+def _on_traces(spec: Command, items: list[Source], options: Options, many: ManyOptions | None,
+               progress: Progress | None) -> Result:  # fmt: skip
+    """A command over one trace or many (each input given once)."""
     if spec.inputs in ("trace", "traces") and len(items) == 1 and not _names_many(items[0]):
         return spec.function("run")(_open(spec, items[0], options), options)
     if spec.inputs == "trace":

@@ -69,15 +69,12 @@ class Result:
 
     @property
     def frame(self) -> pd.DataFrame:
-        """The first table (the only one, for most commands)."""
-        return self.tables[0].frame
+        """The first table (the only one, for most commands); an empty frame for a result of no table."""
+        return self._chosen(None).frame
 
     def table(self, name: str) -> pd.DataFrame:
         """The table called ``name``; KeyError naming the tables there are otherwise."""
-        for table in self.tables:
-            if table.name == name:
-                return table.frame
-        raise KeyError(f"no table {name!r}; this result has {', '.join(t.name for t in self.tables)}")
+        return self._chosen(name).frame
 
     @property
     def names(self) -> list[str]:
@@ -102,16 +99,25 @@ class Result:
     def to_pandas(self, name: str | None = None) -> pd.DataFrame:
         """The table called ``name`` (default: the first, the command's main table) as a DataFrame of raw
         values; its units are in ``frame.attrs["units"]`` too."""
-        table = self.tables[0] if name is None else next((t for t in self.tables if t.name == name), None)
-        if table is None:
-            raise KeyError(f"no table {name!r}; this result has {', '.join(self.names)}")
+        table = self._chosen(name)
         frame = table.frame.copy(deep=False)
         frame.attrs["units"] = table.units
         return frame
 
     def units(self, name: str | None = None) -> dict[str, str]:
         """Column -> unit ("ns", "%", "MiB", ...) of the table called ``name`` (default: the first)."""
-        table = self.tables[0] if name is None else next((t for t in self.tables if t.name == name), None)
+        return self._chosen(name).units
+
+    def _chosen(self, name: str | None) -> Table:
+        """The table called ``name``, or the first; a result of no table has an empty one (no rows, no
+        columns) as its first. KeyError naming the tables there are for a name not among them."""
+        if name is None:
+            if self.tables:
+                return self.tables[0]
+            import pandas as pd
+
+            return Table("", pd.DataFrame())
+        table = next((t for t in self.tables if t.name == name), None)
         if table is None:
-            raise KeyError(f"no table {name!r}; this result has {', '.join(self.names)}")
-        return table.units
+            raise KeyError(f"no table {name!r}; this result has {', '.join(self.names) or 'no tables'}")
+        return table

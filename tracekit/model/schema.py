@@ -216,8 +216,21 @@ GPUS = Schema(
         Column("memory_bytes", "Int64", "bytes", "device memory (<NA> when not recorded)"),
         Column("compute_capability", "text", "", '"9.0" (None when not recorded)'),
     ),
-    "The GPUs a trace describes (may be empty: some sources carry no description).",
+    "The GPUs a trace describes (may be empty: some sources carry no description). Every column but the id "
+    "is optional: an export may record a GPU's id and name alone.",
 )
+
+
+def compute_capability(value: object) -> tuple[int, int] | None:
+    """A GPU's ``compute_capability`` ("9.0") as (major, minor); None when not recorded or not of that form
+    (a hand-edited manifest, a ROCm "gfx90a")."""
+    if not isinstance(value, str):
+        return None
+    major, dot, minor = value.strip().partition(".")
+    if not (major.isdigit() and (minor.isdigit() or not dot)) or not major.isascii() or not minor.isascii():
+        return None
+    return int(major), int(minor or 0)
+
 
 MEMORY_EVENTS = Schema(
     "memory_events",

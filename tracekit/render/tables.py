@@ -275,14 +275,14 @@ def render_text(result: Result, fmt: str, unit: str = "ns") -> str:
     caller, for standard error)."""
     if fmt not in TEXT_FORMATS:
         raise UsageError(f"--format {fmt} writes a file: give it with --output PATH")
-    if fmt == "json" and len(result.tables) > 1:
+    if fmt == "json" and len(result.tables) != 1:  # (a result of no table: {}, still JSON)
         return json.dumps({table.name: json_records(in_unit(table.frame, unit)) for table in result.tables}, indent=2)
     if fmt == "csv" and len(result.tables) > 1:
         return "\n\n".join(f"# {table.name}\n{table_text(table.frame, 'csv', unit=unit)}" for table in result.tables)
     text = "\n\n".join(table_text(table.frame, fmt, table.title, unit, table.cards) for table in result.tables)
     if fmt in ("table", "md") and result.notes:
         shown = md_prose if fmt == "md" else printable
-        text += "\n\n" + "\n".join(f"note: {shown(note)}" for note in result.notes)
+        text += ("\n\n" if text else "") + "\n".join(f"note: {shown(note)}" for note in result.notes)
     return text
 
 
@@ -292,7 +292,7 @@ def output_paths(result: Result, fmt: str, output: str | Path) -> dict[str, Path
     ``<name>.<fmt>`` inside it when ``output`` is a folder)."""
     folder = Path(output).is_dir() or str(output).endswith(os.sep)
     output = Path(output)
-    if len(result.tables) == 1 or fmt not in ("csv", *FILE_FORMATS):
+    if len(result.tables) <= 1 or fmt not in ("csv", *FILE_FORMATS):  # (no table: one empty file)
         return {"": output}
     if folder:
         return {table.name: output / f"{table.name}.{fmt}" for table in result.tables}

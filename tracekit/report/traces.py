@@ -21,6 +21,7 @@ from tracekit.analysis.critical_path.analysis import WHOLE_TRACE
 from tracekit.analysis.kernels.summary import kernel_mask
 from tracekit.analysis.many.compare import compare_traces
 from tracekit.analysis.many.diff import compare_categories, compare_kernels, labels_for
+from tracekit.analysis.many.distinct import distinct_inputs
 from tracekit.analysis.many.pool import labels_for as run_labels
 from tracekit.analysis.options import (
     DEFAULT_PHASES,
@@ -67,19 +68,26 @@ def write_report(
     html: bool = False,
     phases: tuple[str, ...] = DEFAULT_PHASES,
     step_range: str | None = None,
+    notes: list[str] | None = None,
 ) -> Path:
     """Write the report of one or more runs/traces; returns the path of report.md. ``html``: also
     report.html beside it, the same content as one self-contained page with each trace's timeline.
-    ``phases``: range specs (default: found by name); ``step_range``: the range that is one step."""
+    ``phases``: range specs (default: found by name); ``step_range``: the range that is one step.
+    ``notes``: what the report says about its inputs (one given twice is reported once) is added to it."""
     choice = Choices(tuple(phases), step_range)
-    paths = [Path(path) for path in inputs]
+    distinct, repeated = distinct_inputs(list(inputs))
+    paths = [Path(path) for path in distinct]
     traces = [open_trace(path, nsys) for path in paths]  # every input recognised before anything is written
     folder = Path(out) if out else Path(reports) / report_name(paths)
+    if notes is not None:
+        notes += repeated
 
     def write_into(staging: Path) -> None:
         document = Document(staging)
         document.text(f"{TRACES_HEADING} {md_text(report_name(paths))}")
         document.text(f"Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC by tracekit {__version__}.")
+        for note in repeated:
+            document.note(note)
         labels = labels_for(len(paths)) if len(paths) > 1 else [""]
         for label, name, path, trace in zip(labels, run_labels(paths), paths, traces):
             section = Document(staging, f"{label.lower()}-" if label else "")

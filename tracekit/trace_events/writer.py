@@ -29,6 +29,7 @@ import pyarrow as pa
 from tracekit.analysis.memory.on_trace import memory_on_trace
 from tracekit.errors import TracekitError, UsageError
 from tracekit.files import write_whole
+from tracekit.model.schema import compute_capability
 from tracekit.model.trace import TORCH_PROFILER, Trace
 from tracekit.trace_events import tracks
 from tracekit.trace_events.sequence_track import sequence_events, sequence_slices, sequence_track_names
@@ -72,6 +73,7 @@ def timeline(
     Several inputs are read one after another, each released once written; each is named by its rank
     (the trace's, else one in its file name) or its name. ``memory``: a snapshot whose allocated and
     reserved memory becomes a counter track (a run folder's own is used without it)."""
+    from tracekit.analysis.many.distinct import distinct_inputs
     from tracekit.analysis.many.pool import expand_inputs, labels_for, protect_inputs, rank_in_name
     from tracekit.sources import open_trace
 
@@ -86,9 +88,9 @@ def timeline(
         raise UsageError(f"timeline: memory is a snapshot's path, not {memory!r}")
     target = check_output(path)
     options = options or WindowOptions()
-    opened = [item for item in inputs if not isinstance(item, (str, os.PathLike))]
-    paths = expand_inputs([os.fspath(item) for item in inputs if isinstance(item, (str, os.PathLike))]) if len(
-        opened) < len(inputs) else []  # fmt: skip
+    opened, said = distinct_inputs([item for item in inputs if not isinstance(item, (str, os.PathLike))])
+    named = [os.fspath(item) for item in inputs if isinstance(item, (str, os.PathLike))]
+    paths = expand_inputs(named, said) if named else []
     protect_inputs(paths)
     loaders: list[Loader] = [
         (label, lambda path=path: open_trace(str(path)), lambda path=path: _snapshot(path, memory))
@@ -105,7 +107,9 @@ def timeline(
             return f"rank {in_name}" if in_name is not None else label
         return f"{label} (rank {trace.meta.rank})"  # unrelated traces may all be a "rank 0"
 
-    return write_timeline(loaders, target, options, name)
+    written = write_timeline(loaders, target, options, name)
+    written.notes[:0] = said  # inputs given twice, entries of a folder left out
+    return written
 
 
 Loader = tuple[str, Callable[[], Trace], Callable[[], Any]]  # label, the trace, its snapshot (or None)
@@ -187,17 +191,31 @@ def _header(trace: Trace | None) -> str:
     """The fields before the events: torch.profiler's, for one input whose GPUs or rank are known."""
     fields: dict = {"schemaVersion": 1, "displayTimeUnit": "ns"}
     if trace is not None:
-        gpus = trace.meta.gpus
-        if len(gpus):
-            fields["deviceProperties"] = [
-                {"id": int(row["id"]), "name": str(row["name"]), "totalGlobalMem": int(row["memory_bytes"]),
-                 "numSms": int(row["sm_count"])}
-                for row in gpus.to_dict("records")
-            ]  # fmt: skip
+        if len(trace.meta.gpus):
+            fields["deviceProperties"] = _device_properties(trace.meta.gpus)
         if trace.meta.rank is not None:
             fields["distributedInfo"] = {"rank": int(trace.meta.rank), "world_size": int(trace.meta.world_size or 1)}
     fields["otherData"] = {"writer": "tracekit timeline"}
     return json.dumps(fields, ensure_ascii=False)[:-1] + ',"traceEvents":[\n'
+
+
+def _device_properties(gpus: pd.DataFrame) -> list[dict]:
+    """torch.profiler's ``deviceProperties`` of ``gpus`` (``schema.GPUS``) with the fields that are known:
+    an export may record a GPU's id and name alone, and an unknown field is left out, never invented."""
+    described = []
+    for gpu in gpus.to_dict("records"):  # one row per GPU
+        fields: dict[str, Any] = {"id": int(gpu["id"])}
+        if isinstance(gpu["name"], str):
+            fields["name"] = gpu["name"]
+        if pd.notna(gpu["memory_bytes"]):
+            fields["totalGlobalMem"] = int(gpu["memory_bytes"])
+        capability = compute_capability(gpu["compute_capability"])
+        if capability is not None:
+            fields["computeMajor"], fields["computeMinor"] = capability
+        if pd.notna(gpu["sm_count"]):
+            fields["numSms"] = int(gpu["sm_count"])
+        described.append(fields)
+    return described
 
 
 def _events(

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis.advice.finding import Finding, evidence, ms, worst
+from tracekit.model.schema import compute_capability
 from tracekit.model.trace import Trace
 
 FP32_GEMM = re.compile(r"sgemm|gemm.*_ffma_|ffma.*gemm", re.IGNORECASE)
@@ -94,9 +95,12 @@ def unfused_optimizer(trace: Trace, origin: int) -> tuple[Finding | None, np.nda
 def _compute_capability(trace: Trace) -> tuple[float, str] | None:
     """The lowest compute capability among the trace's GPUs, as a number and as recorded ("8.0"); None
     when none is recorded."""
-    values = [(float(value), value) for value in trace.meta.gpus["compute_capability"]
-              if isinstance(value, str) and value]  # fmt: skip
-    return min(values) if values else None
+    recorded = [parsed for value in trace.meta.gpus["compute_capability"]
+                if (parsed := compute_capability(value)) is not None]  # fmt: skip
+    if not recorded:
+        return None
+    major, minor = min(recorded)
+    return float(f"{major}.{minor}"), f"{major}.{minor}"
 
 
 def _fp32_matmul(trace: Trace, origin: int) -> Finding | None:
@@ -133,7 +137,9 @@ def _fp32_matmul(trace: Trace, origin: int) -> Finding | None:
     fp16 = "train under torch.autocast('cuda', dtype=torch.float16) with a GradScaler"
     if capability is None:
         fix = f"on Ampere or later GPUs {tf32}; on Volta and Turing {fp16}"
-        known = " (the GPU is not recorded: this assumes it has tensor cores, as V100 and later do)"
+        known = (
+            " (the GPU's compute capability is not recorded: this assumes it has tensor cores, as V100 and later do)"
+        )
     else:
         fix = tf32 if capability >= 8.0 else f"{fp16} (this GPU's tensor cores take FP16, not TF32)"
         known = f" (compute capability {recorded[1] if recorded else ''})"

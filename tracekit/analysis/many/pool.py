@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tracekit.analysis.many.distinct import distinct_inputs
 from tracekit.errors import InputNotFoundError, TracekitError, UsageError
 from tracekit.files import not_a_file, protect, require_file_or_folder
 from tracekit.model.options import Options, named
@@ -50,25 +51,18 @@ def expand_inputs(arguments: list[str], skipped: list[str] | None = None) -> lis
     An input named on its own must be a regular file or a folder (a FIFO would be waited on forever, a
     link loop never resolves): one error line otherwise; in a folder or a glob such an entry is left
     out, said in ``skipped``."""
-    found: dict[Path, Path] = {}
     left_out: list[str] = []
-    for argument in arguments:
-        for path in _expand(argument, left_out):
-            found.setdefault(_resolved(path), path)
+    expanded = [path for argument in arguments for path in _expand(argument, left_out)]
+    found, repeated = distinct_inputs(expanded)
     if skipped is not None and left_out:
         shown = ", ".join(left_out[:3]) + (f" and {len(left_out) - 3} more" if len(left_out) > 3 else "")
         skipped.append(f"{len(left_out)} {'entry' if len(left_out) == 1 else 'entries'} left out: not a regular file "
                        f"or folder ({shown})")  # fmt: skip
+    if skipped is not None:
+        skipped += repeated
     if not found:
         raise InputNotFoundError("no inputs: give trace files, run folders, folders of them, or globs")
-    return list(found.values())
-
-
-def _resolved(path: Path) -> Path:
-    try:
-        return path.resolve()
-    except (OSError, RuntimeError):  # a loop ("Symlink loop"): RuntimeError before Python 3.13
-        raise InputNotFoundError(f"{path} is a symbolic link that loops") from None
+    return found
 
 
 def _expand(argument: str, left_out: list[str]) -> list[Path]:

@@ -73,12 +73,11 @@ def low_bits(expression: str, bits: int) -> str:
 
 def keep_usable(columns: dict[str, np.ndarray]) -> int:
     """Leave out, in place, the rows whose values cannot be right (a table read whole: the API calls);
-    returns how many. Times as ``keep_timed``; thread ids must not be negative; name ids must fit int32."""
+    returns how many. Times as ``keep_timed``; thread ids must not be negative. (An unusable name id
+    leaves its row in: ``unknown_values`` reads it as unknown.)"""
     usable = _usable_times(columns)
     if "thread" in columns:
         usable &= columns["thread"] >= 0
-    if "name_id" in columns:
-        usable &= (columns["name_id"] >= 0) & (columns["name_id"] < 2**31)
     return keep_rows(columns, usable)
 
 
@@ -111,6 +110,7 @@ UNKNOWN = {
     "copy_kind": Unknown(0, "name (copy kind)", ("name", "short_name")),
     "name_id": Unknown(-1, "name", ("name",)),
     "short_name_id": Unknown(-1, "short_name", ("short_name",)),
+    "text_id": Unknown(-2, "name", ("name",)),  # NVTX ranges' registered-name id (read by nsys.ranges)
 }
 CAREFUL_SENTINEL = -3
 

@@ -43,14 +43,15 @@ from tracekit.sources.nsys.sqlite_columns import (
     read_int_columns,
     text_among,
 )
-from tracekit.sources.nsys.string_ids import index_of_ids, present_ids, read_strings
+from tracekit.sources.nsys.string_ids import categorical_from_ids, read_strings
 from tracekit.sources.nsys.syncs import read_gpu_syncs
 from tracekit.sources.nsys.thread_ids import ID_BITS, pid_of
 
 T = TypeVar("T")
 RUNTIME_TABLE = "CUPTI_ACTIVITY_KIND_RUNTIME"
-# The name of a kernel whose name id is unusable (nsys_checks.unknown_values).
+# The names of a kernel and of a CUDA API call whose name id is unusable or resolves to no string.
 UNREADABLE_NAME = "[unreadable kernel name]"
+UNREADABLE_CALL = "[unreadable call name]"
 
 
 def read_nsys_export(path: str | Path) -> Trace:
@@ -113,33 +114,6 @@ def check_export(path: Path) -> frozenset[str]:
     return tables
 
 
-def _categorical_from_ids(
-    ids: np.ndarray,
-    strings: dict[int, str],
-    extra: list[str] | None = None,
-    extra_codes: np.ndarray | None = None,
-    unknown: str | None = None,
-) -> pd.Categorical:
-    """StringIds ids -> Categorical of their values, without a Python object per row.
-
-    ``extra`` categories (e.g. memcpy labels) with their own codes are appended after the rows of
-    ``ids``, so kernels and other GPU operations share one Categorical without recoding either. A
-    negative id has no value, or the value ``unknown`` when given.
-    """
-    present = present_ids(ids)
-    values = [strings.get(int(i), f"<string {i}>") for i in present]
-    without = [unknown] if unknown is not None and (ids < 0).any() else []
-    # Two ids may hold the same text, and categories must be unique: map ids to text codes.
-    value_codes, categories = pd.factorize(pd.Series(values + without + (extra or []), dtype=object))
-    positions = index_of_ids(ids, present)  # -1 marks "no id" (e.g. an NVTX range named by text)
-    no_id = int(value_codes[len(present)]) if without else -1
-    codes = np.where(positions >= 0, value_codes[: len(present)].astype(np.int32)[np.maximum(positions, 0)], no_id)
-    codes = codes.astype(np.int32)
-    if extra:
-        codes = np.concatenate([codes, value_codes[len(present) + len(without) :].astype(np.int32)[extra_codes]])
-    return pd.Categorical.from_codes(codes, categories=pd.Index(categories, dtype=object))
-
-
 def read_gpu_ops(path: Path, tables: frozenset[str], columns: Collection[str] | None = None) -> pd.DataFrame:
     """Kernels, memcpys and memsets as one table of GPU operations (``schema.GPU_OPS``), with only
     ``columns`` (all by default; see ``nsys_gpu_reads``).
@@ -166,12 +140,15 @@ def read_gpu_ops(path: Path, tables: frozenset[str], columns: Collection[str] | 
     if not sum(len(next(iter(part.values()))) for part in parts.values()):
         frame = GPU_OPS.empty().loc[:, wanted]
     else:
-        frame = _gpu_op_frame(path, parts, wanted)
+        frame = _gpu_op_frame(path, parts, wanted, unknown)
     return with_notes(with_unknown(with_dropped(frame, dropped), unknown), notes)
 
 
-def _gpu_op_frame(path: Path, parts: dict[str, dict[str, np.ndarray]], wanted: list[str]) -> pd.DataFrame:
-    """The columns ``wanted`` of the GPU-op table from the kinds' columns as read (consumed on the way)."""
+def _gpu_op_frame(
+    path: Path, parts: dict[str, dict[str, np.ndarray]], wanted: list[str], unknown: dict[str, int]
+) -> pd.DataFrame:
+    """The columns ``wanted`` of the GPU-op table from the kinds' columns as read (consumed on the way);
+    name ids that resolve to no string are added to ``unknown``."""
     for kind, part in parts.items():
         if kind == "kernel" and "grid" in part:
             _unpack_launch_config(part)
@@ -183,7 +160,7 @@ def _gpu_op_frame(path: Path, parts: dict[str, dict[str, np.ndarray]], wanted: l
         if "start" in part and "duration" in wanted:  # start and end are read together (nsys_gpu_reads)
             part["duration"] = part["end"] - part["start"]
     lengths = {kind: len(next(iter(part.values()))) for kind, part in parts.items()}
-    names = _gpu_op_names(path, parts, "name" in wanted, "short_name" in wanted)
+    names = _gpu_op_names(path, parts, "name" in wanted, "short_name" in wanted, unknown)
     numbers = ["start", "end", "duration", "device", "stream", "correlation_id", "pid", *LAUNCH_CONFIG, "bytes"]
     columns: dict[str, object] = {}
     for column in wanted:
@@ -218,12 +195,13 @@ def _unpack_launch_config(columns: dict[str, np.ndarray]) -> None:
 
 
 def _gpu_op_names(
-    path: Path, parts: dict[str, dict[str, np.ndarray]], name: bool, short_name: bool
+    path: Path, parts: dict[str, dict[str, np.ndarray]], name: bool, short_name: bool, unknown: dict[str, int]
 ) -> dict[str, pd.Categorical]:
     """Name and short name (those asked for) of every GPU op, in the order kernel, memcpy, memset rows.
 
     memcpys are named by direction ("[CUDA memcpy HtoD]") and memsets "[CUDA memset]", as nsys's
-    reports name them; name and short name are the same for both.
+    reports name them; name and short name are the same for both. A kernel whose name id is unusable
+    (already counted in ``unknown``) or names no string (counted here) is UNREADABLE_NAME.
     """
     if not (name or short_name):
         return {}
@@ -245,15 +223,18 @@ def _gpu_op_names(
         if asked
     }
     strings = read_strings(path, *ids.values()) if any(len(values) for values in ids.values()) else {}
-    # an unusable id (nsys_checks.unknown_values) is named as such, not left without a name
-    return {
-        column: _categorical_from_ids(values, strings, labels, extra_codes, unknown=UNREADABLE_NAME)
-        for column, values in ids.items()
-    }
+    named = {}
+    for column, values in ids.items():
+        named[column], absent = categorical_from_ids(values, strings, UNREADABLE_NAME, labels, extra_codes)
+        if absent:
+            unknown[f"{column}_id"] = unknown.get(f"{column}_id", 0) + absent
+    return named
 
 
 def read_launches(path: Path, tables: frozenset[str]) -> pd.DataFrame:
-    """CUDA runtime API calls (``schema.LAUNCHES``)."""
+    """CUDA runtime API calls (``schema.LAUNCHES``). A call whose name id is unusable (NULL, negative, past
+    int32) or names no string keeps its row (its launch still ties its GPU work to its thread), named
+    UNREADABLE_CALL and counted."""
     if RUNTIME_TABLE not in tables:
         return LAUNCHES.empty()
     columns = read_int_columns(
@@ -262,23 +243,26 @@ def read_launches(path: Path, tables: frozenset[str]) -> pd.DataFrame:
         {
             "start": "start",
             "end": "end",
-            "name_id": "nameId",
+            "name_id": "ifnull(nameId, -1)",
             "correlation": "ifnull(correlationId, -1)",
             # pid and tid without the hardware/VM bits above them (arithmetic: see read_gpu_ops)
             "thread": low_bits("ifnull(globalTid, 0)", 48),
         },
         guard=text_among(nullable=("globalTid",)),
-        careful=are_integers("start", "end", "nameId", nullable=("correlationId", "globalTid")),
+        careful=are_integers("start", "end", nullable=("nameId", "correlationId", "globalTid")),
         optional=RUNTIME_OPTIONAL,
     )
     notes = [missing_notes(RUNTIME_TABLE, columns.pop(MISSING), str(path))]
     dropped = int(columns.pop(DROPPED)) + keep_usable(columns)
+    unknown = unknown_values({"name_id": columns["name_id"]})  # in place: an unusable id reads as -1
     columns["name_id"] = columns["name_id"].astype(np.int32)
     correlation = columns.pop("correlation")  # CUPTI's are 32-bit; -1: none
     columns["correlation_id"] = np.where(correlation < 0, -1, correlation & 0xFFFFFFFF)
     thread = columns.pop("thread")
     columns["pid"], columns["tid"] = pid_of(thread), thread & ID_BITS
-    names = _categorical_from_ids(columns["name_id"], read_strings(path, columns["name_id"]))
+    names, absent = categorical_from_ids(columns["name_id"], read_strings(path, columns["name_id"]), UNREADABLE_CALL)
+    if absent:
+        unknown["name_id"] = unknown.get("name_id", 0) + absent
     frame = pd.DataFrame(
         {
             "start": columns["start"],
@@ -291,4 +275,4 @@ def read_launches(path: Path, tables: frozenset[str]) -> pd.DataFrame:
         },
         copy=False,  # every array here is new and the table's own (a copy stacks millions of rows again)
     )
-    return with_notes(with_dropped(frame, dropped), notes)
+    return with_notes(with_unknown(with_dropped(frame, dropped), unknown), notes)

@@ -27,6 +27,7 @@ from tracekit.sources.nsys.checks import (
     missing_notes,
     with_dropped,
     with_notes,
+    with_unknown,
 )
 from tracekit.sources.nsys.sqlite_columns import (
     DROPPED,
@@ -37,7 +38,7 @@ from tracekit.sources.nsys.sqlite_columns import (
     stand_in,
     text_among,
 )
-from tracekit.sources.nsys.string_ids import index_of_ids, present_ids, read_strings
+from tracekit.sources.nsys.string_ids import present_ids, read_strings, resolve_ids
 from tracekit.sources.nsys.thread_ids import ID_BITS, pid_of
 
 NVTX_TABLE = "NVTX_EVENTS"
@@ -46,6 +47,9 @@ NVTX_PUSHPOP, NVTX_STARTEND, NVTXT_PUSHPOP, NVTXT_STARTEND, NVTX_DOMAIN_CREATE =
 RANGE_EVENT_TYPES = (NVTX_PUSHPOP, NVTX_STARTEND, NVTXT_PUSHPOP, NVTXT_STARTEND)
 # The name of a range pushed without a message (neither text nor a registered string).
 UNNAMED_RANGE = "(unnamed)"
+# The name of a range without text whose registered-string id is unusable or names no string.
+UNREADABLE_RANGE = "[unreadable range name]"
+NO_TEXT_ID, UNUSABLE_TEXT_ID = -1, -2  # textId NULL (named by its text); textId unusable
 # The domain of ranges whose domain has no name (nsys shows their names without a prefix).
 UNNAMED_DOMAIN = "(unnamed domain)"
 
@@ -87,7 +91,9 @@ def read_ranges(path: Path, tables: frozenset[str], names: Collection[Pattern] |
     missing = columns.pop(MISSING)
     notes = [missing_notes(NVTX_TABLE, missing, str(path))]  # type: ignore[arg-type]
     dropped = int(columns.pop(DROPPED)) + _keep_usable(columns)
-    columns["text_id"] = columns["text_id"].astype(np.int32)
+    text_id = columns["text_id"]
+    text_id[(text_id < NO_TEXT_ID) | (text_id >= 2**31)] = UNUSABLE_TEXT_ID  # read as unknown, counted by name
+    columns["text_id"] = text_id.astype(np.int32)
     if len(columns["start"]) == 0:
         return with_notes(with_dropped(RANGES.empty(), dropped), notes)
     text_codes, texts = columns.pop("text")
@@ -114,11 +120,12 @@ def read_ranges(path: Path, tables: frozenset[str], names: Collection[Pattern] |
     global_tid = columns["global_tid"]
     pid = pid_of(global_tid)
     domain_codes, domain_names = _domain_codes(pid, columns["domain_id"], domains)
-    range_names = _range_names(path, columns.pop("text_id"), text_codes, texts, domain_codes, domain_names)
+    range_names, unreadable = _range_names(path, columns.pop("text_id"), text_codes, texts, domain_codes, domain_names)
     if names is not None:  # the SQL filter matched texts; keep rows whose full "domain:text" name matches
         keep = names_matching(pd.Series(range_names), names, loose=True)
         columns = {key: value[keep] for key, value in columns.items()}
         global_tid, pid, domain_codes, range_names = global_tid[keep], pid[keep], domain_codes[keep], range_names[keep]
+        unreadable = unreadable[keep]  # counted among the ranges read, as a read of them all would count them
     end_global = columns["end_global_tid"]
     same_thread = (end_global < 0) | (end_global == global_tid)
     parent_row, depth = nest_ranges(global_tid, columns["start"], columns["end"], same_thread)
@@ -141,17 +148,17 @@ def read_ranges(path: Path, tables: frozenset[str], names: Collection[Pattern] |
         },
         copy=False,  # every array here is new and the table's own: no second copy of millions of rows
     )
-    return with_notes(with_dropped(frame, dropped), notes)
+    unknown = {"text_id": int(np.count_nonzero(unreadable))} if unreadable.any() else {}
+    return with_notes(with_unknown(with_dropped(frame, dropped), unknown), notes)
 
 
 def _keep_usable(columns: dict) -> int:
     """Leave out, in place, ranges whose values cannot be right; returns how many. Times must lie in
-    [0, TIME_LIMIT) with end >= start (an unclosed range, end NULL, read as -1, is closed later), the
-    registered-name id must fit int32, thread ids must not be negative."""
-    start, end, text_id = columns["start"], columns["end"], columns["text_id"]
+    [0, TIME_LIMIT) with end >= start (an unclosed range, end NULL, read as -1, is closed later), thread
+    ids must not be negative. (An unusable registered-name id leaves its row in: its name is unknown.)"""
+    start, end = columns["start"], columns["end"]
     usable = (start >= 0) & (start < TIME_LIMIT) & ((end == -1) | ((end >= start) & (end < TIME_LIMIT)))
     usable &= (columns["global_tid"] >= 0) & (columns["end_global_tid"] >= -1)
-    usable &= (text_id >= -1) & (text_id < 2**31)
     return keep_rows(columns, usable)
 
 
@@ -196,16 +203,21 @@ def _range_names(
     texts: list[str],
     domain_codes: np.ndarray,
     domain_names: list[str],
-) -> pd.Categorical:
-    """nsys's range name: registered string (textId) else text, prefixed "domain:" outside the default domain."""
-    registered = present_ids(text_ids)
-    strings = read_strings(path, text_ids) if len(registered) else {}
-    labels = [text or UNNAMED_RANGE for text in texts] + [strings.get(int(i), f"<string {i}>") for i in registered]
+) -> tuple[pd.Categorical, np.ndarray]:
+    """nsys's range name: registered string (textId) else text, prefixed "domain:" outside the default
+    domain; and which ranges have a registered-name id that resolves to nothing and no text to fall back
+    on (named UNREADABLE_RANGE)."""
+    strings = read_strings(path, text_ids) if len(present_ids(text_ids)) else {}
+    positions, registered = resolve_ids(text_ids, strings)
+    labels = [text or UNNAMED_RANGE for text in texts] + registered + [UNREADABLE_RANGE]
     label = text_codes.astype(np.int64)
-    if len(registered):
-        positions = index_of_ids(text_ids, registered)
-        has_id = positions >= 0
-        label[has_id] = len(texts) + positions[has_id]
+    has_id = positions >= 0
+    label[has_id] = len(texts) + positions[has_id]
+    without_text = np.fromiter((not text for text in texts), dtype=bool, count=len(texts))
+    unreadable = (text_ids != NO_TEXT_ID) & ~has_id
+    if len(texts):
+        unreadable &= without_text[text_codes]
+    label[unreadable] = len(labels) - 1
     pairs, unique_pairs = pd.factorize(domain_codes.astype(np.int64) * len(labels) + label)
     pair_domain, pair_label = np.divmod(np.asarray(unique_pairs), len(labels))
     pair_names = [
@@ -214,7 +226,10 @@ def _range_names(
     ]
     # Different pairs can spell the same name ("a:b" in the default domain, "b" in domain "a").
     name_codes, names = pd.factorize(pd.Series(pair_names, dtype=object))
-    return pd.Categorical.from_codes(name_codes.astype(np.int32)[pairs], categories=pd.Index(names, dtype=object))
+    names_by_row = pd.Categorical.from_codes(
+        name_codes.astype(np.int32)[pairs], categories=pd.Index(names, dtype=object)
+    )
+    return names_by_row, unreadable
 
 
 def _domain_codes(pid: np.ndarray, domain_id: np.ndarray, domains: list[tuple]) -> tuple[np.ndarray, list[str]]:
