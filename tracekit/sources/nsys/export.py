@@ -46,6 +46,7 @@ from tracekit.sources.nsys.sqlite_columns import (
 from tracekit.sources.nsys.string_ids import index_of_ids, present_ids, read_strings
 from tracekit.sources.nsys.syncs import read_gpu_syncs
 from tracekit.sources.nsys.thread_ids import ID_BITS, pid_of
+from tracekit.sources.short_names import short_name_column
 
 T = TypeVar("T")
 RUNTIME_TABLE = "CUPTI_ACTIVITY_KIND_RUNTIME"
@@ -223,7 +224,8 @@ def _gpu_op_names(
     """Name and short name (those asked for) of every GPU op, in the order kernel, memcpy, memset rows.
 
     memcpys are named by direction ("[CUDA memcpy HtoD]") and memsets "[CUDA memset]", as nsys's
-    reports name them; name and short name are the same for both.
+    reports name them; name and short name are the same for both. A kernel's short name is made from its
+    demangled name (``sources.short_names``), not read from shortName.
     """
     if not (name or short_name):
         return {}
@@ -238,18 +240,14 @@ def _gpu_op_names(
         labels.append("[CUDA memset]")
         label_codes.append(np.full(len(next(iter(parts["memset"].values()))), len(labels) - 1, np.int32))
     extra_codes = np.concatenate(label_codes) if label_codes else None
-    kernel = parts.get("kernel", {})
-    ids = {
-        column: kernel.pop(f"{column}_id", np.empty(0, np.int64)).astype(np.int32)
-        for column, asked in (("name", name), ("short_name", short_name))
-        if asked
-    }
-    strings = read_strings(path, *ids.values()) if any(len(values) for values in ids.values()) else {}
+    ids = parts.get("kernel", {}).pop("name_id", np.empty(0, np.int64)).astype(np.int32)
+    strings = read_strings(path, ids) if len(ids) else {}
     # an unusable id (nsys_checks.unknown_values) is named as such, not left without a name
-    return {
-        column: _categorical_from_ids(values, strings, labels, extra_codes, unknown=UNREADABLE_NAME)
-        for column, values in ids.items()
-    }
+    full = _categorical_from_ids(ids, strings, labels, extra_codes, unknown=UNREADABLE_NAME)
+    names = {"name": full} if name else {}
+    if short_name:  # kernels' rows come first
+        names["short_name"] = short_name_column(full, np.arange(len(full)) < len(ids))
+    return names
 
 
 def read_launches(path: Path, tables: frozenset[str]) -> pd.DataFrame:
