@@ -147,3 +147,9 @@ def test_no_short_name_folds_two_kernels_of_the_real_traces():
     assert cutlass >= 90  # the CUTLASS GEMMs, convolutions and reductions of the real traces
     # base names alone (nsys's shortName) give 870 rows for these 1,558 names: the short names keep 200 more apart
     assert len(groups) > len({split_name(name)[0].rsplit("::", 1)[-1] for name in names}) + 150
+
+
+def test_a_work_argument_whose_name_cannot_be_read_is_told_apart_by_its_digest():
+    first, second = (f"void at::native::elementwise_kernel<128, 4, (odd {n})::x>(int)" for n in (1, 2))
+    assert re.fullmatch(r"elementwise_kernel<#[0-9a-f]{6}>", short_name(first))
+    assert short_name(first) != short_name(second)

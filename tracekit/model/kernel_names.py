@@ -161,8 +161,8 @@ def short_name(name: str) -> str:
     brackets ("Kernel<cutlass_80_simt_sgemm_128x32_8x5_nn_align1>", "elementwise_kernel<MulFunctor>",
     "unrolled_elementwise_kernel<direct_copy_kernel_cuda>"). A CUTLASS entry point's argument is the
     kernel's whole configuration (tile shapes, schedule): where it has template arguments, a digest of
-    them follows its name ("device_kernel<GemmUniversal#3f9a1c>"), so two configurations stay two rows.
-    A name that is not a C++ declaration (a label such as "[CUDA memset]") is its own short name."""
+    them follows its name ("device_kernel<GemmUniversal#3f9a1c>"), so two configurations stay two rows
+    (as it stands alone for a work argument whose name cannot be read). A name that is not a C++ declaration (a label such as "[CUDA memset]") is its own short name."""
     base, arguments = split_name(name)
     kernel = base.rsplit("::", 1)[-1]
     if not IDENTIFIER.match(kernel):
@@ -171,7 +171,8 @@ def short_name(name: str) -> str:
     if not work:
         return kernel
     shown = _work_name(work)
-    if kernel in CONFIGURED and "<" in work:
+    shown = shown if IDENTIFIER.match(shown) else ""  # a spelling not parsed: its digest alone tells it apart
+    if not shown or (kernel in CONFIGURED and "<" in work):
         spelled = re.sub(r"\s+", "", ANONYMOUS_SCOPE.sub("", work))  # nsys's and torch's demanglers space apart
         shown += "#" + hashlib.sha1(spelled.encode()).hexdigest()[:6]
     return f"{kernel}<{shown}>"
