@@ -11,6 +11,7 @@ snapshot or a run folder's. Anything else gets one line saying what it looks lik
 ``kineto/``    torch.profiler (Kineto) JSON traces
 ``snapshot/``  CUDA memory snapshots
 ``cache``      column files of a large export's tables, valid while the export is unchanged
+``short_names`` the short_name column from the name column, the same for every reader
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ optimizer step (and zero_grad, where a trace marks it).
 
 Given phases (range specs) are taken as they are, each its own label, but for a phase's word itself
 (``forward``, ``backward``, ``optimizer``, ``zero_grad``): it names the ranges finding takes for that
-phase, so ``--phases forward,backward`` on a trace of "## forward ##" ranges means those. Without given
+phase, so phases "forward,backward" on a trace of "## forward ##" ranges mean those. Without given
 phases (the default, ``options.DEFAULT_PHASES``), each phase is found by the names real traces use,
 the first rule that matches deciding:
 1. the word itself: a range named ``forward`` (tracekit's workloads, ``annotate``);
