@@ -28,13 +28,14 @@ REPORT = "trace.nsys-rep"
 EXPORT = "trace.sqlite"
 TORCH_TRACE = "trace.pt.trace.json.gz"  # a torch.profiler capture's trace
 MEMORY = "memory.pickle"
+MEMORY_GZ = "memory.pickle.gz"  # the same, kept gzip-compressed
 STREAM = "trace.qdstrm"
 RESULT = "result.json"
 FACTS = "facts.json"  # what a profiled program says of itself (merged into run.json, then removed)
 LOG = "nsys.log"
 PROGRAM_LOG = "program.log"
 LATEST = "latest"
-RUN_FILES = {MANIFEST, REPORT, EXPORT, TORCH_TRACE, MEMORY, STREAM, RESULT, FACTS, LOG, PROGRAM_LOG}
+RUN_FILES = {MANIFEST, REPORT, EXPORT, TORCH_TRACE, MEMORY, MEMORY_GZ, STREAM, RESULT, FACTS, LOG, PROGRAM_LOG}
 PHASE_COLUMNS = ["Phase", "Mean (ms)", "Std (ms)", "Median (ms)", "Min (ms)", "Max (ms)"]
 
 
@@ -70,8 +71,8 @@ class Run:
 
     @property
     def snapshot(self) -> Path | None:
-        """memory.pickle, the CUDA memory snapshot (CUDA captures with --memory only)."""
-        return self._file(MEMORY)
+        """memory.pickle (or memory.pickle.gz), the CUDA memory snapshot (CUDA captures with --memory only)."""
+        return self._file(MEMORY) or self._file(MEMORY_GZ)
 
     @property
     def torch_trace(self) -> Path | None:
@@ -81,7 +82,11 @@ class Run:
     @property
     def files(self) -> list[str]:
         """The run's files that exist: report, export, torch.profiler trace, manifest, snapshot."""
-        return [name for name in (REPORT, EXPORT, TORCH_TRACE, MANIFEST, MEMORY) if (self.folder / name).is_file()]
+        return [
+            name
+            for name in (REPORT, EXPORT, TORCH_TRACE, MANIFEST, MEMORY, MEMORY_GZ)
+            if (self.folder / name).is_file()
+        ]
 
     @property
     def trace_file(self) -> Path | None:

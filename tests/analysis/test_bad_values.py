@@ -193,14 +193,14 @@ def test_epoch_timestamps_give_the_same_tables(cli, shared_traces, tmp_path):
 @pytest.mark.parametrize("generation", ["2022.4", "2026.2"])
 def test_too_wide_ids_read_as_unknown_without_a_bad_neighbour(generation, tmp_path):
     """No TEXT in the chunk to trip the check: ids too wide for their packed half must still be caught
-    (stream 2^32 + 5 would read as device 1, stream 5; a short-name id past 2^32 as another name)."""
+    (stream 2^32 + 5 would read as device 1, stream 5; a name id past 2^32 as another name)."""
     b = ExportBuilder(generation)
     b.kernel(100, 200, GEMM)  # the good one
     b.kernel(300, 400, GEMM, stream=2**32 + 5)
     b.memcpy(500, 600, size=64, stream=2**33 + 9)
     b.kernel(700, 800, GEMM, grid=(-3, 1, 1))
     b.kernel(900, 1_000, GEMM)
-    b.rows["CUPTI_ACTIVITY_KIND_KERNEL"][-1]["shortName"] = 2**32 + b.string("other_kernel")
+    b.rows["CUPTI_ACTIVITY_KIND_KERNEL"][-1]["demangledName"] = 2**32 + b.string("other_kernel")
     b.kernel(1_100, 1_200, GEMM, stream=-1)
     b.kernel(1_300, 1_400, GEMM, device=2**15)
     trace = open_trace(b.write(tmp_path / "wide.sqlite"))
@@ -210,7 +210,8 @@ def test_too_wide_ids_read_as_unknown_without_a_bad_neighbour(generation, tmp_pa
     assert ops["grid_x"].tolist() == [1, 1, 0, 0, 1, 1, 1]  # the copy has none; -3 is unknown
     names = ops["short_name"].astype(str).tolist()
     assert names[4] == "[unreadable kernel name]" and names[:4] == [GEMM, GEMM, "[CUDA memcpy HtoD]", GEMM]
-    assert "6 gpu_ops values" in trace.warnings[0] and "(device/stream: 4, grid: 1, short_name: 1)" in trace.warnings[0]
+    # the short name is the name's: one unknown value
+    assert "6 gpu_ops values" in trace.warnings[0] and "(device/stream: 4, grid: 1, name: 1)" in trace.warnings[0]
 
 
 def two_processes(tmp_path, global_pid) -> Any:

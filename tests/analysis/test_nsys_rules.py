@@ -70,6 +70,33 @@ def test_nsys_2022_merges_empty_chunks_of_different_gpus(tmp_path):
     assert quirk.values.tolist() == [[0.0, 600 * MS, T0 + 100 * MS, 100, 0]]
 
 
+def unequal_spans(tmp_path):
+    """Two processes, one GPU each (as data-parallel ranks run), the lower pid on the higher device, with
+    unequal spans. GPU 0 (pid 200), 0-1000 ms in 100 ms chunks: busy 0-200 and 700-1000. GPU 1 (pid
+    100), 100-1700 ms in 160 ms chunks: chunk 0 busy, chunk 1 (260-420) 3.2 ms of use, 2-4 empty, 5
+    (900-1060) 8 ms, 6 empty, 7-9 busy."""
+    b = ExportBuilder("2026.2")
+    b.kernel(T0, T0 + 200 * MS, "a", pid=200, launch_at=T0 - MS)
+    b.kernel(T0 + 700 * MS, T0 + 1000 * MS, "a", pid=200, launch_at=T0 + 600 * MS)
+    b.kernel(T0 + 100 * MS, T0 + 260 * MS, "b", device=1, launch_at=T0)
+    b.kernel(T0 + 300 * MS, T0 + 300 * MS + 3_200_000, "b", device=1, launch_at=T0)
+    b.kernel(T0 + 950 * MS, T0 + 958 * MS, "b", device=1, launch_at=T0)
+    b.kernel(T0 + 1220 * MS, T0 + 1700 * MS, "b", device=1, launch_at=T0)
+    return b.write(tmp_path / "unequal.sqlite")
+
+
+def test_gpu_low_utilization_chunks_each_gpus_own_span(tmp_path):
+    trace = open_trace(str(unequal_spans(tmp_path)))
+    rows = nsys_rules.gpu_low_utilization(trace, chunks=10)
+    # GPU 0: chunks 2-6 empty; GPU 1: chunks 1-6, (160 x 2.0 % + 160 x 5.0 %) / 960 = 1.17 %
+    assert rows.values.tolist() == [[0.0, 500 * MS, T0 + 200 * MS, 200, 0], [1.2, 960 * MS, T0 + 260 * MS, 100, 1]]
+    quirk = nsys_rules.gpu_low_utilization(trace, chunks=10, as_nsys_2022=True)
+    # nsys 2022.4: chunks 2, 3, 4 and 6 are empty on both GPUs; its GROUP BY deviceId, pid order gives
+    # them to GPU 0 (not to the lower pid), so GPU 1 keeps chunks 1 and 5 apart
+    assert quirk.values.tolist() == [[0.0, 500 * MS, T0 + 200 * MS, 200, 0], [2.0, 160 * MS, T0 + 260 * MS, 100, 1],
+                                     [5.0, 160 * MS, T0 + 900 * MS, 100, 1]]  # fmt: skip
+
+
 def test_sync_api_calls(tmp_path):
     b = ExportBuilder("2026.2")
     b.kernel(0, 10 * MS, "a", launch_at=-1 * MS)
@@ -131,6 +158,9 @@ def test_equal_to_nsys_on_built_exports(nsys, tmp_path):
     compare_with_nsys(nsys, path, {"gpu-low-util": ":chunks=8"}, chunks=8)
     compare_with_nsys(nsys, path, {"gpu-low-util": ":chunks=3:threshold=70"}, chunks=3, threshold=70)
     compare_with_nsys(nsys, path, {"gpu-low-util": ":chunks=7:threshold=90"}, chunks=7, threshold=90)
+    unequal = unequal_spans(tmp_path)
+    for chunks in (10, 7, 30):
+        compare_with_nsys(nsys, unequal, {"gpu-low-util": f":chunks={chunks}"}, chunks=chunks)
 
 
 def copies(tmp_path):

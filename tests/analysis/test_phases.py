@@ -146,3 +146,44 @@ def test_a_name_of_two_phases_is_neither_and_a_domain_prefix_is_dropped(tmp_path
     assert labelled(path) == {"forward": 100, "(whole trace)": 100}  # as "MyDomain:forward pass"
     table = tracekit.breakdown(path, domain="MyDomain")["breakdown"]
     assert dict(zip(table["Phase"], table["Kernel Time (ns)"])) == {"forward": 100, "(whole trace)": 100}
+
+
+def hashed_phases(tmp_path, source: str):
+    """A torch.profiler trace or an nsys export whose phases are DDP's "## forward ##" style ranges, with
+    a "## forward ##" of the GPU side (not a phase), an "ema" range and a "step" around them: forward's
+    kernel 20 us, backward's 30 us, the optimizer's 7 us, ema's 5 us."""
+    if source == "kineto":
+        k = KinetoBuilder()
+        for name, at, length in [("## forward ##", 0, 100), ("## backward ##", 100, 100),
+                                 ("## optimizer ##", 200, 100), ("ema", 300, 50), ("step", 0, 400)]:  # fmt: skip
+            k.annotation(name, at, length)
+        k.annotation("## forward ##", 10, 500, cat="gpu_user_annotation")
+        for correlation, (at, length) in enumerate([(10, 20), (110, 30), (210, 7), (310, 5)], start=1):
+            k.launch("cudaLaunchKernel", at, 2, correlation).kernel(GEMM, at + 5, length, correlation)
+        return k.write(tmp_path / "hashed.json")
+    b = ExportBuilder("2026.2")
+    b.push_pop(0, 400_000, "step")
+    for name, at in [("## forward ##", 0), ("## backward ##", 100), ("## optimizer ##", 200), ("ema", 300)]:
+        b.push_pop(at * 1_000, at * 1_000 + (50_000 if name == "ema" else 100_000), name)
+    for at, length in [(10, 20), (110, 30), (210, 7), (310, 5)]:
+        b.kernel((at + 5) * 1_000, (at + 5 + length) * 1_000, GEMM, launch_at=at * 1_000)
+    return b.write(tmp_path / "hashed.sqlite")
+
+
+@pytest.mark.parametrize("source", ["kineto", "nsys"])
+def test_a_named_phase_takes_the_ranges_finding_would(tmp_path, source):
+    path = hashed_phases(tmp_path, source)
+    found = tracekit.breakdown(path)
+    assert labelled(path) == {"forward": 20_000, "backward": 30_000, "optimizer": 7_000, "(whole trace)": 62_000}
+    given = tracekit.breakdown(path, phases="forward,backward")
+    table = given["breakdown"]
+    assert dict(zip(table["Phase"], table["Kernel Time (ns)"])) == {
+        "forward": 20_000, "backward": 30_000, "(whole trace)": 62_000}  # fmt: skip
+    assert given["breakdown"].iloc[:2].equals(found["breakdown"].iloc[:2][table.columns])
+    assert given.notes == ["phases found by their range names: forward = '## forward ##', backward = '## backward ##'"]
+    # a phase's word beside a spec of the user's own: the word found, the spec as it is
+    mixed = tracekit.breakdown(path, phases="optimizer,ema")["breakdown"]
+    assert dict(zip(mixed["Phase"], mixed["Kernel Time (ns)"])) == {
+        "optimizer": 7_000, "ema": 5_000, "(whole trace)": 62_000}  # fmt: skip
+    steps = tracekit.steps(path, step_range="step", phases="forward,backward")["steps"]
+    assert steps[["forward (ns)", "backward (ns)"]].values.tolist() == [[100_000, 100_000]]

@@ -114,3 +114,25 @@ def test_gaps_thinner_than_a_column_still_show(tmp_path):
     trace = open_trace(b.write(tmp_path / "dense.sqlite"))
     shares = timeline_chart(trace, trace.ranges).data["busy"]["cuda:0"]
     assert np.allclose(shares, 0.9)
+
+
+@pytest.mark.filterwarnings("error")
+def test_a_short_step_at_epoch_times_has_a_busy_share_in_every_column(tmp_path):
+    """Times since the Unix epoch (~1.7e18 ns, as ``nsys export --ts-normalize`` and torch.profiler's
+    base time give) over a 1 us step: float64 cannot tell apart edges 0.5 ns apart at that magnitude, so
+    columns of zero width divided 0 by 0 (a RuntimeWarning, NaN shares); the columns are measured from
+    the first step instead."""
+    from tracekit.analysis.ranges.steps import timeline_chart
+    from tracekit.sources import open_trace
+
+    epoch = 1_712_195_495_519_000_000
+    b = ExportBuilder("2026.2")
+    b.push_pop(epoch, epoch + 1_000, "step")
+    b.kernel(epoch + 100, epoch + 300, "gemm", launch_at=epoch + 10)
+    b.kernel(epoch + 500, epoch + 600, "gemm", launch_at=epoch + 20)
+    trace = open_trace(b.write(tmp_path / "epoch.sqlite"))
+    chart = timeline_chart(trace, trace.ranges, bins=100)  # columns of 10 ns
+    shares = chart.data["busy"]["cuda:0"]
+    assert np.isfinite(shares).all()
+    assert shares.tolist() == [0.0] * 10 + [1.0] * 20 + [0.0] * 20 + [1.0] * 10 + [0.0] * 40
+    assert tracekit.steps(trace)["steps"]["cuda:0 Busy (ns)"].tolist() == [300]

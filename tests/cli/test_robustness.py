@@ -143,7 +143,7 @@ def test_exports_without_optional_columns_work_and_say_what_is_missing(cli, tmp_
     b.memcpy(400, 450, size=4096, launch_at=30)
     b.kernel(5_000, 5_100, GEMM, launch_at=4_000)  # outside the range
     path = b.write(tmp_path / "minimal.sqlite")
-    drop_columns(path, "CUPTI_ACTIVITY_KIND_KERNEL", "globalPid", "gridZ", "shortName")
+    drop_columns(path, "CUPTI_ACTIVITY_KIND_KERNEL", "globalPid", "gridZ", "demangledName")
     drop_columns(path, "CUPTI_ACTIVITY_KIND_MEMCPY", "globalPid", "copyKind")
     drop_columns(path, "NVTX_EVENTS", "endGlobalTid", "domainId")
     for args, value in (
@@ -160,7 +160,7 @@ def test_exports_without_optional_columns_work_and_say_what_is_missing(cli, tmp_
             assert sum(row["Total Time (ns)"] for row in json.loads(result.stdout)) == value
     notes = cli("kernels", path, "--range", "step").stdout
     assert "CUPTI_ACTIVITY_KIND_KERNEL has no globalPid column: GPU operations are matched" in notes
-    assert "has no shortName column: the full kernel name stands for the short one" in notes
+    assert "has no demangledName column: the short kernel name stands for the full one" in notes
     breakdown = cli("breakdown", path, "--phases", "step", "--ops", "all", "--format", "json")
     import json
 

@@ -93,7 +93,7 @@ def test_masks_taken_before_a_wider_read_still_line_up(cli, tmp_path):
     b.push_pop(0, 10_000, "step")
     b.kernel(100, 200, GEMM, launch_at=50)
     b.kernel(300, 330, ADD, launch_at=60)
-    b.rows["CUPTI_ACTIVITY_KIND_KERNEL"][-1]["shortName"] = 2**40  # no such string id, nor int32
+    b.rows["CUPTI_ACTIVITY_KIND_KERNEL"][-1]["demangledName"] = 2**40  # no such string id, nor int32
     b.kernel(400, 460, GEMM, launch_at=70)
     path = b.write(tmp_path / "bad-name.sqlite")
     result = cli("diff", path, path, "--by", "kernel", "--format", "csv")
@@ -139,8 +139,8 @@ def test_the_cache_keeps_the_columns_read_and_widens(export, reads, monkeypatch)
     assert reads == []  # from the cache alone
     pd.testing.assert_frame_equal(again, expected, check_categorical=False)
     wider = open_trace(export).columns("gpu_ops", ["short_name"])  # the cached columns come along
-    assert sorted(reads[0][1]) == ["duration", "name_id", "short_name_id"]
-    assert wider["short_name"].astype(str).tolist()[:2] == [GEMM, "vectorized_elementwise_kernel"]
+    assert sorted(reads[0][1]) == ["duration", "name_id"]  # the short names are the names' shortened
+    assert wider["short_name"].astype(str).tolist()[:2] == [GEMM, ADD]  # a generic base keeps its work argument
     assert cache.cached_columns("gpu_ops") == ["duration", "kind", "name", "short_name"]
 
 
@@ -203,5 +203,5 @@ def test_each_command_reads_the_gpu_ops_once(cli, export, reads, tmp_path, comma
     kernel_reads = [columns for table, columns in reads if table == "CUPTI_ACTIVITY_KIND_KERNEL"]
     assert len(kernel_reads) == (2 if command == "diff" else 1)  # a diff opens its two inputs
     breakdown = ["correlation_id", "device_stream", "end", "name_id", "pid", "start"]  # not streams'/grids' own
-    whole = sorted([*breakdown, "block", "grid", "short_name_id"])
+    whole = sorted([*breakdown, "block", "grid"])  # the short names are the names' (no shortName read)
     assert all(columns == (breakdown if command == "breakdown" else whole) for columns in kernel_reads), kernel_reads

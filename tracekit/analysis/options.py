@@ -34,7 +34,7 @@ _DROP_LAST_STEP = (
 _STEP_RANGE = "the range that is one training step (default: ProfilerStep#N, else 'step')"
 _PHASES = (
     "the phases: comma-separated range specs (names, paths, globs); default: forward, backward and optimizer, "
-    "found by the range names traces use"
+    "found by the range names traces use (a phase's word given, as in forward,backward, is found the same way)"
 )
 
 

@@ -11,10 +11,13 @@ snapshot or a run folder's. Anything else gets one line saying what it looks lik
 ``kineto/``    torch.profiler (Kineto) JSON traces
 ``snapshot/``  CUDA memory snapshots
 ``cache``      column files of a large export's tables, valid while the export is unchanged
+``short_names`` the short_name column from the name column, the same for every reader
 """
 
 from __future__ import annotations
 
+import gzip
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,8 +75,10 @@ TRACE_READERS = [
     # verdict on a damaged or foreign file is the most useful one.
     Reader("nsys-report", "an Nsight Systems report (.nsys-rep)",
            lambda path, head: head.startswith(REPORT_MAGIC) or path.suffix in REPORT_SUFFIXES, _open_nsys_report),
-    # JSON, or gzip (whose content the reader checks: gzip of anything else gets its own one line).
-    Reader("kineto", "a torch.profiler trace (.json, .json.gz)", lambda path, head: _is_json(head), _open_kineto),
+    # JSON, or gzip (whose content the reader checks: gzip of anything else gets its own one line) but a
+    # compressed pickle (a memory snapshot kept as .pickle.gz).
+    Reader("kineto", "a torch.profiler trace (.json, .json.gz)",
+           lambda path, head: _is_json(head) and not _is_pickle(_content_head(path, head)), _open_kineto),
 ]  # fmt: skip
 ACCEPTED = ", ".join(reader.describes for reader in TRACE_READERS) + " or a tracekit run folder"
 
@@ -123,7 +128,7 @@ def _looks_like(file: Path, head: bytes) -> str:
             "is a raw nsys capture stream, not a report: import it with QdstrmImporter "
             "(`tracekit capture` does this for you), then export the .nsys-rep"
         )
-    if head.startswith(PICKLE_PROTOCOL_2_PLUS):
+    if _is_pickle(_content_head(file, head)):
         return "is a pickle (a memory snapshot? read it with `tracekit memory`), not a trace"
     return "is an empty file" if not head else "is not an SQLite database"
 
@@ -132,9 +137,25 @@ def _is_json(head: bytes) -> bool:
     return head.startswith(GZIP_MAGIC) or head.lstrip()[:1] in (b"{", b"[")
 
 
+def _is_pickle(head: bytes) -> bool:
+    return head.startswith(PICKLE_PROTOCOL_2_PLUS)
+
+
+def _content_head(path: Path, head: bytes) -> bytes:
+    """The first bytes of what ``path`` holds: ``head`` itself, or for a gzip file the first bytes it
+    decompresses to (b"" where it does not decompress: its reader says why)."""
+    if not head.startswith(GZIP_MAGIC):
+        return head
+    try:
+        with gzip.open(path, "rb") as stream:
+            return stream.read(HEAD_BYTES)
+    except (OSError, EOFError, zlib.error):
+        return b""
+
+
 def open_snapshot(path: str | Path) -> MemoryTrace:
-    """A ``torch.cuda.memory._dump_snapshot`` pickle, or a run folder's memory.pickle, read without
-    executing anything from it."""
+    """A ``torch.cuda.memory._dump_snapshot`` pickle (plain or gzip-compressed, told by its content), or a
+    run folder's memory.pickle, read without executing anything from it."""
     from tracekit.sources.snapshot.reader import load_snapshot
 
     path = require_file_or_folder(path)
@@ -142,6 +163,8 @@ def open_snapshot(path: str | Path) -> MemoryTrace:
     file = run.require_snapshot() if run is not None else path
     protect(file)
     head = _head(file)
+    if head.startswith(GZIP_MAGIC) and not _is_json(_content_head(file, head)):
+        return load_snapshot(file)  # compressed, and not a trace: the reader says if it is no snapshot either
     trace_reader = next((reader for reader in TRACE_READERS if reader.sniff(file, head)), None)
     if trace_reader is not None:
         raise SnapshotError(f"{file} looks like {trace_reader.describes}, not a memory snapshot: `tracekit kernels` "

@@ -42,6 +42,8 @@ TITLES = {
 }
 SYNC_API = r"(?i)^(?:cudaDeviceSynchronize|cudaStreamSynchronize)"
 SMALL_HTOD_BYTES = 64_000  # nsys leaves host-to-device copies this small out of cuda-sync-memcpy
+PID_BITS = 40  # a process id below the device in a group key (nsys's are 24 bits, Linux's at most 22)
+PID_MASK = (1 << PID_BITS) - 1
 COPY_COLUMNS = ["Duration (ns)", "Start (ns)", "Src Kind", "Dst Kind", "Bytes", "PID", "Device", "Stream", "API Name"]
 
 
@@ -77,15 +79,17 @@ def _gpu_use_intervals(trace: Trace) -> pd.DataFrame:
 
 
 def _groups(used: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Each row's (pid, device) group number, groups in (pid, device) order, and each group's pid and
-    device. Hashed, not sorted: a million ops have a handful of groups."""
-    key = (used["pid"].to_numpy(np.int64) << 16) | (used["device"].to_numpy(np.int64) & 0xFFFF)
+    """Each row's (process, GPU) group number, groups in (GPU, process) order (the order of nsys's
+    ``GROUP BY deviceId, pid``, which decides which GPU nsys 2022.4 gives a shared empty chunk), and each
+    group's pid and device. Hashed, not sorted: a million ops have a handful of groups."""
+    device = (used["device"].to_numpy(np.int64) & 0xFFFF) ^ 0x8000  # signed 16 bits, in order, as 0..65535
+    key = (device << PID_BITS) | (used["pid"].to_numpy(np.int64) & PID_MASK)
     codes, keys = pd.factorize(key)
     order = np.argsort(keys, kind="stable")
     rank = np.empty(len(keys), dtype=np.int64)
     rank[order] = np.arange(len(keys))
     keys = np.asarray(keys, dtype=np.int64)[order]
-    return rank[codes], keys >> 16, ((keys & 0xFFFF) ^ 0x8000) - 0x8000  # the device's sign back
+    return rank[codes], keys & PID_MASK, (keys >> PID_BITS) - 0x8000
 
 
 def gpu_starvation(trace: Trace, gap_ms: float = 500, rows: int = 50) -> pd.DataFrame:
@@ -114,9 +118,10 @@ def gpu_low_utilization(
     """``gpu-low-util``: stretches of a process's span on a GPU used less than ``threshold`` %.
 
     ``as_nsys_2022``: as nsys 2022.4's query has it, chunk k of every GPU that has no op in it counts
-    once, for the first (process, GPU) among them (its GROUP BY meets the empty chunks' NULL device
-    and process as one group); the other GPUs' empty chunks vanish and their stretches split. For the
-    parity test only: it misplaces idle time."""
+    once, for the first (GPU, process) among them (its GROUP BY meets the empty chunks' NULL device
+    and process as one group; the first of nsys's ``GROUP BY deviceId, pid`` order keeps it); the other
+    GPUs' empty chunks vanish and their stretches split. For the parity test only: it misplaces idle
+    time, and later nsys versions (the ``gpu_time_util`` rule) group by the chunk's own GPU, as tracekit does."""
     used = gpu_use_intervals(trace)
     columns = {"In-Use (%)": np.float64, "Duration (ns)": np.int64, "Start (ns)": np.int64, "PID": np.int64,
                "Device": np.int64}  # fmt: skip

@@ -1,9 +1,11 @@
 """Phases, one definition for every command: the ranges that are a step's forward pass, backward pass,
 optimizer step (and zero_grad, where a trace marks it).
 
-Given phases (range specs) are taken as they are, each its own label. Without them (the default,
-``options.DEFAULT_PHASES``), each phase is found by the names real traces use, the first rule that
-matches deciding:
+Given phases (range specs) are taken as they are, each its own label, but for a phase's word itself
+(``forward``, ``backward``, ``optimizer``, ``zero_grad``): it names the ranges finding takes for that
+phase, so phases "forward,backward" on a trace of "## forward ##" ranges mean those. Without given
+phases (the default, ``options.DEFAULT_PHASES``), each phase is found by the names real traces use,
+the first rule that matches deciding:
 1. the word itself: a range named ``forward`` (tracekit's workloads, ``annotate``);
 2. an annotation holding the word on its own (not inside another word, identifier or hyphenated word)
    and no other phase's word: "forward pass", "## forward ##", "DistributedDataParallel.forward", "##
@@ -53,11 +55,23 @@ class Phases:
 
 
 def resolve(trace: Trace, phases: Sequence[str] | None, domain: str | None = None, how: str = "") -> Phases:
-    """The phases of ``trace``: ``phases`` as given, or found by name when they are the default (None
-    too). ``how``: how a user names phases, for the note (default: the option's name)."""
+    """The phases of ``trace``: found by name when ``phases`` are the default (None too); else each
+    given spec as it is, but for a phase's word itself ("forward", "backward", "optimizer",
+    "zero_grad"), which names the ranges finding would take for it ("## forward ##" where the trace
+    has no range named forward), so naming a phase means what finding it means. ``how``: how a user
+    names phases, for the note (default: the option's name)."""
     how = how or named("phases")
     if phases is not None and tuple(phases) != tuple(DEFAULT_PHASES):
-        return Phases(tuple((spec, spec) for spec in phases))
+        if not any(spec in WORDS for spec in phases):
+            return Phases(tuple((spec, spec) for spec in phases))
+        found = dict(_found_once(trace, domain, how).chosen)
+        pairs = tuple((spec, found.get(spec, spec) if spec in WORDS else spec) for spec in phases)
+        taken = [(word, spec) for word, spec in pairs if spec != word]
+        return Phases(pairs, f"phases found by their range names: {_said(taken)}" if taken else None)
+    return _found_once(trace, domain, how)
+
+
+def _found_once(trace: Trace, domain: str | None, how: str) -> Phases:
     return trace.derived(f"found_phases:{domain}:{how}", lambda: _found(trace, domain, how))
 
 
@@ -82,12 +96,16 @@ def _found(trace: Trace, domain: str | None, how: str) -> Phases:
     if not pairs:
         return Phases((), f"no range of this trace names a phase (forward, backward, optimizer): only the whole trace "
                           f"is broken down; name its phases with {how} (`tracekit ranges` lists its range names)")  # fmt: skip
-    said = ", ".join(f"{word} = {spec.removeprefix(LITERAL)!r}" + (
+    absent = [word for word in DEFAULT_PHASES if word not in chosen]
+    return Phases(pairs, f"phases found by their range names: {_said(pairs)}"
+                  + (f"; no {', '.join(absent)}" if absent else "") + f" (name others with {how})")  # fmt: skip
+
+
+def _said(pairs: Sequence[tuple[str, str]]) -> str:
+    """Which ranges each phase is: "forward = '## forward ##', backward = ..." for a note."""
+    return ", ".join(f"{word} = {spec.removeprefix(LITERAL)!r}" + (
         " (PyTorch's own ranges: each one an instance)" if spec.endswith(RECORDED.get(word, "\0")) else "")
         for word, spec in pairs)  # fmt: skip
-    absent = [word for word in DEFAULT_PHASES if word not in chosen]
-    return Phases(pairs, f"phases found by their range names: {said}" + (f"; no {', '.join(absent)}" if absent else "")
-                  + f" (name others with {how})")  # fmt: skip
 
 
 def _annotation(ranges: pd.DataFrame, word: str, domain: str | None = None) -> str | None:

@@ -165,10 +165,12 @@ def timeline_chart(trace: Trace, steps: pd.DataFrame, bins: int = 2000) -> Chart
     }
     busy: dict[str, np.ndarray] = {}
     devices = ops["device"].to_numpy()
-    edges = origin + np.linspace(0.0, float(span), bins + 1)
+    # Column edges in ns from the first step, not since the trace's time zero: at epoch times (~1.7e18 ns)
+    # float64 steps 256 ns apart, so edges closer than that would collapse into columns of no width.
+    edges = np.linspace(0.0, float(span), bins + 1)
     for device in known_devices(devices):
         mine = devices == device
-        low, high = merge_intervals(ops["start"].to_numpy()[mine], ops["end"].to_numpy()[mine])
+        low, high = merge_intervals(ops["start"].to_numpy()[mine] - origin, ops["end"].to_numpy()[mine] - origin)
         busy[f"cuda:{int(device)}"] = np.diff(_busy_until(low, high, edges)) / np.diff(edges)
     return Chart("step_timeline", "Steps (CPU) and GPU busy time: pale is idle",
                  {"rows": rows, "busy": busy, "span_ms": span / 1e6})  # fmt: skip

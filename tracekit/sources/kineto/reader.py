@@ -25,7 +25,6 @@ import msgspec
 import numpy as np
 import pandas as pd
 
-from tracekit.model.kernel_names import split_name
 from tracekit.model.nesting import nest_ranges
 from tracekit.model.schema import COPY_RATES, GPU_OP_KINDS, GPU_OPS, RANGE_STYLES
 from tracekit.model.trace import TORCH_PROFILER, Trace, TraceMeta
@@ -40,6 +39,7 @@ from tracekit.sources.kineto.json_stream import (
     read_block,
 )
 from tracekit.sources.kineto.parallel import Refused, parallel_columns, worker_count
+from tracekit.sources.short_names import short_name_column
 
 TOOL = TORCH_PROFILER
 DOMAIN_NOTE = (
@@ -282,13 +282,12 @@ def _gpu_ops(columns: dict[str, np.ndarray], names: dict[str, int], launches: pd
     if not fits.all():
         columns = {key: values[fits] for key, values in columns.items()}
     name = _names(columns["name"], names)
-    short = [_short_name(text) for text in name.categories]
     frame = pd.DataFrame(
         {
             **_times(columns),
             "kind": pd.Categorical.from_codes(columns["kind"], categories=list(GPU_OP_KINDS)),
             "name": name,
-            "short_name": _categorical(name.codes, short),
+            "short_name": short_name_column(name, columns["kind"] == GPU_OP_KINDS.index("kernel")),
             "device": columns["device"].astype(np.int16),
             "stream": columns["stream"].astype(np.int32),
             "correlation_id": columns["correlation"],
@@ -303,11 +302,6 @@ def _gpu_ops(columns: dict[str, np.ndarray], names: dict[str, int], launches: pd
     )
     frame.attrs["dropped"] = int((~fits).sum())
     return frame
-
-
-def _short_name(name: str) -> str:
-    """The base name without scopes, as nsys's shortName ("vectorized_elementwise_kernel")."""
-    return split_name(name)[0].rsplit("::", 1)[-1] or name
 
 
 def _ranges(columns: dict[str, np.ndarray], names: dict[str, int]) -> pd.DataFrame:

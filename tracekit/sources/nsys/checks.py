@@ -37,7 +37,6 @@ OP_OPTIONAL = {"globalPid": "NULL", "correlationId": "NULL", "streamId": "0"}
 KERNEL_OPTIONAL = {
     **OP_OPTIONAL,
     **{column: "0" for column in KERNEL_DIMS},
-    "shortName": "demangledName",
     "demangledName": "shortName",
 }
 MEMCPY_OPTIONAL = {**OP_OPTIONAL, "copyKind": "0", "bytes": "0"}
@@ -51,7 +50,6 @@ WITHOUT = {
     **{column: "launch configurations show as 0" for column in KERNEL_DIMS},
     "copyKind": "copy directions show as Unknown",
     "bytes": "sizes show as 0",
-    "shortName": "the full kernel name stands for the short one",
     "demangledName": "the short kernel name stands for the full one",
     "globalTid": "no thread is known: ranges own GPU work by time within the process alone",
     "endGlobalTid": "start/end ranges are taken to end on the thread that started them",
@@ -108,8 +106,7 @@ UNKNOWN = {
     "block": Unknown(0, "block", ("block_x", "block_y", "block_z")),
     "bytes": Unknown(0, "bytes", ("bytes",)),
     "copy_kind": Unknown(0, "name (copy kind)", ("name", "short_name")),
-    "name_id": Unknown(-1, "name", ("name",)),
-    "short_name_id": Unknown(-1, "short_name", ("short_name",)),
+    "name_id": Unknown(-1, "name", ("name", "short_name")),  # the short name is the name's
     "text_id": Unknown(-2, "name", ("name",)),  # NVTX ranges' registered-name id (read by nsys.ranges)
 }
 CAREFUL_SENTINEL = -3
@@ -136,7 +133,7 @@ def unknown_values(columns: dict[str, np.ndarray]) -> dict[str, int]:
         if name == "device_stream":
             high, low = np.divmod(values, 2**32)
             bad = (high < 0) | (high >= 2**15) | (low >= 2**31)
-        elif name in ("name_id", "short_name_id", "copy_kind"):
+        elif name in ("name_id", "copy_kind"):
             bad = (values < 0) | (values >= 2**31)
         elif name in ("grid", "block"):  # x << 32 | y << 16 | z, each in range (the SQL guard saw to it)
             bad = values < 0

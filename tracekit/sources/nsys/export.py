@@ -46,6 +46,7 @@ from tracekit.sources.nsys.sqlite_columns import (
 from tracekit.sources.nsys.string_ids import categorical_from_ids, read_strings
 from tracekit.sources.nsys.syncs import read_gpu_syncs
 from tracekit.sources.nsys.thread_ids import ID_BITS, pid_of
+from tracekit.sources.short_names import short_name_column
 
 T = TypeVar("T")
 RUNTIME_TABLE = "CUPTI_ACTIVITY_KIND_RUNTIME"
@@ -201,7 +202,8 @@ def _gpu_op_names(
 
     memcpys are named by direction ("[CUDA memcpy HtoD]") and memsets "[CUDA memset]", as nsys's
     reports name them; name and short name are the same for both. A kernel whose name id is unusable
-    (already counted in ``unknown``) or names no string (counted here) is UNREADABLE_NAME.
+    (already counted in ``unknown``) or names no string (counted here) is UNREADABLE_NAME. A kernel's short
+    name is made from its demangled name (``sources.short_names``), not read from shortName.
     """
     if not (name or short_name):
         return {}
@@ -216,19 +218,15 @@ def _gpu_op_names(
         labels.append("[CUDA memset]")
         label_codes.append(np.full(len(next(iter(parts["memset"].values()))), len(labels) - 1, np.int32))
     extra_codes = np.concatenate(label_codes) if label_codes else None
-    kernel = parts.get("kernel", {})
-    ids = {
-        column: kernel.pop(f"{column}_id", np.empty(0, np.int64)).astype(np.int32)
-        for column, asked in (("name", name), ("short_name", short_name))
-        if asked
-    }
-    strings = read_strings(path, *ids.values()) if any(len(values) for values in ids.values()) else {}
-    named = {}
-    for column, values in ids.items():
-        named[column], absent = categorical_from_ids(values, strings, UNREADABLE_NAME, labels, extra_codes)
-        if absent:
-            unknown[f"{column}_id"] = unknown.get(f"{column}_id", 0) + absent
-    return named
+    ids = parts.get("kernel", {}).pop("name_id", np.empty(0, np.int64)).astype(np.int32)
+    strings = read_strings(path, ids) if len(ids) else {}
+    full, absent = categorical_from_ids(ids, strings, UNREADABLE_NAME, labels, extra_codes)
+    if absent:
+        unknown["name_id"] = unknown.get("name_id", 0) + absent
+    names = {"name": full} if name else {}
+    if short_name:  # kernels' rows come first
+        names["short_name"] = short_name_column(full, np.arange(len(full)) < len(ids))
+    return names
 
 
 def read_launches(path: Path, tables: frozenset[str]) -> pd.DataFrame:

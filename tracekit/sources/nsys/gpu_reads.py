@@ -129,9 +129,9 @@ def _times(read: Read, wanted: set[str]) -> None:
 
 
 def _kernel_columns(read: Read, wanted: set[str]) -> None:
-    for name, column in (("name", "demangledName"), ("short_name", "shortName")):
-        if name in wanted:
-            read.add(f"{name}_id", column, f"{are_integers(column)} AND {between(column, high=2**31)}")
+    if wanted & {"name", "short_name"}:  # the short name is the name's (``sources.short_names``), not shortName
+        column = "demangledName"
+        read.add("name_id", column, f"{are_integers(column)} AND {between(column, high=2**31)}")
     if wanted & set(LAUNCH_CONFIG):
         # a 16-bit field past its half would spill into its neighbour, and TEXT would turn into 0: per chunk
         guard = f"{outside(['gridY', 'gridZ', 'blockY', 'blockZ'], 0, 2**16)} OR "
