@@ -121,11 +121,40 @@ def test_the_tour_runs_as_written(after_demo):
             position = found + 1
 
 
+# A line of the Python section whose comment shows its value: "expr  # 75714553: ..." (an integer) or
+# "expr  # forward 76.024709...: ..." (the entry ``forward`` of a Series, its digits as shown).
+SHOWN_VALUE = re.compile(
+    r"^(?P<expr>[^#=]+?)\s+#\s+(?:(?P<key>[A-Za-z_]\w*) )?(?P<value>-?\d+(?:\.\d+)?)(?P<more>\.\.\.)?:"
+)
+
+
+def checked(code: str) -> str:
+    """The Python section with an assertion after each line whose comment shows its value."""
+    lines = []
+    for line in code.splitlines():
+        lines.append(line)
+        shown = SHOWN_VALUE.match(line)
+        if not shown:
+            continue
+        value = f"({shown['expr']})" + (f"[{shown['key']!r}]" if shown["key"] else "")
+        if shown["more"]:  # its leading digits, unrounded
+            lines.append(f"assert repr(float({value})).startswith({shown['value']!r}), {value}")
+        else:
+            lines.append(f"assert {value} == {shown['value']}, {value}")
+    return "\n".join(lines) + "\n"
+
+
+def test_the_readme_python_values_are_checked():
+    """Each commented value of the section becomes an assertion (a wrong number in README fails)."""
+    (code,) = fenced(section("In Python"), "python")
+    assert checked(code).count("assert ") >= 2
+
+
 @pytest.mark.slow
 @pytest.mark.shared
 def test_the_python_section_runs_from_the_same_place(after_demo):
     (code,) = fenced(section("In Python"), "python")
     script = after_demo / "readme.py"
-    script.write_text(code)
+    script.write_text(checked(code))
     ran = fresh_bash("\n".join([*setup_lines(), f"python {script}"]), after_demo)
     assert ran.returncode == 0, ran.stderr[-2000:]

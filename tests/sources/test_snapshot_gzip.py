@@ -118,10 +118,11 @@ def test_a_gzipped_pickle_naming_a_global_runs_nothing(tmp_path, cli):
 @pytest.mark.parametrize(
     "content, message",
     [
-        (gzip.compress(pickle.dumps({"segments": [], "device_traces": [[]]}))[:-12], "truncated"),
+        (gzip.compress(pickle.dumps({"segments": [], "device_traces": [[]]}), mtime=0)[:-12], "truncated"),
         (b"\x1f\x8b\x08\x00garbage that is not deflate", "not valid gzip"),
-        (gzip.compress(b"not a pickle at all"), "not a readable pickle"),
+        (gzip.compress(b"not a pickle at all", mtime=0), "not a readable pickle"),
     ],
+    ids=["truncated", "not-deflate", "not-a-pickle"],  # (the same test names on every xdist worker)
 )
 def test_damaged_gzip_is_one_line(tmp_path, cli, content, message):
     path = tmp_path / "bad.pickle.gz"

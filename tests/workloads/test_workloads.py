@@ -323,4 +323,4 @@ def test_an_interrupted_sweep_keeps_every_finished_row(tmp_path):
     _, stderr = process.communicate(timeout=120)
     saved = rows()
     assert process.returncode == 1 and "Traceback" not in stderr
-    assert saved >= 2 and f"interrupted; {saved} finished configurations are saved in {db}" in stderr
+    assert saved >= 2 and f"interrupted (Ctrl-C); {saved} finished configurations are saved in {db}" in stderr

@@ -19,17 +19,14 @@ import pandas as pd
 from tracekit import __version__
 from tracekit.analysis.critical_path.analysis import WHOLE_TRACE
 from tracekit.analysis.kernels.summary import kernel_mask
-from tracekit.analysis.many.compare import compare_traces
-from tracekit.analysis.many.diff import compare_categories, compare_kernels, labels_for
+from tracekit.analysis.many.diff import labels_for
 from tracekit.analysis.many.distinct import distinct_inputs
 from tracekit.analysis.many.pool import labels_for as run_labels
 from tracekit.analysis.options import (
     DEFAULT_PHASES,
     AdviseOptions,
     BreakdownOptions,
-    CompareOptions,
     CriticalPathOptions,
-    DiffOptions,
     KernelsOptions,
     MemoryOptions,
     RangesOptions,
@@ -45,13 +42,14 @@ from tracekit.model.schema import GPU_OPS
 from tracekit.model.trace import Trace
 from tracekit.render.markup import md_code, md_prose, md_text
 from tracekit.render.tables import in_unit
+from tracekit.report.comparison import TOP_KERNELS, comparison_section
 from tracekit.report.document import TRACES_HEADING, Document, write_report_folder
 from tracekit.report.why import why_section
 from tracekit.runs import Run
 from tracekit.sources import open_trace, run_snapshot
 
 FINDING_COLUMNS = ["Rank", "Severity", "Finding", "What", "Recoverable (ns)", "Of Span (%)", "Fix"]
-TOP_KERNELS, TOP_PHASE_KERNELS, TOP_RANGES, TOP_MEMORY = 10, 5, 15, 10
+TOP_PHASE_KERNELS, TOP_RANGES, TOP_MEMORY = 5, 15, 10
 RANGE_COLUMNS = ["Range", "Instances", "Total Time (ms)", "Avg (ms)", "Med (ms)", "Depth", "GPU Ops", "GPU Time (ms)"]
 
 
@@ -94,7 +92,7 @@ def write_report(
             _input_section(section, path, trace, f"{label} ({name}): {path}" if label else str(path), choice)
             document.extend(section)
         if len(traces) > 1:
-            _comparison(document, paths, traces, choice)
+            comparison_section(document, paths, traces, choice.phases)
         document.write(staging / "report.md")
         if html:
             from tracekit.report.timeline_data import timeline_data
@@ -362,36 +360,6 @@ def _memory_section(section: Document, snapshot: Path) -> None:
     section.text("Largest allocations live at the peak:")
     section.table(memory.table("allocations").drop(columns=["Stack"]),
                   command_line("memory", source, MemoryOptions(top=TOP_MEMORY)))  # fmt: skip
-
-
-def _comparison(document: Document, paths: list[Path], traces: list[Trace], choice: Choices) -> None:
-    labels = labels_for(len(traces))
-    against = "B against A" if len(traces) == 2 else f"{', '.join(labels[1:])} against A"
-    document.text(f"## Comparison: {against}")
-    document.text("; ".join(f"{label} is {md_code(name)}" for label, name in zip(labels, run_labels(paths))) + ".")
-    # Only two inputs have a command of their own; more are this report's alone.
-    sources = [str(path) for path in paths]
-
-    def diff(**options) -> str | None:
-        options = {"phases": choice.phases, **options}
-        return command_line("diff", sources, DiffOptions(**options), "ms") if len(paths) == 2 else None
-
-    try:
-        document.table(compare_categories(traces, list(choice.phases)), diff(by="category"))
-        document.text("Kernels that changed most:")
-        document.table(compare_kernels(traces, TOP_KERNELS), diff(by="kernel", top=TOP_KERNELS))
-    except NoGpuDataError as error:
-        document.text(md_prose(f"No GPU comparison: {error}"))
-        return
-    runs = [Run.at(path) for path in paths]
-    configs = [run.config if run is not None else {} for run in runs]
-    options = CompareOptions(phases=choice.phases)
-    names = run_labels(paths)  # the runs' own names in the table and picture, not letters
-    compared = compare_traces(traces, names, configs, options)
-    document.text("Kernel time per phase instance and its split by category, input by input:")
-    document.table(compared.table("compare"), command_line("compare", sources, options, "ms"))
-    if "compare" in compared.charts:
-        document.picture(compared.charts["compare"], "compare", "kernel time per phase instance by category")
 
 
 def _readable_snapshot(path: Path):
