@@ -77,6 +77,16 @@ def test_the_tutorial_is_cells_of_code_and_prose():
     assert (printed, value) == ("hi\n", 42)
 
 
+def test_a_cell_marker_inside_a_line_is_text():
+    """Only a line that starts with ``# %%`` opens a cell: the tutorial's intro names the marker in
+    backticks, and its page stopped at "Its `", the rest shown as a code block of comments."""
+    module = hooks()
+    cells = module._cells("# %% [markdown]\n# Its `# %%` cells open as a notebook.\n# More.\n\n# %%\nx = 1\n")
+    assert cells == [("markdown", "Its `# %%` cells open as a notebook.\nMore."), ("code", "x = 1")]
+    intro = module._cells((ROOT / "docs" / "tutorial.py").read_text())[0]
+    assert intro[0] == "markdown" and "notebook (Jupyter with Jupytext, VS Code)" in intro[1]
+
+
 def test_docstring_examples_are_examples_sections():
     """Google style's ``Examples:`` section renders ``>>>`` lines as code; ``Example:`` is an admonition
     whose ``>>>`` lines Markdown reads as nested quotes run into one paragraph."""
