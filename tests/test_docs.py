@@ -167,6 +167,28 @@ def test_the_home_page_opens_as_the_readme_does():
     assert intro((ROOT / "docs" / "index.md").read_text()) == intro((ROOT / "README.md").read_text())
 
 
+def guide_pages() -> dict[str, str]:
+    """The nav's Guide section: each page's label, by its path."""
+    nav = (ROOT / "mkdocs.yml").read_text()
+    section = re.search(r"^  - Guide:\n((?:      - .*\n)+)", nav, re.M)
+    assert section is not None
+    return dict((path, label) for label, path in re.findall(r"- (.+): (guide/[\w-]+\.md)", section.group(1)))
+
+
+def test_the_home_page_and_the_readme_name_every_guide_page():
+    """The home page's "guide, by question" links every guide page, and the README's Documentation
+    section names each by its label (both had left out "what to fix first", the tour's first command)."""
+    pages = guide_pages()
+    assert len(pages) >= 10 and "guide/advise.md" in pages
+    index = (ROOT / "docs" / "index.md").read_text()
+    listed = re.search(r"^- The guide, by question: (.*?)(?=^- )", index, re.M | re.S)
+    assert listed is not None
+    assert re.findall(r"\]\((guide/[\w-]+\.md)\)", listed.group(1)) == list(pages)
+    readme = (ROOT / "README.md").read_text()
+    documentation = " ".join(readme[readme.index("## Documentation") :].split())
+    assert [label for label in pages.values() if label.lower() not in documentation.lower()] == []
+
+
 def test_the_tutorial_is_a_notebook_not_a_script():
     """No cell that only a script runs (``if __name__ == "__main__"``): the page would show it."""
     cells = hooks()._cells((ROOT / "docs" / "tutorial.py").read_text())
