@@ -60,6 +60,18 @@ def test_a_cpu_capture_gets_one_answer_from_every_gpu_command(cli, tmp_path, com
     assert_one_line_error(cli(command, path), "traced no CUDA activity (a CPU-only run", "Capture on an NVIDIA GPU")
 
 
+def test_a_trace_of_copies_only_is_not_called_a_cpu_run(cli, tmp_path):
+    """GPU work without a kernel: the trace did trace CUDA, so the message says what it holds instead
+    (it said "the capture traced no CUDA activity (a CPU-only run ...)")."""
+    b = ExportBuilder("2026.2")
+    b.memcpy(100, 200)
+    b.memset(300, 400)
+    path = b.write(tmp_path / "copies.sqlite")
+    for command in ("kernels", "launches"):
+        assert_one_line_error(cli(command, path), "has no CUDA kernels: its 2 GPU operations are memory copies")
+        assert "CPU-only" not in cli(command, path).output
+
+
 def test_folder_that_is_not_a_run(cli, tmp_path):
     assert_one_line_error(cli("kernels", tmp_path), "not a tracekit run folder")
 
