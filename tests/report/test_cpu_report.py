@@ -117,6 +117,19 @@ def test_no_gpu_columns_without_gpu_ops(tmp_path):
     assert any("GPU Ops" in header for _, header, _ in report_tables(gpu))
 
 
+def test_the_cpu_report_names_the_sections_it_leaves_out(tmp_path):
+    """Each section a GPU trace's report has and a CPU capture's lacks is named where the CPU report
+    says what is missing (it said only "the GPU sections are left out"), and the trace line says no
+    GPU was traced (it said "GPUs: not recorded")."""
+    cpu = write_report([cpu_capture(tmp_path / "cpu.sqlite")], tmp_path / "cpu").read_text()
+    gpu = write_report([gpu_trace(tmp_path / "gpu.sqlite")], tmp_path / "gpu").read_text()
+    headings = set(re.findall(r"^### (.+)$", gpu, re.M)) - set(re.findall(r"^### (.+)$", cpu, re.M))
+    assert {"What to fix first", "Top kernels", "Why the GPU waits"} <= headings
+    said = next(paragraph for paragraph in cpu.split("\n\n") if paragraph.startswith("No CUDA kernels"))
+    assert [heading for heading in headings if heading.lower() not in said.lower()] == [], said
+    assert "GPUs: none traced" in cpu and "not recorded" not in cpu
+
+
 @pytest.mark.parametrize("extra_names", [0, 12])
 def test_headings_count_their_tables_rows(tmp_path, extra_names):
     """8 range names: "All 8"; 20 names, 15 shown: "The 15"; whatever a paragraph counts, its table has."""
