@@ -127,6 +127,7 @@ def test_the_cpu_report_names_the_sections_it_leaves_out(tmp_path):
     assert {"What to fix first", "Top kernels", "Why the GPU waits"} <= headings
     said = next(paragraph for paragraph in cpu.split("\n\n") if paragraph.startswith("No CUDA kernels"))
     assert [heading for heading in headings if heading.lower() not in said.lower()] == [], said
+    assert "what to fix first, GPU time by phase and category, top kernels and why the GPU waits" in said
     assert "GPUs: none traced" in cpu and "not recorded" not in cpu
 
 

@@ -146,7 +146,8 @@ def _input_section(section: Document, path: Path, trace: Trace, heading: str, ch
         _gpu_sections(section, source, trace, run, choice)
         why_section(section, source, trace, choice.step_range)
     else:
-        names = [f"{heading[0].lower()}{heading[1:]}" for heading in GPU_SECTIONS]  # "why the GPU waits"
+        # in a sentence: "why the GPU waits", "GPU time by phase ..." (an acronym keeps its case)
+        names = [h if h.split()[0].isupper() else f"{h[0].lower()}{h[1:]}" for h in GPU_SECTIONS]
         section.text(
             "No CUDA kernels in this trace (a CPU capture, or nsys ran without `--trace=cuda`), so the sections "
             f"that read GPU work are left out: {', '.join(names[:-1])} and {names[-1]}. Capture on an NVIDIA GPU "
