@@ -16,6 +16,7 @@ import ast
 import contextlib
 import io
 import os
+import re
 import sys
 import time
 from html import escape
@@ -156,9 +157,10 @@ def tutorial() -> str:
 
 
 def _cells(text: str) -> list[tuple[str, str]]:
-    """``# %%`` code cells and ``# %% [markdown]`` cells (their lines' leading "# " removed)."""
+    """``# %%`` code cells and ``# %% [markdown]`` cells (their lines' leading "# " removed). A marker
+    opens a cell only at a line's start, as in Jupytext: prose may name it ("Its `# %%` cells")."""
     cells: list[tuple[str, str]] = []
-    for chunk in text.split("# %%")[1:]:
+    for chunk in re.split(r"^# %%", text, flags=re.M)[1:]:
         header, _, body = chunk.partition("\n")
         if header.strip() == "[markdown]":
             lines = [line[2:] if line.startswith("# ") else line.lstrip("#") for line in body.strip().splitlines()]

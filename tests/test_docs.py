@@ -77,6 +77,16 @@ def test_the_tutorial_is_cells_of_code_and_prose():
     assert (printed, value) == ("hi\n", 42)
 
 
+def test_a_cell_marker_inside_a_line_is_text():
+    """Only a line that starts with ``# %%`` opens a cell: the tutorial's intro names the marker in
+    backticks, and its page stopped at "Its `", the rest shown as a code block of comments."""
+    module = hooks()
+    cells = module._cells("# %% [markdown]\n# Its `# %%` cells open as a notebook.\n# More.\n\n# %%\nx = 1\n")
+    assert cells == [("markdown", "Its `# %%` cells open as a notebook.\nMore."), ("code", "x = 1")]
+    intro = module._cells((ROOT / "docs" / "tutorial.py").read_text())[0]
+    assert intro[0] == "markdown" and "notebook (Jupyter with Jupytext, VS Code)" in intro[1]
+
+
 def test_docstring_examples_are_examples_sections():
     """Google style's ``Examples:`` section renders ``>>>`` lines as code; ``Example:`` is an admonition
     whose ``>>>`` lines Markdown reads as nested quotes run into one paragraph."""
@@ -155,6 +165,28 @@ def test_the_home_page_opens_as_the_readme_does():
         return text.split("\n\n")[1]
 
     assert intro((ROOT / "docs" / "index.md").read_text()) == intro((ROOT / "README.md").read_text())
+
+
+def guide_pages() -> dict[str, str]:
+    """The nav's Guide section: each page's label, by its path."""
+    nav = (ROOT / "mkdocs.yml").read_text()
+    section = re.search(r"^  - Guide:\n((?:      - .*\n)+)", nav, re.M)
+    assert section is not None
+    return dict((path, label) for label, path in re.findall(r"- (.+): (guide/[\w-]+\.md)", section.group(1)))
+
+
+def test_the_home_page_and_the_readme_name_every_guide_page():
+    """The home page's "guide, by question" links every guide page, and the README's Documentation
+    section names each by its label (both had left out "what to fix first", the tour's first command)."""
+    pages = guide_pages()
+    assert len(pages) >= 10 and "guide/advise.md" in pages
+    index = (ROOT / "docs" / "index.md").read_text()
+    listed = re.search(r"^- The guide, by question: (.*?)(?=^- )", index, re.M | re.S)
+    assert listed is not None
+    assert re.findall(r"\]\((guide/[\w-]+\.md)\)", listed.group(1)) == list(pages)
+    readme = (ROOT / "README.md").read_text()
+    documentation = " ".join(readme[readme.index("## Documentation") :].split())
+    assert [label for label in pages.values() if label.lower() not in documentation.lower()] == []
 
 
 def test_the_tutorial_is_a_notebook_not_a_script():

@@ -158,3 +158,13 @@ def test_the_python_section_runs_from_the_same_place(after_demo):
     script.write_text(checked(code))
     ran = fresh_bash("\n".join([*setup_lines(), f"python {script}"]), after_demo)
     assert ran.returncode == 0, ran.stderr[-2000:]
+
+
+def test_the_run_folder_is_described_with_every_file_an_nsys_capture_writes():
+    """README's "After make demo" and traces/README.md name each file of ``make demo``'s run folder
+    (program.log was named by neither, nsys.log only by the README)."""
+    from tracekit import runs
+
+    written = [runs.REPORT, runs.EXPORT, runs.MANIFEST, runs.LOG, runs.PROGRAM_LOG]
+    for text in (section("After `make demo`"), (ROOT / "traces" / "README.md").read_text()):
+        assert [name for name in written if f"`{name}`" not in text] == []

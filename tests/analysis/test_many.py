@@ -146,6 +146,31 @@ def test_dask_missing_is_one_line(cli, tmp_path, monkeypatch):
     assert result.exit_code == 1 and "pip install 'tracekit[dask]'" in result.output
 
 
+def test_one_input_that_cannot_be_read_is_named_once(cli, tmp_path):
+    """compare of one CPU capture said "none of the 1 input could be read (...)"; its reason alone says it."""
+    b = ExportBuilder("2022.4")
+    b.push_pop(0, 100, "step")
+    path = b.write(tmp_path / "cpu.sqlite")
+    result = cli("compare", path)
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert result.output.startswith(f"Error: {path} has no CUDA GPU operations: the capture traced no CUDA activity")
+    assert "none of" not in result.output
+    b.write(tmp_path / "cpu2.sqlite")
+    two = cli("compare", path, tmp_path / "cpu2.sqlite")  # two inputs, none readable: counted
+    assert two.exit_code == 1 and "none of the 2 inputs could be read" in two.output
+
+
+def test_ranks_of_one_cpu_capture_do_not_speak_of_a_gpu(tmp_path):
+    """make demo's CPU trace: ranks said "one input with one GPU" of a trace without GPU work."""
+    b = ExportBuilder("2022.4")
+    for step in range(3):
+        b.push_pop(step * 1_000, step * 1_000 + 900, "step")
+    result = tracekit.ranks(b.write(tmp_path / "cpu.sqlite"))
+    assert result["ranks"]["Steps"].tolist() == [3] and result["ranks"]["GPU Span (ns)"].tolist() == [0]
+    said = "\n".join(result.notes)
+    assert "one GPU" not in said and "one input, without GPU work: nothing to compare it with" in said
+
+
 def test_a_part_is_small_and_carries_no_trace(tmp_path):
     export(tmp_path / "a.sqlite", [(1000 * i, 1000 * i + 500 + i % 7, f"k{i % 5}") for i in range(1, 5001)])
     part = read_part(str(tmp_path / "a.sqlite"), "a", KERNELS_PART, KernelsOptions(), 0, Settings())

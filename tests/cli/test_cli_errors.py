@@ -44,6 +44,34 @@ def test_export_without_cuda_tables(cli, tmp_path):
     assert_one_line_error(cli("kernels", path, "--by", "category"), "no CUDA kernels")
 
 
+# Every command that reads GPU work (critical-path aside: its own message, rewritten elsewhere).
+GPU_COMMANDS = ["kernels", "breakdown", "idle", "advise", "launches", "overlap", "queues", "ops", "sequences",
+                "bandwidth"]  # fmt: skip
+
+
+@pytest.mark.parametrize("command", GPU_COMMANDS)
+def test_a_cpu_capture_gets_one_answer_from_every_gpu_command(cli, tmp_path, command):
+    """make demo's trace on a CPU: each command says it is a CPU run and how to capture the GPU, where
+    queues, ops, sequences and bandwidth said only what they had not found ("no kernels, so no kernel
+    sequences")."""
+    b = ExportBuilder("2022.4")
+    b.push_pop(0, 100, "step")
+    path = b.write(tmp_path / "cpu.sqlite")
+    assert_one_line_error(cli(command, path), "traced no CUDA activity (a CPU-only run", "Capture on an NVIDIA GPU")
+
+
+def test_a_trace_of_copies_only_is_not_called_a_cpu_run(cli, tmp_path):
+    """GPU work without a kernel: the trace did trace CUDA, so the message says what it holds instead
+    (it said "the capture traced no CUDA activity (a CPU-only run ...)")."""
+    b = ExportBuilder("2026.2")
+    b.memcpy(100, 200)
+    b.memset(300, 400)
+    path = b.write(tmp_path / "copies.sqlite")
+    for command in ("kernels", "launches"):
+        assert_one_line_error(cli(command, path), "has no CUDA kernels: its 2 GPU operations are memory copies")
+        assert "CPU-only" not in cli(command, path).output
+
+
 def test_folder_that_is_not_a_run(cli, tmp_path):
     assert_one_line_error(cli("kernels", tmp_path), "not a tracekit run folder")
 

@@ -61,6 +61,17 @@ def test_numbers_as_people_read_them():
     assert renderer.markdown_table(frame).splitlines()[2].endswith("x" * 200 + " |")
 
 
+def test_process_thread_device_and_stream_ids_print_as_ids():
+    """Identifiers are not quantities: advise's nsys rules printed "PID 5,738  TID 5,738" beside its
+    evidence's "pid 5738 tid 5738"."""
+    frame = pd.DataFrame({"Duration (ns)": [1_234_567, 2_000], "PID": [4_194_304, 5_738],
+                          "TID": pd.array([5_764, None], dtype="Int64"), "Device": [0, 1], "Stream": [7, 13]})  # fmt: skip
+    rows = renderer.terminal_table(frame).splitlines()
+    assert rows[2].split() == ["1,234,567", "4194304", "5764", "0", "7"]
+    assert rows[3].split() == ["2,000", "5738", "1", "13"]
+    assert renderer.markdown_table(frame).splitlines()[2] == "| 1,234,567 | 4194304 | 5764 | 0 | 7 |"
+
+
 def test_one_precision_per_unit_across_a_table():
     """Columns of one unit print with one precision (a row never shows 6,507.85604 beside 6,507.856041);
     shares one decimal; sizes to the KiB; halves away from zero."""

@@ -23,22 +23,24 @@ FIRST_STEP = 1_000
 PHASES = {"forward": (100, 5_000), "backward": (5_100, 12_000), "optimizer": (12_100, 17_900)}
 
 
-def cpu_capture(path: Path, extra_names: int = 0) -> Path:
+def cpu_capture(path: Path, extra_names: int = 0, scale: int = 1) -> Path:
     """What `tracekit capture` records on a CPU (--trace=nvtx): the capture range, five steps with their
     phases, layers and attention inside forward; no CUDA table. ``extra_names``: ranges of as many more
-    names inside the first step."""
+    names inside the first step; ``scale``: every time that many times longer (25,000: steps of about
+    0.5 s, as ``make demo``'s on a CPU)."""
     b = ExportBuilder("2022.4")
-    b.push_pop(0, FIRST_STEP + STEPS * STEP_NS, "tracekit-capture")
+    b.push_pop(0, scale * (FIRST_STEP + STEPS * STEP_NS), "tracekit-capture")
     for index in range(STEPS):
         base = FIRST_STEP + index * STEP_NS
-        b.push_pop(base, base + 20_000, "step")
+        b.push_pop(scale * base, scale * (base + 20_000), "step")
         for name, (start, end) in PHASES.items():
-            b.push_pop(base + start, base + end, name)
-        b.push_pop(base + 200, base + 4_000, "layer.0")
-        b.push_pop(base + 300, base + 3_000, "attention")
-        b.push_pop(base + 400, base + 1_000, "softmax")
+            b.push_pop(scale * (base + start), scale * (base + end), name)
+        b.push_pop(scale * (base + 200), scale * (base + 4_000), "layer.0")
+        b.push_pop(scale * (base + 300), scale * (base + 3_000), "attention")
+        b.push_pop(scale * (base + 400), scale * (base + 1_000), "softmax")
     for index in range(extra_names):
-        b.push_pop(FIRST_STEP + 13_000 + index * 10, FIRST_STEP + 13_005 + index * 10, f"extra.{index}")
+        start = FIRST_STEP + 13_000 + index * 10
+        b.push_pop(scale * start, scale * (start + 5), f"extra.{index}")
     return b.write(path)
 
 
@@ -115,6 +117,20 @@ def test_no_gpu_columns_without_gpu_ops(tmp_path):
     assert any("GPU Ops" in header for _, header, _ in report_tables(gpu))
 
 
+def test_the_cpu_report_names_the_sections_it_leaves_out(tmp_path):
+    """Each section a GPU trace's report has and a CPU capture's lacks is named where the CPU report
+    says what is missing (it said only "the GPU sections are left out"), and the trace line says no
+    GPU was traced (it said "GPUs: not recorded")."""
+    cpu = write_report([cpu_capture(tmp_path / "cpu.sqlite")], tmp_path / "cpu").read_text()
+    gpu = write_report([gpu_trace(tmp_path / "gpu.sqlite")], tmp_path / "gpu").read_text()
+    headings = set(re.findall(r"^### (.+)$", gpu, re.M)) - set(re.findall(r"^### (.+)$", cpu, re.M))
+    assert {"What to fix first", "Top kernels", "Why the GPU waits"} <= headings
+    said = next(paragraph for paragraph in cpu.split("\n\n") if paragraph.startswith("No CUDA kernels"))
+    assert [heading for heading in headings if heading.lower() not in said.lower()] == [], said
+    assert "what to fix first, GPU time by phase and category, top kernels and why the GPU waits" in said
+    assert "GPUs: none traced" in cpu and "not recorded" not in cpu
+
+
 @pytest.mark.parametrize("extra_names", [0, 12])
 def test_headings_count_their_tables_rows(tmp_path, extra_names):
     """8 range names: "All 8"; 20 names, 15 shown: "The 15"; whatever a paragraph counts, its table has."""
@@ -180,3 +196,31 @@ def test_every_axis_label_is_drawn_whole(browser, tmp_path):
         assert len(labels) >= 3, texts
         cut = [text for text in texts if text["x"] < 0 or text["x"] + text["width"] > text["canvas"] + 0.5]
         assert cut == [], (width, cut)
+
+
+def axis_labels(page) -> list[str]:
+    texts = page.evaluate("window.drawnTexts")
+    page.evaluate("window.drawnTexts = []")
+    return [text["text"] for text in texts if re.fullmatch(r"-?[\d.,]+ (ns|us|ms|s)", text["text"])]
+
+
+@pytest.mark.parametrize(
+    ("scale", "whole", "zoom", "zoomed"),
+    [
+        # make demo's steps of 0.5 s: the axis read "0 ns, 500.000 ms, 1.000 s, 1.500 s"
+        (25_000, ["0.0 s", "0.5 s", "1.0 s", "1.5 s", "2.0 s", "2.5 s"], (1e9, 1.04e9), ["1.000 s", "1.005 s"]),
+        (25_000, None, (250e6, 262.5e6), ["250 ms", "252 ms", "254 ms"]),
+        (1, ["0 us", "20 us", "40 us", "60 us", "80 us", "100 us"], (10_000, 10_500), ["10.00 us", "10.05 us"]),
+    ],
+)
+def test_the_axis_reads_in_one_unit_with_the_decimals_its_step_needs(browser, tmp_path, scale, whole, zoom, zoomed):
+    """One unit per axis (the one its largest time reads in), and as many decimals as tell its ticks
+    apart: not "0 ns", "500.000 ms", "1.000 s" on one axis."""
+    export = cpu_capture(tmp_path / "cpu.sqlite", scale=scale)
+    path = write_report([export], tmp_path / "r", html=True).parent / "report.html"
+    page = open_report(browser, path, 1200)
+    assert whole is None or axis_labels(page) == whole
+    page.evaluate("window.drawnTexts = []")
+    page.evaluate(f"tracekit.timelines[0].zoomTo({zoom[0]}, {zoom[1]})")
+    assert axis_labels(page)[: len(zoomed)] == zoomed
+    page.close()

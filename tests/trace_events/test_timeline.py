@@ -8,6 +8,7 @@ import gzip
 import json
 import os
 from collections import Counter
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -18,6 +19,7 @@ from helpers.snapshot_builder import SnapshotBuilder, stack
 import tracekit
 from tracekit.analysis.waits.idle import idle_gaps
 from tracekit.trace_events.tracks import GPU_BASE, IDLE_TID
+from tracekit.trace_events.writer import Written
 from tracekit.trace_events.writer import timeline as write_timeline
 
 GEMM = "ampere_sgemm_128x64_tn"
@@ -146,6 +148,13 @@ def test_the_command_says_what_it_wrote(cli, export, tmp_path):
     assert result.exit_code == 0 and result.stdout == ""
     assert f"timeline: {tmp_path / 't.json'}" in result.stderr and "5 gpu ops" not in result.stderr
     assert "7 gpu ops" in result.stderr and "12 flows" in result.stderr
+    size = (tmp_path / "t.json").stat().st_size
+    assert size < 2**20 and f"({size / 2**10:,.1f} KiB; " in result.stderr  # it said "0.0 MiB"
+
+
+def test_written_sizes_read_in_their_unit():
+    texts = [Written(Path("t.json"), size=size).summary() for size in (512, 5 * 2**10, 3 * 2**20 + 2**19, 2**30)]
+    assert [text.split("(")[1].split(";")[0] for text in texts] == ["512 B", "5.0 KiB", "3.5 MiB", "1,024.0 MiB"]
 
 
 def assert_same_tables(source, back) -> None:

@@ -1,11 +1,11 @@
 """The one renderer: a ``Result`` (one or more tables, notes) as terminal text, GitHub Markdown, CSV,
 JSON or Parquet, on standard output or in files.
 
-Table and Markdown are for people: integers get thousands separators, floats one precision per
-column, long names are shortened in the terminal only. CSV, JSON and Parquet are for programs: values
-as computed, names whole. Each column's format is decided once (``column_format``) and applied to the
-whole column, so rendering is linear in the rows. Time columns ("... (ns)") are converted to the unit
-asked for here, and only here.
+Table and Markdown are for people: integers get thousands separators (not ids: PID, TID, Device,
+Stream), floats one precision per column, long names are shortened in the terminal only. CSV, JSON
+and Parquet are for programs: values as computed, names whole. Each column's format is decided once
+(``column_format``) and applied to the whole column, so rendering is linear in the rows. Time columns
+("... (ns)") are converted to the unit asked for here, and only here.
 
 Several tables: table/md/json print them all (JSON as one object keyed by table name); CSV on
 standard output prints each after a "# <name>" line; with ``--output out.csv`` (or .parquet) each
@@ -55,7 +55,7 @@ def in_unit(frame: pd.DataFrame, unit: str) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class ColumnFormat:
-    """How one column prints: its kind (int, float, bool, text, mixed), float decimals, alignment."""
+    """How one column prints: its kind (int, id, float, bool, text, mixed), float decimals, alignment."""
 
     kind: str
     decimals: int
@@ -64,6 +64,8 @@ class ColumnFormat:
     def cells(self, series: pd.Series, for_terminal: bool) -> list[str]:
         """Every value of the column as text, in one pass."""
         values = series.tolist()
+        if self.kind == "id":
+            return ["" if pd.isna(value) else str(int(value)) for value in values]
         if self.kind == "int" and not series.hasnans:
             return [f"{value:,}" for value in values]
         if self.kind == "float":
@@ -83,13 +85,20 @@ def half_away(values: np.ndarray, places: int) -> np.ndarray:
 # Units whose figures print with a fixed precision, as nsys prints them: shares and nanosecond statistics.
 FIXED_DECIMALS = {"%": 1, "ns": 1}
 MAX_DECIMALS = {"MiB": 3}  # sizes to the KiB: a few bytes' difference is not worth six decimals
+# Integer columns that name a process, thread, GPU or stream: printed as the ids other tools show
+# (nsys, ps, the evidence's "pid 5738"), never "5,738".
+IDENTIFIERS = frozenset({"PID", "TID", "Device", "Stream"})
 
 
 def table_formats(frame: pd.DataFrame) -> list[ColumnFormat]:
     """Every column's format, with one precision per unit across the table (so a row does not print
     one time with 5 decimals and the next with 6): a fixed one for shares and ns, else the finest any
     column of that unit needs."""
-    formats = [column_format(frame[column]) for column in frame.columns]
+    formats = [
+        ColumnFormat("id", 0, True) if column in IDENTIFIERS and pd.api.types.is_integer_dtype(frame[column].dtype)
+        else column_format(frame[column])
+        for column in frame.columns
+    ]  # fmt: skip
     by_unit: dict[str, list[int]] = {}
     for index, column in enumerate(frame.columns):
         unit = column_unit(str(column))

@@ -44,13 +44,20 @@ from tracekit.render.markup import md_code, md_prose, md_text
 from tracekit.render.tables import in_unit
 from tracekit.report.comparison import TOP_KERNELS, comparison_section
 from tracekit.report.document import TRACES_HEADING, Document, write_report_folder
-from tracekit.report.why import why_section
+from tracekit.report.why import WHY_HEADING, why_section
 from tracekit.runs import Run
 from tracekit.sources import open_trace, run_snapshot
 
 FINDING_COLUMNS = ["Rank", "Severity", "Finding", "What", "Recoverable (ns)", "Of Span (%)", "Fix"]
 TOP_PHASE_KERNELS, TOP_RANGES, TOP_MEMORY = 5, 15, 10
 RANGE_COLUMNS = ["Range", "Instances", "Total Time (ms)", "Avg (ms)", "Med (ms)", "Depth", "GPU Ops", "GPU Time (ms)"]
+# The sections of a trace with GPU work, in their order; a CPU capture's report names them as left out.
+ADVICE_HEADING, BREAKDOWN_HEADING, TOP_KERNELS_HEADING = (
+    "What to fix first",
+    "GPU time by phase and category",
+    "Top kernels",
+)
+GPU_SECTIONS = (ADVICE_HEADING, BREAKDOWN_HEADING, TOP_KERNELS_HEADING, WHY_HEADING)
 
 
 def report_name(inputs: list[Path]) -> str:
@@ -120,7 +127,8 @@ def _input_section(section: Document, path: Path, trace: Trace, heading: str, ch
     section.text(f"## {md_text(heading)}")
     trace.need("gpu_ops", GPU_OPS.names)  # the report's tables use every GPU-op column: one read of them all
     has_kernels = _has_kernels(trace)  # first: a reader may complete the metadata as its tables load
-    gpus = ", ".join(sorted(set(trace.meta.gpus["name"].dropna().astype(str)))) or "not recorded"
+    gpus = ", ".join(sorted(set(trace.meta.gpus["name"].dropna().astype(str))))
+    gpus = gpus or ("not recorded" if not trace.gpu_ops.empty else "none traced")
     if has_kernels and not len(trace.meta.gpus):  # the export names no GPU, but its work says which ran
         devices = known_devices(trace.columns("gpu_ops", ["device"])["device"].to_numpy())
         gpus += (
@@ -138,9 +146,12 @@ def _input_section(section: Document, path: Path, trace: Trace, heading: str, ch
         _gpu_sections(section, source, trace, run, choice)
         why_section(section, source, trace, choice.step_range)
     else:
+        # in a sentence: "why the GPU waits", "GPU time by phase ..." (an acronym keeps its case)
+        names = [h if h.split()[0].isupper() else f"{h[0].lower()}{h[1:]}" for h in GPU_SECTIONS]
         section.text(
-            "No CUDA kernels in this trace (a CPU capture, or nsys ran without `--trace=cuda`): the GPU "
-            "sections are left out. Capture on an NVIDIA GPU to get them."
+            "No CUDA kernels in this trace (a CPU capture, or nsys ran without `--trace=cuda`), so the sections "
+            f"that read GPU work are left out: {', '.join(names[:-1])} and {names[-1]}. Capture on an NVIDIA GPU "
+            "(`tracekit capture MODEL` there) to get them; the NVTX ranges below are the host's CPU time."
         )
     _range_sections(section, source, trace)
     if run is not None and run.snapshot is not None:
@@ -207,7 +218,8 @@ def _run_section(section: Document, run: Run) -> None:
     if run.timings_ms:
         section.text(
             "### Step phases (harness)",
-            "Wall time per phase of the measured steps, timed with device synchronisation by the benchmark harness.",
+            "Wall time per phase of the measured steps, as the benchmark harness timed them (on a GPU, after "
+            "synchronising it).",
         )
         section.table(run.phases())
         if any(run.samples_ms.values()):
@@ -221,7 +233,7 @@ def _advice_section(section: Document, source: str, trace: Trace) -> None:
     """ "What to fix first": the findings of ``advise``, most recoverable time first."""
     options = AdviseOptions()
     advice = run_command("advise", trace, options)
-    section.text("### What to fix first")
+    section.text(f"### {ADVICE_HEADING}")
     findings = advice.table("findings")
     if findings.empty:
         said = next((note for note in advice.notes if note.startswith("no findings")), "no findings")
@@ -248,7 +260,7 @@ def _gpu_sections(section: Document, source: str, trace: Trace, run: Run | None,
     table = breakdown.table("breakdown")
     present = table.loc[(table["Instances"] > 0) | (table[PHASE] == WHOLE)]
     section.text(
-        "### GPU time by phase and category",
+        f"### {BREAKDOWN_HEADING}",
         "Kernel time is the summed duration of the kernels (concurrent streams both count); memory copies and "
         "sets are the columns beside it, not part of it.",
     )
@@ -285,7 +297,9 @@ def _gpu_sections(section: Document, source: str, trace: Trace, run: Run | None,
         ]
         section.text("Harness wall time per phase beside the time any GPU was busy in it (per step):")
         section.table(pd.DataFrame(rows))
-    section.text("### Top kernels", "Base names; `tracekit kernels` without `--name short` gives templated names.")
+    section.text(
+        f"### {TOP_KERNELS_HEADING}", "Base names; `tracekit kernels` without `--name short` gives templated names."
+    )
     top_options = KernelsOptions(top=TOP_KERNELS, name="short")
     top = run_command("kernels", trace, top_options)
     section.table(top.frame, command_line("kernels", [source], top_options, "ms"))
@@ -311,7 +325,7 @@ def _range_sections(section: Document, source: str, trace: Trace) -> None:
         if len(table) >= TOP_RANGES
         else f"All {len(table)} range names, most CPU time first"
     )
-    section.text("### NVTX ranges", f"{shown} (all columns: the command).")
+    section.text("### NVTX ranges", f"{shown}; the command under the table prints all its columns.")
     section.table(
         table.loc[:, [column for column in RANGE_COLUMNS if column in table.columns]],
         command_line("ranges", [source], options, "ms"),

@@ -20,6 +20,7 @@ from tracekit.render.markup import md_code, md_prose
 from tracekit.report.document import Document
 
 TOP = 5
+WHY_HEADING = "Why the GPU waits"
 LAUNCH_COLUMNS = [
     "DevId",
     "Count",
@@ -36,7 +37,7 @@ LAUNCH_COLUMNS = [
 def why_section(section: Document, source: str, trace: Trace, step_range: str | None = None) -> None:
     """Append "### Why the GPU waits" to ``section``; a part whose input is missing says so. ``source``:
     the input's path, for the command lines under the tables; ``step_range``: the range that is a step."""
-    section.text("### Why the GPU waits")
+    section.text(f"### {WHY_HEADING}")
     try:
         options = StepsOptions(step_range=step_range)
         steps = run_command("steps", trace, options)

@@ -51,7 +51,14 @@ class Written:
 
     def summary(self) -> str:
         kinds = ", ".join(f"{count:,} {kind}" for kind, count in self.events.most_common() if count)
-        return f"timeline: {self.path} ({self.size / 2**20:,.1f} MiB; {kinds or 'no events'})"
+        return f"timeline: {self.path} ({_size_text(self.size)}; {kinds or 'no events'})"
+
+
+def _size_text(size: int) -> str:
+    """A file's size in the unit it reads in: 512 B, 6.2 KiB, 3.5 MiB (a small file read "0.0 MiB")."""
+    if size < 2**10:
+        return f"{size} B"
+    return f"{size / 2**10:,.1f} KiB" if size < 2**20 else f"{size / 2**20:,.1f} MiB"
 
 
 def check_output(path: str | os.PathLike) -> Path:

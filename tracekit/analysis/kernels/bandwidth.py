@@ -21,6 +21,7 @@ import pandas as pd
 
 from tracekit.analysis.advice.copies import copy_details
 from tracekit.analysis.critical_path.events import hta_rounded
+from tracekit.analysis.kernels.summary import kernel_mask
 from tracekit.analysis.kernels.types import last_step_start, launched_before_last_step
 from tracekit.analysis.options import BandwidthOptions
 from tracekit.analysis.ranges.attribution import merge_intervals
@@ -115,6 +116,7 @@ def bandwidth_series(ops: pd.DataFrame, as_hta: bool = False) -> pd.DataFrame:
 def bandwidth_table(trace: Trace, options: BandwidthOptions | None = None) -> Result:
     """Per GPU and direction, the copies' totals, achieved bandwidth and HTA's statistics of the series."""
     options = options or BandwidthOptions()
+    kernel_mask(trace, "all")  # a trace without GPU work (a CPU run): say so, and how to capture it
     ops = copy_ops(trace, options.drop_last_step)
     if ops.empty:
         raise NoGpuDataError(f"{trace.name}: no memory copy or set in the trace: no bandwidth to measure")

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis.kernels.sequence_keys import fixed_keys
+from tracekit.analysis.kernels.summary import kernel_mask
 from tracekit.analysis.kernels.types import launched_before_last_step
 from tracekit.analysis.options import SequencesOptions
 from tracekit.analysis.ranges.attribution import op_launches
@@ -139,6 +140,7 @@ def window_origins(trace: Trace, windows: Windows, chosen: np.ndarray) -> tuple[
 def sequences_table(trace: Trace, options: SequencesOptions | None = None) -> Result:
     """The kernel sequences ``trace`` repeats (see the module docstring); with ``operator``, per operator."""
     options = options or SequencesOptions()
+    kernel_mask(trace, "all")  # a trace without GPU work (a CPU run): say so, and how to capture it
     if options.operator is not None:
         from tracekit.analysis.kernels.operator_sequences import operator_sequences
 

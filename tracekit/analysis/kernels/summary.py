@@ -55,6 +55,13 @@ def kernel_mask(trace: Trace, ops: str = "kernels") -> np.ndarray | None:
                 f"{trace.name}: none of its GPU operations is usable: all {dropped:,} rows read hold unusable values "
                 "(end before start, negative or out-of-range numbers, or NULL, REAL or TEXT where integers belong)"
             )
+        if len(kinds):  # CUDA was traced: its GPU work is copies and sets only
+            what = (
+                "GPU operation is a memory copy or set"
+                if len(kinds) == 1
+                else "GPU operations are memory copies and sets"
+            )
+            raise NoGpuDataError(f"{trace.name} has no CUDA kernels: its {len(kinds):,} {what}")
         raise NoGpuDataError(
             f"{trace.name} has no CUDA {'kernels' if ops == 'kernels' else 'GPU operations'}: the capture "
             "traced no CUDA activity (a CPU-only run, or nsys without its CUDA trace). Capture on an NVIDIA GPU "

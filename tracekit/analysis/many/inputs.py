@@ -43,6 +43,10 @@ class Failure:
     source: str
     reason: str
 
+    def where(self) -> str:
+        """The reason, led by the input's path where it does not already start with it."""
+        return self.reason if self.reason.startswith(self.source) else f"{self.source}: {self.reason}"
+
 
 class Merger(Protocol):
     """Folds the pieces of one command's parts, one part at a time, into aggregate tables."""

@@ -249,8 +249,7 @@ def read_many(
         with raising_interrupted():
             for done, (index, read) in enumerate(runner, start=1):
                 if isinstance(read, Failure) and strict:
-                    where = read.reason if read.reason.startswith(read.source) else f"{read.source}: {read.reason}"
-                    raise TracekitError(where)
+                    raise TracekitError(read.where())
                 accumulator.add(index, read)
                 if progress:
                     progress(done, len(tasks))
@@ -260,9 +259,10 @@ def read_many(
     finally:
         runner.close()  # stops the workers now (the generator's cleanup), not when it is collected
     if not accumulator.parts:
+        if len(tasks) == 1:  # its reason alone, as one input's command says it
+            raise TracekitError(accumulator.failures[0][1].where())
         reasons = "; ".join(f"{failure.source}: {failure.reason}" for _, failure in accumulator.failures[:3])
-        counted = f"the {len(tasks)} inputs" if len(tasks) != 1 else "the 1 input"
-        raise TracekitError(f"none of {counted} could be read ({reasons})")
+        raise TracekitError(f"none of the {len(tasks)} inputs could be read ({reasons})")
     result = accumulator.result()
     result.notes[1:1] = notes  # after "N inputs read"
     return result

@@ -156,7 +156,8 @@ class RanksMerger:
         if len(table) > 1:
             tables.append(Table("spread", _spread(table, column), "Slowest and fastest per figure"))
         else:
-            notes.append("one input with one GPU: nothing to compare it with (ranks compares the traces of a job's "
+            alone = "one input with one GPU" if table[SPAN].iloc[0] > 0 else "one input, without GPU work"
+            notes.append(f"{alone}: nothing to compare it with (ranks compares the traces of a job's "
                          "ranks: give them as files, a folder or a glob)")  # fmt: skip
         if split and len(inputs) == 1:
             notes.append(f"one input holding {len(table)} GPUs: compared GPU by GPU (each with the steps of the "

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis.kernels.sequence_keys import group_sequences
+from tracekit.analysis.kernels.summary import kernel_mask
 from tracekit.analysis.kernels.types import launched_before_last_step
 from tracekit.analysis.options import OpsOptions
 from tracekit.analysis.ranges.attribution import op_launches
@@ -101,6 +102,7 @@ def _sequences(launched: pd.DataFrame, instances: np.ndarray) -> np.ndarray:
 def ops_table(trace: Trace, options: OpsOptions | None = None) -> Result:
     """Per operator: its kernels, their time and the delays to its first kernel (see the module docstring)."""
     options = options or OpsOptions()
+    kernel_mask(trace, "all")  # a trace without GPU work (a CPU run): say so, and how to capture it
     launched = op_kernels(trace, options.name, options.drop_last_step)
     if launched.empty:
         raise NoGpuDataError(f"{trace.name}: no kernel launch call inside an aten:: operator (torch.profiler's CPU "

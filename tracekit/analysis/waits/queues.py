@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis.critical_path.events import API_VERSION, QUEUED_CALLS, hta_rounded
+from tracekit.analysis.kernels.summary import kernel_mask
 from tracekit.analysis.kernels.types import launched_before_last_step
 from tracekit.analysis.options import QueuesOptions
 from tracekit.analysis.ranges.attribution import op_launches
@@ -76,6 +77,7 @@ def queue_table(trace: Trace, options: QueuesOptions | None = None) -> Result:
     """Per stream, its queue's statistics and time at ``max_queue`` (table "queues"); the series itself
     with ``series``; a picture of the queues over time."""
     options = options or QueuesOptions()
+    kernel_mask(trace, "all")  # a trace without GPU work (a CPU run): say so, and how to capture it
     series = queue_series(trace, options.as_hta, options.drop_last_step)
     if series.empty:
         raise NoGpuDataError(f"{trace.name}: no GPU op launched by a queued launch call (cudaLaunchKernel, "

@@ -76,7 +76,16 @@
     return ranges;
   }
 
-  function formatTime(ns) {
+  var UNITS = [[1e9, "s"], [1e6, "ms"], [1e3, "us"], [1, "ns"]];
+
+  function axisTime(view, step) { // the axis's labels: one unit (its largest time's), the decimals its step needs
+    var largest = Math.max(Math.abs(view[0]), Math.abs(view[1]));
+    var unit = UNITS.find(function (u) { return largest >= u[0]; }) || UNITS[UNITS.length - 1];
+    var decimals = Math.max(0, Math.ceil(-Math.log10(step / unit[0]) - 1e-9)); // 0.5 s: 1; 0.005 s: 3; 20 us: 0
+    return function (ns) { return (ns / unit[0]).toFixed(decimals) + " " + unit[1]; };
+  }
+
+  function formatTime(ns) { // a duration or a moment in a tooltip: to the ns of its unit
     var magnitude = Math.abs(ns);
     if (magnitude >= 1e9) return (ns / 1e9).toFixed(3) + " s";
     if (magnitude >= 1e6) return (ns / 1e6).toFixed(3) + " ms";
@@ -287,8 +296,9 @@
     var span = this.view[1] - this.view[0], step = Math.pow(10, Math.floor(Math.log10(span / 8)));
     if (span / step > 16) step *= 5; else if (span / step > 8) step *= 2;
     context.fillStyle = "#666";
+    var tickLabel = axisTime(this.view, step);
     for (var tick = Math.ceil(this.view[0] / step) * step; tick <= this.view[1]; tick += step) {
-      var x = this.x(tick, width), label = formatTime(tick);
+      var x = this.x(tick, width), label = tickLabel(tick);
       context.fillRect(x, AXIS - 6, 1, 6);
       // right of its tick; the last one, where that runs past the edge, ends at the edge instead
       context.fillText(label, Math.min(x + 2, width - context.measureText(label).width - 2), AXIS / 2);
