@@ -39,7 +39,6 @@ demo: setup
 	scripts/install-nsys.sh
 	$(BIN)/tracekit capture tiny --ctx 64 --batch 4 --warmup 2 --steps 5 --name demo
 	$(BIN)/tracekit report traces/demo -o reports/demo --html
-	@echo "report: reports/demo/report.md and reports/demo/report.html"
 	@echo "tracekit is in $(VENV): run 'source $(VENV)/bin/activate' (or call $(BIN)/tracekit); README.md has a tour"
 
 # after the parity extra: pyright reads the same packages here and on a fresh CI machine
