@@ -54,8 +54,12 @@ RANGE_COLUMNS = ["Range", "Instances", "Total Time (ms)", "Avg (ms)", "Med (ms)"
 
 
 def report_name(inputs: list[Path]) -> str:
+    """The report's folder name in ``reports/``: the inputs' names joined, in letters, digits and ``._-``.
+    Never hidden nor ``.`` or ``..`` (a file ``..sqlite`` would otherwise name ``reports`` itself, and
+    ``...sqlite`` the working folder, each then replaced whole by the report): leading dots are dropped,
+    and a name left empty is "report"."""
     names = [(path.resolve().name if path.is_dir() else path.stem) for path in inputs]
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", "-vs-".join(names))[:120]
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", "-vs-".join(names))[:120].lstrip(".") or "report"
 
 
 def write_report(
