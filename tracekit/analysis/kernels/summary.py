@@ -55,6 +55,11 @@ def kernel_mask(trace: Trace, ops: str = "kernels") -> np.ndarray | None:
                 f"{trace.name}: none of its GPU operations is usable: all {dropped:,} rows read hold unusable values "
                 "(end before start, negative or out-of-range numbers, or NULL, REAL or TEXT where integers belong)"
             )
+        if len(kinds):  # copies and sets, no kernel: CUDA was traced
+            raise NoGpuDataError(
+                f"{trace.name} has no CUDA kernels, only {len(kinds):,} memory copies and sets: {named('ops')} all "
+                "summarizes them (bandwidth measures them)"
+            )
         raise NoGpuDataError(
             f"{trace.name} has no CUDA {'kernels' if ops == 'kernels' else 'GPU operations'}: the capture "
             "traced no CUDA activity (a CPU-only run, or nsys without its CUDA trace). Capture on an NVIDIA GPU "
