@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, TypeVar
@@ -27,6 +29,26 @@ TORCH_PROFILER = "torch.profiler"  # ``TraceMeta.tool`` of a torch.profiler (Kin
 TABLES = tuple(table.table for table in schema.TRACE_TABLES)
 SCHEMAS = {table.table: table for table in schema.TRACE_TABLES}
 T = TypeVar("T")
+# Per command (``command_notes``) and per thread of it: each Trace's notes found by analyses (by ``id``).
+_COMMAND_NOTES: ContextVar[dict[int, list[str]] | None] = ContextVar("tracekit_command_notes", default=None)
+
+
+@contextmanager
+def command_notes() -> Iterator[None]:
+    """One command's scope for what its analyses find in a trace (``Trace.note_found``): said by this command
+    (and the command around it, if any), not by every later command on the same Trace, so a command's notes
+    never depend on what ran before it on the Trace (other calls, other threads)."""
+    outer = _COMMAND_NOTES.get()
+    token = _COMMAND_NOTES.set({})
+    try:
+        yield
+    finally:
+        inner = _COMMAND_NOTES.get() or {}
+        _COMMAND_NOTES.reset(token)
+        if outer is not None:  # a command run by another (a report's sections): its notes are the outer's too
+            for key, notes in inner.items():
+                held = outer.setdefault(key, [])
+                held += [note for note in notes if note not in held]
 
 
 @dataclass
@@ -117,6 +139,17 @@ class Trace:
         if text not in self._notes:
             self._notes.append(text)
 
+    def note_found(self, text: str) -> None:
+        """Something an analysis found in the tables (ops with no launching call, say): told by the command
+        running now (``command_notes``), once; outside any command, by every later one, as ``note``."""
+        scope = _COMMAND_NOTES.get()
+        if scope is None:
+            self.note(text)
+            return
+        held = scope.setdefault(id(self), [])
+        if text not in held:
+            held.append(text)
+
     def _load(self, table: str, frame: pd.DataFrame | None = None, partial: bool = False) -> pd.DataFrame:
         if frame is None and self._has_columns(table):  # the whole table through the column reader
             return self._partial_frame(table, tuple(SCHEMAS[table].names))
@@ -162,7 +195,8 @@ class Trace:
             for table, counts in self._unknown.items()
             if (total := sum(counts.values()))
         ]
-        return dropped + unknown + self._notes
+        found = (_COMMAND_NOTES.get() or {}).get(id(self), [])
+        return dropped + unknown + self._notes + [note for note in found if note not in self._notes]
 
     @property
     def range_notes(self) -> list[str]:

@@ -39,7 +39,7 @@ from tracekit.commands.command_line import command_line
 from tracekit.errors import NoGpuDataError, TracekitError, UsageError
 from tracekit.model.result import Chart
 from tracekit.model.schema import GPU_OPS
-from tracekit.model.trace import Trace
+from tracekit.model.trace import Trace, command_notes
 from tracekit.render.markup import md_code, md_prose, md_text
 from tracekit.render.tables import in_unit
 from tracekit.report.comparison import TOP_KERNELS, comparison_section
@@ -106,8 +106,10 @@ def write_report(
                          for label, name, path, trace in zip(labels, run_labels(paths), paths, traces)]  # fmt: skip
             document.write_html(staging / "report.html", f"tracekit report: {report_name(paths)}", timelines)
 
-    # refused before any picture is drawn when the folder holds anything but a previous report (or an input)
-    write_report_folder(folder, write_into)
+    # refused before any picture is drawn when the folder holds anything but a previous report (or an input);
+    # one command: what its sections' analyses find in a trace is said under that input (``trace.warnings``)
+    with command_notes():
+        write_report_folder(folder, write_into)
     return folder / "report.md"
 
 
