@@ -278,18 +278,29 @@ def test_a_command_s_notes_are_its_own_whatever_ran_before_on_the_trace(tmp_path
     assert any(LAUNCH_NOTE in note for note in tracekit.ranges(trace).notes)  # said again, the join cached
 
 
+def test_a_value_an_earlier_command_computed_still_brings_its_notes(tmp_path):
+    """A value derived from the join once per trace (the ranges' GPU attribution) is reused by the next
+    command without joining again: that command must still say what the join found."""
+    from helpers.small_export import build_small
+
+    trace = tracekit.open_trace(build_small("2026.2", tmp_path / "small.sqlite"))
+    first = tracekit.breakdown(trace, phases="forward").notes
+    assert any("2 of 5 GPU operations have no recorded launching call" in note for note in first)
+    assert tracekit.breakdown(trace, phases="forward").notes == first
+
+
 def test_eight_threads_on_one_trace_get_the_notes_of_one_thread(tmp_path):
     import threading
 
     trace = tracekit.open_trace(launch_less(tmp_path / "t.sqlite"))
     expected = {name: getattr(tracekit, name)(launch_less(tmp_path / f"{name}.sqlite")).notes
-                for name in ("kernels", "launches", "steps", "ranges")}  # fmt: skip
+                for name in ("kernels", "launches", "steps", "ranges", "breakdown")}  # fmt: skip
     got: list[tuple[str, list[str]]] = []
     start = threading.Barrier(8)
 
     def calls(index: int) -> None:
         start.wait()
-        for name in list(expected)[index % 4 :] + list(expected)[: index % 4]:
+        for name in list(expected)[index % 5 :] + list(expected)[: index % 5]:
             got.append((name, getattr(tracekit, name)(trace).notes))
 
     threads = [threading.Thread(target=calls, args=(index,)) for index in range(8)]
@@ -297,5 +308,5 @@ def test_eight_threads_on_one_trace_get_the_notes_of_one_thread(tmp_path):
         thread.start()
     for thread in threads:
         thread.join()
-    assert len(got) == 32
+    assert len(got) == 40
     assert [(name, notes) for name, notes in got if notes != expected[name]] == []

@@ -34,19 +34,20 @@ _COMMAND_NOTES: ContextVar[dict[int, list[str]] | None] = ContextVar("tracekit_c
 
 
 @contextmanager
-def command_notes() -> Iterator[None]:
+def command_notes() -> Iterator[dict[int, list[str]]]:
     """One command's scope for what its analyses find in a trace (``Trace.note_found``): said by this command
     (and the command around it, if any), not by every later command on the same Trace, so a command's notes
-    never depend on what ran before it on the Trace (other calls, other threads)."""
+    never depend on what ran before it on the Trace (other calls, other threads). Yields the scope's notes,
+    per trace (by ``id``)."""
     outer = _COMMAND_NOTES.get()
-    token = _COMMAND_NOTES.set({})
+    scope: dict[int, list[str]] = {}
+    token = _COMMAND_NOTES.set(scope)
     try:
-        yield
+        yield scope
     finally:
-        inner = _COMMAND_NOTES.get() or {}
         _COMMAND_NOTES.reset(token)
         if outer is not None:  # a command run by another (a report's sections): its notes are the outer's too
-            for key, notes in inner.items():
+            for key, notes in scope.items():
                 held = outer.setdefault(key, [])
                 held += [note for note in notes if note not in held]
 
@@ -127,6 +128,7 @@ class Trace:
         self.meta = meta
         self.loaders = loaders
         self._derived: dict[str, object] = {}
+        self._derived_notes: dict[str, list[str]] = {}  # per derived value, the notes its computing found
         self._dropped: dict[str, int] = {}
         self._unknown: dict[str, dict[str, int]] = {}  # per table, values read as unknown per column
         self._notes: list[str] = []
@@ -323,7 +325,11 @@ class Trace:
         """Something analyses compute from the tables (the GPU-op-to-launch join, say), computed once
         per trace however many analyses of one command or report ask for it."""
         if key not in self._derived:
-            self._derived[key] = compute()
+            with command_notes() as found:  # what computing it found is said by every command that uses it
+                self._derived[key] = compute()
+            self._derived_notes[key] = found.get(id(self), [])
+        for note in self._derived_notes.get(key, ()):
+            self.note_found(note)
         return self._derived[key]  # type: ignore[return-value]  # stored by this key's own compute
 
     def optional(self, table: str) -> pd.DataFrame | None:
