@@ -8,6 +8,7 @@ import dataclasses
 import inspect
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -250,3 +251,62 @@ def test_notes_of_many_inputs_name_options_as_the_command_line_does(cli, tmp_pat
     assert result.exit_code == 0, result.output
     assert "name its phases with --phases" in result.output + result.stderr
     assert "name its phases with phases" in " ".join(tracekit.compare(paths).notes)  # the API's own names
+
+
+def launch_less(path: Path) -> Path:
+    """Two kernels, one launched by a recorded call, one with no call in the capture."""
+    b = ExportBuilder("2026.2")
+    b.push_pop(0, 10_000, "step")
+    b.kernel(1_000, 2_000, "gemm", launch_at=500)
+    b.kernel(3_000, 4_000, "gemm")
+    return b.write(path)
+
+
+LAUNCH_NOTE = "1 of 2 GPU operations have no recorded launching call"
+
+
+def test_a_command_s_notes_are_its_own_whatever_ran_before_on_the_trace(tmp_path):
+    """What one analysis finds (ops with no launching call) is said by the commands that use it, not by every
+    command run later on the same Trace: `kernels` said it only after `ranges` had run, so a Trace
+    shared by calls (or by threads) gave each call notes that depended on what ran before."""
+    trace = tracekit.open_trace(launch_less(tmp_path / "t.sqlite"))
+    fresh = tracekit.kernels(launch_less(tmp_path / "u.sqlite")).notes
+    assert not any(LAUNCH_NOTE in note for note in fresh)
+    assert tracekit.kernels(trace).notes == fresh
+    assert any(LAUNCH_NOTE in note for note in tracekit.ranges(trace).notes)
+    assert tracekit.kernels(trace).notes == fresh  # after ranges: the same as before it
+    assert any(LAUNCH_NOTE in note for note in tracekit.ranges(trace).notes)  # said again, the join cached
+
+
+def test_a_value_an_earlier_command_computed_still_brings_its_notes(tmp_path):
+    """A value derived from the join once per trace (the ranges' GPU attribution) is reused by the next
+    command without joining again: that command must still say what the join found."""
+    from helpers.small_export import build_small
+
+    trace = tracekit.open_trace(build_small("2026.2", tmp_path / "small.sqlite"))
+    first = tracekit.breakdown(trace, phases="forward").notes
+    assert any("2 of 5 GPU operations have no recorded launching call" in note for note in first)
+    assert tracekit.breakdown(trace, phases="forward").notes == first
+
+
+def test_eight_threads_on_one_trace_get_the_notes_of_one_thread(tmp_path):
+    import threading
+
+    trace = tracekit.open_trace(launch_less(tmp_path / "t.sqlite"))
+    expected = {name: getattr(tracekit, name)(launch_less(tmp_path / f"{name}.sqlite")).notes
+                for name in ("kernels", "launches", "steps", "ranges", "breakdown")}  # fmt: skip
+    got: list[tuple[str, list[str]]] = []
+    start = threading.Barrier(8)
+
+    def calls(index: int) -> None:
+        start.wait()
+        for name in list(expected)[index % 5 :] + list(expected)[: index % 5]:
+            got.append((name, getattr(tracekit, name)(trace).notes))
+
+    threads = [threading.Thread(target=calls, args=(index,)) for index in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(got) == 40
+    assert [(name, notes) for name, notes in got if notes != expected[name]] == []

@@ -1,12 +1,14 @@
-"""SIGINT and SIGTERM as an exception, so that every command cleans up before it exits.
+"""SIGINT, SIGTERM and SIGHUP as an exception, so that every command cleans up before it exits.
 
-By default SIGTERM ends a Python process at once (no ``finally`` runs: a file being written stays as
-a hidden ``.partial``) and SIGINT raises KeyboardInterrupt wherever the main thread happens to be.
-Inside ``raising_interrupted`` (the command line holds it around every command) both raise
-``Interrupted`` (its ``name``: "Ctrl-C" or "SIGTERM"), so files being written are removed and the
+By default SIGTERM and SIGHUP (the terminal closed, an ssh session dropped) end a Python process at once
+(no ``finally`` runs: a file being written stays as a hidden ``.partial``) and SIGINT raises
+KeyboardInterrupt wherever the main thread happens to be. Inside ``raising_interrupted`` (the command line
+holds it around every command) they raise ``Interrupted`` (its ``name``: "Ctrl-C", "SIGTERM" or "SIGHUP"),
+so files being written are removed and the
 previous output kept (``files.write_whole``, ``files.replace_folder``), a many-input run stops its
 workers, and a capture stops the program's process tree, imports what was recorded and releases its
-run folder. ``signals_held`` keeps both out of steps that must not be cut in two.
+run folder. ``signals_held`` keeps them out of steps that must not be cut in two. A SIGHUP ignored when
+the program started (``nohup``) stays ignored.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ def _name(number: int) -> str:
 
 @contextmanager
 def raising_interrupted() -> Iterator[None]:
-    """Inside, SIGINT and SIGTERM raise ``Interrupted`` in the main thread; outside, the handlers are
+    """Inside, SIGINT, SIGTERM and SIGHUP raise ``Interrupted`` in the main thread; outside, the handlers are
     what they were. In another thread (where handlers cannot be set) nothing changes."""
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -52,7 +54,7 @@ def raising_interrupted() -> Iterator[None]:
 
 @contextmanager
 def signals_held() -> Iterator[None]:
-    """Inside, SIGINT and SIGTERM wait: one that arrives is noted and delivered again as the block ends,
+    """Inside, SIGINT, SIGTERM and SIGHUP wait: one that arrives is noted and delivered again as the block ends,
     to the handler that was in place. For steps that must happen together (a folder moved aside, its
     replacement moved in). Handlers, not the signal mask: a signal the kernel gives to another thread
     (reading threads, cache writers) still runs its Python handler in the main thread at once. Outside the
@@ -76,4 +78,9 @@ def signals_held() -> Iterator[None]:
 
 
 def _wanted() -> list[int]:
-    return [signal.SIGINT, *([signal.SIGTERM] if hasattr(signal, "SIGTERM") else [])]
+    """The signals that stop a command: SIGINT, SIGTERM, and SIGHUP unless it was ignored when the program
+    started (``nohup`` ignores it so that the command outlives its terminal)."""
+    hangup = getattr(signal, "SIGHUP", None)  # (not on Windows)
+    if hangup is not None and signal.getsignal(hangup) is signal.SIG_IGN:
+        hangup = None
+    return [signal.SIGINT, *([signal.SIGTERM] if hasattr(signal, "SIGTERM") else []), *([hangup] if hangup else [])]

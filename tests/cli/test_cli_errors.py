@@ -119,3 +119,23 @@ def test_damaged_report(cli, tmp_path):
     damaged = tmp_path / "damaged.nsys-rep"
     damaged.write_bytes(os.urandom(4096))
     assert_one_line_error(cli("kernels", damaged), "nsys export could not read")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [(["idle", "--overhead-max-us", "1e308"], "--overhead-max-us is at most 9.22e+15 us (int64 ns), not 1e+308"),
+     (["advise", "--gap-ms", "1e300"], "--gap-ms is at most 9.22e+12 ms (int64 ns), not 1e+300"),
+     (["timeline", "--start", "1e308", "-o", "t.json"], "--start is at most 9.22e+12 ms (int64 ns), not 1e+308"),
+     (["timeline", "--end", "1e13", "-o", "t.json"], "--end is at most 9.22e+12 ms (int64 ns), not 1e+13")],
+    ids=["idle", "advise", "timeline start", "timeline end"],
+)  # fmt: skip
+def test_a_time_too_long_for_nanoseconds_is_a_usage_error(cli, tmp_path, monkeypatch, args, message):
+    """A finite time whose nanoseconds pass int64 (1e308 ms) raised OverflowError converting it."""
+    b = ExportBuilder("2026.2")
+    b.kernel(1_000, 2_000, "gemm", launch_at=500)
+    b.kernel(5_000, 6_000, "gemm", launch_at=4_500)
+    export = b.write(tmp_path / "t.sqlite")
+    monkeypatch.chdir(tmp_path)
+    result = cli(args[0], export, *args[1:])
+    assert result.exit_code == 2 and result.stderr.strip().splitlines()[-1] == f"Error: {message}", result.output
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["t.sqlite"]

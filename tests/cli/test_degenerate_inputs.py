@@ -6,6 +6,7 @@ No traceback anywhere: exit status 0 with the real values, or one error line."""
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import sqlite3
 from pathlib import Path
@@ -374,3 +375,19 @@ def test_a_gzip_timeline_header_has_the_same_partial_description(tmp_path):
     tracekit.timeline(export, tmp_path / "t.json.gz")
     with gzip.open(tmp_path / "t.json.gz") as handle:
         assert json.load(handle)["deviceProperties"] == [{"id": 0, "name": H100}]
+
+
+def test_a_trace_of_copies_and_sets_alone_is_not_said_to_have_no_cuda_activity(cli, tmp_path):
+    """No kernel but a copy and a set: CUDA was traced, so the error says what there is and how to see it
+    (it said the capture "traced no CUDA activity", a CPU-only run's message)."""
+    b = ExportBuilder("2026.2")
+    b.memcpy(1_000, 1_400, size=4096, launch_at=900)
+    b.memset(2_000, 2_100, size=64)
+    export = b.write(tmp_path / "copies.sqlite")
+    result = cli("kernels", export)
+    assert result.exit_code == 1
+    assert result.stderr.strip() == (f"Error: {export} has no CUDA kernels: its 2 GPU operations are memory copies and sets: --ops all "
+                                     "summarizes them (bandwidth measures them)")  # fmt: skip
+    every_op = cli("kernels", export, "--ops", "all", "--format", "csv")
+    assert every_op.exit_code == 0, every_op.output
+    assert pd.read_csv(io.StringIO(every_op.stdout))["Total Time (ns)"].sum() == 500

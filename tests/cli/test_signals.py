@@ -10,6 +10,7 @@ the n-th time, so the signal arrives mid-write at a known point. One test interr
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -119,23 +120,47 @@ def long_trace(tmp_path_factory) -> Path:
     return trace(tmp_path_factory.mktemp("long") / "long.sqlite", kernels=60_000)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_a_long_timeline_interrupted_while_writing(long_trace, tmp_path, sig):
-    """The issue's case itself, no wrapper: the signal arrives once the hidden .partial file exists."""
-    (tmp_path / "big.json").write_text("the previous timeline\n")
-    before = contents(tmp_path)
+def long_timeline(long_trace: Path, folder: Path, hangup: signal.Handlers = signal.SIG_DFL) -> subprocess.Popen:
+    """``timeline`` of the long trace into folder/big.json, started with SIGHUP's disposition ``hangup``
+    (SIG_IGN: as under nohup) and SIGINT's the default, whatever this test process has; returned once the
+    hidden .partial file exists."""
+
+    def dispositions() -> None:
+        signal.signal(signal.SIGHUP, hangup)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
     process = subprocess.Popen([sys.executable, "-m", "tracekit.cli", "timeline", str(long_trace), "-o", "big.json"],
-                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env={**os.environ, "TRACEKIT_CACHE": "0"})  # fmt: skip
+                               cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "TRACEKIT_CACHE": "0"}, preexec_fn=dispositions)  # fmt: skip
     deadline = time.monotonic() + 120
-    while not list(tmp_path.glob(".big.json.*.partial")) and process.poll() is None and time.monotonic() < deadline:
+    while not list(folder.glob(".big.json.*.partial")) and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.01)
     assert process.poll() is None, "the timeline was written before it could be interrupted"
+    return process
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=lambda sig: sig.name)
+def test_a_long_timeline_interrupted_while_writing(long_trace, tmp_path, sig):
+    """The issue's case itself, no wrapper: the signal arrives once the hidden .partial file exists. SIGHUP
+    (the terminal closed, an ssh session dropped) left the .partial file behind as SIGTERM once did."""
+    (tmp_path / "big.json").write_text("the previous timeline\n")
+    before = contents(tmp_path)
+    process = long_timeline(long_trace, tmp_path)
     process.send_signal(sig)
     _, stderr = process.communicate(timeout=60)
-    name = "SIGTERM" if sig == signal.SIGTERM else "Ctrl-C"
+    name = "Ctrl-C" if sig == signal.SIGINT else sig.name
     assert process.returncode == 1 and stderr.strip().splitlines()[-1] == MESSAGE.replace("SIGTERM", name)
     assert contents(tmp_path) == before
+
+
+def test_a_hangup_ignored_from_the_start_stays_ignored(long_trace, tmp_path):
+    """Under nohup (SIGHUP ignored when the program starts) a hangup does not stop the command."""
+    process = long_timeline(long_trace, tmp_path, hangup=signal.SIG_IGN)
+    process.send_signal(signal.SIGHUP)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 0, stderr
+    assert json.loads((tmp_path / "big.json").read_text())["traceEvents"]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["big.json"]
 
 
 def test_a_report_folder_holding_other_files_is_refused_untouched(cli, tmp_path):

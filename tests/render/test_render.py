@@ -186,3 +186,15 @@ def test_rows_of_sentences_show_as_cards_in_a_terminal_and_as_tables_in_files():
     assert second.splitlines() == ["2  launch-bound", "  What:      short", "  Time (ms): 0.0"]  # no Fix: no line
     assert renderer.render_text(result, "csv").splitlines()[0] == "Rank,Finding,What,Time (ns),Fix"
     assert "| Rank | Finding |" in renderer.render_text(result, "md")
+
+
+def test_a_table_of_no_rows_reads_the_same_in_every_output_for_people(tmp_path):
+    """report.md printed a header over nothing where the terminal and report.html say "(no rows)" (a trace
+    whose one kernel leaves no gap: its idle-by-cause table), so the two pages of one report differed."""
+    from tracekit.render.html import table_html
+
+    empty = pd.DataFrame({"GPU": pd.Series([], dtype=object), "Idle (ms)": pd.Series([], dtype=float)})
+    assert renderer.terminal_table(empty) == "(no rows)"
+    assert renderer.markdown_table(empty) == "(no rows)"
+    assert table_html(empty) == "<p>(no rows)</p>"
+    assert renderer.render_text(Result.of("idle", empty, "Idle by cause"), "md") == "**Idle by cause**\n\n(no rows)"

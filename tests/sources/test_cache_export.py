@@ -201,3 +201,55 @@ def test_a_table_being_written_is_served_from_memory(export):
             assert served is not None and served.equals(frame.loc[:, ["start", "end"]])
             assert cache.load("gpu_ops", ["no_such_column"]) is None
     assert cache.load("gpu_ops") is not None and not cache._pending
+
+
+def test_two_commands_writing_one_table_at_once_leave_it_whole(export, monkeypatch):
+    """Two processes caching the same table (`tracekit idle big.sqlite & tracekit launches big.sqlite`) wrote
+    into one shared `.launches.partial` folder: one's columns.json renamed into place with the other's few
+    columns beside it, and every later command found the cache damaged. Writers interleave here as two
+    processes can (the in-process lock bypassed): A pauses before its columns.json, B writes a column, A ends."""
+    import threading
+    from pathlib import Path
+
+    import numpy as np
+
+    frame = open_trace(export).launches
+    folder = export.with_name(export.name + cache_module.SUFFIX)
+    shutil.rmtree(folder)
+    first, second = cache_module.TableCache(export, folder), cache_module.TableCache(export, folder)
+    columns = [(column, [str(c) for c in frame[column].cat.categories] if frame[column].dtype == "category" else None)
+               for column in frame.columns]  # fmt: skip
+    a_paused, b_wrote, a_done = threading.Event(), threading.Event(), threading.Event()
+    save, write_text = np.save, Path.write_text
+
+    def saving(path, values, **kwargs):
+        save(path, values, **kwargs)
+        if threading.current_thread().name == "B" and not b_wrote.is_set():
+            b_wrote.set()
+            a_done.wait(10)
+
+    def writing(path, text, *args, **kwargs):
+        if threading.current_thread().name == "A" and path.name == "columns.json":
+            a_paused.set()
+            b_wrote.wait(10)
+        return write_text(path, text, *args, **kwargs)
+
+    monkeypatch.setattr(np, "save", saving)
+    monkeypatch.setattr(Path, "write_text", writing)
+
+    def run_a() -> None:
+        first._store("launches", frame, columns)
+        a_done.set()
+
+    a = threading.Thread(target=run_a, name="A")
+    b = threading.Thread(target=lambda: (a_paused.wait(10), second._store("launches", frame, columns)), name="B")
+    a.start()
+    b.start()
+    a.join(30)
+    b.join(30)
+    monkeypatch.undo()
+    reader = cache_module.TableCache(export, folder)
+    loaded = reader.load("launches")
+    assert reader.damaged == [] and loaded is not None
+    pd.testing.assert_frame_equal(loaded, frame, check_categorical=False)
+    assert sorted(path.name for path in folder.iterdir()) == ["key.json", "launches"]  # no partial folder left

@@ -53,12 +53,15 @@ def run_command(
         raise UsageError(f"{spec.name}: {strange[0]!r} is neither a path nor an open trace or snapshot")
     if spec.inputs == "snapshots":
         return _on_snapshots(spec, items, options)
-    if spec.inputs == "pair":  # (A and B may be one file: comparing a run with itself is allowed)
-        return _on_pair(spec, items, options)
-    from tracekit.analysis.many.distinct import distinct_inputs
+    from tracekit.model.trace import command_notes
 
-    items, repeated = distinct_inputs(items)
-    result = _on_traces(spec, items, options, many, progress)
+    with command_notes():  # what the analyses find in an open trace is this command's to say
+        if spec.inputs == "pair":  # (A and B may be one file: comparing a run with itself is allowed)
+            return _on_pair(spec, items, options)
+        from tracekit.analysis.many.distinct import distinct_inputs
+
+        items, repeated = distinct_inputs(items)
+        result = _on_traces(spec, items, options, many, progress)
     result.notes += [note for note in repeated if note not in result.notes]
     return result
 

@@ -28,6 +28,19 @@ class OptionError(UsageError):
     """An option's value is not one the option takes."""
 
 
+# Times are kept as int64 nanoseconds: a time option's value, finite as it may be (1e308 ms), must fit.
+NS_PER = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+LONGEST_NS = 2**63 - 1
+
+
+def longest_time_error(name: str, value: float, unit: str) -> OptionError | None:
+    """The error for a time option ``name`` whose ``value`` in ``unit`` is past int64 nanoseconds, else None."""
+    longest = LONGEST_NS / NS_PER[unit]
+    if abs(value) <= longest:
+        return None
+    return OptionError(f"{named(name)} is at most {longest:.3g} {unit} (int64 ns), not {value:g}")
+
+
 @dataclass(frozen=True)
 class Declared:
     """What a field declares besides its default.
@@ -178,6 +191,9 @@ def _number(name: str, value: Any, declared: Declared) -> int | float:
         raise OptionError(f"{named(name)} is {what}, not {value!r}")
     if declared.minimum is not None and value < declared.minimum:
         raise OptionError(f"{named(name)} is at least {declared.minimum:g}, not {value!r}")
+    too_long = longest_time_error(name, value, declared.unit) if declared.unit in NS_PER else None
+    if too_long is not None:
+        raise too_long
     return value
 
 

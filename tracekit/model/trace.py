@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, TypeVar
@@ -27,6 +29,27 @@ TORCH_PROFILER = "torch.profiler"  # ``TraceMeta.tool`` of a torch.profiler (Kin
 TABLES = tuple(table.table for table in schema.TRACE_TABLES)
 SCHEMAS = {table.table: table for table in schema.TRACE_TABLES}
 T = TypeVar("T")
+# Per command (``command_notes``) and per thread of it: each Trace's notes found by analyses (by ``id``).
+_COMMAND_NOTES: ContextVar[dict[int, list[str]] | None] = ContextVar("tracekit_command_notes", default=None)
+
+
+@contextmanager
+def command_notes() -> Iterator[dict[int, list[str]]]:
+    """One command's scope for what its analyses find in a trace (``Trace.note_found``): said by this command
+    (and the command around it, if any), not by every later command on the same Trace, so a command's notes
+    never depend on what ran before it on the Trace (other calls, other threads). Yields the scope's notes,
+    per trace (by ``id``)."""
+    outer = _COMMAND_NOTES.get()
+    scope: dict[int, list[str]] = {}
+    token = _COMMAND_NOTES.set(scope)
+    try:
+        yield scope
+    finally:
+        _COMMAND_NOTES.reset(token)
+        if outer is not None:  # a command run by another (a report's sections): its notes are the outer's too
+            for key, notes in scope.items():
+                held = outer.setdefault(key, [])
+                held += [note for note in notes if note not in held]
 
 
 @dataclass
@@ -105,6 +128,7 @@ class Trace:
         self.meta = meta
         self.loaders = loaders
         self._derived: dict[str, object] = {}
+        self._derived_notes: dict[str, list[str]] = {}  # per derived value, the notes its computing found
         self._dropped: dict[str, int] = {}
         self._unknown: dict[str, dict[str, int]] = {}  # per table, values read as unknown per column
         self._notes: list[str] = []
@@ -116,6 +140,17 @@ class Trace:
         """Something a reader wants the user told (a damaged cache rebuilt, say); once per text."""
         if text not in self._notes:
             self._notes.append(text)
+
+    def note_found(self, text: str) -> None:
+        """Something an analysis found in the tables (ops with no launching call, say): told by the command
+        running now (``command_notes``), once; outside any command, by every later one, as ``note``."""
+        scope = _COMMAND_NOTES.get()
+        if scope is None:
+            self.note(text)
+            return
+        held = scope.setdefault(id(self), [])
+        if text not in held:
+            held.append(text)
 
     def _load(self, table: str, frame: pd.DataFrame | None = None, partial: bool = False) -> pd.DataFrame:
         if frame is None and self._has_columns(table):  # the whole table through the column reader
@@ -162,7 +197,8 @@ class Trace:
             for table, counts in self._unknown.items()
             if (total := sum(counts.values()))
         ]
-        return dropped + unknown + self._notes
+        found = (_COMMAND_NOTES.get() or {}).get(id(self), [])
+        return dropped + unknown + self._notes + [note for note in found if note not in self._notes]
 
     @property
     def range_notes(self) -> list[str]:
@@ -289,7 +325,11 @@ class Trace:
         """Something analyses compute from the tables (the GPU-op-to-launch join, say), computed once
         per trace however many analyses of one command or report ask for it."""
         if key not in self._derived:
-            self._derived[key] = compute()
+            with command_notes() as found:  # what computing it found is said by every command that uses it
+                self._derived[key] = compute()
+            self._derived_notes[key] = found.get(id(self), [])
+        for note in self._derived_notes.get(key, ()):
+            self.note_found(note)
         return self._derived[key]  # type: ignore[return-value]  # stored by this key's own compute
 
     def optional(self, table: str) -> pd.DataFrame | None:

@@ -226,7 +226,10 @@ def terminal_cards(frame: pd.DataFrame, heading: int, width: int = 110) -> str:
 
 
 def markdown_table(frame: pd.DataFrame) -> str:
-    """A GitHub Markdown table (numbers right-aligned); every cell and header is text, never markup."""
+    """A GitHub Markdown table (numbers right-aligned); every cell and header is text, never markup. A table
+    of no rows reads "(no rows)", as in a terminal and report.html (a header alone read as a table)."""
+    if frame.empty:
+        return "(no rows)"
     headers, columns, right = _formatted(frame, for_terminal=False)
     rows = [
         "| " + " | ".join(md_text(header) for header in headers) + " |",

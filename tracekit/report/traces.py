@@ -39,7 +39,7 @@ from tracekit.commands.command_line import command_line
 from tracekit.errors import NoGpuDataError, TracekitError, UsageError
 from tracekit.model.result import Chart
 from tracekit.model.schema import GPU_OPS
-from tracekit.model.trace import Trace
+from tracekit.model.trace import Trace, command_notes
 from tracekit.render.markup import md_code, md_prose, md_text
 from tracekit.render.tables import in_unit
 from tracekit.report.comparison import TOP_KERNELS, comparison_section
@@ -61,8 +61,12 @@ GPU_SECTIONS = (ADVICE_HEADING, BREAKDOWN_HEADING, TOP_KERNELS_HEADING, WHY_HEAD
 
 
 def report_name(inputs: list[Path]) -> str:
+    """The report's folder name in ``reports/``: the inputs' names joined, in letters, digits and ``._-``.
+    Never hidden nor ``.`` or ``..`` (a file ``..sqlite`` would otherwise name ``reports`` itself, and
+    ``...sqlite`` the working folder, each then replaced whole by the report): leading dots are dropped,
+    and a name left empty is "report"."""
     names = [(path.resolve().name if path.is_dir() else path.stem) for path in inputs]
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", "-vs-".join(names))[:120]
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", "-vs-".join(names))[:120].lstrip(".") or "report"
 
 
 def write_report(
@@ -109,8 +113,10 @@ def write_report(
                          for label, name, path, trace in zip(labels, run_labels(paths), paths, traces)]  # fmt: skip
             document.write_html(staging / "report.html", f"tracekit report: {report_name(paths)}", timelines)
 
-    # refused before any picture is drawn when the folder holds anything but a previous report (or an input)
-    write_report_folder(folder, write_into)
+    # refused before any picture is drawn when the folder holds anything but a previous report (or an input);
+    # one command: what its sections' analyses find in a trace is said under that input (``trace.warnings``)
+    with command_notes():
+        write_report_folder(folder, write_into)
     return folder / "report.md"
 
 

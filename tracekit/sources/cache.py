@@ -22,6 +22,7 @@ import json
 import os
 import shutil
 import threading
+import uuid
 from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -201,6 +202,7 @@ class TableCache:
 
         if not self._ours():
             return
+        partial = None
         try:
             if not self._valid():
                 if self.folder.exists():
@@ -208,8 +210,8 @@ class TableCache:
                 self.folder.mkdir(parents=True, exist_ok=True)
                 os.chmod(self.folder, _mode_like(self.export))
                 write_text(self.folder / "key.json", json.dumps(self.key))
-            partial = self.folder / f".{table}.partial"
-            shutil.rmtree(partial, ignore_errors=True)
+            # a folder of this writer's own: another process may be writing the same table right now
+            partial = self.folder / f".{table}.{uuid.uuid4().hex[:8]}.partial"
             partial.mkdir()
             checksums = {}
             for column, categories in columns:
@@ -223,9 +225,10 @@ class TableCache:
             if target.is_symlink():  # not ours to follow: remove the link itself, never what it points at
                 target.unlink()
             shutil.rmtree(target, ignore_errors=True)
-            os.replace(partial, target)  # whole tables appear at once
+            os.replace(partial, target)  # whole tables appear at once (another writer's, if it was first: kept)
         except (OSError, TracekitError):  # a cache that cannot be written is only a slower next start
-            shutil.rmtree(self.folder / f".{table}.partial", ignore_errors=True)  # no half table left behind
+            if partial is not None:
+                shutil.rmtree(partial, ignore_errors=True)  # no half table left behind
 
     def wrap(self, table: str, loader: Callable[[], pd.DataFrame]) -> Callable[[], pd.DataFrame]:
         """A loader that reads the cached table when there is one, else loads and caches it."""

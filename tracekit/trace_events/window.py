@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from tracekit.errors import UsageError
-from tracekit.model.options import OptionError, named
+from tracekit.model.options import OptionError, longest_time_error, named
 from tracekit.model.trace import Trace
 
 MAX_SEQUENCE_TRACKS = 20
@@ -40,6 +40,9 @@ class WindowOptions:
                 raise OptionError(
                     f"{named(name)} is a time in ms from the trace's first event (0 or more), not {value!r}"
                 )
+            too_long = longest_time_error(name, value, "ms") if value is not None else None
+            if too_long is not None:
+                raise too_long
         if self.start_ms is not None and self.end_ms is not None and self.end_ms <= self.start_ms:
             raise OptionError(
                 f"{named('end_ms')} ({self.end_ms}) must come after {named('start_ms')} ({self.start_ms})"

@@ -61,7 +61,10 @@ def kernel_mask(trace: Trace, ops: str = "kernels") -> np.ndarray | None:
                 if len(kinds) == 1
                 else "GPU operations are memory copies and sets"
             )
-            raise NoGpuDataError(f"{trace.name} has no CUDA kernels: its {len(kinds):,} {what}")
+            raise NoGpuDataError(
+                f"{trace.name} has no CUDA kernels: its {len(kinds):,} {what}: {named('ops')} all summarizes them "
+                "(bandwidth measures them)"
+            )
         raise NoGpuDataError(
             f"{trace.name} has no CUDA {'kernels' if ops == 'kernels' else 'GPU operations'}: the capture "
             "traced no CUDA activity (a CPU-only run, or nsys without its CUDA trace). Capture on an NVIDIA GPU "

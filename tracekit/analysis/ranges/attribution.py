@@ -53,7 +53,7 @@ def op_launches(trace: Trace) -> OpLaunches:
     launches: OpLaunches = trace.derived("op_launches", lambda: _join_launches(trace))
     unmatched = int((~launches.found).sum())
     if unmatched:  # said wherever ranges are asked about: these ops count in no range
-        trace.note(
+        trace.note_found(
             f"{unmatched:,} of {len(launches.found):,} GPU operations have no recorded launching call (no correlation "
             "id, or the call is not in the capture): no range owns them (they count only in whole-trace figures) and what follows launches (launch delays, queues, ops) leaves them out"
         )
