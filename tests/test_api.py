@@ -310,3 +310,10 @@ def test_eight_threads_on_one_trace_get_the_notes_of_one_thread(tmp_path):
         thread.join()
     assert len(got) == 40
     assert [(name, notes) for name, notes in got if notes != expected[name]] == []
+
+
+def test_python_dash_m_tracekit_is_the_command():
+    """``python -m tracekit`` (what a newcomer tries first) runs the command line, as ``tracekit`` does."""
+    ran = subprocess.run([sys.executable, "-m", "tracekit", "--version"], capture_output=True, text=True, cwd=ROOT)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip().endswith(tracekit.__version__)
