@@ -128,3 +128,19 @@ def test_ranges_commands(cli, trace):
     assert missing.exit_code == 1 and "its ranges include" in missing.output
     needs_range = cli("kernels", path, "--per-instance")
     assert needs_range.exit_code == 2 and "--range" in needs_range.output
+
+
+def test_a_range_name_that_matches_nothing_gets_an_error_of_one_short_line(cli, tmp_path):
+    """Range names such as pyprof's dict reprs run to kilobytes: the error names a few, each clipped
+    (it printed a 2 KB line on a real export)."""
+    b = ExportBuilder("2026.2")
+    long_name = "{'mod': 'torch', 'op': '__getattr__', 'args': [" + "{'name': '', 'type': 'str'}, " * 40 + "]}"
+    for index in range(10):
+        b.push_pop(100 * index, 100 * index + 50, f"{long_name} #{index}")
+    b.kernel(10, 20, "gemm")
+    path = b.write(tmp_path / "long_names.sqlite")
+    result = cli("kernels", path, "--range", "forward")
+    assert result.exit_code == 1
+    (line,) = result.stderr.strip().splitlines()
+    assert len(line) < 1_000 and line.count("…") == 8 and line.endswith(" ...")
+    assert "{'mod': 'torch', 'op': '__getattr__', 'args': [{'name': '',…, " in line

@@ -74,9 +74,16 @@ def known_names(trace: Trace, domain: str | None = None) -> str:
     counts = counts[counts > 0]
     if counts.empty:
         return no_ranges_reason(trace, domain)
-    shown = ", ".join(str(name) for name in counts.index[:8])
+    shown = ", ".join(_clipped(str(name)) for name in counts.index[:8])
     where = f" in domain {domain}" if domain else ""
     return f"its ranges{where} include: {shown}" + (" ..." if len(counts) > 8 else "")
+
+
+SHOWN_NAME_CHARS = 60  # an error is one line: a range named by a Python dict repr runs to kilobytes
+
+
+def _clipped(name: str) -> str:
+    return name if len(name) <= SHOWN_NAME_CHARS else name[: SHOWN_NAME_CHARS - 1] + "…"
 
 
 def no_ranges_reason(trace: Trace, domain: str | None = None) -> str:
