@@ -233,3 +233,21 @@ def test_exposed_communication_per_step(tmp_path):
     assert steps["Evidence"].tolist() == ["ProfilerStep#2: 8.000 ms exposed of 10.000 ms of communication",
                                           "ProfilerStep#1: 4.000 ms exposed of 6.000 ms of communication"]  # fmt: skip
     assert steps["Start (ns)"].tolist() == [19 * MS, -1 * MS]  # from the first GPU op, at 1 ms
+
+
+def test_fp32_matmul_evidence_says_the_gpus_each_kernel_ran_on(tmp_path):
+    """Each FP32 GEMM's evidence row names where it ran (it said "all GPUs", also on a one-GPU trace)."""
+    b = ExportBuilder("2026.2")
+    b.gpu(0, "GPU", 108, 40 << 30, 8, 0)
+    b.gpu(1, "GPU", 108, 40 << 30, 8, 0)
+    b.kernel(0, 10 * MS, "ampere_sgemm_128x64_nn", launch_at=-1 * MS)
+    b.kernel(0, 10 * MS, "ampere_sgemm_128x64_nn", device=1, launch_at=-1 * MS)
+    b.kernel(10 * MS, 14 * MS, "ampere_sgemm_64x32_tn", launch_at=9 * MS)
+    result = tracekit.advise(b.write(tmp_path / "two_gpus.sqlite"))
+    findings_table = result["findings"]
+    rank = int(findings_table.loc[findings_table["Finding"] == "fp32 matmul", "Rank"].iloc[0])
+    rows = result["evidence"].loc[result["evidence"]["Rank"] == rank]
+    assert rows[["Evidence", "Duration (ns)", "Where"]].values.tolist() == [
+        ["ampere_sgemm_128x64_nn x2", 20 * MS, "cuda:0, cuda:1"],
+        ["ampere_sgemm_64x32_tn x1", 4 * MS, "cuda:0"],
+    ]

@@ -127,9 +127,12 @@ def _fp32_matmul(trace: Trace, origin: int) -> Finding | None:
                 .groupby("name", as_index=False).agg(count=("duration", "size"), time=("duration", "sum"),
                                                       first=("start", "min"))
                 .sort_values("time", ascending=False, kind="stable").head(EVIDENCE_ROWS))  # fmt: skip
+    # where each ran: the GPUs it ran on ("all GPUs" said nothing on a one-GPU trace)
+    devices = (chosen.assign(name=chosen["name"].astype(str)).groupby("name")["device"]
+               .agg(lambda ran: ", ".join(f"cuda:{int(device)}" for device in sorted(set(ran.tolist())))))  # fmt: skip
     proof = evidence([f"{name} x{count:,}" for name, count in zip(per_name["name"], per_name["count"])],
                      per_name["first"].to_numpy() - origin, per_name["time"].to_numpy(),
-                     ["all GPUs"] * len(per_name))  # fmt: skip
+                     devices.loc[per_name["name"]].tolist())  # fmt: skip
     tf32 = (
         "allow TF32 (torch.set_float32_matmul_precision('high'), or torch.backends.cuda.matmul.allow_tf32 = True "
         "and torch.backends.cudnn.allow_tf32 = True) or train under torch.autocast('cuda', dtype=torch.bfloat16)"
