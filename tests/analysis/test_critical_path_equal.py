@@ -16,7 +16,7 @@ from helpers.kineto_builder import KinetoBuilder
 from helpers.nsys_builder import ExportBuilder
 
 import tracekit
-from tracekit.analysis.critical_path import analysis, longest
+from tracekit.analysis.critical_path import analysis, cpu_chains, longest
 from tracekit.analysis.critical_path.analysis import step_path
 from tracekit.analysis.critical_path.events import Events, hta_rounded, trace_events
 from tracekit.analysis.critical_path.graph import build, window_rows
@@ -82,6 +82,13 @@ def test_random_traces_of_many_steps_give_the_same_edges_in_every_window(tmp_pat
     path = random_steps(tmp_path / "random.json", seed, steps=10, threads=2 + seed % 2)
     assert assert_every_window(path, False) > 0
     assert assert_every_window(path, True) > 0
+
+
+def test_threads_too_long_for_one_sort_key_give_the_same_edges(tmp_path, monkeypatch):
+    """A capture whose threads' spans overflow one int64 key is walked by time, then by thread."""
+    monkeypatch.setattr(cpu_chains, "KEY_LIMIT", 0)
+    path = random_steps(tmp_path / "random.json", 3, steps=6, threads=3)
+    assert assert_every_window(path, False) > 0
 
 
 def test_improperly_nested_ranges_pop_the_top_of_the_stack_as_before(tmp_path):
