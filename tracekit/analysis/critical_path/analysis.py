@@ -61,15 +61,16 @@ HINTS = {
 @dataclass
 class StepPath:
     """One window's critical path: its label, process, bounds (ns), path length (ns), and per path edge
-    (in order): start (ns), weight (ns, negatives as 0), what bounds it (index into ``BOUNDS``, -1 for
-    a dependency or sync) and the event it is attributed to (row of the trace's ``Events``)."""
+    (in order): its source node (2 x row of the trace's ``Events``, + 1 for an event's end), weight (ns,
+    negatives as 0), what bounds it (index into ``BOUNDS``, -1 for a dependency or sync) and the event
+    it is attributed to (row of ``Events``)."""
 
     label: str
     pid: int | None
     start: int
     end: int
     length: int
-    edge_start: np.ndarray
+    source: np.ndarray
     weight: np.ndarray
     bound: np.ndarray
     event: np.ndarray
@@ -92,16 +93,14 @@ def step_path(events: Events, label: str, start: int, end: int, pid: int | None)
     kind, event = path.kind, path.attributed
     # later rules win: CPU, then an op's own time on the GPU (communication for NCCL kernels), the delays,
     # and none for dependencies and syncs
-    bound = np.full(len(kind), BOUNDS.index(CPU), dtype=np.int64)
-    on_gpu = np.flatnonzero(event >= 0)
-    on_gpu = on_gpu[events.role[event[on_gpu]] >= GPU]
+    bound = np.full(len(kind), BOUNDS.index(CPU), dtype=np.int8)
+    on_gpu = np.flatnonzero(path.on_gpu)
     bound[on_gpu] = np.where(events.communication[event[on_gpu]], BOUNDS.index(COMMUNICATION), BOUNDS.index(COMPUTE))
     bound[kind == LAUNCH] = BOUNDS.index(LAUNCH_OVERHEAD)
     bound[kind == KERNEL_KERNEL] = BOUNDS.index(KERNEL_OVERHEAD)
     bound[(kind == DEPENDENCY) | (kind == SYNC_DEPENDENCY)] = -1
-    row = path.source // 2
-    source_time = np.where(path.source % 2 == 1, events.end[row], events.start[row])
-    return StepPath(label, pid, start, end, path.length, source_time, np.maximum(path.weight, 0), bound, event)
+    weight = np.maximum(path.weight, 0, out=path.weight)
+    return StepPath(label, pid, start, end, path.length, path.source, weight, bound, event)
 
 
 def step_paths(trace: Trace, options: CriticalPathOptions) -> tuple[list[StepPath], Events]:
@@ -196,23 +195,20 @@ def _names(events: Events, rows: np.ndarray) -> np.ndarray:
 def ops_table(paths: list[StepPath], events: Events, top: int) -> pd.DataFrame:
     """The events with most time on the paths, by name and bound: time, share of the paths, count (by
     time, then name; equal ones in the order they first come on the paths)."""
-    event = np.concatenate([path.event for path in paths])
-    bound = np.concatenate([path.bound for path in paths])
-    weight = np.concatenate([path.weight for path in paths])
-    counted = (bound >= 0) & (event >= 0) & (bound != BOUNDS.index(LAUNCH_OVERHEAD))
+    event, bound, weight = (np.concatenate([getattr(path, field) for path in paths]) if len(paths) > 1
+                            else getattr(paths[0], field) for field in ("event", "bound", "weight"))  # fmt: skip
+    counted = np.flatnonzero((bound >= 0) & (event >= 0) & (bound != BOUNDS.index(LAUNCH_OVERHEAD)))
     event, bound, weight = event[counted], bound[counted], weight[counted]
     # groups coded in the order they first come (events.names is sorted: a name's code is its place by name)
     group, keys = pd.factorize(events.name[event] * len(BOUNDS) + bound)
-    time = np.zeros(len(keys), dtype=np.int64)
-    np.add.at(time, group, weight)
+    time = _sums(group, weight, len(keys))
     count = np.zeros(len(keys), dtype=np.int64)  # distinct events per group: an event has one name
-    for index in range(len(BOUNDS)):
-        seen = np.zeros(len(events), dtype=bool)
+    seen = np.zeros(len(events), dtype=bool)
+    for index in np.unique(keys % len(BOUNDS)).tolist():
+        seen[:] = False
         seen[event[bound == index]] = True
         mine = keys % len(BOUNDS) == index
-        count[mine] = np.bincount(events.name[np.flatnonzero(seen)], minlength=len(events.names))[
-            keys[mine] // len(BOUNDS)
-        ]
+        count[mine] = np.bincount(events.name[seen], minlength=len(events.names))[keys[mine] // len(BOUNDS)]
     order = np.lexsort((np.arange(len(keys)), keys // len(BOUNDS), -time))[:top]
     total = sum(path.length for path in paths)
     return pd.DataFrame({
@@ -221,6 +217,16 @@ def ops_table(paths: list[StepPath], events: Events, top: int) -> pd.DataFrame:
         "Path Time (ns)": time[order], "Share (%)": 100.0 * time[order] / total if total else 0.0,
         "Events": count[order],
     })  # fmt: skip
+
+
+def _sums(group: np.ndarray, weight: np.ndarray, groups: int) -> np.ndarray:
+    """Per group, the sum of ``weight`` (ns, at least 0), exact: by floats where every sum stays below 2^53
+    (104 days), else integer by integer."""
+    if int(weight.sum()) < 2**53:
+        return np.bincount(group, weights=weight, minlength=groups).astype(np.int64)
+    sums = np.zeros(groups, dtype=np.int64)
+    np.add.at(sums, group, weight)
+    return sums
 
 
 def segments_table(path: StepPath, events: Events) -> pd.DataFrame:
@@ -232,27 +238,29 @@ def segments_table(path: StepPath, events: Events) -> pd.DataFrame:
     on_gpu = bound != BOUNDS.index(CPU)
     first = np.ones(len(counted), dtype=bool)
     first[1:] = on_gpu[1:] != on_gpu[:-1]
-    run = np.cumsum(first) - 1
+    starts = np.flatnonzero(first)  # each run's first edge
+    runs = len(starts)
+    sizes = np.diff(np.append(starts, len(counted)))
+    run = np.repeat(np.arange(runs), sizes)
     weight, event = path.weight[counted], path.event[counted]
-    runs = int(run[-1]) + 1 if len(run) else 0
-    by_bound = np.zeros(runs * len(BOUNDS), dtype=np.int64)
-    np.add.at(by_bound, run * len(BOUNDS) + bound, weight)
-    by_bound = by_bound.reshape(runs, len(BOUNDS))
+    by_bound = _sums(run * len(BOUNDS) + bound, weight, runs * len(BOUNDS)).reshape(runs, len(BOUNDS))
     longest = np.full(runs, "", dtype=object)
-    named = np.flatnonzero(event >= 0)
-    if len(named):  # runs are contiguous: each one's largest weight by a reduction, then its first edge of it
-        named_run, named_weight = run[named], weight[named]
-        starts = np.flatnonzero(np.concatenate([[True], named_run[1:] != named_run[:-1]]))
-        largest = np.repeat(np.maximum.reduceat(named_weight, starts), np.diff(np.append(starts, len(named))))
-        heaviest = named[named_weight == largest]
+    # each run's largest weight of an edge with an event, then its first edge of that weight
+    named_weight = np.where(event >= 0, weight, -1)
+    if runs:
+        largest = np.maximum.reduceat(named_weight, starts)
+        heaviest = np.flatnonzero(named_weight == np.repeat(largest, sizes))
         heaviest = heaviest[np.concatenate([[True], run[heaviest][1:] != run[heaviest][:-1]])]
+        heaviest = heaviest[event[heaviest] >= 0]
         longest[run[heaviest]] = _names(events, event[heaviest])
+    source = path.source[counted[starts]]
+    row = source >> 1
     return pd.DataFrame({
-        "Start (ns)": path.edge_start[counted][first] - path.start,
-        "On": np.where(on_gpu[first], "GPU", "CPU"),
+        "Start (ns)": np.where((source & 1) == 1, events.end[row], events.start[row]) - path.start,
+        "On": np.where(on_gpu[starts], "GPU", "CPU"),
         "Path Time (ns)": by_bound.sum(axis=1),
         "Bound By": np.asarray(BOUNDS, dtype=object)[np.argmax(by_bound, axis=1)] if runs else [],
-        "Edges": np.bincount(run, minlength=runs),
+        "Edges": sizes,
         "Longest": longest,
     })  # fmt: skip
 

@@ -86,7 +86,7 @@ class Events:
     record_call: np.ndarray  # CALL rows that are cudaEventRecord
     queue: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # ``queue_lengths``
     links: Any = None  # ``gpu_edges.event_links``: found once per trace, on the first window that needs them
-    cpu_by_start: Any = None  # ``graph.window_rows``: the CPU events lasting longer than 0, by start
+    cpu_rows: Any = None  # ``graph.window_rows``: the CPU events lasting longer than 0 (by start when needed)
 
     def __len__(self) -> int:
         return len(self.role)

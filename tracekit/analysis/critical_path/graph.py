@@ -79,8 +79,13 @@ class Graph:
 def window_rows(events: Events, start: int, end: int, pid: int | None = None) -> np.ndarray:
     """The rows of ``events`` a window [start, end] holds (see the module docstring), ascending; ``pid``:
     one process's events only."""
-    by_start, starts, waits = _cpu_by_start(events)
-    inside = by_start[np.searchsorted(starts, start, side="left") : np.searchsorted(starts, end, side="right")]
+    cpu = _cpu_rows(events)
+    waits = cpu.waits
+    if pid is None and len(cpu.rows) and start <= cpu.first_start and end >= cpu.last_start:
+        inside = cpu.rows  # the whole trace: every CPU event, no search
+    else:
+        by_start, starts = cpu.by_start(events)
+        inside = by_start[np.searchsorted(starts, start, side="left") : np.searchsorted(starts, end, side="right")]
     if pid is not None:
         inside = inside[events.pid[inside] == pid]
         waits = waits[events.pid[waits] == pid]
@@ -95,15 +100,30 @@ def window_rows(events: Events, start: int, end: int, pid: int | None = None) ->
     return np.unique(np.concatenate([inside, launched, waits]))
 
 
-def _cpu_by_start(events: Events) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The CPU events that last longer than 0, by start (and their starts), and the stream waits: found
-    once per trace."""
-    if events.cpu_by_start is None:
-        cpu = np.flatnonzero((events.role <= CALL) & (events.end > events.start))
-        cpu = cpu[np.argsort(events.start[cpu], kind="stable")]
-        waits = np.flatnonzero((events.role == SYNC) & (events.sync_kind == STREAM_WAIT))
-        events.cpu_by_start = (cpu, events.start[cpu], waits)
-    return events.cpu_by_start
+class _CpuRows:
+    """The CPU events that last longer than 0 (ascending), their first and last start, and the stream
+    waits: found once per trace; sorted by start only when a window is smaller than the trace."""
+
+    def __init__(self, events: Events):
+        self.rows = np.flatnonzero((events.role <= CALL) & (events.end > events.start))
+        starts = events.start[self.rows]
+        self.first_start = int(starts.min()) if len(starts) else 0
+        self.last_start = int(starts.max()) if len(starts) else 0
+        self.waits = np.flatnonzero((events.role == SYNC) & (events.sync_kind == STREAM_WAIT))
+        self._by_start: tuple[np.ndarray, np.ndarray] | None = None
+
+    def by_start(self, events: Events) -> tuple[np.ndarray, np.ndarray]:
+        """The rows by start, and their starts."""
+        if self._by_start is None:
+            order = np.argsort(events.start[self.rows], kind="stable")
+            self._by_start = self.rows[order], events.start[self.rows[order]]
+        return self._by_start
+
+
+def _cpu_rows(events: Events) -> _CpuRows:
+    if events.cpu_rows is None:
+        events.cpu_rows = _CpuRows(events)
+    return events.cpu_rows
 
 
 def build(events: Events, rows: np.ndarray) -> Graph:

@@ -36,12 +36,14 @@ CYCLE = ("the trace's events make a cycle in the dependency graph (events on one
 @dataclass
 class Path:
     """A path's edges in order, each: its source node (2 x row, + 1 for an end), weight (ns, as found),
-    kind and attributed event (-1: none); and its length (ns)."""
+    kind, attributed event (-1: none) and whether it is a GPU stream's chain edge (an op's own time or
+    the gap before it); and its length (ns)."""
 
     source: np.ndarray
     weight: np.ndarray
     kind: np.ndarray
     attributed: np.ndarray
+    on_gpu: np.ndarray
     length: int
 
 
@@ -49,7 +51,7 @@ def longest_path(graph: Graph) -> Path:
     """The path networkx's ``dag_longest_path`` takes through ``graph`` (see the module docstring)."""
     if not len(graph):
         empty = np.zeros(0, dtype=np.int64)
-        return Path(empty, empty, np.zeros(0, dtype=np.int8), empty, 0)
+        return Path(empty, empty, np.zeros(0, dtype=np.int8), empty, np.zeros(0, dtype=bool), 0)
     chained = graph.kind >= 0
     distances = _Distances(graph, np.where(chained, np.maximum(graph.weight, 0), 0),
                            np.maximum(graph.cross_weight, 0))  # fmt: skip
@@ -242,6 +244,7 @@ def _path_of(graph: Graph, pieces: list[tuple[int, int, int]], length: int) -> P
         weight=edges(graph.weight[chain], graph.cross_weight[into]),
         kind=edges(graph.kind[chain], graph.cross_kind[into]),
         attributed=edges(graph.attributed[chain], np.full(len(into), -1, dtype=np.int64)),
+        on_gpu=edges(chain >= graph.cpu_count, np.zeros(len(into), dtype=bool)),
         length=length,
     )
 
