@@ -101,8 +101,9 @@ def window_rows(events: Events, start: int, end: int, pid: int | None = None) ->
 
 
 class _CpuRows:
-    """The CPU events that last longer than 0 (ascending), their first and last start, and the stream
-    waits: found once per trace; sorted by start only when a window is smaller than the trace."""
+    """The CPU events that last longer than 0 (ascending), their first and last start, the first row past
+    the CPU side, and the stream waits: found once per trace; sorted by start only when a window is
+    smaller than the trace."""
 
     def __init__(self, events: Events):
         self.rows = np.flatnonzero((events.role <= CALL) & (events.end > events.start))
@@ -110,6 +111,10 @@ class _CpuRows:
         self.first_start = int(starts.min()) if len(starts) else 0
         self.last_start = int(starts.max()) if len(starts) else 0
         self.waits = np.flatnonzero((events.role == SYNC) & (events.sync_kind == STREAM_WAIT))
+        gpu_side = events.role > CALL
+        first = int(np.argmax(gpu_side)) if gpu_side.any() else len(events)
+        # the rows below it are the CPU side when it comes first (as ``trace_events`` lists it)
+        self.limit = first if gpu_side[first:].all() else None
         self._by_start: tuple[np.ndarray, np.ndarray] | None = None
 
     def by_start(self, events: Events) -> tuple[np.ndarray, np.ndarray]:
@@ -128,10 +133,11 @@ def _cpu_rows(events: Events) -> _CpuRows:
 
 def build(events: Events, rows: np.ndarray) -> Graph:
     """The graph of the window holding ``rows`` (ascending)."""
-    cpu = rows[events.role[rows] <= CALL]
-    chains = cpu_chains(events, cpu)
+    limit = _cpu_rows(events).limit
+    cpu = rows[events.role[rows] <= CALL] if limit is None else rows[: np.searchsorted(rows, limit)]
     gpu = gpu_edges(events, rows)
-    cpu_count = len(chains.node)
+    chains = cpu_chains(events, cpu, room=len(gpu.node))  # the GPU's chains go after the CPU's
+    cpu_count = chains.count
     ops = gpu.node[0::2] // 2  # the GPU ops in layout order
     op_order = np.argsort(ops)
 
@@ -147,14 +153,14 @@ def build(events: Events, rows: np.ndarray) -> Graph:
 
     source, target = positions(gpu.cross_source), positions(gpu.cross_target)
     first, last = _pairs(source * (cpu_count + len(gpu.node)) + target)
-    # the chains' arrays taken out of them one at a time, each freed once copied (the copies' extra memory)
-    held = vars(chains)
-    del held["start_at"], held["end_at"]
-    joined = {field: np.concatenate([held.pop(field), getattr(gpu, field)])
-              for field in ("node", "weight", "kind", "attributed")}  # fmt: skip
+    for field in ("node", "weight", "kind", "attributed"):
+        getattr(chains, field)[cpu_count:] = getattr(gpu, field)
     return Graph(
         rows=rows,
-        **joined,
+        node=chains.node,
+        weight=chains.weight,
+        kind=chains.kind,
+        attributed=chains.attributed,
         cpu_count=cpu_count,
         gpu_place=gpu.place,
         cross_source=source[first],

@@ -52,28 +52,29 @@ def longest_path(graph: Graph) -> Path:
     if not len(graph):
         empty = np.zeros(0, dtype=np.int64)
         return Path(empty, empty, np.zeros(0, dtype=np.int8), empty, np.zeros(0, dtype=bool), 0)
-    chained = graph.kind >= 0
-    distances = _Distances(graph, np.where(chained, np.maximum(graph.weight, 0), 0),
-                           np.maximum(graph.cross_weight, 0))  # fmt: skip
-    end = _end(graph, distances, chained)
+    distances = _Distances(graph, np.maximum(graph.weight, 0), np.maximum(graph.cross_weight, 0))
+    end = _end(graph, distances)
     return _walk_back(graph, distances, end)
 
 
 class _Distances:
     """Each node's longest distance from a node with no edge in, for chain weights ``weight`` (per
-    position, 0 at a chain's first) and cross-edge weights ``cross_weight``, both at least 0."""
+    position, at least 0; the array becomes the prefix sums) and cross-edge weights ``cross_weight`` (at
+    least 0)."""
 
     def __init__(
         self, graph: Graph, weight: np.ndarray, cross_weight: np.ndarray, last_input: np.ndarray | None = None
     ):
-        self.prefix = np.cumsum(weight)
         self.firsts = np.flatnonzero(graph.kind < 0)  # each chain's first position
+        weight[self.firsts] = 0  # no edge into it
+        self.prefix = np.cumsum(weight, out=weight)
         self.source, self.target, self.cross_weight = graph.cross_source, graph.cross_target, cross_weight
         self.inputs = np.union1d(self.firsts, self.target)
         if last_input is None:  # per position, the index of the last input at or before it (its chain's)
             is_input = np.zeros(len(weight), dtype=bool)
             is_input[self.inputs] = True
-            last_input = np.cumsum(is_input, dtype=np.int32) - 1
+            last_input = np.cumsum(is_input, dtype=np.int32)
+            last_input -= 1
         self.last_input = last_input
         self.input_chain = np.searchsorted(self.firsts, self.inputs, side="right") - 1
         self.at_first = np.isin(self.inputs, self.firsts, assume_unique=True)
@@ -172,7 +173,7 @@ class _Distances:
         return low
 
 
-def _end(graph: Graph, distances: _Distances, chained: np.ndarray) -> int:
+def _end(graph: Graph, distances: _Distances) -> int:
     """The path's last position: the first node of the largest distance in Kahn's order."""
     firsts = distances.firsts
     lasts = np.append(firsts[1:], len(graph)) - 1
@@ -190,7 +191,7 @@ def _end(graph: Graph, distances: _Distances, chained: np.ndarray) -> int:
         return int(roots[0])
     # unrelated candidates: the earlier Kahn generation (the most edges from a node with no edge in) first
     unit = np.ones(len(graph.cross_source), dtype=np.int64)
-    levels = _Distances(graph, chained.astype(np.int64), unit, distances.last_input)(roots)
+    levels = _Distances(graph, (graph.kind >= 0).astype(np.int64), unit, distances.last_input)(roots)
     roots = roots[levels == levels.min()]
     return int(roots[0]) if len(roots) == 1 else _first_in_kahn_order(graph, roots)
 
@@ -227,26 +228,30 @@ def _walk_back(graph: Graph, distances: _Distances, end: int) -> Path:
 
 
 def _path_of(graph: Graph, pieces: list[tuple[int, int, int]], length: int) -> Path:
-    """The path's edges from its pieces (in order): each a cross edge (or none) then a chain stretch."""
-    cross = np.asarray([piece[0] for piece in pieces], dtype=np.int64)
-    low = np.asarray([piece[1] for piece in pieces], dtype=np.int64)
-    sizes = np.maximum(np.asarray([piece[2] for piece in pieces], dtype=np.int64) - low + 1, 0)
-    before = np.cumsum(sizes) - sizes  # chain edges before each piece's
-    chain = np.repeat(low - before, sizes) + np.arange(int(sizes.sum()))  # the chain edges' positions, in order
-    has = cross >= 0
-    at, into = before[has], cross[has]  # each cross edge goes before its piece's chain edges
-
-    def edges(chained: np.ndarray, crossing: np.ndarray) -> np.ndarray:
-        return np.insert(chained, at, crossing)
-
-    return Path(
-        source=edges(graph.node[chain - 1], graph.node[graph.cross_source[into]]),
-        weight=edges(graph.weight[chain], graph.cross_weight[into]),
-        kind=edges(graph.kind[chain], graph.cross_kind[into]),
-        attributed=edges(graph.attributed[chain], np.full(len(into), -1, dtype=np.int64)),
-        on_gpu=edges(chain >= graph.cpu_count, np.zeros(len(into), dtype=bool)),
-        length=length,
-    )
+    """The path's edges from its pieces (in order): each a cross edge (or none) then a chain stretch, as
+    slices of the graph's arrays (a stretch lies in one chain)."""
+    cross = np.asarray([piece[0] for piece in pieces if piece[0] >= 0], dtype=np.int64)
+    crossing = {"node": graph.node[graph.cross_source[cross]], "weight": graph.cross_weight[cross],
+                "kind": graph.cross_kind[cross], "attributed": np.full(len(cross), -1, dtype=graph.attributed.dtype)}  # fmt: skip
+    parts: dict[str, list[np.ndarray]] = {field: [] for field in crossing}
+    sizes, on_gpu = [], []
+    taken = 0
+    for into, low, high in pieces:
+        if into >= 0:
+            for field, values in crossing.items():
+                parts[field].append(values[taken : taken + 1])
+            taken += 1
+            sizes.append(1)
+            on_gpu.append(False)
+        high = max(high, low - 1)
+        parts["node"].append(graph.node[low - 1 : high])  # a chain edge's source: the position before
+        for field in ("weight", "kind", "attributed"):
+            parts[field].append(getattr(graph, field)[low : high + 1])
+        sizes.append(high + 1 - low)
+        on_gpu.append(low >= graph.cpu_count)
+    joined = {field: np.concatenate(arrays) for field, arrays in parts.items()}
+    return Path(source=joined["node"], weight=joined["weight"], kind=joined["kind"], attributed=joined["attributed"],
+                on_gpu=np.repeat(np.asarray(on_gpu, dtype=bool), sizes), length=length)  # fmt: skip
 
 
 def _first_in_kahn_order(graph: Graph, tied: np.ndarray) -> int:
