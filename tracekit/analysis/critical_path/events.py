@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis.kernels.types import TYPES, op_types
-from tracekit.analysis.ranges.attribution import match_calls
+from tracekit.analysis.ranges.attribution import CallIndex
 from tracekit.model.range_specs import EMIT_NVTX_SUFFIX, shown_op_name
 from tracekit.model.schema import GPU_SYNCS, SYNC_KINDS
 from tracekit.model.trace import Trace
@@ -102,11 +102,16 @@ def _events(trace: Trace, as_hta: bool) -> Events:
     domains = [str(domain) for domain in ranges["domain"].cat.categories]
     domain_codes = ranges["domain"].cat.codes.to_numpy()
     kept = np.flatnonzero(domain_codes != domains.index("gpu")) if "gpu" in domains else slice(None)
-    calls = _outermost(trace.launches)
     ops = trace.columns("gpu_ops", OP_COLUMNS)
     syncs = trace.optional("gpu_syncs")
     if syncs is None:
         syncs = GPU_SYNCS.empty()
+    calls = trace.launches
+    sides = [(part["pid"].to_numpy(), part["correlation_id"].to_numpy()) for part in (ops, syncs)]
+    index = CallIndex(calls, sides)
+    if index.repeated():  # nsys 2022.4's pairs: the outer call only
+        calls = _outermost(calls)
+        index = CallIndex(calls, sides)
     sizes = [len(domain_codes[kept]), len(calls), len(ops), len(syncs)]
     offsets = np.cumsum([0, *sizes])
     total = int(offsets[-1])
@@ -127,7 +132,7 @@ def _events(trace: Trace, as_hta: bool) -> Events:
     recorded = np.asarray([RECORDED.search(name) is not None for name in distinct], dtype=bool)
     cpu_op = np.asarray([domain == "cpu_op" for domain in domains], dtype=bool)[domain_codes[kept]]
     operator = (cpu_op | emit_nvtx[codes]) & ~recorded[codes]
-    role = column([np.where(operator, OPERATOR, ANNOTATION), CALL, GPU, SYNC], np.int8)
+    role = column([np.where(operator, np.int8(OPERATOR), np.int8(ANNOTATION)), CALL, GPU, SYNC], np.int8)
 
     # what the tables show: operators without their domain, calls without their version, kernels by base name
     shown_ranges = [shown_op_name(name) for name in distinct]
@@ -136,7 +141,7 @@ def _events(trace: Trace, as_hta: bool) -> Events:
     sync_kind_codes = syncs["kind"].cat.codes.to_numpy().astype(np.int8)  # its categories are SYNC_KINDS
     labels = [*shown_ranges, *call_names, *op_names, *SYNC_KINDS]
     unique_labels, label_index = np.unique(np.asarray(labels, dtype=object), return_inverse=True)
-    label_index = label_index.reshape(-1)
+    label_index = label_index.reshape(-1).astype(np.int32)
     first_label = np.cumsum([0, len(shown_ranges), len(call_names), len(op_names)])
     call_codes = calls["name"].cat.codes.to_numpy()
     name = column([label_index[codes], label_index[first_label[1] + call_codes],
@@ -154,8 +159,8 @@ def _events(trace: Trace, as_hta: bool) -> Events:
     if as_hta:
         start, end = hta_rounded(start, end)
     partner = np.full(total, -1, dtype=np.int32)
-    for part, offset in ((ops, offsets[2]), (syncs, offsets[3])):
-        call = match_calls(calls, part["pid"].to_numpy(), part["correlation_id"].to_numpy())
+    for side, offset in enumerate((offsets[2], offsets[3])):
+        call = index.match(side)
         mine = np.flatnonzero(call >= 0)
         partner[offset + mine] = offsets[1] + call[mine]
         np.maximum.at(partner, offsets[1] + call[mine], offset + mine)  # a call with several: its last (as HTA)
@@ -217,10 +222,6 @@ def hta_rounded(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndar
 def _outermost(calls: pd.DataFrame) -> pd.DataFrame:
     """The calls less those recorded twice: of several rows with one (process, correlation id), the
     longest (the outer one of nsys 2022.4's pair)."""
-    correlation = calls["correlation_id"].to_numpy()
-    first = match_calls(calls, calls["pid"].to_numpy(), correlation)  # of each (pid, correlation id)
-    if not ((first >= 0) & (first != np.arange(len(calls)))).any():
-        return calls
     order = np.lexsort((-calls["duration"].to_numpy(), calls["correlation_id"].to_numpy(), calls["pid"].to_numpy()))
     ordered = calls.iloc[order]
     repeated = ordered.duplicated(["pid", "correlation_id"]).to_numpy() & (ordered["correlation_id"].to_numpy() >= 0)
