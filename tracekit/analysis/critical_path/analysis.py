@@ -24,6 +24,7 @@ from tracekit.analysis.critical_path.events import (
     GPU,
     KERNEL_KERNEL,
     LAUNCH,
+    RANGE_COLUMNS,
     SYNC_DEPENDENCY,
     Events,
     hta_rounded,
@@ -42,6 +43,7 @@ CPU, COMPUTE, COMMUNICATION = "CPU", "GPU Compute", "Communication"
 KERNEL_OVERHEAD, LAUNCH_OVERHEAD = "Kernel-Kernel Overhead", "Launch Overhead"
 BOUNDS = (CPU, COMPUTE, COMMUNICATION, KERNEL_OVERHEAD, LAUNCH_OVERHEAD)
 WHOLE_TRACE = "(whole trace)"
+STEP_COLUMNS = ("name", "pid", "start", "end")  # of the step ranges
 # The work of a window is about 1 µs and 140 bytes per event it holds (CPU events, the GPU ops they launched;
 # the trace's events as arrays and its tables take about as much again: 2.3 GB at 7.8M events). advise and the
 # report trace a whole trace without steps only up to WHOLE_TRACE_LIMIT events (about a second); no window is
@@ -105,13 +107,14 @@ def step_path(events: Events, label: str, start: int, end: int, pid: int | None)
 
 def step_paths(trace: Trace, options: CriticalPathOptions) -> tuple[list[StepPath], Events]:
     """The critical path of each step (``options.step``: one), or of the whole trace without steps."""
+    trace.need("ranges", {*RANGE_COLUMNS, *STEP_COLUMNS})  # one read of the ranges' columns used
     events = trace_events(trace, options.as_hta)
     if not (events.role >= GPU).any():
         raise NoGpuDataError(f"{trace.name}: no GPU operations: a critical path needs the GPU work and its launches")
     if not ((events.role == GPU) & (events.partner >= 0)).any():
         raise NoGpuDataError(f"{trace.name}: none of its GPU operations has its launching CUDA call in the trace: a "
                              "critical path needs both sides (capture the CUDA runtime calls too)")  # fmt: skip
-    steps = step_rows(trace, options.step_range)
+    steps = step_rows(trace, options.step_range, STEP_COLUMNS)
     if steps.empty:
         if options.step is not None or options.step_range:
             raise UsageError(f"{trace.name}: no steps (no ProfilerStep#N or step ranges"

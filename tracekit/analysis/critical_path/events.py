@@ -51,6 +51,7 @@ BLOCKING_CALLS = frozenset({
 })  # fmt: skip
 RECORD_CALL = "cudaEventRecord"
 OP_COLUMNS = ("start", "end", "kind", "name", "short_name", "device", "stream", "correlation_id", "pid")
+RANGE_COLUMNS = ("start", "end", "name", "domain", "pid", "tid")  # of the ranges' (their nesting is the walk's)
 
 
 @dataclass
@@ -98,7 +99,7 @@ def trace_events(trace: Trace, as_hta: bool = False) -> Events:
 
 
 def _events(trace: Trace, as_hta: bool) -> Events:
-    ranges = trace.ranges
+    ranges = trace.columns("ranges", RANGE_COLUMNS)
     domains = [str(domain) for domain in ranges["domain"].cat.categories]
     domain_codes = ranges["domain"].cat.codes.to_numpy()
     kept = np.flatnonzero(domain_codes != domains.index("gpu")) if "gpu" in domains else slice(None)
