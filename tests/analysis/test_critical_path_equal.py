@@ -16,7 +16,7 @@ from helpers.kineto_builder import KinetoBuilder
 from helpers.nsys_builder import ExportBuilder
 
 import tracekit
-from tracekit.analysis.critical_path import analysis, cpu_chains, longest
+from tracekit.analysis.critical_path import analysis, cpu_chains, kahn_order, longest
 from tracekit.analysis.critical_path.analysis import step_path
 from tracekit.analysis.critical_path.events import Events, hta_rounded, trace_events
 from tracekit.analysis.critical_path.graph import build, window_rows
@@ -106,10 +106,42 @@ def test_equal_paths_in_unrelated_chains_end_where_networkx_order_puts_them_firs
     for tid in (100, 101):
         b.annotation("aten::mm", 0, 10, cat="cpu_op", tid=tid).launch("cudaEventRecord", 2, 3, correlation=tid, tid=tid)
     seen = []
-    replay = longest._first_in_kahn_order
-    monkeypatch.setattr(longest, "_first_in_kahn_order", lambda graph, tied: seen.append(tied) or replay(graph, tied))
+    order = longest.first_in_kahn_order
+    monkeypatch.setattr(longest, "first_in_kahn_order",
+                        lambda graph, tied, generations: seen.append(tied) or order(graph, tied, generations))  # fmt: skip
     assert assert_every_window(b.write(tmp_path / "tie.json"), False) == 3
     assert len(seen) == 1 and len(seen[0]) == 2
+
+
+@pytest.mark.parametrize("seed", [2, 30, 129])
+def test_random_paths_tied_in_length_and_generation_end_as_networkx_orders_them(tmp_path, monkeypatch, seed):
+    """Random traces whose windows tie (found by search): networkx's order between the tied ends, found on
+    their trails back, is the one the reference replays node by node."""
+    seen = []
+    order = longest.first_in_kahn_order
+    monkeypatch.setattr(longest, "first_in_kahn_order",
+                        lambda graph, tied, generations: seen.append(tied) or order(graph, tied, generations))  # fmt: skip
+    path = random_steps(tmp_path / "random.json", seed, steps=10, threads=2 + seed % 2)
+    assert assert_every_window(path, False) > 0
+    assert seen
+
+
+def test_a_tie_between_long_chains_is_settled_on_their_trails_not_by_replaying_the_window(tmp_path, monkeypatch):
+    """Two threads doing the same work: two paths of one length, ending in one generation. Each end's trail
+    back is one stretch that no edge enters (a thread's operators and calls): stepped over at once, so the
+    tie costs a few look-ups, not a visit of the window's 2,400 nodes."""
+    b = KinetoBuilder()
+    for tid in (100, 101):
+        for index in range(300):
+            b.annotation("aten::mm", 20 * index, 10, cat="cpu_op", tid=tid)
+            b.launch("cudaEventRecord", 20 * index + 2, 3, correlation=1000 * tid + index, tid=tid)
+    looked_up = []
+    generation = kahn_order._KahnOrder.generation
+    monkeypatch.setattr(
+        kahn_order._KahnOrder, "generation", lambda self, at: looked_up.append(at) or generation(self, at)
+    )
+    assert assert_every_window(b.write(tmp_path / "tie.json"), False) == 4 * 300 - 1  # one thread's chain
+    assert 0 < len(looked_up) <= 4
 
 
 def test_a_cycle_is_refused_as_before():

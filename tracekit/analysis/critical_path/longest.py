@@ -4,7 +4,8 @@ networkx's rules: negative weights count as 0; each node's distance is the best 
 plus the edge's weight (the first best, in the order the edges were added), and the path ends at the
 first node of the largest distance in the order of Kahn's generations (nodes with no edge in, in the
 order they first appear among the edges; then each node's successors, in edge order, as their last
-predecessor is taken). Ties between equal-length paths are decided as networkx decides them.
+predecessor is taken). Ties between equal-length paths are decided as networkx decides them: by
+distance, then generation, then (``kahn_order``) the order of the ends' trails back.
 
 Computed on the graph's chains (``graph.Graph``), never node by node. Along a chain the distance is a
 prefix sum P of the chain's weights plus the running maximum of what enters it: at position i,
@@ -26,6 +27,7 @@ import pandas as pd
 
 from tracekit.analysis.critical_path.events import LAUNCH
 from tracekit.analysis.critical_path.graph import Graph
+from tracekit.analysis.critical_path.kahn_order import first_in_kahn_order
 from tracekit.errors import InvalidTraceError
 
 NONE = np.iinfo(np.int64).min // 4  # no input yet (below any distance less any prefix sum)
@@ -191,9 +193,10 @@ def _end(graph: Graph, distances: _Distances) -> int:
         return int(roots[0])
     # unrelated candidates: the earlier Kahn generation (the most edges from a node with no edge in) first
     unit = np.ones(len(graph.cross_source), dtype=np.int64)
-    levels = _Distances(graph, (graph.kind >= 0).astype(np.int64), unit, distances.last_input)(roots)
+    generations = _Distances(graph, (graph.kind >= 0).astype(np.int64), unit, distances.last_input)
+    levels = generations(roots)
     roots = roots[levels == levels.min()]
-    return int(roots[0]) if len(roots) == 1 else _first_in_kahn_order(graph, roots)
+    return int(roots[0]) if len(roots) == 1 else first_in_kahn_order(graph, roots, generations)
 
 
 def _walk_back(graph: Graph, distances: _Distances, end: int) -> Path:
@@ -252,37 +255,3 @@ def _path_of(graph: Graph, pieces: list[tuple[int, int, int]], length: int) -> P
     joined = {field: np.concatenate(arrays) for field, arrays in parts.items()}
     return Path(source=joined["node"], weight=joined["weight"], kind=joined["kind"], attributed=joined["attributed"],
                 on_gpu=np.repeat(np.asarray(on_gpu, dtype=bool), sizes), length=length)  # fmt: skip
-
-
-def _first_in_kahn_order(graph: Graph, tied: np.ndarray) -> int:
-    """Of ``tied`` (positions), the first in networkx's topological order, by replaying it node by node:
-    only for path ends equal in distance and in Kahn generation, on unrelated chains (whole-µs traces have
-    them now and then; real ns ones rarely). Python per node, over the edges as lists: slow on a large
-    window."""
-    chain = np.flatnonzero(graph.kind >= 0)
-    source = np.concatenate([chain - 1, graph.cross_source])
-    target = np.concatenate([chain, graph.cross_target])
-    place = np.concatenate([graph.place(chain), graph.cross_places()])
-    order = np.argsort(place, kind="stable")
-    source, target = source[order], target[order]
-    appearance = np.column_stack([source, target]).reshape(-1)
-    nodes, seen_at = np.unique(appearance, return_index=True)
-    by_appearance = nodes[np.argsort(seen_at, kind="stable")]
-    successors_order = np.argsort(source, kind="stable")
-    bounds = np.searchsorted(source[successors_order], np.arange(len(graph) + 1))
-    successors = target[successors_order].tolist()
-    bounds_list = bounds.tolist()
-    waiting = np.bincount(target, minlength=len(graph)).tolist()
-    wanted = set(tied.tolist())
-    generation = [node for node in by_appearance.tolist() if waiting[node] == 0]
-    while generation:
-        following = []
-        for node in generation:
-            if node in wanted:
-                return node
-            for successor in successors[bounds_list[node] : bounds_list[node + 1]]:
-                waiting[successor] -= 1
-                if not waiting[successor]:
-                    following.append(successor)
-        generation = following
-    raise InvalidTraceError(CYCLE)
