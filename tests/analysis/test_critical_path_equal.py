@@ -105,10 +105,7 @@ def test_equal_paths_in_unrelated_chains_end_where_networkx_order_puts_them_firs
     b = KinetoBuilder()
     for tid in (100, 101):
         b.annotation("aten::mm", 0, 10, cat="cpu_op", tid=tid).launch("cudaEventRecord", 2, 3, correlation=tid, tid=tid)
-    seen = []
-    order = longest.first_in_kahn_order
-    monkeypatch.setattr(longest, "first_in_kahn_order",
-                        lambda graph, tied, generations: seen.append(tied) or order(graph, tied, generations))  # fmt: skip
+    seen = _tied(monkeypatch)
     assert assert_every_window(b.write(tmp_path / "tie.json"), False) == 3
     assert len(seen) == 1 and len(seen[0]) == 2
 
@@ -117,13 +114,29 @@ def test_equal_paths_in_unrelated_chains_end_where_networkx_order_puts_them_firs
 def test_random_paths_tied_in_length_and_generation_end_as_networkx_orders_them(tmp_path, monkeypatch, seed):
     """Random traces whose windows tie (found by search): networkx's order between the tied ends, found on
     their trails back, is the one the reference replays node by node."""
+    seen = _tied(monkeypatch)
+    path = random_steps(tmp_path / "random.json", seed, steps=10, threads=2 + seed % 2)
+    assert assert_every_window(path, False) > 0
+    assert seen
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_threads_alike_tie_four_ways_and_end_as_networkx_orders_them(tmp_path, monkeypatch, seed):
+    """Four threads doing the same work: windows where all four paths tie."""
+    seen = _tied(monkeypatch)
+    path = random_steps(tmp_path / "alike.json", seed, steps=8, threads=4, alike=True)
+    assert assert_every_window(path, False) > 0
+    assert assert_every_window(path, True) > 0
+    assert len(seen) >= 4 and max(len(tied) for tied in seen) == 4
+
+
+def _tied(monkeypatch) -> list[np.ndarray]:
+    """The path ends networkx's order is asked to decide between, window by window (recorded)."""
     seen = []
     order = longest.first_in_kahn_order
     monkeypatch.setattr(longest, "first_in_kahn_order",
                         lambda graph, tied, generations: seen.append(tied) or order(graph, tied, generations))  # fmt: skip
-    path = random_steps(tmp_path / "random.json", seed, steps=10, threads=2 + seed % 2)
-    assert assert_every_window(path, False) > 0
-    assert seen
+    return seen
 
 
 def test_a_tie_between_long_chains_is_settled_on_their_trails_not_by_replaying_the_window(tmp_path, monkeypatch):
