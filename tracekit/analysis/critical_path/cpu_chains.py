@@ -196,8 +196,9 @@ def _walk_order(thread: np.ndarray, sizes: np.ndarray, start: np.ndarray,
                 end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
     """The walk: elements (starts 0..n-1, then ends n..2n-1) by thread, time, ends before starts, then
     starts longest first and earliest row first, ends shortest first and latest row first (HTA's order);
-    per element of the walk its clock; and the sort's key, free for other use. One sort of a key holding the thread, the time and start or
-    end (its runs of the tables' start order make it nearly sorted), then only ties by the rest."""
+    per element of the walk its clock; and the sort's key, free for other use. One sort of a key holding
+    the thread, the time and start or end (its runs of the tables' start order make it nearly sorted),
+    then only ties by the rest."""
     count = len(start)
     base = min(int(start.min()), int(end.min()))
     span = max(int(start.max()), int(end.max())) - base + 1

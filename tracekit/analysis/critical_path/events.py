@@ -65,7 +65,8 @@ class Events:
     feeds a stream's launch queue; blocking: a CALL in ``BLOCKING_CALLS``; communication: a GPU op that
     is an NCCL kernel; sync_kind (index into ``schema.SYNC_KINDS``, -1 on other rows), event_stream,
     event_correlation: SYNC rows (``schema.GPU_SYNCS``); correlation: CALL rows' correlation id. Rows
-    and names are held as int32 (a trace that fits in memory has far fewer than 2^30 events)."""
+    and names are held as int32 (a trace that fits in memory has far fewer than 2^30 events); tid, device,
+    correlation and event_correlation in the narrowest integer type that holds their values."""
 
     role: np.ndarray
     start: np.ndarray
@@ -117,8 +118,15 @@ def _events(trace: Trace, as_hta: bool) -> Events:
     offsets = np.cumsum([0, *sizes])
     total = int(offsets[-1])
 
-    def column(values: list[np.ndarray | int], dtype: type = np.int64) -> np.ndarray:
-        """One array over the four parts (ranges, calls, GPU ops, syncs): each part's values or a constant."""
+    def column(values: list[np.ndarray | int], dtype: type | None = np.int64) -> np.ndarray:
+        """One array over the four parts (ranges, calls, GPU ops, syncs): each part's values or a constant;
+        ``dtype`` None: the narrowest integer type holding them (half the memory of int64 or less)."""
+        if dtype is None:
+            bounds = [int(bound) for value in values
+                      for bound in ((value.min(), value.max()) if isinstance(value, np.ndarray) and len(value)
+                                    else (value, value) if not isinstance(value, np.ndarray) else ())]  # fmt: skip
+            dtype = next(kind for kind in (np.int16, np.int32, np.int64)
+                         if np.iinfo(kind).min <= min(bounds) and max(bounds) <= np.iinfo(kind).max)  # fmt: skip
         joined = np.empty(total, dtype=dtype)
         for low, high, value in zip(offsets[:-1], offsets[1:], values, strict=True):
             joined[low:high] = value
@@ -170,14 +178,14 @@ def _events(trace: Trace, as_hta: bool) -> Events:
         role=role, start=start, end=end, name=name, names=[str(label) for label in unique_labels],
         pid=column([ranges["pid"].to_numpy()[kept], calls["pid"].to_numpy(), ops["pid"].to_numpy(),
                     syncs["pid"].to_numpy()]),
-        tid=column([ranges["tid"].to_numpy()[kept], calls["tid"].to_numpy(), -1, -1]),
-        device=column([-1, -1, ops["device"].to_numpy(), syncs["device"].to_numpy()]),
+        tid=column([ranges["tid"].to_numpy()[kept], calls["tid"].to_numpy(), -1, -1], None),
+        device=column([-1, -1, ops["device"].to_numpy(), syncs["device"].to_numpy()], None),
         stream=column([-1, -1, ops["stream"].to_numpy(), syncs["stream"].to_numpy()], np.int32),
-        partner=partner, correlation=column([-1, calls["correlation_id"].to_numpy(), -1, -1]),
+        partner=partner, correlation=column([-1, calls["correlation_id"].to_numpy(), -1, -1], None),
         queued=calls_named(QUEUED_CALLS), blocking=calls_named(BLOCKING_CALLS), communication=communication,
         sync_kind=column([-1, -1, -1, sync_kind_codes], np.int8),
         event_stream=column([-1, -1, -1, syncs["event_stream"].to_numpy()], np.int32),
-        event_correlation=column([-1, -1, -1, syncs["event_correlation_id"].to_numpy()]),
+        event_correlation=column([-1, -1, -1, syncs["event_correlation_id"].to_numpy()], None),
         record_call=calls_named(frozenset({RECORD_CALL})),
     )  # fmt: skip
     found.queue = queue_lengths(found)
