@@ -79,8 +79,8 @@ class StepPath:
 
     def time_by_bound(self) -> np.ndarray:
         """ns per ``BOUNDS`` entry."""
-        counted = self.bound >= 0
-        return np.bincount(self.bound[counted], weights=self.weight[counted], minlength=len(BOUNDS)).astype(np.int64)
+        return np.asarray([np.sum(self.weight, where=self.bound == index) for index in range(len(BOUNDS))],
+                          dtype=np.int64)  # fmt: skip
 
 
 def step_path(events: Events, label: str, start: int, end: int, pid: int | None) -> StepPath:
@@ -206,12 +206,16 @@ def ops_table(paths: list[StepPath], events: Events, top: int) -> pd.DataFrame:
     group, keys = pd.factorize(events.name[event] * len(BOUNDS) + bound)
     time = _sums(group, weight, len(keys))
     count = np.zeros(len(keys), dtype=np.int64)  # distinct events per group: an event has one name
-    seen = np.zeros(len(events), dtype=bool)
     for index in np.unique(keys % len(BOUNDS)).tolist():
-        seen[:] = False
-        seen[event[bound == index]] = True
         mine = keys % len(BOUNDS) == index
-        count[mine] = np.bincount(events.name[seen], minlength=len(events.names))[keys[mine] // len(BOUNDS)]
+        bounded = event[bound == index]
+        if len(bounded) > len(events) // 16:  # many: marked in a mask over the events (no sort)
+            seen = np.zeros(len(events), dtype=bool)
+            seen[bounded] = True
+            named = events.name[seen]
+        else:
+            named = events.name[np.unique(bounded)]
+        count[mine] = np.bincount(named, minlength=len(events.names))[keys[mine] // len(BOUNDS)]
     order = np.lexsort((np.arange(len(keys)), keys // len(BOUNDS), -time))[:top]
     total = sum(path.length for path in paths)
     return pd.DataFrame({
@@ -237,25 +241,24 @@ def segments_table(path: StepPath, events: Events) -> pd.DataFrame:
     its start (from the window's start), its time on the path, the bound with most of it, its edges,
     and the event with most time in it (the first such)."""
     counted = np.flatnonzero(path.bound >= 0)
-    bound = path.bound[counted]
+    bound, weight, event = path.bound[counted], path.weight[counted], path.event[counted]
     on_gpu = bound != BOUNDS.index(CPU)
-    first = np.ones(len(counted), dtype=bool)
-    first[1:] = on_gpu[1:] != on_gpu[:-1]
-    starts = np.flatnonzero(first)  # each run's first edge
-    runs = len(starts)
-    sizes = np.diff(np.append(starts, len(counted)))
-    run = np.repeat(np.arange(runs), sizes)
-    weight, event = path.weight[counted], path.event[counted]
-    by_bound = _sums(run * len(BOUNDS) + bound, weight, runs * len(BOUNDS)).reshape(runs, len(BOUNDS))
+    starts = np.flatnonzero(np.concatenate([[True], on_gpu[1:] != on_gpu[:-1]])) if len(counted) else counted
+    runs, sizes = len(starts), np.diff(np.append(starts, len(counted)))
+    by_bound = np.zeros((runs, len(BOUNDS)), dtype=np.int64)
     longest = np.full(runs, "", dtype=object)
-    # each run's largest weight of an edge with an event, then its first edge of that weight
-    named_weight = np.where(event >= 0, weight, -1)
-    if runs:
-        largest = np.maximum.reduceat(named_weight, starts)
-        heaviest = np.flatnonzero(named_weight == np.repeat(largest, sizes))
-        heaviest = heaviest[np.concatenate([[True], run[heaviest][1:] != run[heaviest][:-1]])]
-        heaviest = heaviest[event[heaviest] >= 0]
-        longest[run[heaviest]] = _names(events, event[heaviest])
+    if runs:  # sums and maxima over each run by reductions over their starts, in one scratch array
+        scratch = np.empty_like(weight)
+        for index in np.unique(bound).tolist():
+            np.multiply(weight, bound == index, out=scratch)
+            by_bound[:, index] = np.add.reduceat(scratch, starts)
+        np.copyto(scratch, weight)
+        scratch[event < 0] = -1  # the largest weight of an edge with an event, then its first edge of it
+        largest = np.maximum.reduceat(scratch, starts)
+        hits = np.flatnonzero(scratch == np.repeat(largest, sizes))
+        heaviest = hits[np.searchsorted(hits, starts)]
+        named = event[heaviest] >= 0
+        longest[named] = _names(events, event[heaviest[named]])
     source = path.source[counted[starts]]
     row = source >> 1
     return pd.DataFrame({
