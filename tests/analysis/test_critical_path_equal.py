@@ -84,9 +84,11 @@ def test_random_traces_of_many_steps_give_the_same_edges_in_every_window(tmp_pat
     assert assert_every_window(path, True) > 0
 
 
-def test_threads_too_long_for_one_sort_key_give_the_same_edges(tmp_path, monkeypatch):
-    """A capture whose threads' spans overflow one int64 key is walked by time, then by thread."""
-    monkeypatch.setattr(cpu_chains, "KEY_LIMIT", 0)
+@pytest.mark.parametrize("limit", ["KEY_LIMIT", "FEW_THREADS"])
+def test_threads_walked_the_general_way_give_the_same_edges(tmp_path, monkeypatch, limit):
+    """A capture whose threads' spans overflow one int64 key is walked by time, then by thread; threads past
+    the few told apart a pass each are ranked by their (pid, tid) pairs."""
+    monkeypatch.setattr(cpu_chains, limit, 0)
     path = random_steps(tmp_path / "random.json", 3, steps=6, threads=3)
     assert assert_every_window(path, False) > 0
 
