@@ -27,7 +27,7 @@ import pandas as pd
 from tracekit.analysis.critical_path.events import CALL, DEPENDENCY, OP, OPERATOR, Events
 
 KEY_LIMIT = 2**62  # the walk's sort key: (thread x span + time) x 2 + start below 2^63
-FEW_THREADS = 16  # up to this many threads of one process, they are told apart by a pass per thread
+FEW_THREADS = 16  # up to this many (pid, tid) pairs, threads are told apart by a pass per pair
 
 
 @dataclass
@@ -178,17 +178,19 @@ def _rows(cpu: np.ndarray, local: np.ndarray, out: np.ndarray | None = None) -> 
 
 def _thread_ranks(pid: np.ndarray, tid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per event, its thread's rank in (pid, tid) order (small codes); and the events per thread."""
-    pids = pd.unique(pid)
-    tids = pd.unique(tid) if len(pids) == 1 else tid[:0]
-    if len(pids) == 1 and len(tids) <= FEW_THREADS:  # one process, few threads: a pass per thread
+    pids, tids = np.sort(pd.unique(pid)), np.sort(pd.unique(tid))
+    if len(pids) * len(tids) <= FEW_THREADS:  # few processes and thread ids: a pass per pair
         rank = np.zeros(len(tid), dtype=np.uint16)
-        counts = np.zeros(len(tids), dtype=np.int64)
-        for index, thread in enumerate(np.sort(tids).tolist()):
-            mine = tid == thread
-            if index:
-                rank[mine] = index
-            counts[index] = np.count_nonzero(mine)
-        return rank, counts
+        counts = []
+        for process in pids.tolist():
+            in_process = pid == process if len(pids) > 1 else None
+            for thread in tids.tolist():
+                mine = tid == thread if in_process is None else in_process & (tid == thread)
+                count = np.count_nonzero(mine)
+                if count:
+                    rank[mine] = len(counts)
+                    counts.append(count)
+        return rank, np.asarray(counts, dtype=np.int64)
     if len(pid) and min(pid.min(), tid.min()) >= 0 and max(pid.max(), tid.max()) < 2**31:
         pair = pid.astype(np.int64)
         pair <<= 31
