@@ -144,12 +144,13 @@ class _Walk:
         np.add(self.level, ~self.is_start, out=self.level)
         np.take(self.level, self.place, out=step)
         self.nested = np.array_equal(step[:count], step[count:])
+        self.scratch = step  # free again: one int32 per position for ``enclosing``
 
     def enclosing(self, ended: np.ndarray, cpu: np.ndarray) -> np.ndarray:
         """For ends ``ended`` (positions): the event enclosing each one's event when it started (row; -1 at
         the top level)."""
         if self.nested:
-            return _enclosing(ended, self.is_start, self.level, self.local, self.place, cpu)
+            return _enclosing(ended, self.is_start, self.level, self.local, self.place, cpu, self.scratch)
         return _enclosing_searched(ended, self.is_start, self.level, self.local, cpu)
 
 
@@ -263,15 +264,17 @@ def _popped(local: np.ndarray, is_start: np.ndarray, level: np.ndarray) -> np.nd
 
 
 def _enclosing(ended: np.ndarray, is_start: np.ndarray, level: np.ndarray, local: np.ndarray, place: np.ndarray,
-               cpu: np.ndarray) -> np.ndarray:  # fmt: skip
+               cpu: np.ndarray, pointer: np.ndarray) -> np.ndarray:  # fmt: skip
     """For ends ``ended`` (positions) of a properly nested walk: the event enclosing each one's event (row;
     -1 at the top level). An event's parent starts right before its first child; a later child starts
     right after its previous sibling's end. So each start points to its previous sibling's start, or is
     a first child; pointers are jumped (each to its pointer's pointer) until every one reaches a first
-    child: as many rounds as the log of the longest run of siblings."""
-    pointer = _arange(np.empty(len(level), dtype=np.int32))  # per start: the first child it leads back to (itself: one)
-    later = np.flatnonzero(is_start & (level > 1))
-    later = later[~is_start[later - 1]]
+    child: as many rounds as the log of the longest run of siblings. ``pointer``: an int32 per position,
+    free for use (only the starts below the top level are written and read)."""
+    inner_starts = np.flatnonzero(is_start & (level > 1))
+    pointer[inner_starts] = inner_starts  # a first child: itself
+    later = inner_starts[~is_start[inner_starts - 1]]
+    del inner_starts
     pointer[later] = place[local[later - 1]]
     while len(later):
         pointed = pointer[later]
