@@ -24,6 +24,7 @@ from tracekit.analysis.critical_path.events import (
     GPU,
     KERNEL_KERNEL,
     LAUNCH,
+    OP_COLUMNS,
     RANGE_COLUMNS,
     SYNC_DEPENDENCY,
     Events,
@@ -107,7 +108,10 @@ def step_path(events: Events, label: str, start: int, end: int, pid: int | None)
 
 def step_paths(trace: Trace, options: CriticalPathOptions) -> tuple[list[StepPath], Events]:
     """The critical path of each step (``options.step``: one), or of the whole trace without steps."""
-    trace.need("ranges", {*RANGE_COLUMNS, *STEP_COLUMNS})  # one read of the ranges' columns used
+    # one read of each table's columns used, the tables side by side
+    trace.need("ranges", {*RANGE_COLUMNS, *STEP_COLUMNS})
+    trace.need("gpu_ops", OP_COLUMNS)
+    trace.load_together(["ranges", "launches", "gpu_ops"])
     events = trace_events(trace, options.as_hta)
     if not (events.role >= GPU).any():
         raise NoGpuDataError(f"{trace.name}: no GPU operations: a critical path needs the GPU work and its launches")
