@@ -198,23 +198,19 @@ def queue_lengths(events: Events) -> np.ndarray:
     ops -1 at theirs; at one time launches come first. Over the whole trace (once per trace)."""
     calls = np.flatnonzero(events.queued & (events.partner >= 0))
     ops = events.partner[calls]
-    rows = np.concatenate([calls, ops])
-    step = np.concatenate([np.ones(len(calls), dtype=np.int64), -np.ones(len(ops), dtype=np.int64)])
-    streams, _ = pd.factorize(events.device[ops].astype(np.int64) * (2**32) + events.stream[ops], sort=True)
-    stream = np.concatenate([streams, streams])
+    streams, keys = pd.factorize(events.device[ops].astype(np.int64) * (2**32) + events.stream[ops], sort=True)
     # by stream, then time, then launches (listed first) before ops: a stable sort by time (the tables'
     # runs of time order), then a stable sort by stream (a radix sort of small codes)
     order = np.argsort(np.concatenate([events.start[calls], events.start[ops]]), kind="stable")
-    order = order[np.argsort(stream[order].astype(np.uint16) if len(ops) and streams.max() < 2**16
-                             else stream[order], kind="stable")]  # fmt: skip
-    running = np.cumsum(step[order])
-    key = stream[order]
-    first = np.ones(len(order), dtype=bool)
-    first[1:] = key[1:] != key[:-1]
-    base = np.maximum.accumulate(np.where(first, np.arange(len(order)), 0))
-    before = np.concatenate([[0], running])[base]  # the running sum before each stream's first row
+    stream = np.concatenate([streams, streams])[order]
+    order = order[np.argsort(stream.astype(np.uint16) if len(keys) < 2**16 else stream, kind="stable")]
+    # +1 per launch, -1 per op, summed over each stream's run (less the sum before it)
+    running = np.cumsum(np.where(order < len(calls), np.int32(1), np.int32(-1)), dtype=np.int32)
+    sizes = 2 * np.bincount(streams, minlength=len(keys))
+    before = np.append(0, running[np.cumsum(sizes)[:-1] - 1])[: len(sizes)]  # the sum before each stream's run
+    running -= np.repeat(before, sizes)
     lengths = np.full(len(events), -1, dtype=np.int32)
-    lengths[rows[order]] = running - before
+    lengths[np.concatenate([calls, ops])[order]] = running
     return lengths
 
 
