@@ -57,24 +57,9 @@ def cpu_chains(events: Events, cpu: np.ndarray, room: int = 0) -> CpuChains:
     start, end = events.start[rows], events.end[rows]
     walk = _Walk(events.pid[rows], events.tid[rows], start, end)
     node_role = (events.role[rows] == OPERATOR) | (events.role[rows] == CALL)
-    if walk.nested and node_role.all():  # every event a node, each end its own: the chain is the walk
-        at_walk, node_start, depth, popped = None, walk.is_start, walk.level, walk.local
-        clock, sizes = walk.clock, walk.sizes
-        start_at, end_at = walk.place[:count], walk.place[count:]
-    else:
-        popped = walk.local if walk.nested else _popped(walk.local, walk.is_start, walk.level)
-        clock = walk.clock
-        is_node = node_role[popped]
-        if not walk.nested:  # an end that popped another event: that one's end (same thread: same clock offset)
-            mismatched = np.flatnonzero(is_node & ~walk.is_start & (walk.local != popped))
-            clock[mismatched] += end[popped[mismatched]] - end[walk.local[mismatched]]
-        sizes = np.add.reduceat(is_node, np.append(0, np.cumsum(walk.sizes)[:-1]), dtype=np.int64)
-        at_walk = np.flatnonzero(is_node).astype(np.int32)
-        node_start, popped, clock = walk.is_start[at_walk], popped[at_walk], clock[at_walk]
-        depth = np.cumsum(np.where(node_start, np.int32(1), np.int32(-1)), dtype=np.int32)  # annotations left out
-        start_at, end_at = np.full(count, -1, dtype=np.int32), np.full(count, -1, dtype=np.int32)
-        start_at[popped[node_start]] = np.flatnonzero(node_start)
-        end_at[popped[~node_start]] = np.flatnonzero(~node_start)
+    found = _nodes(walk, node_role, end)
+    at_walk, node_start, depth, popped, clock = found.at_walk, found.is_start, found.depth, found.event, found.clock
+    sizes, start_at, end_at = found.sizes, found.start_at, found.end_at
     nodes = len(popped)
     if not nodes:
         return _no_chains(room, start_at, end_at)
@@ -109,7 +94,47 @@ def cpu_chains(events: Events, cpu: np.ndarray, room: int = 0) -> CpuChains:
     return CpuChains(node, weight, kind, attributed, nodes, start_at, end_at)
 
 
+@dataclass
+class _Nodes:
+    """The walk's nodes (operators' and calls' starts and ends), in walk order: their places in the walk
+    (None: every element is one), whether each is a start, its depth (a start's: after its push; counting
+    nodes only), its event (an improperly nested end: the one it popped), its clock (such an end: that
+    event's end), the nodes per thread, and each event's start and end node (-1: not a node)."""
+
+    at_walk: np.ndarray | None
+    is_start: np.ndarray
+    depth: np.ndarray
+    event: np.ndarray
+    clock: np.ndarray
+    sizes: np.ndarray
+    start_at: np.ndarray
+    end_at: np.ndarray
+
+
+def _nodes(walk: _Walk, node_role: np.ndarray, end: np.ndarray) -> _Nodes:
+    """The nodes of ``walk`` (``_Nodes``), ``node_role`` saying which events are nodes."""
+    count = len(end)
+    if walk.nested and node_role.all():  # every event a node, each end its own: the chain is the walk
+        place = walk.place
+        return _Nodes(None, walk.is_start, walk.level, walk.local, walk.clock, walk.sizes, place[:count], place[count:])
+    popped = walk.local if walk.nested else _popped(walk.local, walk.is_start, walk.level)
+    clock = walk.clock
+    is_node = node_role[popped]
+    if not walk.nested:  # an end that popped another event: that one's end (same thread: same clock offset)
+        mismatched = np.flatnonzero(is_node & ~walk.is_start & (walk.local != popped))
+        clock[mismatched] += end[popped[mismatched]] - end[walk.local[mismatched]]
+    sizes = np.add.reduceat(is_node, np.append(0, np.cumsum(walk.sizes)[:-1]), dtype=np.int64)
+    at_walk = np.flatnonzero(is_node).astype(np.int32)
+    node_start, popped, clock = walk.is_start[at_walk], popped[at_walk], clock[at_walk]
+    depth = np.cumsum(np.where(node_start, np.int32(1), np.int32(-1)), dtype=np.int32)  # annotations left out
+    start_at, end_at = np.full(count, -1, dtype=np.int32), np.full(count, -1, dtype=np.int32)
+    start_at[popped[node_start]] = np.flatnonzero(node_start)
+    end_at[popped[~node_start]] = np.flatnonzero(~node_start)
+    return _Nodes(at_walk, node_start, depth, popped, clock, sizes, start_at, end_at)
+
+
 def _no_chains(room: int, start_at: np.ndarray | None = None, end_at: np.ndarray | None = None) -> CpuChains:
+    """No CPU node (none in the window, or only annotations), and the room after them."""
     none = np.zeros(0, dtype=np.int32)
     return CpuChains(np.empty(room, dtype=np.int32), np.empty(room, dtype=np.int64), np.empty(room, dtype=np.int8),
                      np.empty(room, dtype=np.int32), 0, none if start_at is None else start_at,
