@@ -143,20 +143,55 @@ def _tied(monkeypatch) -> list[np.ndarray]:
 
 def test_a_tie_between_long_chains_is_settled_on_their_trails_not_by_replaying_the_window(tmp_path, monkeypatch):
     """Two threads doing the same work: two paths of one length, ending in one generation. Each end's trail
-    back is one stretch that no edge enters (a thread's operators and calls): stepped over at once, so the
-    tie costs a few look-ups, not a visit of the window's 2,400 nodes."""
+    back is one stretch that no edge enters (a thread's operators and calls): crossed at once, so the tie
+    costs a look-up or two, not a visit of the window's 2,400 nodes."""
     b = KinetoBuilder()
     for tid in (100, 101):
         for index in range(300):
             b.annotation("aten::mm", 20 * index, 10, cat="cpu_op", tid=tid)
             b.launch("cudaEventRecord", 20 * index + 2, 3, correlation=1000 * tid + index, tid=tid)
-    looked_up = []
-    generation = kahn_order._KahnOrder.generation
-    monkeypatch.setattr(
-        kahn_order._KahnOrder, "generation", lambda self, at: looked_up.append(at) or generation(self, at)
-    )
+    looked_up = _stretches_crossed(monkeypatch)
     assert assert_every_window(b.write(tmp_path / "tie.json"), False) == 4 * 300 - 1  # one thread's chain
-    assert 0 < len(looked_up) <= 4
+    assert 0 < len(looked_up) <= 2
+
+
+def test_a_tie_whose_trails_cross_a_sync_each_step_ends_as_networkx_orders_it(tmp_path, monkeypatch):
+    """Two threads, each launching to its own stream and waiting for it, the same way: the tied ends' trails
+    go back through every sync (each one's call end releases with its chain and its sync edge at once, a
+    trigger to settle); a few look-ups per step, the edges the reference's replay gives."""
+    b = KinetoBuilder()
+    for tid, stream in ((100, 7), (101, 20)):
+        for index in range(100):
+            at, correlation = 100 * index, 10 * (1000 * tid + 2 * index)
+            b.annotation("aten::mm", at, 60, cat="cpu_op", tid=tid)
+            b.launch("cudaLaunchKernel", at + 2, 3, correlation=correlation, tid=tid)
+            b.kernel("gemm_kernel", at + 10, 30, correlation=correlation, stream=stream)
+            b.launch("cudaStreamSynchronize", at + 20, 25, correlation=correlation + 1, tid=tid)
+            b.sync("Stream Sync", at + 44, 1, correlation + 1, stream=stream)
+    seen = _tied(monkeypatch)
+    looked_up = _stretches_crossed(monkeypatch)
+    assert assert_every_window(b.write(tmp_path / "syncs.json"), False) > 0
+    assert [len(tied) for tied in seen] == [2]
+    assert len(looked_up) <= 10 * 100
+
+
+def _stretches_crossed(monkeypatch) -> list[int]:
+    """The inputs whose generation the tie-break looks up, one per stretch a trail crosses (recorded)."""
+    looked_up: list[int] = []
+
+    class Counting(list):
+        def __getitem__(self, index):
+            looked_up.append(index)
+            return super().__getitem__(index)
+
+    setup = kahn_order._KahnOrder.__init__
+
+    def counting(self, graph, generations):
+        setup(self, graph, generations)
+        self.generation = Counting(self.generation)
+
+    monkeypatch.setattr(kahn_order._KahnOrder, "__init__", counting)
+    return looked_up
 
 
 def test_a_cycle_is_refused_as_before():

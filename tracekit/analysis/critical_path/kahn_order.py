@@ -7,14 +7,15 @@ successors in the order their edges were added, each as its last edge in is take
 most ties by distance and generation; this module orders path ends left equal in both (equal-length
 paths in unrelated chains: whole-µs traces have them now and then).
 
-Within generation g + 1, a node comes where its trigger does in generation g (the predecessor of
-generation g that comes last there: the one whose edge releases it), and among the successors of one
-trigger, in the order of their edges. So two nodes of one generation compare as their triggers do, one
-generation back, until the triggers meet (then the edges' order decides) or reach generation 0 (then
-first appearance does). Along a stretch of a chain that no launch or sync edge enters, a node's only
-predecessor (its trigger) is the node before it, so both walks step back over such stretches at once:
-the Python work is per launch or sync edge on the two ends' trails back, never per node, and only the
-edges into the nodes visited are looked up.
+Within generation g + 1, a node comes where its trigger does in generation g (its predecessor of
+generation g that comes last there: the one whose edge releases it), and among one trigger's
+successors, in the order of their edges. So two nodes of one generation compare as their triggers do,
+one generation back, and so on: along their trails back, until the trails meet (the order of the edges
+out of the meeting node decides) or reach generation 0 (first appearance decides). Along a stretch of
+a chain that no launch or sync edge enters, each node's trigger is the node before it, so a trail is a
+series of stretches, each entered from the trigger of the input (chain first or edge target) below the
+last. The triggers of every input are found at once, in arrays; the trails are then followed stretch
+by stretch in plain Python, a few list look-ups a stretch, until they share one: no node is visited.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from tracekit.analysis.critical_path.graph import Graph
 
 if TYPE_CHECKING:
     from tracekit.analysis.critical_path.longest import _Distances
+
+NO_TRIGGER, SEVERAL = -1, -2  # an input of generation 0; one whose predecessors tie for its trigger
 
 
 def first_in_kahn_order(graph: Graph, tied: np.ndarray, generations: _Distances) -> int:
@@ -41,63 +44,107 @@ def first_in_kahn_order(graph: Graph, tied: np.ndarray, generations: _Distances)
 
 
 class _KahnOrder:
-    """networkx's topological order between nodes of one generation, found on their trails back."""
+    """networkx's topological order between nodes of one generation, found on their trails back. Per
+    input (``generations.inputs``, by index): its generation, its trigger (position; ``NO_TRIGGER``,
+    ``SEVERAL`` until settled), the place of the trigger's edge into it, and the input below the trigger
+    on its chain (index); as lists, for look-ups in plain Python."""
 
     def __init__(self, graph: Graph, generations: _Distances):
         self.graph, self.generations = graph, generations
-        self.by_target = np.argsort(graph.cross_target, kind="stable")  # the launch and sync edges into each position
-        self.targets = graph.cross_target[self.by_target]
-        self.cross_places = graph.cross_places()
-        self.triggers: dict[int, int] = {}
-
-    def generation(self, position: int) -> int:
-        return int(self.generations(np.asarray([position]))[0])
+        inputs = generations.inputs
+        self.input = inputs.tolist()
+        generation = generations(inputs)
+        self.generation = generation.tolist()
+        # every input's predecessors (the position before it in its chain, its edges' sources) and places
+        chained = np.flatnonzero(graph.kind[inputs] >= 0)
+        into = np.concatenate([chained, generations.last_input[graph.cross_target]])
+        before = np.concatenate([inputs[chained] - 1, graph.cross_source])
+        place = np.concatenate([graph.place(inputs[chained]), graph.cross_places()])
+        releasing = generations(before) == generation[into] - 1  # of the generation just before its own
+        into, before, place = into[releasing], before[releasing], place[releasing]
+        counts = np.bincount(into, minlength=len(inputs))
+        trigger = np.full(len(inputs), NO_TRIGGER, dtype=np.int64)
+        trigger_place = np.zeros(len(inputs), dtype=np.int64)
+        trigger[into], trigger_place[into] = before, place  # right where an input has one
+        trigger[counts > 1] = SEVERAL
+        tied = np.flatnonzero(counts[into] > 1)
+        self.several: dict[int, list[tuple[int, int]]] = {}  # per input whose trigger ties: (node, place)s
+        for index, node, node_place in zip(into[tied].tolist(), before[tied].tolist(), place[tied].tolist(),
+                                           strict=True):  # fmt: skip
+            self.several.setdefault(index, []).append((node, node_place))
+        self.trigger, self.trigger_place = trigger.tolist(), trigger_place.tolist()
+        self.trigger_input = np.where(trigger >= 0, generations.last_input[np.maximum(trigger, 0)], -1).tolist()
 
     def before(self, first: int, second: int) -> bool:
         """Whether ``first`` comes before ``second`` (two positions of one generation)."""
-        inputs, last_input = self.generations.inputs, self.generations.last_input
+        return self._before(first, second, settle=True)
+
+    def _before(self, first: int, second: int, settle: bool = False) -> bool:
+        """``before``; where a trail reaches an input whose trigger is not settled yet, settles it (``settle``)
+        or raises _Unsettled (a comparison that settles one: its trails are short, and start again)."""
+        last_input = self.generations.last_input
+        # each trail: its current stretch (the input below it, by index), where it entered the stretch,
+        # and the input it came from (index; -1: the trail starts in this stretch)
+        trails = [[int(last_input[first]), first, -1], [int(last_input[second]), second, -1]]
         while True:
-            if self.generation(first) == 0:
-                return self._appearance(first) < self._appearance(second)
-            # back over the stretches no edge enters (each node's trigger: the node before it) at once
-            stretch = min(first - int(inputs[last_input[first]]), second - int(inputs[last_input[second]]))
-            if stretch > 0:
-                first, second = first - stretch, second - stretch
+            (low, entry, came), (other_low, other_entry, other_came) = trails
+            if low == other_low:  # one stretch: the trails meet where the later of them enters it
+                meeting = min(entry, other_entry)
+                return self._place_after(meeting, entry, came) < self._place_after(meeting, other_entry, other_came)
+            height, other_height = self.generation[low], self.generation[other_low]
+            if height == other_height == 0:  # both back at generation 0, apart
+                return self._appearance(self.input[low]) < self._appearance(self.input[other_low])
+            # the trail whose stretch ends first (going back) leaves it: for its input's trigger
+            for trail in trails if height == other_height else trails[:1] if height > other_height else trails[1:]:
+                index = trail[0]
+                if self.trigger[index] == SEVERAL:
+                    if not settle:
+                        raise _Unsettled(index)
+                    self._settle(index)
+                trail[:] = [self.trigger_input[index], self.trigger[index], index]
+
+    def _place_after(self, meeting: int, entry: int, came: int) -> int:
+        """The place of the edge a trail took out of ``meeting``: into the input it came from, when it
+        entered its stretch there, else along the chain."""
+        if entry == meeting and came >= 0:
+            return self.trigger_place[came]
+        return self._chain_place(meeting + 1)
+
+    def _chain_place(self, position: int) -> int:
+        """The place of the chain edge into ``position`` (``Graph.place``, for one position)."""
+        graph = self.graph
+        return position if position < graph.cpu_count else 2**62 + int(graph.gpu_place[position - graph.cpu_count])
+
+    def _settle(self, index: int) -> None:
+        """The trigger of an input whose predecessors of the generation before tie: the last of them.
+        Settling it can need others, of lower generations, settled first: they are, in turn."""
+        pending = [index]
+        while pending:
+            current = pending[-1]
+            try:
+                (last, place), *rest = self.several[current]
+                for node, node_place in rest:
+                    if self._before(last, node):
+                        last, place = node, node_place
+            except _Unsettled as unsettled:
+                pending.append(unsettled.index)
                 continue
-            first_trigger, second_trigger = self._trigger(first), self._trigger(second)
-            if first_trigger == second_trigger:
-                return self._edge_place(first_trigger, first) < self._edge_place(first_trigger, second)
-            first, second = first_trigger, second_trigger
-
-    def _trigger(self, position: int) -> int:
-        """The predecessor of ``position`` one generation back that comes last in that generation."""
-        if position not in self.triggers:
-            low, high = np.searchsorted(self.targets, [position, position + 1])
-            before = self.graph.cross_source[self.by_target[low:high]].tolist()
-            if self.graph.kind[position] >= 0:
-                before.append(position - 1)
-            generation = self.generation(position) - 1
-            before = [node for node in before if self.generation(node) == generation]
-            last = before[0]
-            for node in before[1:]:
-                if self.before(last, node):
-                    last = node
-            self.triggers[position] = last
-        return self.triggers[position]
-
-    def _edge_place(self, source: int, target: int) -> int:
-        """The place (``Graph.place``'s scale) of the edge from ``source`` to ``target``."""
-        if self.graph.kind[target] >= 0 and target - 1 == source:
-            return int(self.graph.place(np.asarray([target]))[0])
-        low, high = np.searchsorted(self.targets, [target, target + 1])
-        edges = self.by_target[low:high]
-        edge = edges[self.graph.cross_source[edges] == source].min()
-        return int(self.cross_places[edge])
+            self.trigger[current], self.trigger_place[current] = last, place
+            self.trigger_input[current] = int(self.generations.last_input[last])
+            pending.pop()
 
     def _appearance(self, position: int) -> int:
         """Where a node with no edge in first appears among the edges: its first edge out's place."""
-        places = self.cross_places[np.flatnonzero(self.graph.cross_source == position)].tolist()
+        places = self.graph.cross_places()[np.flatnonzero(self.graph.cross_source == position)].tolist()
         following = position + 1
         if following < len(self.graph) and self.graph.kind[following] >= 0:
-            places.append(int(self.graph.place(np.asarray([following]))[0]))
+            places.append(self._chain_place(following))
         return min(places)
+
+
+class _Unsettled(Exception):
+    """A trail reached an input whose trigger is still to be settled (``_KahnOrder._settle``)."""
+
+    def __init__(self, index: int):
+        super().__init__(index)
+        self.index = index
