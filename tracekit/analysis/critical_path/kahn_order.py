@@ -14,8 +14,10 @@ one generation back, and so on: along their trails back, until the trails meet (
 out of the meeting node decides) or reach generation 0 (first appearance decides). Along a stretch of
 a chain that no launch or sync edge enters, each node's trigger is the node before it, so a trail is a
 series of stretches, each entered from the trigger of the input (chain first or edge target) below the
-last. The triggers of every input are found at once, in arrays; the trails are then followed stretch
-by stretch in plain Python, a few list look-ups a stretch, until they share one: no node is visited.
+last. The triggers of every input are found at once, in arrays (a pass over the inputs and the launch
+and sync edges); the trails are then followed stretch by stretch in plain Python, a few list look-ups a
+stretch, until they share one. No node is visited one by one: a trail along a thread's operators crosses
+one stretch, one through a sync at every step one or two a step.
 """
 
 from __future__ import annotations
