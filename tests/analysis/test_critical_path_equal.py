@@ -16,7 +16,7 @@ from helpers.kineto_builder import KinetoBuilder
 from helpers.nsys_builder import ExportBuilder
 
 import tracekit
-from tracekit.analysis.critical_path import analysis, longest
+from tracekit.analysis.critical_path import analysis, cpu_chains, kahn_order, longest
 from tracekit.analysis.critical_path.analysis import step_path
 from tracekit.analysis.critical_path.events import Events, hta_rounded, trace_events
 from tracekit.analysis.critical_path.graph import build, window_rows
@@ -84,6 +84,15 @@ def test_random_traces_of_many_steps_give_the_same_edges_in_every_window(tmp_pat
     assert assert_every_window(path, True) > 0
 
 
+@pytest.mark.parametrize("limit", ["KEY_LIMIT", "FEW_THREADS"])
+def test_threads_walked_the_general_way_give_the_same_edges(tmp_path, monkeypatch, limit):
+    """A capture whose threads' spans overflow one int64 key is walked by time, then by thread; threads past
+    the few told apart a pass each are ranked by their (pid, tid) pairs."""
+    monkeypatch.setattr(cpu_chains, limit, 0)
+    path = random_steps(tmp_path / "random.json", 3, steps=6, threads=3)
+    assert assert_every_window(path, False) > 0
+
+
 def test_improperly_nested_ranges_pop_the_top_of_the_stack_as_before(tmp_path):
     """B starts inside A and ends after it: A's end pops B (the top), B's end pops A."""
     b = KinetoBuilder()
@@ -98,11 +107,91 @@ def test_equal_paths_in_unrelated_chains_end_where_networkx_order_puts_them_firs
     b = KinetoBuilder()
     for tid in (100, 101):
         b.annotation("aten::mm", 0, 10, cat="cpu_op", tid=tid).launch("cudaEventRecord", 2, 3, correlation=tid, tid=tid)
-    seen = []
-    replay = longest._first_in_kahn_order
-    monkeypatch.setattr(longest, "_first_in_kahn_order", lambda graph, tied: seen.append(tied) or replay(graph, tied))
+    seen = _tied(monkeypatch)
     assert assert_every_window(b.write(tmp_path / "tie.json"), False) == 3
     assert len(seen) == 1 and len(seen[0]) == 2
+
+
+@pytest.mark.parametrize("seed", [2, 30, 129])
+def test_random_paths_tied_in_length_and_generation_end_as_networkx_orders_them(tmp_path, monkeypatch, seed):
+    """Random traces whose windows tie (found by search): networkx's order between the tied ends, found on
+    their trails back, is the one the reference replays node by node."""
+    seen = _tied(monkeypatch)
+    path = random_steps(tmp_path / "random.json", seed, steps=10, threads=2 + seed % 2)
+    assert assert_every_window(path, False) > 0
+    assert seen
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_threads_alike_tie_four_ways_and_end_as_networkx_orders_them(tmp_path, monkeypatch, seed):
+    """Four threads doing the same work: windows where all four paths tie."""
+    seen = _tied(monkeypatch)
+    path = random_steps(tmp_path / "alike.json", seed, steps=8, threads=4, alike=True)
+    assert assert_every_window(path, False) > 0
+    assert assert_every_window(path, True) > 0
+    assert len(seen) >= 4 and max(len(tied) for tied in seen) == 4
+
+
+def _tied(monkeypatch) -> list[np.ndarray]:
+    """The path ends networkx's order is asked to decide between, window by window (recorded)."""
+    seen = []
+    order = longest.first_in_kahn_order
+    monkeypatch.setattr(longest, "first_in_kahn_order",
+                        lambda graph, tied, generations: seen.append(tied) or order(graph, tied, generations))  # fmt: skip
+    return seen
+
+
+def test_a_tie_between_long_chains_is_settled_on_their_trails_not_by_replaying_the_window(tmp_path, monkeypatch):
+    """Two threads doing the same work: two paths of one length, ending in one generation. Each end's trail
+    back is one stretch that no edge enters (a thread's operators and calls): crossed at once, so the tie
+    costs a look-up or two, not a visit of the window's 2,400 nodes."""
+    b = KinetoBuilder()
+    for tid in (100, 101):
+        for index in range(300):
+            b.annotation("aten::mm", 20 * index, 10, cat="cpu_op", tid=tid)
+            b.launch("cudaEventRecord", 20 * index + 2, 3, correlation=1000 * tid + index, tid=tid)
+    looked_up = _stretches_crossed(monkeypatch)
+    assert assert_every_window(b.write(tmp_path / "tie.json"), False) == 4 * 300 - 1  # one thread's chain
+    assert 0 < len(looked_up) <= 2
+
+
+def test_a_tie_whose_trails_cross_a_sync_each_step_ends_as_networkx_orders_it(tmp_path, monkeypatch):
+    """Two threads, each launching to its own stream and waiting for it, the same way: the tied ends' trails
+    go back through every sync (each one's call end releases with its chain and its sync edge at once, a
+    trigger to settle); a few look-ups per step, the edges the reference's replay gives."""
+    b = KinetoBuilder()
+    for tid, stream in ((100, 7), (101, 20)):
+        for index in range(100):
+            at, correlation = 100 * index, 10 * (1000 * tid + 2 * index)
+            b.annotation("aten::mm", at, 60, cat="cpu_op", tid=tid)
+            b.launch("cudaLaunchKernel", at + 2, 3, correlation=correlation, tid=tid)
+            b.kernel("gemm_kernel", at + 10, 30, correlation=correlation, stream=stream)
+            b.launch("cudaStreamSynchronize", at + 20, 25, correlation=correlation + 1, tid=tid)
+            b.sync("Stream Sync", at + 44, 1, correlation + 1, stream=stream)
+    seen = _tied(monkeypatch)
+    looked_up = _stretches_crossed(monkeypatch)
+    assert assert_every_window(b.write(tmp_path / "syncs.json"), False) > 0
+    assert [len(tied) for tied in seen] == [2]
+    assert len(looked_up) <= 10 * 100
+
+
+def _stretches_crossed(monkeypatch) -> list[int]:
+    """The inputs whose generation the tie-break looks up, one per stretch a trail crosses (recorded)."""
+    looked_up: list[int] = []
+
+    class Counting(list):
+        def __getitem__(self, index):
+            looked_up.append(index)
+            return super().__getitem__(index)
+
+    setup = kahn_order._KahnOrder.__init__
+
+    def counting(self, graph, generations):
+        setup(self, graph, generations)
+        self.generation = Counting(self.generation)
+
+    monkeypatch.setattr(kahn_order._KahnOrder, "__init__", counting)
+    return looked_up
 
 
 def test_a_cycle_is_refused_as_before():

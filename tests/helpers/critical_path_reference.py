@@ -233,8 +233,9 @@ def event_links(events: Events) -> _Links:
         return _Links(recorded, next_launch)
     launches = np.flatnonzero(events.queued & (events.partner >= 0))
     ops = events.partner[launches]
-    by_stream = _groups(launches, events.device[ops] * 2**32 + events.stream[ops], events.start[launches])
-    by_thread = _groups(launches, (events.device[ops] * 2**32 + events.stream[ops]) * 2**20
+    device = events.device[ops].astype(np.int64)
+    by_stream = _groups(launches, device * 2**32 + events.stream[ops], events.start[launches])
+    by_thread = _groups(launches, (device * 2**32 + events.stream[ops]) * 2**20
                         + (events.pid[launches] * 2**31 + events.tid[launches]) % 2**20, events.start[launches])  # fmt: skip
     record_calls = np.flatnonzero(events.record_call)
     record_at = {(int(p), int(c)): int(r) for p, c, r in

@@ -140,11 +140,14 @@ class _Steps:
             self.b.annotation("aten::overlapping", (at + end) // 2, end - at + 2, tid=tid, cat="cpu_op")
         return end
 
-    def build(self, steps: int) -> KinetoBuilder:
+    def build(self, steps: int, alike: bool = False) -> KinetoBuilder:
         time = 0
+        base = self.rng.randint(0, 2**31) if alike else 0
         for step in range(steps):
             ends = []
             for tid in self.threads:
+                if alike:  # the same work on every thread (its GPU ops differ: the streams are shared)
+                    self.rng = random.Random(base + step)
                 cursor = time + self.rng.randint(0, 2)
                 for _ in range(self.rng.randint(1, 4)):
                     cursor = self.operator(cursor, tid, 0) + self.rng.randint(0, 3)
@@ -154,6 +157,8 @@ class _Steps:
         return self.b
 
 
-def random_steps(path: Path, seed: int, steps: int = 8, threads: int = 2) -> Path:
-    """A random trace of ``steps`` ProfilerStep#N (see the module docstring), written to ``path``."""
-    return _Steps(seed, threads).build(steps).write(path)
+def random_steps(path: Path, seed: int, steps: int = 8, threads: int = 2, alike: bool = False) -> Path:
+    """A random trace of ``steps`` ProfilerStep#N (see the module docstring), written to ``path``. ``alike``:
+    every thread does the same work at the same times in each step, so equal-length paths in unrelated
+    chains (which networkx's order decides between) are the rule."""
+    return _Steps(seed, threads).build(steps, alike).write(path)

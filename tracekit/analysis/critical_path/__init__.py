@@ -6,5 +6,6 @@ that decides its time, as HolisticTraceAnalysis 0.5's ``critical_path_analysis``
 ``cpu_chains``  its CPU side: each thread's call stack walked in time order, as one chain of nodes
 ``gpu_edges``   its GPU side: each stream's ops as chains, launch delays, kernel gaps, sync edges
 ``longest``     the longest path through it (prefix sums along chains), with networkx's tie order
+``kahn_order``  networkx's order between path ends equal in length and generation, from their trails back
 ``analysis``    the command: per step, the path's time by what bounds it, the top ops, the path itself
 """

@@ -24,6 +24,8 @@ from tracekit.analysis.critical_path.events import (
     GPU,
     KERNEL_KERNEL,
     LAUNCH,
+    OP_COLUMNS,
+    RANGE_COLUMNS,
     SYNC_DEPENDENCY,
     Events,
     hta_rounded,
@@ -42,6 +44,7 @@ CPU, COMPUTE, COMMUNICATION = "CPU", "GPU Compute", "Communication"
 KERNEL_OVERHEAD, LAUNCH_OVERHEAD = "Kernel-Kernel Overhead", "Launch Overhead"
 BOUNDS = (CPU, COMPUTE, COMMUNICATION, KERNEL_OVERHEAD, LAUNCH_OVERHEAD)
 WHOLE_TRACE = "(whole trace)"
+STEP_COLUMNS = ("name", "pid", "start", "end")  # of the step ranges
 # The work of a window is about 1 µs and 140 bytes per event it holds (CPU events, the GPU ops they launched;
 # the trace's events as arrays and its tables take about as much again: 2.3 GB at 7.8M events). advise and the
 # report trace a whole trace without steps only up to WHOLE_TRACE_LIMIT events (about a second); no window is
@@ -61,23 +64,24 @@ HINTS = {
 @dataclass
 class StepPath:
     """One window's critical path: its label, process, bounds (ns), path length (ns), and per path edge
-    (in order): start (ns), weight (ns, negatives as 0), what bounds it (index into ``BOUNDS``, -1 for
-    a dependency or sync) and the event it is attributed to (row of the trace's ``Events``)."""
+    (in order): its source node (2 x row of the trace's ``Events``, + 1 for an event's end), weight (ns,
+    negatives as 0), what bounds it (index into ``BOUNDS``, -1 for a dependency or sync) and the event
+    it is attributed to (row of ``Events``)."""
 
     label: str
     pid: int | None
     start: int
     end: int
     length: int
-    edge_start: np.ndarray
+    source: np.ndarray
     weight: np.ndarray
     bound: np.ndarray
     event: np.ndarray
 
     def time_by_bound(self) -> np.ndarray:
         """ns per ``BOUNDS`` entry."""
-        counted = self.bound >= 0
-        return np.bincount(self.bound[counted], weights=self.weight[counted], minlength=len(BOUNDS)).astype(np.int64)
+        return np.asarray([np.sum(self.weight, where=self.bound == index) for index in range(len(BOUNDS))],
+                          dtype=np.int64)  # fmt: skip
 
 
 def step_path(events: Events, label: str, start: int, end: int, pid: int | None) -> StepPath:
@@ -92,27 +96,29 @@ def step_path(events: Events, label: str, start: int, end: int, pid: int | None)
     kind, event = path.kind, path.attributed
     # later rules win: CPU, then an op's own time on the GPU (communication for NCCL kernels), the delays,
     # and none for dependencies and syncs
-    bound = np.full(len(kind), BOUNDS.index(CPU), dtype=np.int64)
-    on_gpu = np.flatnonzero(event >= 0)
-    on_gpu = on_gpu[events.role[event[on_gpu]] >= GPU]
+    bound = np.full(len(kind), BOUNDS.index(CPU), dtype=np.int8)
+    on_gpu = np.flatnonzero(path.on_gpu)
     bound[on_gpu] = np.where(events.communication[event[on_gpu]], BOUNDS.index(COMMUNICATION), BOUNDS.index(COMPUTE))
     bound[kind == LAUNCH] = BOUNDS.index(LAUNCH_OVERHEAD)
     bound[kind == KERNEL_KERNEL] = BOUNDS.index(KERNEL_OVERHEAD)
     bound[(kind == DEPENDENCY) | (kind == SYNC_DEPENDENCY)] = -1
-    row = path.source // 2
-    source_time = np.where(path.source % 2 == 1, events.end[row], events.start[row])
-    return StepPath(label, pid, start, end, path.length, source_time, np.maximum(path.weight, 0), bound, event)
+    weight = np.maximum(path.weight, 0, out=path.weight)
+    return StepPath(label, pid, start, end, path.length, path.source, weight, bound, event)
 
 
 def step_paths(trace: Trace, options: CriticalPathOptions) -> tuple[list[StepPath], Events]:
     """The critical path of each step (``options.step``: one), or of the whole trace without steps."""
+    # one read of each table's columns used, the tables side by side
+    trace.need("ranges", {*RANGE_COLUMNS, *STEP_COLUMNS})
+    trace.need("gpu_ops", OP_COLUMNS)
+    trace.load_together(["ranges", "launches", "gpu_ops"])
     events = trace_events(trace, options.as_hta)
     if not (events.role >= GPU).any():
         raise NoGpuDataError(f"{trace.name}: no GPU operations: a critical path needs the GPU work and its launches")
     if not ((events.role == GPU) & (events.partner >= 0)).any():
         raise NoGpuDataError(f"{trace.name}: none of its GPU operations has its launching CUDA call in the trace: a "
                              "critical path needs both sides (capture the CUDA runtime calls too)")  # fmt: skip
-    steps = step_rows(trace, options.step_range)
+    steps = step_rows(trace, options.step_range, STEP_COLUMNS)
     if steps.empty:
         if options.step is not None or options.step_range:
             raise UsageError(f"{trace.name}: no steps (no ProfilerStep#N or step ranges"
@@ -196,23 +202,24 @@ def _names(events: Events, rows: np.ndarray) -> np.ndarray:
 def ops_table(paths: list[StepPath], events: Events, top: int) -> pd.DataFrame:
     """The events with most time on the paths, by name and bound: time, share of the paths, count (by
     time, then name; equal ones in the order they first come on the paths)."""
-    event = np.concatenate([path.event for path in paths])
-    bound = np.concatenate([path.bound for path in paths])
-    weight = np.concatenate([path.weight for path in paths])
-    counted = (bound >= 0) & (event >= 0) & (bound != BOUNDS.index(LAUNCH_OVERHEAD))
+    event, bound, weight = (np.concatenate([getattr(path, field) for path in paths]) if len(paths) > 1
+                            else getattr(paths[0], field) for field in ("event", "bound", "weight"))  # fmt: skip
+    counted = np.flatnonzero((bound >= 0) & (event >= 0) & (bound != BOUNDS.index(LAUNCH_OVERHEAD)))
     event, bound, weight = event[counted], bound[counted], weight[counted]
     # groups coded in the order they first come (events.names is sorted: a name's code is its place by name)
     group, keys = pd.factorize(events.name[event] * len(BOUNDS) + bound)
-    time = np.zeros(len(keys), dtype=np.int64)
-    np.add.at(time, group, weight)
+    time = _sums(group, weight, len(keys))
     count = np.zeros(len(keys), dtype=np.int64)  # distinct events per group: an event has one name
-    for index in range(len(BOUNDS)):
-        seen = np.zeros(len(events), dtype=bool)
-        seen[event[bound == index]] = True
+    for index in np.unique(keys % len(BOUNDS)).tolist():
         mine = keys % len(BOUNDS) == index
-        count[mine] = np.bincount(events.name[np.flatnonzero(seen)], minlength=len(events.names))[
-            keys[mine] // len(BOUNDS)
-        ]
+        bounded = event[bound == index]
+        if len(bounded) > len(events) // 16:  # many: marked in a mask over the events (no sort)
+            seen = np.zeros(len(events), dtype=bool)
+            seen[bounded] = True
+            named = events.name[seen]
+        else:
+            named = events.name[np.unique(bounded)]
+        count[mine] = np.bincount(named, minlength=len(events.names))[keys[mine] // len(BOUNDS)]
     order = np.lexsort((np.arange(len(keys)), keys // len(BOUNDS), -time))[:top]
     total = sum(path.length for path in paths)
     return pd.DataFrame({
@@ -223,36 +230,47 @@ def ops_table(paths: list[StepPath], events: Events, top: int) -> pd.DataFrame:
     })  # fmt: skip
 
 
+def _sums(group: np.ndarray, weight: np.ndarray, groups: int) -> np.ndarray:
+    """Per group, the sum of ``weight`` (ns, at least 0), exact: by floats where every sum stays below 2^53
+    (104 days), else integer by integer."""
+    if int(weight.sum()) < 2**53:
+        return np.bincount(group, weights=weight, minlength=groups).astype(np.int64)
+    sums = np.zeros(groups, dtype=np.int64)
+    np.add.at(sums, group, weight)
+    return sums
+
+
 def segments_table(path: StepPath, events: Events) -> pd.DataFrame:
     """The path as runs on one side, the CPU or the GPU (a launch delay leads into its GPU run): per run,
     its start (from the window's start), its time on the path, the bound with most of it, its edges,
     and the event with most time in it (the first such)."""
     counted = np.flatnonzero(path.bound >= 0)
-    bound = path.bound[counted]
+    bound, weight, event = path.bound[counted], path.weight[counted], path.event[counted]
     on_gpu = bound != BOUNDS.index(CPU)
-    first = np.ones(len(counted), dtype=bool)
-    first[1:] = on_gpu[1:] != on_gpu[:-1]
-    run = np.cumsum(first) - 1
-    weight, event = path.weight[counted], path.event[counted]
-    runs = int(run[-1]) + 1 if len(run) else 0
-    by_bound = np.zeros(runs * len(BOUNDS), dtype=np.int64)
-    np.add.at(by_bound, run * len(BOUNDS) + bound, weight)
-    by_bound = by_bound.reshape(runs, len(BOUNDS))
+    starts = np.flatnonzero(np.concatenate([[True], on_gpu[1:] != on_gpu[:-1]])) if len(counted) else counted
+    runs, sizes = len(starts), np.diff(np.append(starts, len(counted)))
+    by_bound = np.zeros((runs, len(BOUNDS)), dtype=np.int64)
     longest = np.full(runs, "", dtype=object)
-    named = np.flatnonzero(event >= 0)
-    if len(named):  # runs are contiguous: each one's largest weight by a reduction, then its first edge of it
-        named_run, named_weight = run[named], weight[named]
-        starts = np.flatnonzero(np.concatenate([[True], named_run[1:] != named_run[:-1]]))
-        largest = np.repeat(np.maximum.reduceat(named_weight, starts), np.diff(np.append(starts, len(named))))
-        heaviest = named[named_weight == largest]
-        heaviest = heaviest[np.concatenate([[True], run[heaviest][1:] != run[heaviest][:-1]])]
-        longest[run[heaviest]] = _names(events, event[heaviest])
+    if runs:  # sums and maxima over each run by reductions over their starts, in one scratch array
+        scratch = np.empty_like(weight)
+        for index in np.unique(bound).tolist():
+            np.multiply(weight, bound == index, out=scratch)
+            by_bound[:, index] = np.add.reduceat(scratch, starts)
+        np.copyto(scratch, weight)
+        scratch[event < 0] = -1  # the largest weight of an edge with an event, then its first edge of it
+        largest = np.maximum.reduceat(scratch, starts)
+        hits = np.flatnonzero(scratch == np.repeat(largest, sizes))
+        heaviest = hits[np.searchsorted(hits, starts)]
+        named = event[heaviest] >= 0
+        longest[named] = _names(events, event[heaviest[named]])
+    source = path.source[counted[starts]]
+    row = source >> 1
     return pd.DataFrame({
-        "Start (ns)": path.edge_start[counted][first] - path.start,
-        "On": np.where(on_gpu[first], "GPU", "CPU"),
+        "Start (ns)": np.where((source & 1) == 1, events.end[row], events.start[row]) - path.start,
+        "On": np.where(on_gpu[starts], "GPU", "CPU"),
         "Path Time (ns)": by_bound.sum(axis=1),
         "Bound By": np.asarray(BOUNDS, dtype=object)[np.argmax(by_bound, axis=1)] if runs else [],
-        "Edges": np.bincount(run, minlength=runs),
+        "Edges": sizes,
         "Longest": longest,
     })  # fmt: skip
 

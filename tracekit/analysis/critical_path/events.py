@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis.kernels.types import TYPES, op_types
-from tracekit.analysis.ranges.attribution import match_calls
+from tracekit.analysis.ranges.attribution import CallIndex
 from tracekit.model.range_specs import EMIT_NVTX_SUFFIX, shown_op_name
 from tracekit.model.schema import GPU_SYNCS, SYNC_KINDS
 from tracekit.model.trace import Trace
@@ -51,6 +51,7 @@ BLOCKING_CALLS = frozenset({
 })  # fmt: skip
 RECORD_CALL = "cudaEventRecord"
 OP_COLUMNS = ("start", "end", "kind", "name", "short_name", "device", "stream", "correlation_id", "pid")
+RANGE_COLUMNS = ("start", "end", "name", "domain", "pid", "tid")  # of the ranges' (their nesting is the walk's)
 
 
 @dataclass
@@ -64,7 +65,8 @@ class Events:
     feeds a stream's launch queue; blocking: a CALL in ``BLOCKING_CALLS``; communication: a GPU op that
     is an NCCL kernel; sync_kind (index into ``schema.SYNC_KINDS``, -1 on other rows), event_stream,
     event_correlation: SYNC rows (``schema.GPU_SYNCS``); correlation: CALL rows' correlation id. Rows
-    and names are held as int32 (a trace that fits in memory has far fewer than 2^30 events)."""
+    and names are held as int32 (a trace that fits in memory has far fewer than 2^30 events); tid, device,
+    correlation and event_correlation in the narrowest integer type that holds their values."""
 
     role: np.ndarray
     start: np.ndarray
@@ -86,7 +88,7 @@ class Events:
     record_call: np.ndarray  # CALL rows that are cudaEventRecord
     queue: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # ``queue_lengths``
     links: Any = None  # ``gpu_edges.event_links``: found once per trace, on the first window that needs them
-    cpu_by_start: Any = None  # ``graph.window_rows``: the CPU events lasting longer than 0, by start
+    cpu_rows: Any = None  # ``graph.window_rows``: the CPU events lasting longer than 0 (by start when needed)
 
     def __len__(self) -> int:
         return len(self.role)
@@ -98,21 +100,33 @@ def trace_events(trace: Trace, as_hta: bool = False) -> Events:
 
 
 def _events(trace: Trace, as_hta: bool) -> Events:
-    ranges = trace.ranges
+    ranges = trace.columns("ranges", RANGE_COLUMNS)
     domains = [str(domain) for domain in ranges["domain"].cat.categories]
     domain_codes = ranges["domain"].cat.codes.to_numpy()
     kept = np.flatnonzero(domain_codes != domains.index("gpu")) if "gpu" in domains else slice(None)
-    calls = _outermost(trace.launches)
     ops = trace.columns("gpu_ops", OP_COLUMNS)
     syncs = trace.optional("gpu_syncs")
     if syncs is None:
         syncs = GPU_SYNCS.empty()
+    calls = trace.launches
+    sides = [(part["pid"].to_numpy(), part["correlation_id"].to_numpy()) for part in (ops, syncs)]
+    index = CallIndex(calls, sides)
+    if index.repeated():  # nsys 2022.4's pairs: the outer call only
+        calls = _outermost(calls)
+        index = CallIndex(calls, sides)
     sizes = [len(domain_codes[kept]), len(calls), len(ops), len(syncs)]
     offsets = np.cumsum([0, *sizes])
     total = int(offsets[-1])
 
-    def column(values: list[np.ndarray | int], dtype: type = np.int64) -> np.ndarray:
-        """One array over the four parts (ranges, calls, GPU ops, syncs): each part's values or a constant."""
+    def column(values: list[np.ndarray | int], dtype: type | None = np.int64) -> np.ndarray:
+        """One array over the four parts (ranges, calls, GPU ops, syncs): each part's values or a constant;
+        ``dtype`` None: the narrowest integer type holding them (half the memory of int64 or less)."""
+        if dtype is None:
+            bounds = [int(bound) for value in values
+                      for bound in ((value.min(), value.max()) if isinstance(value, np.ndarray) and len(value)
+                                    else (value, value) if not isinstance(value, np.ndarray) else ())]  # fmt: skip
+            dtype = next(kind for kind in (np.int16, np.int32, np.int64)
+                         if np.iinfo(kind).min <= min(bounds) and max(bounds) <= np.iinfo(kind).max)  # fmt: skip
         joined = np.empty(total, dtype=dtype)
         for low, high, value in zip(offsets[:-1], offsets[1:], values, strict=True):
             joined[low:high] = value
@@ -127,7 +141,7 @@ def _events(trace: Trace, as_hta: bool) -> Events:
     recorded = np.asarray([RECORDED.search(name) is not None for name in distinct], dtype=bool)
     cpu_op = np.asarray([domain == "cpu_op" for domain in domains], dtype=bool)[domain_codes[kept]]
     operator = (cpu_op | emit_nvtx[codes]) & ~recorded[codes]
-    role = column([np.where(operator, OPERATOR, ANNOTATION), CALL, GPU, SYNC], np.int8)
+    role = column([np.where(operator, np.int8(OPERATOR), np.int8(ANNOTATION)), CALL, GPU, SYNC], np.int8)
 
     # what the tables show: operators without their domain, calls without their version, kernels by base name
     shown_ranges = [shown_op_name(name) for name in distinct]
@@ -136,7 +150,7 @@ def _events(trace: Trace, as_hta: bool) -> Events:
     sync_kind_codes = syncs["kind"].cat.codes.to_numpy().astype(np.int8)  # its categories are SYNC_KINDS
     labels = [*shown_ranges, *call_names, *op_names, *SYNC_KINDS]
     unique_labels, label_index = np.unique(np.asarray(labels, dtype=object), return_inverse=True)
-    label_index = label_index.reshape(-1)
+    label_index = label_index.reshape(-1).astype(np.int32)
     first_label = np.cumsum([0, len(shown_ranges), len(call_names), len(op_names)])
     call_codes = calls["name"].cat.codes.to_numpy()
     name = column([label_index[codes], label_index[first_label[1] + call_codes],
@@ -154,8 +168,8 @@ def _events(trace: Trace, as_hta: bool) -> Events:
     if as_hta:
         start, end = hta_rounded(start, end)
     partner = np.full(total, -1, dtype=np.int32)
-    for part, offset in ((ops, offsets[2]), (syncs, offsets[3])):
-        call = match_calls(calls, part["pid"].to_numpy(), part["correlation_id"].to_numpy())
+    for side, offset in enumerate((offsets[2], offsets[3])):
+        call = index.match(side)
         mine = np.flatnonzero(call >= 0)
         partner[offset + mine] = offsets[1] + call[mine]
         np.maximum.at(partner, offsets[1] + call[mine], offset + mine)  # a call with several: its last (as HTA)
@@ -164,14 +178,14 @@ def _events(trace: Trace, as_hta: bool) -> Events:
         role=role, start=start, end=end, name=name, names=[str(label) for label in unique_labels],
         pid=column([ranges["pid"].to_numpy()[kept], calls["pid"].to_numpy(), ops["pid"].to_numpy(),
                     syncs["pid"].to_numpy()]),
-        tid=column([ranges["tid"].to_numpy()[kept], calls["tid"].to_numpy(), -1, -1]),
-        device=column([-1, -1, ops["device"].to_numpy(), syncs["device"].to_numpy()]),
+        tid=column([ranges["tid"].to_numpy()[kept], calls["tid"].to_numpy(), -1, -1], None),
+        device=column([-1, -1, ops["device"].to_numpy(), syncs["device"].to_numpy()], None),
         stream=column([-1, -1, ops["stream"].to_numpy(), syncs["stream"].to_numpy()], np.int32),
-        partner=partner, correlation=column([-1, calls["correlation_id"].to_numpy(), -1, -1]),
+        partner=partner, correlation=column([-1, calls["correlation_id"].to_numpy(), -1, -1], None),
         queued=calls_named(QUEUED_CALLS), blocking=calls_named(BLOCKING_CALLS), communication=communication,
         sync_kind=column([-1, -1, -1, sync_kind_codes], np.int8),
         event_stream=column([-1, -1, -1, syncs["event_stream"].to_numpy()], np.int32),
-        event_correlation=column([-1, -1, -1, syncs["event_correlation_id"].to_numpy()]),
+        event_correlation=column([-1, -1, -1, syncs["event_correlation_id"].to_numpy()], None),
         record_call=calls_named(frozenset({RECORD_CALL})),
     )  # fmt: skip
     found.queue = queue_lengths(found)
@@ -184,23 +198,19 @@ def queue_lengths(events: Events) -> np.ndarray:
     ops -1 at theirs; at one time launches come first. Over the whole trace (once per trace)."""
     calls = np.flatnonzero(events.queued & (events.partner >= 0))
     ops = events.partner[calls]
-    rows = np.concatenate([calls, ops])
-    step = np.concatenate([np.ones(len(calls), dtype=np.int64), -np.ones(len(ops), dtype=np.int64)])
-    streams, _ = pd.factorize(events.device[ops].astype(np.int64) * (2**32) + events.stream[ops], sort=True)
-    stream = np.concatenate([streams, streams])
+    streams, keys = pd.factorize(events.device[ops].astype(np.int64) * (2**32) + events.stream[ops], sort=True)
     # by stream, then time, then launches (listed first) before ops: a stable sort by time (the tables'
     # runs of time order), then a stable sort by stream (a radix sort of small codes)
     order = np.argsort(np.concatenate([events.start[calls], events.start[ops]]), kind="stable")
-    order = order[np.argsort(stream[order].astype(np.uint16) if len(ops) and streams.max() < 2**16
-                             else stream[order], kind="stable")]  # fmt: skip
-    running = np.cumsum(step[order])
-    key = stream[order]
-    first = np.ones(len(order), dtype=bool)
-    first[1:] = key[1:] != key[:-1]
-    base = np.maximum.accumulate(np.where(first, np.arange(len(order)), 0))
-    before = np.concatenate([[0], running])[base]  # the running sum before each stream's first row
+    stream = np.concatenate([streams, streams])[order]
+    order = order[np.argsort(stream.astype(np.uint16) if len(keys) < 2**16 else stream, kind="stable")]
+    # +1 per launch, -1 per op, summed over each stream's run (less the sum before it)
+    running = np.cumsum(np.where(order < len(calls), np.int32(1), np.int32(-1)), dtype=np.int32)
+    sizes = 2 * np.bincount(streams, minlength=len(keys))
+    before = np.append(0, running[np.cumsum(sizes)[:-1] - 1])[: len(sizes)]  # the sum before each stream's run
+    running -= np.repeat(before, sizes)
     lengths = np.full(len(events), -1, dtype=np.int32)
-    lengths[rows[order]] = running - before
+    lengths[np.concatenate([calls, ops])[order]] = running
     return lengths
 
 
@@ -217,10 +227,6 @@ def hta_rounded(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndar
 def _outermost(calls: pd.DataFrame) -> pd.DataFrame:
     """The calls less those recorded twice: of several rows with one (process, correlation id), the
     longest (the outer one of nsys 2022.4's pair)."""
-    correlation = calls["correlation_id"].to_numpy()
-    first = match_calls(calls, calls["pid"].to_numpy(), correlation)  # of each (pid, correlation id)
-    if not ((first >= 0) & (first != np.arange(len(calls)))).any():
-        return calls
     order = np.lexsort((-calls["duration"].to_numpy(), calls["correlation_id"].to_numpy(), calls["pid"].to_numpy()))
     ordered = calls.iloc[order]
     repeated = ordered.duplicated(["pid", "correlation_id"]).to_numpy() & (ordered["correlation_id"].to_numpy() >= 0)

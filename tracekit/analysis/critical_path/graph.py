@@ -79,8 +79,13 @@ class Graph:
 def window_rows(events: Events, start: int, end: int, pid: int | None = None) -> np.ndarray:
     """The rows of ``events`` a window [start, end] holds (see the module docstring), ascending; ``pid``:
     one process's events only."""
-    by_start, starts, waits = _cpu_by_start(events)
-    inside = by_start[np.searchsorted(starts, start, side="left") : np.searchsorted(starts, end, side="right")]
+    cpu = _cpu_rows(events)
+    waits = cpu.waits
+    if pid is None and len(cpu.rows) and start <= cpu.first_start and end >= cpu.last_start:
+        inside = cpu.rows  # the whole trace: every CPU event, no search
+    else:
+        by_start, starts = cpu.by_start(events)
+        inside = by_start[np.searchsorted(starts, start, side="left") : np.searchsorted(starts, end, side="right")]
     if pid is not None:
         inside = inside[events.pid[inside] == pid]
         waits = waits[events.pid[waits] == pid]
@@ -95,23 +100,44 @@ def window_rows(events: Events, start: int, end: int, pid: int | None = None) ->
     return np.unique(np.concatenate([inside, launched, waits]))
 
 
-def _cpu_by_start(events: Events) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The CPU events that last longer than 0, by start (and their starts), and the stream waits: found
-    once per trace."""
-    if events.cpu_by_start is None:
-        cpu = np.flatnonzero((events.role <= CALL) & (events.end > events.start))
-        cpu = cpu[np.argsort(events.start[cpu], kind="stable")]
-        waits = np.flatnonzero((events.role == SYNC) & (events.sync_kind == STREAM_WAIT))
-        events.cpu_by_start = (cpu, events.start[cpu], waits)
-    return events.cpu_by_start
+class _CpuRows:
+    """The CPU events that last longer than 0 (ascending), their first and last start, the first row past
+    the CPU side, and the stream waits: found once per trace; sorted by start only when a window is
+    smaller than the trace."""
+
+    def __init__(self, events: Events):
+        self.rows = np.flatnonzero((events.role <= CALL) & (events.end > events.start))
+        starts = events.start[self.rows]
+        self.first_start = int(starts.min()) if len(starts) else 0
+        self.last_start = int(starts.max()) if len(starts) else 0
+        self.waits = np.flatnonzero((events.role == SYNC) & (events.sync_kind == STREAM_WAIT))
+        gpu_side = events.role > CALL
+        first = int(np.argmax(gpu_side)) if gpu_side.any() else len(events)
+        # the rows below it are the CPU side when it comes first (as ``trace_events`` lists it)
+        self.limit = first if gpu_side[first:].all() else None
+        self._by_start: tuple[np.ndarray, np.ndarray] | None = None
+
+    def by_start(self, events: Events) -> tuple[np.ndarray, np.ndarray]:
+        """The rows by start, and their starts."""
+        if self._by_start is None:
+            order = np.argsort(events.start[self.rows], kind="stable")
+            self._by_start = self.rows[order], events.start[self.rows[order]]
+        return self._by_start
+
+
+def _cpu_rows(events: Events) -> _CpuRows:
+    if events.cpu_rows is None:
+        events.cpu_rows = _CpuRows(events)
+    return events.cpu_rows
 
 
 def build(events: Events, rows: np.ndarray) -> Graph:
     """The graph of the window holding ``rows`` (ascending)."""
-    cpu = rows[events.role[rows] <= CALL]
-    chains = cpu_chains(events, cpu)
+    limit = _cpu_rows(events).limit
+    cpu = rows[events.role[rows] <= CALL] if limit is None else rows[: np.searchsorted(rows, limit)]
     gpu = gpu_edges(events, rows)
-    cpu_count = len(chains.node)
+    chains = cpu_chains(events, cpu, room=len(gpu.node))  # the GPU's chains go after the CPU's
+    cpu_count = chains.count
     ops = gpu.node[0::2] // 2  # the GPU ops in layout order
     op_order = np.argsort(ops)
 
@@ -127,14 +153,14 @@ def build(events: Events, rows: np.ndarray) -> Graph:
 
     source, target = positions(gpu.cross_source), positions(gpu.cross_target)
     first, last = _pairs(source * (cpu_count + len(gpu.node)) + target)
-    # the chains' arrays taken out of them one at a time, each freed once copied (the copies' extra memory)
-    held = vars(chains)
-    del held["start_at"], held["end_at"]
-    joined = {field: np.concatenate([held.pop(field), getattr(gpu, field)])
-              for field in ("node", "weight", "kind", "attributed")}  # fmt: skip
+    for field in ("node", "weight", "kind", "attributed"):
+        getattr(chains, field)[cpu_count:] = getattr(gpu, field)
     return Graph(
         rows=rows,
-        **joined,
+        node=chains.node,
+        weight=chains.weight,
+        kind=chains.kind,
+        attributed=chains.attributed,
         cpu_count=cpu_count,
         gpu_place=gpu.place,
         cross_source=source[first],

@@ -4,7 +4,8 @@ networkx's rules: negative weights count as 0; each node's distance is the best 
 plus the edge's weight (the first best, in the order the edges were added), and the path ends at the
 first node of the largest distance in the order of Kahn's generations (nodes with no edge in, in the
 order they first appear among the edges; then each node's successors, in edge order, as their last
-predecessor is taken). Ties between equal-length paths are decided as networkx decides them.
+predecessor is taken). Ties between equal-length paths are decided as networkx decides them: by
+distance, then generation, then (``kahn_order``) the order of the ends' trails back.
 
 Computed on the graph's chains (``graph.Graph``), never node by node. Along a chain the distance is a
 prefix sum P of the chain's weights plus the running maximum of what enters it: at position i,
@@ -26,6 +27,7 @@ import pandas as pd
 
 from tracekit.analysis.critical_path.events import LAUNCH
 from tracekit.analysis.critical_path.graph import Graph
+from tracekit.analysis.critical_path.kahn_order import first_in_kahn_order
 from tracekit.errors import InvalidTraceError
 
 NONE = np.iinfo(np.int64).min // 4  # no input yet (below any distance less any prefix sum)
@@ -36,12 +38,14 @@ CYCLE = ("the trace's events make a cycle in the dependency graph (events on one
 @dataclass
 class Path:
     """A path's edges in order, each: its source node (2 x row, + 1 for an end), weight (ns, as found),
-    kind and attributed event (-1: none); and its length (ns)."""
+    kind, attributed event (-1: none) and whether it is a GPU stream's chain edge (an op's own time or
+    the gap before it); and its length (ns)."""
 
     source: np.ndarray
     weight: np.ndarray
     kind: np.ndarray
     attributed: np.ndarray
+    on_gpu: np.ndarray
     length: int
 
 
@@ -49,29 +53,30 @@ def longest_path(graph: Graph) -> Path:
     """The path networkx's ``dag_longest_path`` takes through ``graph`` (see the module docstring)."""
     if not len(graph):
         empty = np.zeros(0, dtype=np.int64)
-        return Path(empty, empty, np.zeros(0, dtype=np.int8), empty, 0)
-    chained = graph.kind >= 0
-    distances = _Distances(graph, np.where(chained, np.maximum(graph.weight, 0), 0),
-                           np.maximum(graph.cross_weight, 0))  # fmt: skip
-    end = _end(graph, distances, chained)
+        return Path(empty, empty, np.zeros(0, dtype=np.int8), empty, np.zeros(0, dtype=bool), 0)
+    distances = _Distances(graph, np.maximum(graph.weight, 0), np.maximum(graph.cross_weight, 0))
+    end = _end(graph, distances)
     return _walk_back(graph, distances, end)
 
 
 class _Distances:
     """Each node's longest distance from a node with no edge in, for chain weights ``weight`` (per
-    position, 0 at a chain's first) and cross-edge weights ``cross_weight``, both at least 0."""
+    position, at least 0; the array becomes the prefix sums) and cross-edge weights ``cross_weight`` (at
+    least 0)."""
 
     def __init__(
         self, graph: Graph, weight: np.ndarray, cross_weight: np.ndarray, last_input: np.ndarray | None = None
     ):
-        self.prefix = np.cumsum(weight)
         self.firsts = np.flatnonzero(graph.kind < 0)  # each chain's first position
+        weight[self.firsts] = 0  # no edge into it
+        self.prefix = np.cumsum(weight, out=weight)
         self.source, self.target, self.cross_weight = graph.cross_source, graph.cross_target, cross_weight
         self.inputs = np.union1d(self.firsts, self.target)
         if last_input is None:  # per position, the index of the last input at or before it (its chain's)
             is_input = np.zeros(len(weight), dtype=bool)
             is_input[self.inputs] = True
-            last_input = np.cumsum(is_input, dtype=np.int32) - 1
+            last_input = np.cumsum(is_input, dtype=np.int32)
+            last_input -= 1
         self.last_input = last_input
         self.input_chain = np.searchsorted(self.firsts, self.inputs, side="right") - 1
         self.at_first = np.isin(self.inputs, self.firsts, assume_unique=True)
@@ -170,7 +175,7 @@ class _Distances:
         return low
 
 
-def _end(graph: Graph, distances: _Distances, chained: np.ndarray) -> int:
+def _end(graph: Graph, distances: _Distances) -> int:
     """The path's last position: the first node of the largest distance in Kahn's order."""
     firsts = distances.firsts
     lasts = np.append(firsts[1:], len(graph)) - 1
@@ -188,9 +193,10 @@ def _end(graph: Graph, distances: _Distances, chained: np.ndarray) -> int:
         return int(roots[0])
     # unrelated candidates: the earlier Kahn generation (the most edges from a node with no edge in) first
     unit = np.ones(len(graph.cross_source), dtype=np.int64)
-    levels = _Distances(graph, chained.astype(np.int64), unit, distances.last_input)(roots)
+    generations = _Distances(graph, (graph.kind >= 0).astype(np.int64), unit, distances.last_input)
+    levels = generations(roots)
     roots = roots[levels == levels.min()]
-    return int(roots[0]) if len(roots) == 1 else _first_in_kahn_order(graph, roots)
+    return int(roots[0]) if len(roots) == 1 else first_in_kahn_order(graph, roots, generations)
 
 
 def _walk_back(graph: Graph, distances: _Distances, end: int) -> Path:
@@ -225,56 +231,27 @@ def _walk_back(graph: Graph, distances: _Distances, end: int) -> Path:
 
 
 def _path_of(graph: Graph, pieces: list[tuple[int, int, int]], length: int) -> Path:
-    """The path's edges from its pieces (in order): each a cross edge (or none) then a chain stretch."""
-    cross = np.asarray([piece[0] for piece in pieces], dtype=np.int64)
-    low = np.asarray([piece[1] for piece in pieces], dtype=np.int64)
-    sizes = np.maximum(np.asarray([piece[2] for piece in pieces], dtype=np.int64) - low + 1, 0)
-    before = np.cumsum(sizes) - sizes  # chain edges before each piece's
-    chain = np.repeat(low - before, sizes) + np.arange(int(sizes.sum()))  # the chain edges' positions, in order
-    has = cross >= 0
-    at, into = before[has], cross[has]  # each cross edge goes before its piece's chain edges
-
-    def edges(chained: np.ndarray, crossing: np.ndarray) -> np.ndarray:
-        return np.insert(chained, at, crossing)
-
-    return Path(
-        source=edges(graph.node[chain - 1], graph.node[graph.cross_source[into]]),
-        weight=edges(graph.weight[chain], graph.cross_weight[into]),
-        kind=edges(graph.kind[chain], graph.cross_kind[into]),
-        attributed=edges(graph.attributed[chain], np.full(len(into), -1, dtype=np.int64)),
-        length=length,
-    )
-
-
-def _first_in_kahn_order(graph: Graph, tied: np.ndarray) -> int:
-    """Of ``tied`` (positions), the first in networkx's topological order, by replaying it node by node:
-    only for path ends equal in distance and in Kahn generation, on unrelated chains (whole-µs traces have
-    them now and then; real ns ones rarely). Python per node, over the edges as lists: slow on a large
-    window."""
-    chain = np.flatnonzero(graph.kind >= 0)
-    source = np.concatenate([chain - 1, graph.cross_source])
-    target = np.concatenate([chain, graph.cross_target])
-    place = np.concatenate([graph.place(chain), graph.cross_places()])
-    order = np.argsort(place, kind="stable")
-    source, target = source[order], target[order]
-    appearance = np.column_stack([source, target]).reshape(-1)
-    nodes, seen_at = np.unique(appearance, return_index=True)
-    by_appearance = nodes[np.argsort(seen_at, kind="stable")]
-    successors_order = np.argsort(source, kind="stable")
-    bounds = np.searchsorted(source[successors_order], np.arange(len(graph) + 1))
-    successors = target[successors_order].tolist()
-    bounds_list = bounds.tolist()
-    waiting = np.bincount(target, minlength=len(graph)).tolist()
-    wanted = set(tied.tolist())
-    generation = [node for node in by_appearance.tolist() if waiting[node] == 0]
-    while generation:
-        following = []
-        for node in generation:
-            if node in wanted:
-                return node
-            for successor in successors[bounds_list[node] : bounds_list[node + 1]]:
-                waiting[successor] -= 1
-                if not waiting[successor]:
-                    following.append(successor)
-        generation = following
-    raise InvalidTraceError(CYCLE)
+    """The path's edges from its pieces (in order): each a cross edge (or none) then a chain stretch, as
+    slices of the graph's arrays (a stretch lies in one chain)."""
+    cross = np.asarray([piece[0] for piece in pieces if piece[0] >= 0], dtype=np.int64)
+    crossing = {"node": graph.node[graph.cross_source[cross]], "weight": graph.cross_weight[cross],
+                "kind": graph.cross_kind[cross], "attributed": np.full(len(cross), -1, dtype=graph.attributed.dtype)}  # fmt: skip
+    parts: dict[str, list[np.ndarray]] = {field: [] for field in crossing}
+    sizes, on_gpu = [], []
+    taken = 0
+    for into, low, high in pieces:
+        if into >= 0:
+            for field, values in crossing.items():
+                parts[field].append(values[taken : taken + 1])
+            taken += 1
+            sizes.append(1)
+            on_gpu.append(False)
+        high = max(high, low - 1)
+        parts["node"].append(graph.node[low - 1 : high])  # a chain edge's source: the position before
+        for field in ("weight", "kind", "attributed"):
+            parts[field].append(getattr(graph, field)[low : high + 1])
+        sizes.append(high + 1 - low)
+        on_gpu.append(low >= graph.cpu_count)
+    joined = {field: np.concatenate(arrays) for field, arrays in parts.items()}
+    return Path(source=joined["node"], weight=joined["weight"], kind=joined["kind"], attributed=joined["attributed"],
+                on_gpu=np.repeat(np.asarray(on_gpu, dtype=bool), sizes), length=length)  # fmt: skip

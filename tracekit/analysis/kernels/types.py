@@ -38,7 +38,14 @@ def op_types(ops: pd.DataFrame) -> np.ndarray:
     names = ops["name"]
     per_name = np.asarray([_kernel_type(str(name)) for name in names.cat.categories], dtype=np.int64)
     types = per_name[names.cat.codes.to_numpy()] if len(per_name) else np.full(len(ops), OTHER)
-    return np.where(ops["kind"].to_numpy() != "kernel", TYPES.index("memory"), types)
+    kind = ops["kind"]
+    if isinstance(kind.dtype, pd.CategoricalDtype):  # decided per category, not per op's string
+        not_kernel = np.append([str(value) != "kernel" for value in kind.cat.categories], True)[
+            kind.cat.codes.to_numpy()
+        ]
+    else:
+        not_kernel = kind.to_numpy() != "kernel"
+    return np.where(not_kernel, TYPES.index("memory"), types)
 
 
 def _kernel_type(name: str) -> int:

@@ -87,10 +87,34 @@ def _join_launches(trace: Trace) -> OpLaunches:
 def match_calls(calls: pd.DataFrame, pid: np.ndarray, correlation: np.ndarray) -> np.ndarray:
     """Per (pid, correlation id): the row in ``calls`` of the call with them (the first such), -1 for none
     (a correlation id below 0 matches nothing): GPU-side rows joined to their calls as GPU ops are."""
-    if calls.empty or not len(pid):
-        return np.full(len(pid), -1, dtype=np.int64)
-    found, row = _match(*_call_keys(calls["pid"].to_numpy(), calls["correlation_id"].to_numpy(), pid, correlation))
-    return np.where(found & (np.asarray(correlation) >= 0), row, -1)
+    return CallIndex(calls, [(pid, correlation)]).match(0)
+
+
+class CallIndex:
+    """The calls' (pid, correlation id) pairs sorted once, for joining several GPU-side tables to them
+    (``sides``: each one's pid and correlation id arrays): ``match`` joins one as ``match_calls`` does,
+    ``repeated`` says whether a pair is recorded twice."""
+
+    def __init__(self, calls: pd.DataFrame, sides: list[tuple[np.ndarray, np.ndarray]]):
+        self.correlation = calls["correlation_id"].to_numpy()
+        self.sides = sides
+        call_key, self.keys = _keys(calls["pid"].to_numpy(), self.correlation, sides)
+        self.order = np.argsort(call_key, kind="stable")
+        self.sorted_key = call_key[self.order]
+
+    def match(self, side: int) -> np.ndarray:
+        """Per row of ``sides[side]``: the row of its call (the first such), -1 for none."""
+        key, correlation = self.keys[side], np.asarray(self.sides[side][1])
+        if not len(self.sorted_key) or not len(key):
+            return np.full(len(key), -1, dtype=np.int64)
+        position = np.minimum(np.searchsorted(self.sorted_key, key), len(self.sorted_key) - 1)
+        found = (self.sorted_key[position] == key) & (correlation >= 0)
+        return np.where(found, self.order[position], -1)
+
+    def repeated(self) -> bool:
+        """Whether two calls have one (pid, correlation id), the correlation id at least 0."""
+        same = self.sorted_key[1:] == self.sorted_key[:-1]
+        return bool((same & (self.correlation[self.order[1:]] >= 0)).any())
 
 
 def every_op_launch(trace: Trace, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -128,14 +152,24 @@ def _match(call_key: np.ndarray, op_key: np.ndarray) -> tuple[np.ndarray, np.nda
 
 def _call_keys(call_pid, call_correlation, op_pid, op_correlation) -> tuple[np.ndarray, np.ndarray]:
     """One int64 key per (pid, correlation id) of the calls and of the ops, equal where both are."""
-    values = [np.asarray(array, dtype=np.int64) for array in (call_pid, call_correlation, op_pid, op_correlation)]
-    pids, correlations = values[0::2], values[1::2]
+    call_key, (op_key,) = _keys(call_pid, call_correlation, [(op_pid, op_correlation)])
+    return call_key, op_key
+
+
+def _keys(call_pid, call_correlation, sides) -> tuple[np.ndarray, list[np.ndarray]]:
+    """One int64 key per (pid, correlation id) of the calls and of each side's rows, equal where equal."""
+    pids = [np.asarray(call_pid, dtype=np.int64)] + [np.asarray(pid, dtype=np.int64) for pid, _ in sides]
+    correlations = [np.asarray(call_correlation, dtype=np.int64)] + [
+        np.asarray(correlation, dtype=np.int64) for _, correlation in sides
+    ]
     if all(_within(pid, 2**31) for pid in pids) and all(_within(correlation, 2**32) for correlation in correlations):
         # CUPTI correlation ids are 32-bit and pids small: the pair packs into one int64.
-        return (pids[0] << 32) | correlations[0], (pids[1] << 32) | correlations[1]
-    # A source that writes larger ids (a JSON trace can): dense codes of the pairs, no bits dropped.
-    codes = pd.MultiIndex.from_arrays([np.concatenate(pids), np.concatenate(correlations)]).factorize()[0]
-    return codes[: len(pids[0])].astype(np.int64), codes[len(pids[0]) :].astype(np.int64)
+        keys = [(pid << 32) | correlation for pid, correlation in zip(pids, correlations, strict=True)]
+    else:  # A source that writes larger ids (a JSON trace can): dense codes of the pairs, no bits dropped.
+        codes = pd.MultiIndex.from_arrays([np.concatenate(pids), np.concatenate(correlations)]).factorize()[0]
+        bounds = np.cumsum([0, *(len(pid) for pid in pids)])
+        keys = [codes[low:high].astype(np.int64) for low, high in zip(bounds[:-1], bounds[1:], strict=True)]
+    return keys[0], keys[1:]
 
 
 def _within(values: np.ndarray, limit: int) -> bool:

@@ -20,7 +20,7 @@ named ``step`` (tracekit's workloads and ``annotate.steps``). Every command take
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 import numpy as np
 import pandas as pd
@@ -38,11 +38,13 @@ from tracekit.model.trace import Trace
 
 PROFILER_STEP = re.compile(r"^(?:\w+:)?ProfilerStep#\d+$")  # "cpu_op:ProfilerStep#3" in torch 1.8
 STEP, WALL, KERNELS, KERNEL_TIME, FLAG = "Step", "Wall (ns)", "Kernels", "Kernel Time (ns)", "Flag"
+STEP_CHOICE_COLUMNS = ("name", "domain", "pid", "start")  # what ``step_rows`` reads to choose and order steps
 
 
-def step_rows(trace: Trace, step_range: str | None = None) -> pd.DataFrame:
-    """The trace's step ranges (CPU side), in (pid, start) order; empty when it has none."""
-    ranges = trace.ranges
+def step_rows(trace: Trace, step_range: str | None = None, columns: Collection[str] | None = None) -> pd.DataFrame:
+    """The trace's step ranges (CPU side), in (pid, start) order; empty when it has none. ``columns``: only
+    these of the ranges' columns (and those that choose the steps), for a command that reads no other."""
+    ranges = trace.ranges if columns is None else trace.columns("ranges", {*STEP_CHOICE_COLUMNS, *columns})
     if ranges.empty:
         return ranges
     # decided per distinct name and domain (a trace can hold millions of ranges, a few thousand names)
