@@ -22,19 +22,15 @@ one stretch, one through a sync at every step one or two a step.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
+from tracekit.analysis.critical_path.distances import Distances
 from tracekit.analysis.critical_path.graph import Graph
-
-if TYPE_CHECKING:
-    from tracekit.analysis.critical_path.longest import _Distances
 
 NO_TRIGGER, SEVERAL = -1, -2  # an input of generation 0; one whose predecessors tie for its trigger
 
 
-def first_in_kahn_order(graph: Graph, tied: np.ndarray, generations: _Distances) -> int:
+def first_in_kahn_order(graph: Graph, tied: np.ndarray, generations: Distances) -> int:
     """Of ``tied`` (positions of one Kahn generation), the one networkx's topological sort puts first;
     ``generations``: each position's Kahn generation (distances of 1 per edge)."""
     order = _KahnOrder(graph, generations)
@@ -51,7 +47,7 @@ class _KahnOrder:
     ``SEVERAL`` until settled), the place of the trigger's edge into it, and the input below the trigger
     on its chain (index); as lists, for look-ups in plain Python."""
 
-    def __init__(self, graph: Graph, generations: _Distances):
+    def __init__(self, graph: Graph, generations: Distances):
         self.graph, self.generations = graph, generations
         inputs = generations.inputs
         self.input = inputs.tolist()
