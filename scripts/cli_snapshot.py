@@ -50,7 +50,7 @@ TRACE_COMMANDS = [
 ]
 SNAPSHOT_COMMANDS = [["memory"], ["memory", "--by", "role"], ["memory", "--format", "json"]]
 # A report's HTML and Markdown say when they were made; those lines are left out of the hash.
-VOLATILE = re.compile(rb"(generated|written|made) (on|at) [^<\n]*", re.IGNORECASE)
+VOLATILE = re.compile(rb"generated (on |at )?\d{4}-\d\d-\d\d[ T]\d\d:\d\d(:\d\d)?( UTC)?", re.IGNORECASE)
 
 
 def inputs(shared: Path) -> tuple[list[Path], list[Path]]:
