@@ -13,7 +13,8 @@ writes traces as a file for Perfetto::
     result["kernels"]        # pandas, Total Time (ns) as integers
 
 ``Session`` holds what is process-wide (settings, reading threads, inputs protected from being
-written over); ``current_session()`` is the one in use. The names in ``__all__`` are the stable surface.
+written over); ``current_session()`` is the one in use in this thread or asyncio task. The names in
+``__all__`` are the stable surface.
 Importing tracekit loads neither pandas nor the analyses: they load when a function runs.
 
 The package, lowest layer first:
