@@ -30,6 +30,8 @@ The package, lowest layer first:
 ``cli``        the ``tracekit`` command line (also ``python -m tracekit``: ``__main__``)
 ``runs``, ``capture``, ``nsys_tool``, ``annotate``, ``export``  run folders, capturing under a profiler,
 the nsys executable, marks for a user's script, Parquet export
+``run_config``, ``activation_formula``  the run vocabulary (models and their sizes, RunConfig, result
+columns) and the activation memory formula, without torch: tracekit never imports ``workloads``
 """
 
 from tracekit import api as _api

@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from tracekit.errors import UsageError
-from workloads.config import MODEL, RESULTS_TABLE
+from tracekit.run_config import MODEL, RESULTS_TABLE
 
 # SQLite's header field for "which application's file is this" (PRAGMA application_id): "TRKT".
 APPLICATION_ID = 0x54524B54

@@ -12,8 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from tracekit.model.result import Result, Table
-from workloads.bench import RunResult, result_record, run, summarize
-from workloads.config import (
+from tracekit.run_config import (
     ATTENTION,
     BATCH,
     COMPILE,
@@ -42,6 +41,7 @@ from workloads.config import (
     mean_std,
     phase_field,
 )
+from workloads.bench import RunResult, result_record, run, summarize
 from workloads.hardware import environment, peak_flops
 from workloads.results_db import ResultsDB
 
