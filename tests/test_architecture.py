@@ -26,8 +26,10 @@ ALLOWED = {
     "signals": set(),
     "session": set(),
     "annotate": set(),  # imported by users' training scripts: the standard library only
+    "run_config": UTILITIES,  # the run vocabulary: what a workload can run, the columns a run produces
+    "activation_formula": UTILITIES | {"run_config"},
     "model": UTILITIES,
-    "runs": UTILITIES,
+    "runs": UTILITIES | {"activation_formula"},
     "nsys_tool": UTILITIES,
     "sources": UTILITIES | {"model", "runs", "nsys_tool"},
     "analysis": UTILITIES | {"model"},
@@ -35,10 +37,10 @@ ALLOWED = {
     "render": UTILITIES | {"model"},
     "export": UTILITIES | {"model", "analysis"},
     "trace_events": UTILITIES | {"model", "analysis", "sources", "runs"},
-    "capture": UTILITIES | {"runs", "nsys_tool", "annotate"},
+    "capture": UTILITIES | {"runs", "nsys_tool", "annotate", "run_config", "activation_formula"},
     "commands": UTILITIES | {"model", "sources", "analysis", "runs"},
     "api": UTILITIES | {"model", "analysis", "commands", "sources", "render", "trace_events"},
-    "report": UTILITIES | {"model", "sources", "analysis", "render", "runs", "commands"},
+    "report": UTILITIES | {"model", "sources", "analysis", "render", "runs", "commands", "run_config"},
     "cli": UTILITIES
     | {
         "model",
@@ -52,6 +54,7 @@ ALLOWED = {
         "nsys_tool",
         "commands",
         "trace_events",
+        "run_config",
     },
 }
 
@@ -165,6 +168,44 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_no_module_imports_itself_through_others():
     assert cycles(import_graph()) == []
+
+
+def workloads_imports(path: Path) -> list[str]:
+    """Every import of ``workloads`` in a file: ``import``/``from`` statements at the top or inside a function,
+    and ``importlib.import_module("workloads...")`` or ``__import__`` with the name written out."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "attr", getattr(node.func, "id", None)) in ("import_module", "__import__")
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+        ):
+            names = [str(node.args[0].value)]
+        else:
+            continue
+        found += [f"line {node.lineno}: {name}" for name in names if name.split(".")[0] == "workloads"]
+    return found
+
+
+def test_tracekit_never_imports_workloads():
+    """The library stands alone: workloads imports tracekit, never the other way (``bench`` is added by an
+    entry point), so no cycle runs through the two packages either."""
+    found = {str(path.relative_to(ROOT)): workloads_imports(path) for path in modules()}
+    assert {path: lines for path, lines in found.items() if lines} == {}
+
+
+def test_the_workloads_rule_sees_an_import_in_a_function(tmp_path):
+    hidden = tmp_path / "hidden.py"
+    hidden.write_text(
+        "import importlib\n\ndef f():\n    from workloads.activations import formula_note\n"
+        "    return importlib.import_module('workloads.bench')\n"
+    )
+    assert workloads_imports(hidden) == ["line 4: workloads.activations", "line 5: workloads.bench"]
 
 
 def test_the_cycle_rule_sees_a_cycle():

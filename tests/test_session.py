@@ -93,3 +93,84 @@ def test_a_worker_reads_with_the_settings_it_is_handed(export, monkeypatch):
     assert dict(os.environ) == before
     assert seen == [settings.replace(decode_workers=1)]
     assert part.label == "a"  # type: ignore[union-attr]
+
+
+def test_two_threads_each_see_their_own_session():
+    """``with Session(...)`` holds for the thread that entered it: two threads inside their own at the same
+    time (a barrier makes them overlap) each see their own session and settings, and leave the default."""
+    barrier = threading.Barrier(2, timeout=10)
+    seen: dict[str, tuple] = {}
+
+    def work(nsys: str) -> None:
+        session = tracekit.Session(tracekit.Settings(nsys=nsys, decode_workers=len(nsys)))
+        with session:
+            barrier.wait()  # both sessions entered
+            current = tracekit.current_session()
+            seen[nsys] = (current is session, current.settings.nsys, current.settings.decode_workers)
+            barrier.wait()  # both looked before either leaves
+
+    threads = [threading.Thread(target=work, args=(name,)) for name in ("/opt/a/nsys", "/b/nsys")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert seen == {"/opt/a/nsys": (True, "/opt/a/nsys", 11), "/b/nsys": (True, "/b/nsys", 7)}
+    assert tracekit.current_session().settings.nsys == tracekit.Settings.from_environment().nsys
+
+
+def test_two_asyncio_tasks_each_see_their_own_session():
+    import asyncio
+
+    async def work(nsys: str) -> str | None:
+        with tracekit.Session(tracekit.Settings(nsys=nsys)):
+            await asyncio.sleep(0.01)  # the other task enters its own meanwhile
+            return tracekit.current_session().settings.nsys
+
+    async def both() -> list:
+        return list(await asyncio.gather(work("/a/nsys"), work("/b/nsys")))
+
+    assert asyncio.run(both()) == ["/a/nsys", "/b/nsys"]
+
+
+def test_open_trace_nsys_holds_for_that_call_only(export, monkeypatch):
+    monkeypatch.delenv("TRACEKIT_NSYS", raising=False)
+    trace = tracekit.open_trace(export, nsys="/somewhere/nsys")
+    assert trace.meta.source == str(export)
+    assert tracekit.current_session().settings.nsys is None  # the shared session was not rewritten
+    with tracekit.Session() as session:
+        tracekit.open_trace(export, nsys="/elsewhere/nsys")
+        assert session.settings.nsys is None
+
+
+def test_overriding_changes_the_settings_of_this_context_only():
+    from tracekit.session import current, overriding
+
+    before = current().settings
+    barrier = threading.Barrier(2, timeout=10)
+    other: list = []
+
+    def look() -> None:
+        barrier.wait()
+        other.append(current().settings.nsys)
+
+    thread = threading.Thread(target=look)
+    thread.start()
+    with overriding(nsys="/x/nsys"):
+        assert current().settings == before.replace(nsys="/x/nsys")
+        barrier.wait()
+        thread.join()
+    assert other == [before.nsys] and current().settings == before
+
+
+def test_the_threads_tracekit_starts_read_in_the_callers_session(export, tmp_path):
+    """Reads ahead, chunk readers, loads behind and cache writers run in the context that started them: a
+    command inside ``with Session()`` starts its reading threads in that session, none in the default one."""
+    tracekit.current_session().close()
+    default = tracekit.current_session()
+    settings = tracekit.Settings(cache_min_bytes=0, cache_home=str(tmp_path / "home"))
+    with tracekit.Session(settings, write_behind=True) as session:
+        kernels = tracekit.kernels(export)
+        ranges = tracekit.ranges(export)
+        assert "read_pool" in session.resources
+    assert default.resources == {} and default.reads_ahead == {} and default.pending_writes == []
+    assert kernels["kernels"]["Instances"].sum() == 14 and "step" in set(ranges["ranges"]["Range"])

@@ -13,7 +13,8 @@ writes traces as a file for Perfetto::
     result["kernels"]        # pandas, Total Time (ns) as integers
 
 ``Session`` holds what is process-wide (settings, reading threads, inputs protected from being
-written over); ``current_session()`` is the one in use. The names in ``__all__`` are the stable surface.
+written over); ``current_session()`` is the one in use in this thread or asyncio task. The names in
+``__all__`` are the stable surface.
 Importing tracekit loads neither pandas nor the analyses: they load when a function runs.
 
 The package, lowest layer first:
@@ -29,6 +30,8 @@ The package, lowest layer first:
 ``cli``        the ``tracekit`` command line (also ``python -m tracekit``: ``__main__``)
 ``runs``, ``capture``, ``nsys_tool``, ``annotate``, ``export``  run folders, capturing under a profiler,
 the nsys executable, marks for a user's script, Parquet export
+``run_config``, ``activation_formula``  the run vocabulary (models and their sizes, RunConfig, result
+columns) and the activation memory formula, without torch: tracekit never imports ``workloads``
 """
 
 from tracekit import api as _api

@@ -42,3 +42,7 @@ class CaptureError(TracekitError):
 
 class UsageError(TracekitError):
     """Options that do not fit together or name something the trace does not have."""
+
+
+class MissingExtraError(TracekitError):
+    """An optional part is needed and not installed (torch, which the workloads extra brings)."""

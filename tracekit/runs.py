@@ -36,6 +36,7 @@ LOG = "nsys.log"
 PROGRAM_LOG = "program.log"
 LATEST = "latest"
 RUN_FILES = {MANIFEST, REPORT, EXPORT, TORCH_TRACE, MEMORY, MEMORY_GZ, STREAM, RESULT, FACTS, LOG, PROGRAM_LOG}
+ACTIVATION_NOTE = "activation_note"  # run.json: the activation formula's total, beside the measured role
 PHASE_COLUMNS = ["Phase", "Mean (ms)", "Std (ms)", "Median (ms)", "Min (ms)", "Max (ms)"]
 
 
@@ -141,6 +142,18 @@ class Run:
     def config(self) -> dict:
         """The workload configuration (model, context, batch, mode, dtype, compile, attention, warmup, steps)."""
         return self._section("config")
+
+    @property
+    def activation_note(self) -> str | None:
+        """What the activation formula gives for this run's model, beside the measured activations: as
+        capture wrote it into run.json (``ACTIVATION_NOTE``; None there: it does not apply), else, for a run
+        captured before capture wrote it, from the configuration run.json records."""
+        if ACTIVATION_NOTE in self.manifest:
+            note = self.manifest[ACTIVATION_NOTE]
+            return note if isinstance(note, str) else None
+        from tracekit.activation_formula import formula_note
+
+        return formula_note(self.config) if self.config else None
 
     @property
     def device(self) -> str:

@@ -6,9 +6,14 @@ inputs (never written over by ``-o``), and cache tables written in the backgroun
 current ``Session``, not in module globals, so they can be seen, and ended, in one place:
 
 - the command line opens one per command (``with Session(...)``) and closes it before it exits;
-- the Python API uses a default session, created on first use, whose settings follow the environment
-  as it is at each call; ``tracekit.session().close()`` ends what it holds (threads, reads, inputs),
-  and ``with tracekit.Session(...)`` replaces it for a block;
+- the Python API uses a default session, created on first use and shared by every thread, whose
+  settings follow the environment as it is at each call; ``tracekit.current_session().close()`` ends
+  what it holds (threads, reads, inputs), and ``with tracekit.Session(...)`` replaces it for a block;
+- ``with Session(...)`` holds for the current context only (a ``ContextVar``): the thread, or the asyncio
+  task, that entered it; another thread keeps its own. Settings given to one call (``open_trace(path,
+  nsys=...)``) hold for that call (``overriding``), never written into a shared session;
+- threads that tracekit starts (reads ahead, chunk readers, cache writers, loads behind) run their work in
+  the context of the code that started them (``in_this_context``): they see its session and settings;
 - worker processes (the pool, Dask) receive the client's ``Settings`` as an argument and open a
   session of their own with them: nothing is passed through ``os.environ``.
 
@@ -19,10 +24,15 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar, Token, copy_context
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, ParamSpec, Protocol, TypeVar
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 DEFAULT_CACHE_MIN_BYTES = 32 * 2**20
 DEFAULT_DECODE_MIN_BYTES = 64 * 2**20
@@ -96,6 +106,10 @@ class Session:
     tables are written on background threads, every one finished by ``close`` (the command line's
     choice: its analysis goes on meanwhile); otherwise each is written before its read returns.
     ``option_name``: how messages name an option (default: its parameter name, as the API takes it).
+
+    ``with Session(...)`` makes it the current session of this thread, or asyncio task, only: other threads
+    keep theirs (the default session unless they entered one), and the threads tracekit starts for a read
+    use the session of the code that started them.
     """
 
     def __init__(
@@ -115,7 +129,7 @@ class Session:
         self.reads_ahead: dict[str, Any] = {}  # key -> concurrent.futures.Future of a read started early
         self.pending_writes: list[threading.Thread] = []  # cache tables being written
         self.resources: dict[str, Closable] = {}  # e.g. the reading threads, started on first use
-        self._previous: list[Session | None] = []
+        self._tokens: list[Token[Session | None]] = []  # one per ``with``: what to restore on leaving it
         self.closed = False
 
     def sendable_option_name(self) -> Callable[[str], str] | None:
@@ -131,11 +145,11 @@ class Session:
 
     @property
     def settings(self) -> Settings:
-        return self._settings if self._settings is not None else Settings.from_environment()
-
-    @settings.setter
-    def settings(self, value: Settings) -> None:
-        self._settings = value
+        """The session's settings (given, else the environment's now), with the changes ``overriding``
+        makes in the current context."""
+        settings = self._settings if self._settings is not None else Settings.from_environment()
+        changes = _OVERRIDES.get()
+        return settings.replace(**changes) if changes else settings
 
     # -- inputs: files ``-o`` must never write over ------------------------------------------------
 
@@ -183,15 +197,12 @@ class Session:
         self.closed = True
 
     def __enter__(self) -> Session:
-        with _LOCK:
-            self._previous.append(_ACTIVE[0])
-            _ACTIVE[0] = self
+        self._tokens.append(_ACTIVE.set(self))
         self.closed = False
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        with _LOCK:
-            _ACTIVE[0] = self._previous.pop() if self._previous else None
+        _ACTIVE.reset(self._tokens.pop())
         self.close()
 
 
@@ -203,15 +214,19 @@ def _identity(path: str | os.PathLike) -> tuple[int, int] | None:
     return status.st_dev, status.st_ino
 
 
-# The session in use: one for the whole process (reads run on several threads, all of one command).
+# The session in use in this context (thread, asyncio task): the innermost ``with Session()``; None: the
+# default one, shared by the whole process and created on first use.
+_ACTIVE: ContextVar[Session | None] = ContextVar("tracekit_session", default=None)
+# Settings changed for the calls made within ``overriding`` in this context, on top of the session's own.
+_OVERRIDES: ContextVar[Mapping[str, Any] | None] = ContextVar("tracekit_settings_overrides", default=None)
 _LOCK = threading.Lock()
-_ACTIVE: list[Session | None] = [None]
 _DEFAULT: list[Session | None] = [None]
 
 
 def current() -> Session:
-    """The session in use: the innermost ``with Session()``, else the default one (created on first use)."""
-    active = _ACTIVE[0]
+    """The session in use: the innermost ``with Session()`` of this context, else the default one (created
+    on first use)."""
+    active = _ACTIVE.get()
     if active is not None:
         return active
     with _LOCK:
@@ -220,9 +235,32 @@ def current() -> Session:
         return _DEFAULT[0]
 
 
+@contextmanager
+def overriding(**changes: Any) -> Iterator[None]:
+    """Within (in this context only): the current session's ``settings`` carry ``changes`` (``nsys=...``),
+    the session itself untouched: how one call's settings reach what it reads, and no other call's."""
+    token = _OVERRIDES.set({**(_OVERRIDES.get() or {}), **changes})
+    try:
+        yield
+    finally:
+        _OVERRIDES.reset(token)
+
+
+def in_this_context(function: Callable[P, R]) -> Callable[P, R]:
+    """``function``, to run on another thread in the context of the code calling this (its session, its
+    settings): a new thread starts in an empty context, which sees the default session. Each call runs in
+    a copy of that context of its own (one context cannot be entered on two threads at once)."""
+    context = copy_context()
+
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        return context.copy().run(function, *args, **kwargs)
+
+    return run
+
+
 def _after_fork_in_child() -> None:
     """A forked child holds its parent's records but not its threads: it starts with empty sessions."""
-    for session in (_ACTIVE[0], _DEFAULT[0]):
+    for session in (_ACTIVE.get(), _DEFAULT[0]):
         if session is not None:
             session.lock = threading.Lock()
             session.resources = {}

@@ -12,9 +12,9 @@ import argparse
 import json
 import sys
 
+from tracekit.run_config import MODES, SIZES, RunConfig
 from workloads.bench import DTYPES, result_record, run, summarize
-from workloads.config import MODES, RunConfig
-from workloads.models import ATTENTION_KINDS, SIZES
+from workloads.models import ATTENTION_KINDS
 
 EXIT_OOM = 3
 

@@ -24,6 +24,7 @@ import pandas as pd
 import torch
 
 from tracekit.model.result import Result
+from tracekit.run_config import EAGER_FALLBACK
 from workloads.attention_probe import attention_flops, peak_bytes, saved_bytes, sdpa_backend
 from workloads.bench import (
     DTYPES,
@@ -36,7 +37,6 @@ from workloads.bench import (
     tf32_allowed,
 )
 from workloads.compiled import CompileWatch, compile_function
-from workloads.config import EAGER_FALLBACK
 
 HEAD_DIMS = (16, 32, 64, 128)
 SEQUENCE_LENGTHS = (256, 1024, 4096, 8192, 16384)

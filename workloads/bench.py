@@ -18,12 +18,12 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
+from tracekit import run_config as fields
 from tracekit.annotate import CaptureWindow
 from tracekit.errors import UsageError
-from workloads import config as fields
+from tracekit.run_config import EAGER_FALLBACK, MODES, PHASES, STATS, RunConfig
 from workloads.annotate import BACKEND, nvtx_range
 from workloads.compiled import CompileReport, CompileWatch, compile_function
-from workloads.config import EAGER_FALLBACK, MODES, PHASES, STATS, RunConfig
 from workloads.hardware import device_name, environment, peak_flops
 from workloads.models import build_model, flops_per_step, model_config, parameter_count
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
-from workloads.config import COMPILE_MS, GRAPH_BREAKS, GRAPHS, RECOMPILES
+from tracekit.run_config import COMPILE_MS, GRAPH_BREAKS, GRAPHS, RECOMPILES
 
 BACKEND_VARIABLE = "TRACEKIT_COMPILE_BACKEND"
 # Words of dynamo's "gave up" reasons (torch 2.1-2.13 say cache_size_limit or recompile_limit).
@@ -46,7 +46,7 @@ class CompileReport:
     fell_back: bool = False
 
     def columns(self) -> dict[str, float | int | None]:
-        """The report as table cells, under the result columns' labels (``workloads.config``)."""
+        """The report as table cells, under the result columns' labels (``tracekit.run_config``)."""
         return {COMPILE_MS.label: self.compile_ms, GRAPHS.label: self.graphs, RECOMPILES.label: self.recompiles,
                 GRAPH_BREAKS.label: self.graph_breaks}  # fmt: skip
 

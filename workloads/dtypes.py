@@ -12,8 +12,8 @@ import torch
 
 from tracekit.errors import UsageError
 from tracekit.model.result import Result
+from tracekit.run_config import RunConfig
 from workloads.bench import DTYPES, make_batch, resolve_device
-from workloads.config import RunConfig
 from workloads.models import build_model
 
 

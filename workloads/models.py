@@ -9,52 +9,16 @@ scores matmul, softmax, output matmul: each its own NVTX range) or ``sdpa``
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
 
 import torch
 from torch import nn
 
 from tracekit.errors import UsageError
+from tracekit.run_config import ModelConfig, model_config
 from workloads.annotate import nvtx_range
 
-VOCAB_SIZE = 10_000
 ROPE_THETA = 10_000.0
-
-
-@dataclass(frozen=True)
-class ModelConfig:
-    """Sizes of one model. ``d_ff`` is the SwiGLU hidden width."""
-
-    name: str
-    d_model: int
-    d_ff: int
-    num_layers: int
-    num_heads: int
-    vocab_size: int = VOCAB_SIZE
-    context_length: int = 1024
-
-    @property
-    def head_dim(self) -> int:
-        return self.d_model // self.num_heads
-
-
-SIZES = {
-    "tiny": ModelConfig("tiny", d_model=64, d_ff=256, num_layers=2, num_heads=4),
-    "small": ModelConfig("small", d_model=768, d_ff=3072, num_layers=12, num_heads=12),
-    "medium": ModelConfig("medium", d_model=1024, d_ff=4096, num_layers=24, num_heads=16),
-    "large": ModelConfig("large", d_model=1280, d_ff=5120, num_layers=36, num_heads=20),
-    "xl": ModelConfig("xl", d_model=1600, d_ff=6400, num_layers=48, num_heads=25),
-    "2.7B": ModelConfig("2.7B", d_model=2560, d_ff=10240, num_layers=32, num_heads=32),
-}
 ATTENTION_KINDS = ("naive", "sdpa")
-
-
-def model_config(name: str, context_length: int | None = None) -> ModelConfig:
-    """The named size, with room for ``context_length`` tokens."""
-    if name not in SIZES:
-        raise UsageError(f"unknown model {name!r}; choose one of {', '.join(SIZES)}")
-    config = SIZES[name]
-    return replace(config, context_length=max(context_length or 0, config.context_length))
 
 
 def parameter_count(config: ModelConfig) -> int:

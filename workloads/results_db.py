@@ -16,11 +16,12 @@ import json
 import os
 import platform
 import sqlite3
+import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
 
 from tracekit.errors import UsageError
-from workloads.config import MODEL, RESULTS_TABLE
+from tracekit.run_config import MODEL, RESULTS_TABLE
 
 # SQLite's header field for "which application's file is this" (PRAGMA application_id): "TRKT".
 APPLICATION_ID = 0x54524B54
@@ -71,8 +72,6 @@ class ResultsDB:
         """Append one configuration's row (its summary, where and when it ran, with what: torch, CUDA,
         driver, Python and tracekit versions; its samples), committed."""
         import sqlite_utils
-
-        from workloads.sweep import git_revision
 
         row = {
             **summary,
@@ -146,3 +145,18 @@ def _check_ours(path: Path) -> None:
             f"--db {path} is another application's SQLite database ({what}): refusing to alter it; give a new "
             "file or a `tracekit bench --db` database"
         )
+
+
+def git_revision() -> str | None:
+    """Short commit of the tracekit checkout these workloads run from (None outside git)."""
+    try:
+        result = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=Path(__file__).parent,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return result.stdout.strip() or None if result.returncode == 0 else None

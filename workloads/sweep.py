@@ -5,15 +5,12 @@ database that sweeps append to, so that runs on different days and machines accu
 from __future__ import annotations
 
 import itertools
-import subprocess
 from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
 
 import pandas as pd
 
 from tracekit.model.result import Result, Table
-from workloads.bench import RunResult, result_record, run, summarize
-from workloads.config import (
+from tracekit.run_config import (
     ATTENTION,
     BATCH,
     COMPILE,
@@ -42,6 +39,7 @@ from workloads.config import (
     mean_std,
     phase_field,
 )
+from workloads.bench import RunResult, result_record, run, summarize
 from workloads.hardware import environment, peak_flops
 from workloads.results_db import ResultsDB
 
@@ -170,18 +168,3 @@ def compact_table(table: pd.DataFrame) -> pd.DataFrame:
         if table[field.label].notna().any():
             compact[field.label] = table[field.label]
     return compact
-
-
-def git_revision() -> str | None:
-    """Short commit of the tracekit checkout these workloads run from (None outside git)."""
-    try:
-        result = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=Path(__file__).parent,
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return result.stdout.strip() or None if result.returncode == 0 else None

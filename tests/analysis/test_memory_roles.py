@@ -101,17 +101,22 @@ def test_a_forward_only_snapshot_has_no_optimizer_state():
 def test_a_run_folder_gets_the_activation_formula_beside_the_roles(cli, tmp_path):
     import shutil
 
-    pytest.importorskip("torch", reason="the activation formula lives in workloads (torch)")
-    from workloads.activations import activation_terms
+    from tracekit.activation_formula import activation_terms  # tracekit's own: no torch
 
     run = tmp_path / "run"
     run.mkdir()
     shutil.copyfile(MEMORY / "cs336_medium_ctx512_forward.pickle", run / "memory.pickle")
-    (run / "run.json").write_text(json.dumps({"config": {"model": "tiny", "ctx": 64, "batch": 4, "mode": "train",
-                                                         "dtype": "fp32"}}))  # fmt: skip
+    # A run captured before capture wrote the note: its config, whose context capture writes as "context"
+    config = {"model": "tiny", "context": 64, "batch": 4, "mode": "train", "dtype": "fp32"}
+    (run / "run.json").write_text(json.dumps({"config": config}))
     result = cli("memory", run, "--by", "role", "--format", "csv")
     formula = sum(size for _, size, _ in activation_terms("tiny", 64, 4)) / MIB
     assert f"gives {formula:,.1f} MiB saved for backward" in result.stderr
+    # A run whose run.json carries the note (capture writes it): that note, as written; null: none applies
+    (run / "run.json").write_text(json.dumps({"config": config, "activation_note": "the formula gives 1.0 MiB"}))
+    assert "note: the formula gives 1.0 MiB" in cli("memory", run, "--by", "role", "--format", "csv").stderr
+    (run / "run.json").write_text(json.dumps({"config": config, "activation_note": None}))
+    assert "activation formula" not in cli("memory", run, "--by", "role", "--format", "csv").stderr
 
 
 @pytest.mark.skipif(not MEMORY.is_dir(), reason=f"real snapshots not available: {MEMORY}")

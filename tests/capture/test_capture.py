@@ -36,6 +36,7 @@ def test_capture_tiny_on_cpu(cli, nsys, tmp_path):
     manifest = json.loads((folder / "run.json").read_text())
     assert manifest["status"] == "complete" and manifest["trace"] == "nvtx"
     assert manifest["config"]["steps"] == 3 and manifest["versions"]["nsys"] == nsys_tool.nsys_version(nsys)
+    assert "`tracekit bench activations tiny --ctx 32 --batch 4`" in manifest["activation_note"]
     assert len(manifest["samples_ms"]["step"]) == 3 and manifest["timings_ms"]["step"]["mean"] > 0
     assert manifest["versions_program"]["torch"] and manifest["wall_s"]["total"] > 0
 

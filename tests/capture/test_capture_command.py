@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from helpers.paths import ROOT
 
+from tracekit.activation_formula import activation_terms
 from tracekit.sources import open_trace
 
 pytest.importorskip("torch", reason="the example program needs torch (pip install torch)")
@@ -125,6 +126,8 @@ def test_a_workload_under_torch_profiler_records_what_ran(cli, tmp_path):
     assert manifest["device"]["type"] == "cpu" and manifest["versions_program"]["torch"]
     assert len(manifest["samples_ms"]["step"]) == 2 and manifest["timings_ms"]["step"]["mean"] > 0
     assert manifest["program"]["status"] == "ok" and not (folder / "result.json").exists()  # merged, then removed
+    formula = sum(size for _, size, _ in activation_terms("tiny", 16, 1)) / 2**20  # what `memory --by role` shows
+    assert f"--ctx 16 --batch 1`) gives {formula:,.1f} MiB saved" in manifest["activation_note"]
 
 
 def test_a_missing_profiler_is_named(cli, tmp_path, monkeypatch):

@@ -10,7 +10,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from workloads.config import EAGER_FALLBACK  # noqa: E402
+from tracekit.run_config import EAGER_FALLBACK  # noqa: E402
 
 
 @pytest.fixture
@@ -111,8 +111,8 @@ def test_statistics_say_when_they_are_weak():
 
 
 def test_noisy_rows_are_flagged():
+    from tracekit.run_config import RunConfig
     from workloads.bench import RunResult, summarize
-    from workloads.config import RunConfig
 
     steady = RunResult(RunConfig("tiny"), samples_ms={"forward": [10.0, 10.1, 9.9], "step": [10.0, 10.1, 9.9]})
     noisy = RunResult(RunConfig("tiny"), samples_ms={"forward": [10.0, 12.0, 8.0], "step": [10.0, 12.0, 8.0]})
@@ -260,8 +260,8 @@ def test_counting_saved_tensors_leaves_none_behind():
 
 
 def test_the_model_benchmark_states_both_flops_conventions():
+    from tracekit.run_config import RunConfig
     from workloads.bench import RunResult, summarize
-    from workloads.config import RunConfig
     from workloads.models import flops_per_step, model_config
 
     spec = model_config("small", 1024)

@@ -14,10 +14,11 @@ torch = pytest.importorskip("torch")
 from helpers.nsys_stats import profile_under_nsys  # noqa: E402
 
 from tracekit import __version__  # noqa: E402
+from tracekit.run_config import SIZES, model_config  # noqa: E402
 from workloads import bench  # noqa: E402
 from workloads.bench import result_record, summarize  # noqa: E402
 from workloads.hardware import environment  # noqa: E402
-from workloads.models import SIZES, TransformerLM, model_config  # noqa: E402
+from workloads.models import TransformerLM  # noqa: E402
 from workloads.results_db import ResultsDB  # noqa: E402
 from workloads.sweep import configurations, results_table, run_sweep  # noqa: E402
 

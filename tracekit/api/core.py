@@ -45,13 +45,9 @@ def open_trace(path: str | os.PathLike, nsys: str | None = None) -> Trace:
         >>> trace = tracekit.open_trace("trace.sqlite")
         >>> trace.gpu_ops.groupby("device")["duration"].sum()   # ns of GPU work per device
     """
-    from tracekit.session import current
     from tracekit.sources import open_trace as open_any
 
-    if nsys is not None:
-        session = current()
-        session.settings = session.settings.replace(nsys=nsys)
-    return open_any(os.fspath(path))
+    return open_any(os.fspath(path), nsys)  # this call's nsys: the session's settings stay as they were
 
 
 def open_snapshot(path: str | os.PathLike) -> MemoryTrace:

@@ -25,14 +25,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from tracekit import __version__, annotate, nsys_tool
+from tracekit.activation_formula import formula_note
 from tracekit.capture import watchdog
 from tracekit.capture.nsys import from_result, import_stream, name_final_folder, read_result
 from tracekit.capture.process_group import INTERRUPT_GRACE_S, end_group, stop_group
 from tracekit.capture.run_folder import NewRun
 from tracekit.errors import CaptureError, NsysNotFoundError, TracekitError
-from tracekit.runs import Run, default_name
+from tracekit.run_config import RunConfig
+from tracekit.runs import ACTIVATION_NOTE, Run, default_name
 from tracekit.signals import Interrupted, raising_interrupted
-from workloads.config import RunConfig
 
 LAUNCHER = Path(__file__).resolve().with_name("program_launch.py")
 PROFILERS = ("auto", "nsys", "torch")
@@ -187,6 +188,7 @@ def _record(run: NewRun, options: CommandOptions, profiler: str, nsys: str | Non
     }
     if options.workload is not None:
         manifest["config"] = {**asdict(options.workload), "memory": options.memory}
+        manifest[ACTIVATION_NOTE] = formula_note(manifest["config"])  # what `memory --by role` sets beside it
     interrupted = None
     if profiler == "torch":
         environment[annotate.ENV_TORCH_TRACE] = str(run.torch_trace_target())

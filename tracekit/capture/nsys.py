@@ -22,13 +22,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from tracekit import __version__, annotate, nsys_tool
+from tracekit.activation_formula import formula_note
 from tracekit.capture import watchdog
 from tracekit.capture.run_folder import NewRun
 from tracekit.errors import CaptureError, TracekitError
 from tracekit.files import write_text
-from tracekit.runs import Run, default_name
+from tracekit.run_config import PHASES, STATS, RunConfig, phase_field
+from tracekit.runs import ACTIVATION_NOTE, Run, default_name
 from tracekit.signals import raising_interrupted
-from workloads.config import PHASES, STATS, RunConfig, phase_field
 
 CAPTURE_RANGE = annotate.CAPTURE_RANGE
 GPU_TRACE = "cuda,nvtx,osrt"
@@ -179,6 +180,7 @@ def _record(run: Run, nsys: str, options: CaptureOptions, started: float) -> lis
         "name": run.folder.name,
         "created_utc": _now(),
         "config": _config(options),
+        ACTIVATION_NOTE: formula_note(_config(options)),  # what `memory --by role` sets beside the activations
         "trace": trace,
         "command": command,
         "versions": {"tracekit": __version__, "nsys": nsys_tool.nsys_version(nsys), "python": sys.version.split()[0]},

@@ -1,7 +1,7 @@
 """The ``tracekit`` command: a click group; the analysis commands are derived from the registry
-(``analyses``), the others (``timeline``, ``report``, ``export``, ``bench`` with ``bench_options``, ``capture``) have a
-module each; ``common`` holds what they share (errors as one line, --format/--output, ``emit``);
-``__main__`` makes ``python -m tracekit.cli`` the program.
+(``analyses``), the others (``timeline``, ``report``, ``export``, ``capture``) have a module each; ``bench``
+is ``workloads``' (an entry point, loaded by ``extensions`` when named); ``common`` holds what they share
+(errors as one line, --format/--output, ``emit``); ``__main__`` makes ``python -m tracekit.cli`` the program.
 
 Each command is click -> options -> registry (or one library function) -> the renderer
 (``common.emit``); library errors become one line and exit status 1 (``common.TracekitGroup``).
@@ -18,21 +18,20 @@ import click
 
 from tracekit import __version__
 from tracekit.cli.analyses import ANALYSES
-from tracekit.cli.bench import bench
 from tracekit.cli.capture import capture
-from tracekit.cli.common import TracekitGroup
 from tracekit.cli.export import export
+from tracekit.cli.extensions import ExtensibleGroup
 from tracekit.cli.report import report
 from tracekit.cli.timeline import timeline
 
 
-@click.group(cls=TracekitGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=ExtensibleGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="tracekit")
 def main():
     """Where a PyTorch training step's GPU time and memory go, from Nsight Systems traces."""
 
 
-for command in (*ANALYSES, timeline, report, export, bench, capture):
+for command in (*ANALYSES, timeline, report, export, capture):
     main.add_command(command)
 
 

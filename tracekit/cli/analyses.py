@@ -110,7 +110,7 @@ def _params_of(*decorators) -> list[click.Parameter]:
 def _run(command: Command, values: dict[str, Any]) -> None:
     """click's values -> options -> the registry's command -> the renderer (and the picture)."""
     from tracekit.commands.execute import run_command
-    from tracekit.session import current
+    from tracekit.session import overriding
 
     inputs = [values.pop(name) for name, _ in ARGUMENTS[command.inputs]]
     inputs = list(inputs[0]) if len(inputs) == 1 and isinstance(inputs[0], tuple) else inputs
@@ -118,8 +118,6 @@ def _run(command: Command, values: dict[str, Any]) -> None:
     fmt = output_format(values.pop("fmt"), output)
     nsys, picture = values.pop("nsys", None), values.pop("picture", None)
     many = ManyOptions(**{name: values.pop(name) for name in MANY_FIELDS if name in values})
-    if nsys:
-        current().settings = current().settings.replace(nsys=nsys)
     if picture and command.picture is not None and command.picture.needs:
         values[command.picture.needs] = True
     try:
@@ -128,7 +126,8 @@ def _run(command: Command, values: dict[str, Any]) -> None:
         raise click.UsageError(str(error)) from None
     if picture:
         _check_picture(command, inputs, picture)
-    result = run_command(command, inputs, options, many, _progress_bar())
+    with overriding(**({"nsys": nsys} if nsys else {})):
+        result = run_command(command, inputs, options, many, _progress_bar())
     chart = None
     if picture and command.picture is not None:
         chart = next((result.charts[name] for name in command.picture.charts if name in result.charts), None)

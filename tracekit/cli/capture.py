@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from workloads.config import ATTENTIONS, DTYPE_NAMES, MODEL_NAMES, MODES
+from tracekit.run_config import ATTENTIONS, DTYPE_NAMES, MODEL_NAMES, MODES
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -114,9 +114,10 @@ def capture(
     from tracekit.errors import NoGpuDataError
     from tracekit.model.result import Result
     from tracekit.render.tables import render_text
+    from tracekit.run_config import RunConfig, require_torch
     from tracekit.sources import open_trace
-    from workloads.config import RunConfig
 
+    require_torch(f"capturing the built-in model {model}")  # the workload runs in this Python, on torch
     config = RunConfig(model, ctx, batch, mode, dtype, compiled, attention, warmup, steps, device)
     if profiler == "torch":  # the workload as a program of its own, its measured steps in a torch.profiler window
         import sys

@@ -37,16 +37,14 @@ def timeline(traces, output, start_ms, end_ms, step, range, instance, memory, se
     import sys
 
     from tracekit.render.safe_text import printable
-    from tracekit.session import current
+    from tracekit.session import overriding
     from tracekit.trace_events.window import WindowOptions
     from tracekit.trace_events.writer import timeline as write
 
-    if nsys:
-        session = current()
-        session.settings = session.settings.replace(nsys=nsys)
     options = WindowOptions(start_ms=start_ms, end_ms=end_ms, step=step, range=range, instance=instance,
                             sequences=sequences)  # fmt: skip
-    written = write(list(traces), output, options, memory)
+    with overriding(**({"nsys": nsys} if nsys else {})):
+        written = write(list(traces), output, options, memory)
     for note in written.notes:
         click.echo(f"note: {printable(note)}", err=True)
     click.echo(written.summary(), file=sys.stderr)

@@ -177,10 +177,7 @@ def _on_snapshots(spec: Command, items: list[Source], options: Any) -> Result:
         from tracekit.runs import Run
 
         run = Run.at(path)
-        if run is not None and run.config:
-            from workloads.activations import formula_note
-
-            note = formula_note(run.config)
-            if note:
-                result.notes.append(note)
+        note = run.activation_note if run is not None else None
+        if note:
+            result.notes.append(note)
     return result

@@ -21,6 +21,7 @@ import pandas as pd
 from tracekit.errors import InvalidTraceError
 from tracekit.model import schema
 from tracekit.model.reading import reading_later
+from tracekit.session import in_this_context
 
 if TYPE_CHECKING:
     from tracekit.model.range_specs import Pattern
@@ -283,8 +284,9 @@ class Trace:
         without ``patterns``.
         """
         with ThreadPoolExecutor(max_workers=len(tables) + 1) as pool:
-            loads = [pool.submit(self._load_needed, table) for table in tables]
-            selection = pool.submit(self.ranges_named, patterns) if patterns is not None else None
+            # on the caller's session (a new thread would see the default one)
+            loads = [pool.submit(in_this_context(self._load_needed), table) for table in tables]
+            selection = pool.submit(in_this_context(self.ranges_named), patterns) if patterns is not None else None
             for load in loads:
                 load.result()
             return selection.result() if selection is not None else None
@@ -305,7 +307,7 @@ class Trace:
             except BaseException as error:  # handed to whoever waits
                 failure.append(error)
 
-        thread = threading.Thread(target=load, name="tracekit-load-behind", daemon=True)
+        thread = threading.Thread(target=in_this_context(load), name="tracekit-load-behind", daemon=True)
         thread.start()
 
         def wait() -> None:

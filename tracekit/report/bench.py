@@ -1,6 +1,6 @@
 """``tracekit report --bench results.db``: a ``tracekit bench --db`` results database as a report: mean ±
 std step time per model and context for each dtype and compile variant, and step time against context
-length. Columns are read by their keys (``workloads.config``)."""
+length. Columns are read by their keys (``tracekit.run_config``)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from tracekit.files import protect
 from tracekit.model.result import Chart
 from tracekit.render.markup import md_text
 from tracekit.report.document import BENCH_HEADING, Document, write_report_folder
-from workloads.config import (
+from tracekit.run_config import (
     ATTENTION,
     BATCH,
     COMPILE,

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 from tracekit.errors import TracekitError
 from tracekit.files import write_text
 from tracekit.model.schema import OPTIONAL_TABLES, TRACE_TABLES
-from tracekit.session import current
+from tracekit.session import current, in_this_context
 
 if TYPE_CHECKING:  # pandas loads when a table does: the command line asks the cache before importing it
     import pandas as pd
@@ -193,7 +193,7 @@ class TableCache:
                 if self._pending.get(table) is frame:
                     del self._pending[table]
 
-        writer = threading.Thread(target=write, name=f"tracekit-cache-{table}")
+        writer = threading.Thread(target=in_this_context(write), name=f"tracekit-cache-{table}")
         session.pending_writes.append(writer)
         writer.start()
 

@@ -31,6 +31,7 @@ from tracekit.errors import TracekitError, UsageError
 from tracekit.files import write_whole
 from tracekit.model.schema import compute_capability
 from tracekit.model.trace import TORCH_PROFILER, Trace
+from tracekit.session import in_this_context
 from tracekit.trace_events import tracks
 from tracekit.trace_events.sequence_track import sequence_events, sequence_slices, sequence_track_names
 from tracekit.trace_events.text import write_array
@@ -244,7 +245,7 @@ def _events(
     call_ids = np.arange(len(calls), dtype=np.int64) + first_id
     steps = _steps(trace, window)
     # idle gaps (an analysis of their own) are found on another thread while the GPU ops become text
-    gaps = ThreadPoolExecutor(1, thread_name_prefix="tracekit-idle-gaps").submit(_gaps, trace, window)
+    gaps = ThreadPoolExecutor(1, thread_name_prefix="tracekit-idle-gaps").submit(in_this_context(_gaps), trace, window)
     kept_ops = ops.iloc[op_rows]
     kept_ranges = window.cut(ranges)
     threads = pd.concat([calls.iloc[call_rows][["pid", "tid"]], kept_ranges.loc[
@@ -311,7 +312,7 @@ def ahead(items: Iterator, depth: int = 2) -> Iterator:
         except BaseException as error:  # handed to the writer, which raises it
             queue.put((done, error))
 
-    thread = threading.Thread(target=make, name="tracekit-trace-events", daemon=True)
+    thread = threading.Thread(target=in_this_context(make), name="tracekit-trace-events", daemon=True)
     thread.start()
     try:
         while True:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 
 from tracekit.model.reading import urgency
-from tracekit.session import current
+from tracekit.session import current, in_this_context
 
 READ_THREADS = 2
 LAST = 99  # the urgency of the end-of-work marker: after every read
@@ -47,7 +47,8 @@ class ReadPool:
         futures = []
         for argument in arguments:
             future: Future = Future()
-            self.queue.put((urgency(), next(self.order), function, argument, future))
+            # the pool's threads are the session's, started once: each read runs in its caller's context
+            self.queue.put((urgency(), next(self.order), in_this_context(function), argument, future))
             futures.append(future)
         return [future.result() for future in futures]
 

@@ -27,7 +27,7 @@ from urllib.parse import quote
 
 import numpy as np
 
-from tracekit.session import current
+from tracekit.session import current, in_this_context
 from tracekit.sources.nsys.read_pool import chunk_pool
 
 if TYPE_CHECKING:
@@ -110,7 +110,7 @@ def read_ahead(path: str | Path, **arguments) -> None:
         if key in session.reads_ahead:
             return
         session.reads_ahead[key] = future
-    threading.Thread(target=run, name="tracekit-read-ahead", daemon=True).start()
+    threading.Thread(target=in_this_context(run), name="tracekit-read-ahead", daemon=True).start()
 
 
 def _ahead_key(path: str | Path, arguments: Mapping) -> str:

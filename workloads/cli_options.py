@@ -8,8 +8,8 @@ import sys
 
 import click
 
-from workloads.config import ATTENTION_IMPLEMENTATIONS, ATTENTIONS, MODES, OPTIMIZERS
-from workloads.config import DTYPE_NAMES as DTYPES
+from tracekit.run_config import ATTENTION_IMPLEMENTATIONS, ATTENTIONS, MODES, OPTIMIZERS
+from tracekit.run_config import DTYPE_NAMES as DTYPES
 
 SIZE_PATTERN = re.compile(r"^\d+(Ki|Mi|Gi)?$")
 # Options that take a list, and which words can be their values (so `--ctx 128 256 small` stops at small).

@@ -1,17 +1,21 @@
-"""The benchmark vocabulary, importable without torch: what can be run (models, modes, dtypes,
+"""The run vocabulary, importable without torch (tracekit's, so that capture, report and the analyses of a
+run folder need nothing of ``workloads``): what can be run (models and their sizes, modes, dtypes,
 attention and optimizer implementations), one configuration (``RunConfig``), and the columns a run
 produces (``Field``: the key a program reads, the label a person reads).
 
 ``tracekit capture`` builds a ``RunConfig`` in a process that never imports torch (it only passes it
 to the workload it profiles), and the CLI offers these names as choices without importing torch.
 Results are keyed by ``Field.key`` everywhere (rows, the results database, run.json); labels are for
-display only and never parsed back.
+display only and never parsed back. ``workloads`` builds its models to these sizes.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from tracekit.errors import MissingExtraError, UsageError
+
+WORKLOADS_EXTRA = "tracekit[workloads]"  # pyproject's optional dependencies that run the workloads (torch)
 MODEL_NAMES = ("tiny", "small", "medium", "large", "xl", "2.7B")
 MODES = ("forward", "forward-backward", "train")
 DTYPE_NAMES = ("fp32", "bf16", "fp16")
@@ -25,6 +29,46 @@ STATS = ("mean", "std", "median", "min", "max", "ci95")  # ci95: half-width of t
 STAT_LABELS = {"ci95": "95% CI ±"}
 NOISY_CV_PCT = 5.0  # a step time whose coefficient of variation is above this is flagged
 EAGER_FALLBACK = "eager-fallback"  # the status of a compiled configuration that dynamo ran eager
+
+
+VOCAB_SIZE = 10_000
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Sizes of one model of the GPT-2 family (``workloads.models`` builds it). ``d_ff`` is the SwiGLU
+    hidden width."""
+
+    name: str
+    d_model: int
+    d_ff: int
+    num_layers: int
+    num_heads: int
+    vocab_size: int = VOCAB_SIZE
+    context_length: int = 1024
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.num_heads
+
+
+SIZES = {
+    "tiny": ModelConfig("tiny", d_model=64, d_ff=256, num_layers=2, num_heads=4),
+    "small": ModelConfig("small", d_model=768, d_ff=3072, num_layers=12, num_heads=12),
+    "medium": ModelConfig("medium", d_model=1024, d_ff=4096, num_layers=24, num_heads=16),
+    "large": ModelConfig("large", d_model=1280, d_ff=5120, num_layers=36, num_heads=20),
+    "xl": ModelConfig("xl", d_model=1600, d_ff=6400, num_layers=48, num_heads=25),
+    "2.7B": ModelConfig("2.7B", d_model=2560, d_ff=10240, num_layers=32, num_heads=32),
+}
+assert tuple(SIZES) == MODEL_NAMES
+
+
+def model_config(name: str, context_length: int | None = None) -> ModelConfig:
+    """The named size, with room for ``context_length`` tokens."""
+    if name not in SIZES:
+        raise UsageError(f"unknown model {name!r}; choose one of {', '.join(SIZES)}")
+    config = SIZES[name]
+    return replace(config, context_length=max(context_length or 0, config.context_length))
 
 
 @dataclass(frozen=True)
@@ -130,3 +174,16 @@ LABELS = {field.key: field.label for field in FIELDS}
 def mean_std(mean: float | None, std: float | None) -> str:
     """The one spelling of a "mean ± std" cell (ms); blank for a configuration that did not run."""
     return "" if mean is None or mean != mean else f"{mean:,.2f} ± {std or 0.0:,.2f}"
+
+
+def require_torch(what: str) -> None:
+    """Raises ``MissingExtraError`` unless torch can be imported: ``what`` (``tracekit bench``, capturing a
+    built-in model) runs it, and tracekit itself never needs it."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):  # a torch import blocked, or a broken installation
+        found = False
+    if not found:
+        raise MissingExtraError(f"{what} needs torch, which is not installed: pip install '{WORKLOADS_EXTRA}'")

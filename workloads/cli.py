@@ -1,4 +1,5 @@
-"""``tracekit bench``: the model sweep and the attention, optimizer and dtype micro-benchmarks.
+"""``tracekit bench`` (added to ``tracekit`` by this package's entry point, ``tracekit.cli``): the model
+sweep and the attention, optimizer and dtype micro-benchmarks.
 
 ``tracekit bench small medium --ctx 128 256`` sweeps models x contexts; lists may also be written
 ``--ctx 128,256`` or ``--ctx 128 --ctx 256``. Torch is imported only when a benchmark runs.
@@ -10,7 +11,11 @@ from typing import Any
 
 import click
 
-from tracekit.cli.bench_options import (
+from tracekit.cli.common import emit, output_options
+from tracekit.run_config import ATTENTION_IMPLEMENTATIONS, ATTENTIONS, MODEL_NAMES, MODES, OPTIMIZERS, require_torch
+from tracekit.run_config import DTYPE_NAMES as DTYPES
+from tracekit.signals import Interrupted
+from workloads.cli_options import (
     choices,
     cpu_sized,
     device_option,
@@ -19,10 +24,6 @@ from tracekit.cli.bench_options import (
     sizes,
     tf32_option,
 )
-from tracekit.cli.common import emit, output_options
-from tracekit.signals import Interrupted
-from workloads.config import ATTENTION_IMPLEMENTATIONS, ATTENTIONS, MODEL_NAMES, MODES, OPTIMIZERS
-from workloads.config import DTYPE_NAMES as DTYPES
 
 
 class BenchGroup(click.Group):
@@ -39,6 +40,7 @@ class BenchGroup(click.Group):
 def bench():
     """Time models and kernels: `tracekit bench MODEL...` sweeps models, or run one of the
     micro-benchmarks below. Lists (--ctx 128 256) sweep their product."""
+    require_torch("tracekit bench")
 
 
 @bench.command("models")
