@@ -58,7 +58,7 @@ def run_command(
     with command_notes():  # what the analyses find in an open trace is this command's to say
         if spec.inputs == "pair":  # (A and B may be one file: comparing a run with itself is allowed)
             return _on_pair(spec, items, options)
-        from tracekit.analysis.many.distinct import distinct_inputs
+        from tracekit.sources.distinct import distinct_inputs
 
         items, repeated = distinct_inputs(items)
         result = _on_traces(spec, items, options, many, progress)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis.advice.copies import copy_details
+from tracekit.analysis.primitives.copies import copy_details
 from tracekit.model.trace import Trace
 
 RULES = ("gpu-starv", "gpu-low-util", "cuda-sync-api", "cuda-sync-memcpy", "cuda-sync-memset", "cuda-async-memcpy")

@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis.kernels.types import TYPES, op_types
-from tracekit.analysis.ranges.attribution import CallIndex
+from tracekit.analysis.primitives.attribution import CallIndex
+from tracekit.analysis.primitives.kernel_types import TYPES, op_types
 from tracekit.model.range_specs import EMIT_NVTX_SUFFIX, shown_op_name
 from tracekit.model.schema import GPU_SYNCS, SYNC_KINDS
 from tracekit.model.trace import Trace

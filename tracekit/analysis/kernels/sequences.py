@@ -22,12 +22,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis.kernels.sequence_keys import fixed_keys
 from tracekit.analysis.kernels.summary import kernel_mask
-from tracekit.analysis.kernels.types import launched_before_last_step
 from tracekit.analysis.options import SequencesOptions
-from tracekit.analysis.ranges.attribution import op_launches
-from tracekit.analysis.ranges.covering import covering_range
+from tracekit.analysis.primitives.attribution import op_launches
+from tracekit.analysis.primitives.covering import covering_range
+from tracekit.analysis.primitives.kernel_types import launched_before_last_step
+from tracekit.analysis.primitives.sequence_keys import fixed_keys
 from tracekit.errors import NoGpuDataError
 from tracekit.model.range_specs import shown_op_name
 from tracekit.model.result import Result, Table

@@ -13,17 +13,17 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis import stats
-from tracekit.analysis.kernels.categories import CATEGORIES, op_categories
 from tracekit.analysis.kernels.columns import (
     CATEGORY_COLUMNS,
     NAME_COLUMNS,
     command_columns,
     summary_columns,
 )
-from tracekit.analysis.kernels.types import last_step_start, launched_before_last_step, type_table
 from tracekit.analysis.options import KernelsOptions
-from tracekit.analysis.ranges.attribution import ops_in_ranges
-from tracekit.analysis.ranges.selection import select_ranges
+from tracekit.analysis.primitives.attribution import ops_in_ranges
+from tracekit.analysis.primitives.categories import CATEGORIES, op_categories
+from tracekit.analysis.primitives.kernel_types import last_step_start, launched_before_last_step, type_table
+from tracekit.analysis.primitives.selection import select_ranges
 from tracekit.errors import NoGpuDataError
 from tracekit.model.options import OptionError, named
 from tracekit.model.result import Result

@@ -18,9 +18,9 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis import stats
-from tracekit.analysis.kernels.categories import CATEGORIES, op_categories
 from tracekit.analysis.kernels.summary import NAME, NAME_COLUMNS, kernel_mask, kernel_table
 from tracekit.analysis.options import DiffOptions, StepsOptions
+from tracekit.analysis.primitives.categories import CATEGORIES, op_categories
 from tracekit.analysis.ranges.breakdown import WHOLE, phase_intervals, phase_notes
 from tracekit.analysis.ranges.phases import WORDS
 from tracekit.model.options import OptionError, named

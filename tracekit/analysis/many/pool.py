@@ -24,13 +24,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tracekit.analysis.many.distinct import distinct_inputs
 from tracekit.errors import InputNotFoundError, TracekitError, UsageError
 from tracekit.files import not_a_file, protect, require_file_or_folder
 from tracekit.model.options import Options, named
 from tracekit.runs import Run
 from tracekit.session import Session, Settings, current
 from tracekit.signals import Interrupted, raising_interrupted
+from tracekit.sources.distinct import distinct_inputs
 from tracekit.sources.kineto.ours import written_by_timeline
 
 if TYPE_CHECKING:  # pandas comes with them: only the many-inputs path loads them (``is_many`` does not)

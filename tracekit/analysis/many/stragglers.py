@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis.kernels.types import TYPES, op_types
-from tracekit.analysis.ranges.attribution import op_launches
+from tracekit.analysis.primitives.attribution import op_launches
+from tracekit.analysis.primitives.kernel_types import TYPES, op_types
 from tracekit.analysis.ranges.steps import step_of, step_rows
 from tracekit.model.trace import Trace
 

@@ -15,7 +15,6 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis import stats
-from tracekit.analysis.kernels.categories import CATEGORIES, op_categories
 from tracekit.analysis.kernels.columns import command_columns, summary_columns
 from tracekit.analysis.kernels.summary import (
     BLOCK,
@@ -30,10 +29,12 @@ from tracekit.analysis.kernels.summary import (
     summarize_categories,
     unclassified_note,
 )
-from tracekit.analysis.kernels.types import SHARE, TIME, TYPE, launched_before_last_step, type_table
 from tracekit.analysis.many import merge_stats
 from tracekit.analysis.many.inputs import Part
 from tracekit.analysis.options import BreakdownOptions, KernelsOptions, RangesOptions
+from tracekit.analysis.primitives.busy import ANY, MEAN, SUM
+from tracekit.analysis.primitives.categories import CATEGORIES, op_categories
+from tracekit.analysis.primitives.kernel_types import SHARE, TIME, TYPE, launched_before_last_step, type_table
 from tracekit.analysis.ranges.breakdown import (
     PHASE,
     breakdown_times,
@@ -52,7 +53,6 @@ from tracekit.analysis.ranges.summary import (
     range_groups,
     range_rows,
 )
-from tracekit.analysis.waits.busy import ANY, MEAN, SUM
 from tracekit.model.options import named
 from tracekit.model.result import Table
 from tracekit.model.schema import GPU_OPS

@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis.kernels.sequences import stream_keys
-from tracekit.analysis.ranges.attribution import call_segments, op_launches, segment_reduce
-from tracekit.analysis.waits.busy import union_length
+from tracekit.analysis.primitives.attribution import call_segments, op_launches, segment_reduce
+from tracekit.analysis.primitives.busy import union_length
 from tracekit.model.trace import Trace
 
 GPU_DOMAIN_PREFIX = "gpu:"

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis.options import DEFAULT_PHASES
-from tracekit.analysis.ranges.selection import select
+from tracekit.analysis.primitives.selection import select
 from tracekit.model.options import named
 from tracekit.model.range_specs import EMIT_NVTX_SUFFIX, LITERAL
 from tracekit.model.trace import Trace

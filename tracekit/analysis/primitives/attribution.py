@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis.waits.keyed_times import KeyedTimes
+from tracekit.analysis.primitives.keyed_times import KeyedTimes
 from tracekit.model.nesting import thread_key
 from tracekit.model.schema import UNKNOWN_PID, UNREADABLE_PID
 from tracekit.model.trace import Trace

@@ -21,7 +21,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis.ranges.attribution import merge_intervals, op_launches
+from tracekit.analysis.primitives.attribution import merge_intervals, op_launches
 from tracekit.model.trace import Trace
 
 TYPES = ("computation", "communication", "memory")  # HTA's order: it names overlaps in this order
