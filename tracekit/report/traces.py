@@ -18,7 +18,6 @@ import pandas as pd
 
 from tracekit import __version__
 from tracekit.analysis.critical_path.analysis import WHOLE_TRACE
-from tracekit.analysis.kernels.summary import kernel_mask
 from tracekit.analysis.many.diff import labels_for
 from tracekit.analysis.many.pool import labels_for as run_labels
 from tracekit.analysis.options import (
@@ -31,6 +30,7 @@ from tracekit.analysis.options import (
     RangesOptions,
 )
 from tracekit.analysis.primitives.busy import ANY, known_devices
+from tracekit.analysis.primitives.op_selection import kernel_mask
 from tracekit.analysis.ranges.breakdown import PHASE, WHOLE, phase_notes
 from tracekit.analysis.ranges.phases import resolve
 from tracekit.commands import run_command

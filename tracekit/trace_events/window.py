@@ -100,7 +100,7 @@ def window_of(trace: Trace, options: WindowOptions) -> Window:
         at = lambda ms: None if ms is None else origin + int(round(ms * 1_000_000))
         return Window(at(options.start_ms), at(options.end_ms))
     if options.step is not None:
-        from tracekit.analysis.ranges.steps import step_rows
+        from tracekit.analysis.primitives.step_window import step_rows
 
         steps = step_rows(trace).sort_values("start", kind="stable")
         if len(steps) < options.step:

@@ -230,8 +230,8 @@ def _events(
 ) -> Iterator[tuple[str, list[str] | pa.Array]]:
     """(kind, events) of one input: its metadata first, then every track (``sequences``: tracks of the most
     frequent kernel sequences too)."""
-    from tracekit.analysis.primitives.attribution import op_launches
     from tracekit.analysis.primitives.categories import CATEGORIES, op_categories
+    from tracekit.analysis.primitives.joins import op_launches
 
     ops, calls, ranges = trace.gpu_ops, trace.launches, trace.ranges
     op_rows = _rows(window, ops)
@@ -332,7 +332,7 @@ def _rows(window: Window, table: pd.DataFrame) -> np.ndarray:
 
 
 def _steps(trace: Trace, window: Window) -> pd.DataFrame:
-    from tracekit.analysis.ranges.steps import step_rows
+    from tracekit.analysis.primitives.step_window import step_rows
 
     return window.cut(step_rows(trace))
 

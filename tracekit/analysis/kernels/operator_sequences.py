@@ -23,10 +23,10 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis.options import SequencesOptions
-from tracekit.analysis.primitives.attribution import match_calls, op_launches
 from tracekit.analysis.primitives.covering import covering_range, parent_rows
-from tracekit.analysis.primitives.kernel_types import last_step_start
+from tracekit.analysis.primitives.joins import match_calls, op_launches
 from tracekit.analysis.primitives.sequence_keys import group_sequences
+from tracekit.analysis.primitives.step_window import last_step_start
 from tracekit.errors import NoGpuDataError
 from tracekit.model.range_specs import shown_op_name
 from tracekit.model.result import Result, Table

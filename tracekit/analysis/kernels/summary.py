@@ -13,17 +13,15 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis import stats
-from tracekit.analysis.kernels.columns import (
-    CATEGORY_COLUMNS,
-    NAME_COLUMNS,
-    command_columns,
-    summary_columns,
-)
+from tracekit.analysis.kernels.columns import CATEGORY_COLUMNS, command_columns, summary_columns
 from tracekit.analysis.options import KernelsOptions
 from tracekit.analysis.primitives.attribution import ops_in_ranges
 from tracekit.analysis.primitives.categories import CATEGORIES, op_categories
-from tracekit.analysis.primitives.kernel_types import last_step_start, launched_before_last_step, type_table
+from tracekit.analysis.primitives.kernel_types import type_table
+from tracekit.analysis.primitives.op_selection import NAME_COLUMNS, kernel_mask
 from tracekit.analysis.primitives.selection import select_ranges
+from tracekit.analysis.primitives.step_window import last_step_start, launched_before_last_step
+from tracekit.analysis.stats import SHOWN_SHARE
 from tracekit.errors import NoGpuDataError
 from tracekit.model.options import OptionError, named
 from tracekit.model.result import Result
@@ -35,42 +33,6 @@ GRID = "GridXYZ"
 BLOCK = "BlockXYZ"
 CATEGORY = "Category"
 KERNEL_COUNT = "Kernels"
-OPS_CHOICES = ("kernels", "all")
-SHOWN_SHARE = 0.05  # a share (%) below this prints as 0.0: too small to name
-
-
-def kernel_mask(trace: Trace, ops: str = "kernels") -> np.ndarray | None:
-    """Which GPU operations to summarize: a boolean mask (None = all of them).
-
-    Raises NoGpuDataError, with what to do, when the trace recorded none.
-    """
-    if ops not in OPS_CHOICES:
-        raise OptionError(f"{named('ops')} {ops!r} is not one of {', '.join(OPS_CHOICES)}")
-    kinds = trace.columns("gpu_ops", ["kind"])["kind"]
-    rows = (kinds == "kernel").to_numpy() if ops == "kernels" else None
-    if not (rows.any() if rows is not None else len(kinds)):
-        dropped = trace.dropped("gpu_ops")
-        if dropped:
-            raise NoGpuDataError(
-                f"{trace.name}: none of its GPU operations is usable: all {dropped:,} rows read hold unusable values "
-                "(end before start, negative or out-of-range numbers, or NULL, REAL or TEXT where integers belong)"
-            )
-        if len(kinds):  # CUDA was traced: its GPU work is copies and sets only
-            what = (
-                "GPU operation is a memory copy or set"
-                if len(kinds) == 1
-                else "GPU operations are memory copies and sets"
-            )
-            raise NoGpuDataError(
-                f"{trace.name} has no CUDA kernels: its {len(kinds):,} {what}: {named('ops')} all summarizes them "
-                "(bandwidth measures them)"
-            )
-        raise NoGpuDataError(
-            f"{trace.name} has no CUDA {'kernels' if ops == 'kernels' else 'GPU operations'}: the capture "
-            "traced no CUDA activity (a CPU-only run, or nsys without its CUDA trace). Capture on an NVIDIA GPU "
-            "with `nsys profile -t cuda,nvtx ...` or `tracekit capture MODEL`"
-        )
-    return None if rows is not None and rows.all() else rows
 
 
 def kernel_groups(

@@ -28,7 +28,7 @@ PER_INSTANCE, PER_STEP = "Per Instance (ns)", "Per Step (ns)"
 
 def compare_part(trace: Trace, part: Part, options: CompareOptions, limit: int) -> Part:
     """One run's phase times by category, and its configuration."""
-    from tracekit.analysis.ranges.steps import step_rows
+    from tracekit.analysis.primitives.step_window import step_rows
 
     times = breakdown_times(trace, options.phases, options.same_thread, options.ops, options.domain)
     steps = len(step_rows(trace, options.step_range))

@@ -26,10 +26,10 @@ import pandas as pd
 from tracekit.analysis.many.inputs import Part
 from tracekit.analysis.many.stragglers import potential_stragglers, straggler_piece
 from tracekit.analysis.options import RanksOptions
-from tracekit.analysis.primitives.attribution import op_launches
 from tracekit.analysis.primitives.busy import SUM, device_busy, known_devices
-from tracekit.analysis.primitives.kernel_types import TYPES, launched_before_last_step, op_types
-from tracekit.analysis.ranges.steps import step_rows
+from tracekit.analysis.primitives.joins import op_launches
+from tracekit.analysis.primitives.kernel_types import TYPES, op_types
+from tracekit.analysis.primitives.step_window import launched_before_last_step, step_rows
 from tracekit.model.options import named as option_name
 from tracekit.model.result import Table
 from tracekit.model.trace import Trace

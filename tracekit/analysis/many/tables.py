@@ -22,7 +22,6 @@ from tracekit.analysis.kernels.summary import (
     GRID,
     KERNEL_COUNT,
     NAME,
-    NAME_COLUMNS,
     kernel_groups,
     selected_rows,
     shown,
@@ -34,7 +33,9 @@ from tracekit.analysis.many.inputs import Part
 from tracekit.analysis.options import BreakdownOptions, KernelsOptions, RangesOptions
 from tracekit.analysis.primitives.busy import ANY, MEAN, SUM
 from tracekit.analysis.primitives.categories import CATEGORIES, op_categories
-from tracekit.analysis.primitives.kernel_types import SHARE, TIME, TYPE, launched_before_last_step, type_table
+from tracekit.analysis.primitives.kernel_types import SHARE, TIME, TYPE, type_table
+from tracekit.analysis.primitives.op_selection import NAME_COLUMNS
+from tracekit.analysis.primitives.step_window import launched_before_last_step
 from tracekit.analysis.ranges.breakdown import (
     PHASE,
     breakdown_times,

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis.primitives.attribution import merge_intervals
+from tracekit.analysis.primitives.intervals import merge_intervals
 from tracekit.analysis.primitives.keyed_times import KeyedTimes
 from tracekit.analysis.stats import round_half_away
 

@@ -35,11 +35,12 @@ import re
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis.kernels.summary import kernel_mask
 from tracekit.analysis.options import IdleOptions
-from tracekit.analysis.primitives.attribution import merge_sorted, op_launches
-from tracekit.analysis.primitives.kernel_types import launched_before_last_step
+from tracekit.analysis.primitives.intervals import merge_sorted
+from tracekit.analysis.primitives.joins import op_launches
 from tracekit.analysis.primitives.keyed_times import KeyedTimes
+from tracekit.analysis.primitives.op_selection import kernel_mask
+from tracekit.analysis.primitives.step_window import launched_before_last_step
 from tracekit.analysis.stats import grouped_describe
 from tracekit.analysis.waits.launches import api_name
 from tracekit.analysis.waits.syncs import BLOCKING
