@@ -19,7 +19,6 @@ import pandas as pd
 from tracekit import __version__
 from tracekit.analysis.critical_path.analysis import WHOLE_TRACE
 from tracekit.analysis.many.diff import labels_for
-from tracekit.analysis.many.pool import labels_for as run_labels
 from tracekit.analysis.options import (
     DEFAULT_PHASES,
     AdviseOptions,
@@ -47,6 +46,7 @@ from tracekit.report.why import WHY_HEADING, why_section
 from tracekit.runs import Run
 from tracekit.sources import open_trace, run_snapshot
 from tracekit.sources.distinct import distinct_inputs
+from tracekit.sources.input_paths import labels_for as run_labels
 
 FINDING_COLUMNS = ["Rank", "Severity", "Finding", "What", "Recoverable (ns)", "Of Span (%)", "Fix"]
 TOP_PHASE_KERNELS, TOP_RANGES, TOP_MEMORY = 5, 15, 10

@@ -80,9 +80,9 @@ def timeline(
     Several inputs are read one after another, each released once written; each is named by its rank
     (the trace's, else one in its file name) or its name. ``memory``: a snapshot whose allocated and
     reserved memory becomes a counter track (a run folder's own is used without it)."""
-    from tracekit.analysis.many.pool import expand_inputs, labels_for, protect_inputs, rank_in_name
     from tracekit.sources import open_trace
     from tracekit.sources.distinct import distinct_inputs
+    from tracekit.sources.input_paths import expand_inputs, labels_for, protect_inputs, rank_in_name
 
     if isinstance(inputs, (str, os.PathLike, Trace)):
         inputs = [inputs]
