@@ -1,5 +1,7 @@
 """The structure the code promises: imports point down the layers, modules stay small, the CLI starts
-without the heavy libraries."""
+without the heavy libraries. The layers between packages, the independence of the question packages and
+the absence of cycles are import-linter's contracts (pyproject.toml, ``make lint``); the rules here are
+each part's finer ones."""
 
 from __future__ import annotations
 
@@ -165,6 +167,13 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_no_module_imports_itself_through_others():
     assert cycles(import_graph()) == []
+
+
+def test_the_import_contracts_hold(monkeypatch):
+    """import-linter's contracts in pyproject.toml (the lint extra installs it; ``make lint`` runs it too)."""
+    cli = pytest.importorskip("importlinter.cli")  # configures import-linter as its command does
+    monkeypatch.chdir(ROOT)
+    assert cli.use_cases.lint_imports(cache_dir=None, no_logo=True)
 
 
 def test_the_cycle_rule_sees_a_cycle():
