@@ -49,8 +49,9 @@ TRACE_COMMANDS = [
     ["compare"],
 ]
 SNAPSHOT_COMMANDS = [["memory"], ["memory", "--by", "role"], ["memory", "--format", "json"]]
-# A report's HTML and Markdown say when they were made; those lines are left out of the hash.
-VOLATILE = re.compile(rb"(generated|written|made) (on|at) [^<\n]*", re.IGNORECASE)
+# A report's HTML and Markdown say when they were made ("Generated 2026-11-27 19:09 UTC by ..."); those
+# lines are left out of the hash.
+VOLATILE = re.compile(rb"(generated|written|made) ((on|at) |(?=\d{4}-\d\d-\d\d))[^<\n]*", re.IGNORECASE)
 
 
 def inputs(shared: Path) -> tuple[list[Path], list[Path]]:
