@@ -29,6 +29,7 @@ import pandas as pd
 from tracekit.analysis.primitives.hta import API_VERSION, QUEUED_CALLS, hta_rounded
 from tracekit.analysis.primitives.joins import CallIndex
 from tracekit.analysis.primitives.kernel_types import TYPES, op_types
+from tracekit.model.derived import per_trace
 from tracekit.model.range_specs import EMIT_NVTX_SUFFIX, shown_op_name
 from tracekit.model.schema import GPU_SYNCS, SYNC_KINDS
 from tracekit.model.trace import Trace
@@ -88,10 +89,11 @@ class Events:
 
 
 def trace_events(trace: Trace, as_hta: bool = False) -> Events:
-    """The trace's events (computed once per trace and rounding)."""
-    return trace.derived(f"critical_path_events:{as_hta}", lambda: _events(trace, as_hta))
+    """The trace's events (computed once per trace and rounding; their arrays read-only)."""
+    return _events(trace, as_hta)
 
 
+@per_trace
 def _events(trace: Trace, as_hta: bool) -> Events:
     ranges = trace.columns("ranges", RANGE_COLUMNS)
     domains = [str(domain) for domain in ranges["domain"].cat.categories]

@@ -23,6 +23,7 @@ from tracekit.analysis.primitives.selection import select_ranges
 from tracekit.analysis.primitives.step_window import last_step_start, launched_before_last_step
 from tracekit.analysis.stats import SHOWN_SHARE
 from tracekit.errors import NoGpuDataError
+from tracekit.model.derived import per_trace
 from tracekit.model.options import OptionError, named
 from tracekit.model.result import Result
 from tracekit.model.schema import GPU_OPS
@@ -103,15 +104,21 @@ def kernel_table(
     columns = summary_columns(name, by_launch_config)
     trace.need("gpu_ops", columns if not ranges and window is None else GPU_OPS.names)
     rows, instances = selected_rows(trace, ops, ranges, same_thread, domain, window)
-    # The whole trace's summary is asked for by several tables of a report: computed once per trace.
-    summarize = lambda: summarize_kernels(
-        trace.columns("gpu_ops", columns), name=name, by_launch_config=by_launch_config, rows=rows
-    )
-    key = f"kernel_summary:{name}:{by_launch_config}:{ops}"
-    summary = summarize() if ranges or window is not None else trace.derived(key, summarize)
+    if ranges or window is not None:
+        summary = summarize_kernels(trace.columns("gpu_ops", columns), name, by_launch_config, rows)
+    else:
+        summary = whole_trace_summary(trace, name, by_launch_config, ops)
     if per_instance:
         summary = _per_instance(summary, instances, [stats.TOTAL, stats.INSTANCES])
     return summary.head(top) if top else summary
+
+
+@per_trace
+def whole_trace_summary(trace: Trace, name: str, by_launch_config: bool, ops: str) -> pd.DataFrame:
+    """The kernel summary of the whole trace (``ops``: kernels or all), asked for by several tables of a
+    report: computed once per trace and choice."""
+    columns = summary_columns(name, by_launch_config)
+    return summarize_kernels(trace.columns("gpu_ops", columns), name, by_launch_config, kernel_mask(trace, ops))
 
 
 def selected_rows(

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from tracekit.model.derived import per_trace
 from tracekit.model.schema import UNKNOWN_PID, UNREADABLE_PID
 from tracekit.model.trace import Trace
 
@@ -34,8 +35,7 @@ class OpLaunches:
 
 def op_launches(trace: Trace) -> OpLaunches:
     """Join every GPU op to its launching CUDA API call on (pid, correlation id); once per trace."""
-    # Trace.derived stores any object; under this key it is always what _join_launches returns.
-    launches: OpLaunches = trace.derived("op_launches", lambda: _join_launches(trace))
+    launches = _join_launches(trace)
     unmatched = int((~launches.found).sum())
     if unmatched:  # said wherever ranges are asked about: these ops count in no range
         trace.note_found(
@@ -45,6 +45,7 @@ def op_launches(trace: Trace) -> OpLaunches:
     return launches
 
 
+@per_trace
 def _join_launches(trace: Trace) -> OpLaunches:
     ops, calls = trace.columns("gpu_ops", ATTRIBUTION_COLUMNS), trace.launches
     n = len(ops)

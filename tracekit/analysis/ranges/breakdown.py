@@ -13,7 +13,7 @@ Per phase, its GPU ops are those launched while one of its ranges was open (see 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -29,6 +29,7 @@ from tracekit.analysis.primitives.step_window import last_step_start, launched_b
 from tracekit.analysis.ranges.phases import resolve
 from tracekit.analysis.stats import SHOWN_SHARE
 from tracekit.errors import UsageError
+from tracekit.model.derived import per_trace
 from tracekit.model.options import OptionError, named
 from tracekit.model.result import Chart, Result, Table
 from tracekit.model.trace import Trace
@@ -61,22 +62,23 @@ def time_column(ops: str) -> str:
 
 def phase_intervals(
     trace: Trace, phases: Sequence[str] | None, same_thread: bool = False, domain: str | None = None
-) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+) -> Mapping[str, tuple[np.ndarray, np.ndarray]]:
     """Per phase (by label: ``phases.resolve`` finds the default ones by name): the start (ns) of each of
     its range instances, and for every GPU op the merged phase interval its launch fell in (-1 outside
     the phase). Reads only the ranges the specs name; computed once per trace for the same phases
     (breakdown and a report's comparison both ask)."""
-    chosen = resolve(trace, phases, domain).chosen
+    return _phase_intervals(trace, resolve(trace, phases, domain).chosen, same_thread, domain)
 
-    def compute() -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        trace.need("gpu_ops", BREAKDOWN_COLUMNS)  # the ops' columns load beside the ranges: only these
-        selection = select(trace, [spec for _, spec in chosen], load_too=["gpu_ops", "launches"], domain=domain)
-        return {label: (selection.of(spec)["start"].to_numpy(), interval_of_ops(trace, selection.of(spec),
-                                                                                same_thread))
-                for label, spec in chosen}  # fmt: skip
 
-    key = "\0".join(f"{label}\1{spec}" for label, spec in chosen)
-    return trace.derived(f"phase_intervals:{same_thread}:{domain}:{key}", compute)
+@per_trace
+def _phase_intervals(
+    trace: Trace, chosen: tuple[tuple[str, str], ...], same_thread: bool, domain: str | None
+) -> Mapping[str, tuple[np.ndarray, np.ndarray]]:
+    """``phase_intervals`` of the (label, spec) pairs ``chosen``, once per trace and choice (read-only)."""
+    trace.need("gpu_ops", BREAKDOWN_COLUMNS)  # the ops' columns load beside the ranges: only these
+    selection = select(trace, [spec for _, spec in chosen], load_too=["gpu_ops", "launches"], domain=domain)
+    return {label: (selection.of(spec)["start"].to_numpy(), interval_of_ops(trace, selection.of(spec), same_thread))
+            for label, spec in chosen}  # fmt: skip
 
 
 def phases_with_whole(
