@@ -21,27 +21,33 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 import numpy as np
 import pandas as pd
 
-if TYPE_CHECKING:
-    from tracekit.model.trace import Trace
+
+class Memo(Protocol):
+    """What holds the values: a ``Trace`` (``Trace.derived``; named here by what it does, so that trace
+    and this module do not import each other)."""
+
+    def derived(self, key: Hashable, compute: Callable[[], Any]) -> Any: ...
+
 
 P = ParamSpec("P")
 T = TypeVar("T")
+Holder = TypeVar("Holder", bound=Memo)
 
 
-def per_trace(compute: Callable[Concatenate[Trace, P], T]) -> Callable[Concatenate[Trace, P], T]:
+def per_trace(compute: Callable[Concatenate[Holder, P], T]) -> Callable[Concatenate[Holder, P], T]:
     """The memoized accessor of ``compute`` (see the module docstring); its inputs must be hashable."""
     signature = inspect.signature(compute)
     name = f"{compute.__module__}.{compute.__qualname__}"
 
     @functools.wraps(compute)
-    def accessor(trace: Trace, *args: P.args, **kwargs: P.kwargs) -> T:
+    def accessor(trace: Holder, *args: P.args, **kwargs: P.kwargs) -> T:
         bound = signature.bind(trace, *args, **kwargs)
         bound.apply_defaults()
         key = (name, *list(bound.arguments.values())[1:])
