@@ -19,7 +19,7 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[workloads,test]'
 	touch $@
 
-# ruff and pyright (with its own Node.js, from PyPI): only the test command needs them.
+# ruff, pyright (with its own Node.js, from PyPI) and import-linter: only the test command needs them.
 $(BIN)/.lint-installed: $(BIN)/.installed
 	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[lint]'
 	touch $@
@@ -46,6 +46,8 @@ lint: $(BIN)/.lint-installed $(BIN)/.parity-installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/pyright
+	# the layers and no cycles: the contracts in pyproject.toml's [tool.importlinter]
+	$(BIN)/lint-imports --no-cache
 
 docs: $(BIN)/.docs-installed
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet

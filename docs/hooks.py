@@ -105,8 +105,12 @@ command is declared once, in `commands/registry.py`: its options (a frozen datac
 The command line (`cli/`), the Python API (`api.py`), `report/` and the process pool and Dask workers
 all run commands through it. Imports point down the layers: `model` imports nothing of tracekit's
 but `errors`; `sources` and `analysis` import `model`; `commands` imports `analysis`; `cli` imports
-everything; never the reverse, and no module imports itself back through others
-(`tests/test_architecture.py` checks both, and that each package's docstring names its modules).
+everything; never the reverse, and no module imports itself back through others. Inside `analysis/`,
+the question packages (`kernels`, `ranges`, `waits`, `critical_path`, `memory`) import the shared
+`primitives/` (joins, intervals, the step window, op classes) and never each other; `advice/` and
+`many/` sit above them. import-linter checks these layers and that nothing cycles (`make lint`: the
+contracts in `pyproject.toml`); `tests/test_architecture.py` checks each part's finer rules and that
+each package's docstring names its modules.
 Tests mirror the packages (`tests/analysis/test_idle.py`), with the builders of inputs with known
 numbers in `tests/helpers/`.
 

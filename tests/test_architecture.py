@@ -1,5 +1,7 @@
 """The structure the code promises: imports point down the layers, modules stay small, the CLI starts
-without the heavy libraries."""
+without the heavy libraries. The layers between packages, the independence of the question packages and
+the absence of cycles are import-linter's contracts (pyproject.toml, ``make lint``); the rules here are
+each part's finer ones."""
 
 from __future__ import annotations
 
@@ -17,14 +19,16 @@ MAX_LINES = 400
 # What each part of tracekit may import from tracekit (besides itself): the layers, lowest first.
 # errors and files (writing a file whole) are utilities everything may use; nsys_tool (the nsys
 # executable) and runs (a run folder's files) serve the registry, capture and report.
-# signals: Ctrl-C and SIGTERM as an exception, for cleanups; session: what is process-wide
-UTILITIES = {"errors", "files", "signals", "session"}
+# signals: Ctrl-C and SIGTERM as an exception, for cleanups; session: what is process-wide; version: the
+# version string (recorded by capture and report without loading the API)
+UTILITIES = {"errors", "files", "signals", "session", "version"}
 # A part is a top-level module or package, or a sub-package named apart (analysis.many: the pool and
 # Dask workers open the files they are given); a module belongs to the longest part that names it.
 ALLOWED = {
     "files": {"errors", "session", "signals"},
     "signals": set(),
     "session": set(),
+    "version": set(),
     "annotate": set(),  # imported by users' training scripts: the standard library only
     "run_config": UTILITIES,  # the run vocabulary: what a workload can run, the columns a run produces
     "activation_formula": UTILITIES | {"run_config"},
@@ -206,6 +210,13 @@ def test_the_workloads_rule_sees_an_import_in_a_function(tmp_path):
         "    return importlib.import_module('workloads.bench')\n"
     )
     assert workloads_imports(hidden) == ["line 4: workloads.activations", "line 5: workloads.bench"]
+
+
+def test_the_import_contracts_hold(monkeypatch):
+    """import-linter's contracts in pyproject.toml (the lint extra installs it; ``make lint`` runs it too)."""
+    cli = pytest.importorskip("importlinter.cli")  # configures import-linter as its command does
+    monkeypatch.chdir(ROOT)
+    assert cli.use_cases.lint_imports(cache_dir=None, no_logo=True)
 
 
 def test_the_cycle_rule_sees_a_cycle():

@@ -18,7 +18,8 @@ written over); ``current_session()`` is the one in use in this thread or asyncio
 Importing tracekit loads neither pandas nor the analyses: they load when a function runs.
 
 The package, lowest layer first:
-``errors``, ``files``, ``signals``, ``session``  used by every layer (errors, whole writes, signals, Session)
+``errors``, ``files``, ``signals``, ``session``, ``version``  used by every layer (errors, whole writes, signals,
+Session, the version recorded in run folders and reports)
 ``model``      the column contract: Trace, MemoryTrace, Result, range specs, option declarations
 ``sources``    readers: nsys exports and reports, torch.profiler traces, memory snapshots; the cache
 ``analysis``   the analyses, by question, and their options
@@ -40,8 +41,7 @@ from tracekit.errors import TracekitError, UsageError
 from tracekit.model.options import OptionError
 from tracekit.session import Session, Settings
 from tracekit.session import current as current_session
-
-__version__ = "0.1.0"
+from tracekit.version import __version__
 
 __all__ = [
     "OptionError",

@@ -7,8 +7,8 @@ import pytest
 from helpers.nsys_builder import ExportBuilder
 from helpers.paths import SHARED, shared_export_paths
 
-from tracekit.analysis.kernels.categories import CATEGORIES, CATEGORY_RULES, categorize_name
 from tracekit.analysis.kernels.summary import category_table
+from tracekit.analysis.primitives.categories import CATEGORIES, CATEGORY_RULES, categorize_name
 from tracekit.model.kernel_names import rule_text, split_name
 from tracekit.sources import open_trace
 

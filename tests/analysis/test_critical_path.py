@@ -8,7 +8,7 @@ from helpers.kineto_builder import KinetoBuilder
 from helpers.nsys_builder import ExportBuilder
 
 import tracekit
-from tracekit.analysis.critical_path.events import hta_rounded
+from tracekit.analysis.primitives.hta import hta_rounded
 from tracekit.errors import UsageError
 
 

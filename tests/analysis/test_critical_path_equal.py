@@ -18,9 +18,10 @@ from helpers.nsys_builder import ExportBuilder
 import tracekit
 from tracekit.analysis.critical_path import analysis, cpu_chains, kahn_order, longest
 from tracekit.analysis.critical_path.analysis import step_path
-from tracekit.analysis.critical_path.events import Events, hta_rounded, trace_events
+from tracekit.analysis.critical_path.events import Events, trace_events
 from tracekit.analysis.critical_path.graph import build, window_rows
-from tracekit.analysis.ranges.steps import step_rows
+from tracekit.analysis.primitives.hta import hta_rounded
+from tracekit.analysis.primitives.step_window import step_rows
 from tracekit.errors import InvalidTraceError
 from tracekit.sources import open_trace
 

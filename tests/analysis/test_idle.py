@@ -133,7 +133,7 @@ def test_a_sync_that_starts_inside_a_gap_is_not_its_cause(tmp_path):
 def test_per_stream_causes_add_up_to_each_streams_idle(path):
     """Per stream (without HolisticTraceAnalysis, which the parity test needs): the gaps of a stream are
     the gaps between its own ops, and its causes add up to them."""
-    from tracekit.analysis.ranges.attribution import merge_intervals
+    from tracekit.analysis.primitives.intervals import merge_intervals
 
     trace = open_trace(path)
     gaps = idle_gaps(trace, per_stream=True)

@@ -23,8 +23,8 @@ import pandas as pd
 import pytest
 from helpers.paths import SHARED
 
-from tracekit.analysis.kernels.types import launched_before_last_step
-from tracekit.analysis.ranges.attribution import op_launches
+from tracekit.analysis.primitives.joins import op_launches
+from tracekit.analysis.primitives.step_window import launched_before_last_step
 from tracekit.analysis.waits.idle import idle_gaps
 from tracekit.sources import open_trace
 

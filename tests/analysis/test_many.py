@@ -1,5 +1,5 @@
-"""Many inputs on built traces with exact numbers: the merge of statistics, which files a folder or a
-glob names and how they are labelled, `ranks`, `compare`, errors."""
+"""Many inputs on built traces with exact numbers: the merge of statistics, inputs that cannot be read,
+`ranks`, `compare`, errors (which files a folder or a glob names: ``sources/test_input_paths``)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import tracekit
 from tracekit.analysis import stats
 from tracekit.analysis.many import merge_stats
 from tracekit.analysis.many.inputs import Part
-from tracekit.analysis.many.pool import expand_inputs, labels_for, rank_in_name, read_part
+from tracekit.analysis.many.pool import read_part
 from tracekit.analysis.options import KernelsOptions
 from tracekit.commands import COMMANDS
 from tracekit.session import Settings
@@ -96,32 +96,6 @@ def export(path, kernels: list[tuple[int, int, str]], ranges: tuple[tuple[int, i
     for start, end, name in ranges:
         b.push_pop(start, end, name)
     return b.write(path)
-
-
-def test_a_folder_names_its_traces_and_runs(tmp_path):
-    export(tmp_path / "a.sqlite", [(100, 200, "k")])
-    (tmp_path / "a.nsys-rep").write_bytes(b"report")  # its export is beside it: the same capture, once
-    (tmp_path / "b.nsys-rep").write_bytes(b"report")  # no export beside it: an input (exported when read)
-    (tmp_path / "a.sqlite.tracekit-cache").mkdir()  # tracekit's cache, not an input
-    (tmp_path / "notes.txt").write_text("x")
-    run = tmp_path / "run1"
-    run.mkdir()
-    export(run / "trace.sqlite", [(100, 300, "k")])
-    (tmp_path / "other").mkdir()  # a folder that is not a run
-    assert [path.name for path in expand_inputs([str(tmp_path)])] == ["a.sqlite", "b.nsys-rep", "run1"]
-    assert [path.name for path in expand_inputs([str(tmp_path / "*.sqlite"), str(tmp_path / "a.sqlite")])] == [
-        "a.sqlite"]  # fmt: skip
-
-
-def test_labels_and_ranks_from_names(tmp_path):
-    paths = [
-        tmp_path / "x" / "trace.pt.trace.json.gz",
-        tmp_path / "y" / "trace.pt.trace.json.gz",
-        tmp_path / "r.sqlite",
-    ]
-    assert labels_for(paths) == ["x/trace", "y/trace", "r"]
-    assert [rank_in_name(name) for name in ("job_rank3", "rank-12", "RANK_0.x", "franky", "rank", "ranked7")] == [
-        3, 12, 0, None, None, None]  # fmt: skip
 
 
 def test_inputs_that_name_nothing_are_one_line_errors(cli, tmp_path):

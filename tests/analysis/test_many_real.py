@@ -15,7 +15,7 @@ from helpers.api_tables import records, said
 from helpers.paths import SHARED
 
 import tracekit
-from tracekit.analysis.kernels.categories import CATEGORIES
+from tracekit.analysis.primitives.categories import CATEGORIES
 from tracekit.analysis.ranges.breakdown import breakdown_times
 from tracekit.analysis.stats import percent_of_total
 from tracekit.sources import open_trace

@@ -99,7 +99,7 @@ def test_an_nsys_export_gives_the_same_queue(tmp_path):
 
 
 def test_the_picture_keeps_each_columns_peak_and_holds_quiet_columns():
-    from tracekit.analysis.waits.queues import column_peaks
+    from tracekit.analysis.primitives.intervals import column_peaks
 
     time, values = np.array([0, 5, 10, 20, 30, 40]), np.array([1, 0, 1, 2, 1, 0])
     assert column_peaks(time, values, 0, 40, 4) == [1, 1, 2, 1]

@@ -11,8 +11,8 @@ from helpers.steps import ADD, FILL, GEMM, SUM, build_step
 
 import tracekit
 from tracekit.analysis.kernels.summary import category_table, kernel_table
-from tracekit.analysis.ranges.attribution import range_gpu_stats
-from tracekit.analysis.ranges.selection import select_ranges
+from tracekit.analysis.primitives.attribution import range_gpu_stats
+from tracekit.analysis.primitives.selection import select_ranges
 from tracekit.analysis.ranges.summary import range_table, range_tree, range_within
 from tracekit.errors import NoGpuDataError, UsageError
 from tracekit.sources.nsys.export import read_nsys_export

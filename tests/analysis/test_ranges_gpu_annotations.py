@@ -14,7 +14,7 @@ import pytest
 from helpers.paths import SHARED
 
 import tracekit
-from tracekit.analysis.kernels.types import last_step_start
+from tracekit.analysis.primitives.step_window import last_step_start
 
 KINETO = SHARED / "kineto"
 TRACES = (sorted(KINETO.glob("*.json.gz")) + sorted((KINETO / "v100_dlrm_8ranks").glob("rank[0].pt.trace.json"))) if KINETO.is_dir() else []  # fmt: skip

@@ -10,7 +10,7 @@ from helpers.nsys_stats import as_nsys_prints, nsys_stats, profile_under_nsys
 from helpers.paths import SHARED_TRACES, shared_export_paths
 
 import tracekit
-from tracekit.analysis.ranges.attribution import range_gpu_stats
+from tracekit.analysis.primitives.attribution import range_gpu_stats
 from tracekit.sources.nsys.export import read_nsys_export
 
 STATS = ["Total Time (ns)", "Instances", "Avg (ns)", "Med (ns)", "Min (ns)", "Max (ns)"]

@@ -15,7 +15,7 @@ from helpers.nsys_builder import ExportBuilder
 from helpers.paths import SHARED
 
 import tracekit
-from tracekit.analysis.ranges.steps import step_rows
+from tracekit.analysis.primitives.step_window import step_rows
 from tracekit.render.colours import CATEGORY_COLOURS
 from tracekit.report.traces import write_report
 

@@ -17,7 +17,8 @@ from helpers.api_tables import records
 from helpers.paths import SHARED
 
 import tracekit
-from tracekit.analysis.kernels.types import OTHER, launched_before_last_step, op_types, type_label, type_segments
+from tracekit.analysis.primitives.kernel_types import OTHER, op_types, type_label, type_segments
+from tracekit.analysis.primitives.step_window import launched_before_last_step
 from tracekit.sources import open_trace
 
 # HolisticTraceAnalysis uses pandas features pandas 3 deprecates: its warnings are not ours.

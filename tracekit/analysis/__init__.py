@@ -3,9 +3,10 @@ grouped by the question they answer. None reads a file or prints; each names opt
 
 ``options``   every command's options, one dataclass each, checked when made (the one place)
 ``stats``     nsys's statistics per group (total, instances, avg, med, min, max, stddev, share)
+``primitives/``  what the questions share: op-launch joins, intervals, the step window, op classes
 ``kernels/``  which kernels ran and for how long: summary, categories, kernel types and overlap
-``ranges/``   NVTX ranges and what ran inside them: summary, phases (breakdown), steps, selection
-``waits/``    why the GPU waited: idle gaps by cause, launch delays, blocking syncs, overlap, busy time
+``ranges/``   NVTX ranges and what ran inside them: summary, GPU side, phases (breakdown), steps
+``waits/``    why the GPU waited: idle gaps by cause, launch delays, blocking syncs, overlap, queues, ops
 ``critical_path/``  the chain of dependent CPU, launch, GPU and sync work that sets a step's time (HTA's)
 ``memory/``   a memory snapshot's peak: replay, holders and frames, roles, the tables and charts
 ``advice/``   what to fix first: findings with evidence and recoverable time, nsys's expert rules

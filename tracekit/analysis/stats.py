@@ -29,6 +29,7 @@ MIN = "Min (ns)"
 MAX = "Max (ns)"
 STDDEV = "StdDev (ns)"
 STAT_COLUMNS = [TIME_PCT, TOTAL, INSTANCES, AVG, MED, MIN, MAX, STDDEV]
+SHOWN_SHARE = 0.05  # a share (%) below this prints as 0.0: too small to name
 
 
 def round_half_away(values, decimals: int = 1):

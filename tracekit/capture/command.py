@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from tracekit import __version__, annotate, nsys_tool
+from tracekit import annotate, nsys_tool
 from tracekit.activation_formula import formula_note
 from tracekit.capture import watchdog
 from tracekit.capture.nsys import from_result, import_stream, name_final_folder, read_result
@@ -34,6 +34,7 @@ from tracekit.errors import CaptureError, NsysNotFoundError, TracekitError
 from tracekit.run_config import RunConfig
 from tracekit.runs import ACTIVATION_NOTE, Run, default_name
 from tracekit.signals import Interrupted, raising_interrupted
+from tracekit.version import __version__
 
 LAUNCHER = Path(__file__).resolve().with_name("program_launch.py")
 PROFILERS = ("auto", "nsys", "torch")

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from tracekit import __version__, annotate, nsys_tool
+from tracekit import annotate, nsys_tool
 from tracekit.activation_formula import formula_note
 from tracekit.capture import watchdog
 from tracekit.capture.run_folder import NewRun
@@ -30,6 +30,7 @@ from tracekit.files import write_text
 from tracekit.run_config import PHASES, STATS, RunConfig, phase_field
 from tracekit.runs import ACTIVATION_NOTE, Run, default_name
 from tracekit.signals import raising_interrupted
+from tracekit.version import __version__
 
 CAPTURE_RANGE = annotate.CAPTURE_RANGE
 GPU_TRACE = "cuda,nvtx,osrt"

@@ -16,13 +16,13 @@ import sys
 
 import click
 
-from tracekit import __version__
 from tracekit.cli.analyses import ANALYSES
 from tracekit.cli.capture import capture
 from tracekit.cli.export import export
 from tracekit.cli.extensions import ExtensibleGroup
 from tracekit.cli.report import report
 from tracekit.cli.timeline import timeline
+from tracekit.version import __version__
 
 
 @click.group(cls=ExtensibleGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -58,7 +58,7 @@ def run_command(
     with command_notes():  # what the analyses find in an open trace is this command's to say
         if spec.inputs == "pair":  # (A and B may be one file: comparing a run with itself is allowed)
             return _on_pair(spec, items, options)
-        from tracekit.analysis.many.distinct import distinct_inputs
+        from tracekit.sources.distinct import distinct_inputs
 
         items, repeated = distinct_inputs(items)
         result = _on_traces(spec, items, options, many, progress)
@@ -96,7 +96,7 @@ def _names_many(item: Source) -> bool:
     path = _path(item)
     if path is None:
         return False
-    from tracekit.analysis.many.pool import names_many
+    from tracekit.sources.input_paths import names_many
 
     return names_many(path)
 
@@ -131,7 +131,8 @@ def _on_many(spec: Command, items: list[Source], options: Options, many: ManyOpt
         return read_many([path for path in paths if path is not None], spec.part or "", options, merger, title, many,
                          current().settings, progress)  # fmt: skip
     from tracekit.analysis.many.inputs import Accumulator
-    from tracekit.analysis.many.pool import labels_for, new_part
+    from tracekit.analysis.many.pool import new_part
+    from tracekit.sources.input_paths import labels_for
 
     traces = [_open(spec, item, options) for item in items]
     sources = [Path(path or str(trace.meta.source)) for path, trace in zip(paths, traces)]

@@ -2,6 +2,7 @@
 
 ``schema``     the column contract (one declared schema per table, checked once per load)
 ``trace``      ``Trace``: GPU ops, launches, NVTX ranges and metadata of one profile
+``derived``    typed per-trace memoization: one accessor per derived table, keyed by its inputs, read-only
 ``memory``     ``MemoryTrace``: a CUDA memory snapshot as tables
 ``range_specs`` the range-spec grammar (``--range``, ``--phases``, ``--within``): the standard library only
 ``range_names`` range names against specs on tables of ranges: matching, nesting among a selection

@@ -1,6 +1,6 @@
 """Range names against specs, on tables of ranges: which names match, nesting among a selection, the
 ranges matching a spec and what lies inside a range. Selecting from a ``Trace`` (reading only the
-ranges specs can match) is ``tracekit.analysis.ranges.selection``; the grammar is ``range_specs``."""
+ranges specs can match) is ``tracekit.analysis.primitives.selection``; the grammar is ``range_specs``."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ domain) or by its op name: ``torch.autograd.profiler.emit_nvtx`` names ranges
 without the "domain:" prefix.
 
 The standard library only: options are checked with it before pandas loads. Matching names of a
-table is ``range_names``; selecting from a Trace is ``tracekit.analysis.ranges.selection``.
+table is ``range_names``; selecting from a Trace is ``tracekit.analysis.primitives.selection``.
 """
 
 from __future__ import annotations

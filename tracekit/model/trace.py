@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Hashable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -20,6 +20,7 @@ import pandas as pd
 
 from tracekit.errors import InvalidTraceError
 from tracekit.model import schema
+from tracekit.model.derived import frozen, handed_out
 from tracekit.model.reading import reading_later
 from tracekit.session import in_this_context
 
@@ -128,8 +129,8 @@ class Trace:
     def __init__(self, meta: TraceMeta, loaders: dict[str, Callable]):
         self.meta = meta
         self.loaders = loaders
-        self._derived: dict[str, object] = {}
-        self._derived_notes: dict[str, list[str]] = {}  # per derived value, the notes its computing found
+        self._derived: dict[Hashable, object] = {}
+        self._derived_notes: dict[Hashable, list[str]] = {}  # per derived value, the notes its computing found
         self._dropped: dict[str, int] = {}
         self._unknown: dict[str, dict[str, int]] = {}  # per table, values read as unknown per column
         self._notes: list[str] = []
@@ -323,9 +324,11 @@ class Trace:
             return self.columns(table, needed)
         return getattr(self, table)
 
-    def derived(self, key: str, compute: Callable[[], T]) -> T:
+    def derived(self, key: Hashable, compute: Callable[[], T]) -> T:
         """Something analyses compute from the tables (the GPU-op-to-launch join, say), computed once
-        per trace however many analyses of one command or report ask for it."""
+        per trace however many analyses of one command or report ask for it. The store behind
+        ``model.derived.per_trace``, which keys it by the accessor and its inputs and freezes the value:
+        an analysis declares an accessor there rather than calling this."""
         if key not in self._derived:
             with command_notes() as found:  # what computing it found is said by every command that uses it
                 self._derived[key] = compute()
@@ -340,7 +343,8 @@ class Trace:
         if table not in self.loaders:
             return None
         declared = schema.OPTIONAL_TABLES[table]
-        return self.derived(f"optional:{table}", lambda: declared.check(self.loaders[table](), self.meta.source))
+        checked = lambda: frozen(declared.check(self.loaders[table](), self.meta.source))
+        return handed_out(self.derived(("optional", table), checked))
 
     @property
     def name(self) -> str:

@@ -7,7 +7,6 @@ from pathlib import Path
 
 from tracekit.analysis.many.compare import compare_traces
 from tracekit.analysis.many.diff import compare_categories, compare_kernels, labels_for
-from tracekit.analysis.many.pool import labels_for as run_labels
 from tracekit.analysis.options import CompareOptions, DiffOptions
 from tracekit.commands.command_line import command_line
 from tracekit.errors import NoGpuDataError
@@ -15,6 +14,7 @@ from tracekit.model.trace import Trace
 from tracekit.render.markup import md_code, md_prose
 from tracekit.report.document import Document
 from tracekit.runs import Run
+from tracekit.sources.input_paths import labels_for as run_labels
 
 TOP_KERNELS = 10  # the kernels that changed most
 

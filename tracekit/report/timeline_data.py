@@ -15,13 +15,13 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis.kernels.categories import CATEGORIES, op_categories
 from tracekit.analysis.memory.on_trace import memory_on_trace
 from tracekit.analysis.options import DEFAULT_PHASES
-from tracekit.analysis.ranges.attribution import op_launches
+from tracekit.analysis.primitives.categories import CATEGORIES, op_categories
+from tracekit.analysis.primitives.joins import op_launches
+from tracekit.analysis.primitives.selection import select
+from tracekit.analysis.primitives.step_window import step_rows
 from tracekit.analysis.ranges.phases import resolve
-from tracekit.analysis.ranges.selection import select
-from tracekit.analysis.ranges.steps import step_rows
 from tracekit.analysis.waits.idle import gap_devices, idle_gaps
 from tracekit.analysis.waits.syncs import NO_RANGE, innermost_range
 from tracekit.model.memory import MemoryTrace

@@ -16,12 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from tracekit import __version__
 from tracekit.analysis.critical_path.analysis import WHOLE_TRACE
-from tracekit.analysis.kernels.summary import kernel_mask
 from tracekit.analysis.many.diff import labels_for
-from tracekit.analysis.many.distinct import distinct_inputs
-from tracekit.analysis.many.pool import labels_for as run_labels
 from tracekit.analysis.options import (
     DEFAULT_PHASES,
     AdviseOptions,
@@ -31,9 +27,10 @@ from tracekit.analysis.options import (
     MemoryOptions,
     RangesOptions,
 )
+from tracekit.analysis.primitives.busy import ANY, known_devices
+from tracekit.analysis.primitives.op_selection import kernel_mask
 from tracekit.analysis.ranges.breakdown import PHASE, WHOLE, phase_notes
 from tracekit.analysis.ranges.phases import resolve
-from tracekit.analysis.waits.busy import ANY, known_devices
 from tracekit.commands import run_command
 from tracekit.commands.command_line import command_line
 from tracekit.errors import NoGpuDataError, TracekitError, UsageError
@@ -47,6 +44,9 @@ from tracekit.report.document import TRACES_HEADING, Document, write_report_fold
 from tracekit.report.why import WHY_HEADING, why_section
 from tracekit.runs import Run
 from tracekit.sources import open_trace, run_snapshot
+from tracekit.sources.distinct import distinct_inputs
+from tracekit.sources.input_paths import labels_for as run_labels
+from tracekit.version import __version__
 
 FINDING_COLUMNS = ["Rank", "Severity", "Finding", "What", "Recoverable (ns)", "Of Span (%)", "Fix"]
 TOP_PHASE_KERNELS, TOP_RANGES, TOP_MEMORY = 5, 15, 10

@@ -100,7 +100,7 @@ def window_of(trace: Trace, options: WindowOptions) -> Window:
         at = lambda ms: None if ms is None else origin + int(round(ms * 1_000_000))
         return Window(at(options.start_ms), at(options.end_ms))
     if options.step is not None:
-        from tracekit.analysis.ranges.steps import step_rows
+        from tracekit.analysis.primitives.step_window import step_rows
 
         steps = step_rows(trace).sort_values("start", kind="stable")
         if len(steps) < options.step:
@@ -108,7 +108,7 @@ def window_of(trace: Trace, options: WindowOptions) -> Window:
                              f"not a step {options.step}")  # fmt: skip
         return _with_its_work(trace, steps.iloc[[options.step - 1]])
     if options.range is not None:
-        from tracekit.analysis.ranges.selection import select_ranges
+        from tracekit.analysis.primitives.selection import select_ranges
 
         matches = select_ranges(trace, [options.range]).sort_values("start", kind="stable")
         if len(matches) <= options.instance:
@@ -121,7 +121,7 @@ def window_of(trace: Trace, options: WindowOptions) -> Window:
 def _with_its_work(trace: Trace, chosen: pd.DataFrame) -> Window:
     """A range's window: from its start to its end or the end of the last GPU op launched inside it,
     whichever is later (a kernel launched in a range often runs after the range has closed)."""
-    from tracekit.analysis.ranges.attribution import GPU_END, range_gpu_stats
+    from tracekit.analysis.primitives.attribution import GPU_END, range_gpu_stats
 
     row = chosen.iloc[0]
     gpu_end = int(range_gpu_stats(trace, chosen)[GPU_END].iloc[0]) if not trace.gpu_ops.empty else -1

@@ -81,9 +81,9 @@ def timeline(
     Several inputs are read one after another, each released once written; each is named by its rank
     (the trace's, else one in its file name) or its name. ``memory``: a snapshot whose allocated and
     reserved memory becomes a counter track (a run folder's own is used without it)."""
-    from tracekit.analysis.many.distinct import distinct_inputs
-    from tracekit.analysis.many.pool import expand_inputs, labels_for, protect_inputs, rank_in_name
     from tracekit.sources import open_trace
+    from tracekit.sources.distinct import distinct_inputs
+    from tracekit.sources.input_paths import expand_inputs, labels_for, protect_inputs, rank_in_name
 
     if isinstance(inputs, (str, os.PathLike, Trace)):
         inputs = [inputs]
@@ -231,8 +231,8 @@ def _events(
 ) -> Iterator[tuple[str, list[str] | pa.Array]]:
     """(kind, events) of one input: its metadata first, then every track (``sequences``: tracks of the most
     frequent kernel sequences too)."""
-    from tracekit.analysis.kernels.categories import CATEGORIES, op_categories
-    from tracekit.analysis.ranges.attribution import op_launches
+    from tracekit.analysis.primitives.categories import CATEGORIES, op_categories
+    from tracekit.analysis.primitives.joins import op_launches
 
     ops, calls, ranges = trace.gpu_ops, trace.launches, trace.ranges
     op_rows = _rows(window, ops)
@@ -333,7 +333,7 @@ def _rows(window: Window, table: pd.DataFrame) -> np.ndarray:
 
 
 def _steps(trace: Trace, window: Window) -> pd.DataFrame:
-    from tracekit.analysis.ranges.steps import step_rows
+    from tracekit.analysis.primitives.step_window import step_rows
 
     return window.cut(step_rows(trace))
 

@@ -7,6 +7,5 @@
 ``copy_rules``  copy findings: pageable memory, synchronous copies and sets, copies on compute streams
 ``kernel_rules`` kernel findings: FP32 matmul on tensor-core GPUs, unfused optimizer steps, exposed communication
 ``memory_rules`` snapshot findings: out-of-memory errors, activations dominating the peak, fragmentation
-``copies``      memory copies and sets with their memory kinds, from any trace
 ``nsys_rules``  nsys analyze's rules (gpu-starv, gpu-low-util, cuda-sync-api, ...), as nsys defines them
 """

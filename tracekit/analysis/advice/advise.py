@@ -11,8 +11,8 @@ from tracekit.analysis.advice.idle_rules import idle_findings
 from tracekit.analysis.advice.kernel_rules import kernel_findings, unfused_optimizer
 from tracekit.analysis.advice.memory_rules import memory_findings
 from tracekit.analysis.critical_path.analysis import ops_table, steps_table, typical_path
-from tracekit.analysis.kernels.summary import kernel_mask
 from tracekit.analysis.options import AdviseOptions
+from tracekit.analysis.primitives.op_selection import kernel_mask
 from tracekit.errors import TracekitError
 from tracekit.model.memory import MemoryTrace
 from tracekit.model.result import Result, Table

@@ -18,10 +18,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis.advice.copies import copy_details
 from tracekit.analysis.advice.finding import Finding, evidence, ms
 from tracekit.analysis.advice.nsys_rules import sync_memcpy, sync_memset
-from tracekit.analysis.ranges.attribution import merge_intervals
+from tracekit.analysis.primitives.copies import copy_details
+from tracekit.analysis.primitives.intervals import merge_intervals
 from tracekit.model.trace import Trace
 
 EVIDENCE_ROWS = 5

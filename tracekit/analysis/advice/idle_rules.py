@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis.advice.finding import Finding, evidence, ms, worst
-from tracekit.analysis.ranges.attribution import op_launches
+from tracekit.analysis.primitives.joins import op_launches
 from tracekit.analysis.waits.idle import OVERHEAD_MAX_NS, gap_devices, idle_gaps
 from tracekit.analysis.waits.syncs import IDLE, NO_RANGE, blocking_calls, innermost_range
 from tracekit.model.range_specs import op_name

@@ -159,7 +159,7 @@ def _fp32_matmul(trace: Trace, origin: int) -> Finding | None:
 
 def _exposed_communication(trace: Trace, origin: int) -> Finding | None:
     from tracekit.analysis.options import OverlapOptions
-    from tracekit.analysis.ranges.steps import step_rows
+    from tracekit.analysis.primitives.step_window import step_rows
     from tracekit.analysis.waits.overlap import EXPOSED, WHOLE_TRACE, overlap_table
 
     steps = step_rows(trace)

@@ -28,7 +28,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis.advice.copies import copy_details
+from tracekit.analysis.primitives.copies import copy_details
+from tracekit.model.derived import per_trace
 from tracekit.model.trace import Trace
 
 RULES = ("gpu-starv", "gpu-low-util", "cuda-sync-api", "cuda-sync-memcpy", "cuda-sync-memset", "cuda-async-memcpy")
@@ -56,14 +57,11 @@ def named(names: pd.Series, pattern: str) -> np.ndarray:
     return (codes >= 0) & hit[np.maximum(codes, 0)] if len(hit) else np.zeros(len(codes), dtype=bool)
 
 
+@per_trace
 def gpu_use_intervals(trace: Trace) -> pd.DataFrame:
     """What nsys's GPU rules count as use: every GPU op that started after time 0 (start, end, pid,
     device), and the profiler's flush overhead of a process, on each of its GPUs, inside that GPU's span.
     Once per trace (both GPU rules ask)."""
-    return trace.derived("nsys_gpu_use", lambda: _gpu_use_intervals(trace))
-
-
-def _gpu_use_intervals(trace: Trace) -> pd.DataFrame:
     ops = trace.columns("gpu_ops", ("start", "end", "device", "pid"))
     started = ops["start"].to_numpy() > 0
     ops = pd.DataFrame({"start": ops["start"].to_numpy()[started], "end": ops["end"].to_numpy()[started],

@@ -28,13 +28,13 @@ from tracekit.analysis.critical_path.events import (
     RANGE_COLUMNS,
     SYNC_DEPENDENCY,
     Events,
-    hta_rounded,
     trace_events,
 )
 from tracekit.analysis.critical_path.graph import build, window_rows
 from tracekit.analysis.critical_path.longest import longest_path
 from tracekit.analysis.options import CriticalPathOptions
-from tracekit.analysis.ranges.steps import step_labels, step_rows
+from tracekit.analysis.primitives.hta import hta_rounded
+from tracekit.analysis.primitives.step_window import step_labels, step_rows
 from tracekit.errors import NoGpuDataError, UsageError
 from tracekit.model.options import named
 from tracekit.model.result import Result, Table

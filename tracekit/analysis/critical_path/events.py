@@ -13,9 +13,8 @@ Each GPU op and sync is joined to its call by (process, correlation id): ``partn
 the other side (-1 when the trace lacks it). A call recorded twice with one correlation id (nsys 2022.4
 writes a runtime call as cudaX and cudaX_v3020, one inside the other) keeps its outermost row.
 
-``as_hta``: times rounded as HTA 0.5 reads them (each event shrunk inward to whole µs of its float64
-timestamp: start ceil(ts), end floor(ts + dur); a sub-µs event can end up with a duration of 0 or
--1 µs), so a result can be compared with HTA's exactly. Otherwise times stay exact ns.
+``as_hta``: times rounded as HTA 0.5 reads them (``primitives.hta``), so a result can be compared with
+HTA's exactly. Otherwise times stay exact ns.
 """
 
 from __future__ import annotations
@@ -27,8 +26,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis.kernels.types import TYPES, op_types
-from tracekit.analysis.ranges.attribution import CallIndex
+from tracekit.analysis.primitives.hta import API_VERSION, QUEUED_CALLS, hta_rounded
+from tracekit.analysis.primitives.joins import CallIndex
+from tracekit.analysis.primitives.kernel_types import TYPES, op_types
+from tracekit.model.derived import per_trace
 from tracekit.model.range_specs import EMIT_NVTX_SUFFIX, shown_op_name
 from tracekit.model.schema import GPU_SYNCS, SYNC_KINDS
 from tracekit.model.trace import Trace
@@ -37,13 +38,6 @@ OPERATOR, ANNOTATION, CALL, GPU, SYNC = range(5)
 # the graph's edge kinds (``graph``): an event's own time, CPU idle, launch delay, kernel-kernel gap, sync
 OP, DEPENDENCY, LAUNCH, KERNEL_KERNEL, SYNC_DEPENDENCY = range(5)
 RECORDED = re.compile(r"#")
-API_VERSION = re.compile(r"_v\d+$")  # nsys names runtime calls with their version: cudaLaunchKernel_v7000
-# The calls whose ops join a stream's launch queue (HTA's list, as its queue length counts them).
-QUEUED_CALLS = frozenset({
-    "cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cudaMemcpyAsync", "cudaMemsetAsync",
-    "runFunction - job_prep_and_submit_for_execution", "hipLaunchKernel", "hipExtModuleLaunchKernel",
-    "hipMemcpyAsync", "hipMemsetAsync", "hipMemcpyWithStream",
-})  # fmt: skip
 # Calls whose own time is waiting on the GPU (HTA's list): the CPU time inside them is not on the path.
 BLOCKING_CALLS = frozenset({
     "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventQuery", "cudaEventSynchronize", "cudaMemcpy",
@@ -95,10 +89,11 @@ class Events:
 
 
 def trace_events(trace: Trace, as_hta: bool = False) -> Events:
-    """The trace's events (computed once per trace and rounding)."""
-    return trace.derived(f"critical_path_events:{as_hta}", lambda: _events(trace, as_hta))
+    """The trace's events (computed once per trace and rounding; their arrays read-only)."""
+    return _events(trace, as_hta)
 
 
+@per_trace
 def _events(trace: Trace, as_hta: bool) -> Events:
     ranges = trace.columns("ranges", RANGE_COLUMNS)
     domains = [str(domain) for domain in ranges["domain"].cat.categories]
@@ -212,16 +207,6 @@ def queue_lengths(events: Events) -> np.ndarray:
     lengths = np.full(len(events), -1, dtype=np.int32)
     lengths[np.concatenate([calls, ops])[order]] = running
     return lengths
-
-
-def hta_rounded(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(start, end) in ns as HTA 0.5 reads a torch.profiler trace: ts and dur parsed as float64 µs, then
-    start = ceil(ts), end = floor(ts + dur) in whole µs. ``start``/``end`` are exact ns on the trace's
-    clock (absolute µs ~1.7e15: float64 holds them to 0.25 µs, so the rounding depends on the clock)."""
-    whole, rest = np.divmod(start, 1000)
-    ts = whole.astype(np.float64) + rest / 1000.0  # the float64 nearest the decimal µs, as a JSON parser reads it
-    duration = (end - start) / 1000.0
-    return np.ceil(ts).astype(np.int64) * 1000, np.floor(ts + duration).astype(np.int64) * 1000
 
 
 def _outermost(calls: pd.DataFrame) -> pd.DataFrame:

@@ -19,13 +19,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis.advice.copies import copy_details
-from tracekit.analysis.critical_path.events import hta_rounded
-from tracekit.analysis.kernels.summary import kernel_mask
-from tracekit.analysis.kernels.types import last_step_start, launched_before_last_step
 from tracekit.analysis.options import BandwidthOptions
-from tracekit.analysis.ranges.attribution import merge_intervals
-from tracekit.analysis.waits.queues import column_peaks
+from tracekit.analysis.primitives.copies import copy_details
+from tracekit.analysis.primitives.hta import hta_rounded
+from tracekit.analysis.primitives.intervals import column_peaks, merge_intervals
+from tracekit.analysis.primitives.op_selection import kernel_mask
+from tracekit.analysis.primitives.step_window import last_step_start, launched_before_last_step
 from tracekit.errors import NoGpuDataError
 from tracekit.model.result import Chart, Result, Table
 from tracekit.model.trace import Trace

@@ -6,9 +6,9 @@ the export before pandas has finished importing (``sources.read_ahead``).
 
 from __future__ import annotations
 
+from tracekit.analysis.primitives.op_selection import NAME_COLUMNS
 from tracekit.model.options import OptionError, named
 
-NAME_COLUMNS = {"demangled": "name", "short": "short_name"}
 LAUNCH_CONFIG = ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")
 # by category: the category rules read the name; the note on unclassified kernels names them short.
 CATEGORY_COLUMNS = ["kind", "duration", "name", "short_name"]

@@ -22,11 +22,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis.kernels.sequence_keys import group_sequences
-from tracekit.analysis.kernels.types import last_step_start
 from tracekit.analysis.options import SequencesOptions
-from tracekit.analysis.ranges.attribution import match_calls, op_launches
-from tracekit.analysis.ranges.covering import covering_range, parent_rows
+from tracekit.analysis.primitives.covering import covering_range, parent_rows
+from tracekit.analysis.primitives.joins import match_calls, op_launches
+from tracekit.analysis.primitives.sequence_keys import group_sequences
+from tracekit.analysis.primitives.step_window import last_step_start
 from tracekit.errors import NoGpuDataError
 from tracekit.model.range_specs import shown_op_name
 from tracekit.model.result import Result, Table

@@ -22,12 +22,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis.kernels.sequence_keys import fixed_keys
-from tracekit.analysis.kernels.summary import kernel_mask
-from tracekit.analysis.kernels.types import launched_before_last_step
 from tracekit.analysis.options import SequencesOptions
-from tracekit.analysis.ranges.attribution import op_launches
-from tracekit.analysis.ranges.covering import covering_range
+from tracekit.analysis.primitives.covering import covering_range
+from tracekit.analysis.primitives.joins import op_launches
+from tracekit.analysis.primitives.keyed_times import stream_keys
+from tracekit.analysis.primitives.op_selection import kernel_mask
+from tracekit.analysis.primitives.sequence_keys import fixed_keys
+from tracekit.analysis.primitives.step_window import launched_before_last_step
 from tracekit.errors import NoGpuDataError
 from tracekit.model.range_specs import shown_op_name
 from tracekit.model.result import Result, Table
@@ -53,12 +54,6 @@ class Windows:
     def rows(self, windows: np.ndarray, offset: int) -> np.ndarray:
         """The GPU-op rows at ``offset`` (0: first kernel, length - 1: last) of the windows ``windows``."""
         return self.order[self.at[windows] + offset]
-
-
-def stream_keys(ops: pd.DataFrame) -> np.ndarray:
-    """Per GPU op, one int64 for its (device, stream): equal where both are (stream ids are 32-bit)."""
-    stream = ops["stream"].to_numpy().astype(np.int64) & 0xFFFFFFFF
-    return ops["device"].to_numpy().astype(np.int64) * 2**32 + stream
 
 
 def kernel_windows(trace: Trace, length: int, name: str = "short", drop_last_step: bool = False) -> Windows:

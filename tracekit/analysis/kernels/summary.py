@@ -13,18 +13,17 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis import stats
-from tracekit.analysis.kernels.categories import CATEGORIES, op_categories
-from tracekit.analysis.kernels.columns import (
-    CATEGORY_COLUMNS,
-    NAME_COLUMNS,
-    command_columns,
-    summary_columns,
-)
-from tracekit.analysis.kernels.types import last_step_start, launched_before_last_step, type_table
+from tracekit.analysis.kernels.columns import CATEGORY_COLUMNS, command_columns, summary_columns
 from tracekit.analysis.options import KernelsOptions
-from tracekit.analysis.ranges.attribution import ops_in_ranges
-from tracekit.analysis.ranges.selection import select_ranges
+from tracekit.analysis.primitives.attribution import ops_in_ranges
+from tracekit.analysis.primitives.categories import CATEGORIES, op_categories
+from tracekit.analysis.primitives.kernel_types import type_table
+from tracekit.analysis.primitives.op_selection import NAME_COLUMNS, kernel_mask
+from tracekit.analysis.primitives.selection import select_ranges
+from tracekit.analysis.primitives.step_window import last_step_start, launched_before_last_step
+from tracekit.analysis.stats import SHOWN_SHARE
 from tracekit.errors import NoGpuDataError
+from tracekit.model.derived import per_trace
 from tracekit.model.options import OptionError, named
 from tracekit.model.result import Result
 from tracekit.model.schema import GPU_OPS
@@ -35,42 +34,6 @@ GRID = "GridXYZ"
 BLOCK = "BlockXYZ"
 CATEGORY = "Category"
 KERNEL_COUNT = "Kernels"
-OPS_CHOICES = ("kernels", "all")
-SHOWN_SHARE = 0.05  # a share (%) below this prints as 0.0: too small to name
-
-
-def kernel_mask(trace: Trace, ops: str = "kernels") -> np.ndarray | None:
-    """Which GPU operations to summarize: a boolean mask (None = all of them).
-
-    Raises NoGpuDataError, with what to do, when the trace recorded none.
-    """
-    if ops not in OPS_CHOICES:
-        raise OptionError(f"{named('ops')} {ops!r} is not one of {', '.join(OPS_CHOICES)}")
-    kinds = trace.columns("gpu_ops", ["kind"])["kind"]
-    rows = (kinds == "kernel").to_numpy() if ops == "kernels" else None
-    if not (rows.any() if rows is not None else len(kinds)):
-        dropped = trace.dropped("gpu_ops")
-        if dropped:
-            raise NoGpuDataError(
-                f"{trace.name}: none of its GPU operations is usable: all {dropped:,} rows read hold unusable values "
-                "(end before start, negative or out-of-range numbers, or NULL, REAL or TEXT where integers belong)"
-            )
-        if len(kinds):  # CUDA was traced: its GPU work is copies and sets only
-            what = (
-                "GPU operation is a memory copy or set"
-                if len(kinds) == 1
-                else "GPU operations are memory copies and sets"
-            )
-            raise NoGpuDataError(
-                f"{trace.name} has no CUDA kernels: its {len(kinds):,} {what}: {named('ops')} all summarizes them "
-                "(bandwidth measures them)"
-            )
-        raise NoGpuDataError(
-            f"{trace.name} has no CUDA {'kernels' if ops == 'kernels' else 'GPU operations'}: the capture "
-            "traced no CUDA activity (a CPU-only run, or nsys without its CUDA trace). Capture on an NVIDIA GPU "
-            "with `nsys profile -t cuda,nvtx ...` or `tracekit capture MODEL`"
-        )
-    return None if rows is not None and rows.all() else rows
 
 
 def kernel_groups(
@@ -141,15 +104,21 @@ def kernel_table(
     columns = summary_columns(name, by_launch_config)
     trace.need("gpu_ops", columns if not ranges and window is None else GPU_OPS.names)
     rows, instances = selected_rows(trace, ops, ranges, same_thread, domain, window)
-    # The whole trace's summary is asked for by several tables of a report: computed once per trace.
-    summarize = lambda: summarize_kernels(
-        trace.columns("gpu_ops", columns), name=name, by_launch_config=by_launch_config, rows=rows
-    )
-    key = f"kernel_summary:{name}:{by_launch_config}:{ops}"
-    summary = summarize() if ranges or window is not None else trace.derived(key, summarize)
+    if ranges or window is not None:
+        summary = summarize_kernels(trace.columns("gpu_ops", columns), name, by_launch_config, rows)
+    else:
+        summary = whole_trace_summary(trace, name, by_launch_config, ops)
     if per_instance:
         summary = _per_instance(summary, instances, [stats.TOTAL, stats.INSTANCES])
     return summary.head(top) if top else summary
+
+
+@per_trace
+def whole_trace_summary(trace: Trace, name: str, by_launch_config: bool, ops: str) -> pd.DataFrame:
+    """The kernel summary of the whole trace (``ops``: kernels or all), asked for by several tables of a
+    report: computed once per trace and choice."""
+    columns = summary_columns(name, by_launch_config)
+    return summarize_kernels(trace.columns("gpu_ops", columns), name, by_launch_config, kernel_mask(trace, ops))
 
 
 def selected_rows(

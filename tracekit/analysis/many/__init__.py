@@ -4,8 +4,7 @@ analyses that compare traces.
 ``inputs``       Part, Failure and the accumulator that folds Parts into one Result
 ``tables``       ``kernels``, ``ranges`` and ``breakdown`` over many inputs: parts and mergers
 ``merge_stats``  exact merges of counts, totals, min, max, mean and stddev; medians exact or sketched
-``pool``         which files the inputs are; reading them on local processes or Dask
-``distinct``     inputs given twice (one file spelled or linked two ways, one trace) read once, and said
+``pool``         reading the inputs on local processes or Dask
 ``dask_client``  connecting to a Dask scheduler with a bounded handshake
 ``ranks``        ranks of a job side by side: steps, busy, communication, stragglers (``ranks``)
 ``stragglers``   the ranks the others wait for, as HolisticTraceAnalysis's get_potential_stragglers

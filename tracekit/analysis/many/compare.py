@@ -16,9 +16,9 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis import stats
-from tracekit.analysis.kernels.categories import CATEGORIES
 from tracekit.analysis.many.inputs import Accumulator, Part
 from tracekit.analysis.options import CompareOptions
+from tracekit.analysis.primitives.categories import CATEGORIES
 from tracekit.analysis.ranges.breakdown import PHASE, WHOLE, breakdown_times, phase_notes, time_column
 from tracekit.model.result import Chart, Result, Table
 from tracekit.model.trace import Trace
@@ -28,7 +28,7 @@ PER_INSTANCE, PER_STEP = "Per Instance (ns)", "Per Step (ns)"
 
 def compare_part(trace: Trace, part: Part, options: CompareOptions, limit: int) -> Part:
     """One run's phase times by category, and its configuration."""
-    from tracekit.analysis.ranges.steps import step_rows
+    from tracekit.analysis.primitives.step_window import step_rows
 
     times = breakdown_times(trace, options.phases, options.same_thread, options.ops, options.domain)
     steps = len(step_rows(trace, options.step_range))

@@ -18,9 +18,10 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis import stats
-from tracekit.analysis.kernels.categories import CATEGORIES, op_categories
-from tracekit.analysis.kernels.summary import NAME, NAME_COLUMNS, kernel_mask, kernel_table
+from tracekit.analysis.kernels.summary import NAME, kernel_table
 from tracekit.analysis.options import DiffOptions, StepsOptions
+from tracekit.analysis.primitives.categories import CATEGORIES, op_categories
+from tracekit.analysis.primitives.op_selection import NAME_COLUMNS, kernel_mask
 from tracekit.analysis.ranges.breakdown import WHOLE, phase_intervals, phase_notes
 from tracekit.analysis.ranges.phases import WORDS
 from tracekit.model.options import OptionError, named
@@ -164,7 +165,7 @@ def trace_diff(
     if by == "step":
         table = compare_steps(a, b, options.step_range)
         notes = _notes_of(a, b)
-        from tracekit.analysis.ranges.steps import step_rows
+        from tracekit.analysis.primitives.step_window import step_rows
 
         counts = len(step_rows(a, options.step_range)), len(step_rows(b, options.step_range))
         if counts[0] != counts[1]:

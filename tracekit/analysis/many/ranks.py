@@ -23,13 +23,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis.kernels.types import TYPES, launched_before_last_step, op_types
 from tracekit.analysis.many.inputs import Part
 from tracekit.analysis.many.stragglers import potential_stragglers, straggler_piece
 from tracekit.analysis.options import RanksOptions
-from tracekit.analysis.ranges.attribution import op_launches
-from tracekit.analysis.ranges.steps import step_rows
-from tracekit.analysis.waits.busy import SUM, device_busy, known_devices
+from tracekit.analysis.primitives.busy import SUM, device_busy, known_devices
+from tracekit.analysis.primitives.joins import op_launches
+from tracekit.analysis.primitives.kernel_types import TYPES, op_types
+from tracekit.analysis.primitives.step_window import launched_before_last_step, step_rows
 from tracekit.model.options import named as option_name
 from tracekit.model.result import Table
 from tracekit.model.trace import Trace

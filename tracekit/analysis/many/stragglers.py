@@ -33,9 +33,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis.kernels.types import TYPES, op_types
-from tracekit.analysis.ranges.attribution import op_launches
-from tracekit.analysis.ranges.steps import step_of, step_rows
+from tracekit.analysis.primitives.joins import op_launches
+from tracekit.analysis.primitives.kernel_types import TYPES, op_types
+from tracekit.analysis.primitives.step_window import step_of, step_rows
 from tracekit.model.trace import Trace
 
 MIN_SHARE = 0.01  # of the mean step time: HTA's min_normalized_duration

@@ -15,7 +15,6 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis import stats
-from tracekit.analysis.kernels.categories import CATEGORIES, op_categories
 from tracekit.analysis.kernels.columns import command_columns, summary_columns
 from tracekit.analysis.kernels.summary import (
     BLOCK,
@@ -23,17 +22,20 @@ from tracekit.analysis.kernels.summary import (
     GRID,
     KERNEL_COUNT,
     NAME,
-    NAME_COLUMNS,
     kernel_groups,
     selected_rows,
     shown,
     summarize_categories,
     unclassified_note,
 )
-from tracekit.analysis.kernels.types import SHARE, TIME, TYPE, launched_before_last_step, type_table
 from tracekit.analysis.many import merge_stats
 from tracekit.analysis.many.inputs import Part
 from tracekit.analysis.options import BreakdownOptions, KernelsOptions, RangesOptions
+from tracekit.analysis.primitives.busy import ANY, MEAN, SUM
+from tracekit.analysis.primitives.categories import CATEGORIES, op_categories
+from tracekit.analysis.primitives.kernel_types import SHARE, TIME, TYPE, type_table
+from tracekit.analysis.primitives.op_selection import NAME_COLUMNS
+from tracekit.analysis.primitives.step_window import launched_before_last_step
 from tracekit.analysis.ranges.breakdown import (
     PHASE,
     breakdown_times,
@@ -52,7 +54,6 @@ from tracekit.analysis.ranges.summary import (
     range_groups,
     range_rows,
 )
-from tracekit.analysis.waits.busy import ANY, MEAN, SUM
 from tracekit.model.options import named
 from tracekit.model.result import Table
 from tracekit.model.schema import GPU_OPS

@@ -1,9 +1,6 @@
 """NVTX ranges (or record_function annotations) and the GPU work launched inside them.
 
 ``summary``      nsys's range summary (nvtxsum) with GPU columns, a tree, the children of a range
-``selection``    range specs against a Trace: read only what they can match, nested, matched once
-``attribution``  which GPU ops each range launched (any thread of its process, or its own)
-``covering``     the innermost range of a thread that covers a stretch of its time
 ``gpu_side``     each range's GPU time on the GPU side: the union of its ops, torch.profiler's GPU-side spans
 ``phases``       the phases of a trace: as given, or forward/backward/optimizer found by their range names
 ``breakdown``    kernel time by phase and category, busy/idle per GPU, copies (``breakdown``)

@@ -13,21 +13,23 @@ Per phase, its GPU ops are those launched while one of its ranges was open (see 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from tracekit.analysis import stats
-from tracekit.analysis.kernels.categories import CATEGORIES, op_categories
-from tracekit.analysis.kernels.summary import OPS_CHOICES, SHOWN_SHARE, kernel_mask
-from tracekit.analysis.kernels.types import last_step_start, launched_before_last_step
 from tracekit.analysis.options import DEFAULT_PHASES, BreakdownOptions
-from tracekit.analysis.ranges.attribution import interval_of_ops
+from tracekit.analysis.primitives.attribution import interval_of_ops
+from tracekit.analysis.primitives.busy import device_busy
+from tracekit.analysis.primitives.categories import CATEGORIES, op_categories
+from tracekit.analysis.primitives.op_selection import OPS_CHOICES, kernel_mask
+from tracekit.analysis.primitives.selection import select
+from tracekit.analysis.primitives.step_window import last_step_start, launched_before_last_step
 from tracekit.analysis.ranges.phases import resolve
-from tracekit.analysis.ranges.selection import select
-from tracekit.analysis.waits.busy import device_busy
+from tracekit.analysis.stats import SHOWN_SHARE
 from tracekit.errors import UsageError
+from tracekit.model.derived import per_trace
 from tracekit.model.options import OptionError, named
 from tracekit.model.result import Chart, Result, Table
 from tracekit.model.trace import Trace
@@ -60,22 +62,23 @@ def time_column(ops: str) -> str:
 
 def phase_intervals(
     trace: Trace, phases: Sequence[str] | None, same_thread: bool = False, domain: str | None = None
-) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+) -> Mapping[str, tuple[np.ndarray, np.ndarray]]:
     """Per phase (by label: ``phases.resolve`` finds the default ones by name): the start (ns) of each of
     its range instances, and for every GPU op the merged phase interval its launch fell in (-1 outside
     the phase). Reads only the ranges the specs name; computed once per trace for the same phases
     (breakdown and a report's comparison both ask)."""
-    chosen = resolve(trace, phases, domain).chosen
+    return _phase_intervals(trace, resolve(trace, phases, domain).chosen, same_thread, domain)
 
-    def compute() -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        trace.need("gpu_ops", BREAKDOWN_COLUMNS)  # the ops' columns load beside the ranges: only these
-        selection = select(trace, [spec for _, spec in chosen], load_too=["gpu_ops", "launches"], domain=domain)
-        return {label: (selection.of(spec)["start"].to_numpy(), interval_of_ops(trace, selection.of(spec),
-                                                                                same_thread))
-                for label, spec in chosen}  # fmt: skip
 
-    key = "\0".join(f"{label}\1{spec}" for label, spec in chosen)
-    return trace.derived(f"phase_intervals:{same_thread}:{domain}:{key}", compute)
+@per_trace
+def _phase_intervals(
+    trace: Trace, chosen: tuple[tuple[str, str], ...], same_thread: bool, domain: str | None
+) -> Mapping[str, tuple[np.ndarray, np.ndarray]]:
+    """``phase_intervals`` of the (label, spec) pairs ``chosen``, once per trace and choice (read-only)."""
+    trace.need("gpu_ops", BREAKDOWN_COLUMNS)  # the ops' columns load beside the ranges: only these
+    selection = select(trace, [spec for _, spec in chosen], load_too=["gpu_ops", "launches"], domain=domain)
+    return {label: (selection.of(spec)["start"].to_numpy(), interval_of_ops(trace, selection.of(spec), same_thread))
+            for label, spec in chosen}  # fmt: skip
 
 
 def phases_with_whole(

@@ -13,9 +13,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis.kernels.sequences import stream_keys
-from tracekit.analysis.ranges.attribution import call_segments, op_launches, segment_reduce
-from tracekit.analysis.waits.busy import union_length
+from tracekit.analysis.primitives.attribution import call_segments
+from tracekit.analysis.primitives.busy import union_length
+from tracekit.analysis.primitives.intervals import segment_reduce
+from tracekit.analysis.primitives.joins import op_launches
+from tracekit.analysis.primitives.keyed_times import stream_keys
 from tracekit.model.trace import Trace
 
 GPU_DOMAIN_PREFIX = "gpu:"

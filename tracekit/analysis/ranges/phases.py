@@ -29,7 +29,8 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis.options import DEFAULT_PHASES
-from tracekit.analysis.ranges.selection import select
+from tracekit.analysis.primitives.selection import select
+from tracekit.model.derived import per_trace
 from tracekit.model.options import named
 from tracekit.model.range_specs import EMIT_NVTX_SUFFIX, LITERAL
 from tracekit.model.trace import Trace
@@ -72,10 +73,21 @@ def resolve(trace: Trace, phases: Sequence[str] | None, domain: str | None = Non
 
 
 def _found_once(trace: Trace, domain: str | None, how: str) -> Phases:
-    return trace.derived(f"found_phases:{domain}:{how}", lambda: _found(trace, domain, how))
+    """The phases found by name, and what to tell of them (``how``: how a user names phases)."""
+    pairs = _found(trace, domain)
+    if all(spec == word for word, spec in pairs) and {word for word, _ in pairs} >= set(DEFAULT_PHASES):
+        return Phases(pairs)  # the default names themselves: nothing to say
+    if not pairs:
+        return Phases((), f"no range of this trace names a phase (forward, backward, optimizer): only the whole trace "
+                          f"is broken down; name its phases with {how} (`tracekit ranges` lists its range names)")  # fmt: skip
+    absent = [word for word in DEFAULT_PHASES if word not in dict(pairs)]
+    return Phases(pairs, f"phases found by their range names: {_said(pairs)}"
+                  + (f"; no {', '.join(absent)}" if absent else "") + f" (name others with {how})")  # fmt: skip
 
 
-def _found(trace: Trace, domain: str | None, how: str) -> Phases:
+@per_trace
+def _found(trace: Trace, domain: str | None) -> tuple[tuple[str, str], ...]:
+    """(phase word, spec) of each phase found by its range names in ``domain``, once per trace and domain."""
     exact = select(trace, list(WORDS), domain=domain)
     chosen = {word: word for word in WORDS if exact.matches[word].any()}
     missing = [word for word in WORDS if word not in chosen]
@@ -90,15 +102,7 @@ def _found(trace: Trace, domain: str | None, how: str) -> Phases:
                 recorded = _recorded(found.of(f"*{RECORDED[word]}"), RECORDED[word], domain)
                 if recorded is not None:
                     chosen[word] = recorded
-    pairs = tuple((word, chosen[word]) for word in WORDS if word in chosen)
-    if all(spec == word for word, spec in pairs) and {word for word, _ in pairs} >= set(DEFAULT_PHASES):
-        return Phases(pairs)  # the default names themselves: nothing to say
-    if not pairs:
-        return Phases((), f"no range of this trace names a phase (forward, backward, optimizer): only the whole trace "
-                          f"is broken down; name its phases with {how} (`tracekit ranges` lists its range names)")  # fmt: skip
-    absent = [word for word in DEFAULT_PHASES if word not in chosen]
-    return Phases(pairs, f"phases found by their range names: {_said(pairs)}"
-                  + (f"; no {', '.join(absent)}" if absent else "") + f" (name others with {how})")  # fmt: skip
+    return tuple((word, chosen[word]) for word in WORDS if word in chosen)
 
 
 def _said(pairs: Sequence[tuple[str, str]]) -> str:

@@ -1,8 +1,7 @@
 """``steps``: one row per training step.
 
-Steps are ranges (CPU side): ``step_range`` when given, else torch.profiler's ``ProfilerStep#N`` in
-whatever CPU-side domain it was recorded (torch 1.8 and 1.9 record it as a ``cpu_op``), else ranges
-named ``step`` (tracekit's workloads and ``annotate.steps``). Every command takes its steps from here. Per step, in ns:
+Steps are the ranges ``primitives.step_window.step_rows`` finds (every command takes its steps from
+there). Per step, in ns:
 - Wall: the step range's duration.
 - Kernels, Kernel Time: the kernels launched while the step was open on its process (a launch call that
   started inside it), and their summed durations.
@@ -19,73 +18,23 @@ named ``step`` (tracekit's workloads and ``annotate.steps``). Every command take
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Collection
-
 import numpy as np
 import pandas as pd
 
 from tracekit.analysis.options import StepsOptions
-from tracekit.analysis.ranges.attribution import merge_intervals, op_launches
+from tracekit.analysis.primitives.busy import busy_span, known_devices
+from tracekit.analysis.primitives.intervals import merge_intervals
+from tracekit.analysis.primitives.joins import op_launches
+from tracekit.analysis.primitives.selection import select
+from tracekit.analysis.primitives.step_window import step_labels, step_of, step_rows
 from tracekit.analysis.ranges.phases import Phases, resolve
-from tracekit.analysis.ranges.selection import select
-from tracekit.analysis.waits.busy import busy_span, known_devices
 from tracekit.errors import UsageError
 from tracekit.model.options import named
 from tracekit.model.range_names import inside_another
 from tracekit.model.result import Chart, Result
 from tracekit.model.trace import Trace
 
-PROFILER_STEP = re.compile(r"^(?:\w+:)?ProfilerStep#\d+$")  # "cpu_op:ProfilerStep#3" in torch 1.8
 STEP, WALL, KERNELS, KERNEL_TIME, FLAG = "Step", "Wall (ns)", "Kernels", "Kernel Time (ns)", "Flag"
-STEP_CHOICE_COLUMNS = ("name", "domain", "pid", "start")  # what ``step_rows`` reads to choose and order steps
-
-
-def step_rows(trace: Trace, step_range: str | None = None, columns: Collection[str] | None = None) -> pd.DataFrame:
-    """The trace's step ranges (CPU side), in (pid, start) order; empty when it has none. ``columns``: only
-    these of the ranges' columns (and those that choose the steps), for a command that reads no other."""
-    ranges = trace.ranges if columns is None else trace.columns("ranges", {*STEP_CHOICE_COLUMNS, *columns})
-    if ranges.empty:
-        return ranges
-    # decided per distinct name and domain (a trace can hold millions of ranges, a few thousand names)
-    cpu_side = _per_category(ranges["domain"], lambda domain: domain != "gpu")
-    names = ranges["name"]
-    if step_range:
-        chosen = _per_category(names, lambda name: name == step_range)
-    else:
-        chosen = _per_category(names, lambda name: PROFILER_STEP.match(name) is not None) & cpu_side
-        if not chosen.any():
-            chosen = _per_category(names, lambda name: name == "step")
-    return ranges.loc[chosen & cpu_side].sort_values(["pid", "start"], kind="stable")
-
-
-def _per_category(column: pd.Series, test: Callable[[str], bool]) -> np.ndarray:
-    """Per row of a categorical column: ``test`` of its value, decided once per category."""
-    per_category = np.asarray([bool(test(str(value))) for value in column.cat.categories], dtype=bool)
-    return np.append(per_category, False)[column.cat.codes.to_numpy()]  # code -1 (missing): never
-
-
-def step_labels(steps: pd.DataFrame) -> np.ndarray:
-    """Each step's label: its range's name, numbered per process when names repeat ("step #3")."""
-    labels = steps["name"].astype(str).to_numpy()
-    if len(set(labels.tolist())) < len(labels):  # "step" five times: numbered per process, as ProfilerStep#N are
-        number = steps.groupby("pid", sort=False).cumcount().to_numpy() + 1
-        labels = np.array([f"{label} #{index}" for label, index in zip(labels.tolist(), number.tolist())], dtype=object)
-    return labels
-
-
-def step_of(steps: pd.DataFrame, pid: np.ndarray, time: np.ndarray) -> np.ndarray:
-    """For each (pid, time): the row position in ``steps`` of the step of that process open at that time,
-    or -1. One searchsorted per process (few), none per row."""
-    found = np.full(len(time), -1, dtype=np.int64)
-    step_pid, start, end = (steps[column].to_numpy() for column in ("pid", "start", "end"))
-    for process in np.unique(step_pid):
-        rows = np.flatnonzero(step_pid == process)
-        mine = np.flatnonzero(pid == process)
-        index = np.searchsorted(start[rows], time[mine], side="right") - 1
-        inside = (index >= 0) & (time[mine] <= end[rows][np.maximum(index, 0)])
-        found[mine[inside]] = rows[index[inside]]
-    return found
 
 
 def step_table(trace: Trace, options: StepsOptions | None = None, outlier_mads: float = 3.0) -> Result:

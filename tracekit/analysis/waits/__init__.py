@@ -6,6 +6,4 @@
 ``overlap``      communication hidden by computation per GPU (``overlap``)
 ``ops``          per CPU operator, its kernels and the delay to its first kernel (``ops``)
 ``queues``       each stream's launch queue: its length over time, statistics, time full (``queues``)
-``busy``         busy, span and idle time per GPU and for "any GPU busy"
-``keyed_times``  times of many groups in one sorted array (a searchsorted per lookup, no loop)
 """

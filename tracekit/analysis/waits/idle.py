@@ -35,14 +35,16 @@ import re
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis.kernels.summary import kernel_mask
-from tracekit.analysis.kernels.types import launched_before_last_step
 from tracekit.analysis.options import IdleOptions
-from tracekit.analysis.ranges.attribution import merge_sorted, op_launches
+from tracekit.analysis.primitives.intervals import merge_sorted
+from tracekit.analysis.primitives.joins import op_launches
+from tracekit.analysis.primitives.keyed_times import KeyedTimes
+from tracekit.analysis.primitives.op_selection import kernel_mask
+from tracekit.analysis.primitives.step_window import launched_before_last_step
 from tracekit.analysis.stats import grouped_describe
-from tracekit.analysis.waits.keyed_times import KeyedTimes
 from tracekit.analysis.waits.launches import api_name
 from tracekit.analysis.waits.syncs import BLOCKING
+from tracekit.model.derived import per_trace
 from tracekit.model.result import Result, Table
 from tracekit.model.trace import Trace
 
@@ -87,14 +89,14 @@ def idle_gaps(
     Without a window, computed once per trace for each choice of options (a report asks for them in its
     idle table and again for its timeline); callers get a frame of their own to change."""
     if window is None:
-        return _cached_gaps(trace, per_stream, overhead_max_ns).copy()
+        return _cached_gaps(trace, per_stream, overhead_max_ns)
     return _idle_gaps(trace, per_stream, overhead_max_ns, window)
 
 
+@per_trace
 def _cached_gaps(trace: Trace, per_stream: bool, overhead_max_ns: int) -> pd.DataFrame:
-    """The whole trace's gaps, computed once per trace and choice of options (read only: callers copy)."""
-    key = f"idle_gaps:{per_stream}:{overhead_max_ns}"
-    return trace.derived(key, lambda: _idle_gaps(trace, per_stream, overhead_max_ns, None))
+    """The whole trace's gaps, computed once per trace and choice of options (each caller's frame its own)."""
+    return _idle_gaps(trace, per_stream, overhead_max_ns, None)
 
 
 def gap_devices(gaps: pd.DataFrame) -> np.ndarray:

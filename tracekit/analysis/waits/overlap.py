@@ -15,12 +15,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis.kernels.summary import kernel_mask
-from tracekit.analysis.kernels.types import TYPES, launched_before_last_step, type_segments
 from tracekit.analysis.options import OverlapOptions
-from tracekit.analysis.ranges.attribution import op_launches
-from tracekit.analysis.ranges.steps import step_of, step_rows
-from tracekit.analysis.waits.busy import known_devices
+from tracekit.analysis.primitives.busy import known_devices
+from tracekit.analysis.primitives.joins import op_launches
+from tracekit.analysis.primitives.kernel_types import TYPES, type_segments
+from tracekit.analysis.primitives.op_selection import kernel_mask
+from tracekit.analysis.primitives.step_window import launched_before_last_step, step_of, step_rows
 from tracekit.model.options import named
 from tracekit.model.result import Result
 from tracekit.model.trace import Trace

@@ -23,11 +23,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis.critical_path.events import API_VERSION, QUEUED_CALLS, hta_rounded
-from tracekit.analysis.kernels.summary import kernel_mask
-from tracekit.analysis.kernels.types import launched_before_last_step
 from tracekit.analysis.options import QueuesOptions
-from tracekit.analysis.ranges.attribution import op_launches
+from tracekit.analysis.primitives.hta import API_VERSION, QUEUED_CALLS, hta_rounded
+from tracekit.analysis.primitives.intervals import column_peaks
+from tracekit.analysis.primitives.joins import op_launches
+from tracekit.analysis.primitives.op_selection import kernel_mask
+from tracekit.analysis.primitives.step_window import launched_before_last_step
 from tracekit.analysis.stats import DESCRIBE, grouped_describe
 from tracekit.errors import NoGpuDataError
 from tracekit.model.result import Chart, Result, Table
@@ -134,20 +135,6 @@ def _trace_duration(trace: Trace, as_hta: bool) -> int:
             starts.append(int(low.min()))
             ends.append(int(high.max()))
     return max(ends) - min(starts) if starts else 0
-
-
-def column_peaks(time: np.ndarray, values: np.ndarray, origin: int, span: int, bins: int) -> list:
-    """A step function (``values`` from each ``time`` on, ns, in time order) cut into ``bins`` columns of
-    ``span`` ns from ``origin``: per column its largest value, or the value held from before it when it
-    has no change (a peak narrower than a column still shows; a quiet column keeps its level)."""
-    column = np.minimum(((time - origin) * bins) // span, bins - 1)
-    most = np.full(bins, -1, dtype=values.dtype)
-    np.maximum.at(most, column, values)
-    last_in = np.full(bins, -1, dtype=np.int64)
-    np.maximum.at(last_in, column, np.arange(len(values)))
-    carried = np.maximum.accumulate(last_in)
-    held = np.where(carried >= 0, values[np.maximum(carried, 0)], 0)
-    return np.where(most >= 0, most, held).tolist()
 
 
 def _chart(series: pd.DataFrame, table: pd.DataFrame, name: str, bins: int = 1500) -> Chart:

@@ -3,12 +3,19 @@
 A key is ``code * span + offset(t)``. Normally the offset is ``t - t0`` (ns). When ``groups * span``
 would not fit int64 (thousands of groups over a capture days long, or a hostile export), the offset
 is the time's rank among all times given instead: ranks keep every order and every tie, which is all
-that sorting, ``searchsorted`` and interval merging need, and ``time_of`` turns a key back into ns.
+that sorting, ``searchsorted`` and interval merging need, and ``split`` turns a key back into ns.
+
+``stream_keys``: the group a GPU op's stream is, one int64 per (device, stream).
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # Keys stay below this so that adding a span (or a rank) to a key cannot overflow either.
 KEY_LIMIT = 2**62
@@ -40,3 +47,9 @@ class KeyedTimes:
         """(code, time in ns) of each key."""
         code, offset = np.divmod(key, self.span)
         return code, (offset + self.t0 if self.ranks is None else self.ranks[offset])
+
+
+def stream_keys(ops: pd.DataFrame) -> np.ndarray:
+    """Per GPU op, one int64 for its (device, stream): equal where both are (stream ids are 32-bit)."""
+    stream = ops["stream"].to_numpy().astype(np.int64) & 0xFFFFFFFF
+    return ops["device"].to_numpy().astype(np.int64) * 2**32 + stream

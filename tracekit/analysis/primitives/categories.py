@@ -14,6 +14,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from tracekit.model.derived import per_trace
 from tracekit.model.kernel_names import rule_text
 from tracekit.model.trace import Trace
 
@@ -114,8 +115,7 @@ def categorize_ops(ops: pd.DataFrame) -> pd.Categorical:
     return pd.Categorical.from_codes(category_codes, categories=CATEGORIES)
 
 
+@per_trace
 def op_categories(trace: Trace) -> np.ndarray:
-    """Category codes (indices into CATEGORIES) of a trace's GPU ops, computed once per trace."""
-    return trace.derived(
-        "op_categories", lambda: categorize_ops(trace.columns("gpu_ops", ["kind", "name"])).codes.astype(np.int64)
-    )
+    """Category codes (indices into CATEGORIES) of a trace's GPU ops, computed once per trace (read-only)."""
+    return categorize_ops(trace.columns("gpu_ops", ["kind", "name"])).codes.astype(np.int64)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from tracekit.model.derived import per_trace
 from tracekit.model.schema import COPIES, MEMORY_KINDS
 from tracekit.model.trace import Trace
 
@@ -17,12 +18,9 @@ MEMCPY_NAME = r"^Memcpy (?P<direction>\w+) \((?P<src>[\w ]+?) -> (?P<dst>[\w ]+?
 MEMSET_NAME = r"^Memset \((?P<dst>[\w ]+?)\)$"
 
 
+@per_trace
 def copy_details(trace: Trace) -> pd.DataFrame:
     """Every copy and set of ``trace`` with its memory kinds, once per trace."""
-    return trace.derived("copy_details", lambda: _copy_details(trace))
-
-
-def _copy_details(trace: Trace) -> pd.DataFrame:
     recorded = trace.optional("copies")
     if recorded is not None:
         return recorded

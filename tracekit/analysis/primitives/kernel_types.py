@@ -1,4 +1,4 @@
-"""Kernel types and their overlap, as HolisticTraceAnalysis (HTA) defines them, and HTA's step window.
+"""Kernel types and their overlap, as HolisticTraceAnalysis (HTA) defines them.
 
 HTA's ``get_gpu_kernel_breakdown`` splits GPU time three ways by name: communication (``^nccl.*Kernel``),
 memory (memcpy and memset operations; HTA: names starting Memcpy, Memset or dma) and computation
@@ -8,10 +8,7 @@ of intervals over all the trace's GPUs; the time where exactly one type runs is 
 the time where several run is an "X overlapping Y" row. So the rows add up to the time any counted
 operation ran, and a type's own row is its time *not* hidden under another type.
 
-HTA also leaves out, by default, the GPU work of the last profiler step (the last step of a
-torch.profiler schedule is often cut short): when a trace holds two or more ``ProfilerStep#N`` names,
-only operations whose launching call started before the last of those ranges (CPU or GPU side) starts
-count, and operations with no launching call in the trace count nowhere.
+HTA's step window (the last profiler step left out) is ``step_window``'s.
 """
 
 from __future__ import annotations
@@ -21,8 +18,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis.ranges.attribution import merge_intervals, op_launches
-from tracekit.model.trace import Trace
+from tracekit.analysis.primitives.intervals import merge_intervals
 
 TYPES = ("computation", "communication", "memory")  # HTA's order: it names overlaps in this order
 COMMUNICATION = re.compile(r"^nccl.*Kernel")
@@ -95,30 +91,3 @@ def type_table(ops: pd.DataFrame, rows: np.ndarray | None = None) -> pd.DataFram
     total = int(table[TIME].sum())
     table.insert(1, SHARE, 100 * table[TIME] / total if total else 0.0)
     return table
-
-
-def last_step_start(trace: Trace) -> int | None:
-    """When the last ProfilerStep began (ns; the steps of ``steps.step_rows``, CPU side): HTA's step
-    window ends there; None with fewer than two distinct steps (HTA then counts everything)."""
-    from tracekit.analysis.ranges.steps import PROFILER_STEP
-
-    ranges = trace.ranges
-    names = ranges["name"].astype(str)
-    steps = (names.str.match(PROFILER_STEP.pattern) & (ranges["domain"].astype(str) != "gpu")).to_numpy()
-    if len(set(names[steps])) < 2:
-        return None
-    return int(ranges["start"].to_numpy()[steps].max())
-
-
-def launched_before_last_step(trace: Trace) -> tuple[np.ndarray | None, str]:
-    """HTA's step window: a mask of the GPU ops it counts (None: all, fewer than two steps) and a note.
-    Range instances that start at or after ``last_step_start`` are outside it too."""
-    cutoff = last_step_start(trace)
-    if cutoff is None:
-        return None, "fewer than two ProfilerStep ranges: every GPU operation counts"
-    launches = op_launches(trace)
-    keep = launches.found & (launches.start < cutoff)
-    return keep, (
-        f"the last profiler step left out (as HolisticTraceAnalysis does): {int((~keep).sum()):,} GPU operations "
-        "launched after its start, or without a launching call in the trace"
-    )

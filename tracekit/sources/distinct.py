@@ -1,6 +1,6 @@
 """Which inputs are one input: the same file named twice (however spelled or linked), or the same open
 trace given twice, is read once, and said. Every command that takes several inputs comes here (the many-
-input commands through ``run_command`` and ``pool.expand_inputs``, ``report``, ``timeline``), so an input
+input commands through ``run_command`` and ``input_paths.expand_inputs``, ``report``, ``timeline``), so an input
 never counts twice in a sum, a comparison or a picture."""
 
 from __future__ import annotations

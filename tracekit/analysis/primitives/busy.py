@@ -18,9 +18,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis.ranges.attribution import merge_intervals
+from tracekit.analysis.primitives.intervals import merge_intervals
+from tracekit.analysis.primitives.keyed_times import KeyedTimes
 from tracekit.analysis.stats import round_half_away
-from tracekit.analysis.waits.keyed_times import KeyedTimes
 
 SUM, MEAN, ANY = "sum of GPUs", "mean per GPU", "any GPU busy"
 
