@@ -79,8 +79,9 @@ def test_hta_rounding_shrinks_each_event_inward_to_whole_microseconds():
 
 
 def test_a_trace_without_gpu_work_is_a_clear_error(tmp_path):
+    """A CPU-only capture (the demo's): the error says how to capture GPU work, as kernels' does."""
     b = KinetoBuilder().annotation("aten::mm", 0, 10, cat="cpu_op")
-    with pytest.raises(tracekit.TracekitError, match="no GPU operations"):
+    with pytest.raises(tracekit.TracekitError, match=r"no CUDA GPU operations: the capture traced no CUDA.*Capture on"):
         tracekit.critical_path(b.write(tmp_path / "cpu.json"))
 
 

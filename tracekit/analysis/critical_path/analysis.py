@@ -34,6 +34,7 @@ from tracekit.analysis.critical_path.graph import build, window_rows
 from tracekit.analysis.critical_path.longest import longest_path
 from tracekit.analysis.options import CriticalPathOptions
 from tracekit.analysis.primitives.hta import hta_rounded
+from tracekit.analysis.primitives.op_selection import kernel_mask
 from tracekit.analysis.primitives.step_window import step_labels, step_rows
 from tracekit.errors import NoGpuDataError, UsageError
 from tracekit.model.options import named
@@ -114,6 +115,7 @@ def step_paths(trace: Trace, options: CriticalPathOptions) -> tuple[list[StepPat
     trace.load_together(["ranges", "launches", "gpu_ops"])
     events = trace_events(trace, options.as_hta)
     if not (events.role >= GPU).any():
+        kernel_mask(trace, "all")  # a trace without GPU work at all: says how to capture one
         raise NoGpuDataError(f"{trace.name}: no GPU operations: a critical path needs the GPU work and its launches")
     if not ((events.role == GPU) & (events.partner >= 0)).any():
         raise NoGpuDataError(f"{trace.name}: none of its GPU operations has its launching CUDA call in the trace: a "
