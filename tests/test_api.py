@@ -18,9 +18,9 @@ from helpers.snapshot_builder import two_snapshots
 from helpers.steps import build_step
 
 import tracekit
-from tracekit.analysis.options import ManyOptions
 from tracekit.cli import main
 from tracekit.commands.registry import COMMANDS
+from tracekit.model.option_fields import ManyOptions
 from tracekit.model.options import declared_fields
 from tracekit.render import tables as renderer
 

@@ -1,5 +1,5 @@
 """The ``tracekit`` command: a click group; the analysis commands are derived from the registry
-(``analyses``), the others (``timeline``, ``report``, ``export``, ``bench`` with ``bench_options``, ``capture``) have a
+(``analyses``, other packages' commands too), the others (``timeline``, ``report``, ``export``, ``bench`` with ``bench_options``, ``capture``) have a
 module each; ``common`` holds what they share (errors as one line, --format/--output, ``emit``);
 ``__main__`` makes ``python -m tracekit.cli`` the program.
 
@@ -17,16 +17,15 @@ import sys
 import click
 
 from tracekit import __version__
-from tracekit.cli.analyses import ANALYSES
+from tracekit.cli.analyses import ANALYSES, CommandsGroup
 from tracekit.cli.bench import bench
 from tracekit.cli.capture import capture
-from tracekit.cli.common import TracekitGroup
 from tracekit.cli.export import export
 from tracekit.cli.report import report
 from tracekit.cli.timeline import timeline
 
 
-@click.group(cls=TracekitGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=CommandsGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="tracekit")
 def main():
     """Where a PyTorch training step's GPU time and memory go, from Nsight Systems traces."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tracekit.analysis.kernels.columns import NAME_COLUMNS, command_columns
-from tracekit.analysis.options import KernelsOptions
+from tracekit.analysis.kernels.kernels_command import KernelsOptions
 from tracekit.errors import TracekitError
 
 

@@ -9,4 +9,5 @@
 ``memory_rules`` snapshot findings: out-of-memory errors, activations dominating the peak, fragmentation
 ``copies``      memory copies and sets with their memory kinds, from any trace
 ``nsys_rules``  nsys analyze's rules (gpu-starv, gpu-low-util, cuda-sync-api, ...), as nsys defines them
+``advise_command``  the command, declared
 """

@@ -5,6 +5,7 @@ back (``finding``), with their evidence; then nsys's expert rules as nsys report
 from __future__ import annotations
 
 from tracekit.analysis.advice import nsys_rules
+from tracekit.analysis.advice.advise_command import AdviseOptions
 from tracekit.analysis.advice.copy_rules import copy_findings
 from tracekit.analysis.advice.finding import CRITICAL_SHARE, INFO_SHARE, WARNING_SHARE, ranked
 from tracekit.analysis.advice.idle_rules import idle_findings
@@ -12,7 +13,6 @@ from tracekit.analysis.advice.kernel_rules import kernel_findings, unfused_optim
 from tracekit.analysis.advice.memory_rules import memory_findings
 from tracekit.analysis.critical_path.analysis import ops_table, steps_table, typical_path
 from tracekit.analysis.kernels.summary import kernel_mask
-from tracekit.analysis.options import AdviseOptions
 from tracekit.errors import TracekitError
 from tracekit.model.memory import MemoryTrace
 from tracekit.model.result import Result, Table

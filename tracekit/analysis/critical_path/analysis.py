@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from tracekit.analysis.critical_path.critical_path_command import CriticalPathOptions
 from tracekit.analysis.critical_path.events import (
     DEPENDENCY,
     GPU,
@@ -33,7 +34,6 @@ from tracekit.analysis.critical_path.events import (
 )
 from tracekit.analysis.critical_path.graph import build, window_rows
 from tracekit.analysis.critical_path.longest import longest_path
-from tracekit.analysis.options import CriticalPathOptions
 from tracekit.analysis.ranges.steps import step_labels, step_rows
 from tracekit.errors import NoGpuDataError, UsageError
 from tracekit.model.options import named

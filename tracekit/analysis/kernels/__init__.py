@@ -8,4 +8,5 @@
 ``operator_sequences``  HolisticTraceAnalysis's frequent GPU op sequences per operator (``sequences`` with operator)
 ``sequence_keys``  sequences of names told apart without a loop per sequence
 ``categories``  kernel names into categories (matmul, attention, elementwise, ...), one rule list
+``kernels_command``, ``sequences_command``, ``bandwidth_command``  the commands, declared
 """

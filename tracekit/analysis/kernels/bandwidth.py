@@ -21,9 +21,9 @@ import pandas as pd
 
 from tracekit.analysis.advice.copies import copy_details
 from tracekit.analysis.critical_path.events import hta_rounded
+from tracekit.analysis.kernels.bandwidth_command import BandwidthOptions
 from tracekit.analysis.kernels.summary import kernel_mask
 from tracekit.analysis.kernels.types import last_step_start, launched_before_last_step
-from tracekit.analysis.options import BandwidthOptions
 from tracekit.analysis.ranges.attribution import merge_intervals
 from tracekit.analysis.waits.queues import column_peaks
 from tracekit.errors import NoGpuDataError

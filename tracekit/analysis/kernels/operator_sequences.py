@@ -23,8 +23,8 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis.kernels.sequence_keys import group_sequences
+from tracekit.analysis.kernels.sequences_command import SequencesOptions
 from tracekit.analysis.kernels.types import last_step_start
-from tracekit.analysis.options import SequencesOptions
 from tracekit.analysis.ranges.attribution import match_calls, op_launches
 from tracekit.analysis.ranges.covering import covering_range, parent_rows
 from tracekit.errors import NoGpuDataError

@@ -23,9 +23,9 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis.kernels.sequence_keys import fixed_keys
+from tracekit.analysis.kernels.sequences_command import SequencesOptions
 from tracekit.analysis.kernels.summary import kernel_mask
 from tracekit.analysis.kernels.types import launched_before_last_step
-from tracekit.analysis.options import SequencesOptions
 from tracekit.analysis.ranges.attribution import op_launches
 from tracekit.analysis.ranges.covering import covering_range
 from tracekit.errors import NoGpuDataError

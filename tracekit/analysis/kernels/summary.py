@@ -20,8 +20,8 @@ from tracekit.analysis.kernels.columns import (
     command_columns,
     summary_columns,
 )
+from tracekit.analysis.kernels.kernels_command import KernelsOptions
 from tracekit.analysis.kernels.types import last_step_start, launched_before_last_step, type_table
-from tracekit.analysis.options import KernelsOptions
 from tracekit.analysis.ranges.attribution import ops_in_ranges
 from tracekit.analysis.ranges.selection import select_ranges
 from tracekit.errors import NoGpuDataError

@@ -25,8 +25,8 @@ import pandas as pd
 
 from tracekit.analysis.kernels.types import TYPES, launched_before_last_step, op_types
 from tracekit.analysis.many.inputs import Part
+from tracekit.analysis.many.ranks_command import RanksOptions
 from tracekit.analysis.many.stragglers import potential_stragglers, straggler_piece
-from tracekit.analysis.options import RanksOptions
 from tracekit.analysis.ranges.attribution import op_launches
 from tracekit.analysis.ranges.steps import step_rows
 from tracekit.analysis.waits.busy import SUM, device_busy, known_devices

@@ -17,6 +17,7 @@ import pandas as pd
 from tracekit.analysis import stats
 from tracekit.analysis.kernels.categories import CATEGORIES, op_categories
 from tracekit.analysis.kernels.columns import command_columns, summary_columns
+from tracekit.analysis.kernels.kernels_command import KernelsOptions
 from tracekit.analysis.kernels.summary import (
     BLOCK,
     CATEGORY,
@@ -33,7 +34,6 @@ from tracekit.analysis.kernels.summary import (
 from tracekit.analysis.kernels.types import SHARE, TIME, TYPE, launched_before_last_step, type_table
 from tracekit.analysis.many import merge_stats
 from tracekit.analysis.many.inputs import Part
-from tracekit.analysis.options import BreakdownOptions, KernelsOptions, RangesOptions
 from tracekit.analysis.ranges.breakdown import (
     PHASE,
     breakdown_times,
@@ -43,6 +43,8 @@ from tracekit.analysis.ranges.breakdown import (
     phase_notes,
     time_column,
 )
+from tracekit.analysis.ranges.breakdown_command import BreakdownOptions
+from tracekit.analysis.ranges.ranges_command import RangesOptions
 from tracekit.analysis.ranges.summary import (
     DEPTH,
     EXTRA_COLUMNS,

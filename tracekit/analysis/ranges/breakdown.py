@@ -22,12 +22,13 @@ from tracekit.analysis import stats
 from tracekit.analysis.kernels.categories import CATEGORIES, op_categories
 from tracekit.analysis.kernels.summary import OPS_CHOICES, SHOWN_SHARE, kernel_mask
 from tracekit.analysis.kernels.types import last_step_start, launched_before_last_step
-from tracekit.analysis.options import DEFAULT_PHASES, BreakdownOptions
 from tracekit.analysis.ranges.attribution import interval_of_ops
+from tracekit.analysis.ranges.breakdown_command import BreakdownOptions
 from tracekit.analysis.ranges.phases import resolve
 from tracekit.analysis.ranges.selection import select
 from tracekit.analysis.waits.busy import device_busy
 from tracekit.errors import UsageError
+from tracekit.model.option_fields import DEFAULT_PHASES
 from tracekit.model.options import OptionError, named
 from tracekit.model.result import Chart, Result, Table
 from tracekit.model.trace import Trace

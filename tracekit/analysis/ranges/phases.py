@@ -28,8 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis.options import DEFAULT_PHASES
 from tracekit.analysis.ranges.selection import select
+from tracekit.model.option_fields import DEFAULT_PHASES
 from tracekit.model.options import named
 from tracekit.model.range_specs import EMIT_NVTX_SUFFIX, LITERAL
 from tracekit.model.trace import Trace

@@ -25,10 +25,10 @@ from collections.abc import Callable, Collection
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis.options import StepsOptions
 from tracekit.analysis.ranges.attribution import merge_intervals, op_launches
 from tracekit.analysis.ranges.phases import Phases, resolve
 from tracekit.analysis.ranges.selection import select
+from tracekit.analysis.ranges.steps_command import StepsOptions
 from tracekit.analysis.waits.busy import busy_span, known_devices
 from tracekit.errors import UsageError
 from tracekit.model.options import named

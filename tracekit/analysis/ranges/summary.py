@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis import stats
-from tracekit.analysis.options import RangesOptions
 from tracekit.analysis.ranges.attribution import ATTRIBUTION_COLUMNS, GPU_OPS, GPU_SPAN, GPU_TIME, range_gpu_stats
 from tracekit.analysis.ranges.gpu_side import gpu_side_spans, range_gpu_busy
+from tracekit.analysis.ranges.ranges_command import RangesOptions
 from tracekit.analysis.ranges.selection import known_names, no_ranges_reason
 from tracekit.errors import UsageError
 from tracekit.model.options import named

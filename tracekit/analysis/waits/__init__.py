@@ -8,4 +8,6 @@
 ``queues``       each stream's launch queue: its length over time, statistics, time full (``queues``)
 ``busy``         busy, span and idle time per GPU and for "any GPU busy"
 ``keyed_times``  times of many groups in one sorted array (a searchsorted per lookup, no loop)
+``idle_command``, ``launches_command``, ``syncs_command``, ``overlap_command``, ``ops_command``,
+``queues_command``  the commands, declared
 """

@@ -37,9 +37,9 @@ import pandas as pd
 
 from tracekit.analysis.kernels.summary import kernel_mask
 from tracekit.analysis.kernels.types import launched_before_last_step
-from tracekit.analysis.options import IdleOptions
 from tracekit.analysis.ranges.attribution import merge_sorted, op_launches
 from tracekit.analysis.stats import grouped_describe
+from tracekit.analysis.waits.idle_command import IdleOptions
 from tracekit.analysis.waits.keyed_times import KeyedTimes
 from tracekit.analysis.waits.launches import api_name
 from tracekit.analysis.waits.syncs import BLOCKING

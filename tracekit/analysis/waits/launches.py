@@ -24,8 +24,8 @@ import pandas as pd
 from tracekit.analysis import stats
 from tracekit.analysis.kernels.summary import NAME_COLUMNS, kernel_mask
 from tracekit.analysis.kernels.types import launched_before_last_step
-from tracekit.analysis.options import LaunchesOptions
 from tracekit.analysis.ranges.attribution import every_op_launch
+from tracekit.analysis.waits.launches_command import LaunchesOptions
 from tracekit.errors import NoGpuDataError
 from tracekit.model.options import OptionError, named
 from tracekit.model.result import Result

@@ -27,9 +27,9 @@ import pandas as pd
 from tracekit.analysis.kernels.sequence_keys import group_sequences
 from tracekit.analysis.kernels.summary import kernel_mask
 from tracekit.analysis.kernels.types import launched_before_last_step
-from tracekit.analysis.options import OpsOptions
 from tracekit.analysis.ranges.attribution import op_launches
 from tracekit.analysis.ranges.covering import covering_range
+from tracekit.analysis.waits.ops_command import OpsOptions
 from tracekit.errors import NoGpuDataError
 from tracekit.model.range_specs import shown_op_name
 from tracekit.model.result import Result, Table

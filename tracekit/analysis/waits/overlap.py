@@ -17,10 +17,10 @@ import pandas as pd
 
 from tracekit.analysis.kernels.summary import kernel_mask
 from tracekit.analysis.kernels.types import TYPES, launched_before_last_step, type_segments
-from tracekit.analysis.options import OverlapOptions
 from tracekit.analysis.ranges.attribution import op_launches
 from tracekit.analysis.ranges.steps import step_of, step_rows
 from tracekit.analysis.waits.busy import known_devices
+from tracekit.analysis.waits.overlap_command import OverlapOptions
 from tracekit.model.options import named
 from tracekit.model.result import Result
 from tracekit.model.trace import Trace

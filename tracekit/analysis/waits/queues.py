@@ -26,9 +26,9 @@ import pandas as pd
 from tracekit.analysis.critical_path.events import API_VERSION, QUEUED_CALLS, hta_rounded
 from tracekit.analysis.kernels.summary import kernel_mask
 from tracekit.analysis.kernels.types import launched_before_last_step
-from tracekit.analysis.options import QueuesOptions
 from tracekit.analysis.ranges.attribution import op_launches
 from tracekit.analysis.stats import DESCRIBE, grouped_describe
+from tracekit.analysis.waits.queues_command import QueuesOptions
 from tracekit.errors import NoGpuDataError
 from tracekit.model.result import Chart, Result, Table
 from tracekit.model.trace import Trace
