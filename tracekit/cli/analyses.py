@@ -26,7 +26,7 @@ from tracekit.cli.common import (
     unit_option,
 )
 from tracekit.commands.registry import COMMANDS, Command, installed_commands
-from tracekit.errors import UsageError
+from tracekit.errors import TracekitError, UsageError
 from tracekit.model.option_fields import ManyOptions
 from tracekit.model.options import Declared, OptionError, declared_fields, default_of, help_text
 
@@ -190,11 +190,19 @@ class CommandsGroup(TracekitGroup):
         found = super().get_command(ctx, cmd_name)
         if found is not None:
             return found
-        declaration = installed_commands().get(cmd_name)
+        declaration = _installed().get(cmd_name)
         return _installed_command(declaration) if declaration is not None else None
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*super().list_commands(ctx), *installed_commands()})
+        return sorted({*super().list_commands(ctx), *_installed()})
+
+
+def _installed() -> dict[str, Command]:
+    """Other packages' commands; one that cannot be declared is one line (this runs before ``invoke``)."""
+    try:
+        return installed_commands()
+    except TracekitError as error:
+        raise click.ClickException(str(error)) from None
 
 
 @functools.cache

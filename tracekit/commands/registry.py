@@ -24,7 +24,7 @@ from functools import cache
 from types import ModuleType
 
 from tracekit.errors import UsageError
-from tracekit.model.command import INPUT_KINDS, Command, Picture, resolve
+from tracekit.model.command import Command
 
 ENTRY_POINTS = "tracekit.commands"
 
@@ -50,7 +50,7 @@ BUILT_IN = (
     "tracekit.analysis.memory.memory_command",
 )
 
-__all__ = ["BUILT_IN", "COMMANDS", "INPUT_KINDS", "Command", "Picture", "all_commands", "command", "resolve"]
+__all__ = ["BUILT_IN", "COMMANDS", "Command", "all_commands", "command", "installed_commands"]
 
 
 def declared(module: ModuleType | str) -> Command:

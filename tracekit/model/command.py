@@ -104,6 +104,7 @@ class Command:
         assert self.inputs in INPUT_KINDS, self.inputs
         assert (self.part is None) == (self.merger is None), f"{self.name}: part and merger come together"
         assert self.run is not None or self.part is not None, f"{self.name}: a run, or a part and merger"
+        assert self.takes_many == (self.inputs in ("traces", "many")), f"{self.name}: many inputs need a part"
 
     def described(self, option_name: Callable[[str], str] = flag_name) -> str:
         """The help, options named by ``option_name`` (default: the command line's flags)."""

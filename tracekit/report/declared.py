@@ -1,6 +1,6 @@
 """Sections of their own for the commands that ask for one (``Command.report``: a heading), a command of
 another installed package included: each trace's Result with the command's default options, every
-table under the command line that prints it, then its notes. A command whose Result cannot be had for
+table under the command line that prints it, its charts as pictures, then its notes. A command whose Result cannot be had for
 an input says why, in one line, and the report goes on.
 
 The built-in commands declare none: ``traces`` and ``why`` compose their tables into sections of the
@@ -36,6 +36,8 @@ def _command_section(section: Document, source: str, trace: Trace, command: Comm
     section.text(f"### {md_text(heading)}")
     for table in result.tables:
         section.table(table.frame, command_line(command.name, [source], options, "ms"))
+    for name, chart in result.charts.items():
+        section.picture(chart, f"{command.api_name}_{name}", chart.title)
     for note in result.notes:
         if note not in trace.warnings:  # the trace's own warnings come once, under the input
             section.note(note)
