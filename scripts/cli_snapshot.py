@@ -49,8 +49,11 @@ TRACE_COMMANDS = [
     ["compare"],
 ]
 SNAPSHOT_COMMANDS = [["memory"], ["memory", "--by", "role"], ["memory", "--format", "json"]]
-# A report's HTML and Markdown say when they were made; those lines are left out of the hash.
-VOLATILE = re.compile(rb"(generated|written|made) (on|at) [^<\n]*", re.IGNORECASE)
+# A report's HTML and Markdown say when they were made ("Generated 2026-11-27 18:53 UTC by tracekit"); that
+# time is left out of the hash.
+VOLATILE = re.compile(
+    rb"(generated|written|made) (on|at) [^<\n]*|generated \d{4}-\d\d-\d\d \d\d:\d\d UTC", re.IGNORECASE
+)
 
 
 def inputs(shared: Path) -> tuple[list[Path], list[Path]]:
