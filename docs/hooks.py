@@ -100,10 +100,13 @@ def _markdown(text: str) -> str:
 LAYERS = """# How the code is laid out
 
 A table is read in `sources/`, computed in `analysis/`, and rendered in `render/`. Every analysis
-command is declared once, in `commands/registry.py`: its options (a frozen dataclass of
-`analysis/options.py`), the function that runs it on one input, and for many inputs the part and merge.
-The command line (`cli/`), the Python API (`api.py`), `report/` and the process pool and Dask workers
-all run commands through it. Imports point down the layers: `model` imports nothing of tracekit's
+command is declared once, in a module of its own beside its analysis (`analysis/waits/idle_command.py`):
+its options (a frozen dataclass), the function that runs it on one input, for many inputs the part and
+merge, its picture, its place in the report; `commands/registry.py` lists those modules (and finds other
+packages' commands through the `tracekit.commands` entry points). The command line (`cli/`), the Python
+API (`api/`, its functions generated from the declarations into `api/commands.py`), `report/` and the
+process pool and Dask workers all run commands through it (docs/design/adding-a-command.md in the
+repository walks through adding one). Imports point down the layers: `model` imports nothing of tracekit's
 but `errors`; `sources` and `analysis` import `model`; `commands` imports `analysis`; `cli` imports
 everything; never the reverse, and no module imports itself back through others. Inside `analysis/`,
 the question packages (`kernels`, `ranges`, `waits`, `critical_path`, `memory`) import the shared

@@ -18,9 +18,9 @@ from helpers.snapshot_builder import two_snapshots
 from helpers.steps import build_step
 
 import tracekit
-from tracekit.analysis.options import ManyOptions
 from tracekit.cli import main
 from tracekit.commands.registry import COMMANDS
+from tracekit.model.option_fields import ManyOptions
 from tracekit.model.options import declared_fields
 from tracekit.render import tables as renderer
 
@@ -317,3 +317,22 @@ def test_python_dash_m_tracekit_is_the_command():
     ran = subprocess.run([sys.executable, "-m", "tracekit", "--version"], capture_output=True, text=True, cwd=ROOT)
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.strip().endswith(tracekit.__version__)
+
+
+def test_the_generated_functions_are_what_the_commands_declare():
+    """api/commands.py is checked in so that type checkers see each function's signature: it must be what
+    ``python -m tracekit.api.generate`` writes from the commands' declarations now."""
+    from tracekit.api.generate import GENERATED, module_source
+
+    assert GENERATED.read_text() == module_source(COMMANDS.values())
+
+
+def test_the_generator_s_check_says_a_stale_file(tmp_path, monkeypatch, capsys):
+    from tracekit.api import generate
+
+    stale = tmp_path / "commands.py"
+    stale.write_text(generate.GENERATED.read_text().replace("top: int = 15", "top: int = 16", 1))
+    monkeypatch.setattr(generate, "GENERATED", stale)
+    assert generate.main(["--check"]) == 1 and "python -m tracekit.api.generate" in capsys.readouterr().out
+    assert generate.main([]) == 0 and generate.main(["--check"]) == 0
+    assert stale.read_text() == generate.module_source(COMMANDS.values())

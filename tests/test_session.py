@@ -13,7 +13,7 @@ from helpers.steps import build_step
 
 import tracekit
 from tracekit import files
-from tracekit.analysis.options import KernelsOptions
+from tracekit.analysis.kernels.kernels_command import KernelsOptions
 from tracekit.errors import UsageError
 
 

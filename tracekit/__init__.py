@@ -2,11 +2,9 @@
 torch.profiler traces and CUDA memory snapshots.
 
 The Python API: ``open_trace`` and ``open_snapshot`` read inputs; one function per analysis command
-(``kernels``, ``ranges``, ``breakdown``, ``steps``, ``launches``, ``idle``, ``overlap``, ``syncs``, ``queues``,
-``ops``, ``sequences``, ``bandwidth``, ``critical_path``, ``advise``, ``ranks``, ``compare``, ``diff``, ``memory``;
-``tracekit.api``'s ``__all__`` lists them) takes a trace, a path or several paths and the
-command's options as keywords, and returns a ``Result`` of DataFrames with raw values; ``timeline``
-writes traces as a file for Perfetto::
+(``tracekit.api``'s ``__all__`` lists them; a command another installed package declares is one too)
+takes a trace, a path or several paths and the command's options as keywords, and returns a ``Result``
+of DataFrames with raw values; ``timeline`` writes traces as a file for Perfetto::
 
     import tracekit
     result = tracekit.kernels("trace.sqlite", top=5)
@@ -22,8 +20,8 @@ The package, lowest layer first:
 Session, the version recorded in run folders and reports)
 ``model``      the column contract: Trace, MemoryTrace, Result, range specs, option declarations
 ``sources``    readers: nsys exports and reports, torch.profiler traces, memory snapshots; the cache
-``analysis``   the analyses, by question, and their options
-``commands``   the registry: every command declared once, run alike from the API, the CLI and workers
+``analysis``   the analyses, by question; each command declared once beside its analysis (``*_command``)
+``commands``   the registry of those commands, run alike from the API, the CLI, the report and workers
 ``render``     Results as tables, files, pictures and HTML
 ``report``     Markdown reports built from the commands' Results
 ``api``        the Python API below, re-exported here
@@ -34,6 +32,8 @@ the nsys executable, marks for a user's script, Parquet export
 ``run_config``, ``activation_formula``  the run vocabulary (models and their sizes, RunConfig, result
 columns) and the activation memory formula, without torch: tracekit never imports ``workloads``
 """
+
+from typing import TYPE_CHECKING
 
 from tracekit import api as _api
 from tracekit.api import *  # noqa: F403  (the API's functions: api.__all__ names them once)
@@ -53,3 +53,9 @@ __all__ = [
     "current_session",
 ]
 __all__ += _api.__all__
+
+if not TYPE_CHECKING:  # (type checkers would otherwise take any name for a function of tracekit)
+
+    def __getattr__(name: str):
+        """``tracekit.<name>``: the function of a command another installed package declares."""
+        return _api.__getattr__(name)

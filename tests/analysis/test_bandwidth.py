@@ -14,7 +14,7 @@ from helpers.paths import SHARED
 
 import tracekit
 from tracekit.analysis.kernels.bandwidth import bandwidth_table
-from tracekit.analysis.options import BandwidthOptions
+from tracekit.analysis.kernels.bandwidth_command import BandwidthOptions
 from tracekit.sources import open_trace
 
 KINETO = SHARED / "kineto"

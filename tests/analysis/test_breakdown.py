@@ -11,9 +11,9 @@ from helpers.steps import ADD, GEMM, build_step
 
 import tracekit
 from tracekit.analysis.kernels.summary import category_table
-from tracekit.analysis.options import BreakdownOptions
 from tracekit.analysis.primitives.keyed_times import KeyedTimes
 from tracekit.analysis.ranges.breakdown import breakdown_table, gpu_table, phase_breakdown
+from tracekit.analysis.ranges.breakdown_command import BreakdownOptions
 from tracekit.analysis.ranges.summary import range_table
 from tracekit.sources import open_trace
 

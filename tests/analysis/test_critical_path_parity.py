@@ -20,7 +20,7 @@ import pytest
 from helpers.paths import SHARED
 
 from tracekit.analysis.critical_path.analysis import BOUNDS, step_paths
-from tracekit.analysis.options import CriticalPathOptions
+from tracekit.analysis.critical_path.critical_path_command import CriticalPathOptions
 from tracekit.sources import open_trace
 
 pytestmark = pytest.mark.filterwarnings("ignore")

@@ -16,8 +16,8 @@ import pytest
 from helpers.paths import SHARED
 
 from tracekit.analysis.critical_path.analysis import BOUNDS, CPU, step_paths
+from tracekit.analysis.critical_path.critical_path_command import CriticalPathOptions
 from tracekit.analysis.critical_path.events import BLOCKING_CALLS
-from tracekit.analysis.options import CriticalPathOptions
 from tracekit.analysis.primitives.hta import API_VERSION
 from tracekit.analysis.primitives.intervals import merge_intervals
 from tracekit.sources import open_trace

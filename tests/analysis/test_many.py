@@ -15,10 +15,10 @@ from helpers.nsys_builder import ExportBuilder
 
 import tracekit
 from tracekit.analysis import stats
+from tracekit.analysis.kernels.kernels_command import KernelsOptions
 from tracekit.analysis.many import merge_stats
 from tracekit.analysis.many.inputs import Part
 from tracekit.analysis.many.pool import read_part
-from tracekit.analysis.options import KernelsOptions
 from tracekit.commands import COMMANDS
 from tracekit.session import Settings
 
@@ -258,7 +258,7 @@ def test_report_of_several_runs_has_the_compare_table(cli, tmp_path):
 
 
 def test_the_cli_default_limit_is_the_library_default():
-    from tracekit.analysis import options as many
+    from tracekit.model import option_fields as many
 
     assert many.DEFAULT_EXACT_LIMIT == merge_stats.DEFAULT_EXACT_LIMIT
 

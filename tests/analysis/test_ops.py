@@ -12,8 +12,8 @@ from helpers.nsys_builder import ExportBuilder
 from helpers.paths import SHARED
 
 import tracekit
-from tracekit.analysis.options import OpsOptions
 from tracekit.analysis.waits.ops import ops_table
+from tracekit.analysis.waits.ops_command import OpsOptions
 from tracekit.sources import open_trace
 
 US = 1000

@@ -12,9 +12,10 @@ import pandas as pd
 import pytest
 from helpers.nsys_builder import ExportBuilder
 
-from tracekit.analysis.options import IdleOptions, QueuesOptions
 from tracekit.analysis.waits.idle import idle_by_cause, idle_gaps
+from tracekit.analysis.waits.idle_command import IdleOptions
 from tracekit.analysis.waits.queues import queue_table
+from tracekit.analysis.waits.queues_command import QueuesOptions
 from tracekit.errors import NoGpuDataError
 from tracekit.model.trace import Trace
 from tracekit.sources import open_trace

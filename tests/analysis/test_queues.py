@@ -13,8 +13,8 @@ from helpers.kineto_builder import KinetoBuilder
 from helpers.paths import SHARED
 
 import tracekit
-from tracekit.analysis.options import QueuesOptions
 from tracekit.analysis.waits.queues import queue_table
+from tracekit.analysis.waits.queues_command import QueuesOptions
 from tracekit.sources import open_trace
 
 US = 1000

@@ -22,8 +22,8 @@ import pytest
 from helpers.paths import SHARED
 
 import tracekit
-from tracekit.analysis.options import OpsOptions
 from tracekit.analysis.waits.ops import ops_table
+from tracekit.analysis.waits.ops_command import OpsOptions
 from tracekit.sources import open_trace
 
 pytestmark = pytest.mark.filterwarnings("ignore")

@@ -10,10 +10,10 @@ import re
 from helpers.paths import ROOT
 
 import tracekit
-from tracekit.analysis.options import ManyOptions
 from tracekit.cli import main
 from tracekit.commands.command_line import flag_name
 from tracekit.commands.registry import COMMANDS
+from tracekit.model.option_fields import ManyOptions
 from tracekit.model.options import declared_fields
 
 NOT_ANALYSES = {"bench", "capture", "export", "report", "timeline"}  # commands that record, measure or write files

@@ -1,7 +1,9 @@
 """Analyses: plain functions ``(Trace, options) -> Result`` (named tables of raw values, notes, charts),
 grouped by the question they answer. None reads a file or prints; each names options by parameter.
+Each command is declared once, in a module ``<name>_command`` beside its analysis: its options (a
+dataclass, checked when made) and its ``COMMAND`` (``model.command``), light enough for the command line
+to read before pandas.
 
-``options``   every command's options, one dataclass each, checked when made (the one place)
 ``stats``     nsys's statistics per group (total, instances, avg, med, min, max, stddev, share)
 ``primitives/``  what the questions share: op-launch joins, intervals, the step window, op classes
 ``kernels/``  which kernels ran and for how long: summary, categories, kernel types and overlap

@@ -1,7 +1,8 @@
 """The ``tracekit`` command: a click group; the analysis commands are derived from the registry
-(``analyses``), the others (``timeline``, ``report``, ``export``, ``capture``) have a module each; ``bench``
-is ``workloads``' (an entry point, loaded by ``extensions`` when named); ``common`` holds what they share
-(errors as one line, --format/--output, ``emit``); ``__main__`` makes ``python -m tracekit.cli`` the program.
+(``analyses``, other packages' analysis commands too), the others (``timeline``, ``report``, ``export``,
+``capture``) have a module each; ``bench`` is ``workloads``' (an entry point, loaded by ``extensions`` when
+named); ``common`` holds what they share (errors as one line, --format/--output, ``emit``); ``__main__``
+makes ``python -m tracekit.cli`` the program.
 
 Each command is click -> options -> registry (or one library function) -> the renderer
 (``common.emit``); library errors become one line and exit status 1 (``common.TracekitGroup``).

@@ -7,6 +7,7 @@ registry -> renderer; nothing else happens here.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from dataclasses import Field
@@ -14,10 +15,19 @@ from typing import Any
 
 import click
 
-from tracekit.analysis.options import ManyOptions
-from tracekit.cli.common import emit, flag_name, not_blank, nsys_option, output_format, output_options, unit_option
-from tracekit.commands.registry import COMMANDS, Command
-from tracekit.errors import UsageError
+from tracekit.cli.common import (
+    TracekitGroup,
+    emit,
+    flag_name,
+    not_blank,
+    nsys_option,
+    output_format,
+    output_options,
+    unit_option,
+)
+from tracekit.commands.registry import COMMANDS, Command, installed_commands
+from tracekit.errors import TracekitError, UsageError
+from tracekit.model.option_fields import ManyOptions
 from tracekit.model.options import Declared, OptionError, declared_fields, default_of, help_text
 
 # What each kind of input is called on the command line (the argument's name and how many).
@@ -84,7 +94,7 @@ def analysis_command(command: Command) -> click.Command:
     params += [click_option(item, declared) for item, declared in declared_fields(command.options) if declared.cli]
     if command.picture is not None:
         params.append(click.Option([command.picture.flag, "picture"], type=click.Path(dir_okay=False), default=None,
-                                   help=command.picture.help))  # fmt: skip
+                                   help=command.picture.described()))  # fmt: skip
     if command.inputs != "snapshots":
         params += _params_of(unit_option(command.unit), nsys_option)
     if command.takes_many:
@@ -94,7 +104,7 @@ def analysis_command(command: Command) -> click.Command:
     def callback(**values: Any) -> None:
         _run(command, values)
 
-    return click.Command(command.name, params=params, callback=callback, help=command.help)
+    return click.Command(command.name, params=params, callback=callback, help=command.described())
 
 
 def _params_of(*decorators) -> list[click.Parameter]:
@@ -168,3 +178,32 @@ def _progress_bar():
 
 
 ANALYSES = [analysis_command(command) for command in COMMANDS.values()]
+
+
+class CommandsGroup(TracekitGroup):
+    """The ``tracekit`` group: its own commands, and the analysis commands other installed packages declare
+    (``registry.installed_commands``), looked up only when a name is none of its own or every command is
+    listed, so that running a built-in command never reads the installed packages' entry points."""
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        found = super().get_command(ctx, cmd_name)
+        if found is not None:
+            return found
+        declaration = _installed().get(cmd_name)
+        return _installed_command(declaration) if declaration is not None else None
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *_installed()})
+
+
+def _installed() -> dict[str, Command]:
+    """Other packages' commands; one that cannot be declared is one line (this runs before ``invoke``)."""
+    try:
+        return installed_commands()
+    except TracekitError as error:
+        raise click.ClickException(str(error)) from None
+
+
+@functools.cache
+def _installed_command(declaration: Command) -> click.Command:
+    return analysis_command(declaration)

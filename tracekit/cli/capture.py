@@ -107,7 +107,7 @@ def capture(
         program = tuple(part for part in (model, *command) if part is not None)
         return _capture_command(program, profiler, memory, out, name, nsys, extra, trace, nsys_grace, start_timeout)
     nsys_args = extra
-    from tracekit.analysis.options import KernelsOptions
+    from tracekit.analysis.kernels.kernels_command import KernelsOptions
     from tracekit.capture.nsys import CaptureOptions
     from tracekit.capture.nsys import capture as run_capture
     from tracekit.commands import run_command
@@ -161,7 +161,7 @@ def capture(
 
 def _capture_command(program, profiler, memory, out, name, nsys, nsys_args, trace, nsys_grace, start_timeout,
                      workload=None):  # fmt: skip
-    from tracekit.analysis.options import KernelsOptions
+    from tracekit.analysis.kernels.kernels_command import KernelsOptions
     from tracekit.capture.command import CommandOptions, capture_command
     from tracekit.commands import run_command
     from tracekit.errors import NoGpuDataError

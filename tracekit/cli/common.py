@@ -101,17 +101,6 @@ def not_blank(ctx, param, value: str | None) -> str | None:
     return value
 
 
-range_option = click.option(
-    "--range",
-    "ranges",
-    multiple=True,
-    metavar="SPEC",
-    callback=lambda ctx, param, values: tuple(not_blank(ctx, param, value) for value in values),
-    help="only GPU ops launched inside these NVTX ranges: a name (forward), a path (step/backward) or a glob "
-    "(layer.*); repeatable",
-)
-
-
 def unit_option(default: str = "ns"):
     return click.option(
         "--unit",
@@ -120,61 +109,6 @@ def unit_option(default: str = "ns"):
         show_default=True,
         help="unit of the time columns (nsys prints ns)",
     )
-
-
-same_thread_option = click.option(
-    "--same-thread",
-    is_flag=True,
-    help="count only ops launched on the range's own thread (nsys nvtx_gpu_proj); default: any thread of the "
-    "process, so backward gets autograd's kernels",
-)
-ops_option = click.option(
-    "--ops",
-    type=click.Choice(["kernels", "all"]),
-    default="kernels",
-    show_default=True,
-    help="kernels only (as nsys gpukernsum), or memcpy/memset too",
-)
-
-
-def _spec_list(ctx, param, value: str) -> list[str]:
-    """--phases: the comma-separated specs, split once here (an empty list is an error, not the default)."""
-    from tracekit.model.range_specs import split_specs
-
-    try:
-        return split_specs(value)
-    except UsageError as error:
-        raise click.BadParameter(str(error)) from None
-
-
-def phases_option(help_text: str):
-    return click.option(
-        "--phases",
-        default="forward,backward,optimizer",
-        show_default=True,
-        metavar="SPEC,...",
-        callback=_spec_list,
-        help=help_text,
-    )
-
-
-domain_option = click.option(
-    "--domain",
-    default=None,
-    metavar="NAME",
-    callback=not_blank,
-    help="only ranges of this NVTX domain (`default` for the default one); specs then match names without the "
-    "'NAME:' prefix",
-)
-drop_last_step_option = click.option(
-    "--drop-last-step",
-    is_flag=True,
-    help="leave out GPU work launched after the last ProfilerStep#N starts (HolisticTraceAnalysis's default: "
-    "a profiler schedule's last step is often cut short)",
-)
-top_option = click.option(
-    "--top", type=click.IntRange(min=1), default=None, help="only the N rows with the most total time"
-)
 
 
 def emit(result: Result, fmt: str, output: str | None, unit: str = "ns") -> None:

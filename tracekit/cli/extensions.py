@@ -9,7 +9,7 @@ from importlib.metadata import entry_points
 
 import click
 
-from tracekit.cli.common import TracekitGroup
+from tracekit.cli.analyses import CommandsGroup
 from tracekit.run_config import WORKLOADS_EXTRA
 
 GROUP = "tracekit.cli"
@@ -17,8 +17,9 @@ GROUP = "tracekit.cli"
 OF_EXTRAS = {"bench": "Time models and kernels (needs the workloads extra: torch)."}
 
 
-class ExtensibleGroup(TracekitGroup):
-    """``tracekit``'s group: its own commands, then those entry points add (loaded on first use)."""
+class ExtensibleGroup(CommandsGroup):
+    """``tracekit``'s group: its own commands and other packages' analysis commands (``CommandsGroup``),
+    then the commands ``tracekit.cli`` entry points add (loaded on first use)."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *OF_EXTRAS, *(entry.name for entry in entry_points(group=GROUP))})

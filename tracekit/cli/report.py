@@ -43,7 +43,8 @@ def report(inputs, out, bench_db, html, phases, step_range, nsys):
     elif not inputs:
         raise click.UsageError("give one or more run folders or traces (or --bench results.db)")
     else:
-        from tracekit.analysis.options import DEFAULT_PHASES, BreakdownOptions
+        from tracekit.analysis.ranges.breakdown_command import BreakdownOptions
+        from tracekit.model.option_fields import DEFAULT_PHASES
         from tracekit.model.options import OptionError
         from tracekit.render.safe_text import printable
         from tracekit.report.traces import write_report

@@ -1,6 +1,7 @@
-"""The command registry: every analysis command declared once, and run the same way from anywhere.
+"""The command registry: every analysis command (declared once, in a module of its own beside its
+analysis), and run the same way from anywhere.
 
-``registry``      ``COMMANDS``: each command's options, inputs, run, part and merger
+``registry``      the command modules, and other packages' commands (entry points): ``COMMANDS``, ``command``
 ``execute``       ``run_command``: a command on paths or open traces, one or many
 ``command_line``  how options are written as flags; the command line that reproduces a Result
 ``read_ahead``    reads started before an input opens (``kernels``)

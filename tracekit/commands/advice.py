@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from tracekit.errors import SnapshotError
 
 if TYPE_CHECKING:
-    from tracekit.analysis.options import AdviseOptions
+    from tracekit.analysis.advice.advise_command import AdviseOptions
     from tracekit.model.memory import MemoryTrace
     from tracekit.model.result import Result
     from tracekit.model.trace import Trace

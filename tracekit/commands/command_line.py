@@ -7,15 +7,9 @@ import shlex
 from collections.abc import Sequence
 
 from tracekit.commands.registry import command
-from tracekit.model.options import Options, declared_fields, default_of
+from tracekit.model.options import Options, declared_fields, default_of, flag_name
 
-# Parameters whose flag is not their name with dashes (the rest: ``flag_name``).
-FLAGS = {"ranges": "--range", "use_dask": "--dask", "fmt": "--format", "start_ms": "--start", "end_ms": "--end"}
-
-
-def flag_name(parameter: str) -> str:
-    """The flag of an option named by its parameter name: "same_thread" -> "--same-thread"."""
-    return FLAGS.get(parameter) or "--" + parameter.replace("_", "-")
+__all__ = ["command_line", "flag_name"]
 
 
 def command_line(name: str, sources: Sequence[str], options: Options, unit: str | None = None) -> str:

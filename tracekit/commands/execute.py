@@ -14,9 +14,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tracekit.analysis.options import ManyOptions
 from tracekit.commands.registry import Command, command
 from tracekit.errors import UsageError
+from tracekit.model.option_fields import ManyOptions
 from tracekit.model.options import OptionError, Options, named
 from tracekit.session import current
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tracekit.analysis.kernels.columns import command_columns
-from tracekit.analysis.options import KernelsOptions
+from tracekit.analysis.kernels.kernels_command import KernelsOptions
 from tracekit.analysis.primitives.op_selection import NAME_COLUMNS
 from tracekit.errors import TracekitError
 

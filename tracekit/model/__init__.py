@@ -9,7 +9,9 @@
 ``nesting``    parent and depth of ranges on a thread
 ``result``     ``Result``: what an analysis returns (named tables, notes, figures)
 ``reading``    how urgent a read is (tables loaded ahead of need wait for the others)
-``options``    how a command's options are declared and checked (``analysis.options`` declares them)
+``options``    how a command's options are declared and checked (each command's module declares its own)
+``option_fields`` option fields several commands share, and ``ManyOptions`` (how many inputs are read)
+``command``    ``Command``: how an analysis command is declared (its module's ``COMMAND``)
 ``kernel_names`` a kernel name's base name and first template argument
 
 Nothing here imports from ``sources``, ``analysis``, ``render`` or ``cli``.

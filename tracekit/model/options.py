@@ -2,7 +2,7 @@
 and bounds, validated when the options are made (``Options.__post_init__``).
 
 The same declaration serves the Python API (keyword arguments), the command line (each field becomes
-a click option: ``tracekit.cli.options``) and many-input workers (options are small and picklable). A
+a click option: ``tracekit.cli.analyses``) and many-input workers (options are small and picklable). A
 message names an option by its parameter name (``top``) through ``named``, which the command line
 turns into its flag (``--top``): nothing below the CLI writes a flag. The standard library only.
 """
@@ -22,6 +22,15 @@ from tracekit.session import current
 def named(parameter: str) -> str:
     """How messages name the option ``parameter`` (the API: as is; the command line: ``--flag``)."""
     return current().option_name(parameter)
+
+
+# Parameters whose flag is not their name with dashes (the rest: ``flag_name``).
+FLAGS = {"ranges": "--range", "use_dask": "--dask", "fmt": "--format", "start_ms": "--start", "end_ms": "--end"}
+
+
+def flag_name(parameter: str) -> str:
+    """The command line's flag of an option named by its parameter name: "same_thread" -> "--same-thread"."""
+    return FLAGS.get(parameter) or "--" + parameter.replace("_", "-")
 
 
 class OptionError(UsageError):

@@ -44,7 +44,8 @@ class Table:
 
 @dataclass
 class Chart:
-    """A picture to draw: ``kind`` names the drawing function in ``render.plots``, ``data`` its inputs."""
+    """A picture to draw: ``kind`` names the drawing function, one of ``render.plots`` or a command's own as
+    "module:function" of (title, data) -> matplotlib Figure; ``data`` its inputs."""
 
     kind: str
     title: str

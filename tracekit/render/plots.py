@@ -21,6 +21,7 @@ from matplotlib.ticker import MaxNLocator
 
 from tracekit.errors import UsageError
 from tracekit.files import check_target, write_whole
+from tracekit.model.command import resolve
 from tracekit.model.result import Chart
 from tracekit.render.colours import category_colour, phase_colour
 from tracekit.render.safe_text import printable
@@ -260,9 +261,15 @@ DRAW = {
 
 
 def draw(chart: Chart) -> Figure:
-    if chart.kind not in DRAW:
+    """The figure of ``chart``: drawn by ``DRAW``'s function of its kind, or by the function a kind
+    "module:function" names (a command of another package draws its own pictures)."""
+    if chart.kind in DRAW:
+        drawing = DRAW[chart.kind]
+    elif ":" in chart.kind:
+        drawing = resolve(chart.kind)
+    else:
         raise UsageError(f"no drawing for a chart of kind {chart.kind!r}")
-    figure = DRAW[chart.kind](chart.title, chart.data)
+    figure = drawing(chart.title, chart.data)
     for text in figure.findobj(Text):  # names from the input: control characters shown as escapes
         text.set_text(printable(text.get_text()))
     return figure

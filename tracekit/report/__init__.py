@@ -4,6 +4,7 @@
 ``bench``    a ``tracekit bench --db`` results database -> reports/bench/report.md
 ``document`` the Markdown being written: tables through the one renderer, charts as PNG files
 ``comparison``  two or more inputs, each against the first: diff by category and kernel, compare
+``declared`` a section for each command that declares one (``Command.report``), other packages' too
 ``why``      the "Why the GPU waits" section: steps, idle by cause, launch delays, syncs, overlap
 ``timeline_data``  report.html's timeline of a trace: phases, GPU ops by stream, idle gaps, steps, as columns
 """

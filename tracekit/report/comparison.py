@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from tracekit.analysis.many.compare import compare_traces
+from tracekit.analysis.many.compare_command import CompareOptions
 from tracekit.analysis.many.diff import compare_categories, compare_kernels, labels_for
-from tracekit.analysis.options import CompareOptions, DiffOptions
+from tracekit.analysis.many.diff_command import DiffOptions
 from tracekit.commands.command_line import command_line
 from tracekit.errors import NoGpuDataError
 from tracekit.model.trace import Trace

@@ -16,7 +16,6 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis.memory.on_trace import memory_on_trace
-from tracekit.analysis.options import DEFAULT_PHASES
 from tracekit.analysis.primitives.categories import CATEGORIES, op_categories
 from tracekit.analysis.primitives.joins import op_launches
 from tracekit.analysis.primitives.selection import select
@@ -25,6 +24,7 @@ from tracekit.analysis.ranges.phases import resolve
 from tracekit.analysis.waits.idle import gap_devices, idle_gaps
 from tracekit.analysis.waits.syncs import NO_RANGE, innermost_range
 from tracekit.model.memory import MemoryTrace
+from tracekit.model.option_fields import DEFAULT_PHASES
 from tracekit.model.trace import Trace
 from tracekit.render.colours import IDLE_COLOURS, category_colour, phase_colour
 from tracekit.render.safe_text import printable

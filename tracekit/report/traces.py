@@ -16,30 +16,29 @@ from pathlib import Path
 
 import pandas as pd
 
+from tracekit.analysis.advice.advise_command import AdviseOptions
 from tracekit.analysis.critical_path.analysis import WHOLE_TRACE
+from tracekit.analysis.critical_path.critical_path_command import CriticalPathOptions
+from tracekit.analysis.kernels.kernels_command import KernelsOptions
 from tracekit.analysis.many.diff import labels_for
-from tracekit.analysis.options import (
-    DEFAULT_PHASES,
-    AdviseOptions,
-    BreakdownOptions,
-    CriticalPathOptions,
-    KernelsOptions,
-    MemoryOptions,
-    RangesOptions,
-)
+from tracekit.analysis.memory.memory_command import MemoryOptions
 from tracekit.analysis.primitives.busy import ANY, known_devices
 from tracekit.analysis.primitives.op_selection import kernel_mask
 from tracekit.analysis.ranges.breakdown import PHASE, WHOLE, phase_notes
+from tracekit.analysis.ranges.breakdown_command import BreakdownOptions
 from tracekit.analysis.ranges.phases import resolve
+from tracekit.analysis.ranges.ranges_command import RangesOptions
 from tracekit.commands import run_command
 from tracekit.commands.command_line import command_line
 from tracekit.errors import NoGpuDataError, TracekitError, UsageError
+from tracekit.model.option_fields import DEFAULT_PHASES
 from tracekit.model.result import Chart
 from tracekit.model.schema import GPU_OPS
 from tracekit.model.trace import Trace, command_notes
 from tracekit.render.markup import md_code, md_prose, md_text
 from tracekit.render.tables import in_unit
 from tracekit.report.comparison import TOP_KERNELS, comparison_section
+from tracekit.report.declared import declared_sections
 from tracekit.report.document import TRACES_HEADING, Document, write_report_folder
 from tracekit.report.why import WHY_HEADING, why_section
 from tracekit.runs import Run
@@ -160,6 +159,7 @@ def _input_section(section: Document, path: Path, trace: Trace, heading: str, ch
             "(`tracekit capture MODEL` there) to get them; the NVTX ranges below are the host's CPU time."
         )
     _range_sections(section, source, trace)
+    declared_sections(section, source, trace)
     if run is not None and run.snapshot is not None:
         _memory_section(section, run.snapshot)
     elif run is not None and run.manifest:

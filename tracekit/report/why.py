@@ -4,14 +4,12 @@ Result of its command."""
 
 from __future__ import annotations
 
-from tracekit.analysis.options import (
-    IdleOptions,
-    LaunchesOptions,
-    OverlapOptions,
-    SequencesOptions,
-    StepsOptions,
-    SyncsOptions,
-)
+from tracekit.analysis.kernels.sequences_command import SequencesOptions
+from tracekit.analysis.ranges.steps_command import StepsOptions
+from tracekit.analysis.waits.idle_command import IdleOptions
+from tracekit.analysis.waits.launches_command import LaunchesOptions
+from tracekit.analysis.waits.overlap_command import OverlapOptions
+from tracekit.analysis.waits.syncs_command import SyncsOptions
 from tracekit.commands import run_command
 from tracekit.commands.command_line import command_line
 from tracekit.errors import TracekitError

@@ -8,4 +8,5 @@
 ``kernel_rules`` kernel findings: FP32 matmul on tensor-core GPUs, unfused optimizer steps, exposed communication
 ``memory_rules`` snapshot findings: out-of-memory errors, activations dominating the peak, fragmentation
 ``nsys_rules``  nsys analyze's rules (gpu-starv, gpu-low-util, cuda-sync-api, ...), as nsys defines them
+``advise_command``  the command, declared
 """

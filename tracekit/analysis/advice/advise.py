@@ -5,13 +5,13 @@ back (``finding``), with their evidence; then nsys's expert rules as nsys report
 from __future__ import annotations
 
 from tracekit.analysis.advice import nsys_rules
+from tracekit.analysis.advice.advise_command import AdviseOptions
 from tracekit.analysis.advice.copy_rules import copy_findings
 from tracekit.analysis.advice.finding import CRITICAL_SHARE, INFO_SHARE, WARNING_SHARE, ranked
 from tracekit.analysis.advice.idle_rules import idle_findings
 from tracekit.analysis.advice.kernel_rules import kernel_findings, unfused_optimizer
 from tracekit.analysis.advice.memory_rules import memory_findings
 from tracekit.analysis.critical_path.analysis import ops_table, steps_table, typical_path
-from tracekit.analysis.options import AdviseOptions
 from tracekit.analysis.primitives.op_selection import kernel_mask
 from tracekit.errors import TracekitError
 from tracekit.model.memory import MemoryTrace

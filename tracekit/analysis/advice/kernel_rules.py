@@ -158,9 +158,9 @@ def _fp32_matmul(trace: Trace, origin: int) -> Finding | None:
 
 
 def _exposed_communication(trace: Trace, origin: int) -> Finding | None:
-    from tracekit.analysis.options import OverlapOptions
     from tracekit.analysis.primitives.step_window import step_rows
     from tracekit.analysis.waits.overlap import EXPOSED, WHOLE_TRACE, overlap_table
+    from tracekit.analysis.waits.overlap_command import OverlapOptions
 
     steps = step_rows(trace)
     # one overlap table: per step when the trace has steps (its "(whole trace)" rows are the totals)

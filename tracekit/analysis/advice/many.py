@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tracekit.analysis.advice.advise_command import AdviseOptions
 from tracekit.analysis.advice.finding import SEVERITIES, Finding, evidence, ms, ranked
 from tracekit.analysis.many.inputs import Part
 from tracekit.analysis.many.stragglers import START, WAIT, potential_stragglers, straggler_piece
-from tracekit.analysis.options import AdviseOptions
 from tracekit.analysis.primitives.op_selection import kernel_mask
 from tracekit.analysis.primitives.step_window import step_rows
 from tracekit.analysis.waits.overlap import overlap_of

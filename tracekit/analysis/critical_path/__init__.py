@@ -9,4 +9,5 @@ that decides its time, as HolisticTraceAnalysis 0.5's ``critical_path_analysis``
 ``longest``     the longest path through it (prefix sums along chains), with networkx's tie order
 ``kahn_order``  networkx's order between path ends equal in length and generation, from their trails back
 ``analysis``    the command: per step, the path's time by what bounds it, the top ops, the path itself
+``critical_path_command``  the command, declared
 """

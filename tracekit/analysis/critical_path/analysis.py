@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from tracekit.analysis.critical_path.critical_path_command import CriticalPathOptions
 from tracekit.analysis.critical_path.events import (
     DEPENDENCY,
     GPU,
@@ -32,7 +33,6 @@ from tracekit.analysis.critical_path.events import (
 )
 from tracekit.analysis.critical_path.graph import build, window_rows
 from tracekit.analysis.critical_path.longest import longest_path
-from tracekit.analysis.options import CriticalPathOptions
 from tracekit.analysis.primitives.hta import hta_rounded
 from tracekit.analysis.primitives.op_selection import kernel_mask
 from tracekit.analysis.primitives.step_window import step_labels, step_rows

@@ -5,4 +5,5 @@
 ``bandwidth``   memory copies' and sets' bandwidth per direction and over time (``bandwidth``)
 ``sequences``   the kernel sequences a trace repeats, worth fusing (``sequences``)
 ``operator_sequences``  HolisticTraceAnalysis's frequent GPU op sequences per operator (``sequences`` with operator)
+``kernels_command``, ``sequences_command``, ``bandwidth_command``  the commands, declared
 """

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis.options import BandwidthOptions
+from tracekit.analysis.kernels.bandwidth_command import BandwidthOptions
 from tracekit.analysis.primitives.copies import copy_details
 from tracekit.analysis.primitives.hta import hta_rounded
 from tracekit.analysis.primitives.intervals import column_peaks, merge_intervals

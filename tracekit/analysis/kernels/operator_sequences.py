@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis.options import SequencesOptions
+from tracekit.analysis.kernels.sequences_command import SequencesOptions
 from tracekit.analysis.primitives.covering import covering_range, parent_rows
 from tracekit.analysis.primitives.joins import match_calls, op_launches
 from tracekit.analysis.primitives.sequence_keys import group_sequences

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis.options import SequencesOptions
+from tracekit.analysis.kernels.sequences_command import SequencesOptions
 from tracekit.analysis.primitives.covering import covering_range
 from tracekit.analysis.primitives.joins import op_launches
 from tracekit.analysis.primitives.keyed_times import stream_keys

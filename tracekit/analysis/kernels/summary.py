@@ -14,7 +14,7 @@ import pandas as pd
 
 from tracekit.analysis import stats
 from tracekit.analysis.kernels.columns import CATEGORY_COLUMNS, command_columns, summary_columns
-from tracekit.analysis.options import KernelsOptions
+from tracekit.analysis.kernels.kernels_command import KernelsOptions
 from tracekit.analysis.primitives.attribution import ops_in_ranges
 from tracekit.analysis.primitives.categories import CATEGORIES, op_categories
 from tracekit.analysis.primitives.kernel_types import type_table

@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis import stats
+from tracekit.analysis.many.compare_command import CompareOptions
 from tracekit.analysis.many.inputs import Accumulator, Part
-from tracekit.analysis.options import CompareOptions
 from tracekit.analysis.primitives.categories import CATEGORIES
 from tracekit.analysis.ranges.breakdown import PHASE, WHOLE, breakdown_times, phase_notes, time_column
 from tracekit.model.result import Chart, Result, Table

@@ -30,7 +30,7 @@ from tracekit.sources.input_paths import expand_inputs, labels_for, protect_inpu
 
 if TYPE_CHECKING:  # pandas comes with them: only the many-inputs path loads them (``is_many`` does not)
     from tracekit.analysis.many.inputs import Failure, Part
-    from tracekit.analysis.options import ManyOptions
+    from tracekit.model.option_fields import ManyOptions
     from tracekit.model.result import Result
     from tracekit.model.trace import Trace
 

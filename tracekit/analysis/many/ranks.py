@@ -24,8 +24,8 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis.many.inputs import Part
+from tracekit.analysis.many.ranks_command import RanksOptions
 from tracekit.analysis.many.stragglers import potential_stragglers, straggler_piece
-from tracekit.analysis.options import RanksOptions
 from tracekit.analysis.primitives.busy import SUM, device_busy, known_devices
 from tracekit.analysis.primitives.joins import op_launches
 from tracekit.analysis.primitives.kernel_types import TYPES, op_types

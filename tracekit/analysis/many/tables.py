@@ -16,6 +16,7 @@ import pandas as pd
 
 from tracekit.analysis import stats
 from tracekit.analysis.kernels.columns import command_columns, summary_columns
+from tracekit.analysis.kernels.kernels_command import KernelsOptions
 from tracekit.analysis.kernels.summary import (
     BLOCK,
     CATEGORY,
@@ -30,7 +31,6 @@ from tracekit.analysis.kernels.summary import (
 )
 from tracekit.analysis.many import merge_stats
 from tracekit.analysis.many.inputs import Part
-from tracekit.analysis.options import BreakdownOptions, KernelsOptions, RangesOptions
 from tracekit.analysis.primitives.busy import ANY, MEAN, SUM
 from tracekit.analysis.primitives.categories import CATEGORIES, op_categories
 from tracekit.analysis.primitives.kernel_types import SHARE, TIME, TYPE, type_table
@@ -45,6 +45,8 @@ from tracekit.analysis.ranges.breakdown import (
     phase_notes,
     time_column,
 )
+from tracekit.analysis.ranges.breakdown_command import BreakdownOptions
+from tracekit.analysis.ranges.ranges_command import RangesOptions
 from tracekit.analysis.ranges.summary import (
     DEPTH,
     EXTRA_COLUMNS,

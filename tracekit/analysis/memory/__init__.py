@@ -5,4 +5,5 @@
 ``roles``   parameters, optimizer state, gradients, activations, temporaries at the peak
 ``tables``  the ``memory`` command's tables, the comparison of two snapshots, the timeline chart
 ``on_trace``  allocated and reserved bytes placed on a trace's clock (timelines beside GPU work)
+``memory_command``  the command, declared
 """

@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis.memory.frames import frames_of, user_frame
+from tracekit.analysis.memory.memory_command import MemoryOptions
 from tracekit.analysis.memory.replay import MIB, DeviceMemory, replay
-from tracekit.analysis.options import MemoryOptions
 from tracekit.model.memory import MemoryTrace
 from tracekit.model.options import OptionError, named
 from tracekit.model.result import Chart, Result, Table

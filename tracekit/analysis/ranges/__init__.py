@@ -5,4 +5,5 @@
 ``phases``       the phases of a trace: as given, or forward/backward/optimizer found by their range names
 ``breakdown``    kernel time by phase and category, busy/idle per GPU, copies (``breakdown``)
 ``steps``        one row per training step (``steps``), and the step ranges other analyses use
+``ranges_command``, ``breakdown_command``, ``steps_command``  the commands, declared
 """

@@ -19,17 +19,18 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis import stats
-from tracekit.analysis.options import DEFAULT_PHASES, BreakdownOptions
 from tracekit.analysis.primitives.attribution import interval_of_ops
 from tracekit.analysis.primitives.busy import device_busy
 from tracekit.analysis.primitives.categories import CATEGORIES, op_categories
 from tracekit.analysis.primitives.op_selection import OPS_CHOICES, kernel_mask
 from tracekit.analysis.primitives.selection import select
 from tracekit.analysis.primitives.step_window import last_step_start, launched_before_last_step
+from tracekit.analysis.ranges.breakdown_command import BreakdownOptions
 from tracekit.analysis.ranges.phases import resolve
 from tracekit.analysis.stats import SHOWN_SHARE
 from tracekit.errors import UsageError
 from tracekit.model.derived import per_trace
+from tracekit.model.option_fields import DEFAULT_PHASES
 from tracekit.model.options import OptionError, named
 from tracekit.model.result import Chart, Result, Table
 from tracekit.model.trace import Trace

@@ -28,9 +28,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis.options import DEFAULT_PHASES
 from tracekit.analysis.primitives.selection import select
 from tracekit.model.derived import per_trace
+from tracekit.model.option_fields import DEFAULT_PHASES
 from tracekit.model.options import named
 from tracekit.model.range_specs import EMIT_NVTX_SUFFIX, LITERAL
 from tracekit.model.trace import Trace

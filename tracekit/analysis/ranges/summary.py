@@ -14,11 +14,11 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis import stats
-from tracekit.analysis.options import RangesOptions
 from tracekit.analysis.primitives.attribution import GPU_OPS, GPU_SPAN, GPU_TIME, range_gpu_stats
 from tracekit.analysis.primitives.joins import ATTRIBUTION_COLUMNS
 from tracekit.analysis.primitives.selection import known_names, no_ranges_reason
 from tracekit.analysis.ranges.gpu_side import gpu_side_spans, range_gpu_busy
+from tracekit.analysis.ranges.ranges_command import RangesOptions
 from tracekit.errors import UsageError
 from tracekit.model.options import named
 from tracekit.model.range_names import domain_names, match, relabel, subtree

@@ -6,4 +6,6 @@
 ``overlap``      communication hidden by computation per GPU (``overlap``)
 ``ops``          per CPU operator, its kernels and the delay to its first kernel (``ops``)
 ``queues``       each stream's launch queue: its length over time, statistics, time full (``queues``)
+``idle_command``, ``launches_command``, ``syncs_command``, ``overlap_command``, ``ops_command``,
+``queues_command``  the commands, declared
 """

@@ -35,13 +35,13 @@ import re
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis.options import IdleOptions
 from tracekit.analysis.primitives.intervals import merge_sorted
 from tracekit.analysis.primitives.joins import op_launches
 from tracekit.analysis.primitives.keyed_times import KeyedTimes
 from tracekit.analysis.primitives.op_selection import kernel_mask
 from tracekit.analysis.primitives.step_window import launched_before_last_step
 from tracekit.analysis.stats import grouped_describe
+from tracekit.analysis.waits.idle_command import IdleOptions
 from tracekit.analysis.waits.launches import api_name
 from tracekit.analysis.waits.syncs import BLOCKING
 from tracekit.model.derived import per_trace

@@ -22,10 +22,10 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis import stats
-from tracekit.analysis.options import LaunchesOptions
 from tracekit.analysis.primitives.joins import every_op_launch
 from tracekit.analysis.primitives.op_selection import NAME_COLUMNS, kernel_mask
 from tracekit.analysis.primitives.step_window import launched_before_last_step
+from tracekit.analysis.waits.launches_command import LaunchesOptions
 from tracekit.errors import NoGpuDataError
 from tracekit.model.options import OptionError, named
 from tracekit.model.result import Result

@@ -24,12 +24,12 @@ import re
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis.options import OpsOptions
 from tracekit.analysis.primitives.covering import covering_range
 from tracekit.analysis.primitives.joins import op_launches
 from tracekit.analysis.primitives.op_selection import kernel_mask
 from tracekit.analysis.primitives.sequence_keys import group_sequences
 from tracekit.analysis.primitives.step_window import launched_before_last_step
+from tracekit.analysis.waits.ops_command import OpsOptions
 from tracekit.errors import NoGpuDataError
 from tracekit.model.range_specs import shown_op_name
 from tracekit.model.result import Result, Table

@@ -15,12 +15,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis.options import OverlapOptions
 from tracekit.analysis.primitives.busy import known_devices
 from tracekit.analysis.primitives.joins import op_launches
 from tracekit.analysis.primitives.kernel_types import TYPES, type_segments
 from tracekit.analysis.primitives.op_selection import kernel_mask
 from tracekit.analysis.primitives.step_window import launched_before_last_step, step_of, step_rows
+from tracekit.analysis.waits.overlap_command import OverlapOptions
 from tracekit.model.options import named
 from tracekit.model.result import Result
 from tracekit.model.trace import Trace

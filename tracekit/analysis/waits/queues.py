@@ -23,13 +23,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis.options import QueuesOptions
 from tracekit.analysis.primitives.hta import API_VERSION, QUEUED_CALLS, hta_rounded
 from tracekit.analysis.primitives.intervals import column_peaks
 from tracekit.analysis.primitives.joins import op_launches
 from tracekit.analysis.primitives.op_selection import kernel_mask
 from tracekit.analysis.primitives.step_window import launched_before_last_step
 from tracekit.analysis.stats import DESCRIBE, grouped_describe
+from tracekit.analysis.waits.queues_command import QueuesOptions
 from tracekit.errors import NoGpuDataError
 from tracekit.model.result import Chart, Result, Table
 from tracekit.model.trace import Trace

@@ -20,10 +20,10 @@ import re
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis.options import SyncsOptions
 from tracekit.analysis.primitives.covering import covering_range
 from tracekit.analysis.primitives.intervals import merge_intervals
 from tracekit.analysis.waits.launches import api_name
+from tracekit.analysis.waits.syncs_command import SyncsOptions
 from tracekit.model.range_specs import op_name
 from tracekit.model.result import Result, Table
 from tracekit.model.trace import Trace
