@@ -55,7 +55,8 @@ docs: $(BIN)/.docs-installed
 test: lint docs $(BIN)/.parity-installed
 	scripts/install-chromium.sh
 	# one hash seed for every worker: each collects the same tests (a set of names iterates alike)
-	PYTHONHASHSEED=0 $(BIN)/python -m pytest -q -n auto --maxprocesses 4
+	# the docs site the docs target has just built: the browser tests open it rather than build it again
+	PYTHONHASHSEED=0 TRACEKIT_BUILT_SITE=$(CURDIR)/site $(BIN)/python -m pytest -q -n auto --maxprocesses 4
 
 bench: setup
 	$(BIN)/python benchmarks/run_all.py

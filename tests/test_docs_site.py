@@ -1,7 +1,8 @@
 """The docs site as a newcomer opens it: built once per session with ``mkdocs build --strict`` into a
-temporary folder, then opened from disk (file://) in Chromium. Every internal link lands on a page (not
-a folder listing, not a missing file) and on an anchor that exists; the API reference's examples are
-code; the getting-started page holds the README's sections; the tutorial's outputs fit the page."""
+temporary folder (or the one ``make test`` has just built, named by TRACEKIT_BUILT_SITE), then opened
+from disk (file://) in Chromium. Every internal link lands on a page (not a folder listing, not a missing
+file) and on an anchor that exists; the API reference's examples are code; the getting-started page
+holds the README's sections; the tutorial's outputs fit the page."""
 
 from __future__ import annotations
 
@@ -26,6 +27,9 @@ def site(tmp_path_factory) -> Path:
     pytest.importorskip("mkdocs", reason="MkDocs is not installed (pip install -e '.[docs]')")
     if not SHARED_TRACES.is_dir():
         pytest.skip(f"the docs' tutorial runs on the real files in {SHARED_TRACES.parent}, which is absent")
+    made = os.environ.get("TRACEKIT_BUILT_SITE")  # `make test` builds the site just before (`make docs`)
+    if made and (Path(made) / "index.html").is_file():
+        return Path(made)
     folder = tmp_path_factory.mktemp("site")
     built = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "--site-dir", str(folder)],

@@ -78,6 +78,9 @@ def json_tables(result) -> dict[str, list[dict]]:
 def test_every_command_on_every_real_trace(cli, path, tmp_path):
     for command in TRACE_COMMANDS:
         check(cli(*command, path), command)
+        # the tables' JSON where a rule reads it (a "None" in a cell shows in the text above already)
+        if command[1:3] != ["--by", "category"] and command[0] != "breakdown":
+            continue
         result = cli(*command, path, "--format", "json")
         check(result, command)
         if result.exit_code:
