@@ -29,6 +29,15 @@ def test_not_sqlite(cli, tmp_path):
     assert_one_line_error(cli("kernels", path), "not an SQLite database", "nsys export --type sqlite")
 
 
+@pytest.mark.parametrize("content", ["null", "42", '"a string"', "true"])
+def test_json_that_is_no_trace_is_called_json(cli, tmp_path, content):
+    """A .json holding JSON but no object: not "an SQLite database" (nor the advice to export one)."""
+    path = tmp_path / "trace.json"
+    path.write_text(content)
+    assert_one_line_error(cli("kernels", path), "is not a torch.profiler (Chrome) trace", '"traceEvents"')
+    assert "not an SQLite database" not in cli("kernels", path).output
+
+
 def test_sqlite_but_not_nsys(cli, tmp_path):
     path = tmp_path / "other.sqlite"
     with sqlite3.connect(path) as connection:

@@ -118,9 +118,12 @@ def open_trace(path: str | Path, nsys: str | None = None) -> Trace:
             protect(trace.meta.source)  # a report's export too
             return cached_trace(trace, Path(trace.meta.source))
     what = _looks_like(file, head)
-    if what.startswith("is not") or what.startswith("is an empty"):
+    if what in (NOT_SQLITE, EMPTY):
         what += " (export a report with `nsys export --type sqlite REPORT.nsys-rep`)"
     raise NotAnExportError(f"{file} {what}; tracekit reads {ACCEPTED}")
+
+
+NOT_SQLITE, EMPTY = "is not an SQLite database", "is an empty file"
 
 
 def _looks_like(file: Path, head: bytes) -> str:
@@ -132,7 +135,9 @@ def _looks_like(file: Path, head: bytes) -> str:
         )
     if _is_pickle(_content_head(file, head)):
         return "is a pickle (a memory snapshot? read it with `tracekit memory`), not a trace"
-    return "is an empty file" if not head else "is not an SQLite database"
+    if head and file.name.lower().endswith((".json", ".json.gz")):  # JSON that is no trace: null, a number
+        return 'is not a torch.profiler (Chrome) trace: its JSON is not an object with "traceEvents"'
+    return EMPTY if not head else NOT_SQLITE
 
 
 def _is_json(head: bytes) -> bool:
