@@ -12,7 +12,7 @@ from helpers.nsys_builder import ExportBuilder
 from helpers.paths import SHARED
 
 import tracekit
-from tracekit.analysis.waits.ops import ops_table
+from tracekit.analysis.waits.ops import kernels_per_operator
 from tracekit.analysis.waits.ops_command import OpsOptions
 from tracekit.sources import open_trace
 
@@ -74,7 +74,9 @@ def test_the_kernel_sequences_equal_htas(path, tmp_path, monkeypatch):
     trace_analysis = TraceAnalysis(trace_dir=str(tmp_path))
     rank = trace_analysis.t.get_ranks()[0]
     theirs = trace_analysis.get_aten_op_kernels_and_delay(ranks=[rank])[rank]
-    ours = ops_table(open_trace(path), OpsOptions(top=10**6, name="demangled", drop_last_step=True))["sequences"]
+    ours = kernels_per_operator(open_trace(path), OpsOptions(top=10**6, name="demangled", drop_last_step=True))[
+        "sequences"
+    ]
     ours = ours.set_index(["Operator", "Kernels"])
     assert len(ours) == len(theirs)
     for row in theirs.to_dict("records"):

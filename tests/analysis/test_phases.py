@@ -6,7 +6,7 @@ from helpers.nsys_builder import ExportBuilder
 from helpers.paths import SHARED
 
 import tracekit
-from tracekit.analysis.ranges.phases import resolve
+from tracekit.analysis.ranges.phases import choose_phases
 from tracekit.sources import open_trace
 
 GEMM = "ampere_s16816gemm_bf16_128x64"
@@ -27,7 +27,7 @@ def test_the_words_themselves_come_first(tmp_path):
     b.kernel(2_100, 2_300, GEMM, launch_at=2_010)
     b.kernel(3_100, 3_400, GEMM, launch_at=3_010)
     path = b.write(tmp_path / "own.sqlite")
-    assert resolve(open_trace(str(path)), None).chosen == (("forward", "forward"), ("backward", "backward"),
+    assert choose_phases(open_trace(str(path)), None).chosen == (("forward", "forward"), ("backward", "backward"),
                                                            ("optimizer", "optimizer"))  # fmt: skip
     result = tracekit.breakdown(path)
     assert result.notes == []  # the default names: nothing to say
@@ -47,7 +47,7 @@ def test_torch_records_backward_and_optimizer_as_cpu_ops(tmp_path):
     k.launch("cudaLaunchKernel", 450, 5, 2).kernel("sgd", 460, 7, 2)
     k.launch("cudaLaunchKernel", 900, 5, 3).kernel("other", 910, 3, 3)
     path = k.write(tmp_path / "old.json")
-    assert resolve(open_trace(str(path)), None).chosen == (
+    assert choose_phases(open_trace(str(path)), None).chosen == (
         ("backward", "cpu_op:autograd::engine::evaluate_function: *"), ("optimizer", "cpu_op:Optimizer.step#*"))  # fmt: skip
     assert labelled(path) == {"backward": 20_000, "optimizer": 7_000, "(whole trace)": 30_000}
     steps = tracekit.steps(path)["steps"]  # ProfilerStep#N as a cpu_op (torch 1.8 and 1.9) is a step
@@ -136,7 +136,7 @@ def test_a_name_of_two_phases_is_neither_and_a_domain_prefix_is_dropped(tmp_path
     b.push_pop(1_000, 2_000, "forward/backward")
     b.kernel(100, 200, GEMM, launch_at=10)
     b.kernel(1_100, 1_400, GEMM, launch_at=1_010)
-    found = resolve(open_trace(str(b.write(tmp_path / "megatron.sqlite"))), None).chosen
+    found = choose_phases(open_trace(str(b.write(tmp_path / "megatron.sqlite"))), None).chosen
     assert found == (("forward", "=forward pass"),)
     b = ExportBuilder("2026.2")
     b.domain(1, "MyDomain")

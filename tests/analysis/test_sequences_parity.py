@@ -22,7 +22,7 @@ import pytest
 from helpers.paths import SHARED
 
 import tracekit
-from tracekit.analysis.waits.ops import ops_table
+from tracekit.analysis.waits.ops import kernels_per_operator
 from tracekit.analysis.waits.ops_command import OpsOptions
 from tracekit.sources import open_trace
 
@@ -35,7 +35,7 @@ US = 1000
 
 
 def operator_names(trace) -> list[str]:
-    ops = ops_table(trace, OpsOptions(top=10**6))["ops"]
+    ops = kernels_per_operator(trace, OpsOptions(top=10**6))["ops"]
     busiest = ops.sort_values(["Instances", "Operator"], ascending=[False, True]).head(3)["Operator"].tolist()
     present = trace.ranges["name"].astype(str).unique()
     return [name for name in ("ProfilerStep#", "autograd::engine") if any(name in text for text in present)] + busiest

@@ -132,13 +132,13 @@ def _on_many(spec: Command, items: list[Source], options: Options, many: ManyOpt
                          current().settings, progress)  # fmt: skip
     from tracekit.analysis.many.inputs import Accumulator
     from tracekit.analysis.many.pool import new_part
-    from tracekit.sources.input_paths import labels_for
+    from tracekit.sources.input_paths import input_labels
 
     traces = [_open(spec, item, options) for item in items]
     sources = [Path(path or str(trace.meta.source)) for path, trace in zip(paths, traces)]
     accumulator = Accumulator(merger, title)
     part_of = spec.function("part")
-    for index, (trace, source, label) in enumerate(zip(traces, sources, labels_for(sources))):
+    for index, (trace, source, label) in enumerate(zip(traces, sources, input_labels(sources))):
         accumulator.add(index, part_of(trace, new_part(str(source), label, trace), options, many.exact_median_limit))
         if progress:
             progress(index + 1, len(traces))

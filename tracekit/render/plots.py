@@ -21,14 +21,14 @@ from matplotlib.ticker import MaxNLocator
 
 from tracekit.errors import UsageError
 from tracekit.files import check_target, write_whole
-from tracekit.model.command import resolve
+from tracekit.model.command import import_attribute
 from tracekit.model.result import Chart
 from tracekit.render.colours import category_colour, phase_colour
 from tracekit.render.safe_text import printable
 
 
 def memory_timeline(title: str, data: dict[str, Any]) -> Figure:
-    """Active memory over time, stacked (see ``analysis.memory_tables.timeline_chart`` for the data):
+    """Active memory over time, stacked (see ``analysis.memory.tables.timeline_chart`` for the data):
     before-the-trace and other allocations in greys, the largest allocations in colour, reserved
     memory dashed, the peak marked, annotated phases shaded."""
     x = data["x"]
@@ -213,7 +213,7 @@ def step_timeline(title: str, data: dict[str, Any]) -> Figure:
 
 
 def role_timeline(title: str, data: dict[str, Any]) -> Figure:
-    """Live memory (MiB) by role over time, stacked (``analysis.memory_roles.role_timeline``)."""
+    """Live memory (MiB) by role over time, stacked (``analysis.memory.roles.role_timeline``)."""
     figure = Figure(figsize=(11, 5), layout="constrained")
     axes = figure.add_subplot()
     if data["bands"]:
@@ -266,7 +266,7 @@ def draw(chart: Chart) -> Figure:
     if chart.kind in DRAW:
         drawing = DRAW[chart.kind]
     elif ":" in chart.kind:
-        drawing = resolve(chart.kind)
+        drawing = import_attribute(chart.kind)
     else:
         raise UsageError(f"no drawing for a chart of kind {chart.kind!r}")
     figure = drawing(chart.title, chart.data)

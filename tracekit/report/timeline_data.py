@@ -20,7 +20,7 @@ from tracekit.analysis.primitives.categories import CATEGORIES, op_categories
 from tracekit.analysis.primitives.joins import op_launches
 from tracekit.analysis.primitives.selection import select
 from tracekit.analysis.primitives.step_window import step_rows
-from tracekit.analysis.ranges.phases import resolve
+from tracekit.analysis.ranges.phases import choose_phases
 from tracekit.analysis.waits.idle import gap_devices, idle_gaps
 from tracekit.analysis.waits.syncs import NO_RANGE, innermost_range
 from tracekit.model.memory import MemoryTrace
@@ -122,7 +122,7 @@ def _phase_rows(trace: Trace, phases: Sequence[str]) -> tuple[pd.DataFrame, list
     the phases found."""
     columns = {"pid": np.int64, "start": np.int64, "duration": np.int64, "name": object, "phase": np.int64}
     empty = pd.DataFrame({name: pd.Series(dtype=dtype) for name, dtype in columns.items()})
-    chosen = resolve(trace, phases).chosen if not trace.ranges.empty else ()
+    chosen = choose_phases(trace, phases).chosen if not trace.ranges.empty else ()
     if not chosen:
         return empty, []
     selection = select(trace, [spec for _, spec in chosen])

@@ -108,7 +108,7 @@ def protect_inputs(paths: list[Path]) -> None:
             protect(path)
 
 
-def labels_for(paths: list[Path]) -> list[str]:
+def input_labels(paths: list[Path]) -> list[str]:
     """A short, distinct name per input: the run folder's or the file's name without trace suffixes;
     the parent folder is added where two would read the same."""
 

@@ -83,7 +83,7 @@ def timeline(
     reserved memory becomes a counter track (a run folder's own is used without it)."""
     from tracekit.sources import open_trace
     from tracekit.sources.distinct import distinct_inputs
-    from tracekit.sources.input_paths import expand_inputs, labels_for, protect_inputs, rank_in_name
+    from tracekit.sources.input_paths import expand_inputs, input_labels, protect_inputs, rank_in_name
 
     if isinstance(inputs, (str, os.PathLike, Trace)):
         inputs = [inputs]
@@ -102,7 +102,7 @@ def timeline(
     protect_inputs(paths)
     loaders: list[Loader] = [
         (label, lambda path=path: open_trace(str(path)), lambda path=path: _snapshot(path, memory))
-        for label, path in zip(labels_for(paths), paths)
+        for label, path in zip(input_labels(paths), paths)
     ]
     loaders += [(Path(str(trace.meta.source)).name, lambda trace=trace: trace, lambda: _snapshot(None, memory))
                 for trace in opened]  # fmt: skip

@@ -11,7 +11,7 @@ from tracekit.analysis.advice.finding import CRITICAL_SHARE, INFO_SHARE, WARNING
 from tracekit.analysis.advice.idle_rules import idle_findings
 from tracekit.analysis.advice.kernel_rules import kernel_findings, unfused_optimizer
 from tracekit.analysis.advice.memory_rules import memory_findings
-from tracekit.analysis.critical_path.analysis import ops_table, steps_table, typical_path
+from tracekit.analysis.critical_path.analysis import steps_table, top_path_events, typical_path
 from tracekit.analysis.primitives.op_selection import kernel_mask
 from tracekit.errors import TracekitError
 from tracekit.model.memory import MemoryTrace
@@ -19,7 +19,7 @@ from tracekit.model.result import Result, Table
 from tracekit.model.trace import Trace
 
 
-def advise(
+def advise_trace(
     trace: Trace,
     options: AdviseOptions | None = None,
     snapshot: MemoryTrace | None = None,
@@ -82,5 +82,5 @@ def _critical_path(trace: Trace) -> tuple[list[Table], str]:
         return [], f"no critical path: {error}"
     return [
         Table("critical-path", steps_table([path]), "Critical path (HolisticTraceAnalysis's definition)"),
-        Table("critical-path-ops", ops_table([path], events, 5), "Most time on that critical path"),
+        Table("critical-path-ops", top_path_events([path], events, 5), "Most time on that critical path"),
     ], said

@@ -41,7 +41,7 @@ COMMAND = Command(
     "straggler rank, and a row per rank.",
     AdviseOptions,
     "traces",
-    run="tracekit.commands.advice:advise",
+    run="tracekit.commands.advice:advise_with_snapshot",
     part="tracekit.analysis.advice.many:advise_part",
     merger="tracekit.analysis.advice.many:AdviseMerger",
     title="advice",

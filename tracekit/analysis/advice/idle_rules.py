@@ -150,7 +150,7 @@ def _launch_bound_finding(trace: Trace, gaps: pd.DataFrame, rows: np.ndarray, me
                           origin: int) -> Finding:  # fmt: skip
     device, idle = _worst_gpu(gaps, rows)
     on_device = rows & (gaps["device"].to_numpy() == device)
-    ops = int((trace.gpu_ops["device"].to_numpy() == device).sum())
+    op_count = int((trace.gpu_ops["device"].to_numpy() == device).sum())
     launches = op_launches(trace)
     chosen = np.flatnonzero(on_device)
     where = _thread_ranges(trace, launches, gaps["Next Op"].to_numpy(np.int64)[chosen],
@@ -166,7 +166,7 @@ def _launch_bound_finding(trace: Trace, gaps: pd.DataFrame, rows: np.ndarray, me
     )  # fmt: skip
     return Finding(
         "launch-bound",
-        f"cuda:{device} ran {ops:,} GPU ops of median {median_op / 1000:,.1f} us with {int(on_device.sum()):,} gaps "
+        f"cuda:{device} ran {op_count:,} GPU ops of median {median_op / 1000:,.1f} us with {int(on_device.sum()):,} gaps "
         f"under {OVERHEAD_MAX_NS / 1000:g} us between them: {ms(idle)} idle waiting for the next launch",
         idle,
         f"upper bound: the short gaps' idle on cuda:{device} (CUDA graphs remove most launch gaps)",

@@ -36,9 +36,9 @@ STRAGGLER_FIX = (
 
 def advise_part(trace: Trace, part: Part, options: AdviseOptions, limit: int) -> Part:
     """One input's findings, evidence and figures for the comparison."""
-    from tracekit.analysis.advice.advise import advise
+    from tracekit.analysis.advice.advise import advise_trace
 
-    result = advise(trace, options)
+    result = advise_trace(trace, options)
     kernel_mask(trace, "all")
     ops = trace.gpu_ops
     communication, hidden = overlap_of(ops, np.ones(len(ops), dtype=bool))

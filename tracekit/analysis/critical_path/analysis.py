@@ -177,7 +177,7 @@ def critical_path(trace: Trace, options: CriticalPathOptions | None = None) -> R
     options = options or CriticalPathOptions()
     paths, events = step_paths(trace, options)
     tables = [Table("steps", steps_table(paths), f"Critical path per step: {trace.name}"),
-              Table("ops", ops_table(paths, events, options.top), "Most time on the critical path")]  # fmt: skip
+              Table("ops", top_path_events(paths, events, options.top), "Most time on the critical path")]  # fmt: skip
     if len(paths) == 1:
         tables.append(Table("path", segments_table(paths[0], events), f"The path of {paths[0].label}, in order"))
     return Result(tables, notes=_notes(trace, events, options))
@@ -201,7 +201,7 @@ def _names(events: Events, rows: np.ndarray) -> np.ndarray:
     return np.asarray(events.names, dtype=object)[events.name[rows]]
 
 
-def ops_table(paths: list[StepPath], events: Events, top: int) -> pd.DataFrame:
+def top_path_events(paths: list[StepPath], events: Events, top: int) -> pd.DataFrame:
     """The events with most time on the paths, by name and bound: time, share of the paths, count (by
     time, then name; equal ones in the order they first come on the paths)."""
     event, bound, weight = (np.concatenate([getattr(path, field) for path in paths]) if len(paths) > 1

@@ -55,7 +55,7 @@ class Phases:
     note: str | None = None
 
 
-def resolve(trace: Trace, phases: Sequence[str] | None, domain: str | None = None, how: str = "") -> Phases:
+def choose_phases(trace: Trace, phases: Sequence[str] | None, domain: str | None = None, how: str = "") -> Phases:
     """The phases of ``trace``: found by name when ``phases`` are the default (None too); else each
     given spec as it is, but for a phase's word itself ("forward", "backward", "optimizer",
     "zero_grad"), which names the ranges finding would take for it ("## forward ##" where the trace

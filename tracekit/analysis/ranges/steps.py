@@ -26,7 +26,7 @@ from tracekit.analysis.primitives.intervals import merge_intervals
 from tracekit.analysis.primitives.joins import op_launches
 from tracekit.analysis.primitives.selection import select
 from tracekit.analysis.primitives.step_window import step_labels, step_of, step_rows
-from tracekit.analysis.ranges.phases import Phases, resolve
+from tracekit.analysis.ranges.phases import Phases, choose_phases
 from tracekit.analysis.ranges.steps_command import StepsOptions
 from tracekit.errors import UsageError
 from tracekit.model.options import named
@@ -70,7 +70,7 @@ def step_table(trace: Trace, options: StepsOptions | None = None, outlier_mads: 
             busy = np.pad(busy, (0, count - len(busy)))
             table[f"cuda:{int(device)} Busy (ns)"] = busy
             table[f"cuda:{int(device)} Idle (ns)"] = np.maximum(_gpu_windows(start, end, step, count) - busy, 0)
-    phases = resolve(trace, options.phases, how=named("phases")) if options.phases else Phases(())
+    phases = choose_phases(trace, options.phases, how=named("phases")) if options.phases else Phases(())
     unmatched: list[str] = []
     selection = select(trace, [spec for _, spec in phases.chosen]) if phases.chosen else None
     for phase, spec in phases.chosen:

@@ -40,15 +40,15 @@ KERNEL_LAUNCH = re.compile(r"(cuda.*LaunchKernel)|(cuLaunchKernel)|(^runFunction
 ATEN = "aten::"
 
 
-def op_kernels(trace: Trace, name: str = "short", drop_last_step: bool = False) -> pd.DataFrame:
+def operator_kernels(trace: Trace, name: str = "short", drop_last_step: bool = False) -> pd.DataFrame:
     """Per kernel launch call that an operator covers: thread, operator (name, start, its row in
     ``ranges``), call start, kernel (its ``name``: "short" or "demangled"; start, duration), in call order."""
-    calls, ops = trace.launches, trace.gpu_ops
+    calls, gpu_ops = trace.launches, trace.gpu_ops
     launches = op_launches(trace)
     names = calls["name"].cat.categories
     launching = np.asarray([KERNEL_LAUNCH.search(str(name)) is not None for name in names], dtype=bool)
     window = launched_before_last_step(trace)[0] if drop_last_step else None
-    kernel_rows = np.flatnonzero(launches.found & (ops["kind"] == "kernel").to_numpy()
+    kernel_rows = np.flatnonzero(launches.found & (gpu_ops["kind"] == "kernel").to_numpy()
                                  & (window if window is not None else True))  # fmt: skip
     call_rows = launches.row[kernel_rows]
     keep = launching[calls["name"].cat.codes.to_numpy()[call_rows]]
@@ -58,7 +58,7 @@ def op_kernels(trace: Trace, name: str = "short", drop_last_step: bool = False) 
     operator = _covering_operator(trace.ranges, calls, call_rows)
     found = operator >= 0
     ranges = trace.ranges
-    kernel_names = ops["short_name" if name == "short" else "name"]
+    kernel_names = gpu_ops["short_name" if name == "short" else "name"]
     range_names = ranges["name"].cat.categories
     shown_codes, shown = pd.factorize(np.asarray([shown_op_name(str(text)) for text in range_names],
                                                  dtype=object))  # fmt: skip
@@ -74,8 +74,8 @@ def op_kernels(trace: Trace, name: str = "short", drop_last_step: bool = False) 
         "op_row": row_of,
         "call_start": calls["start"].to_numpy()[call_rows[found]],
         "kernel": kernels,
-        "kernel_start": ops["start"].to_numpy()[kernel_rows[found]],
-        "kernel_duration": ops["duration"].to_numpy()[kernel_rows[found]],
+        "kernel_start": gpu_ops["start"].to_numpy()[kernel_rows[found]],
+        "kernel_duration": gpu_ops["duration"].to_numpy()[kernel_rows[found]],
     })  # fmt: skip
 
 
@@ -99,11 +99,11 @@ def _sequences(launched: pd.DataFrame, instances: np.ndarray) -> np.ndarray:
     return pd.Series(texts[sequence_id], index=groups).reindex(instances).to_numpy()
 
 
-def ops_table(trace: Trace, options: OpsOptions | None = None) -> Result:
+def kernels_per_operator(trace: Trace, options: OpsOptions | None = None) -> Result:
     """Per operator: its kernels, their time and the delays to its first kernel (see the module docstring)."""
     options = options or OpsOptions()
     kernel_mask(trace, "all")  # a trace without GPU work (a CPU run): say so, and how to capture it
-    launched = op_kernels(trace, options.name, options.drop_last_step)
+    launched = operator_kernels(trace, options.name, options.drop_last_step)
     if launched.empty:
         raise NoGpuDataError(f"{trace.name}: no kernel launch call inside an aten:: operator (torch.profiler's CPU "
                              "operators, or emit_nvtx ranges in an nsys export)")  # fmt: skip
