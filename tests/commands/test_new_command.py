@@ -1,5 +1,5 @@
 """A command is one module: a toy command declared in one new module of another package (installed as an
-entry point of ``tracekit.commands``) is a command of ``tracekit --help``, the function ``tracekit.toy``,
+entry point of ``tracekit.commands``) is a command of ``tracekit --help``, the API function ``toy``,
 a many-input command on the process pool, and a section of ``tracekit report``, with no file of
 tracekit changed. The checks run in fresh interpreters, which find the package on their path."""
 

@@ -119,7 +119,7 @@ def capture(options: CaptureOptions) -> Capture:
     install nsys) and CaptureError (nsys wrote no report, Ctrl-C, the workload failed, ...).
 
     The run is recorded into a hidden sibling folder and moved into place at the end, whatever the
-    outcome (``runs.NewRun``); messages name the folder where it ends up."""
+    outcome (``run_folder.NewRun``); messages name the folder where it ends up."""
     started = time.monotonic()
     nsys = nsys_tool.find_nsys(options.nsys)
     config = options.run
@@ -150,7 +150,7 @@ def capture(options: CaptureOptions) -> Capture:
 
 
 def name_final_folder(run: Run, partial: Path) -> None:
-    """After ``runs.NewRun.publish``: run.json names the folder the run was published as (a default name may have gained a suffix), and
+    """After ``run_folder.NewRun.publish``: run.json names the folder the run was published as (a default name may have gained a suffix), and
     nsys.log the files where they are now, not in the hidden folder they were recorded in."""
     if run.manifest and run.manifest.get("name") != run.folder.name:
         run.write_manifest({**run.manifest, "name": run.folder.name})

@@ -12,7 +12,7 @@ from tracekit.errors import TracekitError
 
 
 def kernels_ahead(path: str | Path, options: KernelsOptions) -> None:
-    """Start reading the GPU-op columns ``kernels`` with ``options`` uses (``sources.read_ahead``)."""
+    """Start reading the GPU-op columns ``kernels`` with ``options`` uses (``sources.nsys.read_ahead``)."""
     from tracekit.sources import trace_file
     from tracekit.sources.nsys.read_ahead import read_gpu_ops_ahead
 

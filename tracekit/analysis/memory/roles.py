@@ -191,7 +191,7 @@ SPLIT_ROLES = ("parameters", "optimizer state", "gradients", "optimizer state or
 
 def role_bytes(trace: MemoryTrace, memory: DeviceMemory, rows: pd.DataFrame) -> tuple[np.ndarray, BeforeTrace]:
     """Bytes per role (columns in ``ROLES`` order) of each allocation in ``rows`` (rows of
-    ``memory.allocations``), by the module's rules; and how the memory from before the trace split."""
+    ``DeviceMemory.allocations``), by the module's rules; and how the memory from before the trace split."""
     everything = memory.allocations
     before_all = everything.loc[everything["before_trace"].to_numpy()]
     split = split_before_trace(asked_sizes(before_all), optimizer_of(trace),

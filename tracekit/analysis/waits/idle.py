@@ -85,7 +85,7 @@ def idle_gaps(
 ) -> pd.DataFrame:
     """Every idle gap of every device (or stream): GPU, [Stream,] Start (ns), Idle (ns), Cause, and the
     positions in ``trace.gpu_ops`` of the op before the gap and the op that ends it (Previous Op, Next
-    Op). ``window`` (a mask of GPU ops, ``kernel_types.launched_before_last_step``) keeps only those ops.
+    Op). ``window`` (a mask of GPU ops, ``step_window.launched_before_last_step``) keeps only those ops.
     Without a window, computed once per trace for each choice of options (a report asks for them in its
     idle table and again for its timeline); callers get a frame of their own to change."""
     if window is None:
