@@ -144,9 +144,10 @@ def test_breakdown_equals_kernels_by_category_on_real_exports(shared_traces, exp
             share = table.loc[phase].get(f"{category} (%)", 0.0)
             assert share == row["Time (%)"], (phase, category)
         assert everything.loc[phase, "GPU Op Time (ns)"] == (
-            table.loc[phase, "Kernel Time (ns)"] + table.loc[phase, "Memcpy Time (ns)"]
+            table.loc[phase, "Kernel Time (ns)"]
+            + table.loc[phase, "Memcpy Time (ns)"]
             + table.loc[phase, "Memset Time (ns)"]
-        )  # fmt: skip
+        )
     whole = table.loc["(whole trace)"]
     kernels = (ops["kind"] == "kernel").to_numpy()
     assert whole["Kernel Time (ns)"] == int(ops["duration"].to_numpy()[kernels].sum())
@@ -255,8 +256,14 @@ def test_phases_are_found_by_the_names_traces_use(tmp_path):
     result = phase_breakdown(open_trace(b.write(tmp_path / "ddp.sqlite")))
     table = result["breakdown"]
     assert table[["Phase", "Instances", "Kernel Time (ns)"]].values.tolist() == [
-        ["forward", 1, 100], ["backward", 1, 300], ["optimizer", 1, 50], ["zero_grad", 1, 10],
-        ["(whole trace)", 1, 460]]  # fmt: skip
+        ["forward", 1, 100],
+        ["backward", 1, 300],
+        ["optimizer", 1, 50],
+        ["zero_grad", 1, 10],
+        ["(whole trace)", 1, 460],
+    ]
     (note,) = result.notes
-    assert note.startswith("phases found by their range names: forward = '## forward ##', backward = 'backward pass', "
-                           "optimizer = 'Optimizer.step#SGD.step', zero_grad = 'Optimizer.zero_grad#*'")  # fmt: skip
+    assert note.startswith(
+        "phases found by their range names: forward = '## forward ##', backward = 'backward pass', "
+        "optimizer = 'Optimizer.step#SGD.step', zero_grad = 'Optimizer.zero_grad#*'"
+    )

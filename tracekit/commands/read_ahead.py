@@ -18,8 +18,9 @@ def kernels_ahead(path: str | Path, options: KernelsOptions) -> None:
 
     if options.name not in NAME_COLUMNS:
         return
-    columns = command_columns(options.by, options.name, options.by_launch_config, bool(options.ranges),
-                              options.drop_last_step)  # fmt: skip
+    columns = command_columns(
+        options.by, options.name, options.by_launch_config, bool(options.ranges), options.drop_last_step
+    )
     try:
         if columns is not None:
             read_gpu_ops_ahead(trace_file(path), columns)

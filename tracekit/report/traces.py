@@ -107,9 +107,12 @@ def write_report(
         if html:
             from tracekit.report.timeline_data import timeline_data
 
-            timelines = [timeline_data(trace, f"{label} ({name}): {path}" if label else str(path),
-                                       _readable_snapshot(path), choice.phases)
-                         for label, name, path, trace in zip(labels, input_labels(paths), paths, traces)]  # fmt: skip
+            timelines = [
+                timeline_data(
+                    trace, f"{label} ({name}): {path}" if label else str(path), _readable_snapshot(path), choice.phases
+                )
+                for label, name, path, trace in zip(labels, input_labels(paths), paths, traces)
+            ]
             document.write_html(staging / "report.html", f"tracekit report: {report_name(paths)}", timelines)
 
     # refused before any picture is drawn when the folder holds anything but a previous report (or an input);
@@ -252,8 +255,10 @@ def _advice_section(section: Document, source: str, trace: Trace) -> None:
         path = advice.table("critical-path")
         label = str(path["Step"].iloc[0])
         critical = CriticalPathOptions(step=None if label == WHOLE_TRACE else label)
-        section.text("The critical path of a typical step (the chain of dependent work that decides its time, as "
-                     "HolisticTraceAnalysis defines it), by what bounds it:")  # fmt: skip
+        section.text(
+            "The critical path of a typical step (the chain of dependent work that decides its time, as "
+            "HolisticTraceAnalysis defines it), by what bounds it:"
+        )
         section.table(path, command_line("critical-path", [source], critical, "ms"))
     said = next((note for note in advice.notes if note.startswith(("the critical path", "no critical path"))), None)
     if said:
@@ -378,8 +383,10 @@ def _memory_section(section: Document, snapshot: Path) -> None:
     section.text("What holds the memory at the peak:")
     section.table(memory.table("holders"), command_line("memory", source, MemoryOptions(by="frame")))
     section.text("Largest allocations live at the peak:")
-    section.table(memory.table("allocations").drop(columns=["Stack"]),
-                  command_line("memory", source, MemoryOptions(top=TOP_MEMORY)))  # fmt: skip
+    section.table(
+        memory.table("allocations").drop(columns=["Stack"]),
+        command_line("memory", source, MemoryOptions(top=TOP_MEMORY)),
+    )
 
 
 def _readable_snapshot(path: Path):

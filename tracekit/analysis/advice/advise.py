@@ -57,7 +57,7 @@ def advise_trace(
             [f"no findings: nothing in this trace costs more than {INFO_SHARE:g} % of its span by these rules"]
             if table.empty
             else []
-        ),  # fmt: skip
+        ),
         critical_note,
         *(f"nsys rule {rule}: nothing found" for rule, rows in rules.items() if rows.empty),
         *([f"memory findings from {snapshot.source}"] if snapshot is not None else []),
@@ -65,12 +65,18 @@ def advise_trace(
         *trace.warnings,
     ]
     return Result(
-        [Table("findings", table, f"What to fix first: {trace.name}", cards=3),
-         Table("evidence", proof, "Evidence, by finding (Start from the first GPU op)"), *critical,
-         *(Table(rule, rows, f"nsys rule {rule}: {nsys_rules.TITLES[rule].format(**titles)}")
-           for rule, rows in rules.items() if len(rows))],
+        [
+            Table("findings", table, f"What to fix first: {trace.name}", cards=3),
+            Table("evidence", proof, "Evidence, by finding (Start from the first GPU op)"),
+            *critical,
+            *(
+                Table(rule, rows, f"nsys rule {rule}: {nsys_rules.TITLES[rule].format(**titles)}")
+                for rule, rows in rules.items()
+                if len(rows)
+            ),
+        ],
         notes,
-    )  # fmt: skip
+    )
 
 
 def _critical_path(trace: Trace) -> tuple[list[Table], str]:

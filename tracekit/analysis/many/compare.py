@@ -85,9 +85,11 @@ class CompareMerger:
         chart = table.loc[:, [column, PHASE, PER_INSTANCE] + [f"{CATEGORIES[index]} (%)" for index in kept]]
         table = table.drop(columns=[f"{category} (ns)" for category in CATEGORIES])
         if table[total].sum() > 0:
-            self.charts["compare"] = Chart("compare_bars", "Kernel time per phase instance, by category",
-                                           {"table": chart, "label": column,
-                                            "categories": [CATEGORIES[index] for index in kept]})  # fmt: skip
+            self.charts["compare"] = Chart(
+                "compare_bars",
+                "Kernel time per phase instance, by category",
+                {"table": chart, "label": column, "categories": [CATEGORIES[index] for index in kept]},
+            )
         return [Table("compare", table, "Phases x categories per run")], notes
 
     def _order(self, labels: dict[int, Any]) -> tuple[list[int], list[str]]:

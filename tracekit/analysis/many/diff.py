@@ -131,8 +131,13 @@ def compare_steps(a: Trace, b: Trace, step_range: str | None = None) -> pd.DataF
 
     first, second = (step_table(trace, StepsOptions(step_range=step_range)).frame for trace in (a, b))
     count = min(len(first), len(second))
-    table = pd.DataFrame({"Step": np.arange(count), "A Step": first["Step"].to_numpy()[:count],
-                          "B Step": second["Step"].to_numpy()[:count]})  # fmt: skip
+    table = pd.DataFrame(
+        {
+            "Step": np.arange(count),
+            "A Step": first["Step"].to_numpy()[:count],
+            "B Step": second["Step"].to_numpy()[:count],
+        }
+    )
     for column, label in ((WALL, "Wall"), (KERNEL_TIME, "Kernel Time")):
         if column not in first or column not in second:
             continue
@@ -150,8 +155,11 @@ def _notes_of(a: Trace, b: Trace, first: tuple[list[str], list[str]] = ([], []))
     A and B."""
     notes_a, notes_b = first[0] + a.warnings, first[1] + b.warnings
     both = [note for note in notes_a if note in notes_b]
-    return ([f"A and B: {note}" for note in both] + [f"A: {note}" for note in notes_a if note not in both]
-            + [f"B: {note}" for note in notes_b if note not in both])  # fmt: skip
+    return (
+        [f"A and B: {note}" for note in both]
+        + [f"A: {note}" for note in notes_a if note not in both]
+        + [f"B: {note}" for note in notes_b if note not in both]
+    )
 
 
 def trace_diff(
@@ -189,8 +197,10 @@ def trace_diff(
         table = compare_categories([a, b], phases, which_ops, same_thread, options.domain)
         name_a, name_b = labels or (a.name, b.name)
         tables.append(Table("categories", table, f"GPU time by phase and category: A={name_a}  B={name_b}"))
-        phase_said = (phase_notes(a, phases, options.domain, same_thread=same_thread),
-                      phase_notes(b, phases, options.domain, same_thread=same_thread))  # fmt: skip
+        phase_said = (
+            phase_notes(a, phases, options.domain, same_thread=same_thread),
+            phase_notes(b, phases, options.domain, same_thread=same_thread),
+        )
     if by in (None, "kernel"):
         tables.append(Table("kernels", compare_kernels([a, b], top, which_ops=which_ops), "Kernels that changed most"))
     if by is None and snapshots is not None:

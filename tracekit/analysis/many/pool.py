@@ -70,8 +70,9 @@ def read_part(
 
             module, _, function = part.partition(":")
             trace = open_trace(source)
-            return getattr(importlib.import_module(module), function)(trace, new_part(source, label, trace), options,
-                                                                      limit)  # fmt: skip
+            return getattr(importlib.import_module(module), function)(
+                trace, new_part(source, label, trace), options, limit
+            )
     except TracekitError as error:
         return Failure(source, str(error))
     except MemoryError:
@@ -133,8 +134,10 @@ def read_many(
                 if progress:
                     progress(done, len(tasks))
     except Interrupted as interruption:
-        raise TracekitError(f"interrupted ({interruption.name}): {len(accumulator.parts) + len(accumulator.failures)} of "
-                            f"{len(tasks)} inputs finished; the rest were cancelled") from None  # fmt: skip
+        raise TracekitError(
+            f"interrupted ({interruption.name}): {len(accumulator.parts) + len(accumulator.failures)} of "
+            f"{len(tasks)} inputs finished; the rest were cancelled"
+        ) from None
     finally:
         runner.close()  # stops the workers now (the generator's cleanup), not when it is collected
     if not accumulator.parts:

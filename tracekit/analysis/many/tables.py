@@ -234,8 +234,11 @@ class BreakdownMerger:
 
     def add(self, index: int, pieces: dict[str, Any]) -> None:
         gpus = pieces["gpus"].assign(GPUs=1)
-        for name, frame, keys in (("times", pieces["times"], [PHASE]), ("gpus", gpus, [PHASE]),
-                                  ("copies", pieces["copies"], [PHASE, "Operation"])):  # fmt: skip
+        for name, frame, keys in (
+            ("times", pieces["times"], [PHASE]),
+            ("gpus", gpus, [PHASE]),
+            ("copies", pieces["copies"], [PHASE, "Operation"]),
+        ):
             numeric = frame.drop(columns=[column for column in ("GPU", "Idle (%)") if column in frame])
             stacked = pd.concat([f for f in (self.sums.get(name), numeric) if f is not None], ignore_index=True)
             self.sums[name] = cast(pd.DataFrame, stacked.groupby(keys, sort=False, as_index=False).sum())
@@ -248,10 +251,28 @@ class BreakdownMerger:
             busy, span, idle = (int(record[column]) for column in ("Busy (ns)", "Span (ns)", "Idle (ns)"))
             count = int(record["GPUs"])
             share = idle * 100.0 / span if span else 0.0
-            rows.append({PHASE: record[PHASE], "GPU": SUM, "GPUs": count, "Busy (ns)": busy, "Span (ns)": span,
-                         "Idle (ns)": idle, "Idle (%)": share})  # fmt: skip
-            rows.append({PHASE: record[PHASE], "GPU": MEAN, "GPUs": count, "Busy (ns)": busy / count,
-                         "Span (ns)": span / count, "Idle (ns)": idle / count, "Idle (%)": share})  # fmt: skip
+            rows.append(
+                {
+                    PHASE: record[PHASE],
+                    "GPU": SUM,
+                    "GPUs": count,
+                    "Busy (ns)": busy,
+                    "Span (ns)": span,
+                    "Idle (ns)": idle,
+                    "Idle (%)": share,
+                }
+            )
+            rows.append(
+                {
+                    PHASE: record[PHASE],
+                    "GPU": MEAN,
+                    "GPUs": count,
+                    "Busy (ns)": busy / count,
+                    "Span (ns)": span / count,
+                    "Idle (ns)": idle / count,
+                    "Idle (%)": share,
+                }
+            )
         tables = [
             Table("breakdown", table, f"GPU time by phase and category ({time_column(self.which_ops)} summed)"),
             Table("gpus", pd.DataFrame(rows), "Busy and idle time of every GPU of every input"),

@@ -78,14 +78,19 @@ def _phase_intervals(
     """``phase_intervals`` of the (label, spec) pairs ``chosen``, once per trace and choice (read-only)."""
     trace.need("gpu_ops", BREAKDOWN_COLUMNS)  # the ops' columns load beside the ranges: only these
     selection = select(trace, [spec for _, spec in chosen], load_too=["gpu_ops", "launches"], domain=domain)
-    return {label: (selection.of(spec)["start"].to_numpy(), interval_of_ops(trace, selection.of(spec), same_thread))
-            for label, spec in chosen}  # fmt: skip
+    return {
+        label: (selection.of(spec)["start"].to_numpy(), interval_of_ops(trace, selection.of(spec), same_thread))
+        for label, spec in chosen
+    }
 
 
 def phases_with_whole(
-    trace: Trace, phases: Sequence[str] | None, same_thread: bool, domain: str | None = None,
+    trace: Trace,
+    phases: Sequence[str] | None,
+    same_thread: bool,
+    domain: str | None = None,
     drop_last_step: bool = False,
-) -> list[tuple[str, int, np.ndarray]]:  # fmt: skip
+) -> list[tuple[str, int, np.ndarray]]:
     """(phase, instances, interval per op) for each phase that has instances, then the whole trace as
     one instance (a phase that matches nothing is left out, and ``phase_notes`` says so). UsageError
     when phases were given and none matched. ``drop_last_step``: ops launched after the last
@@ -168,8 +173,12 @@ def breakdown_times(
         inside = interval >= 0
         chosen = inside & counted
         by_category = np.bincount(categories[chosen], minlength=len(CATEGORIES), weights=durations[chosen])
-        row = {PHASE: phase, "Instances": instances, count_column(which_ops): int(chosen.sum()),
-               time_column(which_ops): int(durations[chosen].sum())}  # fmt: skip
+        row = {
+            PHASE: phase,
+            "Instances": instances,
+            count_column(which_ops): int(chosen.sum()),
+            time_column(which_ops): int(durations[chosen].sum()),
+        }
         for name in ("memcpy", "memset"):
             mine = inside & (kind == name)
             row[f"{name.capitalize()} Time (ns)"] = int(durations[mine].sum())
@@ -232,9 +241,12 @@ def copy_table(
         if not mine.any():
             continue
         frame = pd.DataFrame(
-            {"name": names[mine], "duration": gpu_ops["duration"].to_numpy()[mine],
-             "bytes": gpu_ops["bytes"].to_numpy()[mine]}
-        )  # fmt: skip
+            {
+                "name": names[mine],
+                "duration": gpu_ops["duration"].to_numpy()[mine],
+                "bytes": gpu_ops["bytes"].to_numpy()[mine],
+            }
+        )
         for name, group in frame.groupby("name", sort=True):
             operation = str(name).strip("[]").removeprefix("CUDA ")
             rows.append((phase, operation, len(group), int(group["duration"].sum()), group["bytes"].sum() / MIB))

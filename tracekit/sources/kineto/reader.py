@@ -125,8 +125,10 @@ class _Tables:
         notes = []
         if columns.malformed:
             count = columns.malformed
-            notes.append(f"{count:,} event{'s' if count != 1 else ''} could not be read (fields of the wrong type, "
-                         "text that is not UTF-8, or nesting too deep) and were left out")  # fmt: skip
+            notes.append(
+                f"{count:,} event{'s' if count != 1 else ''} could not be read (fields of the wrong type, "
+                "text that is not UTF-8, or nesting too deep) and were left out"
+            )
         if not _readable_tail(skeleton):
             notes.append("the text after the events is damaged or cut short: the metadata there was not read")
         if notes:
