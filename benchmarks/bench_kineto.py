@@ -73,8 +73,9 @@ def measure(command: list[str], env: dict | None = None) -> tuple[float, float, 
     import psutil  # pyright: ignore[reportMissingModuleSource]  (a benchmark dependency)
 
     started = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               env={**os.environ, **(env or {})})  # fmt: skip
+    process = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, **(env or {})}
+    )
     tree_peak = 0
     watched = psutil.Process(process.pid)
     while True:

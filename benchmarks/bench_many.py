@@ -54,8 +54,18 @@ def measure(folder: Path, options: list[str], cache: bool) -> tuple[float, float
 
     env = {**os.environ, "TRACEKIT_CACHE": "1" if cache else "0"}
     with tempfile.TemporaryDirectory() as out:
-        command = [sys.executable, "-c", PROBE, "kernels", str(folder), "--format", "csv", "-o", f"{out}/k.csv",
-                   *options]  # fmt: skip
+        command = [
+            sys.executable,
+            "-c",
+            PROBE,
+            "kernels",
+            str(folder),
+            "--format",
+            "csv",
+            "-o",
+            f"{out}/k.csv",
+            *options,
+        ]
         process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         root = psutil.Process(process.pid)
         worker = tree = 0.0
@@ -98,12 +108,16 @@ def main() -> None:
         runs = [measure(folder, options, cache) for _ in range(1 if cache else args.repeat)]
         wall = min(run[0] for run in runs)
         client, worker, tree = (max(run[index] for run in runs) for index in (1, 2, 3))
-        print(f"| {label} | {wall:.1f} | {wall / args.copies:.2f} | {client:.0f} | {worker:.0f} | {tree:.0f} |",
-              flush=True)  # fmt: skip
+        print(
+            f"| {label} | {wall:.1f} | {wall / args.copies:.2f} | {client:.0f} | {worker:.0f} | {tree:.0f} |",
+            flush=True,
+        )
     started = time.perf_counter()
     single = measure(args.export.parent / "many" / "rank0.sqlite", [], False)
-    print(f"\none file alone (`tracekit kernels rank0.sqlite`, in-process): {single[0]:.2f} s, "
-          f"{single[1]:.0f} MB ({time.perf_counter() - started:.1f} s with interpreter start)")  # fmt: skip
+    print(
+        f"\none file alone (`tracekit kernels rank0.sqlite`, in-process): {single[0]:.2f} s, "
+        f"{single[1]:.0f} MB ({time.perf_counter() - started:.1f} s with interpreter start)"
+    )
     for cache in folder.glob("*.tracekit-cache"):
         shutil.rmtree(cache)
 

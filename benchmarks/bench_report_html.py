@@ -50,8 +50,10 @@ def main() -> None:
             zoom = page.evaluate("""() => { const t = tracekit.timelines[0], s = performance.now();
                 t.zoomTo(t.extent[1] / 2, t.extent[1] / 2 + t.extent[1] / 100); return performance.now() - s; }""")
             count = page.evaluate("tracekit.timelines[0].count")
-            print(f"drawn and interactive {ready:.2f} s after navigation; a zoom redraws in {zoom:.0f} ms; "
-                  f"{count:,} ops; page errors: {len(errors)}")  # fmt: skip
+            print(
+                f"drawn and interactive {ready:.2f} s after navigation; a zoom redraws in {zoom:.0f} ms; "
+                f"{count:,} ops; page errors: {len(errors)}"
+            )
             page.close()
         browser.close()
 

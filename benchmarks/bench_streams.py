@@ -43,20 +43,38 @@ def frames(ops: int, streams: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     start = index * 1_000 + 500
     name = pd.Categorical(names)
     zero = np.zeros(ops, dtype=np.int32)
-    gpu_ops = pd.DataFrame({
-        "start": start, "end": start + 300, "duration": np.full(ops, 300, dtype=np.int64),
-        "kind": pd.Categorical(np.where(copy, "memcpy", "kernel"), categories=["kernel", "memcpy", "memset"]),
-        "name": name, "short_name": pd.Categorical([text.split("<")[0].split("(")[0] for text in names]),
-        "device": np.zeros(ops, dtype=np.int16), "stream": (7 + index % streams).astype(np.int32),
-        "correlation_id": index + 1, "pid": np.full(ops, 100, dtype=np.int32),
-        "grid_x": zero + 1, "grid_y": zero + 1, "grid_z": zero + 1, "block_x": zero + 128, "block_y": zero + 1,
-        "block_z": zero + 1, "bytes": np.where(copy, 1 << 20, 0).astype(np.int64),
-    })  # fmt: skip
-    launches = pd.DataFrame({
-        "start": index * 1_000, "end": index * 1_000 + 5, "duration": np.full(ops, 5, dtype=np.int64),
-        "name": pd.Categorical(np.where(copy, "cudaMemcpyAsync_v3020", "cudaLaunchKernel_v7000")),
-        "correlation_id": index + 1, "pid": np.full(ops, 100, dtype=np.int64), "tid": np.full(ops, 100, dtype=np.int64),
-    })  # fmt: skip
+    gpu_ops = pd.DataFrame(
+        {
+            "start": start,
+            "end": start + 300,
+            "duration": np.full(ops, 300, dtype=np.int64),
+            "kind": pd.Categorical(np.where(copy, "memcpy", "kernel"), categories=["kernel", "memcpy", "memset"]),
+            "name": name,
+            "short_name": pd.Categorical([text.split("<")[0].split("(")[0] for text in names]),
+            "device": np.zeros(ops, dtype=np.int16),
+            "stream": (7 + index % streams).astype(np.int32),
+            "correlation_id": index + 1,
+            "pid": np.full(ops, 100, dtype=np.int32),
+            "grid_x": zero + 1,
+            "grid_y": zero + 1,
+            "grid_z": zero + 1,
+            "block_x": zero + 128,
+            "block_y": zero + 1,
+            "block_z": zero + 1,
+            "bytes": np.where(copy, 1 << 20, 0).astype(np.int64),
+        }
+    )
+    launches = pd.DataFrame(
+        {
+            "start": index * 1_000,
+            "end": index * 1_000 + 5,
+            "duration": np.full(ops, 5, dtype=np.int64),
+            "name": pd.Categorical(np.where(copy, "cudaMemcpyAsync_v3020", "cudaLaunchKernel_v7000")),
+            "correlation_id": index + 1,
+            "pid": np.full(ops, 100, dtype=np.int64),
+            "tid": np.full(ops, 100, dtype=np.int64),
+        }
+    )
     return gpu_ops, launches
 
 
@@ -84,8 +102,11 @@ def main() -> None:
         on_one = seconds(COMMANDS[label], *one, arguments.repeat)
         on_many = seconds(COMMANDS[label], *many, arguments.repeat)
         first, second = statistics.median(on_one), statistics.median(on_many)
-        print(f"| {label} | {first:.3f} ({min(on_one):.3f}-{max(on_one):.3f}) | {second:.3f} "
-              f"({min(on_many):.3f}-{max(on_many):.3f}) | {second / first:.2f} |", flush=True)  # fmt: skip
+        print(
+            f"| {label} | {first:.3f} ({min(on_one):.3f}-{max(on_one):.3f}) | {second:.3f} "
+            f"({min(on_many):.3f}-{max(on_many):.3f}) | {second / first:.2f} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

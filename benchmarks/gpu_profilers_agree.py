@@ -42,13 +42,17 @@ def main() -> int:
             kernels = ops.loc[ops["kind"] == "kernel"]
             tables[profiler] = kernels.groupby(kernels["name"].astype(str))["duration"].agg(["count", "sum"])
         nsys, torch = tables["nsys"], tables["torch"]
-        print(f"kernels: {len(nsys)} names, {int(nsys['count'].sum())} instances under nsys; "
-              f"{len(torch)} names, {int(torch['count'].sum())} instances under torch.profiler")  # fmt: skip
+        print(
+            f"kernels: {len(nsys)} names, {int(nsys['count'].sum())} instances under nsys; "
+            f"{len(torch)} names, {int(torch['count'].sum())} instances under torch.profiler"
+        )
         same = nsys.index.equals(torch.index.sort_values()) and (nsys["count"] == torch.loc[nsys.index, "count"]).all()
         total_nsys, total_torch = nsys["sum"].sum() / 1e6, torch["sum"].sum() / 1e6
         difference = abs(total_nsys - total_torch) / max(total_nsys, 1e-9)
-        print(f"total kernel time: nsys {total_nsys:.2f} ms, torch.profiler {total_torch:.2f} ms "
-              f"(difference {100 * difference:.1f} %)")  # fmt: skip
+        print(
+            f"total kernel time: nsys {total_nsys:.2f} ms, torch.profiler {total_torch:.2f} ms "
+            f"(difference {100 * difference:.1f} %)"
+        )
         ok = same and difference <= 0.10
         print("OK" if ok else "DIFFERENT: see above")
         return 0 if ok else 1

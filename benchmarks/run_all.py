@@ -162,36 +162,76 @@ def works(inputs: dict[str, Path], hta: bool) -> list[Work]:
 
     one, ten, ranges = inputs["kernels_1m"], inputs["kernels_10m"], inputs["ranges_1m"]
     rows = [
-        Work("kernel summary, 1M kernels, first read", [TRACEKIT, "kernels", str(one), "--format", "csv"],
-             nsys_stats("gpukernsum", one), "nsys stats -r gpukernsum", "<= 0.4x time, <= 1.5x memory",
-             before=[cache_of(one)]),
-        Work("kernel summary, 1M kernels, cached", [TRACEKIT, "kernels", str(one), "--format", "csv"],
-             nsys_stats("gpukernsum", one), "nsys stats -r gpukernsum", "-"),
-        Work("kernel summary, 10M kernels, first read", [TRACEKIT, "kernels", str(ten), "--format", "csv"],
-             nsys_stats("gpukernsum", ten), "nsys stats -r gpukernsum", "<= 0.4x time, <= 1x memory",
-             before=[cache_of(ten)]),
-        Work("kernel summary, 10M kernels, cached", [TRACEKIT, "kernels", str(ten), "--format", "csv"],
-             None, "-", "< 1.5 s"),
-        Work("NVTX ranges, 4.9M ranges, first read", [TRACEKIT, "ranges", str(ranges), "--format", "csv"],
-             nsys_stats("nvtxsum", ranges), "nsys stats -r nvtxsum", "<= 0.33x time, <= 1x memory",
-             before=[cache_of(ranges)]),
-        Work("breakdown, 1M kernels + 4.9M ranges, first read",
-             [TRACEKIT, "breakdown", str(ranges), "--phases", PHASES, "--format", "csv"],
-             [TRACEKIT, "kernels", str(ranges), "--format", "csv"], "tracekit kernels, first read",
-             "<= 1.5x kernels", before=[cache_of(ranges)]),
-        Work("timeline (Chrome trace events), 1M kernels, first read",
-             [TRACEKIT, "timeline", str(one), "-o", str(one.with_name("timeline_1m.json"))],
-             [TRACEKIT, "kernels", str(one), "--format", "csv"], "tracekit kernels, first read",
-             "<= 2x kernels", before=[cache_of(one)]),
-        Work("critical path, whole trace (no steps), 1M kernels + 1.7M API calls + 4.9M ranges, cached",
-             [TRACEKIT, "critical-path", str(ranges), "--format", "csv"],
-             [TRACEKIT, "kernels", str(ranges), "--format", "csv"], "tracekit kernels, cached",
-             "<= 5x kernels, a few GB"),
-        Work("memory snapshot, 1M entries", [TRACEKIT, "memory", str(inputs["snapshot"]), "--format", "csv"],
-             [PYTHON, "-m", "torch.cuda._memory_viz", "stats", str(inputs["snapshot"])],
-             "torch _memory_viz stats", "<= 0.6x time, <= 1x memory"),
+        Work(
+            "kernel summary, 1M kernels, first read",
+            [TRACEKIT, "kernels", str(one), "--format", "csv"],
+            nsys_stats("gpukernsum", one),
+            "nsys stats -r gpukernsum",
+            "<= 0.4x time, <= 1.5x memory",
+            before=[cache_of(one)],
+        ),
+        Work(
+            "kernel summary, 1M kernels, cached",
+            [TRACEKIT, "kernels", str(one), "--format", "csv"],
+            nsys_stats("gpukernsum", one),
+            "nsys stats -r gpukernsum",
+            "-",
+        ),
+        Work(
+            "kernel summary, 10M kernels, first read",
+            [TRACEKIT, "kernels", str(ten), "--format", "csv"],
+            nsys_stats("gpukernsum", ten),
+            "nsys stats -r gpukernsum",
+            "<= 0.4x time, <= 1x memory",
+            before=[cache_of(ten)],
+        ),
+        Work(
+            "kernel summary, 10M kernels, cached",
+            [TRACEKIT, "kernels", str(ten), "--format", "csv"],
+            None,
+            "-",
+            "< 1.5 s",
+        ),
+        Work(
+            "NVTX ranges, 4.9M ranges, first read",
+            [TRACEKIT, "ranges", str(ranges), "--format", "csv"],
+            nsys_stats("nvtxsum", ranges),
+            "nsys stats -r nvtxsum",
+            "<= 0.33x time, <= 1x memory",
+            before=[cache_of(ranges)],
+        ),
+        Work(
+            "breakdown, 1M kernels + 4.9M ranges, first read",
+            [TRACEKIT, "breakdown", str(ranges), "--phases", PHASES, "--format", "csv"],
+            [TRACEKIT, "kernels", str(ranges), "--format", "csv"],
+            "tracekit kernels, first read",
+            "<= 1.5x kernels",
+            before=[cache_of(ranges)],
+        ),
+        Work(
+            "timeline (Chrome trace events), 1M kernels, first read",
+            [TRACEKIT, "timeline", str(one), "-o", str(one.with_name("timeline_1m.json"))],
+            [TRACEKIT, "kernels", str(one), "--format", "csv"],
+            "tracekit kernels, first read",
+            "<= 2x kernels",
+            before=[cache_of(one)],
+        ),
+        Work(
+            "critical path, whole trace (no steps), 1M kernels + 1.7M API calls + 4.9M ranges, cached",
+            [TRACEKIT, "critical-path", str(ranges), "--format", "csv"],
+            [TRACEKIT, "kernels", str(ranges), "--format", "csv"],
+            "tracekit kernels, cached",
+            "<= 5x kernels, a few GB",
+        ),
+        Work(
+            "memory snapshot, 1M entries",
+            [TRACEKIT, "memory", str(inputs["snapshot"]), "--format", "csv"],
+            [PYTHON, "-m", "torch.cuda._memory_viz", "stats", str(inputs["snapshot"])],
+            "torch _memory_viz stats",
+            "<= 0.6x time, <= 1x memory",
+        ),
         Work("start-up", [TRACEKIT, "--version"], None, "-", "<= 0.15 s"),
-    ]  # fmt: skip
+    ]
     if hta:
         from bench_kineto import HTA
 
@@ -205,7 +245,7 @@ def works(inputs: dict[str, Path], hta: bool) -> list[Work]:
                 "-",
                 before=[cache_of(trace)],
                 tree=True,
-            )  # fmt: skip
+            )
         )
     return rows
 
@@ -219,10 +259,16 @@ def main() -> None:
     if not SOURCE.exists():
         raise SystemExit(f"{SOURCE} is missing: the benchmarks replicate it")
     inputs = build_inputs(args.hta)
-    print(f"machine: {platform.node()}, {os.cpu_count()} cores, {platform.processor() or platform.machine()}, "
-          f"Python {platform.python_version()}; {args.repeat} runs each (slow alternatives fewer)", flush=True)  # fmt: skip
-    print("\n| work | tracekit min / median s | peak MB | alternative | min / median s | peak MB | time ratio "
-          "| memory ratio | bar |\n|---|---|---|---|---|---|---|---|---|", flush=True)  # fmt: skip
+    print(
+        f"machine: {platform.node()}, {os.cpu_count()} cores, {platform.processor() or platform.machine()}, "
+        f"Python {platform.python_version()}; {args.repeat} runs each (slow alternatives fewer)",
+        flush=True,
+    )
+    print(
+        "\n| work | tracekit min / median s | peak MB | alternative | min / median s | peak MB | time ratio "
+        "| memory ratio | bar |\n|---|---|---|---|---|---|---|---|---|",
+        flush=True,
+    )
     for work in works(inputs, args.hta):
         if args.quick and ("10M" in work.work or "ranges" in work.work or "breakdown" in work.work):
             continue

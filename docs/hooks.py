@@ -158,8 +158,10 @@ def tutorial() -> str:
     finally:
         os.chdir(cwd)
     seconds = time.perf_counter() - started
-    out.append(f"<small>Built by running `docs/tutorial.py` ({len(cells)} cells, {seconds:.1f} s) "
-               f"with tracekit {_version()} and Python {sys.version.split()[0]}.</small>")  # fmt: skip
+    out.append(
+        f"<small>Built by running `docs/tutorial.py` ({len(cells)} cells, {seconds:.1f} s) "
+        f"with tracekit {_version()} and Python {sys.version.split()[0]}.</small>"
+    )
     return "\n\n".join(out) + "\n"
 
 

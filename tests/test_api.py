@@ -137,9 +137,18 @@ def test_all_names_are_the_commands_and_the_readers():
     commands = {command.api_name for command in COMMANDS.values()}
     assert commands <= set(tracekit.__all__)
     assert set(tracekit.__all__) - commands == {
-        "OptionError", "Result", "Session", "Settings", "TracekitError", "UsageError", "__version__",
-        "current_session", "open_snapshot", "open_trace", "timeline",
-    }  # fmt: skip
+        "OptionError",
+        "Result",
+        "Session",
+        "Settings",
+        "TracekitError",
+        "UsageError",
+        "__version__",
+        "current_session",
+        "open_snapshot",
+        "open_trace",
+        "timeline",
+    }
     for name in tracekit.__all__:
         assert hasattr(tracekit, name), name
 
@@ -293,8 +302,10 @@ def test_eight_threads_on_one_trace_get_the_notes_of_one_thread(tmp_path):
     import threading
 
     trace = tracekit.open_trace(launch_less(tmp_path / "t.sqlite"))
-    expected = {name: getattr(tracekit, name)(launch_less(tmp_path / f"{name}.sqlite")).notes
-                for name in ("kernels", "launches", "steps", "ranges", "breakdown")}  # fmt: skip
+    expected = {
+        name: getattr(tracekit, name)(launch_less(tmp_path / f"{name}.sqlite")).notes
+        for name in ("kernels", "launches", "steps", "ranges", "breakdown")
+    }
     got: list[tuple[str, list[str]]] = []
     start = threading.Barrier(8)
 

@@ -268,3 +268,52 @@ def test_every_cli_command_is_reachable(cli):
     text = cli("--help").output
     for command in ("kernels", "ranges", "breakdown", "diff", "memory", "report", "export", "bench", "capture"):
         assert f"  {command}" in text
+
+
+# `# fmt: skip` keeps a layout the formatter would undo: only a declared table's, whose rows are read as a
+# table (rule tables, column specs, aligned mappings). Anywhere else the formatter's layout is the house's.
+ROWS = (ast.Tuple, ast.List, ast.Dict, ast.Call, ast.Lambda)
+
+
+def declared_table_ends(tree: ast.Module) -> set[int]:
+    """Last lines of the module- and class-level assignments that declare a table: a dict, or a list, tuple
+    or set of rows (tuples, lists, dicts, calls), one entry starting per line."""
+    ends = set()
+    for body in [tree.body, *(node.body for node in ast.walk(tree) if isinstance(node, ast.ClassDef))]:
+        for node in body:
+            if not isinstance(node, (ast.Assign, ast.AnnAssign)):
+                continue
+            value = node.value
+            if isinstance(value, ast.Dict):
+                starts = [(key or item).lineno for key, item in zip(value.keys, value.values)]
+            elif isinstance(value, (ast.List, ast.Tuple, ast.Set)) and all(isinstance(e, ROWS) for e in value.elts):
+                starts = [element.lineno for element in value.elts]
+            else:
+                continue
+            if len(starts) > 1 and len(set(starts)) == len(starts):
+                ends.add(node.end_lineno or node.lineno)
+    return ends
+
+
+def formatter_skips_off_tables(path: Path) -> list[int]:
+    """Lines of ``path`` whose ``# fmt: skip`` ends no declared table."""
+    text = path.read_text(encoding="utf-8")
+    tables = declared_table_ends(ast.parse(text))
+    marked = [number for number, line in enumerate(text.splitlines(), 1) if line.rstrip().endswith("# fmt: skip")]
+    return [number for number in marked if number not in tables]
+
+
+def test_the_formatter_is_skipped_only_on_declared_tables():
+    files = [path for path in ROOT.rglob("*.py") if not any(part.startswith(".") for part in path.parts)]
+    found = {str(path.relative_to(ROOT)): lines for path in files if (lines := formatter_skips_off_tables(path))}
+    assert found == {}
+
+
+def test_the_formatter_rule_sees_a_skip_off_a_table(tmp_path):
+    path = tmp_path / "module.py"
+    path.write_text(
+        'RULES = [\n    ("a", r"^a"),\n    ("b", r"^b"),\n]  # fmt: skip\n'
+        'NAMES = ("a", "b",\n         "c")  # fmt: skip\n'
+        "x = f(1,\n      2)  # fmt: skip\n"
+    )
+    assert formatter_skips_off_tables(path) == [6, 8]

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import importlib.util
 import re
+from pathlib import Path
 
 import pytest
 from helpers.paths import ROOT
+from helpers.references import stale_references
 
 from tracekit.cli import main
 from tracekit.model import schema
@@ -193,3 +195,31 @@ def test_the_tutorial_is_a_notebook_not_a_script():
     """No cell that only a script runs (``if __name__ == "__main__"``): the page would show it."""
     cells = hooks()._cells((ROOT / "docs" / "tutorial.py").read_text())
     assert not [source for kind, source in cells if kind == "code" and "__name__" in source]
+
+
+def prose_files() -> list[Path]:
+    """tracekit's modules, the tests and the docs pages that describe the code (not design history)."""
+    pages = [page for page in (ROOT / "docs").rglob("*.md") if "design" not in page.relative_to(ROOT).parts]
+    return sorted([*(ROOT / "tracekit").rglob("*.py"), *(ROOT / "tests").rglob("*.py"), *pages, ROOT / "README.md"])
+
+
+def test_prose_names_only_modules_that_exist():
+    """A docstring, comment or page that names a tracekit module or name (``analysis.memory.tables``,
+    tracekit.cli.main) names one that exists: moved modules leave no stale pointers behind."""
+    stale = {str(path.relative_to(ROOT)): found for path in prose_files() if (found := stale_references(path))}
+    assert stale == {}
+
+
+def test_the_reference_rule_sees_stale_names(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text(
+        "See ``analysis.memory.tables.timeline_chart`` and ``tracekit.model.schema.GPU_OPS``; tracekit.kernels(...).\n"
+        "Stale: ``analysis.memory_tables.timeline_chart``, tracekit.cli.options, ``model.trace.Trace.nothing``,\n"
+        "``tracekit.session()``. Not references: ``np.where``, ``trace.gpu_ops``, ``launch.py``.\n"
+    )
+    assert stale_references(page) == [
+        "2: analysis.memory_tables.timeline_chart",
+        "2: tracekit.cli.options",
+        "2: model.trace.Trace.nothing",
+        "3: tracekit.session(",
+    ]

@@ -37,8 +37,19 @@ WRONG_VALUES = st.one_of(
     st.integers(min_value=-(2**63), max_value=2**63 - 1),
     st.binary(max_size=8),
 )
-KERNEL_COLUMNS = ["start", "end", "deviceId", "streamId", "correlationId", "globalPid", "demangledName", "shortName",
-                  "gridX", "gridY", "blockZ"]  # fmt: skip
+KERNEL_COLUMNS = [
+    "start",
+    "end",
+    "deviceId",
+    "streamId",
+    "correlationId",
+    "globalPid",
+    "demangledName",
+    "shortName",
+    "gridX",
+    "gridY",
+    "blockZ",
+]
 NVTX_COLUMNS = ["start", "end", "textId", "text", "domainId", "globalTid", "endGlobalTid", "eventType"]
 COMMANDS = [
     ["kernels"],
@@ -90,7 +101,7 @@ exports = st.fixed_dictionaries(
                 st.sampled_from(["step", "phase1", "{'op': 1}", "a/b", ""]),
             ),
             max_size=6,
-        ),  # fmt: skip
+        ),
         "copies": st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 100), st.integers(0, 2**20)), max_size=3),
     }
 )
@@ -102,16 +113,16 @@ damage = st.one_of(
         st.integers(0, 20),
         st.sampled_from(sorted(set(KERNEL_COLUMNS + NVTX_COLUMNS))),
         WRONG_VALUES,
-    ),  # fmt: skip
+    ),
     st.tuples(
         st.just("drop_column"),
         st.sampled_from(["CUPTI_ACTIVITY_KIND_KERNEL", "NVTX_EVENTS"]),
         st.sampled_from(sorted(set(KERNEL_COLUMNS + NVTX_COLUMNS))),
-    ),  # fmt: skip
+    ),
     st.tuples(
         st.just("drop_table"),
         st.sampled_from(["StringIds", "CUPTI_ACTIVITY_KIND_KERNEL", "NVTX_EVENTS", "CUPTI_ACTIVITY_KIND_RUNTIME"]),
-    ),  # fmt: skip
+    ),
     st.tuples(st.just("bytes"), st.floats(0, 1), st.binary(min_size=1, max_size=64)),
     st.tuples(st.just("truncate"), st.floats(0, 1)),
 )
@@ -208,7 +219,7 @@ snapshot_damage = st.one_of(
         st.just("field"),
         st.sampled_from(["segments", "device_traces", "external_annotations", "size", "frames", "time_us", "action"]),
         WRONG_VALUES,
-    ),  # fmt: skip
+    ),
     st.just(("global",)),
 )
 
@@ -263,7 +274,7 @@ kineto_traces = st.fixed_dictionaries(
                 st.integers(0, 10_000), st.integers(0, 3_000), st.sampled_from(["step", "phase1", "}, {", 'a"b', "\\"])
             ),
             max_size=5,
-        ),  # fmt: skip
+        ),
         "compress": st.booleans(),
     }
 )
@@ -342,8 +353,10 @@ def folder_of(entries: list[str], folder: Path) -> list[Path]:
     for index, kind in enumerate(entries):
         path = folder / f"rank{index}.sqlite"
         if kind == "export":
-            build_export({"generation": "2026.2", "kernels": [(100, 50, "gemm", 0)], "ranges": [(0, 500, "step")],
-                          "copies": []}, path)  # fmt: skip
+            build_export(
+                {"generation": "2026.2", "kernels": [(100, 50, "gemm", 0)], "ranges": [(0, 500, "step")], "copies": []},
+                path,
+            )
             files.append(path)
         elif kind == "corrupt":
             path.write_bytes(b"SQLite format 3\x00" + bytes(range(256)) * 4)
@@ -368,8 +381,12 @@ def digests(paths: list[Path]) -> dict[Path, bytes]:
 
 @pytest.mark.slow
 @settings(FUZZ, max_examples=20)
-@given(entries=FOLDER_ENTRIES, command=st.sampled_from(MANY_COMMANDS), target=st.integers(0, 5),
-       fmt=st.sampled_from(["json", "md", "csv"]))  # fmt: skip
+@given(
+    entries=FOLDER_ENTRIES,
+    command=st.sampled_from(MANY_COMMANDS),
+    target=st.integers(0, 5),
+    fmt=st.sampled_from(["json", "md", "csv"]),
+)
 def test_many_input_folders_never_crash_hang_or_lose_an_input(entries, command, target, fmt):
     """A folder of exports, corrupt files, FIFOs, link loops and folders named like traces, with -o
     naming one of them: one line or a table, never a traceback, never a hang (an alarm fails the case),
@@ -384,8 +401,9 @@ def test_many_input_folders_never_crash_hang_or_lose_an_input(entries, command, 
         signal.signal(signal.SIGALRM, lambda *_: pytest.fail(f"hung: {entries} {command}"))
         signal.alarm(60)
         try:
-            code, printed = run([command[0], str(root), *command[1:], "--workers", "1", "--format", fmt, "-o",
-                                 str(output)], root)  # fmt: skip
+            code, printed = run(
+                [command[0], str(root), *command[1:], "--workers", "1", "--format", fmt, "-o", str(output)], root
+            )
         finally:
             signal.alarm(0)
         assert "Traceback" not in printed and code in (0, 1, 2), printed
@@ -403,8 +421,15 @@ def test_a_damaged_cache_is_never_read(choice, offset, flip):
         with tempfile.TemporaryDirectory() as folder:
             root = Path(folder)
             path = root / "t.sqlite"
-            build_export({"generation": "2026.2", "kernels": [(index * 100, 10 + index, "gemm", 0) for index in range(20)],
-                          "ranges": [(0, 5_000, "step")], "copies": []}, path)  # fmt: skip
+            build_export(
+                {
+                    "generation": "2026.2",
+                    "kernels": [(index * 100, 10 + index, "gemm", 0) for index in range(20)],
+                    "ranges": [(0, 5_000, "step")],
+                    "copies": [],
+                },
+                path,
+            )
             _, expected = run(["idle", str(path), "--unit", "ns", "--format", "json"], root)
             cached = sorted(file for file in root.rglob("*") if file.is_file() and ".tracekit-cache" in str(file))
             assert cached

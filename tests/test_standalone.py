@@ -45,8 +45,9 @@ print(json.dumps({"results": results, "commands": sorted(main.list_commands(None
 
 
 def run_blocked(argvs: list[list[str]]) -> dict:
-    done = subprocess.run([sys.executable, "-c", DRIVER, json.dumps(argvs)], capture_output=True, text=True,
-                          cwd=ROOT, timeout=600)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", DRIVER, json.dumps(argvs)], capture_output=True, text=True, cwd=ROOT, timeout=600
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
@@ -71,9 +72,25 @@ def test_every_analysis_command_runs_without_torch_or_workloads(run_folder, tmp_
     if not (KINETO.is_file() and EXPORT.is_file() and SNAPSHOT.is_file()):
         pytest.skip(f"real files not available under {SHARED}")
     trace, export, out = str(KINETO), str(EXPORT), tmp_path / "out"
-    argvs = [[name, trace] for name in ("advise", "bandwidth", "breakdown", "critical-path", "idle", "kernels",
-                                        "launches", "ops", "overlap", "queues", "ranges", "sequences", "steps",
-                                        "syncs")]  # fmt: skip
+    argvs = [
+        [name, trace]
+        for name in (
+            "advise",
+            "bandwidth",
+            "breakdown",
+            "critical-path",
+            "idle",
+            "kernels",
+            "launches",
+            "ops",
+            "overlap",
+            "queues",
+            "ranges",
+            "sequences",
+            "steps",
+            "syncs",
+        )
+    ]
     argvs += [
         ["kernels", export],
         ["ranks", trace, export],

@@ -1,6 +1,6 @@
 """``tracekit export``: the normalized tables of a trace (and of its memory snapshot) as Parquet files,
 for notebooks: ``pd.read_parquet("out/gpu_ops.parquet")``. Columns are those of the column contract
-(``tracekit.model.schema``); memory allocations are those of ``analysis.memory.DeviceMemory``."""
+(``tracekit.model.schema``); memory allocations are those of ``analysis.memory.replay.DeviceMemory``."""
 
 from __future__ import annotations
 

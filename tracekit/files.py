@@ -34,8 +34,12 @@ def protect(*paths: str | Path | None) -> None:
     current().protect(*paths)
 
 
-KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
-         (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))  # fmt: skip
+KINDS = (
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
 def not_a_file(path: str | Path) -> str | None:
@@ -146,12 +150,14 @@ def write_text(path: str | Path, text: str) -> Path:
 def foreign_entries(folder: Path, ours: Callable[[str], bool]) -> list[str]:
     """The sorted names in ``folder`` that are not plain files whose names ``ours`` accepts: one of our
     names on a folder or a link is not ours either (deleting it could delete what it holds)."""
-    return sorted(entry.name for entry in folder.iterdir()
-                  if not ours(entry.name) or entry.is_symlink() or not entry.is_file())  # fmt: skip
+    return sorted(
+        entry.name for entry in folder.iterdir() if not ours(entry.name) or entry.is_symlink() or not entry.is_file()
+    )
 
 
-def replace_folder(path: str | Path, write_into: Callable[[Path], T], foreign: Callable[[Path], list[str]],
-                   what: str) -> T:  # fmt: skip
+def replace_folder(
+    path: str | Path, write_into: Callable[[Path], T], foreign: Callable[[Path], list[str]], what: str
+) -> T:
     """Write the folder ``path`` whole: ``write_into(folder)`` fills a hidden sibling
     (``.NAME.XXXXXXXX.partial``), which then takes ``path``'s place (``swap_folder``), so a reader sees
     the previous folder or the new one, never a mix, and a failure or an interruption (Ctrl-C, SIGTERM)
@@ -209,5 +215,4 @@ def _check_replaceable(path: str | Path, target: Path, foreign: Callable[[Path],
     names = foreign(target)
     if names:
         shown = ", ".join(names[:3]) + (" ..." if len(names) > 3 else "")
-        raise UsageError(f"{path} holds files that are not {what} ({shown}): give a new or empty folder, or move "
-                         "them")  # fmt: skip
+        raise UsageError(f"{path} holds files that are not {what} ({shown}): give a new or empty folder, or move them")

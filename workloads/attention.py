@@ -199,8 +199,19 @@ def _point(name: str, compiled: bool, dtype: str, head_dim: int, length: int, se
     try:
         if compiled:  # inside the try: a backend that cannot be built is this row's error
             function = compile_function(function)
-        timing = time_attention(function, batch, length, head_dim, device, causal, setup["warmup"], setup["passes"],
-                                watch, DTYPES[dtype] or torch.float32, probe=not compiled)  # fmt: skip
+        timing = time_attention(
+            function,
+            batch,
+            length,
+            head_dim,
+            device,
+            causal,
+            setup["warmup"],
+            setup["passes"],
+            watch,
+            DTYPES[dtype] or torch.float32,
+            probe=not compiled,
+        )
         forward_flops, backward_flops = attention_flops(batch, length, head_dim, causal)
         row.update(
             {
@@ -221,8 +232,16 @@ def _point(name: str, compiled: bool, dtype: str, head_dim: int, length: int, se
             report = watch.report()
             row.update(report.columns())
             if report.fell_back:  # eager times are not shown as compiled ones
-                row.update({"Status": EAGER_FALLBACK, "Forward (ms)": None, "Backward (ms)": None,
-                            "Forward TFLOP/s": None, "Backward TFLOP/s": None, "Error": report.note})  # fmt: skip
+                row.update(
+                    {
+                        "Status": EAGER_FALLBACK,
+                        "Forward (ms)": None,
+                        "Backward (ms)": None,
+                        "Forward TFLOP/s": None,
+                        "Backward TFLOP/s": None,
+                        "Error": report.note,
+                    }
+                )
     except Exception as error:
         row["Status"] = "oom" if is_out_of_memory(error) else "error"
         row["Error"] = f"{type(error).__name__}: {error}".splitlines()[0][:300]

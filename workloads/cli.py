@@ -143,9 +143,12 @@ def _tf32_on_cpu(device: str, tf32: str) -> list[str]:
 
 @bench.command("attention")
 @click.option(
-    "--head-dim", multiple=True, default=("16", "32", "64", "128"), callback=sizes(),
+    "--head-dim",
+    multiple=True,
+    default=("16", "32", "64", "128"),
+    callback=sizes(),
     help="head dimensions  [default: 16 32 64 128]",
-)  # fmt: skip
+)
 @click.option(
     "--seq",
     multiple=True,
@@ -325,8 +328,11 @@ def _add_snapshot_figures(result, run_folder: str, asked: dict) -> None:
     memory = replay(open_snapshot(run.require_snapshot()))
     in_trace = int(memory.timeline["allocated_in_trace"].max())
     frame = result.tables[0].frame
-    frame.loc[len(frame)] = {"Part": "snapshot: peak of allocations during the steps", "How": str(run.folder),
-                             "MiB": in_trace / 2**20}  # fmt: skip
+    frame.loc[len(frame)] = {
+        "Part": "snapshot: peak of allocations during the steps",
+        "How": str(run.folder),
+        "MiB": in_trace / 2**20,
+    }
     config = run.config
     differs = [f"{key} {config.get(key)}" for key, value in asked.items() if config.get(key) not in (None, value)]
     if differs:

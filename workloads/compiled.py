@@ -47,8 +47,12 @@ class CompileReport:
 
     def columns(self) -> dict[str, float | int | None]:
         """The report as table cells, under the result columns' labels (``tracekit.run_config``)."""
-        return {COMPILE_MS.label: self.compile_ms, GRAPHS.label: self.graphs, RECOMPILES.label: self.recompiles,
-                GRAPH_BREAKS.label: self.graph_breaks}  # fmt: skip
+        return {
+            COMPILE_MS.label: self.compile_ms,
+            GRAPHS.label: self.graphs,
+            RECOMPILES.label: self.recompiles,
+            GRAPH_BREAKS.label: self.graph_breaks,
+        }
 
     @property
     def note(self) -> str | None:

@@ -78,8 +78,12 @@ def peak_flops(name: str, dtype: str, tf32: bool = False) -> float | None:
 def gpu_driver_version() -> str | None:
     """The NVIDIA driver's version ("550.54.15") from nvidia-smi, or None (no driver, no GPU)."""
     try:
-        found = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                               capture_output=True, text=True, timeout=10)  # fmt: skip
+        found = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     lines = found.stdout.split()

@@ -20,8 +20,14 @@ def healthy(b: ExportBuilder, count: int = 400, device: int = 0, pid: int = 100)
     """Back-to-back 1 ms kernels with 10 us gaps, each launched well before the previous one ends."""
     for index in range(count):
         start = index * (MS + 10 * US)
-        b.kernel(start, start + MS, "ampere_s16816gemm_bf16_128x64", device=device, pid=pid,
-                 launch_at=max(start - 500 * US, 0) - 100 * US)  # fmt: skip
+        b.kernel(
+            start,
+            start + MS,
+            "ampere_s16816gemm_bf16_128x64",
+            device=device,
+            pid=pid,
+            launch_at=max(start - 500 * US, 0) - 100 * US,
+        )
 
 
 def test_a_healthy_run_gets_no_finding(tmp_path):
@@ -106,11 +112,29 @@ def test_copies_pageable_synchronous_and_on_compute_streams(tmp_path):
     b.kernel(10 * MS, 10_500 * US, "side", stream=9, launch_at=9 * MS)
     b.kernel(12 * MS, 20 * MS, "k", launch_at=11 * MS)
     # synchronous download to pinned memory by cudaMemcpy on a side stream: 1 ms
-    b.memcpy(20 * MS, 21 * MS, copy_kind=2, size=4 << 20, src_kind=2, dst_kind=1, stream=9, launch_at=19 * MS,
-             api="cudaMemcpy_v3020")  # fmt: skip
+    b.memcpy(
+        20 * MS,
+        21 * MS,
+        copy_kind=2,
+        size=4 << 20,
+        src_kind=2,
+        dst_kind=1,
+        stream=9,
+        launch_at=19 * MS,
+        api="cudaMemcpy_v3020",
+    )
     # a small synchronous upload: nsys leaves it out (64,000 bytes or less, host to device)
-    b.memcpy(21 * MS, 21_100 * US, copy_kind=1, size=64_000, src_kind=1, dst_kind=2, stream=9, launch_at=20 * MS,
-             api="cudaMemcpy_v3020")  # fmt: skip
+    b.memcpy(
+        21 * MS,
+        21_100 * US,
+        copy_kind=1,
+        size=64_000,
+        src_kind=1,
+        dst_kind=2,
+        stream=9,
+        launch_at=20 * MS,
+        api="cudaMemcpy_v3020",
+    )
     # a synchronous set of managed memory: 0.5 ms; one of device memory is not flagged
     b.memset(22 * MS, 22_500 * US, mem_kind=4, stream=9, launch_at=21 * MS, api="cudaMemset_v3020")
     b.memset(23 * MS, 23_500 * US, mem_kind=2, stream=9, launch_at=22 * MS, api="cudaMemset_v3020")
@@ -127,12 +151,14 @@ def test_copies_pageable_synchronous_and_on_compute_streams(tmp_path):
     result = tracekit.advise(path)
     memcpy = result["cuda-sync-memcpy"]
     assert memcpy[["Duration (ns)", "Bytes", "Src Kind", "Dst Kind", "API Name"]].values.tolist() == [
-        [1 * MS, 4 << 20, "Device", "Pinned", "cudaMemcpy_v3020"]]  # fmt: skip
+        [1 * MS, 4 << 20, "Device", "Pinned", "cudaMemcpy_v3020"]
+    ]
     memset = result["cuda-sync-memset"]
     assert memset[["Duration (ns)", "Dst Kind"]].values.tolist() == [[500 * US, "Managed"]]
     pageable = result["cuda-async-memcpy"]
     assert pageable[["Duration (ns)", "Start (ns)", "Src Kind", "API Name"]].values.tolist() == [
-        [2 * MS, 10 * MS, "Pageable", "cudaMemcpyAsync_v3020"]]  # fmt: skip
+        [2 * MS, 10 * MS, "Pageable", "cudaMemcpyAsync_v3020"]
+    ]
 
 
 def test_fp32_matmul_on_tensor_core_gpus_only(tmp_path):
@@ -176,7 +202,8 @@ def test_advise_on_a_torch_profiler_trace_reads_memory_kinds_from_names(tmp_path
     result = tracekit.advise(k.write(tmp_path / "t.json"))
     pageable = result["cuda-async-memcpy"]
     assert pageable[["Duration (ns)", "Src Kind", "Dst Kind", "Bytes", "API Name"]].values.tolist() == [
-        [2000, "Pageable", "Device", 4096, "cudaMemcpyAsync"]]  # fmt: skip
+        [2000, "Pageable", "Device", 4096, "cudaMemcpyAsync"]
+    ]
 
 
 def test_unfused_optimizer_steps(tmp_path):
@@ -202,8 +229,9 @@ def test_a_copy_counts_once_and_hides_behind_no_more_kernel_time_than_there_is(t
     b = ExportBuilder("2022.4")
     b.kernel(0, 1 * MS, "k", launch_at=-1 * MS)
     # a synchronous pageable download between kernels of its stream: synchronous, and nothing else
-    b.memcpy(1 * MS, 48 * MS, copy_kind=2, size=1 << 30, src_kind=2, dst_kind=0, launch_at=500 * US,
-             api="cudaMemcpy_v3020")  # fmt: skip
+    b.memcpy(
+        1 * MS, 48 * MS, copy_kind=2, size=1 << 30, src_kind=2, dst_kind=0, launch_at=500 * US, api="cudaMemcpy_v3020"
+    )
     b.runtime(500 * US, 48 * MS, "cudaMemcpy", 2)  # nsys 2022.4 records the call twice, one correlation
     b.kernel(48 * MS, 49 * MS, "k", launch_at=47 * MS)
     # a pinned upload between kernels: 10 ms exposed, but 2 ms of kernels to hide behind
@@ -223,15 +251,22 @@ def test_exposed_communication_per_step(tmp_path):
         b.push_pop(at, at + 20 * MS, f"ProfilerStep#{step}")
         b.kernel(at + 1 * MS, at + 5 * MS, GEMM_BF16, launch_at=at + 500 * US)
         # NCCL from 3 ms: 2 ms under the GEMM, then `exposed` ms alone
-        b.kernel(at + 3 * MS, at + (5 + exposed) * MS, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", stream=9,
-                 launch_at=at + 600 * US)  # fmt: skip
+        b.kernel(
+            at + 3 * MS,
+            at + (5 + exposed) * MS,
+            "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+            stream=9,
+            launch_at=at + 600 * US,
+        )
     result = tracekit.advise(b.write(tmp_path / "steps.sqlite"))
     row = result["findings"].set_index("Finding").loc["exposed communication"]
     assert row["Recoverable (ns)"] == 12 * MS and "6.000 ms per step over 2 steps" in row["What"]
     evidence = result["evidence"]
     steps = evidence.loc[(evidence["Rank"] == row["Rank"]).to_numpy()].head(2)
-    assert steps["Evidence"].tolist() == ["ProfilerStep#2: 8.000 ms exposed of 10.000 ms of communication",
-                                          "ProfilerStep#1: 4.000 ms exposed of 6.000 ms of communication"]  # fmt: skip
+    assert steps["Evidence"].tolist() == [
+        "ProfilerStep#2: 8.000 ms exposed of 10.000 ms of communication",
+        "ProfilerStep#1: 4.000 ms exposed of 6.000 ms of communication",
+    ]
     assert steps["Start (ns)"].tolist() == [19 * MS, -1 * MS]  # from the first GPU op, at 1 ms
 
 

@@ -21,8 +21,13 @@ def rank(path, number: int, compute_us: int):
         b.launch("cudaLaunchKernel", base + 1, 2, correlation=10 * step + 1)
         b.kernel("volta_sgemm_128x64_nn", base + 5, compute_us, correlation=10 * step + 1)
         b.launch("cudaLaunchKernel", base + 3, 2, correlation=10 * step + 2)
-        b.kernel("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*)", base + 5 + compute_us, 1500 - compute_us,
-                 correlation=10 * step + 2, stream=20)  # fmt: skip
+        b.kernel(
+            "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*)",
+            base + 5 + compute_us,
+            1500 - compute_us,
+            correlation=10 * step + 2,
+            stream=20,
+        )
     return b.write(path / f"rank{number}.json")
 
 
@@ -35,8 +40,10 @@ def test_the_straggler_is_a_finding_with_the_wait_it_causes(tmp_path):
     straggler = findings.loc[findings["Finding"] == "straggler"].iloc[0]
     assert straggler["Rank"] == 3 and straggler["Severity"] == "critical"
     assert straggler["Recoverable (ns)"] == 2 * 670 * US
-    assert ("rank 3 joins ncclKernel_AllReduce_RING_LL_Sum_float last: the median rank waited 1.340 ms for it in the "
-            "collective over 2 steps") in straggler["What"]  # fmt: skip
+    assert (
+        "rank 3 joins ncclKernel_AllReduce_RING_LL_Sum_float last: the median rank waited 1.340 ms for it in the "
+        "collective over 2 steps"
+    ) in straggler["What"]
     evidence = result["evidence"]
     assert len(evidence.loc[evidence["Finding #"] == straggler["Finding #"]]) == 4  # one row per rank
     assert findings["Finding #"].tolist() == list(range(1, len(findings) + 1))
@@ -67,5 +74,13 @@ def test_the_dlrm_job_waits_for_rank_7():
     straggler = findings.loc[findings["Finding"] == "straggler"].iloc[0]
     assert (straggler["Rank"], straggler["Severity"], straggler["Recoverable (ns)"]) == (7, "critical", 4_707_840)
     assert "stragglers (HolisticTraceAnalysis's definition): 2, 7" in " ".join(result.notes)
-    assert result["ranks"]["Critical Path"].tolist() == ["CPU", "Communication", "CPU", "Communication",
-                                                         "Communication", "Communication", "CPU", "CPU"]  # fmt: skip
+    assert result["ranks"]["Critical Path"].tolist() == [
+        "CPU",
+        "Communication",
+        "CPU",
+        "Communication",
+        "Communication",
+        "Communication",
+        "CPU",
+        "CPU",
+    ]

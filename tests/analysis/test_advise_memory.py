@@ -32,7 +32,7 @@ def test_memory_findings_from_a_built_snapshot(tmp_path):
         ["out of memory", "critical", 8192.0],  # first: the run failed
         ["activations dominate the peak", "critical", 512.0],  # half of 1,024 MiB, an estimate
         ["reserved far above allocated", "warning", 2816.0],  # 4,096 reserved, 1,280 allocated
-    ]  # fmt: skip
+    ]
     evidence = result["evidence"]
     assert evidence["Evidence"].iloc[0] == "cuda:0 asked for 8,192.0 MiB at event 3: forward (model.py:20)"
     assert f"memory findings from {snapshot}" in result.notes

@@ -79,6 +79,10 @@ def test_findings_on_real_traces_are_the_reviewed_set(name):
 def test_every_real_trace_has_its_expected_findings_written_down():
     if not SHARED.is_dir():
         pytest.skip("../shared is absent")
-    present = {str(path.relative_to(SHARED)) for folder in ("traces", "kineto") for path in (SHARED / folder).rglob("*")
-               if path.name.endswith((".sqlite", ".json.gz", ".json")) and path.is_file()}  # fmt: skip
+    present = {
+        str(path.relative_to(SHARED))
+        for folder in ("traces", "kineto")
+        for path in (SHARED / folder).rglob("*")
+        if path.name.endswith((".sqlite", ".json.gz", ".json")) and path.is_file()
+    }
     assert present <= set(EXPECTED), sorted(present - set(EXPECTED))

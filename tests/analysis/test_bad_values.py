@@ -171,8 +171,13 @@ def test_epoch_timestamps_give_the_same_tables(cli, shared_traces, tmp_path):
     shifted.chmod(0o644)
     epoch = 1_763_900_000_000_000_000
     with sqlite3.connect(shifted) as connection:
-        for table in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
-                      "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS"):  # fmt: skip
+        for table in (
+            "CUPTI_ACTIVITY_KIND_KERNEL",
+            "CUPTI_ACTIVITY_KIND_MEMCPY",
+            "CUPTI_ACTIVITY_KIND_MEMSET",
+            "CUPTI_ACTIVITY_KIND_RUNTIME",
+            "NVTX_EVENTS",
+        ):
             connection.execute(f"UPDATE {table} SET start = start + ?, end = end + ?", (epoch, epoch))
     for command, options in (
         ("kernels", {}),

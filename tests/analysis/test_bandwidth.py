@@ -18,9 +18,21 @@ from tracekit.analysis.kernels.bandwidth_command import BandwidthOptions
 from tracekit.sources import open_trace
 
 KINETO = SHARED / "kineto"
-TRACES = (sorted(KINETO.glob("*.json.gz")) + sorted((KINETO / "v100_dlrm_8ranks").glob("rank[04].pt.trace.json"))) if KINETO.is_dir() else []  # fmt: skip
-PAIRS = [("Points", "count"), ("Mean (GB/s)", "mean"), ("StdDev (GB/s)", "std"), ("Min (GB/s)", "min"),
-         ("25% (GB/s)", "25%"), ("Median (GB/s)", "50%"), ("75% (GB/s)", "75%"), ("Max (GB/s)", "max")]  # fmt: skip
+TRACES = (
+    (sorted(KINETO.glob("*.json.gz")) + sorted((KINETO / "v100_dlrm_8ranks").glob("rank[04].pt.trace.json")))
+    if KINETO.is_dir()
+    else []
+)
+PAIRS = [
+    ("Points", "count"),
+    ("Mean (GB/s)", "mean"),
+    ("StdDev (GB/s)", "std"),
+    ("Min (GB/s)", "min"),
+    ("25% (GB/s)", "25%"),
+    ("Median (GB/s)", "50%"),
+    ("75% (GB/s)", "75%"),
+    ("Max (GB/s)", "max"),
+]
 
 
 def test_bandwidth_per_direction_by_hand(tmp_path):

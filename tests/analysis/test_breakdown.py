@@ -43,7 +43,7 @@ def test_kernel_time_is_kernels_and_copies_stand_apart(trace):
     )
     assert table.loc["optimizer", "optimizer (%)"] == 100.0
     assert table.loc["(whole trace)", ["Kernels", "Kernel Time (ns)"]].tolist() == [8, 455]
-    every = breakdown_table(trace, ops="all").set_index("Phase")
+    every = breakdown_table(trace, which_ops="all").set_index("Phase")
     assert every.loc["backward", ["GPU Ops", "GPU Op Time (ns)"]].tolist() == [5, 294]  # 260 + 30 + 4
     assert every.loc["backward", "memory (%)"] == pytest.approx(100 * (10 + 30 + 4) / 294, abs=0.05)
     same = breakdown_table(trace, same_thread=True).set_index("Phase")
@@ -131,7 +131,7 @@ def test_breakdown_equals_kernels_by_category_on_real_exports(shared_traces, exp
         named = range_table(trace, raw_names=True).sort_values("GPU Time (ns)", ascending=False, kind="stable")
         phases = ["=" + name for name in named.loc[named["GPU Time (ns)"] > 0, "Range"].head(3)]
     table = breakdown_table(trace, phases or None).set_index("Phase")
-    everything = breakdown_table(trace, phases or None, ops="all").set_index("Phase")
+    everything = breakdown_table(trace, phases or None, which_ops="all").set_index("Phase")
     ops = trace.gpu_ops
     assert all(everything.loc[phase, "GPU Ops"] > 0 for phase in phases)  # each phase has work to check
     for phase in table.index:
@@ -144,9 +144,10 @@ def test_breakdown_equals_kernels_by_category_on_real_exports(shared_traces, exp
             share = table.loc[phase].get(f"{category} (%)", 0.0)
             assert share == row["Time (%)"], (phase, category)
         assert everything.loc[phase, "GPU Op Time (ns)"] == (
-            table.loc[phase, "Kernel Time (ns)"] + table.loc[phase, "Memcpy Time (ns)"]
+            table.loc[phase, "Kernel Time (ns)"]
+            + table.loc[phase, "Memcpy Time (ns)"]
             + table.loc[phase, "Memset Time (ns)"]
-        )  # fmt: skip
+        )
     whole = table.loc["(whole trace)"]
     kernels = (ops["kind"] == "kernel").to_numpy()
     assert whole["Kernel Time (ns)"] == int(ops["duration"].to_numpy()[kernels].sum())
@@ -255,8 +256,14 @@ def test_phases_are_found_by_the_names_traces_use(tmp_path):
     result = phase_breakdown(open_trace(b.write(tmp_path / "ddp.sqlite")))
     table = result["breakdown"]
     assert table[["Phase", "Instances", "Kernel Time (ns)"]].values.tolist() == [
-        ["forward", 1, 100], ["backward", 1, 300], ["optimizer", 1, 50], ["zero_grad", 1, 10],
-        ["(whole trace)", 1, 460]]  # fmt: skip
+        ["forward", 1, 100],
+        ["backward", 1, 300],
+        ["optimizer", 1, 50],
+        ["zero_grad", 1, 10],
+        ["(whole trace)", 1, 460],
+    ]
     (note,) = result.notes
-    assert note.startswith("phases found by their range names: forward = '## forward ##', backward = 'backward pass', "
-                           "optimizer = 'Optimizer.step#SGD.step', zero_grad = 'Optimizer.zero_grad#*'")  # fmt: skip
+    assert note.startswith(
+        "phases found by their range names: forward = '## forward ##', backward = 'backward pass', "
+        "optimizer = 'Optimizer.step#SGD.step', zero_grad = 'Optimizer.zero_grad#*'"
+    )

@@ -116,17 +116,23 @@ def test_rules_are_ordered_data_with_reasons():
 
 
 def test_rules_read_the_base_name_and_a_generic_kernels_first_template_argument():
-    fft_conv = ("void fft2d_r2c_32x32<float, (bool)0, (unsigned int)1, (bool)0>(float2 *, const T1 *, int, "
-                "cudnn::reduced_divisor, bool, int2, int, int)")  # fmt: skip
+    fft_conv = (
+        "void fft2d_r2c_32x32<float, (bool)0, (unsigned int)1, (bool)0>(float2 *, const T1 *, int, "
+        "cudnn::reduced_divisor, bool, int2, int, int)"
+    )
     assert rule_text(fft_conv) == "fft2d_r2c_32x32"  # the parameter list (reduced_divisor) is never read
     assert categorize_name(fft_conv) == "convolution"
-    add = ("void at::native::vectorized_elementwise_kernel<(int)4, at::native::CUDAFunctor_add<float>, "
-           "std::array<char *, (unsigned long)3>>(int, T2, T3)")  # fmt: skip
+    add = (
+        "void at::native::vectorized_elementwise_kernel<(int)4, at::native::CUDAFunctor_add<float>, "
+        "std::array<char *, (unsigned long)3>>(int, T2, T3)"
+    )
     assert rule_text(add) == "at::native::vectorized_elementwise_kernel at::native::CUDAFunctor_add<float>"
     conv = "void cutlass_cudnn_infer::Kernel<cutlass_tensorop_s1688fprop_optimized_tf32_64x64_32x5_nhwc_align4>(T1::Params)"
     assert rule_text(conv).endswith("s1688fprop_optimized_tf32_64x64_32x5_nhwc_align4")
-    gemv = ("std::enable_if<!T7, void>::type internal::gemvx::kernel<int, int, float2, (bool)0>"
-            "(cublasGemvParamsEx<int, float2>)")  # fmt: skip
+    gemv = (
+        "std::enable_if<!T7, void>::type internal::gemvx::kernel<int, int, float2, (bool)0>"
+        "(cublasGemvParamsEx<int, float2>)"
+    )
     assert split_name(gemv)[0] == "internal::gemvx::kernel" and categorize_name(gemv) == "matmul"
     assert split_name("ampere_sgemm_128x64_tn") == ("ampere_sgemm_128x64_tn", [])
     # a kernel whose parameters mention attention is not attention
@@ -148,12 +154,20 @@ def test_rules_on_real_names_from_public_sources():
     sources = {row["source"].split(":")[0] for row in rows}
     assert len(rows) >= 300 and len(sources - {"shared"}) >= 5
     assert {row["category"] for row in rows} <= set(CATEGORIES)
-    wrong = [(row["category"], categorize_name(row["name"]), row["name"][:100]) for row in rows
-             if categorize_name(row["name"]) != row["category"]]  # fmt: skip
+    wrong = [
+        (row["category"], categorize_name(row["name"]), row["name"][:100])
+        for row in rows
+        if categorize_name(row["name"]) != row["category"]
+    ]
     assert len(wrong) <= 0.06 * len(rows), wrong[:40]  # 94.7% agree when this was written
     # A named category never swapped for another on the families the rules name outright.
-    for family, category in (("cijk_", "matmul"), ("nccl", "communication"), ("scudnn", "convolution"),
-                             ("triton_poi_", "elementwise"), ("flash_fwd", "attention")):  # fmt: skip
+    for family, category in (
+        ("cijk_", "matmul"),
+        ("nccl", "communication"),
+        ("scudnn", "convolution"),
+        ("triton_poi_", "elementwise"),
+        ("flash_fwd", "attention"),
+    ):
         named = [row for row in rows if family in row["name"].lower() and row["category"] == category]
         assert named and all(categorize_name(row["name"]) == category for row in named), family
 

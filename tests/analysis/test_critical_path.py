@@ -18,13 +18,21 @@ def test_the_path_crosses_from_cpu_to_gpu_and_back_through_the_sync(tmp_path):
     assert row["Step"] == "(whole trace)"
     assert row["Wall (ns)"] == 210 * US
     assert row["Path (ns)"] == 185 * US
-    assert (row["CPU (ns)"], row["GPU Compute (ns)"], row["Kernel-Kernel Overhead (ns)"], row["Launch Overhead (ns)"]) == (
-        7 * US, 150 * US, 10 * US, 18 * US)  # fmt: skip
+    assert (
+        row["CPU (ns)"],
+        row["GPU Compute (ns)"],
+        row["Kernel-Kernel Overhead (ns)"],
+        row["Launch Overhead (ns)"],
+    ) == (7 * US, 150 * US, 10 * US, 18 * US)
     assert row["Communication (ns)"] == 0 and row["Bound By"] == "GPU Compute"
     ops = result["ops"].set_index(["Name", "Bound By"])["Path Time (ns)"].to_dict()
-    assert ops == {("gemm_kernel", "GPU Compute"): 100 * US, ("add_kernel", "GPU Compute"): 50 * US,
-                   ("gemm_kernel", "Kernel-Kernel Overhead"): 10 * US,  # the gap after a kernel is its (as HTA)
-                   ("aten::item", "CPU"): 5 * US, ("aten::mm", "CPU"): 2 * US}  # fmt: skip
+    assert ops == {
+        ("gemm_kernel", "GPU Compute"): 100 * US,
+        ("add_kernel", "GPU Compute"): 50 * US,
+        ("gemm_kernel", "Kernel-Kernel Overhead"): 10 * US,  # the gap after a kernel is its (as HTA)
+        ("aten::item", "CPU"): 5 * US,
+        ("aten::mm", "CPU"): 2 * US,
+    }
     assert result["ops"]["Share (%)"].iloc[0] == pytest.approx(100 * 100 / 185)
     path = result["path"]  # runs on one side: mm's own time, the GPU from K1's launch to K2's end, item
     assert path["On"].tolist() == ["CPU", "GPU", "CPU"]
@@ -116,7 +124,8 @@ def test_an_nsys_stream_wait_is_joined_to_its_event_record(tmp_path, by_sync_id)
     syncs = trace.optional("gpu_syncs")
     assert syncs is not None
     assert syncs[["kind", "stream", "event_stream", "event_correlation_id"]].astype(str).values.tolist() == [
-        ["stream_wait_event", "20", "7", "50"]]  # fmt: skip
+        ["stream_wait_event", "20", "7", "50"]
+    ]
     row = tracekit.critical_path(trace)["steps"].iloc[0]
     assert (row["Path (ns)"], row["Launch Overhead (ns)"], row["GPU Compute (ns)"]) == (130 * US, 10 * US, 120 * US)
 

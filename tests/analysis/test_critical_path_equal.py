@@ -36,8 +36,9 @@ def assert_same_path(events: Events, start: int, end: int, pid: int | None) -> i
             longest.longest_path(build(events, window_rows(events, start, end, pid)))
         return 0
     path = longest.longest_path(build(events, window_rows(events, start, end, pid)))
-    found = list(zip(path.source.tolist(), path.weight.tolist(), path.kind.tolist(), path.attributed.tolist(),
-                     strict=True))  # fmt: skip
+    found = list(
+        zip(path.source.tolist(), path.weight.tolist(), path.kind.tolist(), path.attributed.tolist(), strict=True)
+    )
     assert found == [(source, weight, kind, event) for source, _, weight, kind, event in expected]
     assert path.length == expected_length
     return len(found)
@@ -58,8 +59,13 @@ def assert_every_window(path, as_hta: bool) -> int:
 
 @pytest.mark.parametrize("as_hta", [False, True], ids=["ns", "hta"])
 def test_the_traces_with_paths_known_by_hand_give_the_same_edges(tmp_path, as_hta):
-    for path in (launch_then_sync(tmp_path), launch_then_sync(tmp_path, with_sync=False),
-                 launch_then_sync(tmp_path, step=True), stream_wait(tmp_path), stream_wait(tmp_path, wait=False)):  # fmt: skip
+    for path in (
+        launch_then_sync(tmp_path),
+        launch_then_sync(tmp_path, with_sync=False),
+        launch_then_sync(tmp_path, step=True),
+        stream_wait(tmp_path),
+        stream_wait(tmp_path, wait=False),
+    ):
         assert assert_every_window(path, as_hta) >= 4
 
 
@@ -137,8 +143,11 @@ def _tied(monkeypatch) -> list[np.ndarray]:
     """The path ends networkx's order is asked to decide between, window by window (recorded)."""
     seen = []
     order = longest.first_in_kahn_order
-    monkeypatch.setattr(longest, "first_in_kahn_order",
-                        lambda graph, tied, generations: seen.append(tied) or order(graph, tied, generations))  # fmt: skip
+    monkeypatch.setattr(
+        longest,
+        "first_in_kahn_order",
+        lambda graph, tied, generations: seen.append(tied) or order(graph, tied, generations),
+    )
     return seen
 
 
@@ -199,14 +208,26 @@ def test_a_cycle_is_refused_as_before():
     """A stream sync whose stream's last op was launched after the sync call ended (a damaged trace)."""
     kinds = np.array([2, 2, 3, 4], dtype=np.int8)  # CALL launch, CALL sync, GPU op, SYNC
     events = Events(
-        role=kinds, start=np.array([20, 0, 30, 35]) * US, end=np.array([25, 10, 40, 36]) * US,
-        name=np.zeros(4, dtype=np.int64), names=["x"], pid=np.full(4, 1), tid=np.array([1, 1, -1, -1]),
-        device=np.array([-1, -1, 0, 0]), stream=np.array([-1, -1, 7, 7]), partner=np.array([2, 3, 0, 1]),
-        correlation=np.array([1, 2, -1, -1]), queued=np.array([True, False, False, False]),
-        blocking=np.array([False, True, False, False]), communication=np.zeros(4, dtype=bool),
-        sync_kind=np.array([-1, -1, -1, 0], dtype=np.int8), event_stream=np.full(4, -1),
-        event_correlation=np.full(4, -1), record_call=np.zeros(4, dtype=bool), queue=np.array([1, -1, 0, -1]),
-    )  # fmt: skip
+        role=kinds,
+        start=np.array([20, 0, 30, 35]) * US,
+        end=np.array([25, 10, 40, 36]) * US,
+        name=np.zeros(4, dtype=np.int64),
+        names=["x"],
+        pid=np.full(4, 1),
+        tid=np.array([1, 1, -1, -1]),
+        device=np.array([-1, -1, 0, 0]),
+        stream=np.array([-1, -1, 7, 7]),
+        partner=np.array([2, 3, 0, 1]),
+        correlation=np.array([1, 2, -1, -1]),
+        queued=np.array([True, False, False, False]),
+        blocking=np.array([False, True, False, False]),
+        communication=np.zeros(4, dtype=bool),
+        sync_kind=np.array([-1, -1, -1, 0], dtype=np.int8),
+        event_stream=np.full(4, -1),
+        event_correlation=np.full(4, -1),
+        record_call=np.zeros(4, dtype=bool),
+        queue=np.array([1, -1, 0, -1]),
+    )
     assert assert_same_path(events, 0, 50 * US, None) == 0
 
 

@@ -25,8 +25,13 @@ from tracekit.sources import open_trace
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 KINETO = SHARED / "kineto"
-BOUND_BY = {"cpu_bound": "CPU", "gpu_compute_bound": "GPU Compute", "gpu_communication_bound": "Communication",
-            "gpu_kernel_kernel_overhead": "Kernel-Kernel Overhead", "gpu_kernel_launch_overhead": "Launch Overhead"}  # fmt: skip
+BOUND_BY = {
+    "cpu_bound": "CPU",
+    "gpu_compute_bound": "GPU Compute",
+    "gpu_communication_bound": "Communication",
+    "gpu_kernel_kernel_overhead": "Kernel-Kernel Overhead",
+    "gpu_kernel_launch_overhead": "Launch Overhead",
+}
 # (file, HTA's annotation and instance, tracekit's step and step range for the same window)
 RUNS = [
     ("a100_alexnet_cuda_sync.json.gz", "", 0, None, None),

@@ -41,11 +41,22 @@ def cpu_chain(trace, start: int, end: int, pid: int) -> int:
     ):
         if frame_pid != pid:
             continue
-        parts = [frame.loc[((frame["pid"] == pid) & (frame["tid"] == tid) & (frame["start"] >= start)
-                            & (frame["start"] <= end) & (frame["duration"] > 0)).to_numpy()]
-                 for frame in (operators, calls)]  # fmt: skip
-        low, high = merge_intervals(np.concatenate([part["start"].to_numpy() for part in parts]),
-                                    np.concatenate([part["end"].to_numpy() for part in parts]))  # fmt: skip
+        parts = [
+            frame.loc[
+                (
+                    (frame["pid"] == pid)
+                    & (frame["tid"] == tid)
+                    & (frame["start"] >= start)
+                    & (frame["start"] <= end)
+                    & (frame["duration"] > 0)
+                ).to_numpy()
+            ]
+            for frame in (operators, calls)
+        ]
+        low, high = merge_intervals(
+            np.concatenate([part["start"].to_numpy() for part in parts]),
+            np.concatenate([part["end"].to_numpy() for part in parts]),
+        )
         api = np.asarray([API_VERSION.sub("", str(name)) for name in parts[1]["name"]], dtype=object)
         blocked = parts[1]["duration"].to_numpy()[np.isin(api, list(BLOCKING_CALLS))].sum()
         best = max(best, int((high - low).sum() - blocked))

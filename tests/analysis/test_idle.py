@@ -175,7 +175,12 @@ def test_the_gaps_lengths_per_cause(tmp_path):
     b.kernel(1_500, 1_600, "e", launch_at=1_410)
     intervals = tracekit.idle(b.write(tmp_path / "lengths.sqlite"))["intervals"].set_index("Cause")
     host = intervals.loc["host not launching"]
-    assert (host["Gaps"], host["Mean (ns)"], host["Min (ns)"], host["Median (ns)"], host["Max (ns)"]) == (3, 300, 100,
-                                                                                                          200, 600)  # fmt: skip
+    assert (host["Gaps"], host["Mean (ns)"], host["Min (ns)"], host["Median (ns)"], host["Max (ns)"]) == (
+        3,
+        300,
+        100,
+        200,
+        600,
+    )
     assert host["StdDev (ns)"] == pytest.approx(264.575, abs=0.001)
     assert (intervals.loc["sync", "Gaps"], intervals.loc["sync", "Mean (ns)"]) == (1, 200)

@@ -34,8 +34,13 @@ TRACES = (
     (sorted(KINETO.glob("*.json.gz")) + sorted((KINETO / "v100_dlrm_8ranks").glob("*.json"))) if KINETO.is_dir() else []
 )
 HOST = {"sync", "host not launching"}
-MAPPED = {"sync": "host_wait", "host not launching": "host_wait", "launch overhead": "kernel_wait",
-          "other stream or device": "other", "dependency not in trace": "other"}  # fmt: skip
+MAPPED = {
+    "sync": "host_wait",
+    "host not launching": "host_wait",
+    "launch overhead": "kernel_wait",
+    "other stream or device": "other",
+    "dependency not in trace": "other",
+}
 DELAY_US = 30  # HTA's consecutive_kernel_delay, in its microseconds
 
 
@@ -91,8 +96,9 @@ def test_idle_split_per_stream_equals_hta(path, tmp_path):
         assert ours.get((stream, category), 0.0) == pytest.approx(idle_us, abs=1.0), (stream, category)
     assert {key for key, value in ours.items() if value} <= set(zip(theirs["stream"], theirs["idle_category"]))
     # the gaps' lengths per stream and category: HTA's idle interval statistics (rounded to 0.01 µs)
-    lengths = pd.DataFrame({"stream": gaps["Stream"].to_numpy(), "category": categories,
-                            "us": gaps["Idle (ns)"].to_numpy() / 1000})  # fmt: skip
+    lengths = pd.DataFrame(
+        {"stream": gaps["Stream"].to_numpy(), "category": categories, "us": gaps["Idle (ns)"].to_numpy() / 1000}
+    )
     described = lengths.groupby(["stream", "category"])["us"].describe()
     stats = theirs.attrs["intervals"].reset_index().rename(columns={"index": "idle_category"})
     for row in stats.loc[stats["count"] > 0].to_dict("records"):

@@ -67,7 +67,7 @@ def test_top_keeps_percentages_of_all_rows(export):
 
 
 def test_all_ops_include_memcpy(export):
-    table = kernel_table(read_nsys_export(export), ops="all")
+    table = kernel_table(read_nsys_export(export), which_ops="all")
     row = table.set_index("Name").loc["[CUDA memcpy HtoD]"]
     assert row["Total Time (ns)"] == 1000 and row["Time (%)"] == pytest.approx(100 / 3)
 
@@ -78,7 +78,7 @@ def test_category_shares(export):
     assert table.loc["elementwise", ["Total Time (ns)", "Instances", "Kernels"]].tolist() == [500, 2, 2]
     assert table.loc["matmul", "Time (%)"] == 75.0
     assert table.loc["memory", "Total Time (ns)"] == 0  # kernels only by default
-    everything = category_table(read_nsys_export(export), ops="all").set_index("Category")
+    everything = category_table(read_nsys_export(export), which_ops="all").set_index("Category")
     assert everything.loc["memory", "Total Time (ns)"] == 1000
     assert everything["Time (%)"].sum() == pytest.approx(100.0, abs=0.15)
 

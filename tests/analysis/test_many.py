@@ -51,8 +51,12 @@ def test_merged_statistics_equal_one_file_holding_every_sample(seed):
     rng = np.random.default_rng(seed)
     parts = []
     for _ in range(int(rng.integers(1, 6))):
-        parts.append({name: list(rng.integers(0, 10**int(rng.integers(1, 12)), size=int(rng.integers(1, 60))))
-                      for name in rng.choice(list("abcdefg"), size=int(rng.integers(1, 6)), replace=False)})  # fmt: skip
+        parts.append(
+            {
+                name: list(rng.integers(0, 10 ** int(rng.integers(1, 12)), size=int(rng.integers(1, 60))))
+                for name in rng.choice(list("abcdefg"), size=int(rng.integers(1, 6)), replace=False)
+            }
+        )
     merged = merged_statistics(parts, limit=10**6)
     every = {}
     for part in parts:
@@ -166,8 +170,12 @@ def dist_rank(path, rank: int, allreduce_us: int, compute_us: int, steps: list[t
         b.launch("cudaLaunchKernel", start + 1, 2, correlation)
         b.kernel("volta_sgemm_128x64_nn", start + 5, compute_us, correlation)
         b.launch("cudaLaunchKernel", start + 3, 2, correlation + 1)
-        b.kernel("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)",
-                 start + 5 + compute_us, allreduce_us, correlation + 1)  # fmt: skip
+        b.kernel(
+            "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)",
+            start + 5 + compute_us,
+            allreduce_us,
+            correlation + 1,
+        )
         correlation += 2
     return b.write(path)
 
@@ -192,7 +200,10 @@ def test_ranks_of_a_built_job(tmp_path):
     assert spread["Communication"]["Spread (ns)"] == 600_000
     collectives = records(result, "collectives")
     assert {(row["Rank"], row["Collective"], row["Instances"], row["Time (ns)"]) for row in collectives} == {
-        (0, "AllReduce", 2, 200_000), (1, "AllReduce", 2, 800_000), (2, "AllReduce", 2, 200_000)}  # fmt: skip
+        (0, "AllReduce", 2, 200_000),
+        (1, "AllReduce", 2, 800_000),
+        (2, "AllReduce", 2, 200_000),
+    }
     kernels = {row["Name"].split("(")[0]: row for row in records(result, "kernels")}
     nccl = kernels["ncclKernel_AllReduce_RING_LL_Sum_float"]
     assert (nccl["Slowest Rank"], nccl["Slowest Avg (ns)"], nccl["Fastest Avg (ns)"]) == (1, 400_000, 100_000)
@@ -223,8 +234,10 @@ def run_folder(folder, ctx: int, matmul_ns: int, steps: int = 2):
     for step in range(steps):
         base = 10_000 * (step + 1)
         ranges.append((base, base + 5000, "forward"))
-        kernels += [(base + 100, base + 100 + matmul_ns, "ampere_sgemm_128x64_nn"),
-                    (base + 3000, base + 3100, "vectorized_elementwise_kernel")]  # fmt: skip
+        kernels += [
+            (base + 100, base + 100 + matmul_ns, "ampere_sgemm_128x64_nn"),
+            (base + 3000, base + 3100, "vectorized_elementwise_kernel"),
+        ]
     return export(folder / "trace.sqlite", kernels, ranges)
 
 
@@ -237,7 +250,10 @@ def test_compare_orders_runs_by_a_config_field(cli, tmp_path):
     rows = tracekit.compare(runs, order_by="ctx", phases="forward", workers=1).frame.to_dict("records")
     forward = [row for row in rows if row["Phase"] == "forward"]
     assert [(row["Run"], row["ctx"], row["Instances"]) for row in forward] == [
-        ("small", 64, 3), ("mid", 128, 2), ("big", 256, 2)]  # fmt: skip
+        ("small", 64, 3),
+        ("mid", 128, 2),
+        ("big", 256, 2),
+    ]
     assert [row["Per Instance (ns)"] for row in forward] == [400, 500, 1000]
     assert forward[2]["matmul (%)"] == 90.0 and forward[2]["elementwise (%)"] == 10.0
     picture = tmp_path / "compare.png"
@@ -291,12 +307,20 @@ def test_ranks_of_one_input_say_what_they_compared(cli, tmp_path):
     for device, (pid, steps, length) in enumerate(((111, 2, 900), (112, 3, 600))):
         for step in range(steps):
             job.push_pop(step * 1_000, step * 1_000 + length, "step", pid=pid, tid=pid)
-            job.kernel(step * 1_000 + 100, step * 1_000 + 300 + device * 100, "gemm_kernel", device=device, pid=pid,
-                       launch_at=step * 1_000 + 10)  # fmt: skip
+            job.kernel(
+                step * 1_000 + 100,
+                step * 1_000 + 300 + device * 100,
+                "gemm_kernel",
+                device=device,
+                pid=pid,
+                launch_at=step * 1_000 + 10,
+            )
     result = tracekit.ranks(job.write(tmp_path / "job.sqlite"))
     rows = {row["GPU"]: row for row in records(result, "ranks")}
     assert {gpu: (row["Steps"], row["Step Time (ns)"], row["GPU Busy (ns)"]) for gpu, row in rows.items()} == {
-        "cuda:0": (2, 900, 400), "cuda:1": (3, 600, 900)}  # fmt: skip
+        "cuda:0": (2, 900, 400),
+        "cuda:1": (3, 600, 900),
+    }
     assert set(result["spread"]["Figure"]) == {"Step Time", "GPU Busy", "GPU Idle", "Computation"}
     said = "\n".join(result.notes)
     assert "one input holding 2 GPUs: compared GPU by GPU" in said and "slowest GPU by step time" in said

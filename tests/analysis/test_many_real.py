@@ -58,8 +58,9 @@ def rows_by_name(result, table: str) -> dict[Any, dict]:
     return {row["Name"]: row for row in records(result, table)}
 
 
-@pytest.mark.parametrize("where", [{"workers": 2}, {"workers": 1}, {"use_dask": True, "workers": 2}],
-                         ids=["pool-2", "pool-1", "dask"])  # fmt: skip
+@pytest.mark.parametrize(
+    "where", [{"workers": 2}, {"workers": 1}, {"use_dask": True, "workers": 2}], ids=["pool-2", "pool-1", "dask"]
+)
 def test_kernels_over_ranks_equal_the_files_combined(job, where):
     if where.get("use_dask"):
         pytest.importorskip("dask.distributed", reason="Dask is not installed (pip install -e '.[dask]')")
@@ -101,8 +102,10 @@ def test_median_past_the_exact_limit_comes_from_the_sketch(job):
 
 def test_categories_and_types_over_ranks(job):
     merged = {row["Category"]: row for row in records(tracekit.kernels(job, by="category"), "categories")}
-    singles = [{row["Category"]: row for row in records(tracekit.kernels(job / f"rank{rank}.sqlite", by="category"))}
-               for rank in range(4)]  # fmt: skip
+    singles = [
+        {row["Category"]: row for row in records(tracekit.kernels(job / f"rank{rank}.sqlite", by="category"))}
+        for rank in range(4)
+    ]
     for category, row in merged.items():  # a category a rank's table leaves out (no kernels there) is 0
         assert row["Total Time (ns)"] == sum(single.get(category, {}).get("Total Time (ns)", 0) for single in singles)
         assert row["Instances"] == sum(single.get(category, {}).get("Instances", 0) for single in singles)
@@ -123,8 +126,9 @@ def test_ranges_over_ranks(job):
     expected: dict[tuple, dict] = {}
     for single in singles:
         for row in single:
-            into = expected.setdefault((row["Range"], row["Style"]), {"n": 0, "t": 0, "min": None, "max": 0, "ops": 0,
-                                                                       "gpu": 0, "depth": 99})  # fmt: skip
+            into = expected.setdefault(
+                (row["Range"], row["Style"]), {"n": 0, "t": 0, "min": None, "max": 0, "ops": 0, "gpu": 0, "depth": 99}
+            )
             into["n"] += row["Instances"]
             into["t"] += row["Total Time (ns)"]
             into["min"] = row["Min (ns)"] if into["min"] is None else min(into["min"], row["Min (ns)"])
@@ -136,7 +140,11 @@ def test_ranges_over_ranks(job):
     for key, want in expected.items():
         row = merged[key]
         assert (row["Instances"], row["Total Time (ns)"], row["Min (ns)"], row["Max (ns)"]) == (
-            want["n"], want["t"], want["min"], want["max"]), key  # fmt: skip
+            want["n"],
+            want["t"],
+            want["min"],
+            want["max"],
+        ), key
         assert (row["GPU Ops"], row["GPU Time (ns)"], row["Depth"]) == (want["ops"], want["gpu"], want["depth"]), key
 
 
@@ -145,8 +153,9 @@ def assert_same_rows(rows: list[dict], expected: list[dict]) -> None:
     a merge in another order sums in another order."""
     assert len(rows) == len(expected)
     for row, wanted in zip(rows, expected):
-        assert row == {key: pytest.approx(value, rel=1e-12) if isinstance(value, float) else value
-                       for key, value in wanted.items()}  # fmt: skip
+        assert row == {
+            key: pytest.approx(value, rel=1e-12) if isinstance(value, float) else value for key, value in wanted.items()
+        }
 
 
 def test_breakdown_over_ranks(job):
@@ -160,8 +169,12 @@ def test_breakdown_over_ranks(job):
         assert whole.get(f"{category} (%)") == (pytest.approx(share) if share >= 0.05 else None)
     gpus = {row["GPU"]: row for row in records(result, "gpus") if row["Phase"] == "(whole trace)"}
     singles = [records(tracekit.breakdown(job / f"rank{rank}.sqlite"), "gpus") for rank in range(4)]
-    devices = [row for single in singles for row in single if row["Phase"] == "(whole trace)"
-               and row["GPU"].startswith("cuda:")]  # fmt: skip
+    devices = [
+        row
+        for single in singles
+        for row in single
+        if row["Phase"] == "(whole trace)" and row["GPU"].startswith("cuda:")
+    ]
     assert gpus["sum of GPUs"]["GPUs"] == len(devices)
     assert gpus["sum of GPUs"]["Idle (ns)"] == sum(row["Idle (ns)"] for row in devices)
     assert gpus["sum of GPUs"]["Busy (ns)"] == sum(row["Busy (ns)"] for row in devices)
@@ -192,7 +205,8 @@ def test_ranks_of_real_exports(job):
         assert rows[rank]["Computation (ns)"] + rows[rank]["Communication (ns)"] <= int(kernels.sum())
     # rank 0 and rank 3 are the same export: identical rows
     assert {k: v for k, v in rows[0].items() if k not in ("Rank", "Step vs Median (%)")} == {
-        k: v for k, v in rows[3].items() if k not in ("Rank", "Step vs Median (%)")}  # fmt: skip
+        k: v for k, v in rows[3].items() if k not in ("Rank", "Step vs Median (%)")
+    }
 
 
 def test_an_existing_dask_scheduler(job):

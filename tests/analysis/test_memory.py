@@ -282,8 +282,10 @@ def test_the_summary_says_which_device_it_shows_and_the_out_of_memory_errors(tmp
     with Session(option_name=flag_name):
         assert any("; --device N shows another (cuda:0)" in note for note in memory_summary(trace).notes)
     oom = [note for note in notes if "out-of-memory" in note]
-    assert oom == ["the snapshot records 1 out-of-memory error (cuda:1 at event 1, asking for 64.0 MiB); the failed "
-                   "allocation is in no table: it never got memory"]  # fmt: skip
+    assert oom == [
+        "the snapshot records 1 out-of-memory error (cuda:1 at event 1, asking for 64.0 MiB); the failed "
+        "allocation is in no table: it never got memory"
+    ]
     asked = memory_summary(trace, device=0, timeline=False).notes  # a device asked for: nothing to explain
     assert not any("highest peak" in note for note in asked) and len([n for n in asked if "out-of-memory" in n]) == 1
 
@@ -308,8 +310,12 @@ def test_a_comparison_shows_top_holders(tmp_path):
     for name, grow in (("a", 0), ("b", 1)):
         b = SnapshotBuilder()
         for index in range(12):  # 12 holders, each a different line, growing by index KiB in B
-            b.alloc(0x100000 * (index + 1), MIB + grow * index * 1024, index,
-                    [{"filename": "model/net.py", "line": 10 + index, "name": "forward"}])  # fmt: skip
+            b.alloc(
+                0x100000 * (index + 1),
+                MIB + grow * index * 1024,
+                index,
+                [{"filename": "model/net.py", "line": 10 + index, "name": "forward"}],
+            )
         paths.append(b.dump(tmp_path / f"{name}.pickle"))
     result = tracekit.memory(paths, compare=True, top=5)
     assert result.frame["Holder"].tolist() == ["(peak allocated)"] + [

@@ -69,8 +69,12 @@ def test_a_snapshot_after_warm_up_with_gradients_kept(tmp_path):
     result = tracekit.memory(built.dump(tmp_path / "kept.pickle"), by="role")
     roles = dict(zip(result["roles"]["Role"], result["roles"]["Size (MiB)"]))
     parameters = 3 * 8 + 5 * 2
-    assert roles == {"parameters": parameters, "optimizer state": 2 * parameters, "gradients": parameters,
-                     "activations": 6}  # fmt: skip
+    assert roles == {
+        "parameters": parameters,
+        "optimizer state": 2 * parameters,
+        "gradients": parameters,
+        "activations": 6,
+    }
     said = "shows AdamW; their sizes repeat 4 times (a parameter, its gradient and 2 optimizer states"
     assert any(said in note for note in result.notes)
 

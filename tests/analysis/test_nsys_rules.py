@@ -44,16 +44,22 @@ def test_the_profilers_flush_overhead_counts_as_gpu_use(tmp_path):
     assert nsys_rules.gpu_starvation(trace).empty
     # on each GPU of the process, inside its span: GPU 0's 600 ms gap splits, GPU 1's gap ends before it
     rows = nsys_rules.gpu_starvation(trace, gap_ms=100)
-    assert rows.values.tolist() == [[300 * MS, T0 + 400 * MS, 100, 0], [200 * MS, T0 + 100 * MS, 100, 0],
-                                    [200 * MS, T0 + 100 * MS, 100, 1]]  # fmt: skip
+    assert rows.values.tolist() == [
+        [300 * MS, T0 + 400 * MS, 100, 0],
+        [200 * MS, T0 + 100 * MS, 100, 0],
+        [200 * MS, T0 + 100 * MS, 100, 1],
+    ]
 
 
 def test_gpu_low_utilization_chunks_merged_with_their_weighted_use(tmp_path):
     trace = open_trace(str(starved(tmp_path, overhead=True)))
     rows = nsys_rules.gpu_low_utilization(trace, chunks=8)
     # 100 ms chunks. GPU 0: 1-2 and 4-6 idle (3 is the overhead); GPU 1: 1-2 idle
-    assert rows.values.tolist() == [[0.0, 200 * MS, T0 + 100 * MS, 100, 0], [0.0, 200 * MS, T0 + 100 * MS, 100, 1],
-                                    [0.0, 300 * MS, T0 + 400 * MS, 100, 0]]  # fmt: skip
+    assert rows.values.tolist() == [
+        [0.0, 200 * MS, T0 + 100 * MS, 100, 0],
+        [0.0, 200 * MS, T0 + 100 * MS, 100, 1],
+        [0.0, 300 * MS, T0 + 400 * MS, 100, 0],
+    ]
     rows = nsys_rules.gpu_low_utilization(trace, chunks=3, threshold=70)
     # 266,666,667 ns chunks (rounded up; the last one clipped to 266,666,666): GPU 0 uses 100 ms of each
     # (the overhead in the second), 37.5 %, all three merged; GPU 1 uses 37.5, 87.5 and 100 %
@@ -93,8 +99,11 @@ def test_gpu_low_utilization_chunks_each_gpus_own_span(tmp_path):
     quirk = nsys_rules.gpu_low_utilization(trace, chunks=10, as_nsys_2022=True)
     # nsys 2022.4: chunks 2, 3, 4 and 6 are empty on both GPUs; its GROUP BY deviceId, pid order gives
     # them to GPU 0 (not to the lower pid), so GPU 1 keeps chunks 1 and 5 apart
-    assert quirk.values.tolist() == [[0.0, 500 * MS, T0 + 200 * MS, 200, 0], [2.0, 160 * MS, T0 + 260 * MS, 100, 1],
-                                     [5.0, 160 * MS, T0 + 900 * MS, 100, 1]]  # fmt: skip
+    assert quirk.values.tolist() == [
+        [0.0, 500 * MS, T0 + 200 * MS, 200, 0],
+        [2.0, 160 * MS, T0 + 260 * MS, 100, 1],
+        [5.0, 160 * MS, T0 + 900 * MS, 100, 1],
+    ]
 
 
 def test_sync_api_calls(tmp_path):
@@ -104,8 +113,10 @@ def test_sync_api_calls(tmp_path):
     b.runtime(9 * MS, 9_500_000, "cudaDeviceSynchronize_v3020", 901)
     b.runtime(9 * MS, 9_200_000, "cudaEventSynchronize_v3020", 902)  # not one of nsys's two
     rows = tracekit.advise(b.write(tmp_path / "s.sqlite"))["cuda-sync-api"]
-    assert rows.values.tolist() == [[8 * MS, 1 * MS, 100, 101, "cudaStreamSynchronize_v3020"],
-                                    [500_000, 9 * MS, 100, 100, "cudaDeviceSynchronize_v3020"]]  # fmt: skip
+    assert rows.values.tolist() == [
+        [8 * MS, 1 * MS, 100, 101, "cudaStreamSynchronize_v3020"],
+        [500_000, 9 * MS, 100, 100, "cudaDeviceSynchronize_v3020"],
+    ]
 
 
 def test_rows_and_chunks_options(tmp_path):
@@ -172,11 +183,28 @@ def copies(tmp_path):
         for api in ("cudaMemcpy_v3020", "cudaMemcpyAsync_v3020", "cudaMemcpy2DAsync_v3020"):
             for size in (64_000, 64_001):
                 direction = 1 if dst == 2 and src != 2 else 2 if src == 2 and dst != 2 else 8
-                b.memcpy(at, at + 1000 + size // 100 + kind, copy_kind=direction, size=size, src_kind=src,
-                         dst_kind=dst, launch_at=at - 100, api=api)  # fmt: skip
+                b.memcpy(
+                    at,
+                    at + 1000 + size // 100 + kind,
+                    copy_kind=direction,
+                    size=size,
+                    src_kind=src,
+                    dst_kind=dst,
+                    launch_at=at - 100,
+                    api=api,
+                )
                 at += MS
-    b.memcpy(at, at + 5000, copy_kind=8, src_kind=2, dst_kind=2, src_device=0, dst_device=0, launch_at=at - 100,
-             api="cudaMemcpy_v3020")  # within one device: left out  # fmt: skip
+    b.memcpy(
+        at,
+        at + 5000,
+        copy_kind=8,
+        src_kind=2,
+        dst_kind=2,
+        src_device=0,
+        dst_device=0,
+        launch_at=at - 100,
+        api="cudaMemcpy_v3020",
+    )  # within one device: left out
     for mem_kind in (1, 2, 4):
         for api in ("cudaMemset_v3020", "cudaMemsetAsync_v3020"):
             b.memset(at, at + 700 + mem_kind, mem_kind=mem_kind, launch_at=at - 100, api=api)

@@ -12,15 +12,21 @@ from helpers.nsys_builder import ExportBuilder
 from helpers.paths import SHARED
 
 import tracekit
-from tracekit.analysis.waits.ops import ops_table
+from tracekit.analysis.waits.ops import kernels_per_operator
 from tracekit.analysis.waits.ops_command import OpsOptions
 from tracekit.sources import open_trace
 
 US = 1000
 KINETO = SHARED / "kineto"
 # mi250: HTA's launch pattern misses hipLaunchKernel (it stops with a KeyError); tracekit reads it
-TRACES = ([path for path in sorted(KINETO.glob("*.json.gz")) if not path.name.startswith("mi250")]
-          + sorted((KINETO / "v100_dlrm_8ranks").glob("rank[05].pt.trace.json"))) if KINETO.is_dir() else []  # fmt: skip
+TRACES = (
+    (
+        [path for path in sorted(KINETO.glob("*.json.gz")) if not path.name.startswith("mi250")]
+        + sorted((KINETO / "v100_dlrm_8ranks").glob("rank[05].pt.trace.json"))
+    )
+    if KINETO.is_dir()
+    else []
+)
 
 
 def built(path):
@@ -56,7 +62,11 @@ def test_emit_nvtx_ranges_are_the_operators_of_an_nsys_export(tmp_path):
     b.kernel(200 * US, 300 * US, "gemm", launch_at=20 * US)
     row = tracekit.ops(b.write(tmp_path / "ops.sqlite"))["ops"].iloc[0]
     assert (row["Operator"], row["Kernels"], row["Launch Delay (ns)"], row["Runtime Delay (ns)"]) == (
-        "aten::mm", 1, 20 * US, 180 * US)  # fmt: skip
+        "aten::mm",
+        1,
+        20 * US,
+        180 * US,
+    )
 
 
 @pytest.mark.skipif(not TRACES, reason=f"real traces not available: {KINETO}")
@@ -67,14 +77,17 @@ def test_the_kernel_sequences_equal_htas(path, tmp_path, monkeypatch):
     from hta.trace_analysis import TraceAnalysis  # pyright: ignore[reportMissingImports]
 
     monkeypatch.setenv("HTA_DISABLE_NS_ROUNDING", "1")  # HTA's times as float µs, as its users read them
-    monkeypatch.setattr(analysis.CudaKernelAnalysis, "visualize_aten_op_kernels_and_overhead",
-                        classmethod(lambda cls, *args: None))  # plotly's figure.show() opens a browser  # fmt: skip
+    monkeypatch.setattr(
+        analysis.CudaKernelAnalysis, "visualize_aten_op_kernels_and_overhead", classmethod(lambda cls, *args: None)
+    )  # plotly's figure.show() opens a browser
     logging.getLogger("hta").setLevel(logging.ERROR)
     (tmp_path / path.name).symlink_to(path)
     trace_analysis = TraceAnalysis(trace_dir=str(tmp_path))
     rank = trace_analysis.t.get_ranks()[0]
     theirs = trace_analysis.get_aten_op_kernels_and_delay(ranks=[rank])[rank]
-    ours = ops_table(open_trace(path), OpsOptions(top=10**6, name="demangled", drop_last_step=True))["sequences"]
+    ours = kernels_per_operator(open_trace(path), OpsOptions(top=10**6, name="demangled", drop_last_step=True))[
+        "sequences"
+    ]
     ours = ours.set_index(["Operator", "Kernels"])
     assert len(ours) == len(theirs)
     for row in theirs.to_dict("records"):

@@ -23,7 +23,11 @@ def test_overlap_per_gpu_and_step(tmp_path):
     rows = {(row["GPU"], row["Step"]): row for row in result["overlap"].to_dict("records")}
     whole = rows[("cuda:0", "(whole trace)")]
     assert (whole["Communication (ns)"], whole["Overlapped (ns)"], whole["Exposed (ns)"], whole["Overlap (%)"]) == (
-        300, 150, 150, 50.0)  # fmt: skip
+        300,
+        150,
+        150,
+        50.0,
+    )
     assert rows[("cuda:0", "step")]["Overlapped (ns)"] == 150
     one = rows[("cuda:1", "(whole trace)")]
     assert (one["Communication (ns)"], one["Exposed (ns)"], one["Overlap (%)"]) == (100, 100, 0.0)

@@ -37,8 +37,16 @@ def many_streams(tmp_path_factory) -> Trace:
             at += int(rng.choice([0, 2, 20, 60, 200])) * US - (5 * US if rng.random() < 0.15 else 0)
             length = int(rng.choice([0, 3, 10, 40])) * US
             launch = None if rng.random() < 0.1 else at - int(rng.choice([-30, 1, 50, 400])) * US
-            b.kernel(max(at, 0), max(at, 0) + length, f"k{int(rng.integers(0, 4))}", device=device, stream=stream,
-                     pid=pid, tid=pid, launch_at=launch)  # fmt: skip
+            b.kernel(
+                max(at, 0),
+                max(at, 0) + length,
+                f"k{int(rng.integers(0, 4))}",
+                device=device,
+                stream=stream,
+                pid=pid,
+                tid=pid,
+                launch_at=launch,
+            )
             at = max(at, 0) + length
     for index, pid in enumerate(rng.choice([100, 200], size=40)):
         at = int(rng.integers(0, 2_000)) * US
@@ -120,7 +128,9 @@ def test_the_op_before_a_gap_is_the_last_to_start_before_it(tmp_path):
     b.kernel(100 * US, 110 * US, "c", stream=8, launch_at=40 * US)  # another stream: a group of its own
     b.kernel(250 * US, 260 * US, "c", stream=8, launch_at=60 * US)
     gaps = idle_gaps(open_trace(b.write(tmp_path / "zero.sqlite")), per_stream=True)
-    assert gaps[["Stream", "Start (ns)", "Idle (ns)"]].to_numpy().tolist() == [[7, 200 * US, 100 * US],
-                                                                               [8, 110 * US, 140 * US]]  # fmt: skip
+    assert gaps[["Stream", "Start (ns)", "Idle (ns)"]].to_numpy().tolist() == [
+        [7, 200 * US, 100 * US],
+        [8, 110 * US, 140 * US],
+    ]
     assert gaps["Cause"].tolist() == ["other stream or device", "dependency not in trace"]
     assert gaps["Previous Op"].tolist() == [1, 3] and gaps["Next Op"].tolist() == [2, 4]

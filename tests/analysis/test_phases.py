@@ -6,7 +6,7 @@ from helpers.nsys_builder import ExportBuilder
 from helpers.paths import SHARED
 
 import tracekit
-from tracekit.analysis.ranges.phases import resolve
+from tracekit.analysis.ranges.phases import choose_phases
 from tracekit.sources import open_trace
 
 GEMM = "ampere_s16816gemm_bf16_128x64"
@@ -27,12 +27,19 @@ def test_the_words_themselves_come_first(tmp_path):
     b.kernel(2_100, 2_300, GEMM, launch_at=2_010)
     b.kernel(3_100, 3_400, GEMM, launch_at=3_010)
     path = b.write(tmp_path / "own.sqlite")
-    assert resolve(open_trace(str(path)), None).chosen == (("forward", "forward"), ("backward", "backward"),
-                                                           ("optimizer", "optimizer"))  # fmt: skip
+    assert choose_phases(open_trace(str(path)), None).chosen == (
+        ("forward", "forward"),
+        ("backward", "backward"),
+        ("optimizer", "optimizer"),
+    )
     result = tracekit.breakdown(path)
     assert result.notes == []  # the default names: nothing to say
     assert dict(zip(result["breakdown"]["Phase"], result["breakdown"]["Kernel Time (ns)"])) == {
-        "forward": 100, "backward": 200, "optimizer": 300, "(whole trace)": 600}  # fmt: skip
+        "forward": 100,
+        "backward": 200,
+        "optimizer": 300,
+        "(whole trace)": 600,
+    }
 
 
 def test_torch_records_backward_and_optimizer_as_cpu_ops(tmp_path):
@@ -47,8 +54,10 @@ def test_torch_records_backward_and_optimizer_as_cpu_ops(tmp_path):
     k.launch("cudaLaunchKernel", 450, 5, 2).kernel("sgd", 460, 7, 2)
     k.launch("cudaLaunchKernel", 900, 5, 3).kernel("other", 910, 3, 3)
     path = k.write(tmp_path / "old.json")
-    assert resolve(open_trace(str(path)), None).chosen == (
-        ("backward", "cpu_op:autograd::engine::evaluate_function: *"), ("optimizer", "cpu_op:Optimizer.step#*"))  # fmt: skip
+    assert choose_phases(open_trace(str(path)), None).chosen == (
+        ("backward", "cpu_op:autograd::engine::evaluate_function: *"),
+        ("optimizer", "cpu_op:Optimizer.step#*"),
+    )
     assert labelled(path) == {"backward": 20_000, "optimizer": 7_000, "(whole trace)": 30_000}
     steps = tracekit.steps(path)["steps"]  # ProfilerStep#N as a cpu_op (torch 1.8 and 1.9) is a step
     assert steps["Step"].tolist() == ["cpu_op:ProfilerStep#3"] and steps["Kernels"].tolist() == [3]
@@ -93,14 +102,20 @@ def test_a_given_phase_that_matches_nothing_is_said_not_shown_as_zeros(tmp_path)
 @pytest.mark.parametrize(
     "name, expected",
     [
-        ("traces/a100_small_lm_trainstep_nsys2026.3.sqlite",
-         {"forward": "forward pass", "backward": "backward pass", "optimizer": "optimizer step"}),
-        ("kineto/a100_ddp_rank0of2_nccl.json.gz",
-         {"forward": "## forward ##", "backward": "## backward ##", "optimizer": "## optimizer ##"}),
-        ("kineto/v100_resnet_torch2.3_ns_precision.pt.trace.json.gz",
-         {"forward": "## forward ##", "backward": "## backward ##", "optimizer": "## optimizer ##"}),
+        (
+            "traces/a100_small_lm_trainstep_nsys2026.3.sqlite",
+            {"forward": "forward pass", "backward": "backward pass", "optimizer": "optimizer step"},
+        ),
+        (
+            "kineto/a100_ddp_rank0of2_nccl.json.gz",
+            {"forward": "## forward ##", "backward": "## backward ##", "optimizer": "## optimizer ##"},
+        ),
+        (
+            "kineto/v100_resnet_torch2.3_ns_precision.pt.trace.json.gz",
+            {"forward": "## forward ##", "backward": "## backward ##", "optimizer": "## optimizer ##"},
+        ),
     ],
-)  # fmt: skip
+)
 def test_real_traces_have_their_phases_found(name, expected):
     path = SHARED / name
     if not path.exists():
@@ -136,7 +151,7 @@ def test_a_name_of_two_phases_is_neither_and_a_domain_prefix_is_dropped(tmp_path
     b.push_pop(1_000, 2_000, "forward/backward")
     b.kernel(100, 200, GEMM, launch_at=10)
     b.kernel(1_100, 1_400, GEMM, launch_at=1_010)
-    found = resolve(open_trace(str(b.write(tmp_path / "megatron.sqlite"))), None).chosen
+    found = choose_phases(open_trace(str(b.write(tmp_path / "megatron.sqlite"))), None).chosen
     assert found == (("forward", "=forward pass"),)
     b = ExportBuilder("2026.2")
     b.domain(1, "MyDomain")
@@ -154,8 +169,13 @@ def hashed_phases(tmp_path, source: str):
     kernel 20 us, backward's 30 us, the optimizer's 7 us, ema's 5 us."""
     if source == "kineto":
         k = KinetoBuilder()
-        for name, at, length in [("## forward ##", 0, 100), ("## backward ##", 100, 100),
-                                 ("## optimizer ##", 200, 100), ("ema", 300, 50), ("step", 0, 400)]:  # fmt: skip
+        for name, at, length in [
+            ("## forward ##", 0, 100),
+            ("## backward ##", 100, 100),
+            ("## optimizer ##", 200, 100),
+            ("ema", 300, 50),
+            ("step", 0, 400),
+        ]:
             k.annotation(name, at, length)
         k.annotation("## forward ##", 10, 500, cat="gpu_user_annotation")
         for correlation, (at, length) in enumerate([(10, 20), (110, 30), (210, 7), (310, 5)], start=1):
@@ -178,12 +198,18 @@ def test_a_named_phase_takes_the_ranges_finding_would(tmp_path, source):
     given = tracekit.breakdown(path, phases="forward,backward")
     table = given["breakdown"]
     assert dict(zip(table["Phase"], table["Kernel Time (ns)"])) == {
-        "forward": 20_000, "backward": 30_000, "(whole trace)": 62_000}  # fmt: skip
+        "forward": 20_000,
+        "backward": 30_000,
+        "(whole trace)": 62_000,
+    }
     assert given["breakdown"].iloc[:2].equals(found["breakdown"].iloc[:2][table.columns])
     assert given.notes == ["phases found by their range names: forward = '## forward ##', backward = '## backward ##'"]
     # a phase's word beside a spec of the user's own: the word found, the spec as it is
     mixed = tracekit.breakdown(path, phases="optimizer,ema")["breakdown"]
     assert dict(zip(mixed["Phase"], mixed["Kernel Time (ns)"])) == {
-        "optimizer": 7_000, "ema": 5_000, "(whole trace)": 62_000}  # fmt: skip
+        "optimizer": 7_000,
+        "ema": 5_000,
+        "(whole trace)": 62_000,
+    }
     steps = tracekit.steps(path, step_range="step", phases="forward,backward")["steps"]
     assert steps[["forward (ns)", "backward (ns)"]].values.tolist() == [[100_000, 100_000]]

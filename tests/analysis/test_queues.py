@@ -75,8 +75,16 @@ def test_the_queues_equal_htas(path, tmp_path):
     ours = queue_table(open_trace(path), QueuesOptions(as_hta=True, drop_last_step=True, max_queue=8))["queues"]
     ours = ours.set_index("Stream")
     assert sorted(ours.index) == sorted(int(stream) for stream in summary["stream"])
-    pairs = [("Changes", "count"), ("Mean", "mean"), ("StdDev", "std"), ("Min", "min"), ("25%", "25%"),
-             ("Median", "50%"), ("75%", "75%"), ("Max", "max")]  # fmt: skip
+    pairs = [
+        ("Changes", "count"),
+        ("Mean", "mean"),
+        ("StdDev", "std"),
+        ("Min", "min"),
+        ("25%", "25%"),
+        ("Median", "50%"),
+        ("75%", "75%"),
+        ("Max", "max"),
+    ]
     for row in summary.to_dict("records"):
         mine = ours.loc[int(row["stream"])]
         for column, theirs in pairs:

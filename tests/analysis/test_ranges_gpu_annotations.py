@@ -17,7 +17,11 @@ import tracekit
 from tracekit.analysis.primitives.step_window import last_step_start
 
 KINETO = SHARED / "kineto"
-TRACES = (sorted(KINETO.glob("*.json.gz")) + sorted((KINETO / "v100_dlrm_8ranks").glob("rank[0].pt.trace.json"))) if KINETO.is_dir() else []  # fmt: skip
+TRACES = (
+    (sorted(KINETO.glob("*.json.gz")) + sorted((KINETO / "v100_dlrm_8ranks").glob("rank[0].pt.trace.json")))
+    if KINETO.is_dir()
+    else []
+)
 
 
 @pytest.mark.skipif(not TRACES, reason=f"real traces not available: {KINETO}")

@@ -21,8 +21,9 @@ def two_streams(path):
     b = KinetoBuilder()
     b.annotation("step", 0, 100).annotation("inner", 20, 20).annotation("step", 200, 100)
     b.annotation("step", 995, 60, pid=0, tid=7, cat="gpu_user_annotation")
-    for correlation, (at, start, stream) in enumerate(((10, 1000, 7), (25, 1040, 7), (50, 1005, 8), (210, 2000, 7)),
-                                                      start=1):  # fmt: skip
+    for correlation, (at, start, stream) in enumerate(
+        ((10, 1000, 7), (25, 1040, 7), (50, 1005, 8), (210, 2000, 7)), start=1
+    ):
         b.launch("cudaLaunchKernel", at, 2, correlation=correlation)
         b.kernel(f"k{correlation}", start, 10, correlation=correlation, stream=stream)
     return b.write(path / "two_streams.json")
@@ -59,8 +60,11 @@ def test_ops_overlapping_on_one_stream_count_once(tmp_path):
     assert (row["GPU Time (ns)"], row["GPU Span (ns)"], row["GPU Busy (ns)"]) == (60 * US, 50 * US, 50 * US)
 
 
-REAL = ([*sorted((SHARED / "kineto").glob("*.json.gz")), *sorted((SHARED / "traces").glob("*.sqlite"))]
-        if SHARED.is_dir() else [])  # fmt: skip
+REAL = (
+    [*sorted((SHARED / "kineto").glob("*.json.gz")), *sorted((SHARED / "traces").glob("*.sqlite"))]
+    if SHARED.is_dir()
+    else []
+)
 
 
 @pytest.mark.skipif(not REAL, reason="real traces not available")

@@ -68,8 +68,11 @@ def operators_trace(path):
         for at, name, start, duration in ((10, "gemm", 0, 50), (20, "bias", 60, 10), (30, "act", 80, 10)):
             launch(begin + at, name, gpu + start, duration)
     b.annotation("aten::linear", 200, 40, cat="cpu_op")
-    for at, name, start, duration, stream in ((210, "gemm", 1200, 50, 7), (220, "bias", 1260, 10, 7),
-                                              (230, "act", 1205, 10, 8)):  # fmt: skip
+    for at, name, start, duration, stream in (
+        (210, "gemm", 1200, 50, 7),
+        (220, "bias", 1260, 10, 7),
+        (230, "act", 1205, 10, 8),
+    ):
         launch(at, name, start, duration, stream)
     correlation += 1
     b.launch("cudaStreamWaitEvent", 235, 2, correlation=correlation).sync("Stream Wait Event", 1250, 1, correlation)
@@ -85,8 +88,14 @@ def operators_trace(path):
 
 def patterns(path, **options):
     table = tracekit.sequences(path, min_count=1, **options)["sequences"]
-    return {(row["Operator"], row["Sequence"]): (row["Count"], row["Kernel Time (ns)"] // US, row["Operator Time (ns)"] // US)
-            for row in table.to_dict("records")}  # fmt: skip
+    return {
+        (row["Operator"], row["Sequence"]): (
+            row["Count"],
+            row["Kernel Time (ns)"] // US,
+            row["Operator Time (ns)"] // US,
+        )
+        for row in table.to_dict("records")
+    }
 
 
 def test_operator_sequences_of_the_outermost_instances(tmp_path):
@@ -147,7 +156,8 @@ def test_every_real_nsys_export(path):
     ops = trace.gpu_ops.sort_values(["device", "stream", "start"], kind="stable")
     kernel = (ops["kind"] == "kernel").to_numpy()
     same = (ops["device"].to_numpy()[1:] == ops["device"].to_numpy()[:-1]) & (
-        ops["stream"].to_numpy()[1:] == ops["stream"].to_numpy()[:-1])  # fmt: skip
+        ops["stream"].to_numpy()[1:] == ops["stream"].to_numpy()[:-1]
+    )
     pairs = same & kernel[1:] & kernel[:-1]
     duration = ops["duration"].to_numpy()
     assert table["Count"].sum() == pairs.sum()
@@ -176,8 +186,9 @@ def test_launches_on_a_thread_without_ranges_and_ranges_that_start_together(tmp_
     # the launches' thread (200) has no range: no range launched them, and syncs and ops say so too
     b = KinetoBuilder()
     b.annotation("elsewhere", 0, 100, tid=100)
-    for correlation, (name, start) in enumerate((("A", 100), ("B", 120), ("C", 140), ("A", 160), ("B", 180),
-                                                 ("C", 200)), start=1):  # fmt: skip
+    for correlation, (name, start) in enumerate(
+        (("A", 100), ("B", 120), ("C", 140), ("A", 160), ("B", 180), ("C", 200)), start=1
+    ):
         b.launch("cudaLaunchKernel", correlation * 2, 1, correlation=correlation, tid=200)
         b.kernel(name, start, 10, correlation=correlation)
     b.launch("cudaDeviceSynchronize", 20, 5, correlation=99, tid=200)
@@ -188,8 +199,9 @@ def test_launches_on_a_thread_without_ranges_and_ranges_that_start_together(tmp_
     b = KinetoBuilder()
     b.annotation("inner", 0, 50).annotation("outer", 0, 100)
     for correlation, (name, start) in enumerate((("A", 100), ("B", 120), ("C", 140)), start=1):
-        b.launch("cudaLaunchKernel", 4 + correlation, 1, correlation=correlation).kernel(name, start, 10,
-                                                                                        correlation=correlation)  # fmt: skip
+        b.launch("cudaLaunchKernel", 4 + correlation, 1, correlation=correlation).kernel(
+            name, start, 10, correlation=correlation
+        )
     assert tracekit.sequences(b.write(tmp_path / "ties.json"), min_count=1)["sequences"]["From"].tolist() == ["inner"]
 
 

@@ -22,20 +22,26 @@ import pytest
 from helpers.paths import SHARED
 
 import tracekit
-from tracekit.analysis.waits.ops import ops_table
+from tracekit.analysis.waits.ops import kernels_per_operator
 from tracekit.analysis.waits.ops_command import OpsOptions
 from tracekit.sources import open_trace
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 KINETO = SHARED / "kineto"
-TRACES = ([path for path in sorted(KINETO.glob("*.json.gz"))]
-          + sorted((KINETO / "v100_dlrm_8ranks").glob("rank[05].pt.trace.json"))) if KINETO.is_dir() else []  # fmt: skip
+TRACES = (
+    (
+        [path for path in sorted(KINETO.glob("*.json.gz"))]
+        + sorted((KINETO / "v100_dlrm_8ranks").glob("rank[05].pt.trace.json"))
+    )
+    if KINETO.is_dir()
+    else []
+)
 HTA_FAILS = {"v100_resnet50_torch1.8.pt.trace.json.gz": "HTA's call graph takes string thread ids for numbers"}
 US = 1000
 
 
 def operator_names(trace) -> list[str]:
-    ops = ops_table(trace, OpsOptions(top=10**6))["ops"]
+    ops = kernels_per_operator(trace, OpsOptions(top=10**6))["ops"]
     busiest = ops.sort_values(["Instances", "Operator"], ascending=[False, True]).head(3)["Operator"].tolist()
     present = trace.ranges["name"].astype(str).unique()
     return [name for name in ("ProfilerStep#", "autograd::engine") if any(name in text for text in present)] + busiest
@@ -43,8 +49,10 @@ def operator_names(trace) -> list[str]:
 
 def ours(trace, operator: str, **options) -> dict[tuple[str, str], tuple[int, float, float]]:
     table = tracekit.sequences(trace, operator=operator, min_count=1, top=10**6, **options)["sequences"]
-    return {(row["Operator"], row["Sequence"]): (row["Count"], row["Kernel Time (ns)"] / US, row["Operator Time (ns)"] / US)
-            for row in table.to_dict("records")}  # fmt: skip
+    return {
+        (row["Operator"], row["Sequence"]): (row["Count"], row["Kernel Time (ns)"] / US, row["Operator Time (ns)"] / US)
+        for row in table.to_dict("records")
+    }
 
 
 @pytest.mark.skipif(not TRACES, reason=f"real traces not available: {KINETO}")
@@ -62,8 +70,11 @@ def test_frequent_sequences_equal_htas(path, tmp_path, monkeypatch):
     trace_analysis = TraceAnalysis(trace_dir=str(tmp_path / "in"))
     rank = trace_analysis.t.get_ranks()[0]
     # the table only: HTA also writes the whole trace again with the patterns overlaid (seconds per name)
-    monkeypatch.setattr(analysis.CudaKernelAnalysis, "_overlay_frequent_patterns_with_trace",
-                        classmethod(lambda cls, *args, **keywords: None))  # fmt: skip
+    monkeypatch.setattr(
+        analysis.CudaKernelAnalysis,
+        "_overlay_frequent_patterns_with_trace",
+        classmethod(lambda cls, *args, **keywords: None),
+    )
     monkeypatch.setattr(trace_analysis.t, "write_raw_trace", lambda *args, **keywords: None)
     graphs: dict = {}  # one call graph per trace: HTA builds it anew for every operator name
     real_graph = analysis.CallGraph
@@ -72,13 +83,17 @@ def test_frequent_sequences_equal_htas(path, tmp_path, monkeypatch):
     compared = 0
     for name in operator_names(trace):
         with hta_under_pandas_3():
-            frame = trace_analysis.get_frequent_cuda_kernel_sequences(name, str(tmp_path), min_pattern_len=3,
-                                                                      rank=rank, top_k=1, visualize=False)  # fmt: skip
+            frame = trace_analysis.get_frequent_cuda_kernel_sequences(
+                name, str(tmp_path), min_pattern_len=3, rank=rank, top_k=1, visualize=False
+            )
         theirs = {}
         for row in frame.to_dict("records") if frame is not None else []:
             parts = row["pattern"].split("|")  # the operator, then its GPU ops
             theirs[(parts[0], " -> ".join(parts[1:]))] = (
-                row["count"], row["GPU kernel duration (us)"], row["CPU op duration (us)"])  # fmt: skip
+                row["count"],
+                row["GPU kernel duration (us)"],
+                row["CPU op duration (us)"],
+            )
         mine = ours(trace, name, as_hta=True, drop_last_step=True, name="demangled")
         assert set(mine) == set(theirs), name
         for key, (count, gpu, cpu) in theirs.items():
@@ -96,8 +111,9 @@ def naive(trace, name: str) -> dict[tuple[str, str], int]:
     shown = ranges["name"].astype(str).str.removeprefix("cpu_op:")
     matching = ranges.loc[shown.str.contains(name, regex=False).to_numpy()]
     calls, ops = trace.launches, trace.gpu_ops
-    joined = ops.merge(calls[["pid", "tid", "correlation_id", "start", "end"]], on=["pid", "correlation_id"],
-                       suffixes=("", "_call"))  # fmt: skip
+    joined = ops.merge(
+        calls[["pid", "tid", "correlation_id", "start", "end"]], on=["pid", "correlation_id"], suffixes=("", "_call")
+    )
     found: dict[tuple[str, str], int] = {}
     for row in matching.itertuples():
         same_thread = (matching["pid"] == row.pid) & (matching["tid"] == row.tid)
@@ -106,8 +122,12 @@ def naive(trace, name: str) -> dict[tuple[str, str], int]:
             first = enclosing.sort_values(["start", "depth"]).iloc[0]
             if first.name != row.Index:
                 continue
-        inside = joined.loc[(joined["pid"] == row.pid) & (joined["tid"] == row.tid) & (joined["start_call"] >= row.start)
-                            & (joined["end_call"] <= row.end)].sort_values("start", kind="stable")  # fmt: skip
+        inside = joined.loc[
+            (joined["pid"] == row.pid)
+            & (joined["tid"] == row.tid)
+            & (joined["start_call"] >= row.start)
+            & (joined["end_call"] <= row.end)
+        ].sort_values("start", kind="stable")
         if len(inside) >= 3:
             key = (str(row.name).removeprefix("cpu_op:"), " -> ".join(inside["short_name"].astype(str)))
             found[key] = found.get(key, 0) + 1

@@ -70,7 +70,9 @@ def test_diff_step_by_step(tmp_path):
     result = tracekit.diff(a, b.write(tmp_path / "b.sqlite"), by="step")
     rows = result.frame.to_dict("records")
     assert [(row["A Wall (ns)"], row["B Wall (ns)"], row["Delta Wall (ns)"], row["Wall Ratio"]) for row in rows] == [
-        (1000, 2000, 1000, 2.0), (1000, 2000, 1000, 2.0)]  # fmt: skip
+        (1000, 2000, 1000, 2.0),
+        (1000, 2000, 1000, 2.0),
+    ]
     assert [row["Delta Kernel Time (ns)"] for row in rows] == [100, 100]
     assert any("A has 4 steps, B 2: the first 2 are compared" in note for note in result.notes)
 

@@ -23,8 +23,13 @@ def rank(path, number: int, allreduce_start: int):
     b = KinetoBuilder(rank=number, world_size=4)
     b.annotation("ProfilerStep#1", 0, 1000).annotation("ProfilerStep#2", 1000, 1000)
     b.launch("cudaLaunchKernel", 100, 5, correlation=1)
-    b.kernel("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*)", allreduce_start, 900 - allreduce_start,
-             correlation=1, stream=20)  # fmt: skip
+    b.kernel(
+        "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*)",
+        allreduce_start,
+        900 - allreduce_start,
+        correlation=1,
+        stream=20,
+    )
     b.launch("cudaLaunchKernel", 1100, 5, correlation=2).kernel("gemm", 1200, 100, correlation=2)
     return b.write(path / f"rank{number}.json")
 
@@ -49,8 +54,12 @@ def test_unnumbered_steps_count_from_one(tmp_path):
     """Steps named "step" (no #N) count from 1, so HTA's rule (steps above 0) keeps the first one."""
     paths = []
     for number, start in {0: 200, 1: 300, 2: 700, 3: 600}.items():
-        text = rank(tmp_path, number, start).read_text().replace("ProfilerStep#1", "step").replace("ProfilerStep#2",
-                                                                                                   "step")  # fmt: skip
+        text = (
+            rank(tmp_path, number, start)
+            .read_text()
+            .replace("ProfilerStep#1", "step")
+            .replace("ProfilerStep#2", "step")
+        )
         paths.append(tmp_path / f"plain{number}.json")
         paths[-1].write_text(text)
     pieces = {number: straggler_piece(open_trace(path)) for number, path in enumerate(paths)}

@@ -22,8 +22,11 @@ def test_blocking_calls_and_the_idle_after(tmp_path):
     path = b.write(tmp_path / "s.sqlite")
     result = tracekit.syncs(path)
     rows = {(row["API"], row["Range"]): row for row in result["syncs"].to_dict("records")}
-    assert set(rows) == {("cudaStreamSynchronize", "loss.item"), ("cudaDeviceSynchronize", "step"),
-                         ("cudaMemcpy", "(no range)")}  # fmt: skip
+    assert set(rows) == {
+        ("cudaStreamSynchronize", "loss.item"),
+        ("cudaDeviceSynchronize", "step"),
+        ("cudaMemcpy", "(no range)"),
+    }
     stream = rows[("cudaStreamSynchronize", "loss.item")]
     assert (stream["Calls"], stream["Wait (ns)"], stream["GPU Idle After (ns)"]) == (1, 90, 200)
     assert rows[("cudaDeviceSynchronize", "step")]["GPU Idle After (ns)"] == 0
@@ -51,4 +54,5 @@ def test_a_call_recorded_twice_counts_once(tmp_path):
     b.kernel(800, 900, "relu", launch_at=700)
     rows = tracekit.syncs(b.write(tmp_path / "twice.sqlite"))["syncs"].to_dict("records")
     assert [(row["API"], row["Calls"], row["Wait (ns)"], row["GPU Idle After (ns)"]) for row in rows] == [
-        ("cudaStreamSynchronize", 1, 90, 200)]  # fmt: skip
+        ("cudaStreamSynchronize", 1, 90, 200)
+    ]

@@ -38,13 +38,21 @@ def run_program(tmp_path, source: str, **environment: str) -> subprocess.Complet
     program = tmp_path / "program.py"
     program.write_text(source)
     env = {key: value for key, value in os.environ.items() if not key.startswith("TRACEKIT_")}
-    return subprocess.run([sys.executable, str(program)], env={**env, **environment}, capture_output=True, text=True,
-                          timeout=300, check=False)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, str(program)],
+        env={**env, **environment},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 def test_without_a_profiler_nothing_is_imported_or_recorded(tmp_path):
-    result = run_program(tmp_path, textwrap.dedent(
-        """
+    result = run_program(
+        tmp_path,
+        textwrap.dedent(
+            """
         import sys
         from tracekit import annotate
         with annotate.range("forward"):
@@ -52,7 +60,9 @@ def test_without_a_profiler_nothing_is_imported_or_recorded(tmp_path):
         for _ in annotate.steps(range(3), warmup=1):
             pass
         assert not {"torch", "pandas", "numpy", "nvtx"} & set(sys.modules), sorted(sys.modules)
-        """))  # fmt: skip
+        """
+        ),
+    )
     assert result.returncode == 0, result.stderr
 
 
@@ -103,8 +113,10 @@ def test_only_the_first_steps_loop_is_captured(tmp_path):
     """A training loop then an evaluation loop: the first is the capture (as nsys's capture range
     ends it), the second neither overwrites the trace nor fails; a nested loop is inside the first."""
     trace_path = tmp_path / "trace.json"
-    result = run_program(tmp_path, textwrap.dedent(
-        """
+    result = run_program(
+        tmp_path,
+        textwrap.dedent(
+            """
         import torch
         from tracekit import annotate
         for _ in annotate.steps(range(4), warmup=1, name="train"):
@@ -112,7 +124,11 @@ def test_only_the_first_steps_loop_is_captured(tmp_path):
                 torch.ones(4) + 1
         for _ in annotate.steps(range(3), name="eval"):
             torch.ones(4) * 2
-        """), TRACEKIT_PROFILER="torch", TRACEKIT_TORCH_TRACE=str(trace_path))  # fmt: skip
+        """
+        ),
+        TRACEKIT_PROFILER="torch",
+        TRACEKIT_TORCH_TRACE=str(trace_path),
+    )
     assert result.returncode == 0, result.stderr
     ranges = open_trace(trace_path).ranges
     names = Counter(ranges.loc[ranges["domain"] == "", "name"].astype(str))

@@ -267,8 +267,12 @@ def test_a_folder_of_something_else_is_never_replaced(tmp_path):
     (tmp_path / "disguised" / runs.EXPORT / "notes.txt").write_text("precious")
     (tmp_path / "disguised" / runs.MANIFEST).write_text("{}")
     before = listing(tmp_path)
-    for name, why in (("mine", "did not write"), ("mixed", "notes.txt"), ("link", "a link or a file"),
-                      ("disguised", runs.EXPORT)):  # fmt: skip
+    for name, why in (
+        ("mine", "did not write"),
+        ("mixed", "notes.txt"),
+        ("link", "a link or a file"),
+        ("disguised", runs.EXPORT),
+    ):
         with pytest.raises(CaptureError, match=why):
             NewRun(tmp_path, name, replace=True)
     assert listing(tmp_path) == before
@@ -326,8 +330,24 @@ def test_a_workloads_folder_in_the_current_directory_is_not_run(cli, fake_nsys, 
     monkeypatch.chdir(here)
     monkeypatch.setenv("FAKE_NSYS_MODE", "plain")
     out = tmp_path / "traces"
-    result = cli("capture", "tiny", "--ctx", "16", "--warmup", "0", "--steps", "1", "--device", "cpu",
-                 "--out", out, "--nsys", fake_nsys, "--name", "safe")  # fmt: skip
+    result = cli(
+        "capture",
+        "tiny",
+        "--ctx",
+        "16",
+        "--warmup",
+        "0",
+        "--steps",
+        "1",
+        "--device",
+        "cpu",
+        "--out",
+        out,
+        "--nsys",
+        fake_nsys,
+        "--name",
+        "safe",
+    )
     assert result.exit_code == 0, result.output
     assert not hijacked.exists()
     assert runs.Run(out / "safe").manifest["samples_ms"]["step"]  # our workload ran and measured
@@ -344,15 +364,34 @@ def tree_of(marker: str) -> list[int]:
 
 def start_capture(fake_nsys, out: Path, mode: str, steps: int, *extra: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "tracekit.cli", "capture", "tiny", "--ctx", "16", "--warmup", "0",
-         "--steps", str(steps), "--device", "cpu", "--out", str(out), "--nsys", str(fake_nsys),
-         "--name", "stopped", *extra],
+        [
+            sys.executable,
+            "-m",
+            "tracekit.cli",
+            "capture",
+            "tiny",
+            "--ctx",
+            "16",
+            "--warmup",
+            "0",
+            "--steps",
+            str(steps),
+            "--device",
+            "cpu",
+            "--out",
+            str(out),
+            "--nsys",
+            str(fake_nsys),
+            "--name",
+            "stopped",
+            *extra,
+        ],
         env={**os.environ, "FAKE_NSYS_MODE": mode},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,  # signals below go to tracekit alone, not to a process group
-    )  # fmt: skip
+    )
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
@@ -380,8 +419,24 @@ def test_a_latest_that_is_not_our_link_is_left_alone(cli, fake_nsys, tmp_path, k
     out.mkdir()
     latest = out / runs.LATEST
     latest.mkdir() if kind == "folder" else latest.write_text("keep")
-    result = cli("capture", "tiny", "--ctx", "16", "--warmup", "0", "--steps", "1", "--device", "cpu", "--out", out,
-                 "--nsys", fake_nsys, "--name", "a")  # fmt: skip
+    result = cli(
+        "capture",
+        "tiny",
+        "--ctx",
+        "16",
+        "--warmup",
+        "0",
+        "--steps",
+        "1",
+        "--device",
+        "cpu",
+        "--out",
+        out,
+        "--nsys",
+        fake_nsys,
+        "--name",
+        "a",
+    )
     assert result.exit_code == 0, result.output
     assert "is not a link: left as it is" in result.output
     assert (latest.is_dir() and not latest.is_symlink()) if kind == "folder" else latest.read_text() == "keep"
@@ -408,8 +463,20 @@ def test_sigterm_stops_the_tree_before_a_process_manager_would_kill(fake_nsys, t
 def test_an_nsys_that_never_starts_the_program_is_given_up(cli, fake_nsys, tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_NSYS_MODE", "nostart")
     out = tmp_path / "traces"
-    result = cli("capture", "tiny", "--device", "cpu", "--out", out, "--nsys", fake_nsys, "--name", "stuck",
-                 "--start-timeout", "2")  # fmt: skip
+    result = cli(
+        "capture",
+        "tiny",
+        "--device",
+        "cpu",
+        "--out",
+        out,
+        "--nsys",
+        fake_nsys,
+        "--name",
+        "stuck",
+        "--start-timeout",
+        "2",
+    )
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert result.exit_code == 1 and len(lines) == 1 and "did not start the program within 2 s" in lines[0]
     assert tree_of(str(out)) == [] and runs.Run(out / "stuck").manifest["status"] == "failed"
@@ -444,8 +511,24 @@ def test_a_failed_capture_names_the_real_cause(cli, fake_nsys, tmp_path, monkeyp
         (site / "sitecustomize.py").write_text(code)
         monkeypatch.setenv("PYTHONPATH", f"{site}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
     out = tmp_path / "traces"
-    result = cli("capture", "tiny", "--ctx", "16", "--warmup", "1", "--steps", "1", "--device", device,
-                 "--out", out, "--nsys", fake_nsys, "--name", cause)  # fmt: skip
+    result = cli(
+        "capture",
+        "tiny",
+        "--ctx",
+        "16",
+        "--warmup",
+        "1",
+        "--steps",
+        "1",
+        "--device",
+        device,
+        "--out",
+        out,
+        "--nsys",
+        fake_nsys,
+        "--name",
+        cause,
+    )
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert expected in lines[-1] and "QdstrmImporter" not in lines[-1], lines[-1]
@@ -459,7 +542,9 @@ def test_two_default_names_in_one_second_take_suffixes(tmp_path):
     first = NewRun(tmp_path, "tiny-ctx32-train-fp32-20261126-0700", replace=False)
     second = NewRun(tmp_path, "tiny-ctx32-train-fp32-20261126-0700", replace=False)
     assert (first.publish().folder.name, second.publish().folder.name) == (
-        "tiny-ctx32-train-fp32-20261126-0700", "tiny-ctx32-train-fp32-20261126-0700-2")  # fmt: skip
+        "tiny-ctx32-train-fp32-20261126-0700",
+        "tiny-ctx32-train-fp32-20261126-0700-2",
+    )
     assert not list(tmp_path.glob(".*.lock"))
 
 

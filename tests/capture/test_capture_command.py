@@ -20,8 +20,9 @@ MARKED = ("step", "forward", "backward", "optimizer")  # the example's tracekit.
 
 
 def capture(cli, tmp_path: Path, profiler: str, program: Path = EXAMPLE, name: str = "run"):
-    return cli("capture", "--profiler", profiler, "--out", tmp_path / "traces", "--name", name, "--",
-               sys.executable, program)  # fmt: skip
+    return cli(
+        "capture", "--profiler", profiler, "--out", tmp_path / "traces", "--name", name, "--", sys.executable, program
+    )
 
 
 def marked_ranges(folder: Path) -> dict[str, tuple[int, int]]:
@@ -72,8 +73,10 @@ def test_nsys_and_torch_see_the_same_ranges(cli, tmp_path, nsys):
 
 def test_a_program_without_steps_is_profiled_whole_and_said(cli, tmp_path):
     program = tmp_path / "plain.py"
-    program.write_text("import torch\nfrom tracekit import annotate\nwith annotate.range('work'):\n"
-                       "    torch.ones(8, 8) @ torch.ones(8, 8)\n")  # fmt: skip
+    program.write_text(
+        "import torch\nfrom tracekit import annotate\nwith annotate.range('work'):\n"
+        "    torch.ones(8, 8) @ torch.ones(8, 8)\n"
+    )
     result = capture(cli, tmp_path, "torch", program)
     assert result.exit_code == 0, result.output
     assert "profiled whole, warm-up included" in result.output
@@ -115,14 +118,35 @@ def test_the_tiny_workload_gives_the_same_ranges_under_both_profilers(cli, tmp_p
 def test_a_workload_under_torch_profiler_records_what_ran(cli, tmp_path):
     """`capture MODEL --profiler torch` keeps in run.json what the nsys capture keeps: the configuration,
     the device, torch's version and the harness's step timings (one sample per measured step)."""
-    result = cli("capture", "tiny", "--ctx", "16", "--batch", "1", "--warmup", "1", "--steps", "2", "--device", "cpu",
-                 "--profiler", "torch", "--out", tmp_path / "traces")  # fmt: skip
+    result = cli(
+        "capture",
+        "tiny",
+        "--ctx",
+        "16",
+        "--batch",
+        "1",
+        "--warmup",
+        "1",
+        "--steps",
+        "2",
+        "--device",
+        "cpu",
+        "--profiler",
+        "torch",
+        "--out",
+        tmp_path / "traces",
+    )
     assert result.exit_code == 0, result.output
     folder = tmp_path / "traces" / "latest"
     manifest = json.loads((folder / "run.json").read_text())
     assert folder.resolve().name.startswith("tiny-ctx16-train-fp32-")  # named by what ran, as under nsys
     assert {key: manifest["config"][key] for key in ("model", "context", "batch", "warmup", "steps")} == {
-        "model": "tiny", "context": 16, "batch": 1, "warmup": 1, "steps": 2}  # fmt: skip
+        "model": "tiny",
+        "context": 16,
+        "batch": 1,
+        "warmup": 1,
+        "steps": 2,
+    }
     assert manifest["device"]["type"] == "cpu" and manifest["versions_program"]["torch"]
     assert len(manifest["samples_ms"]["step"]) == 2 and manifest["timings_ms"]["step"]["mean"] > 0
     assert manifest["program"]["status"] == "ok" and not (folder / "result.json").exists()  # merged, then removed
@@ -137,8 +161,18 @@ def test_a_missing_profiler_is_named(cli, tmp_path, monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *rest: None if name == "torch" else real(name))
     result = cli("capture", "--profiler", "torch", "--out", tmp_path, "--", sys.executable, EXAMPLE)
     assert result.exit_code == 1 and "--profiler torch needs torch" in result.stderr
-    result = cli("capture", "--profiler", "nsys", "--nsys", tmp_path / "no-nsys", "--out", tmp_path, "--",
-                 sys.executable, EXAMPLE)  # fmt: skip
+    result = cli(
+        "capture",
+        "--profiler",
+        "nsys",
+        "--nsys",
+        tmp_path / "no-nsys",
+        "--out",
+        tmp_path,
+        "--",
+        sys.executable,
+        EXAMPLE,
+    )
     assert result.exit_code == 1 and "no such executable" in result.stderr
 
 
@@ -153,10 +187,23 @@ def test_a_module_with_arguments_that_leaves_its_loop_early(cli, tmp_path, monke
         "import sys\nimport torch\nfrom tracekit import annotate\nassert sys.argv[1:] == ['--lr', '3'], sys.argv\n"
         "for index in annotate.steps(range(10), warmup=2):\n    with annotate.range('work'):\n"
         "        torch.ones(8, 8) @ torch.ones(8, 8)\n    if index == 5:\n        break\n"
-    )  # fmt: skip
+    )
     monkeypatch.chdir(tmp_path)  # `python -m` finds the module from the current folder
-    result = cli("capture", "--profiler", profiler, "--out", tmp_path / "traces", "--name", "run", "--",
-                 sys.executable, "-m", "trainer.main", "--lr", "3")  # fmt: skip
+    result = cli(
+        "capture",
+        "--profiler",
+        profiler,
+        "--out",
+        tmp_path / "traces",
+        "--name",
+        "run",
+        "--",
+        sys.executable,
+        "-m",
+        "trainer.main",
+        "--lr",
+        "3",
+    )
     assert result.exit_code == 0, result.output
     assert "profiled whole" not in result.output  # its steps were found
     ranges = open_trace(tmp_path / "traces" / "run").ranges
@@ -171,8 +218,7 @@ def test_a_failed_program_names_its_run_and_its_own_output(cli, tmp_path, fake_n
     script.write_text("#!/bin/sh\necho 'loading data'\necho 'disk quota exceeded' >&2\nexit 3\n")
     script.chmod(0o755)
     out = tmp_path / "traces"
-    result = cli("capture", "--profiler", "nsys", "--nsys", fake_nsys, "--out", out, "--name", "bad", "--",
-                 str(script))  # fmt: skip
+    result = cli("capture", "--profiler", "nsys", "--nsys", fake_nsys, "--out", out, "--name", "bad", "--", str(script))
     assert result.exit_code == 1 and "exited with status 3" in result.output
     assert "disk quota exceeded" in result.output and "Generating" not in result.output
     assert json.loads((out / "bad" / "run.json").read_text())["name"] == "bad"

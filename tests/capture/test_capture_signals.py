@@ -39,19 +39,38 @@ LEAVES_A_CHILD = textwrap.dedent("""
 """)
 
 
-def start(tmp_path: Path, program: str, *args: str, profiler: str = "torch", nsys: Path | None = None,
-          mode: str = "plain") -> tuple[subprocess.Popen, Path, Path]:  # fmt: skip
+def start(
+    tmp_path: Path, program: str, *args: str, profiler: str = "torch", nsys: Path | None = None, mode: str = "plain"
+) -> tuple[subprocess.Popen, Path, Path]:
     script = tmp_path / "program.py"
     script.write_text(program)
     marker = tmp_path / "running"
     out = tmp_path / "traces"
     process = subprocess.Popen(
-        [sys.executable, "-m", "tracekit.cli", "capture", "--profiler", profiler, "--out", str(out), "--name", "run",
-         *(["--nsys", str(nsys)] if nsys else []), "--", sys.executable, str(script), str(marker), *args],
+        [
+            sys.executable,
+            "-m",
+            "tracekit.cli",
+            "capture",
+            "--profiler",
+            profiler,
+            "--out",
+            str(out),
+            "--name",
+            "run",
+            *(["--nsys", str(nsys)] if nsys else []),
+            "--",
+            sys.executable,
+            str(script),
+            str(marker),
+            *args,
+        ],
         env={**os.environ, "FAKE_NSYS_MODE": mode, "FAKE_NSYS_SIGNALS": str(tmp_path / "signals")},
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         start_new_session=True,  # signals below go to tracekit (or its group) alone
-    )  # fmt: skip
+    )
     return process, out, marker
 
 
@@ -63,8 +82,11 @@ def wait_for(path: Path, seconds: float = 120) -> None:
 
 
 def programs_of(marker: Path) -> list[int]:
-    return [pid for pid, argv in watchdog.command_lines().items()
-            if pid != os.getpid() and str(marker) in argv and watchdog._alive(pid)]  # fmt: skip
+    return [
+        pid
+        for pid, argv in watchdog.command_lines().items()
+        if pid != os.getpid() and str(marker) in argv and watchdog._alive(pid)
+    ]
 
 
 def left_in(out: Path) -> list[str]:
@@ -135,8 +157,10 @@ def test_a_recording_left_as_a_stream_is_imported_after_an_interruption(fake_nsy
     """After SIGINT the run folder held only nsys.log and trace.qdstrm: the stream, a complete recording,
     was never imported. It is now, and run.json says the capture was interrupted."""
     importer = fake_nsys.parent / "QdstrmImporter"  # where tracekit looks: beside nsys
-    importer.write_text(f'#!/bin/sh\nexec {sys.executable} -c "import os, shutil, sys; '
-                        f"shutil.copy(os.environ['FAKE_NSYS_REPORT'], sys.argv[sys.argv.index('-o') + 1])\" \"$@\"\n")  # fmt: skip
+    importer.write_text(
+        f'#!/bin/sh\nexec {sys.executable} -c "import os, shutil, sys; '
+        f"shutil.copy(os.environ['FAKE_NSYS_REPORT'], sys.argv[sys.argv.index('-o') + 1])\" \"$@\"\n"
+    )
     importer.chmod(0o755)
     process, out, marker = start(tmp_path, LOOPING, profiler="nsys", nsys=fake_nsys, mode="streamint")
     wait_for(marker)
@@ -168,11 +192,29 @@ def test_sigterm_while_importing_leaves_no_lock_partial_folder_or_half_report(fa
     script.write_text("print('done')\n")
     out = tmp_path / "traces"
     process = subprocess.Popen(
-        [sys.executable, "-m", "tracekit.cli", "capture", "--profiler", "nsys", "--nsys", str(fake_nsys), "--out",
-         str(out), "--name", "run", "--", sys.executable, str(script)],
-        env={**os.environ, "FAKE_NSYS_MODE": "stream"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "tracekit.cli",
+            "capture",
+            "--profiler",
+            "nsys",
+            "--nsys",
+            str(fake_nsys),
+            "--out",
+            str(out),
+            "--name",
+            "run",
+            "--",
+            sys.executable,
+            str(script),
+        ],
+        env={**os.environ, "FAKE_NSYS_MODE": "stream"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         start_new_session=True,
-    )  # fmt: skip
+    )
     wait_for(tmp_path / "importing")
     process.send_signal(signal.SIGTERM)
     _, stderr = process.communicate(timeout=60)

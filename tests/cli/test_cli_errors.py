@@ -54,8 +54,18 @@ def test_export_without_cuda_tables(cli, tmp_path):
 
 
 # Every command that reads GPU work (critical-path aside: its own message, rewritten elsewhere).
-GPU_COMMANDS = ["kernels", "breakdown", "idle", "advise", "launches", "overlap", "queues", "ops", "sequences",
-                "bandwidth"]  # fmt: skip
+GPU_COMMANDS = [
+    "kernels",
+    "breakdown",
+    "idle",
+    "advise",
+    "launches",
+    "overlap",
+    "queues",
+    "ops",
+    "sequences",
+    "bandwidth",
+]
 
 
 @pytest.mark.parametrize("command", GPU_COMMANDS)
@@ -132,12 +142,14 @@ def test_damaged_report(cli, tmp_path):
 
 @pytest.mark.parametrize(
     ("args", "message"),
-    [(["idle", "--overhead-max-us", "1e308"], "--overhead-max-us is at most 9.22e+15 us (int64 ns), not 1e+308"),
-     (["advise", "--gap-ms", "1e300"], "--gap-ms is at most 9.22e+12 ms (int64 ns), not 1e+300"),
-     (["timeline", "--start", "1e308", "-o", "t.json"], "--start is at most 9.22e+12 ms (int64 ns), not 1e+308"),
-     (["timeline", "--end", "1e13", "-o", "t.json"], "--end is at most 9.22e+12 ms (int64 ns), not 1e+13")],
+    [
+        (["idle", "--overhead-max-us", "1e308"], "--overhead-max-us is at most 9.22e+15 us (int64 ns), not 1e+308"),
+        (["advise", "--gap-ms", "1e300"], "--gap-ms is at most 9.22e+12 ms (int64 ns), not 1e+300"),
+        (["timeline", "--start", "1e308", "-o", "t.json"], "--start is at most 9.22e+12 ms (int64 ns), not 1e+308"),
+        (["timeline", "--end", "1e13", "-o", "t.json"], "--end is at most 9.22e+12 ms (int64 ns), not 1e+13"),
+    ],
     ids=["idle", "advise", "timeline start", "timeline end"],
-)  # fmt: skip
+)
 def test_a_time_too_long_for_nanoseconds_is_a_usage_error(cli, tmp_path, monkeypatch, args, message):
     """A finite time whose nanoseconds pass int64 (1e308 ms) raised OverflowError converting it."""
     b = ExportBuilder("2026.2")

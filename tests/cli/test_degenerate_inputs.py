@@ -63,8 +63,11 @@ def edited(path: Path, *statements: str, nulls: bool = False) -> Path:
 def every_command(tmp_path: Path, source: Path) -> list[list]:
     """Each command of the registry on ``source`` (a pair: it and itself), then timeline, report (with its
     HTML page) and export."""
-    runs = [[name, source, source] if spec.inputs == "pair" else [name, source]
-            for name, spec in COMMANDS.items() if spec.inputs != "snapshots"]  # fmt: skip
+    runs = [
+        [name, source, source] if spec.inputs == "pair" else [name, source]
+        for name, spec in COMMANDS.items()
+        if spec.inputs != "snapshots"
+    ]
     return runs + [
         ["timeline", source, "-o", tmp_path / "timeline.json"],
         ["report", source, "-o", tmp_path / "report", "--html"],
@@ -105,15 +108,16 @@ def test_gpus_known_by_id_and_name_alone_go_through_every_command(cli, id_and_na
     assert header == [{"id": 0, "name": H100}]  # what is known, nothing invented
     assert f"GPUs: {H100}." in (tmp_path / "report" / "report.md").read_text()
     meta = json.loads((tmp_path / "parquet" / "meta.json").read_text())
-    assert meta["gpus"] == [{"id": 0, "name": H100, "sm_count": None, "memory_bytes": None,
-                             "compute_capability": None}]  # fmt: skip
+    assert meta["gpus"] == [{"id": 0, "name": H100, "sm_count": None, "memory_bytes": None, "compute_capability": None}]
     kernels = json_of(cli("kernels", id_and_name, "--format", "json"))
     assert [(row["Name"], row["Instances"], row["Total Time (ns)"]) for row in kernels] == [(GEMM, 9, 9 * KERNEL_NS)]
 
 
 def test_gpu_fields_left_null_are_unknown_and_left_out_of_the_timeline(cli, tmp_path):
-    export = edited(three_steps(tmp_path / "nulls.sqlite"),
-                    "UPDATE TARGET_INFO_GPU SET smCount = NULL, totalMemory = NULL, computeMajor = NULL")  # fmt: skip
+    export = edited(
+        three_steps(tmp_path / "nulls.sqlite"),
+        "UPDATE TARGET_INFO_GPU SET smCount = NULL, totalMemory = NULL, computeMajor = NULL",
+    )
     assert cli("timeline", export, "-o", tmp_path / "t.json").exit_code == 0
     assert json.loads((tmp_path / "t.json").read_text())["deviceProperties"] == [{"id": 0, "name": H100}]
     gpus = tracekit.open_trace(export).meta.gpus
@@ -131,8 +135,9 @@ def fp32_gemms(path: Path, gpu_columns: str | None = None) -> Path:
     return b.write(path)
 
 
-@pytest.mark.parametrize("gpu_columns, said", [(None, "(compute capability 9.0)"),
-                                               (GPU_ID_AND_NAME, "compute capability is not recorded")])  # fmt: skip
+@pytest.mark.parametrize(
+    "gpu_columns, said", [(None, "(compute capability 9.0)"), (GPU_ID_AND_NAME, "compute capability is not recorded")]
+)
 def test_advise_uses_the_compute_capability_only_where_it_is_recorded(cli, tmp_path, gpu_columns, said):
     result = cli("advise", fp32_gemms(tmp_path / "fp32.sqlite", gpu_columns), "--format", "json")
     findings = json_of(result)["findings"]
@@ -205,9 +210,11 @@ def test_kernel_names_that_resolve_to_nothing_read_as_unknown_in_every_command(c
 
 @pytest.mark.parametrize("past", [10_000, 2**30], ids=["small id", "id past the dense lookup table"])
 def test_some_kernel_names_past_string_ids_are_counted_beside_the_readable_ones(cli, tmp_path, past):
-    export = edited(three_steps(tmp_path / "some.sqlite"),
-                    f"UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = {past} WHERE rowid <= 3",
-                    "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = -1 WHERE rowid = 4")  # fmt: skip
+    export = edited(
+        three_steps(tmp_path / "some.sqlite"),
+        f"UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = {past} WHERE rowid <= 3",
+        "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = -1 WHERE rowid = 4",
+    )
     result = cli("kernels", export, "--format", "json")
     rows = {row["Name"]: row["Instances"] for row in json_of(result)}
     assert rows == {GEMM: 5, UNREADABLE_KERNEL: 4}
@@ -282,8 +289,11 @@ def spellings(tmp_path, monkeypatch) -> list[str]:
     return ["A.sqlite", "./A.sqlite", "link.sqlite"]
 
 
-@pytest.mark.parametrize("twice", [["A.sqlite", "A.sqlite"], ["A.sqlite", "./A.sqlite", "link.sqlite"]],
-                         ids=["same path", "spellings and a link"])  # fmt: skip
+@pytest.mark.parametrize(
+    "twice",
+    [["A.sqlite", "A.sqlite"], ["A.sqlite", "./A.sqlite", "link.sqlite"]],
+    ids=["same path", "spellings and a link"],
+)
 def test_report_of_one_input_given_twice_is_the_report_of_it(cli, spellings, tmp_path, twice):
     result = cli("report", *twice, "-o", tmp_path / "twice")
     assert result.exit_code == 0, result.output
@@ -308,15 +318,19 @@ def test_every_many_input_command_reads_a_repeated_input_once(cli, spellings, co
     twice = cli(command, *spellings, "--format", "json")
     assert twice.exit_code == 0, twice.output
     assert json.loads(twice.stdout) == json.loads(once.stdout)
-    assert "2 inputs given more than once, read once: dropped ./A.sqlite (the same file as A.sqlite), link.sqlite" \
-        in twice.stderr  # fmt: skip
+    assert (
+        "2 inputs given more than once, read once: dropped ./A.sqlite (the same file as A.sqlite), link.sqlite"
+        in twice.stderr
+    )
 
 
 def test_a_folder_and_a_file_in_it_are_one_input(cli, spellings):
     result = cli("kernels", ".", "A.sqlite", "--format", "json")
     # the folder holds A and its link: one input, read once, as the file named after it
-    assert "2 inputs given more than once, read once: dropped link.sqlite (the same file as A.sqlite), A.sqlite" \
-        in result.stderr  # fmt: skip
+    assert (
+        "2 inputs given more than once, read once: dropped link.sqlite (the same file as A.sqlite), A.sqlite"
+        in result.stderr
+    )
     kernels = json_of(result)["kernels"]
     assert [(row["Name"], row["Instances"], row["Total Time (ns)"]) for row in kernels] == [(GEMM, 9, 9 * KERNEL_NS)]
     assert "note: 1 input read" in result.stderr
@@ -386,8 +400,10 @@ def test_a_trace_of_copies_and_sets_alone_is_not_said_to_have_no_cuda_activity(c
     export = b.write(tmp_path / "copies.sqlite")
     result = cli("kernels", export)
     assert result.exit_code == 1
-    assert result.stderr.strip() == (f"Error: {export} has no CUDA kernels: its 2 GPU operations are memory copies and sets: --ops all "
-                                     "summarizes them (bandwidth measures them)")  # fmt: skip
+    assert result.stderr.strip() == (
+        f"Error: {export} has no CUDA kernels: its 2 GPU operations are memory copies and sets: --ops all "
+        "summarizes them (bandwidth measures them)"
+    )
     every_op = cli("kernels", export, "--ops", "all", "--format", "csv")
     assert every_op.exit_code == 0, every_op.output
     assert pd.read_csv(io.StringIO(every_op.stdout))["Total Time (ns)"].sum() == 500

@@ -92,8 +92,12 @@ def test_strict_stops_with_one_line_and_no_ignored_exception(tmp_path):
     current thread": the pool was left to the garbage collector."""
     export(tmp_path / "a.sqlite")
     (tmp_path / "b.sqlite").write_bytes(b"not sqlite at all")
-    done = subprocess.run([sys.executable, "-m", "tracekit.cli", "kernels", str(tmp_path), "--strict"],
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "tracekit.cli", "kernels", str(tmp_path), "--strict"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 1 and "b.sqlite" in done.stderr
     assert "Exception ignored" not in done.stderr and "Traceback" not in done.stderr
 
@@ -183,9 +187,13 @@ def many_files(tmp_path_factory) -> Path:
 def test_a_many_input_run_stops_within_a_second_and_leaves_no_process(many_files, sig):
     """Ctrl-C on 3,000 files exited 40 s later (every queued file read first); SIGTERM left workers,
     the forkserver and the resource tracker running, holding a reader of the output."""
-    process = subprocess.Popen([sys.executable, "-m", "tracekit.cli", "kernels", str(many_files), "--workers", "2"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env={**os.environ, "TRACEKIT_CACHE": "0"})  # fmt: skip
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tracekit.cli", "kernels", str(many_files), "--workers", "2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "TRACEKIT_CACHE": "0"},
+    )
     deadline = time.monotonic() + 60
     while len(watchdog.descendants(process.pid)) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)  # the workers are up

@@ -221,8 +221,9 @@ def test_snapshot_bounds_are_checked_before_memory_is_spent(cli, tmp_path, monke
     snapshot = b.dump(tmp_path / "snap.pickle")
     assert cli("memory", snapshot).exit_code == 0  # the defaults take it
     monkeypatch.setenv("TRACEKIT_SNAPSHOT_MAX_FRAMES", "20")
-    one_line_error(cli("memory", snapshot), "stack of 52 frames, above the limit of 20",
-                   "TRACEKIT_SNAPSHOT_MAX_FRAMES=52")  # fmt: skip
+    one_line_error(
+        cli("memory", snapshot), "stack of 52 frames, above the limit of 20", "TRACEKIT_SNAPSHOT_MAX_FRAMES=52"
+    )
     monkeypatch.delenv("TRACEKIT_SNAPSHOT_MAX_FRAMES")
     big = tmp_path / "big.pickle"
     big.write_bytes(snapshot.read_bytes() + b"\0" * (3 * MIB))  # past the size limit below
@@ -361,14 +362,16 @@ def json_rows(result) -> list[dict]:
     "statements",
     [
         # rowids far apart: chunks follow the rows, not the 2^64 span (which once took all memory)
-        ("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET rowid = 9223372036854775807 WHERE start = 1300",
-         "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET rowid = -9223372036854775808 WHERE start = 100"),
+        (
+            "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET rowid = 9223372036854775807 WHERE start = 1300",
+            "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET rowid = -9223372036854775808 WHERE start = 100",
+        ),
         ("UPDATE NVTX_EVENTS SET globalTid = NULL",),  # allowed by nsys's schema
         ("UPDATE TARGET_INFO_GPU SET id = NULL",),
         ("UPDATE TARGET_INFO_GPU SET id = 'x', computeMajor = 'a', totalMemory = 'a', smCount = 1.5",),
         ("UPDATE StringIds SET value = CAST(value AS BLOB)",),
     ],
-)  # fmt: skip
+)
 def test_damaged_but_readable_exports_give_the_same_numbers(cli, small, statements):
     expected = json_rows(cli("kernels", small, "--format", "json"))
     in_step = json_rows(cli("kernels", small, "--range", "step", "--format", "json"))
@@ -426,8 +429,16 @@ def snapshot_with(tmp_path: Path, frames, history=None, time_us=1.0) -> Path:
     block = {"address": 1, "size": 512, "requested_size": 512, "state": "active_allocated"}
     block.update({"history": history} if history is not None else {"frames": frames})
     entry = {"action": "alloc", "addr": 1, "size": 512, "stream": 0, "time_us": time_us, "frames": frames}
-    segment = {"device": 0, "address": 0, "total_size": 2 << 20, "allocated_size": 512, "active_size": 512,
-               "stream": 0, "segment_type": "large", "blocks": [block]}  # fmt: skip
+    segment = {
+        "device": 0,
+        "address": 0,
+        "total_size": 2 << 20,
+        "allocated_size": 512,
+        "active_size": 512,
+        "stream": 0,
+        "segment_type": "large",
+        "blocks": [block],
+    }
     path = tmp_path / "hostile.pickle"
     path.write_bytes(pickle.dumps({"segments": [segment], "device_traces": [[entry]]}))
     return path

@@ -55,26 +55,43 @@ def trace(path: Path, kernels: int = 3, name: str = "gemm") -> Path:
     b = ExportBuilder("2026.2")
     b.push_pop(0, 10_000 * kernels, "forward")
     for index in range(kernels):
-        b.kernel(10_000 * index + 100, 10_000 * index + 4_000, f"void {name}_{index % 7}<float>(float*)",
-                 launch_at=10_000 * index, stream=7 + index % 3)  # fmt: skip
+        b.kernel(
+            10_000 * index + 100,
+            10_000 * index + 4_000,
+            f"void {name}_{index % 7}<float>(float*)",
+            launch_at=10_000 * index,
+            stream=7 + index % 3,
+        )
     return b.write(path)
 
 
 def tracekit(*args: object, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tracekit.cli", *map(str, args)], cwd=cwd, capture_output=True,
-                          text=True, env={**os.environ, "TRACEKIT_CACHE": "0"})  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "tracekit.cli", *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TRACEKIT_CACHE": "0"},
+    )
 
 
 def interrupted(step: str, nth: int, *args: object, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", INTERRUPTING, step, str(nth), *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "TRACEKIT_CACHE": "0"})  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-c", INTERRUPTING, step, str(nth), *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "TRACEKIT_CACHE": "0"},
+    )
 
 
 def contents(folder: Path) -> dict[str, bytes | None]:
     """Every file and folder under ``folder`` (hidden ones too), with the files' bytes."""
-    return {str(path.relative_to(folder)): (path.read_bytes() if path.is_file() else None)
-            for path in sorted(folder.rglob("*"))}  # fmt: skip
+    return {
+        str(path.relative_to(folder)): (path.read_bytes() if path.is_file() else None)
+        for path in sorted(folder.rglob("*"))
+    }
 
 
 WRITES = {
@@ -129,9 +146,15 @@ def long_timeline(long_trace: Path, folder: Path, hangup: signal.Handlers = sign
         signal.signal(signal.SIGHUP, hangup)
         signal.signal(signal.SIGINT, signal.SIG_DFL)
 
-    process = subprocess.Popen([sys.executable, "-m", "tracekit.cli", "timeline", str(long_trace), "-o", "big.json"],
-                               cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env={**os.environ, "TRACEKIT_CACHE": "0"}, preexec_fn=dispositions)  # fmt: skip
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tracekit.cli", "timeline", str(long_trace), "-o", "big.json"],
+        cwd=folder,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "TRACEKIT_CACHE": "0"},
+        preexec_fn=dispositions,
+    )
     deadline = time.monotonic() + 120
     while not list(folder.glob(".big.json.*.partial")) and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -207,8 +230,12 @@ def test_replace_folder_keeps_the_previous_folder_when_writing_fails(tmp_path):
     with pytest.raises(OSError, match="No space"):
         replace_folder(folder, fail, not_a_report, "a tracekit report's")
     assert contents(tmp_path) == {"rep": None, "rep/report.md": b"# tracekit report: before\n"}
-    replace_folder(folder, lambda staging: (staging / "report.md").write_text("# tracekit report: after\n"),
-                   not_a_report, "a tracekit report's")  # fmt: skip
+    replace_folder(
+        folder,
+        lambda staging: (staging / "report.md").write_text("# tracekit report: after\n"),
+        not_a_report,
+        "a tracekit report's",
+    )
     assert contents(tmp_path) == {"rep": None, "rep/report.md": b"# tracekit report: after\n"}
     assert folder.stat().st_mode & 0o777 == 0o750  # the folder's mode is kept
 

@@ -1,5 +1,5 @@
 """A command is one module: a toy command declared in one new module of another package (installed as an
-entry point of ``tracekit.commands``) is a command of ``tracekit --help``, the function ``tracekit.toy``,
+entry point of ``tracekit.commands``) is a command of ``tracekit --help``, the API function ``toy``,
 a many-input command on the process pool, and a section of ``tracekit report``, with no file of
 tracekit changed. The checks run in fresh interpreters, which find the package on their path."""
 
@@ -141,8 +141,9 @@ def toy(tmp_path_factory):
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(folder / "site"), str(ROOT)])}
 
     def run(*arguments: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, *arguments], capture_output=True, text=True, cwd=folder,
-                              env=environment, timeout=300)  # fmt: skip
+        return subprocess.run(
+            [sys.executable, *arguments], capture_output=True, text=True, cwd=folder, env=environment, timeout=300
+        )
 
     return folder, exports(folder), run
 
@@ -170,8 +171,14 @@ def test_a_new_module_is_a_command_everywhere(toy):
     assert found["one"] == {"Device": [0], "Ops": [3]} and found["notes"] == ["counted by the toy"]
     assert found["many"] == {"Ops": [6]}  # 4 + 2, folded from parts read on two pool workers
     assert found["per_input"] == {"Run": ["a", "a", "b"], "Device": [0, 1, 0], "Ops": [3, 1, 2]}
-    assert found["keywords"] == {"top": 5, "workers": None, "use_dask": False, "scheduler": None, "strict": False,
-                                 "exact_median_limit": 10_000}  # fmt: skip
+    assert found["keywords"] == {
+        "top": 5,
+        "workers": None,
+        "use_dask": False,
+        "scheduler": None,
+        "strict": False,
+        "exact_median_limit": 10_000,
+    }
     assert (
         found["doc"].startswith('GPU ops per device (table "toy").')
         and '>>> tracekit.toy("trace.sqlite")' in found["doc"]
@@ -199,7 +206,13 @@ def test_a_command_named_twice_is_refused(toy):
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: clash-commands\nVersion: 0.1\n")
     (info / "entry_points.txt").write_text("[tracekit.commands]\nidle = clash_commands:COMMAND\n")
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)])}
-    ran = subprocess.run([sys.executable, "-m", "tracekit.cli", "--help"], capture_output=True, text=True,
-                         env=environment, cwd=folder, timeout=120)  # fmt: skip
+    ran = subprocess.run(
+        [sys.executable, "-m", "tracekit.cli", "--help"],
+        capture_output=True,
+        text=True,
+        env=environment,
+        cwd=folder,
+        timeout=120,
+    )
     assert ran.returncode == 1 and "Traceback" not in ran.stderr
     assert "entry point clash_commands:COMMAND: a command 'idle' is already declared" in ran.stderr

@@ -201,8 +201,12 @@ def _gpu_edges(events: Events, rows: np.ndarray, graph: Graph) -> None:
             _add(graph, source_end, start_node, SYNC_DEPENDENCY)
         call_time = events.start[call]
         previous = last.get(stream, -1)
-        if (queue[call] == 1 and queue[row] == 0 and (previous < 0 or node_time[previous] < call_time)
-                and (source_end < 0 or node_time[source_end] < call_time)):  # fmt: skip
+        if (
+            queue[call] == 1
+            and queue[row] == 0
+            and (previous < 0 or node_time[previous] < call_time)
+            and (source_end < 0 or node_time[source_end] < call_time)
+        ):
             _add(graph, 2 * call, start_node, LAUNCH)
         elif previous >= 0 and (source_end < 0 or node_time[source_end] < node_time[previous]):
             _add(graph, previous, start_node, KERNEL_KERNEL, previous // 2)
@@ -235,11 +239,16 @@ def event_links(events: Events) -> _Links:
     ops = events.partner[launches]
     device = events.device[ops].astype(np.int64)
     by_stream = _groups(launches, device * 2**32 + events.stream[ops], events.start[launches])
-    by_thread = _groups(launches, (device * 2**32 + events.stream[ops]) * 2**20
-                        + (events.pid[launches] * 2**31 + events.tid[launches]) % 2**20, events.start[launches])  # fmt: skip
+    by_thread = _groups(
+        launches,
+        (device * 2**32 + events.stream[ops]) * 2**20 + (events.pid[launches] * 2**31 + events.tid[launches]) % 2**20,
+        events.start[launches],
+    )
     record_calls = np.flatnonzero(events.record_call)
-    record_at = {(int(p), int(c)): int(r) for p, c, r in
-                 zip(events.pid[record_calls], events.correlation[record_calls], record_calls, strict=True)}  # fmt: skip
+    record_at = {
+        (int(p), int(c)): int(r)
+        for p, c, r in zip(events.pid[record_calls], events.correlation[record_calls], record_calls, strict=True)
+    }
     for sync in syncs.tolist():
         record = record_at.get((int(events.pid[sync]), int(events.event_correlation[sync])))
         group = by_stream.get(int(events.device[sync]) * 2**32 + int(events.event_stream[sync]))
@@ -254,7 +263,8 @@ def event_links(events: Events) -> _Links:
         if _kinds(events)[sync] != "stream_wait_event" or call < 0:
             continue
         key = (int(events.device[sync]) * 2**32 + int(events.stream[sync])) * 2**20 + (
-            int(events.pid[call]) * 2**31 + int(events.tid[call])) % 2**20  # fmt: skip
+            int(events.pid[call]) * 2**31 + int(events.tid[call])
+        ) % 2**20
         waiting = by_thread.get(key)
         if waiting is None:
             continue

@@ -85,8 +85,13 @@ class _Steps:
         choice = rng.random()
         if choice < 0.5:
             duration = rng.randint(1, 4)
-            b.launch(rng.choice(["cudaLaunchKernel", "cudaLaunchKernel", "cudaMemcpyAsync"]), at, duration,
-                     correlation, tid=tid)  # fmt: skip
+            b.launch(
+                rng.choice(["cudaLaunchKernel", "cudaLaunchKernel", "cudaMemcpyAsync"]),
+                at,
+                duration,
+                correlation,
+                tid=tid,
+            )
             self.gpu_op(at, correlation, stream)
             return at + duration
         if choice < 0.6:
@@ -108,8 +113,9 @@ class _Steps:
             recorded = rng.choice(sorted(recorded_on))
             waiting = rng.choice([s for s in STREAMS if s != recorded])
             b.launch("cudaStreamWaitEvent", at, 1, correlation, tid=tid)
-            b.sync("Stream Wait Event", at + 1, 1, correlation, stream=waiting,
-                   waits_on=(recorded, recorded_on[recorded]))  # fmt: skip
+            b.sync(
+                "Stream Wait Event", at + 1, 1, correlation, stream=waiting, waits_on=(recorded, recorded_on[recorded])
+            )
             return at + 1
         if recorded_on:
             recorded = rng.choice(sorted(recorded_on))
@@ -132,8 +138,13 @@ class _Steps:
         end = cursor + rng.randint(0, 1)
         kind = rng.random()
         if kind < 0.7:
-            self.b.annotation(rng.choice(["aten::mm", "aten::add", "aten::copy_", "Optimizer.step#SGD.step"]), at,
-                              end - at, tid=tid, cat="cpu_op")  # fmt: skip
+            self.b.annotation(
+                rng.choice(["aten::mm", "aten::add", "aten::copy_", "Optimizer.step#SGD.step"]),
+                at,
+                end - at,
+                tid=tid,
+                cat="cpu_op",
+            )
         else:
             self.b.annotation(rng.choice(["forward", "## backward ##"]), at, end - at, tid=tid)
         if rng.random() < 0.05:  # a range that overlaps the operator's end without nesting

@@ -56,8 +56,7 @@ def hostile_export(path: Path, names: list[str]) -> Path:
         for index, name in enumerate(names):
             at = base + 1_000 + index * 20_000
             b.push_pop(at, at + 5_000 + index, name)
-            b.kernel(at + 6_000, at + 16_000 + index * 10, name, short=name, launch_at=at + 100,
-                     stream=7 + index % 3)  # fmt: skip
+            b.kernel(at + 6_000, at + 16_000 + index * 10, name, short=name, launch_at=at + 100, stream=7 + index % 3)
     return b.write(path)
 
 

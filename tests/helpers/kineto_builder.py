@@ -131,8 +131,13 @@ class KinetoBuilder:
     ) -> KinetoBuilder:
         """A cuda_sync event ("Stream Sync", "Context Sync", "Event Sync", "Stream Wait Event"); ``waits_on``:
         (the stream that recorded the event, the correlation id of its cudaEventRecord call)."""
-        args = {"cuda_sync_kind": kind, "stream": 4294967295 if kind == "Context Sync" else stream,
-                "correlation": correlation, "device": device, "context": 1}  # fmt: skip
+        args = {
+            "cuda_sync_kind": kind,
+            "stream": 4294967295 if kind == "Context Sync" else stream,
+            "correlation": correlation,
+            "device": device,
+            "context": 1,
+        }
         if waits_on is not None:
             args |= {"wait_on_stream": waits_on[0], "wait_on_cuda_event_record_corr_id": waits_on[1]}
         return self.event("X", "cuda_sync", kind, device, stream if kind != "Context Sync" else -1, ts, dur, args)

@@ -270,18 +270,48 @@ class ExportBuilder:
             returnValue=0,
         )
 
-    def sync(self, start: int, end: int, sync_type: int, correlation: int, stream: int = 7, device: int = 0,
-             pid: int = 100, event: int = 0, event_sync: int | None = None) -> None:  # fmt: skip
+    def sync(
+        self,
+        start: int,
+        end: int,
+        sync_type: int,
+        correlation: int,
+        stream: int = 7,
+        device: int = 0,
+        pid: int = 100,
+        event: int = 0,
+        event_sync: int | None = None,
+    ) -> None:
         """A CUPTI synchronization record (syncType: 1 event sync, 2 stream wait, 3 stream sync, 4 context sync)."""
-        self._add("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", start=start, end=end, deviceId=device, contextId=1,
-                  streamId=stream, correlationId=correlation, globalPid=global_pid(pid), syncType=sync_type,
-                  eventId=event, eventSyncId=event_sync)  # fmt: skip
+        self._add(
+            "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
+            start=start,
+            end=end,
+            deviceId=device,
+            contextId=1,
+            streamId=stream,
+            correlationId=correlation,
+            globalPid=global_pid(pid),
+            syncType=sync_type,
+            eventId=event,
+            eventSyncId=event_sync,
+        )
 
-    def event_record(self, correlation: int, stream: int, event: int, event_sync: int | None = None,
-                     device: int = 0, pid: int = 100) -> None:  # fmt: skip
+    def event_record(
+        self, correlation: int, stream: int, event: int, event_sync: int | None = None, device: int = 0, pid: int = 100
+    ) -> None:
         """A CUDA event record (CUPTI_ACTIVITY_KIND_CUDA_EVENT): the stream and call that recorded ``event``."""
-        self._add("CUPTI_ACTIVITY_KIND_CUDA_EVENT", timestamp=0, deviceId=device, contextId=1, streamId=stream,
-                  correlationId=correlation, globalPid=global_pid(pid), eventId=event, eventSyncId=event_sync)  # fmt: skip
+        self._add(
+            "CUPTI_ACTIVITY_KIND_CUDA_EVENT",
+            timestamp=0,
+            deviceId=device,
+            contextId=1,
+            streamId=stream,
+            correlationId=correlation,
+            globalPid=global_pid(pid),
+            eventId=event,
+            eventSyncId=event_sync,
+        )
 
     def push_pop(
         self,

@@ -14,7 +14,7 @@ from tracekit.analysis.primitives.categories import op_categories
 from tracekit.analysis.primitives.copies import copy_details
 from tracekit.analysis.primitives.joins import op_launches
 from tracekit.analysis.ranges.breakdown import phase_intervals
-from tracekit.analysis.ranges.phases import resolve
+from tracekit.analysis.ranges.phases import choose_phases
 from tracekit.analysis.waits.idle import idle_gaps
 from tracekit.model.derived import per_trace
 from tracekit.model.trace import Trace
@@ -96,7 +96,7 @@ def test_how_phases_are_named_is_not_part_of_what_is_found(tmp_path):
     b.push_pop(0, 1_000, "## forward ##")
     b.kernel(100, 200, "gemm_kernel", launch_at=50)
     trace = tracekit.open_trace(b.write(tmp_path / "t.sqlite"))
-    first, second = resolve(trace, None, how="--phases"), resolve(trace, None, how="phases=")
+    first, second = choose_phases(trace, None, how="--phases"), choose_phases(trace, None, how="phases=")
     assert first.chosen == second.chosen == (("forward", "=## forward ##"),)
     assert first.note is not None and first.note.endswith("(name others with --phases)")
     assert second.note is not None and second.note.endswith("(name others with phases=)")

@@ -43,38 +43,60 @@ def cutlass3(tile: int, spaced: bool = False) -> str:
         (f"void cutlass::Kernel<{SGEMM}>({SGEMM}::Params)", f"Kernel<{SGEMM}>"),
         (f"void cutlass::Kernel2<{SGEMM}>(T1::Params)", f"Kernel2<{SGEMM}>"),  # another entry point: apart
         ("ampere_sgemm_128x64_tn", "ampere_sgemm_128x64_tn"),  # cuBLAS: its own name
-        ("void gemv2T_kernel_val<int, int, float, float, float, float, 128, 16, 4, 4, false, false, "
-         "cublasGemvParamsEx<int, cublasGemvTensorStridedBatched<float const>, float>, float>(float)",
-         "gemv2T_kernel_val"),  # an instantiation of one template: its data types and sizes stay out
-        ("void flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 64, 64, 4, false, false, cutlass::bfloat16_t>, "
-         "true, false>(Flash_fwd_params)", "flash_fwd_kernel"),
-        ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
-         "at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)",
-         "vectorized_elementwise_kernel<CUDAFunctor_add>"),
-        ("void at::native::vectorized_elementwise_kernel<4, at::native::BinaryFunctor<float, float, float, "
-         "at::native::binary_internal::MulFunctor<float> >, at::detail::Array<char*, 3> >(int, T2, T3)",
-         "vectorized_elementwise_kernel<MulFunctor>"),  # through the binary-op adaptor
+        (
+            "void gemv2T_kernel_val<int, int, float, float, float, float, 128, 16, 4, 4, false, false, "
+            "cublasGemvParamsEx<int, cublasGemvTensorStridedBatched<float const>, float>, float>(float)",
+            "gemv2T_kernel_val",
+        ),  # an instantiation of one template: its data types and sizes stay out
+        (
+            "void flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 64, 64, 4, false, false, cutlass::bfloat16_t>, "
+            "true, false>(Flash_fwd_params)",
+            "flash_fwd_kernel",
+        ),
+        (
+            "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
+            "at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)",
+            "vectorized_elementwise_kernel<CUDAFunctor_add>",
+        ),
+        (
+            "void at::native::vectorized_elementwise_kernel<4, at::native::BinaryFunctor<float, float, float, "
+            "at::native::binary_internal::MulFunctor<float> >, at::detail::Array<char*, 3> >(int, T2, T3)",
+            "vectorized_elementwise_kernel<MulFunctor>",
+        ),  # through the binary-op adaptor
         # a lambda: its function, as nsys and torch.profiler demangle it
-        ("void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)"
-         "::{lambda()#2}::operator()() const::{lambda()#7}::operator()() const::{lambda(float)#1}, "
-         "at::detail::Array<char*, 2> >(int, T1, T2)", "unrolled_elementwise_kernel<direct_copy_kernel_cuda>"),
-        ("void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase &)"
-         "::[lambda() (instance 3)]::operator ()() const::[lambda() (instance 7)]::operator ()() const::"
-         "[lambda(float) (instance 1)], at::detail::Array<char *, 2>>(int, T1, T2)",
-         "unrolled_elementwise_kernel<direct_copy_kernel_cuda>"),
-        ("void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<at::native::"
-         "(anonymous namespace)::CompareEqFunctor<long> >(at::TensorIteratorBase&, at::native::(anonymous "
-         "namespace)::CompareEqFunctor<long> const&)::{lambda(int)#1}>(int, T3)", "elementwise_kernel<CompareEqFunctor>"),
-        ("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::"
-         "TensorListMetadata<2>, at::native::(anonymous namespace)::UnaryOpFunctor<float, 2, 1, 1>, "
-         "at::native::Sqrt<float> >(T1, T2, T3)", "multi_tensor_apply_kernel<UnaryOpFunctor>"),
-        ("void (anonymous namespace)::elementwise_kernel_with_index<int, at::native::arange_cuda_out(at::Tensor const&,"
-         " c10::Scalar const&, c10::Scalar const&, c10::Scalar const&, at::Tensor&)::{lambda()#1}::operator()() "
-         "const::{lambda()#4}::operator()() const::{lambda(long)#1}>(int, long, T2)",
-         "elementwise_kernel_with_index<arange_cuda_out>"),  # a data type first: the work is the next one
+        (
+            "void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)"
+            "::{lambda()#2}::operator()() const::{lambda()#7}::operator()() const::{lambda(float)#1}, "
+            "at::detail::Array<char*, 2> >(int, T1, T2)",
+            "unrolled_elementwise_kernel<direct_copy_kernel_cuda>",
+        ),
+        (
+            "void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase &)"
+            "::[lambda() (instance 3)]::operator ()() const::[lambda() (instance 7)]::operator ()() const::"
+            "[lambda(float) (instance 1)], at::detail::Array<char *, 2>>(int, T1, T2)",
+            "unrolled_elementwise_kernel<direct_copy_kernel_cuda>",
+        ),
+        (
+            "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<at::native::"
+            "(anonymous namespace)::CompareEqFunctor<long> >(at::TensorIteratorBase&, at::native::(anonymous "
+            "namespace)::CompareEqFunctor<long> const&)::{lambda(int)#1}>(int, T3)",
+            "elementwise_kernel<CompareEqFunctor>",
+        ),
+        (
+            "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::"
+            "TensorListMetadata<2>, at::native::(anonymous namespace)::UnaryOpFunctor<float, 2, 1, 1>, "
+            "at::native::Sqrt<float> >(T1, T2, T3)",
+            "multi_tensor_apply_kernel<UnaryOpFunctor>",
+        ),
+        (
+            "void (anonymous namespace)::elementwise_kernel_with_index<int, at::native::arange_cuda_out(at::Tensor const&,"
+            " c10::Scalar const&, c10::Scalar const&, c10::Scalar const&, at::Tensor&)::{lambda()#1}::operator()() "
+            "const::{lambda()#4}::operator()() const::{lambda(long)#1}>(int, long, T2)",
+            "elementwise_kernel_with_index<arange_cuda_out>",
+        ),  # a data type first: the work is the next one
         ("[CUDA memcpy HtoD]", "[CUDA memcpy HtoD]"),  # nsys's labels of copies: not C++ names
     ],
-)  # fmt: skip
+)
 def test_short_names(name, short):
     assert short_name(name) == short
 
@@ -101,8 +123,10 @@ def test_two_cutlass_bmm_kernels_are_two_rows(tmp_path, source):
         path = k.write(tmp_path / "bmm.json")
     scale = 1 if source == "nsys" else 1_000  # torch.profiler's times are microseconds
     table = tracekit.kernels(path, name="short")["kernels"]
-    assert dict(zip(table["Name"], table["Total Time (ns)"])) == {short_name(BMM_TN): 100 * scale,
-                                                                 short_name(BMM_NN): 30 * scale}  # fmt: skip
+    assert dict(zip(table["Name"], table["Total Time (ns)"])) == {
+        short_name(BMM_TN): 100 * scale,
+        short_name(BMM_NN): 30 * scale,
+    }
 
 
 @cache

@@ -215,11 +215,40 @@ def test_names_matching_tests_each_name_as_the_patterns_do():
     from tracekit.model.range_names import names_matching
     from tracekit.model.range_specs import op_name, spec_patterns
 
-    names = ["forward", "forward pass", "## forward ##", "aten::mm, seq = 3, op_id = 7", "a.b+c(d)", "x[1]",
-             "cpu_op:Optimizer.step#SGD.step", "gpu:ProfilerStep#2", "NCCL:ncclAllReduce", "multi\nline",
-             "autograd::engine::evaluate_function: MmBackward0, seq = 9", "", "a\\b", "*", "?x"]  # fmt: skip
-    specs = ["forward", "*forward*", "aten::mm", "a.b+c(d)", "x\\[1]", "x[[]1]", "Optimizer.step#*", "*#*",
-             "cpu_op:*", "*Backward0", "?x", "\\*", "a\\\\b", "multi*", "ProfilerStep#?"]  # fmt: skip
+    names = [
+        "forward",
+        "forward pass",
+        "## forward ##",
+        "aten::mm, seq = 3, op_id = 7",
+        "a.b+c(d)",
+        "x[1]",
+        "cpu_op:Optimizer.step#SGD.step",
+        "gpu:ProfilerStep#2",
+        "NCCL:ncclAllReduce",
+        "multi\nline",
+        "autograd::engine::evaluate_function: MmBackward0, seq = 9",
+        "",
+        "a\\b",
+        "*",
+        "?x",
+    ]
+    specs = [
+        "forward",
+        "*forward*",
+        "aten::mm",
+        "a.b+c(d)",
+        "x\\[1]",
+        "x[[]1]",
+        "Optimizer.step#*",
+        "*#*",
+        "cpu_op:*",
+        "*Backward0",
+        "?x",
+        "\\*",
+        "a\\\\b",
+        "multi*",
+        "ProfilerStep#?",
+    ]
     column = pd.Series(names, dtype="category")
     for count in (1, 2, 3):
         for chosen in itertools.combinations(specs, count):

@@ -9,12 +9,18 @@ from tracekit.render import plots
 
 def test_compare_bars_name_each_run_clear_of_the_title():
     runs = ["a-very-long-run-name-with-a-context-of-4096", "short", "mid-sized-run"]
-    table = pd.DataFrame({
-        "Run": [run for run in runs for _ in range(2)], "Phase": ["forward", "backward"] * 3,
-        "Per Instance (ns)": [4e6, 8e6, 1e6, 2e6, 3e6, 5e6], "matmul (%)": [70.0] * 6, "elementwise (%)": [30.0] * 6,
-    })  # fmt: skip
-    figure = plots.compare_bars("Kernel time per phase instance", {"table": table, "label": "Run",
-                                "categories": ["matmul", "elementwise"]})  # fmt: skip
+    table = pd.DataFrame(
+        {
+            "Run": [run for run in runs for _ in range(2)],
+            "Phase": ["forward", "backward"] * 3,
+            "Per Instance (ns)": [4e6, 8e6, 1e6, 2e6, 3e6, 5e6],
+            "matmul (%)": [70.0] * 6,
+            "elementwise (%)": [30.0] * 6,
+        }
+    )
+    figure = plots.compare_bars(
+        "Kernel time per phase instance", {"table": table, "label": "Run", "categories": ["matmul", "elementwise"]}
+    )
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     canvas = FigureCanvasAgg(figure)

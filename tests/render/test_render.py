@@ -64,8 +64,15 @@ def test_numbers_as_people_read_them():
 def test_process_thread_device_and_stream_ids_print_as_ids():
     """Identifiers are not quantities: advise's nsys rules printed "PID 5,738  TID 5,738" beside its
     evidence's "pid 5738 tid 5738"."""
-    frame = pd.DataFrame({"Duration (ns)": [1_234_567, 2_000], "PID": [4_194_304, 5_738],
-                          "TID": pd.array([5_764, None], dtype="Int64"), "Device": [0, 1], "Stream": [7, 13]})  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "Duration (ns)": [1_234_567, 2_000],
+            "PID": [4_194_304, 5_738],
+            "TID": pd.array([5_764, None], dtype="Int64"),
+            "Device": [0, 1],
+            "Stream": [7, 13],
+        }
+    )
     rows = renderer.terminal_table(frame).splitlines()
     assert rows[2].split() == ["1,234,567", "4194304", "5764", "0", "7"]
     assert rows[3].split() == ["2,000", "5738", "1", "13"]
@@ -75,8 +82,15 @@ def test_process_thread_device_and_stream_ids_print_as_ids():
 def test_one_precision_per_unit_across_a_table():
     """Columns of one unit print with one precision (a row never shows 6,507.85604 beside 6,507.856041);
     shares one decimal; sizes to the KiB; halves away from zero."""
-    frame = pd.DataFrame({"Total (ms)": [6507.856041, 12.0], "Min (ms)": [0.000012, 1.0], "Share (%)": [0.25, 99.75],
-                          "Size (MiB)": [0.0000001, 3.0977], "Ratio": [1.23456, 2.0]})  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "Total (ms)": [6507.856041, 12.0],
+            "Min (ms)": [0.000012, 1.0],
+            "Share (%)": [0.25, 99.75],
+            "Size (MiB)": [0.0000001, 3.0977],
+            "Ratio": [1.23456, 2.0],
+        }
+    )
     rows = renderer.terminal_table(frame).splitlines()
     assert rows[2].split() == ["6,507.856041", "0.000012", "0.3", "0.000", "1.23"]
     assert rows[3].split() == ["12.000000", "1.000000", "99.8", "3.098", "2.00"]
@@ -172,9 +186,15 @@ def test_a_device_or_pipe_is_written_into_never_replaced(tmp_path):
 
 
 def test_rows_of_sentences_show_as_cards_in_a_terminal_and_as_tables_in_files():
-    frame = pd.DataFrame({"Rank": [1, 2], "Finding": ["host stall", "launch-bound"],
-                          "What": ["a " * 70 + "end", "short"], "Time (ns)": [1_500_000, 0],
-                          "Fix": ["do this", None]})  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "Rank": [1, 2],
+            "Finding": ["host stall", "launch-bound"],
+            "What": ["a " * 70 + "end", "short"],
+            "Time (ns)": [1_500_000, 0],
+            "Fix": ["do this", None],
+        }
+    )
     result = Result([Table("findings", frame, "Findings", cards=2)])
     text = renderer.render_text(result, "table", unit="ms")
     card, second = text.split("\n\n")[1:]

@@ -11,8 +11,23 @@ from pathlib import Path
 
 import pytest
 
-COLUMNS = ["model", "ctx", "batch", "mode", "dtype", "compile", "attention", "device", "warmup", "tf32", "status",
-           "step_mean_ms", "step_std_ms", "error", "time_utc"]  # fmt: skip
+COLUMNS = [
+    "model",
+    "ctx",
+    "batch",
+    "mode",
+    "dtype",
+    "compile",
+    "attention",
+    "device",
+    "warmup",
+    "tf32",
+    "status",
+    "step_mean_ms",
+    "step_std_ms",
+    "error",
+    "time_utc",
+]
 GOOD = ["tiny", 128, 4, "train", "bf16", 0, "sdpa", "cuda", 2, 1, "ok", 10.5, 0.5, None, "2026-01-01T00:00:00"]
 
 

@@ -124,10 +124,13 @@ def test_report_md_keeps_every_name_text(browser, reports, key, tmp_path):
 
 @pytest.mark.parametrize(
     ("command", "source", "prefix"),
-    [(["kernels"], hostile_export, ""), (["ranges"], hostile_export, ""),
-     (["ranges", "--domain", "cpu_op"], hostile_kineto, "cpu_op:")],  # torch.profiler's operators
+    [
+        (["kernels"], hostile_export, ""),
+        (["ranges"], hostile_export, ""),
+        (["ranges", "--domain", "cpu_op"], hostile_kineto, "cpu_op:"),
+    ],  # torch.profiler's operators
     ids=["kernels", "ranges", "operators"],
-)  # fmt: skip
+)
 def test_md_tables_keep_every_name_text(browser, cli, command, source, prefix, tmp_path):
     """``--format md`` and ``-o x.md``: the same text, no name markup as written nor once rendered."""
     trace = source(tmp_path / ("names.sqlite" if source is hostile_export else "names.json"), HOSTILE_NAMES)

@@ -10,8 +10,10 @@ import pytest
 from helpers.small_export import build_small
 
 
-@pytest.mark.parametrize(("file_name", "folder"), [("..sqlite", "report"), ("...sqlite", "report"),
-                                                    (".hidden.sqlite", "hidden"), ("..x.sqlite", "x")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("file_name", "folder"),
+    [("..sqlite", "report"), ("...sqlite", "report"), (".hidden.sqlite", "hidden"), ("..x.sqlite", "x")],
+)
 def test_a_default_report_folder_is_a_plain_folder_inside_reports(cli, tmp_path, monkeypatch, file_name, folder):
     trace = build_small("2022.4", tmp_path / file_name)
     work = tmp_path / "work"

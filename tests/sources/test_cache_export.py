@@ -217,8 +217,10 @@ def test_two_commands_writing_one_table_at_once_leave_it_whole(export, monkeypat
     folder = export.with_name(export.name + cache_module.SUFFIX)
     shutil.rmtree(folder)
     first, second = cache_module.TableCache(export, folder), cache_module.TableCache(export, folder)
-    columns = [(column, [str(c) for c in frame[column].cat.categories] if frame[column].dtype == "category" else None)
-               for column in frame.columns]  # fmt: skip
+    columns = [
+        (column, [str(c) for c in frame[column].cat.categories] if frame[column].dtype == "category" else None)
+        for column in frame.columns
+    ]
     a_paused, b_wrote, a_done = threading.Event(), threading.Event(), threading.Event()
     save, write_text = np.save, Path.write_text
 

@@ -196,8 +196,11 @@ def test_the_program_exits_at_once_with_its_output_whole(export, tmp_path):
 def test_each_command_reads_the_gpu_ops_once(cli, export, reads, tmp_path, command):
     """A command that needs many GPU-op columns says so before its first read: one read per kind table
     (a breakdown alone reads its nine columns; a report or a diff, the whole table)."""
-    args = {"report": ["report", export, "-o", tmp_path / "report"], "diff": ["diff", export, export],
-            "breakdown": ["breakdown", export, "--phases", "step"]}[command]  # fmt: skip
+    args = {
+        "report": ["report", export, "-o", tmp_path / "report"],
+        "diff": ["diff", export, export],
+        "breakdown": ["breakdown", export, "--phases", "step"],
+    }[command]
     result = cli(*args)
     assert result.exit_code == 0, result.output
     kernel_reads = [columns for table, columns in reads if table == "CUPTI_ACTIVITY_KIND_KERNEL"]

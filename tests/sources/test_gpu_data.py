@@ -46,7 +46,7 @@ def gpu_events() -> list[dict]:
             "kind": event["cat"],
             "start": round(event["ts"] * 1000),
             "duration": round(event["dur"] * 1000),
-        }  # fmt: skip
+        }
         for event in events
         if event.get("ph") == "X" and event.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
     ]
@@ -77,8 +77,9 @@ def test_matmul_share_of_the_forward_and_of_the_step(cli, run_folder):
     """fp32 without TF32 runs cuBLAS's FFMA GEMMs (sm80_xmma_*_ffma_*, Kernel2): GPU_RESULTS.md sets
     these shares beside the A100 fp32 figures of the same course report (85 % and 68 %)."""
     whole = {row["Category"]: row for row in json_of(cli, "kernels", run_folder, "--by", "category")}
-    forward = {row["Category"]: row for row in json_of(cli, "kernels", run_folder, "--by", "category", "--range",
-                                                       "forward")}  # fmt: skip
+    forward = {
+        row["Category"]: row for row in json_of(cli, "kernels", run_folder, "--by", "category", "--range", "forward")
+    }
     assert round(whole["matmul"]["Time (%)"], 1) == 70.7 and round(forward["matmul"]["Time (%)"], 1) == 80.6
     assert whole["matmul"]["Total Time (ns)"] == 62_116_258 and whole["matmul"]["Instances"] == 984
     assert whole["optimizer"]["Instances"] == 168  # foreach AdamW: multi_tensor_apply, 56 a step

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from helpers.nsys_builder import ExportBuilder
 
-from tracekit.sources.input_paths import expand_inputs, labels_for, rank_in_name
+from tracekit.sources.input_paths import expand_inputs, input_labels, rank_in_name
 
 
 def export(path, kernels: list[tuple[int, int, str]]):
@@ -27,7 +27,8 @@ def test_a_folder_names_its_traces_and_runs(tmp_path):
     (tmp_path / "other").mkdir()  # a folder that is not a run
     assert [path.name for path in expand_inputs([str(tmp_path)])] == ["a.sqlite", "b.nsys-rep", "run1"]
     assert [path.name for path in expand_inputs([str(tmp_path / "*.sqlite"), str(tmp_path / "a.sqlite")])] == [
-        "a.sqlite"]  # fmt: skip
+        "a.sqlite"
+    ]
 
 
 def test_labels_and_ranks_from_names(tmp_path):
@@ -36,6 +37,12 @@ def test_labels_and_ranks_from_names(tmp_path):
         tmp_path / "y" / "trace.pt.trace.json.gz",
         tmp_path / "r.sqlite",
     ]
-    assert labels_for(paths) == ["x/trace", "y/trace", "r"]
+    assert input_labels(paths) == ["x/trace", "y/trace", "r"]
     assert [rank_in_name(name) for name in ("job_rank3", "rank-12", "RANK_0.x", "franky", "rank", "ranked7")] == [
-        3, 12, 0, None, None, None]  # fmt: skip
+        3,
+        12,
+        0,
+        None,
+        None,
+        None,
+    ]

@@ -70,8 +70,13 @@ def test_tables_follow_the_contract(tmp_path):
         "Memset (Device)",
     ]  # a copy's and a set's: their names
     launches = trace.launches
-    assert launches["name"].astype(str).tolist() == ["cudaLaunchKernel", "cudaLaunchKernel", "cudaMemcpyAsync",
-                                                      "cuLaunchKernel", "cudaMemsetAsync"]  # fmt: skip
+    assert launches["name"].astype(str).tolist() == [
+        "cudaLaunchKernel",
+        "cudaLaunchKernel",
+        "cudaMemcpyAsync",
+        "cuLaunchKernel",
+        "cudaMemsetAsync",
+    ]
     assert launches["tid"].tolist() == [100, 101, 100, 100, 100]
     ranges = trace.ranges.sort_values("start", kind="stable")
     assert ranges["name"].astype(str).tolist() == ["ProfilerStep#1", "forward", "gpu:forward", "ProfilerStep#2"]
@@ -140,10 +145,26 @@ def test_rocm_args_written_as_text_are_read(tmp_path):
     built = KinetoBuilder(devices=1)
     built.kernel(ADD, 1_000, 10, correlation=1)
     built.event("X", "cuda_runtime", "hipLaunchKernel", 100, 100, 990, 5, {"correlation": 1, "stream": "0x0"})
-    built.event("X", "cuda_runtime", "hipMemcpyAsync", 100, 100, 1_002, 3,
-                {"correlation": "2", "stream": "0x0", "bytes": "128", "kind": "1"})  # fmt: skip
-    built.event("X", "gpu_memcpy", "Memcpy HtoD (Host -> Device)", 0, 7, 1_070, 2,
-                {"device": "0", "stream": 7, "correlation": 2, "bytes": "128", "grid": ["1", 1, 1]})  # fmt: skip
+    built.event(
+        "X",
+        "cuda_runtime",
+        "hipMemcpyAsync",
+        100,
+        100,
+        1_002,
+        3,
+        {"correlation": "2", "stream": "0x0", "bytes": "128", "kind": "1"},
+    )
+    built.event(
+        "X",
+        "gpu_memcpy",
+        "Memcpy HtoD (Host -> Device)",
+        0,
+        7,
+        1_070,
+        2,
+        {"device": "0", "stream": 7, "correlation": 2, "bytes": "128", "grid": ["1", 1, 1]},
+    )
     path = built.write(tmp_path / "rocm.json")
     trace = open_trace(path)
     assert trace.launches["name"].astype(str).tolist() == ["hipLaunchKernel", "hipMemcpyAsync"]
@@ -303,13 +324,19 @@ def test_hostile_values_are_left_out_and_said(cli, tmp_path):
     minutes to expand, a device that does not fit int16: each such event is left out and counted,
     the rest reads, fast."""
     path = tmp_path / "t.json"
-    path.write_bytes(b'{"traceEvents": [' + b",\n".join([
-        (KERNEL % ("good", 10, 0, 1)).encode(),
-        (KERNEL % ("\xff\xfe", 10, 0, 2)).encode("latin-1"),
-        (KERNEL % ("deep", 10, 0, 3)).replace('"dur": 1', '"dur": 1, "x": ' + "[" * 3000 + "]" * 3000).encode(),
-        (KERNEL % ("huge", "1e900000", 0, 4)).encode(),
-        (KERNEL % ("far", 10, 65536, 5)).encode(),
-    ]) + b"]}")  # fmt: skip
+    path.write_bytes(
+        b'{"traceEvents": ['
+        + b",\n".join(
+            [
+                (KERNEL % ("good", 10, 0, 1)).encode(),
+                (KERNEL % ("\xff\xfe", 10, 0, 2)).encode("latin-1"),
+                (KERNEL % ("deep", 10, 0, 3)).replace('"dur": 1', '"dur": 1, "x": ' + "[" * 3000 + "]" * 3000).encode(),
+                (KERNEL % ("huge", "1e900000", 0, 4)).encode(),
+                (KERNEL % ("far", 10, 65536, 5)).encode(),
+            ]
+        )
+        + b"]}"
+    )
     started = time.perf_counter()
     result = cli("kernels", path, "--format", "json")
     assert result.exit_code == 0 and time.perf_counter() - started < 10
@@ -321,17 +348,25 @@ def test_large_correlation_ids_join_their_own_launch(tmp_path):
     """Correlation ids past 2^32 (a JSON trace can hold them) are not cut to 32 bits when joined."""
     path = events_file(
         tmp_path / "t.json",
-        RANGE % ("early", 100, 0, 10), LAUNCH % (100, 1, 1),
-        RANGE % ("late", 100, 50, 10), LAUNCH % (100, 51, 2**32 + 1), KERNEL % ("k", 60, 0, 2**32 + 1),
-    )  # fmt: skip
+        RANGE % ("early", 100, 0, 10),
+        LAUNCH % (100, 1, 1),
+        RANGE % ("late", 100, 50, 10),
+        LAUNCH % (100, 51, 2**32 + 1),
+        KERNEL % ("k", 60, 0, 2**32 + 1),
+    )
     rows = {row["Range"]: row for row in records(tracekit.ranges(path))}
     assert rows["late"]["GPU Ops"] == 1 and rows["early"]["GPU Ops"] == 0
 
 
 def test_thread_ids_do_not_depend_on_their_neighbours(tmp_path, monkeypatch):
     """The string tid "-1" is thread -1 in every block, whatever else the block holds."""
-    events = [RANGE % ("outer", '"-1"', 0, 100), RANGE % ("inner", '"-1"', 10, 10), RANGE % ("x", '"main"', 0, 5),
-              LAUNCH % ('"-1"', 12, 1), KERNEL % ("k", 20, 0, 1)]  # fmt: skip
+    events = [
+        RANGE % ("outer", '"-1"', 0, 100),
+        RANGE % ("inner", '"-1"', 10, 10),
+        RANGE % ("x", '"main"', 0, 5),
+        LAUNCH % ('"-1"', 12, 1),
+        KERNEL % ("k", 20, 0, 1),
+    ]
     path = events_file(tmp_path / "t.json", *events)
     for size in (64, 100, 150, 4096):
         monkeypatch.setattr(json_stream, "BLOCK_BYTES", size)

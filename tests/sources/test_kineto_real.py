@@ -64,11 +64,16 @@ def test_tables_equal_an_independent_reading(path):
     assert Counter(ops["name"].astype(str)) == Counter(event["name"] for event in gpu)
     assert Counter(ops["correlation_id"].tolist()) == Counter(event["args"]["correlation"] for event in gpu)
     # a copy that records no bytes (ROCm) takes its call's size: the call with its correlation id
-    sizes = {event["args"].get("correlation"): int(event["args"].get("size", 0)) for event in events
-             if event.get("cat") in LAUNCH and str(event.get("args", {}).get("size", "")).isdigit()}  # fmt: skip
-    expected_bytes = sum(int(event["args"].get("bytes", 0)) or (sizes.get(event["args"]["correlation"], 0)
-                                                                 if event.get("cat") != "kernel" else 0)
-                         for event in gpu)  # fmt: skip
+    sizes = {
+        event["args"].get("correlation"): int(event["args"].get("size", 0))
+        for event in events
+        if event.get("cat") in LAUNCH and str(event.get("args", {}).get("size", "")).isdigit()
+    }
+    expected_bytes = sum(
+        int(event["args"].get("bytes", 0))
+        or (sizes.get(event["args"]["correlation"], 0) if event.get("cat") != "kernel" else 0)
+        for event in gpu
+    )
     assert int(ops["bytes"].sum()) == expected_bytes
     launches = [event for event in events if event.get("cat") in LAUNCH]
     assert len(trace.launches) == len(launches)
@@ -95,8 +100,10 @@ def test_nanosecond_digits_of_a_real_trace_are_kept():
     kernels = open_trace(path).gpu_ops.query("kind == 'kernel'")
     assert kernels["start"].tolist() == starts
     assert kernels["start"].iloc[0] == 1712195495505582988  # "ts": 1712195495505582.988
-    assert any(round(float(f"{whole}.{fraction}") * 1000) != start for (whole, fraction, _, _), start in
-               zip(found, starts, strict=True))  # fmt: skip
+    assert any(
+        round(float(f"{whole}.{fraction}") * 1000) != start
+        for (whole, fraction, _, _), start in zip(found, starts, strict=True)
+    )
 
 
 @needs_shared

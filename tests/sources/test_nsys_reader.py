@@ -144,9 +144,13 @@ def test_chunks_read_into_their_slots_keep_every_selected_row(tmp_path, monkeypa
     keep = [n for n in range(95) if (n // 10) % 3 == 1 or n % 10 == 3]  # chunks 1, 4, 7 whole; one row elsewhere
     where = " OR ".join(["(value / 7 / 10) % 3 = 1", "(value / 7) % 10 = 3"])
     columns = sqlite_columns.read_columns(
-        path, "t", {"value": "value", "small": "value / 7"}, texts={"name": "name"}, where=where,
+        path,
+        "t",
+        {"value": "value", "small": "value / 7"},
+        texts={"name": "name"},
+        where=where,
         dtypes={"small": "int16"},
-    )  # fmt: skip
+    )
     assert columns["value"].tolist() == [n * 7 for n in keep]
     assert columns["small"].dtype == np.int16 and columns["small"].tolist() == keep
     codes, names = columns["name"]

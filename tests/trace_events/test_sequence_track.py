@@ -19,8 +19,11 @@ from tracekit.trace_events.tracks import GPU_BASE
 def sequence_events(path):
     events = json.loads(Path(path).read_text())["traceEvents"]
     slices = [event for event in events if event.get("cat") == "tracekit_sequence"]
-    names = {event["tid"]: event["args"]["name"] for event in events
-             if event.get("ph") == "M" and event["name"] == "thread_name" and FIRST_TID - 20 <= event["tid"] <= FIRST_TID}  # fmt: skip
+    names = {
+        event["tid"]: event["args"]["name"]
+        for event in events
+        if event.get("ph") == "M" and event["name"] == "thread_name" and FIRST_TID - 20 <= event["tid"] <= FIRST_TID
+    }
     return slices, names
 
 

@@ -97,9 +97,13 @@ def test_read_back_it_is_the_same_trace(export, tmp_path):
 
 @pytest.mark.parametrize(
     ("window", "gemms"),
-    [({"step": 2}, [1_011_001]), ({"start_ms": 0, "end_ms": 0.005}, [1_001_001]),
-     ({"range": "forward", "instance": 1}, [1_011_001]), ({}, [1_001_001, 1_011_001])],
-)  # fmt: skip
+    [
+        ({"step": 2}, [1_011_001]),
+        ({"start_ms": 0, "end_ms": 0.005}, [1_001_001]),
+        ({"range": "forward", "instance": 1}, [1_011_001]),
+        ({}, [1_001_001, 1_011_001]),
+    ],
+)
 def test_a_window_keeps_what_overlaps_it(export, tmp_path, window, gemms):
     events = events_of(tracekit.timeline(export, tmp_path / "w.json", **window))
     assert [round(e["ts"] * 1000) for e in events if e.get("name") == GEMM] == gemms
@@ -176,8 +180,11 @@ def _ordered(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.sort_values(["Range", "Style"], kind="stable").reset_index(drop=True)
 
 
-REAL = sorted((SHARED / "traces").glob("*.sqlite")) + sorted((SHARED / "kineto").glob("*.json.gz")) + [
-    SHARED / "kineto" / "v100_dlrm_8ranks" / "rank0.pt.trace.json"]  # fmt: skip
+REAL = (
+    sorted((SHARED / "traces").glob("*.sqlite"))
+    + sorted((SHARED / "kineto").glob("*.json.gz"))
+    + [SHARED / "kineto" / "v100_dlrm_8ranks" / "rank0.pt.trace.json"]
+)
 
 
 @pytest.mark.shared
@@ -272,11 +279,16 @@ def test_a_timeline_in_a_folder_of_traces_is_not_read_as_one(cli, tmp_path):
 
 @pytest.mark.parametrize(
     ("arguments", "message"),
-    [({"traces": []}, "give one or more traces"), ({"range": 5}, "range is one range spec"),
-     ({"instance": 1}, "give range too"), ({"start_ms": True}, "start_ms is a time in ms"),
-     ({"step": 1.5}, "step counts steps from 1"), ({"output": None}, "output is a file name"),
-     ({"memory": 3}, "memory is a snapshot's path")],
-)  # fmt: skip
+    [
+        ({"traces": []}, "give one or more traces"),
+        ({"range": 5}, "range is one range spec"),
+        ({"instance": 1}, "give range too"),
+        ({"start_ms": True}, "start_ms is a time in ms"),
+        ({"step": 1.5}, "step counts steps from 1"),
+        ({"output": None}, "output is a file name"),
+        ({"memory": 3}, "memory is a snapshot's path"),
+    ],
+)
 def test_the_api_refuses_what_it_cannot_use(export, tmp_path, arguments, message):
     given = {"traces": export, "output": tmp_path / "t.json", **arguments}
     with pytest.raises(tracekit.UsageError, match=message):

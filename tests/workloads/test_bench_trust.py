@@ -34,8 +34,9 @@ def no_reset(monkeypatch):
 def optimizer_cells():
     from workloads.optimizers import optimizer_grid
 
-    result = optimizer_grid(counts=(1, 2, 3, 4), sizes=(1024,), implementations=("compiled",), warmup=1,
-                            steps=2, device="cpu")  # fmt: skip
+    result = optimizer_grid(
+        counts=(1, 2, 3, 4), sizes=(1024,), implementations=("compiled",), warmup=1, steps=2, device="cpu"
+    )
     return result.tables[0].frame
 
 
@@ -136,11 +137,41 @@ def test_every_row_says_tf32_and_the_peak_it_is_measured_against(cli):
 
     from workloads.hardware import peak_flops
 
-    rows = json.loads(cli("bench", "tiny", "--ctx", "16", "--warmup", "0", "--steps", "2", "--device", "cpu",
-                          "--tf32", "on", "--format", "json").stdout)  # fmt: skip
+    rows = json.loads(
+        cli(
+            "bench",
+            "tiny",
+            "--ctx",
+            "16",
+            "--warmup",
+            "0",
+            "--steps",
+            "2",
+            "--device",
+            "cpu",
+            "--tf32",
+            "on",
+            "--format",
+            "json",
+        ).stdout
+    )
     assert [row["TF32"] for row in rows] == ["on"]
-    attention = json.loads(cli("bench", "attention", "--head-dim", "16", "--seq", "32", "--passes", "1",
-                               "--device", "cpu", "--format", "json").stdout)  # fmt: skip
+    attention = json.loads(
+        cli(
+            "bench",
+            "attention",
+            "--head-dim",
+            "16",
+            "--seq",
+            "32",
+            "--passes",
+            "1",
+            "--device",
+            "cpu",
+            "--format",
+            "json",
+        ).stdout
+    )
     assert [row["TF32"] for row in attention] == ["off", "off"]  # naive and sdpa
     # data-sheet peaks (dense), the TF32 rate apart from plain float32, most specific name first
     assert peak_flops("NVIDIA H100 80GB HBM3", "fp32") == 67.0e12
@@ -168,15 +199,21 @@ def test_the_accumulation_demonstration_gives_exact_values(cli):
 def test_warmup_counts_in_one_table(cli):
     import json
 
-    tables = json.loads(cli("bench", "tiny", "--ctx", "16", "--warmup", "0", "2", "--steps", "2", "--device", "cpu",
-                            "--format", "json").stdout)  # fmt: skip
+    tables = json.loads(
+        cli(
+            "bench", "tiny", "--ctx", "16", "--warmup", "0", "2", "--steps", "2", "--device", "cpu", "--format", "json"
+        ).stdout
+    )
     runs, warmup = tables["benchmark"], tables["warmup"]
     assert [row["Warm-up"] for row in runs] == [0, 2] and len(warmup) == 1
     for row in runs:  # each cell is that run's step mean ± std
         expected = f"{row['Step Mean (ms)']:,.2f} ± {row['Step Std (ms)']:,.2f}"
         assert warmup[0][f"Warm-up {row['Warm-up']}"] == expected
-    single = json.loads(cli("bench", "tiny", "--ctx", "16", "--warmup", "1", "--steps", "2", "--device", "cpu",
-                            "--format", "json").stdout)  # fmt: skip
+    single = json.loads(
+        cli(
+            "bench", "tiny", "--ctx", "16", "--warmup", "1", "--steps", "2", "--device", "cpu", "--format", "json"
+        ).stdout
+    )
     assert isinstance(single, list)  # one warm-up count: the one table, as before
 
 
@@ -202,8 +239,27 @@ def test_attention_flops_memory_and_backend(cli):
 
     assert attention_flops(1, 4, 2, causal=True) == (2 * 2 * 10 * 2, 2.5 * 2 * 2 * 10 * 2)  # 10 = 4 * 5 / 2 pairs
     assert attention_flops(1, 4, 2, causal=False) == (2 * 2 * 16 * 2, 2.5 * 2 * 2 * 16 * 2)
-    rows = json.loads(cli("bench", "attention", "--head-dim", "64", "--seq", "256", "--batch", "8", "--passes", "2",
-                          "--dtype", "fp32", "bf16", "--device", "cpu", "--format", "json").stdout)  # fmt: skip
+    rows = json.loads(
+        cli(
+            "bench",
+            "attention",
+            "--head-dim",
+            "64",
+            "--seq",
+            "256",
+            "--batch",
+            "8",
+            "--passes",
+            "2",
+            "--dtype",
+            "fp32",
+            "bf16",
+            "--device",
+            "cpu",
+            "--format",
+            "json",
+        ).stdout
+    )
     by = {(row["Implementation"], row["Dtype"]): row for row in rows}
     assert set(by) == {("naive", "fp32"), ("naive", "bf16"), ("sdpa", "fp32"), ("sdpa", "bf16")}
     for (name, _dtype), row in by.items():
@@ -225,8 +281,13 @@ def test_explicit_softmax_saves_what_the_published_tables_measured():
     from workloads.attention import attention_grid, explicit, naive
 
     b, length = 8, 64
-    rows = attention_grid(head_dims=(16,), lengths=(length,), implementations=("naive", "explicit"), passes=1,
-                          warmup=0, device="cpu").tables[0].frame.set_index("Implementation")  # fmt: skip
+    rows = (
+        attention_grid(
+            head_dims=(16,), lengths=(length,), implementations=("naive", "explicit"), passes=1, warmup=0, device="cpu"
+        )
+        .tables[0]
+        .frame.set_index("Implementation")
+    )
     saved = rows["Saved For Backward (MiB)"] * 2**20
     assert saved["explicit"] == 2 * b * length * length * 4 + length * length + b * length * (8 + 4)
     assert saved["naive"] == b * length * length * 4 + length * length
@@ -289,8 +350,10 @@ def test_the_activation_formula_equals_what_autograd_saves(model, context, batch
 def test_bench_activations_command(cli):
     import json
 
-    rows = {row["Part"]: row["MiB"] for row in json.loads(cli("bench", "activations", "tiny", "--ctx", "32",
-                                                               "--format", "json").stdout)}  # fmt: skip
+    rows = {
+        row["Part"]: row["MiB"]
+        for row in json.loads(cli("bench", "activations", "tiny", "--ctx", "32", "--format", "json").stdout)
+    }
     assert rows["residual stream tensor"] == 32 * 64 * 4 / 2**20
     assert abs(rows["difference"]) < 0.01 and rows["formula total"] > 0
     bf16 = cli("bench", "activations", "tiny", "--ctx", "32", "--dtype", "bf16", "--format", "json")
@@ -329,18 +392,53 @@ def test_review_of_the_benchmarks(cli, tmp_path, monkeypatch):
     noted = cli("bench", "tiny", "--ctx", "16", "--warmup", "0", "--steps", "2", "--tf32", "on", "--device", "cpu")
     assert "--tf32 on has no effect off CUDA" in noted.output
     monkeypatch.setenv("TRACEKIT_COMPILE_BACKEND", "no-such-backend")
-    broken = cli("bench", "attention", "--compile", "--head-dim", "16", "--seq", "32", "--impl", "naive",
-                 "--device", "cpu", "--format", "json")  # fmt: skip
+    broken = cli(
+        "bench",
+        "attention",
+        "--compile",
+        "--head-dim",
+        "16",
+        "--seq",
+        "32",
+        "--impl",
+        "naive",
+        "--device",
+        "cpu",
+        "--format",
+        "json",
+    )
     assert broken.exit_code == 0 and json.loads(broken.stdout)[0]["Status"] == "error"  # a row, not a traceback
-    bf16 = {row["Part"] for row in json.loads(cli("bench", "activations", "tiny", "--ctx", "16", "--dtype", "bf16",
-                                                  "--format", "json").stdout)}  # fmt: skip
+    bf16 = {
+        row["Part"]
+        for row in json.loads(
+            cli("bench", "activations", "tiny", "--ctx", "16", "--dtype", "bf16", "--format", "json").stdout
+        )
+    }
     assert bf16 == {"measured (autograd saved)", "residual stream tensor"}  # no formula rows without a formula
 
 
 def test_the_bench_report_keeps_every_setting_apart(cli, tmp_path):
     db, report = tmp_path / "w.db", tmp_path / "report"
-    result = cli("bench", "tiny", "--ctx", "16", "--batch", "1", "--warmup", "0", "1", "--attention", "naive", "sdpa",
-                 "--steps", "2", "--device", "cpu", "--db", db)  # fmt: skip
+    result = cli(
+        "bench",
+        "tiny",
+        "--ctx",
+        "16",
+        "--batch",
+        "1",
+        "--warmup",
+        "0",
+        "1",
+        "--attention",
+        "naive",
+        "sdpa",
+        "--steps",
+        "2",
+        "--device",
+        "cpu",
+        "--db",
+        db,
+    )
     assert result.exit_code == 0, result.output
     assert cli("report", "--bench", db, "-o", report).exit_code == 0
     header = next(line for line in (report / "report.md").read_text().splitlines() if line.startswith("| Model"))
@@ -358,6 +456,9 @@ def test_attention_rows_say_how_steady_they_were():
     from workloads.bench import cv_pct
 
     assert cv_pct([10.0, 12.0, 8.0]) == pytest.approx(20.0) and cv_pct([5.0]) is None  # one definition for all
-    rows = attention_grid(head_dims=(16,), lengths=(32,), implementations=("naive",), passes=3, warmup=1,
-                          device="cpu").tables[0].frame  # fmt: skip
+    rows = (
+        attention_grid(head_dims=(16,), lengths=(32,), implementations=("naive",), passes=3, warmup=1, device="cpu")
+        .tables[0]
+        .frame
+    )
     assert rows["CV (%)"].iloc[0] >= 0 and rows["Noisy"].iloc[0] == ("yes" if rows["CV (%)"].iloc[0] > 5 else "no")

@@ -271,13 +271,15 @@ def test_bench_db_is_checked_before_anything_runs(cli, tmp_path):
         "view": "CREATE VIEW runs AS SELECT 'tiny' AS model, 'x' AS time_utc, 'v' AS tracekit_version, '' AS samples_ms",
         "notnull": f"CREATE TABLE runs ({legacy}, owner TEXT NOT NULL)",
         "trigger": f"CREATE TABLE runs ({legacy}); CREATE TRIGGER t BEFORE INSERT ON runs BEGIN SELECT RAISE(ABORT, 'no'); END",
-    }  # fmt: skip
+    }
     for name, sql in shapes.items():
         with sqlite3.connect(tmp_path / f"{name}.db") as connection:
             connection.executescript(sql)
     os.mkfifo(tmp_path / "fifo.db")
-    before = {path: hashlib.sha256(path.read_bytes()).hexdigest()
-              for path in (foreign, text, *(tmp_path / f"{name}.db" for name in shapes))}  # fmt: skip
+    before = {
+        path: hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in (foreign, text, *(tmp_path / f"{name}.db" for name in shapes))
+    }
     cases = [
         (foreign, "another application's SQLite database"),
         (tmp_path / "view.db", "runs is a view"),
@@ -305,10 +307,29 @@ def test_an_interrupted_sweep_keeps_every_finished_row(tmp_path):
     db = tmp_path / "results.db"
     contexts = [str(16 + i) for i in range(40)]
     process = subprocess.Popen(
-        [sys.executable, "-m", "tracekit.cli", "bench", "tiny", "--ctx", *contexts, "--warmup", "0", "--steps", "2",
-         "--device", "cpu", "--db", str(db), "--format", "csv"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "tracekit.cli",
+            "bench",
+            "tiny",
+            "--ctx",
+            *contexts,
+            "--warmup",
+            "0",
+            "--steps",
+            "2",
+            "--device",
+            "cpu",
+            "--db",
+            str(db),
+            "--format",
+            "csv",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
     def rows() -> int:
         try:

@@ -78,8 +78,10 @@ def annotation(item: Field, declared: Declared) -> str:
 
 def keywords(options: type) -> list[str]:
     """``name: type = default`` of each declared field of an options dataclass."""
-    return [f"{item.name}: {annotation(item, declared)} = {literal(default_of(item))}"
-            for item, declared in declared_fields(options)]  # fmt: skip
+    return [
+        f"{item.name}: {annotation(item, declared)} = {literal(default_of(item))}"
+        for item, declared in declared_fields(options)
+    ]
 
 
 def function_source(command: Command) -> str:

@@ -120,8 +120,9 @@ def _choose_profiler(options: CommandOptions) -> tuple[str, str | None]:
 
 def _default_name(command: tuple[str, ...], workload: RunConfig | None = None) -> str:
     if workload is not None:
-        return default_name(workload.model, workload.context, workload.mode, workload.dtype, workload.compile,
-                            workload.attention)  # fmt: skip
+        return default_name(
+            workload.model, workload.context, workload.mode, workload.dtype, workload.compile, workload.attention
+        )
     words = [word for word in command if not word.startswith("-")]
     program = Path(words[1] if len(words) > 1 and Path(words[0]).name.startswith("python") else words[0]).stem
     cleaned = "".join(char if char.isalnum() or char in "-_" else "-" for char in program)[:40] or "program"
@@ -200,10 +201,23 @@ def _record(run: NewRun, options: CommandOptions, profiler: str, nsys: str | Non
         if not window:
             notes.append(WHOLE_NOTE)
         trace = options.trace or (GPU_TRACE if _gpu_present() else CPU_TRACE)
-        command = [nsys, "profile", f"--trace={trace}", "--sample=none", "--cpuctxsw=none",
-                   *(["--capture-range=nvtx", f"--nvtx-capture={annotate.CAPTURE_RANGE}",
-                      "--capture-range-end=stop"] if window else []),
-                   "--force-overwrite=true", "--output", str(run.output_base), *options.nsys_args, *program]  # fmt: skip
+        command = [
+            nsys,
+            "profile",
+            f"--trace={trace}",
+            "--sample=none",
+            "--cpuctxsw=none",
+            *(
+                ["--capture-range=nvtx", f"--nvtx-capture={annotate.CAPTURE_RANGE}", "--capture-range-end=stop"]
+                if window
+                else []
+            ),
+            "--force-overwrite=true",
+            "--output",
+            str(run.output_base),
+            *options.nsys_args,
+            *program,
+        ]
         environment["NSYS_NVTX_PROFILER_REGISTER_ONLY"] = "0"
         manifest.update({"trace": trace, "nsys_command": command})
         manifest["versions"]["nsys"] = nsys_tool.nsys_version(nsys)
@@ -221,14 +235,17 @@ def _record(run: NewRun, options: CommandOptions, profiler: str, nsys: str | Non
         run.launch_note.unlink()
     if status != 0 and not interrupted:
         _finish(run, manifest, "failed", notes, started)
-        raise CaptureError(f"the program exited with status {status}: {_tail(run.program_log)} "
-                           f"(its output: {run.program_log})")  # fmt: skip
+        raise CaptureError(
+            f"the program exited with status {status}: {_tail(run.program_log)} (its output: {run.program_log})"
+        )
     if profiler == "torch":
         if not run.torch_trace_target().exists():
             if interrupted:
                 _finish(run, manifest, "interrupted", notes, started)
-                raise CaptureError(f"capture interrupted ({interrupted}): the program was stopped before it wrote "
-                                   f"its trace; its output is in {run.program_log}")  # fmt: skip
+                raise CaptureError(
+                    f"capture interrupted ({interrupted}): the program was stopped before it wrote "
+                    f"its trace; its output is in {run.program_log}"
+                )
             _finish(run, manifest, "failed", notes, started)
             raise CaptureError(
                 "the program wrote no torch.profiler trace: a program started other than `python SCRIPT` or "
@@ -243,8 +260,9 @@ def _record(run: NewRun, options: CommandOptions, profiler: str, nsys: str | Non
         if not report.exists():
             _finish(run, manifest, "interrupted" if interrupted else "failed", notes, started)
             if interrupted:
-                raise CaptureError(f"capture interrupted ({interrupted}): nsys and the program were stopped before "
-                                   "nsys wrote a report")  # fmt: skip
+                raise CaptureError(
+                    f"capture interrupted ({interrupted}): nsys and the program were stopped before nsys wrote a report"
+                )
             raise CaptureError(f"nsys wrote no report: {_tail(run.log)} (full log: {run.log})")
         export = nsys_tool.export_sqlite(report, nsys)
         files = {"report": report.name, "export": export.name}
@@ -257,8 +275,10 @@ def _record(run: NewRun, options: CommandOptions, profiler: str, nsys: str | Non
     if interrupted:
         _finish(run, manifest, "interrupted", notes, started)
         kept = ", ".join(name for name in run.files if name != "run.json")
-        raise CaptureError(f"capture interrupted ({interrupted}): the program was stopped; what it recorded is in "
-                           f"{run.folder} ({kept}; run.json: interrupted)")  # fmt: skip
+        raise CaptureError(
+            f"capture interrupted ({interrupted}): the program was stopped; what it recorded is in "
+            f"{run.folder} ({kept}; run.json: interrupted)"
+        )
     _finish(run, manifest, "complete", notes, started)
     return notes
 
@@ -305,8 +325,9 @@ def _run_plain(program: list[str], environment: dict, run: Run) -> tuple[int, st
     running after it exits are ended (``end_group``)."""
     with open(run.program_log, "w") as log:
         try:
-            process = subprocess.Popen(program, stdout=log, stderr=subprocess.STDOUT, env=environment,
-                                       start_new_session=True)  # fmt: skip
+            process = subprocess.Popen(
+                program, stdout=log, stderr=subprocess.STDOUT, env=environment, start_new_session=True
+            )
         except OSError as error:
             raise CaptureError(f"cannot start {program[0]}: {error.strerror or error}") from None
         interrupted = None
@@ -327,12 +348,18 @@ def _run_under_nsys(
     nsys runs in a session of its own: a signal to tracekit's process group reaches it once, from the
     watchdog (a second SIGINT makes nsys abandon its report outside the run folder)."""
     with open(run.log, "w") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=environment,
-                                   start_new_session=True)  # fmt: skip
+        process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, env=environment, start_new_session=True
+        )
         # The program is found by its marker (Python programs, through the launcher); others are not
         # watched for a late exit, and never counted as "not started".
-        watched = watchdog.watch(process, options.command[0], marker or f"{run.folder}/unmatched", options.exit_grace_s,
-                                 start_timeout_s=options.start_timeout_s if marker else None)  # fmt: skip
+        watched = watchdog.watch(
+            process,
+            options.command[0],
+            marker or f"{run.folder}/unmatched",
+            options.exit_grace_s,
+            start_timeout_s=options.start_timeout_s if marker else None,
+        )
     if marker is None:  # a program outside the launcher wrote into nsys's output
         shutil.copyfile(run.log, run.program_log)
     interrupted = {"SIGINT": "Ctrl-C"}.get(watched.interrupted or "", watched.interrupted)

@@ -119,7 +119,7 @@ def capture(options: CaptureOptions) -> Capture:
     install nsys) and CaptureError (nsys wrote no report, Ctrl-C, the workload failed, ...).
 
     The run is recorded into a hidden sibling folder and moved into place at the end, whatever the
-    outcome (``runs.NewRun``); messages name the folder where it ends up."""
+    outcome (``run_folder.NewRun``); messages name the folder where it ends up."""
     started = time.monotonic()
     nsys = nsys_tool.find_nsys(options.nsys)
     config = options.run
@@ -150,7 +150,7 @@ def capture(options: CaptureOptions) -> Capture:
 
 
 def name_final_folder(run: Run, partial: Path) -> None:
-    """After ``runs.NewRun.publish``: run.json names the folder the run was published as (a default name may have gained a suffix), and
+    """After ``run_folder.NewRun.publish``: run.json names the folder the run was published as (a default name may have gained a suffix), and
     nsys.log the files where they are now, not in the hidden folder they were recorded in."""
     if run.manifest and run.manifest.get("name") != run.folder.name:
         run.write_manifest({**run.manifest, "name": run.folder.name})
@@ -189,8 +189,9 @@ def _record(run: Run, nsys: str, options: CaptureOptions, started: float) -> lis
     notes: list[str] = []
     with open(run.log, "w") as log:
         # a session of its own: a signal to our process group reaches nsys once, from the watchdog
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=environment,
-                                   start_new_session=True)  # fmt: skip
+        process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, env=environment, start_new_session=True
+        )
         watched = watchdog.watch(
             process, sys.executable, str(run.result_file), options.exit_grace_s, start_timeout_s=options.start_timeout_s
         )
@@ -219,17 +220,22 @@ def _record(run: Run, nsys: str, options: CaptureOptions, started: float) -> lis
         "killed_lingering": watched.killed_lingering,
     }
     if watched.killed_lingering:
-        notes.append(f"the program left {len(watched.killed_lingering)} child process(es) running after it exited; "
-                     "they were stopped so that nsys could finish")  # fmt: skip
+        notes.append(
+            f"the program left {len(watched.killed_lingering)} child process(es) running after it exited; "
+            "they were stopped so that nsys could finish"
+        )
     if watched.interrupted:
         how = "Ctrl-C" if watched.interrupted == "SIGINT" else watched.interrupted
         saved = _saved_after_interruption(run, nsys)  # a complete recording is imported, never thrown away
         _finish(run, manifest, "interrupted", notes, started, profiled)
         raise CaptureError(
             f"capture interrupted ({how}): nsys, the program and its agents were stopped; "
-            + (f"what nsys recorded is in {run.folder} ({', '.join(saved)}; run.json: interrupted)" if saved
-               else f"nsys saved nothing; {run.folder} holds its log (run.json: interrupted)")
-        )  # fmt: skip
+            + (
+                f"what nsys recorded is in {run.folder} ({', '.join(saved)}; run.json: interrupted)"
+                if saved
+                else f"nsys saved nothing; {run.folder} holds its log (run.json: interrupted)"
+            )
+        )
     if watched.never_started:
         _finish(run, manifest, "failed", notes, started, profiled)
         raise CaptureError(

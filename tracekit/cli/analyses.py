@@ -48,8 +48,11 @@ def click_option(item: Field, declared: Declared) -> click.Option:
     if declared.kind == "flag":
         settings.update(is_flag=True, default=False)
     elif declared.kind == "choice":
-        settings.update(type=click.Choice([str(choice) for choice in declared.choices if choice is not None]),
-                        default=default, show_default=default is not None)  # fmt: skip
+        settings.update(
+            type=click.Choice([str(choice) for choice in declared.choices if choice is not None]),
+            default=default,
+            show_default=default is not None,
+        )
     elif declared.kind in ("int", "float"):
         minimum = declared.minimum
         kind = (
@@ -93,8 +96,14 @@ def analysis_command(command: Command) -> click.Command:
     ]
     params += [click_option(item, declared) for item, declared in declared_fields(command.options) if declared.cli]
     if command.picture is not None:
-        params.append(click.Option([command.picture.flag, "picture"], type=click.Path(dir_okay=False), default=None,
-                                   help=command.picture.described()))  # fmt: skip
+        params.append(
+            click.Option(
+                [command.picture.flag, "picture"],
+                type=click.Path(dir_okay=False),
+                default=None,
+                help=command.picture.described(),
+            )
+        )
     if command.inputs != "snapshots":
         params += _params_of(unit_option(command.unit), nsys_option)
     if command.takes_many:
@@ -156,8 +165,10 @@ def _check_picture(command: Command, inputs: list[str], picture: str) -> None:
     from tracekit.render.plots import check_picture_path
 
     if command.inputs == "snapshots" and len(inputs) != 1:
-        raise click.UsageError(f"{command.picture.flag if command.picture else ''} draws one snapshot's timeline: "
-                               "give one snapshot, without --compare")  # fmt: skip
+        raise click.UsageError(
+            f"{command.picture.flag if command.picture else ''} draws one snapshot's timeline: "
+            "give one snapshot, without --compare"
+        )
     protect(*(path for path in inputs if os.path.isfile(path)))
     check_picture_path(picture)
 

@@ -125,8 +125,9 @@ def capture(
         from tracekit.capture.nsys import LAUNCHER
 
         program = (sys.executable, str(LAUNCHER), *config.arguments(), "--capture-range")
-        return _capture_command(program, profiler, memory, out, name, nsys, extra, trace, nsys_grace, start_timeout,
-                                workload=config)  # fmt: skip
+        return _capture_command(
+            program, profiler, memory, out, name, nsys, extra, trace, nsys_grace, start_timeout, workload=config
+        )
     options = CaptureOptions(config, memory, Path(out), name, nsys, trace, tuple(nsys_args), nsys_grace, start_timeout)
     captured = run_capture(options)
     run, notes = captured.run, list(captured.notes)
@@ -159,8 +160,9 @@ def capture(
         )
 
 
-def _capture_command(program, profiler, memory, out, name, nsys, nsys_args, trace, nsys_grace, start_timeout,
-                     workload=None):  # fmt: skip
+def _capture_command(
+    program, profiler, memory, out, name, nsys, nsys_args, trace, nsys_grace, start_timeout, workload=None
+):
     from tracekit.analysis.kernels.kernels_command import KernelsOptions
     from tracekit.capture.command import CommandOptions, capture_command
     from tracekit.commands import run_command
@@ -169,8 +171,9 @@ def _capture_command(program, profiler, memory, out, name, nsys, nsys_args, trac
     from tracekit.render.tables import render_text
     from tracekit.sources import open_trace
 
-    options = CommandOptions(program, profiler, memory, Path(out), name, nsys, nsys_args, trace, nsys_grace,
-                             start_timeout, workload)  # fmt: skip
+    options = CommandOptions(
+        program, profiler, memory, Path(out), name, nsys, nsys_args, trace, nsys_grace, start_timeout, workload
+    )
     captured = capture_command(options)
     run = captured.run
     click.echo(f"Captured `{' '.join(program)}` with {captured.profiler}\n")
@@ -179,8 +182,10 @@ def _capture_command(program, profiler, memory, out, name, nsys, nsys_args, trac
     user = ranges.loc[ranges["domain"] == ""]
     if len(user):
         counts = user["name"].astype(str).value_counts().rename_axis("Range").reset_index(name="Instances")
-        click.echo(render_text(Result.of("ranges", counts.head(10), "Ranges (tracekit ranges: the full table)"),
-                               "table") + "\n")  # fmt: skip
+        click.echo(
+            render_text(Result.of("ranges", counts.head(10), "Ranges (tracekit ranges: the full table)"), "table")
+            + "\n"
+        )
     notes = list(captured.notes)
     try:
         top = run_command("kernels", trace_read, KernelsOptions(top=5, name="short"))

@@ -32,16 +32,16 @@ class TracekitGroup(click.Group):
             # One session per command: its inputs, reading threads and reads ahead end with it; tables are
             # cached while the command goes on, all written before it returns. SIGTERM would otherwise end
             # the process at once, leaving a file or folder being written behind.
-            with raising_interrupted(), Session(Settings.from_environment(), write_behind=True,
-                                                option_name=flag_name):  # fmt: skip
+            with raising_interrupted(), Session(Settings.from_environment(), write_behind=True, option_name=flag_name):
                 return super().invoke(ctx)
         except OptionError as error:  # options that do not fit together: a usage error, as click's own
             raise click.UsageError(printable(str(error))) from None
         except TracekitError as error:  # messages quote names from the input: shown, never obeyed
             raise click.ClickException(printable(str(error))) from None
         except Interrupted as interruption:  # Ctrl-C or SIGTERM: the command cleaned up after itself
-            raise click.ClickException(f"interrupted ({interruption.name}): nothing half-written is left, and "
-                                       "earlier output is as it was") from None  # fmt: skip
+            raise click.ClickException(
+                f"interrupted ({interruption.name}): nothing half-written is left, and earlier output is as it was"
+            ) from None
         except OSError as error:
             where = f": {error.filename}" if error.filename else ""
             raise click.ClickException(f"{error.strerror or error}{where}") from None
@@ -80,8 +80,10 @@ def output_format(fmt: str | None, output: str | None) -> str:
     that names another format than ``--format`` is a usage error (``-o k.csv --format json``)."""
     implied = SUFFIX_FORMATS.get(os.path.splitext(output)[1].lower()) if output else None
     if fmt is not None and implied is not None and fmt != implied:
-        raise click.UsageError(f"--output {output} names {implied}, --format says {fmt}: give one of them, or a "
-                               f"file name that ends in .{fmt}")  # fmt: skip
+        raise click.UsageError(
+            f"--output {output} names {implied}, --format says {fmt}: give one of them, or a "
+            f"file name that ends in .{fmt}"
+        )
     return fmt or implied or "table"
 
 

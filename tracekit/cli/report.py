@@ -24,13 +24,25 @@ from tracekit.cli.common import nsys_option
     default=None,
     help="report a `tracekit bench --db` results database instead",
 )
-@click.option("--html", is_flag=True, help="also report.html: one self-contained page (no network) with each "
-              "trace's interactive timeline and sortable tables")  # fmt: skip
-@click.option("--phases", default=None, metavar="SPECS",
-              help="the phases: comma-separated range specs (default: forward, backward and optimizer, found by "
-                   "their range names)")  # fmt: skip
-@click.option("--step-range", default=None, metavar="NAME",
-              help="the range that is one training step (default: ProfilerStep#N, else 'step')")  # fmt: skip
+@click.option(
+    "--html",
+    is_flag=True,
+    help="also report.html: one self-contained page (no network) with each "
+    "trace's interactive timeline and sortable tables",
+)
+@click.option(
+    "--phases",
+    default=None,
+    metavar="SPECS",
+    help="the phases: comma-separated range specs (default: forward, backward and optimizer, found by "
+    "their range names)",
+)
+@click.option(
+    "--step-range",
+    default=None,
+    metavar="NAME",
+    help="the range that is one training step (default: ProfilerStep#N, else 'step')",
+)
 @nsys_option
 def report(inputs, out, bench_db, html, phases, step_range, nsys):
     """Write reports/<name>/report.md with pictures for run folders or traces (several: a comparison too)."""

@@ -10,20 +10,40 @@ from tracekit.cli.common import nsys_option
 
 @click.command("timeline")
 @click.argument("traces", nargs=-1, required=True)
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
-              help="the file to write: .json, or .json.gz (gzip; Perfetto opens both)")  # fmt: skip
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="the file to write: .json, or .json.gz (gzip; Perfetto opens both)",
+)
 @click.option("--start", "start_ms", type=float, default=None, help="window start, ms from the trace's first event")
 @click.option("--end", "end_ms", type=float, default=None, help="window end, ms from the trace's first event")
 @click.option("--step", type=int, default=None, help="only the N-th training step (1: the first)")
 @click.option("--range", "range", default=None, metavar="SPEC", help="only one instance of this range (a range spec)")
-@click.option("--instance", type=int, default=0, show_default=True,
-              help="which instance of --range, 0-based in time order (as ranges --instance)")  # fmt: skip
-@click.option("--memory", type=click.Path(dir_okay=False), default=None,
-              help="a CUDA memory snapshot: its allocated and reserved memory as a counter track on its GPU "
-              "(a run folder's own memory.pickle is used without it)")  # fmt: skip
-@click.option("--sequences", type=int, default=0, show_default=True, metavar="N",
-              help="also a track per GPU for each of the N kernel sequences seen most often (tracekit sequences: "
-              "3 consecutive kernels on a stream), a slice per occurrence")  # fmt: skip
+@click.option(
+    "--instance",
+    type=int,
+    default=0,
+    show_default=True,
+    help="which instance of --range, 0-based in time order (as ranges --instance)",
+)
+@click.option(
+    "--memory",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="a CUDA memory snapshot: its allocated and reserved memory as a counter track on its GPU "
+    "(a run folder's own memory.pickle is used without it)",
+)
+@click.option(
+    "--sequences",
+    type=int,
+    default=0,
+    show_default=True,
+    metavar="N",
+    help="also a track per GPU for each of the N kernel sequences seen most often (tracekit sequences: "
+    "3 consecutive kernels on a stream), a slice per occurrence",
+)
 @nsys_option
 def timeline(traces, output, start_ms, end_ms, step, range, instance, memory, sequences, nsys):
     """Write TRACES as one timeline file that Perfetto UI (ui.perfetto.dev), chrome://tracing and
@@ -41,8 +61,9 @@ def timeline(traces, output, start_ms, end_ms, step, range, instance, memory, se
     from tracekit.trace_events.window import WindowOptions
     from tracekit.trace_events.writer import timeline as write
 
-    options = WindowOptions(start_ms=start_ms, end_ms=end_ms, step=step, range=range, instance=instance,
-                            sequences=sequences)  # fmt: skip
+    options = WindowOptions(
+        start_ms=start_ms, end_ms=end_ms, step=step, range=range, instance=instance, sequences=sequences
+    )
     with overriding(**({"nsys": nsys} if nsys else {})):
         written = write(list(traces), output, options, memory)
     for note in written.notes:

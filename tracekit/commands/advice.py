@@ -15,9 +15,9 @@ if TYPE_CHECKING:
     from tracekit.model.trace import Trace
 
 
-def advise(trace: Trace, options: AdviseOptions) -> Result:
-    """``analysis.advice.advise`` on ``trace`` with the snapshot that goes with it, if any."""
-    from tracekit.analysis.advice.advise import advise as advise_trace
+def advise_with_snapshot(trace: Trace, options: AdviseOptions) -> Result:
+    """``analysis.advice.advise.advise_trace`` on ``trace`` with the snapshot that goes with it, if any."""
+    from tracekit.analysis.advice.advise import advise_trace
 
     snapshot, note = _snapshot(trace, options.memory)
     return advise_trace(trace, options, snapshot, note)

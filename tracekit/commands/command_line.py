@@ -29,8 +29,10 @@ def command_line(name: str, sources: Sequence[str], options: Options, unit: str 
         elif declared.kind == "specs":
             # a comma inside a spec is escaped; a literal ("=...") spec runs to the end: it goes last
             ordered = sorted(value, key=lambda spec: spec.startswith("="))
-            words += [flag, shlex.quote(",".join(spec if spec.startswith("=") else spec.replace(",", "\\,")
-                                                 for spec in ordered))]  # fmt: skip
+            words += [
+                flag,
+                shlex.quote(",".join(spec if spec.startswith("=") else spec.replace(",", "\\,") for spec in ordered)),
+            ]
         else:
             words += [flag, shlex.quote(str(value))]
     if unit is not None and unit != spec.unit:

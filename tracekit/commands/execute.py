@@ -47,8 +47,11 @@ def run_command(
     items = _as_list(inputs)
     if not items:
         raise UsageError(f"{spec.name}: no input given")
-    strange = [item for item in items if not (isinstance(item, (str, os.PathLike)) or hasattr(item, "meta")
-                                              or hasattr(item, "events"))]  # fmt: skip
+    strange = [
+        item
+        for item in items
+        if not (isinstance(item, (str, os.PathLike)) or hasattr(item, "meta") or hasattr(item, "events"))
+    ]
     if strange:
         raise UsageError(f"{spec.name}: {strange[0]!r} is neither a path nor an open trace or snapshot")
     if spec.inputs == "snapshots":
@@ -66,8 +69,9 @@ def run_command(
     return result
 
 
-def _on_traces(spec: Command, items: list[Source], options: Options, many: ManyOptions | None,
-               progress: Progress | None) -> Result:  # fmt: skip
+def _on_traces(
+    spec: Command, items: list[Source], options: Options, many: ManyOptions | None, progress: Progress | None
+) -> Result:
     """A command over one trace or many (each input given once)."""
     if spec.inputs in ("trace", "traces") and len(items) == 1 and not _names_many(items[0]):
         return spec.function("run")(_open(spec, items[0], options), options)
@@ -128,17 +132,25 @@ def _on_many(spec: Command, items: list[Source], options: Options, many: ManyOpt
     if all(path is not None for path in paths):
         from tracekit.analysis.many.pool import read_many
 
-        return read_many([path for path in paths if path is not None], spec.part or "", options, merger, title, many,
-                         current().settings, progress)  # fmt: skip
+        return read_many(
+            [path for path in paths if path is not None],
+            spec.part or "",
+            options,
+            merger,
+            title,
+            many,
+            current().settings,
+            progress,
+        )
     from tracekit.analysis.many.inputs import Accumulator
     from tracekit.analysis.many.pool import new_part
-    from tracekit.sources.input_paths import labels_for
+    from tracekit.sources.input_paths import input_labels
 
     traces = [_open(spec, item, options) for item in items]
     sources = [Path(path or str(trace.meta.source)) for path, trace in zip(paths, traces)]
     accumulator = Accumulator(merger, title)
     part_of = spec.function("part")
-    for index, (trace, source, label) in enumerate(zip(traces, sources, labels_for(sources))):
+    for index, (trace, source, label) in enumerate(zip(traces, sources, input_labels(sources))):
         accumulator.add(index, part_of(trace, new_part(str(source), label, trace), options, many.exact_median_limit))
         if progress:
             progress(index + 1, len(traces))

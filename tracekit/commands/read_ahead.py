@@ -12,14 +12,15 @@ from tracekit.errors import TracekitError
 
 
 def kernels_ahead(path: str | Path, options: KernelsOptions) -> None:
-    """Start reading the GPU-op columns ``kernels`` with ``options`` uses (``sources.read_ahead``)."""
+    """Start reading the GPU-op columns ``kernels`` with ``options`` uses (``sources.nsys.read_ahead``)."""
     from tracekit.sources import trace_file
     from tracekit.sources.nsys.read_ahead import read_gpu_ops_ahead
 
     if options.name not in NAME_COLUMNS:
         return
-    columns = command_columns(options.by, options.name, options.by_launch_config, bool(options.ranges),
-                              options.drop_last_step)  # fmt: skip
+    columns = command_columns(
+        options.by, options.name, options.by_launch_config, bool(options.ranges), options.drop_last_step
+    )
     try:
         if columns is not None:
             read_gpu_ops_ahead(trace_file(path), columns)

@@ -23,7 +23,7 @@ from tracekit.model.options import Options, flag_name
 INPUT_KINDS = ("traces", "trace", "pair", "many", "snapshots")
 
 
-def resolve(name: str) -> Any:
+def import_attribute(name: str) -> Any:
     """The attribute a "module:attribute" name points at (imported now)."""
     module, _, attribute = name.partition(":")
     return getattr(importlib.import_module(module), attribute)
@@ -129,4 +129,4 @@ class Command:
         name = getattr(self, which)
         if name is None:
             raise LookupError(f"{self.name} has no {which}")
-        return resolve(name)
+        return import_attribute(name)

@@ -86,12 +86,21 @@ def as_hta(help: str = "round times to whole microseconds as HolisticTraceAnalys
 class ManyOptions(Options):
     """How many inputs are read: on local processes or Dask, and how exact medians across them are."""
 
-    workers: int | None = whole(None, "processes reading files at once (default and at most: one per CPU this "
-                                      "process may use; with {use_dask}, the LocalCluster's)")  # fmt: skip
+    workers: int | None = whole(
+        None,
+        "processes reading files at once (default and at most: one per CPU this "
+        "process may use; with {use_dask}, the LocalCluster's)",
+    )
     use_dask: bool = flag("read the files on Dask (a LocalCluster for this command)")
-    scheduler: str | None = text("read the files on this running Dask scheduler (tcp://host:8786); workers must "
-                                 "see the same paths; the connection and handshake must complete within 20 s",
-                                 metavar="ADDRESS", blank=True)  # fmt: skip
+    scheduler: str | None = text(
+        "read the files on this running Dask scheduler (tcp://host:8786); workers must "
+        "see the same paths; the connection and handshake must complete within 20 s",
+        metavar="ADDRESS",
+        blank=True,
+    )
     strict: bool = flag("stop at the first input that cannot be read (default: report it, go on)")
-    exact_median_limit: int = whole(DEFAULT_EXACT_LIMIT, "across inputs, a group's median is exact up to this "
-                                    "many instances, else from a sketch", minimum=0)  # fmt: skip
+    exact_median_limit: int = whole(
+        DEFAULT_EXACT_LIMIT,
+        "across inputs, a group's median is exact up to this many instances, else from a sketch",
+        minimum=0,
+    )

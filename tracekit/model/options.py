@@ -96,8 +96,9 @@ def choice(default: Any, choices: Sequence[Any], help: str, one_input: bool = Fa
     return _field(default, Declared("choice", help, tuple(choices), one_input=one_input))
 
 
-def whole(default: int | None, help: str, minimum: int | None = 1, metavar: str | None = None,
-          one_input: bool = False) -> Any:  # fmt: skip
+def whole(
+    default: int | None, help: str, minimum: int | None = 1, metavar: str | None = None, one_input: bool = False
+) -> Any:
     """A whole number of at least ``minimum`` (None: left out, when that is the default)."""
     return _field(default, Declared("int", help, minimum=minimum, metavar=metavar, one_input=one_input))
 
@@ -114,8 +115,10 @@ def text(help: str, metavar: str = "NAME", one_input: bool = False, cli: bool = 
 
 def specs(default: Sequence[str], help: str, repeat: bool = False, one_input: bool = False) -> Any:
     """Range specs (``model.range_specs``): a sequence, or one text of comma-separated specs."""
-    return _field(tuple(default), Declared("specs", help, metavar="SPEC" if repeat else "SPEC,...",
-                                           one_input=one_input, repeat=repeat))  # fmt: skip
+    return _field(
+        tuple(default),
+        Declared("specs", help, metavar="SPEC" if repeat else "SPEC,...", one_input=one_input, repeat=repeat),
+    )
 
 
 def declared_fields(options: type[Options] | Options) -> list[tuple[Field, Declared]]:

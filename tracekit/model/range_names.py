@@ -18,8 +18,11 @@ from tracekit.model.range_specs import DEFAULT_DOMAIN, EMIT_NVTX_SUFFIX, Pattern
 def _one_regex(patterns: Collection[Pattern]) -> re.Pattern:
     """One regex that matches (from the start) what any pattern matches: an exact name, or the glob's
     ``fnmatch`` translation (anchored at the end), so each name is tested once, in C."""
-    return re.compile("|".join(f"(?:{re.escape(p.exact)}\\Z)" if p.exact is not None else f"(?:{translate(p.pattern)})"
-                               for p in patterns))  # fmt: skip
+    return re.compile(
+        "|".join(
+            f"(?:{re.escape(p.exact)}\\Z)" if p.exact is not None else f"(?:{translate(p.pattern)})" for p in patterns
+        )
+    )
 
 
 def _op_names(names: pd.Series) -> pd.Series:

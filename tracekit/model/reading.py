@@ -1,5 +1,5 @@
 """How urgent a read is: tables loaded ahead of need (``Trace.load_behind``) are read after the ones a
-command is waiting for. Readers that queue work (``sources.sqlite_columns``) ask ``urgency``; the
+command is waiting for. Readers that queue work (``sources.nsys.sqlite_columns``) ask ``urgency``; the
 standard library only, so a reader may ask before pandas is imported."""
 
 from __future__ import annotations

@@ -325,7 +325,7 @@ GPU_SYNCS = Schema(
             "",
             "what was synchronized: a stream, the context, an event, or a stream made to wait for an event",
             SYNC_KINDS,
-        ),  # fmt: skip
+        ),
         *_times("synchronization"),
         Column("device", "int16", "", "GPU index"),
         Column("stream", "int32", "", "stream synchronized, or made to wait (-1 for the context)"),
@@ -337,7 +337,7 @@ GPU_SYNCS = Schema(
             "int64",
             "",
             "event syncs and waits: the correlation id of the cudaEventRecord call that recorded it (-1 unknown)",
-        ),  # fmt: skip
+        ),
     ),
     "The GPU side of synchronizations (CUPTI's synchronization records: torch.profiler's cuda_sync events, "
     "nsys's CUPTI_ACTIVITY_KIND_SYNCHRONIZATION), from readers that record them.",

@@ -247,7 +247,7 @@ class Trace:
                 )
             self._partial[table] = held = frame
         if len(wanted) == len(SCHEMAS[table].names):
-            self.__dict__[table] = held  # the whole table: later ``trace.gpu_ops`` reads it as it is
+            self.__dict__[table] = held  # the whole table: later ``Trace.gpu_ops`` reads it as it is
         return held.loc[:, list(wanted)]
 
     @cached_property

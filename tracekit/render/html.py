@@ -82,8 +82,10 @@ def table_html(frame: pd.DataFrame, command: str = "") -> str:
         f'<th class="{"number" if align else "text"}">{escape(header)}</th>' for header, align in zip(headers, right)
     )
     rows = []
-    kinds = ["number" if align else "text prose" if header in PROSE_COLUMNS else "text"
-             for header, align in zip(headers, right)]  # fmt: skip
+    kinds = [
+        "number" if align else "text prose" if header in PROSE_COLUMNS else "text"
+        for header, align in zip(headers, right)
+    ]
     for row in range(len(frame)):
         cells = []
         for cells_of, raw, kind in zip(columns, values, kinds):
@@ -91,8 +93,10 @@ def table_html(frame: pd.DataFrame, command: str = "") -> str:
             cells.append(f'<td class="{kind}"{value}>{escape(cells_of[row])}</td>')
         rows.append("<tr>" + "".join(cells) + "</tr>")
     command_line = f'<p class="command"><code>{escape(printable(command))}</code></p>' if command else ""
-    return (f'<div class="table-wrap"><table class="sortable"><thead><tr>{head}</tr></thead>'
-            f"<tbody>{''.join(rows)}</tbody></table></div>{command_line}")  # fmt: skip
+    return (
+        f'<div class="table-wrap"><table class="sortable"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></div>{command_line}"
+    )
 
 
 def _sort_values(column: pd.Series) -> list[str | None] | None:
@@ -110,8 +114,9 @@ def _picture(chart: Chart, caption: str) -> str:
     with matplotlib.rc_context({**plots.PLAIN_TEXT, "svg.fonttype": "none"}):  # text stays text
         buffer = io.BytesIO()
         # no RDF metadata: its namespace addresses read like links, though nothing is fetched
-        plots.draw(chart).savefig(buffer, format="svg", metadata={"Creator": None, "Date": None, "Format": None,
-                                                                   "Type": None})  # fmt: skip
+        plots.draw(chart).savefig(
+            buffer, format="svg", metadata={"Creator": None, "Date": None, "Format": None, "Type": None}
+        )
     svg = buffer.getvalue().decode("utf-8")
     svg = svg[svg.index("<svg") :]  # without the XML declaration and doctype
     return f'<figure role="img" aria-label="{escape(caption)}">{svg}<figcaption>{escape(caption)}</figcaption></figure>'
@@ -121,13 +126,20 @@ def timeline_html(index: int, data: dict) -> str:
     """A trace's timeline: a holder for the canvas, the data as JSON, a legend of the categories."""
     payload = script_json(data)
     legend = "".join(
-        f"<b>{group}</b> " + "".join(f'<span><i style="background:{colour}"></i>{escape(printable(name))}</span>'
-                                     for name, colour in zip(names, colours))
-        for group, names, colours in (("phases", data["phases"], data["phase_colours"]),
-                                      ("kernels", data["categories"], data["colours"]))
+        f"<b>{group}</b> "
+        + "".join(
+            f'<span><i style="background:{colour}"></i>{escape(printable(name))}</span>'
+            for name, colour in zip(names, colours)
+        )
+        for group, names, colours in (
+            ("phases", data["phases"], data["phase_colours"]),
+            ("kernels", data["categories"], data["colours"]),
+        )
         if names
-    )  # fmt: skip
+    )
     note = f'<p class="note">note: {escape(printable(data["memory_note"]))}</p>' if data.get("memory_note") else ""
-    return (f"<h2>Timeline: {escape(printable(data['title']))}</h2>"
-            f'<p class="legend">{legend}</p><div class="timeline" id="timeline-{index}"></div>{note}'
-            f'<script type="application/json" class="tracekit-timeline" data-target="timeline-{index}">{payload}</script>')  # fmt: skip
+    return (
+        f"<h2>Timeline: {escape(printable(data['title']))}</h2>"
+        f'<p class="legend">{legend}</p><div class="timeline" id="timeline-{index}"></div>{note}'
+        f'<script type="application/json" class="tracekit-timeline" data-target="timeline-{index}">{payload}</script>'
+    )

@@ -21,18 +21,24 @@ def result_html(result: Result, max_rows: int = MAX_ROWS) -> str:
         headers, columns, right = formatted_cells(shown)
         head = "".join(f"<th>{escape(header)}</th>" for header in headers)
         rows = "".join(
-            "<tr>" + "".join(f'<td style="text-align:{"right" if align else "left"}">{escape(cell)}</td>'
-                             for cell, align in zip(cells, right)) + "</tr>"
+            "<tr>"
+            + "".join(
+                f'<td style="text-align:{"right" if align else "left"}">{escape(cell)}</td>'
+                for cell, align in zip(cells, right)
+            )
+            + "</tr>"
             for cells in zip(*columns)
-        )  # fmt: skip
+        )
         more = (
             f"<p>… {len(frame) - max_rows:,} more rows: <code>result[{table.name!r}]</code></p>"
             if len(frame) > max_rows
             else ""
         )
         title = escape(table.title or table.name)
-        parts.append(f"<h4>{title} <small><code>{escape(table.name)}</code></small></h4>"
-                     f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>{more}")  # fmt: skip
+        parts.append(
+            f"<h4>{title} <small><code>{escape(table.name)}</code></small></h4>"
+            f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>{more}"
+        )
     if result.notes:
         parts.append("<ul>" + "".join(f"<li>note: {escape(note)}</li>" for note in result.notes) + "</ul>")
     return "\n".join(parts)

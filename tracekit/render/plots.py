@@ -21,14 +21,14 @@ from matplotlib.ticker import MaxNLocator
 
 from tracekit.errors import UsageError
 from tracekit.files import check_target, write_whole
-from tracekit.model.command import resolve
+from tracekit.model.command import import_attribute
 from tracekit.model.result import Chart
 from tracekit.render.colours import category_colour, phase_colour
 from tracekit.render.safe_text import printable
 
 
 def memory_timeline(title: str, data: dict[str, Any]) -> Figure:
-    """Active memory over time, stacked (see ``analysis.memory_tables.timeline_chart`` for the data):
+    """Active memory over time, stacked (see ``analysis.memory.tables.timeline_chart`` for the data):
     before-the-trace and other allocations in greys, the largest allocations in colour, reserved
     memory dashed, the peak marked, annotated phases shaded."""
     x = data["x"]
@@ -111,8 +111,14 @@ def step_times(title: str, data: dict[str, Any]) -> Figure:
     for phase in ("step", "forward", "backward", "optimizer"):
         values = data["samples_ms"].get(phase)
         if values:
-            axes.plot(range(1, len(values) + 1), values, marker="o", label=phase, linewidth=2 if phase == "step" else 1,
-                      color=phase_colour(phase))  # fmt: skip
+            axes.plot(
+                range(1, len(values) + 1),
+                values,
+                marker="o",
+                label=phase,
+                linewidth=2 if phase == "step" else 1,
+                color=phase_colour(phase),
+            )
     axes.set_xlabel("measured step")
     axes.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes.set_ylabel("time (ms)")
@@ -166,8 +172,14 @@ def compare_bars(title: str, data: dict[str, Any]) -> Figure:
         total_ms = rows["Per Instance (ns)"].fillna(0).to_numpy(float) / 1e6
         for category in categories:
             height = total_ms * rows[f"{category} (%)"].fillna(0).to_numpy(float) / 100
-            axes.bar(x, height, width, bottom=bottom, color=category_colour(category),
-                     label=category if position == 0 else None)  # fmt: skip
+            axes.bar(
+                x,
+                height,
+                width,
+                bottom=bottom,
+                color=category_colour(category),
+                label=category if position == 0 else None,
+            )
             bottom += height
         bars += x.tolist()
         names += [printable(str(run))] * len(x)
@@ -201,8 +213,15 @@ def step_timeline(title: str, data: dict[str, Any]) -> Figure:
     shades = LinearSegmentedColormap.from_list("busy", ["#ffffff", "#2e7d32"])
     for offset, shares in enumerate(busy.values()):
         position = len(rows) + offset
-        axes.imshow(np.asarray(shares)[None, :], extent=(0, span, position + 0.4, position - 0.4), aspect="auto",
-                    cmap=shades, vmin=0.0, vmax=1.0, interpolation="nearest")  # fmt: skip
+        axes.imshow(
+            np.asarray(shares)[None, :],
+            extent=(0, span, position + 0.4, position - 0.4),
+            aspect="auto",
+            cmap=shades,
+            vmin=0.0,
+            vmax=1.0,
+            interpolation="nearest",
+        )
     axes.set_ylim(len(names) - 0.5, -0.5)  # first row on top
     axes.set_xlim(0, max(span, max((float(np.max(s + w)) for s, w in rows.values() if len(s)), default=0.0)))
     axes.set_yticks(range(len(names)), [printable(name) for name in names])
@@ -213,7 +232,7 @@ def step_timeline(title: str, data: dict[str, Any]) -> Figure:
 
 
 def role_timeline(title: str, data: dict[str, Any]) -> Figure:
-    """Live memory (MiB) by role over time, stacked (``analysis.memory_roles.role_timeline``)."""
+    """Live memory (MiB) by role over time, stacked (``analysis.memory.roles.role_timeline``)."""
     figure = Figure(figsize=(11, 5), layout="constrained")
     axes = figure.add_subplot()
     if data["bands"]:
@@ -266,7 +285,7 @@ def draw(chart: Chart) -> Figure:
     if chart.kind in DRAW:
         drawing = DRAW[chart.kind]
     elif ":" in chart.kind:
-        drawing = resolve(chart.kind)
+        drawing = import_attribute(chart.kind)
     else:
         raise UsageError(f"no drawing for a chart of kind {chart.kind!r}")
     figure = drawing(chart.title, chart.data)

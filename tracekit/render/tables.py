@@ -95,10 +95,11 @@ def table_formats(frame: pd.DataFrame) -> list[ColumnFormat]:
     one time with 5 decimals and the next with 6): a fixed one for shares and ns, else the finest any
     column of that unit needs."""
     formats = [
-        ColumnFormat("id", 0, True) if column in IDENTIFIERS and pd.api.types.is_integer_dtype(frame[column].dtype)
+        ColumnFormat("id", 0, True)
+        if column in IDENTIFIERS and pd.api.types.is_integer_dtype(frame[column].dtype)
         else column_format(frame[column])
         for column in frame.columns
-    ]  # fmt: skip
+    ]
     by_unit: dict[str, list[int]] = {}
     for index, column in enumerate(frame.columns):
         unit = column_unit(str(column))
@@ -219,8 +220,9 @@ def terminal_cards(frame: pd.DataFrame, heading: int, width: int = 110) -> str:
         lines = ["  ".join(cell for cell in cells[:heading] if cell)]
         for header, cell in zip(headers[heading:], cells[heading:]):
             if cell:
-                lines += textwrap.wrap(cell, width, initial_indent="  " + f"{header}:".ljust(label),
-                                       subsequent_indent=" " * (label + 2)) or [f"  {header}:"]  # fmt: skip
+                lines += textwrap.wrap(
+                    cell, width, initial_indent="  " + f"{header}:".ljust(label), subsequent_indent=" " * (label + 2)
+                ) or [f"  {header}:"]
         cards.append("\n".join(lines))
     return "\n\n".join(cards)
 

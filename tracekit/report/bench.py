@@ -132,8 +132,10 @@ def write_bench_report(db: str | Path, out: str | Path | None = None, reports: s
             "Step time in ms, mean ± std over the measured steps.",
         )
         if left_out:
-            document.note(f"{left_out:,} {'row' if left_out == 1 else 'rows'} of {path.name} left out: values that are "
-                          "not what `tracekit bench` writes (NULL, text where a number belongs, a step time that is not one)")  # fmt: skip
+            document.note(
+                f"{left_out:,} {'row' if left_out == 1 else 'rows'} of {path.name} left out: values that are "
+                "not what `tracekit bench` writes (NULL, text where a number belongs, a step time that is not one)"
+            )
         if latest.empty:
             document.text("No configuration ran to the end (status ok): nothing to compare.")
         else:

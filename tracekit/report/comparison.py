@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tracekit.analysis.many.compare import compare_traces
 from tracekit.analysis.many.compare_command import CompareOptions
-from tracekit.analysis.many.diff import compare_categories, compare_kernels, labels_for
+from tracekit.analysis.many.diff import compare_categories, compare_kernels, letter_labels
 from tracekit.analysis.many.diff_command import DiffOptions
 from tracekit.commands.command_line import command_line
 from tracekit.errors import NoGpuDataError
@@ -15,7 +15,7 @@ from tracekit.model.trace import Trace
 from tracekit.render.markup import md_code, md_prose
 from tracekit.report.document import Document
 from tracekit.runs import Run
-from tracekit.sources.input_paths import labels_for as run_labels
+from tracekit.sources.input_paths import input_labels
 
 TOP_KERNELS = 10  # the kernels that changed most
 
@@ -23,10 +23,10 @@ TOP_KERNELS = 10  # the kernels that changed most
 def comparison_section(document: Document, paths: list[Path], traces: list[Trace], phases: tuple[str, ...]) -> None:
     """The report's comparison of every input against the first: per phase and category, the kernels that
     changed most, and kernel time per phase instance input by input (with the commands printing each)."""
-    labels = labels_for(len(traces))
+    labels = letter_labels(len(traces))
     against = "B against A" if len(traces) == 2 else f"{', '.join(labels[1:])} against A"
     document.text(f"## Comparison: {against}")
-    document.text("; ".join(f"{label} is {md_code(name)}" for label, name in zip(labels, run_labels(paths))) + ".")
+    document.text("; ".join(f"{label} is {md_code(name)}" for label, name in zip(labels, input_labels(paths))) + ".")
     # Only two inputs have a command of their own; more are this report's alone.
     sources = [str(path) for path in paths]
 
@@ -44,7 +44,7 @@ def comparison_section(document: Document, paths: list[Path], traces: list[Trace
     runs = [Run.at(path) for path in paths]
     configs = [run.config if run is not None else {} for run in runs]
     options = CompareOptions(phases=phases)
-    names = run_labels(paths)  # the runs' own names in the table and picture, not letters
+    names = input_labels(paths)  # the runs' own names in the table and picture, not letters
     compared = compare_traces(traces, names, configs, options)
     document.text("Kernel time per phase instance and its split by category, input by input:")
     document.table(compared.table("compare"), command_line("compare", sources, options, "ms"))

@@ -20,7 +20,7 @@ from tracekit.analysis.primitives.categories import CATEGORIES, op_categories
 from tracekit.analysis.primitives.joins import op_launches
 from tracekit.analysis.primitives.selection import select
 from tracekit.analysis.primitives.step_window import step_rows
-from tracekit.analysis.ranges.phases import resolve
+from tracekit.analysis.ranges.phases import choose_phases
 from tracekit.analysis.waits.idle import gap_devices, idle_gaps
 from tracekit.analysis.waits.syncs import NO_RANGE, innermost_range
 from tracekit.model.memory import MemoryTrace
@@ -42,14 +42,19 @@ def timeline_data(
     steps = step_rows(trace)
     phase_rows, labels = _phase_rows(trace, phases)
     origin = (
-        int(ops["start"].min()) if len(ops)
-        else int(steps["start"].min()) if len(steps)
-        else int(phase_rows["start"].min()) if len(phase_rows)
+        int(ops["start"].min())
+        if len(ops)
+        else int(steps["start"].min())
+        if len(steps)
+        else int(phase_rows["start"].min())
+        if len(phase_rows)
         else 0
-    )  # fmt: skip
+    )
     processes = np.unique(phase_rows["pid"].to_numpy(np.int64))
-    lanes = [{"name": "phases" if len(processes) == 1 else f"phases · pid {pid}", "kind": "ranges", "pid": int(pid)}
-             for pid in processes.tolist()]  # fmt: skip
+    lanes = [
+        {"name": "phases" if len(processes) == 1 else f"phases · pid {pid}", "kind": "ranges", "pid": int(pid)}
+        for pid in processes.tolist()
+    ]
     first_op_lane = len(lanes)
     device, stream = ops["device"].to_numpy(np.int64), ops["stream"].to_numpy(np.int64)
     lane_keys, op_lane = np.unique(np.stack([device, stream], axis=1), axis=0, return_inverse=True)
@@ -122,26 +127,38 @@ def _phase_rows(trace: Trace, phases: Sequence[str]) -> tuple[pd.DataFrame, list
     the phases found."""
     columns = {"pid": np.int64, "start": np.int64, "duration": np.int64, "name": object, "phase": np.int64}
     empty = pd.DataFrame({name: pd.Series(dtype=dtype) for name, dtype in columns.items()})
-    chosen = resolve(trace, phases).chosen if not trace.ranges.empty else ()
+    chosen = choose_phases(trace, phases).chosen if not trace.ranges.empty else ()
     if not chosen:
         return empty, []
     selection = select(trace, [spec for _, spec in chosen])
     found = [(label, selection.of(spec)) for label, spec in chosen]
     found = [(label, rows) for label, rows in found if len(rows)]
     parts = [
-        pd.DataFrame({"pid": rows["pid"].to_numpy(np.int64), "start": rows["start"].to_numpy(np.int64),
-                      "duration": rows["duration"].to_numpy(np.int64),
-                      "name": rows["name"].astype(str).to_numpy(dtype=object), "phase": code})
+        pd.DataFrame(
+            {
+                "pid": rows["pid"].to_numpy(np.int64),
+                "start": rows["start"].to_numpy(np.int64),
+                "duration": rows["duration"].to_numpy(np.int64),
+                "name": rows["name"].astype(str).to_numpy(dtype=object),
+                "phase": code,
+            }
+        )
         for code, (_, rows) in enumerate(found)
-    ]  # fmt: skip
+    ]
     return (pd.concat(parts, ignore_index=True) if parts else empty), [label for label, _ in found]
 
 
 def _gaps(trace: Trace) -> pd.DataFrame:
     """Each GPU's idle gaps with their device, by device then time (none without GPU ops)."""
     if trace.gpu_ops.empty:
-        return pd.DataFrame({"device": pd.Series(dtype=np.int64), "Start (ns)": pd.Series(dtype=np.int64),
-                             "Idle (ns)": pd.Series(dtype=np.int64), "Cause": pd.Series(dtype=object)})  # fmt: skip
+        return pd.DataFrame(
+            {
+                "device": pd.Series(dtype=np.int64),
+                "Start (ns)": pd.Series(dtype=np.int64),
+                "Idle (ns)": pd.Series(dtype=np.int64),
+                "Cause": pd.Series(dtype=object),
+            }
+        )
     gaps = idle_gaps(trace)
     return gaps.assign(device=gap_devices(gaps)).sort_values(["device", "Start (ns)"], kind="stable")
 
@@ -172,13 +189,19 @@ def _memory(snapshot: MemoryTrace | None, trace: Trace, origin: int) -> dict:
     times, allocated, reserved, device = placed
     # at most a few thousand points: the lane is a picture of the level, not of every event
     keep = np.unique(np.linspace(0, len(times) - 1, min(len(times), 4000)).astype(np.int64)) if len(times) else times
-    return {"memory": {"device": int(device), "start": (times[keep] - origin).tolist(),
-                       "allocated_mib": np.round(allocated[keep] / 2**20, 3).tolist(),
-                       "reserved_mib": np.round(reserved[keep] / 2**20, 3).tolist()}}  # fmt: skip
+    return {
+        "memory": {
+            "device": int(device),
+            "start": (times[keep] - origin).tolist(),
+            "allocated_mib": np.round(allocated[keep] / 2**20, 3).tolist(),
+            "reserved_mib": np.round(reserved[keep] / 2**20, 3).tolist(),
+        }
+    }
 
 
-def _packed(lane: np.ndarray, start: np.ndarray, duration: np.ndarray, name: np.ndarray, category: np.ndarray,
-            lanes: int) -> dict:  # fmt: skip
+def _packed(
+    lane: np.ndarray, start: np.ndarray, duration: np.ndarray, name: np.ndarray, category: np.ndarray, lanes: int
+) -> dict:
     """Rows sorted by (lane, start), small in JSON: how many rows each lane has, and each start as the
     step from the one before it in its lane (the page adds them up again), so a number takes a few
     digits, not the twelve of a time since the trace began."""

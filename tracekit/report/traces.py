@@ -20,13 +20,13 @@ from tracekit.analysis.advice.advise_command import AdviseOptions
 from tracekit.analysis.critical_path.analysis import WHOLE_TRACE
 from tracekit.analysis.critical_path.critical_path_command import CriticalPathOptions
 from tracekit.analysis.kernels.kernels_command import KernelsOptions
-from tracekit.analysis.many.diff import labels_for
+from tracekit.analysis.many.diff import letter_labels
 from tracekit.analysis.memory.memory_command import MemoryOptions
 from tracekit.analysis.primitives.busy import ANY, known_devices
 from tracekit.analysis.primitives.op_selection import kernel_mask
 from tracekit.analysis.ranges.breakdown import PHASE, WHOLE, phase_notes
 from tracekit.analysis.ranges.breakdown_command import BreakdownOptions
-from tracekit.analysis.ranges.phases import resolve
+from tracekit.analysis.ranges.phases import choose_phases
 from tracekit.analysis.ranges.ranges_command import RangesOptions
 from tracekit.commands import run_command
 from tracekit.commands.command_line import command_line
@@ -44,7 +44,7 @@ from tracekit.report.why import WHY_HEADING, why_section
 from tracekit.runs import Run
 from tracekit.sources import open_trace, run_snapshot
 from tracekit.sources.distinct import distinct_inputs
-from tracekit.sources.input_paths import labels_for as run_labels
+from tracekit.sources.input_paths import input_labels
 from tracekit.version import __version__
 
 FINDING_COLUMNS = ["Rank", "Severity", "Finding", "What", "Recoverable (ns)", "Of Span (%)", "Fix"]
@@ -96,8 +96,8 @@ def write_report(
         document.text(f"Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC by tracekit {__version__}.")
         for note in repeated:
             document.note(note)
-        labels = labels_for(len(paths)) if len(paths) > 1 else [""]
-        for label, name, path, trace in zip(labels, run_labels(paths), paths, traces):
+        labels = letter_labels(len(paths)) if len(paths) > 1 else [""]
+        for label, name, path, trace in zip(labels, input_labels(paths), paths, traces):
             section = Document(staging, f"{label.lower()}-" if label else "")
             _input_section(section, path, trace, f"{label} ({name}): {path}" if label else str(path), choice)
             document.extend(section)
@@ -107,9 +107,12 @@ def write_report(
         if html:
             from tracekit.report.timeline_data import timeline_data
 
-            timelines = [timeline_data(trace, f"{label} ({name}): {path}" if label else str(path),
-                                       _readable_snapshot(path), choice.phases)
-                         for label, name, path, trace in zip(labels, run_labels(paths), paths, traces)]  # fmt: skip
+            timelines = [
+                timeline_data(
+                    trace, f"{label} ({name}): {path}" if label else str(path), _readable_snapshot(path), choice.phases
+                )
+                for label, name, path, trace in zip(labels, input_labels(paths), paths, traces)
+            ]
             document.write_html(staging / "report.html", f"tracekit report: {report_name(paths)}", timelines)
 
     # refused before any picture is drawn when the folder holds anything but a previous report (or an input);
@@ -252,8 +255,10 @@ def _advice_section(section: Document, source: str, trace: Trace) -> None:
         path = advice.table("critical-path")
         label = str(path["Step"].iloc[0])
         critical = CriticalPathOptions(step=None if label == WHOLE_TRACE else label)
-        section.text("The critical path of a typical step (the chain of dependent work that decides its time, as "
-                     "HolisticTraceAnalysis defines it), by what bounds it:")  # fmt: skip
+        section.text(
+            "The critical path of a typical step (the chain of dependent work that decides its time, as "
+            "HolisticTraceAnalysis defines it), by what bounds it:"
+        )
         section.table(path, command_line("critical-path", [source], critical, "ms"))
     said = next((note for note in advice.notes if note.startswith(("the critical path", "no critical path"))), None)
     if said:
@@ -309,7 +314,7 @@ def _gpu_sections(section: Document, source: str, trace: Trace, run: Run | None,
     top_options = KernelsOptions(top=TOP_KERNELS, name="short")
     top = run_command("kernels", trace, top_options)
     section.table(top.frame, command_line("kernels", [source], top_options, "ms"))
-    specs = dict(resolve(trace, choice.phases).chosen)  # a phase found by name: its label and its range spec
+    specs = dict(choose_phases(trace, choice.phases).chosen)  # a phase found by name: its label and its range spec
     for phase in phases.loc[phases["Kernels"] > 0, PHASE]:  # a phase that launched no kernel has no top list
         inside_options = KernelsOptions(
             top=TOP_PHASE_KERNELS, name="short", ranges=(specs.get(str(phase), str(phase)),)
@@ -378,8 +383,10 @@ def _memory_section(section: Document, snapshot: Path) -> None:
     section.text("What holds the memory at the peak:")
     section.table(memory.table("holders"), command_line("memory", source, MemoryOptions(by="frame")))
     section.text("Largest allocations live at the peak:")
-    section.table(memory.table("allocations").drop(columns=["Stack"]),
-                  command_line("memory", source, MemoryOptions(top=TOP_MEMORY)))  # fmt: skip
+    section.table(
+        memory.table("allocations").drop(columns=["Stack"]),
+        command_line("memory", source, MemoryOptions(top=TOP_MEMORY)),
+    )
 
 
 def _readable_snapshot(path: Path):

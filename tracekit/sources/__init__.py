@@ -174,8 +174,10 @@ def open_snapshot(path: str | Path) -> MemoryTrace:
         return load_snapshot(file)  # compressed, and not a trace: the reader says if it is no snapshot either
     trace_reader = next((reader for reader in TRACE_READERS if reader.sniff(file, head)), None)
     if trace_reader is not None:
-        raise SnapshotError(f"{file} looks like {trace_reader.describes}, not a memory snapshot: `tracekit kernels` "
-                            "and `tracekit ranges` read it")  # fmt: skip
+        raise SnapshotError(
+            f"{file} looks like {trace_reader.describes}, not a memory snapshot: `tracekit kernels` "
+            "and `tracekit ranges` read it"
+        )
     if not head:
         raise SnapshotError(
             f"{file} {_looks_like(file, head)}; a memory snapshot is the pickle that "

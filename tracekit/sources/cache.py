@@ -277,8 +277,9 @@ def cached_trace(trace: Trace, export: Path) -> Trace:
         def run(*args):
             frame = load(*args)
             if cache.damaged:
-                cached.note(f"the table cache {cache.folder} was damaged ({', '.join(cache.damaged)}); rebuilt from "
-                            "the export")  # fmt: skip
+                cached.note(
+                    f"the table cache {cache.folder} was damaged ({', '.join(cache.damaged)}); rebuilt from the export"
+                )
             return frame
 
         return run

@@ -27,8 +27,9 @@ def distinct_inputs(items: list[T]) -> tuple[list[T], list[str]]:
     if not dropped:
         return list(kept.values()), []
     shown = ", ".join(dropped[:3]) + (f" and {len(dropped) - 3} more" if len(dropped) > 3 else "")
-    return list(kept.values()), [f"{len(dropped)} input{'s' if len(dropped) != 1 else ''} given more than once, "
-                                 f"read once: dropped {shown}"]  # fmt: skip
+    return list(kept.values()), [
+        f"{len(dropped)} input{'s' if len(dropped) != 1 else ''} given more than once, read once: dropped {shown}"
+    ]
 
 
 def _shown(item: object) -> str:

@@ -32,8 +32,10 @@ def expand_inputs(arguments: list[str], skipped: list[str] | None = None) -> lis
     found, repeated = distinct_inputs(expanded)
     if skipped is not None and left_out:
         shown = ", ".join(left_out[:3]) + (f" and {len(left_out) - 3} more" if len(left_out) > 3 else "")
-        skipped.append(f"{len(left_out)} {'entry' if len(left_out) == 1 else 'entries'} left out: not a regular file "
-                       f"or folder ({shown})")  # fmt: skip
+        skipped.append(
+            f"{len(left_out)} {'entry' if len(left_out) == 1 else 'entries'} left out: not a regular file "
+            f"or folder ({shown})"
+        )
     if skipped is not None:
         skipped += repeated
     if not found:
@@ -48,8 +50,11 @@ def _expand(argument: str, left_out: list[str]) -> list[Path]:
         if not matches:
             raise InputNotFoundError(f"{argument}: no file matches this pattern")
         usable = [match for match in matches if _usable(match, left_out)]
-        return [found for match in usable for found in (_folder_inputs(match, left_out) if _is_plain_folder(match)
-                                                        else [match])]  # fmt: skip
+        return [
+            found
+            for match in usable
+            for found in (_folder_inputs(match, left_out) if _is_plain_folder(match) else [match])
+        ]
     require_file_or_folder(path)
     return _folder_inputs(path, left_out) if _is_plain_folder(path) else [path]
 
@@ -108,7 +113,7 @@ def protect_inputs(paths: list[Path]) -> None:
             protect(path)
 
 
-def labels_for(paths: list[Path]) -> list[str]:
+def input_labels(paths: list[Path]) -> list[str]:
     """A short, distinct name per input: the run folder's or the file's name without trace suffixes;
     the parent folder is added where two would read the same."""
 

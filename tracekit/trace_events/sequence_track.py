@@ -71,16 +71,27 @@ def sequence_events(slices: pd.DataFrame, gpu_pid, category: str = "tracekit_seq
     if slices.empty:
         return []
     names = Quoted(pd.Categorical(slices["name"].to_numpy()))
-    return [join(
-        f'{{"ph":"X","cat":"{category}","name":', names[0 : len(slices)],
-        ',"pid":', integers(gpu_pid(slices["device"].to_numpy())), ',"tid":', integers(slices["tid"].to_numpy()),
-        ',"ts":', microseconds(slices["start"].to_numpy()), ',"dur":', microseconds(slices["duration"].to_numpy()),
-        "}",
-    )]  # fmt: skip
+    return [
+        join(
+            f'{{"ph":"X","cat":"{category}","name":',
+            names[0 : len(slices)],
+            ',"pid":',
+            integers(gpu_pid(slices["device"].to_numpy())),
+            ',"tid":',
+            integers(slices["tid"].to_numpy()),
+            ',"ts":',
+            microseconds(slices["start"].to_numpy()),
+            ',"dur":',
+            microseconds(slices["duration"].to_numpy()),
+            "}",
+        )
+    ]
 
 
 def sequence_track_names(slices: pd.DataFrame) -> list[tuple[int, int, str]]:
     """(device, tid, name) of each sequence track that has slices."""
     distinct = slices.drop_duplicates(["device", "tid"])
-    return [(int(device), int(tid), str(name)) for device, tid, name in distinct[["device", "tid", "name"]].itertuples(
-        index=False)]  # fmt: skip
+    return [
+        (int(device), int(tid), str(name))
+        for device, tid, name in distinct[["device", "tid", "name"]].itertuples(index=False)
+    ]

@@ -91,15 +91,30 @@ def gpu_op_events(
                 yield _gpu_ops_text(ops, mine, bool(is_kernel[mine[0]]), kind, names, category, correlation, place)
 
 
-def _gpu_ops_text(ops, rows: np.ndarray, kernels: bool, kind: Quoted, names: Quoted, category: Quoted, correlation,
-                  place: Place) -> pa.Array:  # fmt: skip
+def _gpu_ops_text(
+    ops, rows: np.ndarray, kernels: bool, kind: Quoted, names: Quoted, category: Quoted, correlation, place: Place
+) -> pa.Array:
     device, stream = ops["device"].to_numpy()[rows], ops["stream"].to_numpy()[rows]
     head = (
-        '{"ph":"X","cat":', kind[rows], ',"name":', names[rows],
-        ',"pid":', integers(place.gpu_pid(device)), ',"tid":', integers(stream),
-        ',"ts":', microseconds(ops["start"].to_numpy()[rows]), ',"dur":', microseconds(ops["duration"].to_numpy()[rows]),
-        ',"args":{"device":', integers(device), ',"stream":', integers(stream), ',"correlation":', integers(correlation[rows]),
-    )  # fmt: skip
+        '{"ph":"X","cat":',
+        kind[rows],
+        ',"name":',
+        names[rows],
+        ',"pid":',
+        integers(place.gpu_pid(device)),
+        ',"tid":',
+        integers(stream),
+        ',"ts":',
+        microseconds(ops["start"].to_numpy()[rows]),
+        ',"dur":',
+        microseconds(ops["duration"].to_numpy()[rows]),
+        ',"args":{"device":',
+        integers(device),
+        ',"stream":',
+        integers(stream),
+        ',"correlation":',
+        integers(correlation[rows]),
+    )
     if kernels:
         dims = [integers(ops[f"{axis}_{dim}"].to_numpy()[rows]) for axis in ("grid", "block") for dim in "xyz"]
         size = (
@@ -128,31 +143,58 @@ def launch_events(calls: pd.DataFrame, correlation: np.ndarray, place: Place) ->
     for rows in slices(len(calls)):
         part = calls.iloc[rows]
         yield join(
-            '{"ph":"X","cat":"cuda_runtime","name":', names[rows],
-            ',"pid":', integers(place.host_pid(part["pid"].to_numpy())), ',"tid":', integers(part["tid"].to_numpy()),
-            ',"ts":', microseconds(part["start"].to_numpy()), ',"dur":', microseconds(part["duration"].to_numpy()),
-            ',"args":{"correlation":', integers(correlation[rows]), "}}",
-        )  # fmt: skip
+            '{"ph":"X","cat":"cuda_runtime","name":',
+            names[rows],
+            ',"pid":',
+            integers(place.host_pid(part["pid"].to_numpy())),
+            ',"tid":',
+            integers(part["tid"].to_numpy()),
+            ',"ts":',
+            microseconds(part["start"].to_numpy()),
+            ',"dur":',
+            microseconds(part["duration"].to_numpy()),
+            ',"args":{"correlation":',
+            integers(correlation[rows]),
+            "}}",
+        )
 
 
 def flow_events(
-    launch_start: np.ndarray, launch_pid: np.ndarray, launch_tid: np.ndarray, op_start: np.ndarray,
-    device: np.ndarray, stream: np.ndarray, correlation: np.ndarray, place: Place,
-) -> Iterator[pa.Array]:  # fmt: skip
+    launch_start: np.ndarray,
+    launch_pid: np.ndarray,
+    launch_tid: np.ndarray,
+    op_start: np.ndarray,
+    device: np.ndarray,
+    stream: np.ndarray,
+    correlation: np.ndarray,
+    place: Place,
+) -> Iterator[pa.Array]:
     """An arrow from each launching call to the GPU op it launched (flow start and end, torch.profiler's
     "ac2g" events)."""
     for rows in slices(len(correlation)):
         flow = integers(correlation[rows])
         yield join(
-            '{"ph":"s","cat":"ac2g","name":"launch","id":', flow,
-            ',"pid":', integers(place.host_pid(launch_pid[rows])), ',"tid":', integers(launch_tid[rows]),
-            ',"ts":', microseconds(launch_start[rows]), "}",
-        )  # fmt: skip
+            '{"ph":"s","cat":"ac2g","name":"launch","id":',
+            flow,
+            ',"pid":',
+            integers(place.host_pid(launch_pid[rows])),
+            ',"tid":',
+            integers(launch_tid[rows]),
+            ',"ts":',
+            microseconds(launch_start[rows]),
+            "}",
+        )
         yield join(
-            '{"ph":"f","bp":"e","cat":"ac2g","name":"launch","id":', flow,
-            ',"pid":', integers(place.gpu_pid(device[rows])), ',"tid":', integers(stream[rows]),
-            ',"ts":', microseconds(op_start[rows]), "}",
-        )  # fmt: skip
+            '{"ph":"f","bp":"e","cat":"ac2g","name":"launch","id":',
+            flow,
+            ',"pid":',
+            integers(place.gpu_pid(device[rows])),
+            ',"tid":',
+            integers(stream[rows]),
+            ',"ts":',
+            microseconds(op_start[rows]),
+            "}",
+        )
 
 
 def range_events(ranges: pd.DataFrame, torch_source: bool, place: Place) -> Iterator[pa.Array]:
@@ -175,11 +217,20 @@ def range_events(ranges: pd.DataFrame, torch_source: bool, place: Place) -> Iter
     for rows in slices(len(ranges)):
         part = ranges.iloc[rows]
         yield join(
-            '{"ph":"X","cat":"', pa.array(category[rows], type=pa.string()), '","name":', labels[rows],
-            ',"pid":', integers(pid[rows]), ',"tid":', integers(part["tid"].to_numpy()),
-            ',"ts":', microseconds(part["start"].to_numpy()), ',"dur":', microseconds(part["duration"].to_numpy()),
+            '{"ph":"X","cat":"',
+            pa.array(category[rows], type=pa.string()),
+            '","name":',
+            labels[rows],
+            ',"pid":',
+            integers(pid[rows]),
+            ',"tid":',
+            integers(part["tid"].to_numpy()),
+            ',"ts":',
+            microseconds(part["start"].to_numpy()),
+            ',"dur":',
+            microseconds(part["duration"].to_numpy()),
             "}",
-        )  # fmt: skip
+        )
 
 
 def gap_events(gaps: pd.DataFrame, place: Place) -> Iterator[pa.Array]:
@@ -192,11 +243,19 @@ def gap_events(gaps: pd.DataFrame, place: Place) -> Iterator[pa.Array]:
     for rows in slices(len(gaps)):
         part = gaps.iloc[rows]
         yield join(
-            '{"ph":"X","cat":"tracekit_idle","name":', cause[rows],
-            ',"pid":', integers(place.gpu_pid(device[rows])), f',"tid":{IDLE_TID}',
-            ',"ts":', microseconds(part["Start (ns)"].to_numpy()), ',"dur":', microseconds(part["Idle (ns)"].to_numpy()),
-            ',"cname":"', pa.array(colour[rows], type=pa.string()), '"}',
-        )  # fmt: skip
+            '{"ph":"X","cat":"tracekit_idle","name":',
+            cause[rows],
+            ',"pid":',
+            integers(place.gpu_pid(device[rows])),
+            f',"tid":{IDLE_TID}',
+            ',"ts":',
+            microseconds(part["Start (ns)"].to_numpy()),
+            ',"dur":',
+            microseconds(part["Idle (ns)"].to_numpy()),
+            ',"cname":"',
+            pa.array(colour[rows], type=pa.string()),
+            '"}',
+        )
 
 
 def step_events(steps: pd.DataFrame, place: Place) -> Iterator[pa.Array]:
@@ -204,15 +263,27 @@ def step_events(steps: pd.DataFrame, place: Place) -> Iterator[pa.Array]:
     names = pd.Categorical([f"step #{number}" for number in range(1, len(steps) + 1)])
     if len(steps):
         yield join(
-            '{"ph":"X","cat":"tracekit_step","name":', Quoted(names)[0 : len(steps)],
-            f',"pid":{place.steps_pid},"tid":', integers(place.host_pid(steps["pid"].to_numpy())),
-            ',"ts":', microseconds(steps["start"].to_numpy()), ',"dur":', microseconds(steps["duration"].to_numpy()),
+            '{"ph":"X","cat":"tracekit_step","name":',
+            Quoted(names)[0 : len(steps)],
+            f',"pid":{place.steps_pid},"tid":',
+            integers(place.host_pid(steps["pid"].to_numpy())),
+            ',"ts":',
+            microseconds(steps["start"].to_numpy()),
+            ',"dur":',
+            microseconds(steps["duration"].to_numpy()),
             "}",
-        )  # fmt: skip
+        )
 
 
-def metadata_events(place: Place, gpus: set[int], streams: pd.DataFrame, threads: pd.DataFrame, has_steps: bool,
-                    gpu_names: dict[int, str], named_tracks: Sequence[tuple[int, int, str]] = ()) -> list[str]:  # fmt: skip
+def metadata_events(
+    place: Place,
+    gpus: set[int],
+    streams: pd.DataFrame,
+    threads: pd.DataFrame,
+    has_steps: bool,
+    gpu_names: dict[int, str],
+    named_tracks: Sequence[tuple[int, int, str]] = (),
+) -> list[str]:
     """Names and order of the processes and tracks (few: one per GPU, stream, process and thread;
     ``named_tracks``: (pid, tid, name) of other tracks, below a GPU's streams)."""
     events: list[dict] = []
@@ -245,15 +316,21 @@ def metadata_events(place: Place, gpus: set[int], streams: pd.DataFrame, threads
     return [json.dumps(event, ensure_ascii=False) for event in events]
 
 
-def memory_events(times: np.ndarray, allocated: np.ndarray, reserved: np.ndarray, device: int,
-                  place: Place) -> Iterator[pa.Array]:  # fmt: skip
+def memory_events(
+    times: np.ndarray, allocated: np.ndarray, reserved: np.ndarray, device: int, place: Place
+) -> Iterator[pa.Array]:
     """A counter track of the GPU's allocated and reserved memory (MiB) at each change, on its process."""
     pid = int(place.gpu_pid(np.array([device]))[0])
     for rows in slices(len(times)):
         yield join(
-            f'{{"ph":"C","name":"memory (MiB)","pid":{pid},"ts":', microseconds(times[rows]),
-            ',"args":{"allocated":', _mib(allocated[rows]), ',"reserved":', _mib(reserved[rows]), "}}",
-        )  # fmt: skip
+            f'{{"ph":"C","name":"memory (MiB)","pid":{pid},"ts":',
+            microseconds(times[rows]),
+            ',"args":{"allocated":',
+            _mib(allocated[rows]),
+            ',"reserved":',
+            _mib(reserved[rows]),
+            "}}",
+        )
 
 
 def _mib(values: np.ndarray) -> pa.Array:

@@ -31,8 +31,10 @@ class WindowOptions:
 
     def __post_init__(self) -> None:
         if not _whole(self.sequences) or not 0 <= self.sequences <= MAX_SEQUENCE_TRACKS:
-            raise OptionError(f"{named('sequences')} is how many kernel sequences get a track, 0 to "
-                              f"{MAX_SEQUENCE_TRACKS}, not {self.sequences!r}")  # fmt: skip
+            raise OptionError(
+                f"{named('sequences')} is how many kernel sequences get a track, 0 to "
+                f"{MAX_SEQUENCE_TRACKS}, not {self.sequences!r}"
+            )
         for name in ("start_ms", "end_ms"):
             value = getattr(self, name)
             number = isinstance(value, (int, float)) and not isinstance(value, bool)
@@ -104,16 +106,20 @@ def window_of(trace: Trace, options: WindowOptions) -> Window:
 
         steps = step_rows(trace).sort_values("start", kind="stable")
         if len(steps) < options.step:
-            raise UsageError(f"{trace.name} has {len(steps)} training steps (ProfilerStep#N or step ranges), "
-                             f"not a step {options.step}")  # fmt: skip
+            raise UsageError(
+                f"{trace.name} has {len(steps)} training steps (ProfilerStep#N or step ranges), "
+                f"not a step {options.step}"
+            )
         return _with_its_work(trace, steps.iloc[[options.step - 1]])
     if options.range is not None:
         from tracekit.analysis.primitives.selection import select_ranges
 
         matches = select_ranges(trace, [options.range]).sort_values("start", kind="stable")
         if len(matches) <= options.instance:
-            raise UsageError(f"{options.range} has {len(matches)} instances in {trace.name} (0 to {len(matches) - 1}), "
-                             f"not an instance {options.instance}")  # fmt: skip
+            raise UsageError(
+                f"{options.range} has {len(matches)} instances in {trace.name} (0 to {len(matches) - 1}), "
+                f"not an instance {options.instance}"
+            )
         return _with_its_work(trace, matches.iloc[[options.instance]])
     return Window()
 

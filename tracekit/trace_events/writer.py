@@ -83,7 +83,7 @@ def timeline(
     reserved memory becomes a counter track (a run folder's own is used without it)."""
     from tracekit.sources import open_trace
     from tracekit.sources.distinct import distinct_inputs
-    from tracekit.sources.input_paths import expand_inputs, labels_for, protect_inputs, rank_in_name
+    from tracekit.sources.input_paths import expand_inputs, input_labels, protect_inputs, rank_in_name
 
     if isinstance(inputs, (str, os.PathLike, Trace)):
         inputs = [inputs]
@@ -102,10 +102,12 @@ def timeline(
     protect_inputs(paths)
     loaders: list[Loader] = [
         (label, lambda path=path: open_trace(str(path)), lambda path=path: _snapshot(path, memory))
-        for label, path in zip(labels_for(paths), paths)
+        for label, path in zip(input_labels(paths), paths)
     ]
-    loaders += [(Path(str(trace.meta.source)).name, lambda trace=trace: trace, lambda: _snapshot(None, memory))
-                for trace in opened]  # fmt: skip
+    loaders += [
+        (Path(str(trace.meta.source)).name, lambda trace=trace: trace, lambda: _snapshot(None, memory))
+        for trace in opened
+    ]
     if memory is not None and len(loaders) > 1:
         raise UsageError("a memory snapshot goes with one trace: give one, or run folders (each has its own)")
 
@@ -158,8 +160,9 @@ def write_timeline(
                     continue
                 place = tracks.Place(index, name(label, trace) if single is None else "")
                 window = window_of(trace, options)
-                size, first = _write_input(handle, trace, place, window, load_snapshot(), written, size, first,
-                                           options.sequences)  # fmt: skip
+                size, first = _write_input(
+                    handle, trace, place, window, load_snapshot(), written, size, first, options.sequences
+                )
                 written.notes += [f"{place.label}: {note}" if place.label else note for note in trace.warnings]
                 del trace  # the next input is read once this one is released
             if failed and len(failed) == len(loaders):
@@ -179,8 +182,17 @@ def _open(temporary: Path, target: Path) -> IO[bytes]:
     return open(temporary, "wb")
 
 
-def _write_input(handle: IO[bytes], trace: Trace, place: tracks.Place, window: Window, snapshot, written: Written,
-                 size: int, first: bool, sequences: int = 0) -> tuple[int, bool]:  # fmt: skip
+def _write_input(
+    handle: IO[bytes],
+    trace: Trace,
+    place: tracks.Place,
+    window: Window,
+    snapshot,
+    written: Written,
+    size: int,
+    first: bool,
+    sequences: int = 0,
+) -> tuple[int, bool]:
     """Write one input's events; the bytes written so far and whether the file still has no event."""
     for kind, events in ahead(_events(trace, place, window, snapshot, written.notes, sequences)):
         if isinstance(events, list):  # metadata: a few dicts' text
@@ -248,20 +260,26 @@ def _events(
     gaps = ThreadPoolExecutor(1, thread_name_prefix="tracekit-idle-gaps").submit(in_this_context(_gaps), trace, window)
     kept_ops = ops.iloc[op_rows]
     kept_ranges = window.cut(ranges)
-    threads = pd.concat([calls.iloc[call_rows][["pid", "tid"]], kept_ranges.loc[
-        kept_ranges["domain"].astype(str) != "gpu", ["pid", "tid"]]]).drop_duplicates()  # fmt: skip
+    threads = pd.concat(
+        [
+            calls.iloc[call_rows][["pid", "tid"]],
+            kept_ranges.loc[kept_ranges["domain"].astype(str) != "gpu", ["pid", "tid"]],
+        ]
+    ).drop_duplicates()
     streams = kept_ops[["device", "stream"]].drop_duplicates().sort_values(["device", "stream"])
     gpus = trace.meta.gpus
     gpu_names = {int(gpu): str(name) for gpu, name in zip(gpus["id"], gpus["name"]) if isinstance(name, str) and name}
     devices = set(streams["device"].tolist())  # a GPU with idle gaps has ops
     slices = sequence_slices(trace, sequences, window)
-    named_tracks = [(int(place.gpu_pid(np.array([device]))[0]), tid, name)
-                    for device, tid, name in sequence_track_names(slices)]  # fmt: skip
-    yield "metadata", tracks.metadata_events(place, devices, streams, threads, len(steps) > 0, gpu_names,
-                                             named_tracks)  # fmt: skip
+    named_tracks = [
+        (int(place.gpu_pid(np.array([device]))[0]), tid, name) for device, tid, name in sequence_track_names(slices)
+    ]
+    yield "metadata", tracks.metadata_events(place, devices, streams, threads, len(steps) > 0, gpu_names, named_tracks)
     yield from (("steps", events) for events in tracks.step_events(steps, place))
-    yield from (("gpu ops", events) for events in tracks.gpu_op_events(kept_ops, categories[op_rows],
-                                                                       correlation[op_rows], place))  # fmt: skip
+    yield from (
+        ("gpu ops", events)
+        for events in tracks.gpu_op_events(kept_ops, categories[op_rows], correlation[op_rows], place)
+    )
     yield from (
         ("api calls", events) for events in tracks.launch_events(calls.iloc[call_rows], call_ids[call_rows], place)
     )
@@ -273,9 +291,19 @@ def _events(
     call_kept[call_rows] = True
     found_rows = op_rows[launched.found[op_rows]]  # (a trace without launch calls has none: no arrows)
     arrows = found_rows[call_kept[launched.row[found_rows]]]
-    yield from (("flows", events) for events in tracks.flow_events(
-        launched.start[arrows], launched.pid[arrows], launched.tid[arrows], ops["start"].to_numpy()[arrows],
-        ops["device"].to_numpy()[arrows], ops["stream"].to_numpy()[arrows], correlation[arrows], place))  # fmt: skip
+    yield from (
+        ("flows", events)
+        for events in tracks.flow_events(
+            launched.start[arrows],
+            launched.pid[arrows],
+            launched.tid[arrows],
+            ops["start"].to_numpy()[arrows],
+            ops["device"].to_numpy()[arrows],
+            ops["stream"].to_numpy()[arrows],
+            correlation[arrows],
+            place,
+        )
+    )
     yield from (("idle gaps", events) for events in tracks.gap_events(gaps.result(), place))
     yield from (("kernel sequences", events) for events in sequence_events(slices, place.gpu_pid))
     if snapshot is not None:
@@ -286,8 +314,10 @@ def _events(
             times, allocated, reserved, device = counters
             keep = window.overlapping(times, times)
             keep = slice(None) if keep is None else keep
-            yield from (("memory counters", events) for events in tracks.memory_events(
-                times[keep], allocated[keep], reserved[keep], device, place))  # fmt: skip
+            yield from (
+                ("memory counters", events)
+                for events in tracks.memory_events(times[keep], allocated[keep], reserved[keep], device, place)
+            )
 
 
 def ahead(items: Iterator, depth: int = 2) -> Iterator:

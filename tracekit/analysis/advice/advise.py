@@ -11,7 +11,7 @@ from tracekit.analysis.advice.finding import CRITICAL_SHARE, INFO_SHARE, WARNING
 from tracekit.analysis.advice.idle_rules import idle_findings
 from tracekit.analysis.advice.kernel_rules import kernel_findings, unfused_optimizer
 from tracekit.analysis.advice.memory_rules import memory_findings
-from tracekit.analysis.critical_path.analysis import ops_table, steps_table, typical_path
+from tracekit.analysis.critical_path.analysis import steps_table, top_path_events, typical_path
 from tracekit.analysis.primitives.op_selection import kernel_mask
 from tracekit.errors import TracekitError
 from tracekit.model.memory import MemoryTrace
@@ -19,7 +19,7 @@ from tracekit.model.result import Result, Table
 from tracekit.model.trace import Trace
 
 
-def advise(
+def advise_trace(
     trace: Trace,
     options: AdviseOptions | None = None,
     snapshot: MemoryTrace | None = None,
@@ -57,7 +57,7 @@ def advise(
             [f"no findings: nothing in this trace costs more than {INFO_SHARE:g} % of its span by these rules"]
             if table.empty
             else []
-        ),  # fmt: skip
+        ),
         critical_note,
         *(f"nsys rule {rule}: nothing found" for rule, rows in rules.items() if rows.empty),
         *([f"memory findings from {snapshot.source}"] if snapshot is not None else []),
@@ -65,12 +65,18 @@ def advise(
         *trace.warnings,
     ]
     return Result(
-        [Table("findings", table, f"What to fix first: {trace.name}", cards=3),
-         Table("evidence", proof, "Evidence, by finding (Start from the first GPU op)"), *critical,
-         *(Table(rule, rows, f"nsys rule {rule}: {nsys_rules.TITLES[rule].format(**titles)}")
-           for rule, rows in rules.items() if len(rows))],
+        [
+            Table("findings", table, f"What to fix first: {trace.name}", cards=3),
+            Table("evidence", proof, "Evidence, by finding (Start from the first GPU op)"),
+            *critical,
+            *(
+                Table(rule, rows, f"nsys rule {rule}: {nsys_rules.TITLES[rule].format(**titles)}")
+                for rule, rows in rules.items()
+                if len(rows)
+            ),
+        ],
         notes,
-    )  # fmt: skip
+    )
 
 
 def _critical_path(trace: Trace) -> tuple[list[Table], str]:
@@ -82,5 +88,5 @@ def _critical_path(trace: Trace) -> tuple[list[Table], str]:
         return [], f"no critical path: {error}"
     return [
         Table("critical-path", steps_table([path]), "Critical path (HolisticTraceAnalysis's definition)"),
-        Table("critical-path-ops", ops_table([path], events, 5), "Most time on that critical path"),
+        Table("critical-path-ops", top_path_events([path], events, 5), "Most time on that critical path"),
     ], said

@@ -14,15 +14,22 @@ from tracekit.model.options import OptionError, Options, named, number, text, wh
 class AdviseOptions(Options):
     """``advise``: findings ranked by the time they could recover, and nsys's expert rules."""
 
-    gap_ms: float = number(500, "gpu-starv: list GPU gaps longer than this (ms; nsys's gap option)", unit="ms",
-                           metavar="MS")  # fmt: skip
-    threshold: float = number(50, "gpu-low-util: list chunks of a GPU's span used less than this (%; nsys's "
-                                  "threshold option)", metavar="PERCENT")  # fmt: skip
+    gap_ms: float = number(
+        500, "gpu-starv: list GPU gaps longer than this (ms; nsys's gap option)", unit="ms", metavar="MS"
+    )
+    threshold: float = number(
+        50,
+        "gpu-low-util: list chunks of a GPU's span used less than this (%; nsys's threshold option)",
+        metavar="PERCENT",
+    )
     chunks: int = whole(30, "gpu-low-util: chunks a GPU's span is cut into (1 to 1000; nsys's chunks option)")
     rows: int = whole(50, "rows of each nsys rule's table (nsys's rows option)")
-    memory: str | None = text("a CUDA memory snapshot (pickle) to read out-of-memory errors, activations and "
-                              "fragmentation from (default: a run folder's own)", metavar="SNAPSHOT",
-                              one_input=True)  # fmt: skip
+    memory: str | None = text(
+        "a CUDA memory snapshot (pickle) to read out-of-memory errors, activations and "
+        "fragmentation from (default: a run folder's own)",
+        metavar="SNAPSHOT",
+        one_input=True,
+    )
 
     def check(self) -> None:
         if not 1 <= self.chunks <= 1000:
@@ -41,7 +48,7 @@ COMMAND = Command(
     "straggler rank, and a row per rank.",
     AdviseOptions,
     "traces",
-    run="tracekit.commands.advice:advise",
+    run="tracekit.commands.advice:advise_with_snapshot",
     part="tracekit.analysis.advice.many:advise_part",
     merger="tracekit.analysis.advice.many:AdviseMerger",
     title="advice",

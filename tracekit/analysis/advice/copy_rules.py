@@ -43,8 +43,11 @@ def copy_findings(trace: Trace, origin: int) -> list[Finding]:
     identity = pd.MultiIndex.from_arrays(
         [copies[column].to_numpy(np.int64) for column in ("device", "stream", "start")]
     )
-    taken = identity.isin(pd.MultiIndex.from_arrays(
-        [synchronous[column].to_numpy(np.int64) for column in ("Device", "Stream", "Start (ns)")]))  # fmt: skip
+    taken = identity.isin(
+        pd.MultiIndex.from_arrays(
+            [synchronous[column].to_numpy(np.int64) for column in ("Device", "Stream", "Start (ns)")]
+        )
+    )
     pageable = ((copies["src_kind"] == "Pageable") | (copies["dst_kind"] == "Pageable")).to_numpy() & ~taken
     if pageable.any():
         found.append(_pageable(copies.loc[pageable], origin))
@@ -57,13 +60,20 @@ def copy_findings(trace: Trace, origin: int) -> list[Finding]:
 def _copy_evidence(rows: pd.DataFrame, origin: int) -> pd.DataFrame:
     longest = rows.sort_values("duration", ascending=False, kind="stable").head(EVIDENCE_ROWS)
     return evidence(
-        [f"{kind} {direction or ''} {size:,} bytes, {source} -> {target}".replace("  ", " ")
-         for kind, direction, size, source, target in zip(longest["kind"].astype(str), longest["direction"],
-                                                          longest["bytes"], longest["src_kind"].astype(str),
-                                                          longest["dst_kind"].astype(str))],
-        longest["start"].to_numpy() - origin, longest["duration"].to_numpy(),
+        [
+            f"{kind} {direction or ''} {size:,} bytes, {source} -> {target}".replace("  ", " ")
+            for kind, direction, size, source, target in zip(
+                longest["kind"].astype(str),
+                longest["direction"],
+                longest["bytes"],
+                longest["src_kind"].astype(str),
+                longest["dst_kind"].astype(str),
+            )
+        ],
+        longest["start"].to_numpy() - origin,
+        longest["duration"].to_numpy(),
         [f"cuda:{device} stream {stream}" for device, stream in zip(longest["device"], longest["stream"])],
-    )  # fmt: skip
+    )
 
 
 def _pageable(rows: pd.DataFrame, origin: int) -> Finding:
@@ -83,11 +93,16 @@ def _synchronous(rows: pd.DataFrame, origin: int) -> Finding:
     total = int(rows["Duration (ns)"].sum())
     longest = rows.head(EVIDENCE_ROWS)
     proof = evidence(
-        [f"{api}: {size:,} bytes, {source} -> {target}" for api, size, source, target in
-         zip(longest["API Name"], longest["Bytes"], longest["Src Kind"], longest["Dst Kind"])],
-        longest["Start (ns)"].to_numpy() - origin, longest["Duration (ns)"].to_numpy(),
+        [
+            f"{api}: {size:,} bytes, {source} -> {target}"
+            for api, size, source, target in zip(
+                longest["API Name"], longest["Bytes"], longest["Src Kind"], longest["Dst Kind"]
+            )
+        ],
+        longest["Start (ns)"].to_numpy() - origin,
+        longest["Duration (ns)"].to_numpy(),
         [f"cuda:{device} stream {stream}" for device, stream in zip(longest["Device"], longest["Stream"])],
-    )  # fmt: skip
+    )
     return Finding(
         "synchronous copies",
         f"{len(rows):,} synchronous cudaMemcpy/cudaMemset calls (nsys rules cuda-sync-memcpy, cuda-sync-memset) "
@@ -138,8 +153,10 @@ def _covered(low: np.ndarray, high: np.ndarray, at: np.ndarray) -> np.ndarray:
 
 def _serialized(rows: pd.DataFrame, busy: dict[int, int], origin: int) -> Finding:
     # hidden behind kernels, a copy saves at most the kernel time there is to hide it behind
-    bounded = {int(d): min(int(rows.loc[(rows["device"] == d).to_numpy(), "exposed"].sum()), busy.get(int(d), 0))
-               for d in rows["device"].unique()}  # fmt: skip
+    bounded = {
+        int(d): min(int(rows.loc[(rows["device"] == d).to_numpy(), "exposed"].sum()), busy.get(int(d), 0))
+        for d in rows["device"].unique()
+    }
     device = max(bounded, key=lambda key: bounded[key])
     exposed = int(rows.loc[(rows["device"] == device).to_numpy(), "exposed"].sum())
     mine = rows.loc[(rows["device"] == device).to_numpy()]

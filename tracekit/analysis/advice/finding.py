@@ -51,10 +51,14 @@ def evidence(
     what: list[str], start: np.ndarray | list[int], duration: np.ndarray | list[int], where: list[str] | np.ndarray
 ) -> pd.DataFrame:
     """Evidence rows: a description, a start (ns from the first GPU op), a duration (ns), and where."""
-    return pd.DataFrame({"Evidence": pd.Series(list(what), dtype=object),
-                         "Start (ns)": np.asarray(start, dtype=np.int64),
-                         "Duration (ns)": np.asarray(duration, dtype=np.int64),
-                         "Where": pd.Series(list(where), dtype=object)})  # fmt: skip
+    return pd.DataFrame(
+        {
+            "Evidence": pd.Series(list(what), dtype=object),
+            "Start (ns)": np.asarray(start, dtype=np.int64),
+            "Duration (ns)": np.asarray(duration, dtype=np.int64),
+            "Where": pd.Series(list(where), dtype=object),
+        }
+    )
 
 
 def worst(keys: np.ndarray, values: np.ndarray) -> tuple[int, int]:
@@ -80,18 +84,45 @@ def ranked(findings: list[Finding], span_ns: int) -> tuple[pd.DataFrame, pd.Data
         level = finding.level or (severity(share) if finding.recoverable_ns >= MIN_RECOVERABLE_NS else None)
         if level is not None:
             listed.append((finding, share, level))
-    listed.sort(key=lambda item: (not item[0].first, SEVERITIES.index(item[2]), -item[0].recoverable_ns,
-                                  -item[0].recoverable_bytes))  # fmt: skip
+    listed.sort(
+        key=lambda item: (
+            not item[0].first,
+            SEVERITIES.index(item[2]),
+            -item[0].recoverable_ns,
+            -item[0].recoverable_bytes,
+        )
+    )
     for rank, (finding, share, level) in enumerate(listed, start=1):
-        rows.append({"Rank": rank, "Severity": level, "Finding": finding.kind, "What": finding.what,
-                     "Recoverable (ns)": int(finding.recoverable_ns), "Of Span (%)": share,
-                     # bytes only for the findings that free memory (blank for the others)
-                     "Recoverable (MiB)": finding.recoverable_bytes / 2**20 if finding.recoverable_bytes else np.nan,
-                     "Bound": finding.bound, "Fix": finding.fix})  # fmt: skip
+        rows.append(
+            {
+                "Rank": rank,
+                "Severity": level,
+                "Finding": finding.kind,
+                "What": finding.what,
+                "Recoverable (ns)": int(finding.recoverable_ns),
+                "Of Span (%)": share,
+                # bytes only for the findings that free memory (blank for the others)
+                "Recoverable (MiB)": finding.recoverable_bytes / 2**20 if finding.recoverable_bytes else np.nan,
+                "Bound": finding.bound,
+                "Fix": finding.fix,
+            }
+        )
         if len(finding.evidence):
             evidence_rows.append(finding.evidence.assign(Rank=rank)[["Rank", *EVIDENCE_COLUMNS]])
-    table = pd.DataFrame(rows, columns=["Rank", "Severity", "Finding", "What", "Recoverable (ns)", "Of Span (%)",
-                                        "Recoverable (MiB)", "Bound", "Fix"])  # fmt: skip
+    table = pd.DataFrame(
+        rows,
+        columns=[
+            "Rank",
+            "Severity",
+            "Finding",
+            "What",
+            "Recoverable (ns)",
+            "Of Span (%)",
+            "Recoverable (MiB)",
+            "Bound",
+            "Fix",
+        ],
+    )
     proof = (
         pd.concat(evidence_rows, ignore_index=True)
         if evidence_rows

@@ -96,18 +96,31 @@ def _worst_gpu(gaps: pd.DataFrame, rows: np.ndarray) -> tuple[int, int]:
 def _sync_finding(calls: pd.DataFrame, gaps: pd.DataFrame, rows: np.ndarray, origin: int) -> Finding:
     device, idle = _worst_gpu(gaps, rows)
     count = int((rows & (gaps["device"].to_numpy() == device)).sum())
-    groups = (calls.assign(wait=calls["end"] - calls["start"])
-              .groupby(["API", "Range"], as_index=False, sort=False)
-              .agg(calls=("start", "size"), first=("start", "min"), wait=("wait", "sum"), idle=(IDLE, "sum"),
-                   pid=("pid", "first"), tid=("tid", "first"))
-              .sort_values(["wait", "idle"], ascending=False, kind="stable").head(EVIDENCE_ROWS))  # fmt: skip
+    groups = (
+        calls.assign(wait=calls["end"] - calls["start"])
+        .groupby(["API", "Range"], as_index=False, sort=False)
+        .agg(
+            calls=("start", "size"),
+            first=("start", "min"),
+            wait=("wait", "sum"),
+            idle=(IDLE, "sum"),
+            pid=("pid", "first"),
+            tid=("tid", "first"),
+        )
+        .sort_values(["wait", "idle"], ascending=False, kind="stable")
+        .head(EVIDENCE_ROWS)
+    )
     proof = evidence(
-        [f"{api} x{count:,} in '{where}': CPU waited {ms(wait)}, GPU idle after {ms(after)}"
-         for api, where, count, wait, after in zip(groups["API"], groups["Range"], groups["calls"], groups["wait"],
-                                                   groups["idle"])],
-        groups["first"].to_numpy() - origin, groups["wait"].to_numpy(),
+        [
+            f"{api} x{count:,} in '{where}': CPU waited {ms(wait)}, GPU idle after {ms(after)}"
+            for api, where, count, wait, after in zip(
+                groups["API"], groups["Range"], groups["calls"], groups["wait"], groups["idle"]
+            )
+        ],
+        groups["first"].to_numpy() - origin,
+        groups["wait"].to_numpy(),
         [f"pid {pid} tid {tid}" for pid, tid in zip(groups["pid"], groups["tid"])],
-    )  # fmt: skip
+    )
     top = f"; the host waited longest in {groups['API'].iloc[0]} in '{groups['Range'].iloc[0]}'" if len(groups) else ""
     return Finding(
         "blocking sync",
@@ -131,8 +144,12 @@ def _thread_ranges(trace: Trace, launches, next_op: np.ndarray, at: np.ndarray) 
 def _busiest_range(ranges: pd.DataFrame, pid: int, tid: int, low: int, high: int) -> str:
     """The innermost range of thread (pid, tid) covering at least half of [low, high), else the one covering
     most of it, by its op name; NO_RANGE when none overlaps it."""
-    mine = ranges.loc[(ranges["pid"].to_numpy() == pid) & (ranges["tid"].to_numpy() == tid)
-                  & (ranges["start"].to_numpy() < high) & (ranges["end"].to_numpy() > low)]  # fmt: skip
+    mine = ranges.loc[
+        (ranges["pid"].to_numpy() == pid)
+        & (ranges["tid"].to_numpy() == tid)
+        & (ranges["start"].to_numpy() < high)
+        & (ranges["end"].to_numpy() > low)
+    ]
     if mine.empty:
         return NO_RANGE
     covered = np.minimum(mine["end"].to_numpy(), high) - np.maximum(mine["start"].to_numpy(), low)
@@ -146,27 +163,40 @@ def _busiest_range(ranges: pd.DataFrame, pid: int, tid: int, low: int, high: int
     return op_name(str(mine["name"].iloc[best]))
 
 
-def _launch_bound_finding(trace: Trace, gaps: pd.DataFrame, rows: np.ndarray, median_op: float,
-                          origin: int) -> Finding:  # fmt: skip
+def _launch_bound_finding(trace: Trace, gaps: pd.DataFrame, rows: np.ndarray, median_op: float, origin: int) -> Finding:
     device, idle = _worst_gpu(gaps, rows)
     on_device = rows & (gaps["device"].to_numpy() == device)
-    ops = int((trace.gpu_ops["device"].to_numpy() == device).sum())
+    op_count = int((trace.gpu_ops["device"].to_numpy() == device).sum())
     launches = op_launches(trace)
     chosen = np.flatnonzero(on_device)
-    where = _thread_ranges(trace, launches, gaps["Next Op"].to_numpy(np.int64)[chosen],
-                           gaps["Start (ns)"].to_numpy(np.int64)[chosen])  # fmt: skip
-    by_range = (pd.DataFrame({"range": where, "idle": gaps["Idle (ns)"].to_numpy(np.int64)[chosen],
-                              "start": gaps["Start (ns)"].to_numpy(np.int64)[chosen]})
-                .groupby("range", as_index=False).agg(gaps=("idle", "size"), idle=("idle", "sum"), first=("start", "min"))
-                .sort_values("idle", ascending=False, kind="stable").head(EVIDENCE_ROWS))  # fmt: skip
+    where = _thread_ranges(
+        trace, launches, gaps["Next Op"].to_numpy(np.int64)[chosen], gaps["Start (ns)"].to_numpy(np.int64)[chosen]
+    )
+    by_range = (
+        pd.DataFrame(
+            {
+                "range": where,
+                "idle": gaps["Idle (ns)"].to_numpy(np.int64)[chosen],
+                "start": gaps["Start (ns)"].to_numpy(np.int64)[chosen],
+            }
+        )
+        .groupby("range", as_index=False)
+        .agg(gaps=("idle", "size"), idle=("idle", "sum"), first=("start", "min"))
+        .sort_values("idle", ascending=False, kind="stable")
+        .head(EVIDENCE_ROWS)
+    )
     proof = evidence(
-        [f"{count:,} gaps under {OVERHEAD_MAX_NS / 1000:g} us, {ms(total)} idle, launched from '{name}'"
-         for name, count, total in zip(by_range["range"], by_range["gaps"], by_range["idle"])],
-        by_range["first"].to_numpy() - origin, by_range["idle"].to_numpy(), [f"cuda:{device}"] * len(by_range),
-    )  # fmt: skip
+        [
+            f"{count:,} gaps under {OVERHEAD_MAX_NS / 1000:g} us, {ms(total)} idle, launched from '{name}'"
+            for name, count, total in zip(by_range["range"], by_range["gaps"], by_range["idle"])
+        ],
+        by_range["first"].to_numpy() - origin,
+        by_range["idle"].to_numpy(),
+        [f"cuda:{device}"] * len(by_range),
+    )
     return Finding(
         "launch-bound",
-        f"cuda:{device} ran {ops:,} GPU ops of median {median_op / 1000:,.1f} us with {int(on_device.sum()):,} gaps "
+        f"cuda:{device} ran {op_count:,} GPU ops of median {median_op / 1000:,.1f} us with {int(on_device.sum()):,} gaps "
         f"under {OVERHEAD_MAX_NS / 1000:g} us between them: {ms(idle)} idle waiting for the next launch",
         idle,
         f"upper bound: the short gaps' idle on cuda:{device} (CUDA graphs remove most launch gaps)",
@@ -176,21 +206,31 @@ def _launch_bound_finding(trace: Trace, gaps: pd.DataFrame, rows: np.ndarray, me
     )
 
 
-def _host_stall_finding(trace: Trace, gaps: pd.DataFrame, rows: np.ndarray, launches, next_op: np.ndarray,
-                        origin: int) -> Finding:  # fmt: skip
+def _host_stall_finding(
+    trace: Trace, gaps: pd.DataFrame, rows: np.ndarray, launches, next_op: np.ndarray, origin: int
+) -> Finding:
     device, idle = _worst_gpu(gaps, rows)
     chosen = np.flatnonzero(rows)
     longest = chosen[np.argsort(-gaps["Idle (ns)"].to_numpy(np.int64)[chosen], kind="stable")[:EVIDENCE_ROWS]]
     starts = gaps["Start (ns)"].to_numpy(np.int64)[longest]
-    where = [_busiest_range(trace.ranges, int(launches.pid[op]), int(launches.tid[op]), int(low), int(low + length))
-             for op, low, length in zip(next_op[longest], starts, gaps["Idle (ns)"].to_numpy(np.int64)[longest])]  # fmt: skip
+    where = [
+        _busiest_range(trace.ranges, int(launches.pid[op]), int(launches.tid[op]), int(low), int(low + length))
+        for op, low, length in zip(next_op[longest], starts, gaps["Idle (ns)"].to_numpy(np.int64)[longest])
+    ]
     proof = evidence(
-        [f"gap of {ms(gap)} while the launching thread was in '{name}'" for gap, name in
-         zip(gaps["Idle (ns)"].to_numpy(np.int64)[longest], where)],
-        starts - origin, gaps["Idle (ns)"].to_numpy(np.int64)[longest],
-        [f"{gpu}, launching thread pid {pid} tid {tid}" for gpu, pid, tid in
-         zip(gaps["GPU"].to_numpy()[longest], launches.pid[next_op[longest]], launches.tid[next_op[longest]])],
-    )  # fmt: skip
+        [
+            f"gap of {ms(gap)} while the launching thread was in '{name}'"
+            for gap, name in zip(gaps["Idle (ns)"].to_numpy(np.int64)[longest], where)
+        ],
+        starts - origin,
+        gaps["Idle (ns)"].to_numpy(np.int64)[longest],
+        [
+            f"{gpu}, launching thread pid {pid} tid {tid}"
+            for gpu, pid, tid in zip(
+                gaps["GPU"].to_numpy()[longest], launches.pid[next_op[longest]], launches.tid[next_op[longest]]
+            )
+        ],
+    )
     return Finding(
         "host stall",
         f"cuda:{device} waited {ms(idle)} in {int((rows & (gaps['device'].to_numpy() == device)).sum()):,} gaps of "

@@ -48,10 +48,10 @@ def unfused_optimizer(trace: Trace, origin: int) -> tuple[Finding | None, np.nda
     """The unfused-optimizer finding (None when it does not fire), and the ``idle_gaps`` rows it counts
     (the gaps before the optimizer's kernels: the idle findings leave them out)."""
     from tracekit.analysis.ranges.breakdown import breakdown_ops, phase_intervals
-    from tracekit.analysis.ranges.phases import resolve
+    from tracekit.analysis.ranges.phases import choose_phases
     from tracekit.analysis.waits.idle import gap_devices, idle_gaps
 
-    spec = dict(resolve(trace, None).chosen).get("optimizer")
+    spec = dict(choose_phases(trace, None).chosen).get("optimizer")
     if spec is None:
         return None, None
     starts, interval = phase_intervals(trace, None)["optimizer"]
@@ -70,16 +70,21 @@ def unfused_optimizer(trace: Trace, origin: int) -> tuple[Finding | None, np.nda
     device, idle = worst(gap_devices(gaps)[claimed], gaps["Idle (ns)"].to_numpy(np.int64)[claimed])
     counts = names.value_counts().head(EVIDENCE_ROWS)
     first = ops["start"].to_numpy()[inside]
-    proof = evidence([f"{name} x{count:,}" for name, count in counts.items()],
-                     [int(first[(names == name).to_numpy()].min()) - origin for name in counts.index],
-                     [int(durations[(names == name).to_numpy()].sum()) for name in counts.index],
-                     [f"optimizer ({spec.removeprefix('=')})"] * len(counts))  # fmt: skip
+    proof = evidence(
+        [f"{name} x{count:,}" for name, count in counts.items()],
+        [int(first[(names == name).to_numpy()].min()) - origin for name in counts.index],
+        [int(durations[(names == name).to_numpy()].sum()) for name in counts.index],
+        [f"optimizer ({spec.removeprefix('=')})"] * len(counts),
+    )
     per_step = int(inside.sum()) // len(starts)
     foreach = names.str.contains("multi_tensor_apply").mean() > 0.5
-    fix = ("the step is a foreach one already (multi_tensor_apply): fused=True runs it in one kernel per parameter "
-           "group (torch.optim.AdamW(..., fused=True); apex.optimizers.FusedAdam)" if foreach else
-           "use a fused or foreach optimizer: torch.optim.AdamW(..., fused=True), or foreach=True (the default on "
-           "CUDA since torch 2.0 where the parameters allow it); apex.optimizers.FusedAdam")  # fmt: skip
+    fix = (
+        "the step is a foreach one already (multi_tensor_apply): fused=True runs it in one kernel per parameter "
+        "group (torch.optim.AdamW(..., fused=True); apex.optimizers.FusedAdam)"
+        if foreach
+        else "use a fused or foreach optimizer: torch.optim.AdamW(..., fused=True), or foreach=True (the default on "
+        "CUDA since torch 2.0 where the parameters allow it); apex.optimizers.FusedAdam"
+    )
     return Finding(
         "unfused optimizer",
         f"the optimizer step ({spec.removeprefix('=')!r}) launches {per_step:,} kernels per step, of median "
@@ -95,8 +100,9 @@ def unfused_optimizer(trace: Trace, origin: int) -> tuple[Finding | None, np.nda
 def _compute_capability(trace: Trace) -> tuple[float, str] | None:
     """The lowest compute capability among the trace's GPUs, as a number and as recorded ("8.0"); None
     when none is recorded."""
-    recorded = [parsed for value in trace.meta.gpus["compute_capability"]
-                if (parsed := compute_capability(value)) is not None]  # fmt: skip
+    recorded = [
+        parsed for value in trace.meta.gpus["compute_capability"] if (parsed := compute_capability(value)) is not None
+    ]
     if not recorded:
         return None
     major, minor = min(recorded)
@@ -113,8 +119,9 @@ def _fp32_matmul(trace: Trace, origin: int) -> Finding | None:
         return None  # no tensor cores: FP32 is what the GPU has
     ops = trace.columns("gpu_ops", ("start", "duration", "kind", "name", "device"))
     names = ops["name"].cat.categories
-    fp32 = np.asarray([bool(FP32_GEMM.search(str(name))) and not TENSOR_CORE.search(str(name)) for name in names],
-                      dtype=bool)  # fmt: skip
+    fp32 = np.asarray(
+        [bool(FP32_GEMM.search(str(name))) and not TENSOR_CORE.search(str(name)) for name in names], dtype=bool
+    )
     if not len(fp32) or not fp32.any():
         return None
     rows = fp32[ops["name"].cat.codes.to_numpy()] & (ops["kind"] == "kernel").to_numpy()
@@ -122,17 +129,31 @@ def _fp32_matmul(trace: Trace, origin: int) -> Finding | None:
         return None
     chosen = ops.loc[rows]
     total = int(chosen["duration"].sum())
-    per_name = (pd.DataFrame({"name": chosen["name"].astype(str).to_numpy(dtype=object),
-                              "duration": chosen["duration"].to_numpy(), "start": chosen["start"].to_numpy()})
-                .groupby("name", as_index=False).agg(count=("duration", "size"), time=("duration", "sum"),
-                                                      first=("start", "min"))
-                .sort_values("time", ascending=False, kind="stable").head(EVIDENCE_ROWS))  # fmt: skip
+    per_name = (
+        pd.DataFrame(
+            {
+                "name": chosen["name"].astype(str).to_numpy(dtype=object),
+                "duration": chosen["duration"].to_numpy(),
+                "start": chosen["start"].to_numpy(),
+            }
+        )
+        .groupby("name", as_index=False)
+        .agg(count=("duration", "size"), time=("duration", "sum"), first=("start", "min"))
+        .sort_values("time", ascending=False, kind="stable")
+        .head(EVIDENCE_ROWS)
+    )
     # where each ran: the GPUs it ran on ("all GPUs" said nothing on a one-GPU trace)
-    devices = (chosen.assign(name=chosen["name"].astype(str)).groupby("name")["device"]
-               .agg(lambda ran: ", ".join(f"cuda:{int(device)}" for device in sorted(set(ran.tolist())))))  # fmt: skip
-    proof = evidence([f"{name} x{count:,}" for name, count in zip(per_name["name"], per_name["count"])],
-                     per_name["first"].to_numpy() - origin, per_name["time"].to_numpy(),
-                     devices.loc[per_name["name"]].tolist())  # fmt: skip
+    devices = (
+        chosen.assign(name=chosen["name"].astype(str))
+        .groupby("name")["device"]
+        .agg(lambda ran: ", ".join(f"cuda:{int(device)}" for device in sorted(set(ran.tolist()))))
+    )
+    proof = evidence(
+        [f"{name} x{count:,}" for name, count in zip(per_name["name"], per_name["count"])],
+        per_name["first"].to_numpy() - origin,
+        per_name["time"].to_numpy(),
+        devices.loc[per_name["name"]].tolist(),
+    )
     tf32 = (
         "allow TF32 (torch.set_float32_matmul_precision('high'), or torch.backends.cuda.matmul.allow_tf32 = True "
         "and torch.backends.cudnn.allow_tf32 = True) or train under torch.autocast('cuda', dtype=torch.bfloat16)"
@@ -177,13 +198,27 @@ def _exposed_communication(trace: Trace, origin: int) -> Finding | None:
         starts = dict(zip(steps["name"].astype(str), steps["start"].to_numpy()))
         what = [f", {ms(per_step[EXPOSED].mean())} per step over {len(per_step)} steps"]
         top = per_step.sort_values(EXPOSED, ascending=False, kind="stable").head(EVIDENCE_ROWS)
-        rows = [(f"{step}: {ms(step_exposed)} exposed of {ms(comm)} of communication",
-                 int(starts.get(str(step), origin)) - origin, int(step_exposed), str(worst["GPU"]))
-                for step, step_exposed, comm in zip(top["Step"], top[EXPOSED], top["Communication (ns)"])]  # fmt: skip
-    rows += [(f"{gpu}: {ms(row['Communication (ns)'])} of communication, {row['Overlap (%)']:.1f} % hidden", 0,
-              int(row[EXPOSED]), str(gpu)) for gpu, row in zip(table["GPU"], table.to_dict("records"))]  # fmt: skip
-    proof = evidence([row[0] for row in rows], [row[1] for row in rows], [row[2] for row in rows],
-                     [row[3] for row in rows])  # fmt: skip
+        rows = [
+            (
+                f"{step}: {ms(step_exposed)} exposed of {ms(comm)} of communication",
+                int(starts.get(str(step), origin)) - origin,
+                int(step_exposed),
+                str(worst["GPU"]),
+            )
+            for step, step_exposed, comm in zip(top["Step"], top[EXPOSED], top["Communication (ns)"])
+        ]
+    rows += [
+        (
+            f"{gpu}: {ms(row['Communication (ns)'])} of communication, {row['Overlap (%)']:.1f} % hidden",
+            0,
+            int(row[EXPOSED]),
+            str(gpu),
+        )
+        for gpu, row in zip(table["GPU"], table.to_dict("records"))
+    ]
+    proof = evidence(
+        [row[0] for row in rows], [row[1] for row in rows], [row[2] for row in rows], [row[3] for row in rows]
+    )
     return Finding(
         "exposed communication",
         f"{worst['GPU']} spent {ms(exposed)} in NCCL collectives that no computation overlapped "

@@ -36,9 +36,9 @@ STRAGGLER_FIX = (
 
 def advise_part(trace: Trace, part: Part, options: AdviseOptions, limit: int) -> Part:
     """One input's findings, evidence and figures for the comparison."""
-    from tracekit.analysis.advice.advise import advise
+    from tracekit.analysis.advice.advise import advise_trace
 
-    result = advise(trace, options)
+    result = advise_trace(trace, options)
     kernel_mask(trace, "all")
     ops = trace.gpu_ops
     communication, hidden = overlap_of(ops, np.ones(len(ops), dtype=bool))
@@ -87,8 +87,10 @@ class AdviseMerger:
             row, proof = ranked([straggler[0]], straggler[1])
             label = straggler[2]
             if row.empty:
-                notes.append(f"the straggler costs the others {ms(straggler[0].recoverable_ns)} over the steps compared, "
-                             "too little to list as a finding")  # fmt: skip
+                notes.append(
+                    f"the straggler costs the others {ms(straggler[0].recoverable_ns)} over the steps compared, "
+                    "too little to list as a finding"
+                )
             findings.append(row.assign(**{column: pd.Series([label], dtype=object), "key": [("straggler", 1)]}))
             proofs.append(proof.assign(key=[("straggler", 1)] * len(proof)))
         table = pd.concat(findings, ignore_index=True)
@@ -97,17 +99,26 @@ class AdviseMerger:
         table.insert(0, NUMBER, np.arange(1, len(table) + 1))
         number = dict(zip(table["key"], table[NUMBER], strict=True))
         # the input after the heading (a card's first three: #, severity, finding), first of the lines below it
-        columns = [NUMBER, "Severity", "Finding", column,
-                   *[name for name in table.columns if name not in (NUMBER, "Severity", "Finding", column, "Rank", "key",
-                                                                    "order")]]  # fmt: skip
+        columns = [
+            NUMBER,
+            "Severity",
+            "Finding",
+            column,
+            *[
+                name
+                for name in table.columns
+                if name not in (NUMBER, "Severity", "Finding", column, "Rank", "key", "order")
+            ],
+        ]
         table = table.loc[:, columns].reset_index(drop=True)
         proof = pd.concat(proofs, ignore_index=True)
         proof.insert(0, NUMBER, [number[key] for key in proof["key"]])
         proof = proof.drop(columns=["Rank", "key"]).sort_values(NUMBER, kind="stable", ignore_index=True)
         figures = pd.DataFrame([{column: labels[index], **self.pieces[index]["figures"]} for index in order])
         if not stragglers.empty:
-            figures["Straggler"] = figures[column].map(dict(zip(stragglers["Rank"], stragglers["Straggler"],
-                                                                strict=True))).fillna("")  # fmt: skip
+            figures["Straggler"] = (
+                figures[column].map(dict(zip(stragglers["Rank"], stragglers["Straggler"], strict=True))).fillna("")
+            )
         tables = [
             Table("findings", table, "What to fix first, every input", cards=3),
             Table("evidence", proof, "Evidence, by finding (Start from the input's first GPU op)"),
@@ -145,6 +156,6 @@ def _straggler(pieces: dict[Any, Any], column: str) -> tuple[tuple[Finding, int,
             np.zeros(len(table), dtype=np.int64),
             table[WAIT].to_numpy(np.int64),
             [f"{named} {rank}" for rank in table["Rank"]],
-        ),  # fmt: skip
+        ),
     )
     return (finding, int(mean_step * steps), worst["Rank"]), table, said

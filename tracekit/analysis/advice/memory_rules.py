@@ -40,9 +40,11 @@ def memory_findings(snapshot: MemoryTrace) -> list[Finding]:
 def _frames(snapshot: MemoryTrace, stack: int) -> str:
     """The innermost three Python frames of a stack outside torch: the user's code that asked."""
     frames = snapshot.stacks[stack] if 0 <= stack < len(snapshot.stacks) else []
-    named = [f"{frame.get('name', '?')} ({str(frame.get('filename', '?')).rsplit('/', 1)[-1]}:{frame.get('line', '?')})"
-             for frame in frames if str(frame.get("filename", "")).endswith(".py")
-             and "torch/" not in str(frame.get("filename", ""))]  # fmt: skip
+    named = [
+        f"{frame.get('name', '?')} ({str(frame.get('filename', '?')).rsplit('/', 1)[-1]}:{frame.get('line', '?')})"
+        for frame in frames
+        if str(frame.get("filename", "")).endswith(".py") and "torch/" not in str(frame.get("filename", ""))
+    ]
     return " < ".join(named[:3]) or "no frames recorded"
 
 
@@ -53,20 +55,29 @@ def _out_of_memory(snapshot: MemoryTrace) -> list[Finding]:
         return []
     sizes = ooms["size"].to_numpy(np.int64)
     proof = evidence(
-        [f"cuda:{int(device)} asked for {size / MIB:,.1f} MiB at event {int(index):,}: {_frames(snapshot, int(stack))}"
-         for device, size, index, stack in zip(ooms["device"], sizes, ooms["index"], ooms["stack"])][:EVIDENCE_ROWS],
-        np.zeros(min(len(ooms), EVIDENCE_ROWS), dtype=np.int64), np.zeros(min(len(ooms), EVIDENCE_ROWS), dtype=np.int64),
+        [
+            f"cuda:{int(device)} asked for {size / MIB:,.1f} MiB at event {int(index):,}: {_frames(snapshot, int(stack))}"
+            for device, size, index, stack in zip(ooms["device"], sizes, ooms["index"], ooms["stack"])
+        ][:EVIDENCE_ROWS],
+        np.zeros(min(len(ooms), EVIDENCE_ROWS), dtype=np.int64),
+        np.zeros(min(len(ooms), EVIDENCE_ROWS), dtype=np.int64),
         [f"cuda:{int(device)}" for device in ooms["device"]][:EVIDENCE_ROWS],
-    )  # fmt: skip
-    return [Finding(
-        "out of memory",
-        f"{len(ooms)} out-of-memory {'error' if len(ooms) == 1 else 'errors'} in the snapshot, the largest asking for "
-        f"{sizes.max() / MIB:,.1f} MiB",
-        0, "the run failed: no time to recover, the memory it asked for is the figure",
-        "lower the peak: a smaller micro-batch with gradient accumulation, activation checkpointing, bf16 "
-        "activations; PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True when reserved memory sits unused",
-        proof, recoverable_bytes=int(sizes.max()), level="critical", first=True,
-    )]  # fmt: skip
+    )
+    return [
+        Finding(
+            "out of memory",
+            f"{len(ooms)} out-of-memory {'error' if len(ooms) == 1 else 'errors'} in the snapshot, the largest asking for "
+            f"{sizes.max() / MIB:,.1f} MiB",
+            0,
+            "the run failed: no time to recover, the memory it asked for is the figure",
+            "lower the peak: a smaller micro-batch with gradient accumulation, activation checkpointing, bf16 "
+            "activations; PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True when reserved memory sits unused",
+            proof,
+            recoverable_bytes=int(sizes.max()),
+            level="critical",
+            first=True,
+        )
+    ]
 
 
 def _activations(snapshot: MemoryTrace, memory) -> Finding | None:
@@ -80,19 +91,27 @@ def _activations(snapshot: MemoryTrace, memory) -> Finding | None:
     if share < ACTIVATION_SHARE:
         return None
     size = float(row["Size (MiB)"]) * MIB
-    proof = evidence([f"{role}: {mib:,.1f} MiB ({percent:.1f} %)" for role, mib, percent in
-                      zip(roles["Role"], roles["Size (MiB)"], roles["Share (%)"])],
-                     np.zeros(len(roles), dtype=np.int64), np.zeros(len(roles), dtype=np.int64),
-                     [f"cuda:{memory.device} at the peak"] * len(roles))  # fmt: skip
+    proof = evidence(
+        [
+            f"{role}: {mib:,.1f} MiB ({percent:.1f} %)"
+            for role, mib, percent in zip(roles["Role"], roles["Size (MiB)"], roles["Share (%)"])
+        ],
+        np.zeros(len(roles), dtype=np.int64),
+        np.zeros(len(roles), dtype=np.int64),
+        [f"cuda:{memory.device} at the peak"] * len(roles),
+    )
     return Finding(
         "activations dominate the peak",
         f"activations hold {size / MIB:,.1f} MiB, {share:.1f} % of the {memory.peak_allocated / MIB:,.1f} MiB live at "
         f"cuda:{memory.device}'s peak",
-        0, "estimate: half the activations (checkpointing keeps each block's inputs and recomputes the rest)",
+        0,
+        "estimate: half the activations (checkpointing keeps each block's inputs and recomputes the rest)",
         "activation checkpointing (torch.utils.checkpoint on each transformer block), a smaller micro-batch with "
         "gradient accumulation, bf16 autocast (half the bytes per activation)",
-        proof, recoverable_bytes=round(size / 2), level="critical" if share >= ACTIVATION_CRITICAL else "warning",
-    )  # fmt: skip
+        proof,
+        recoverable_bytes=round(size / 2),
+        level="critical" if share >= ACTIVATION_CRITICAL else "warning",
+    )
 
 
 def _fragmentation(memory) -> Finding | None:
@@ -106,10 +125,16 @@ def _fragmentation(memory) -> Finding | None:
         "reserved far above allocated",
         f"at cuda:{memory.device}'s peak the allocator reserved {reserved / MIB:,.1f} MiB but only {allocated / MIB:,.1f} "
         f"MiB were allocated: {unused / MIB:,.1f} MiB ({unused * 100 / reserved:.1f} %) held unused",
-        0, "upper bound: the unused reserved bytes at the peak",
+        0,
+        "upper bound: the unused reserved bytes at the peak",
         "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (segments grow in place instead of fragmenting); avoid "
         "tensors whose sizes change every step",
-        evidence([f"reserved {reserved / MIB:,.1f} MiB, allocated {allocated / MIB:,.1f} MiB"], [0], [0],
-                 [f"cuda:{memory.device} at the peak"]),
-        recoverable_bytes=unused, level="warning",
-    )  # fmt: skip
+        evidence(
+            [f"reserved {reserved / MIB:,.1f} MiB, allocated {allocated / MIB:,.1f} MiB"],
+            [0],
+            [0],
+            [f"cuda:{memory.device} at the peak"],
+        ),
+        recoverable_bytes=unused,
+        level="warning",
+    )

@@ -64,9 +64,14 @@ def gpu_use_intervals(trace: Trace) -> pd.DataFrame:
     Once per trace (both GPU rules ask)."""
     ops = trace.columns("gpu_ops", ("start", "end", "device", "pid"))
     started = ops["start"].to_numpy() > 0
-    ops = pd.DataFrame({"start": ops["start"].to_numpy()[started], "end": ops["end"].to_numpy()[started],
-                        "pid": ops["pid"].to_numpy(np.int64)[started],
-                        "device": ops["device"].to_numpy(np.int64)[started]})  # fmt: skip
+    ops = pd.DataFrame(
+        {
+            "start": ops["start"].to_numpy()[started],
+            "end": ops["end"].to_numpy()[started],
+            "pid": ops["pid"].to_numpy(np.int64)[started],
+            "device": ops["device"].to_numpy(np.int64)[started],
+        }
+    )
     overhead = trace.optional("profiler_overhead")
     if overhead is None or overhead.empty or ops.empty:
         return ops.reset_index(drop=True)
@@ -100,13 +105,17 @@ def gpu_starvation(trace: Trace, gap_ms: float = 500, rows: int = 50) -> pd.Data
     starts = np.lexsort((used["start"].to_numpy(), group))
     ends = np.lexsort((used["end"].to_numpy(), group))
     # the k-th start of a group after its k-th end (both in order): a gap when it comes later
-    next_start, end, same = used["start"].to_numpy()[starts[1:]], used["end"].to_numpy()[ends[:-1]], (
-        group[starts[1:]] == group[ends[:-1]])  # fmt: skip
+    next_start, end, same = (
+        used["start"].to_numpy()[starts[1:]],
+        used["end"].to_numpy()[ends[:-1]],
+        (group[starts[1:]] == group[ends[:-1]]),
+    )
     gap = next_start - end
     keep = same & (gap > gap_ms * 1_000_000) & (end < next_start)
     owner = group[ends[:-1]][keep]
-    found = pd.DataFrame({"Duration (ns)": gap[keep], "Start (ns)": end[keep], "PID": pids[owner],
-                          "Device": devices[owner]})  # fmt: skip
+    found = pd.DataFrame(
+        {"Duration (ns)": gap[keep], "Start (ns)": end[keep], "PID": pids[owner], "Device": devices[owner]}
+    )
     return found.sort_values(["Duration (ns)", "Start (ns)"], ascending=[False, True]).head(rows).reset_index(drop=True)
 
 
@@ -121,8 +130,13 @@ def gpu_low_utilization(
     GPUs' empty chunks vanish and their stretches split. For the parity test only: it misplaces idle
     time, and later nsys versions (the ``gpu_time_util`` rule) group by the chunk's own GPU, as tracekit does."""
     used = gpu_use_intervals(trace)
-    columns = {"In-Use (%)": np.float64, "Duration (ns)": np.int64, "Start (ns)": np.int64, "PID": np.int64,
-               "Device": np.int64}  # fmt: skip
+    columns = {
+        "In-Use (%)": np.float64,
+        "Duration (ns)": np.int64,
+        "Start (ns)": np.int64,
+        "PID": np.int64,
+        "Device": np.int64,
+    }
     if used.empty:
         return pd.DataFrame({column: pd.Series([], dtype=dtype) for column, dtype in columns.items()})
     group, pids, devices = _groups(used)
@@ -158,12 +172,15 @@ def gpu_low_utilization(
     last = np.concatenate([first[1:], [len(owner)]]) - 1
     sizes, shares = length[owner, number], percent[owner, number]
     weighted = np.add.reduceat(sizes * shares, first) / np.add.reduceat(sizes, first)
-    found = pd.DataFrame({
-        "In-Use (%)": np.floor(weighted * 10 + 0.5) / 10,  # SQLite's round(x, 1): half away from zero
-        "Duration (ns)": chunk_end[owner[last], number[last]] - chunk_start[owner[first], number[first]],
-        "Start (ns)": chunk_start[owner[first], number[first]],
-        "PID": pids[owner[first]], "Device": devices[owner[first]],
-    })  # fmt: skip
+    found = pd.DataFrame(
+        {
+            "In-Use (%)": np.floor(weighted * 10 + 0.5) / 10,  # SQLite's round(x, 1): half away from zero
+            "Duration (ns)": chunk_end[owner[last], number[last]] - chunk_start[owner[first], number[first]],
+            "Start (ns)": chunk_start[owner[first], number[first]],
+            "PID": pids[owner[first]],
+            "Device": devices[owner[first]],
+        }
+    )
     return found.sort_values(["In-Use (%)", "Duration (ns)"], kind="stable").head(rows).reset_index(drop=True)
 
 
@@ -184,7 +201,8 @@ def _op_time_before(group: np.ndarray, start: np.ndarray, end: np.ndarray, count
             started = np.searchsorted(starts[lo:hi], at, side="left")
             ended = np.searchsorted(ends[lo:hi], at, side="left")
             time[index] = (started * at - (start_sums[lo + started] - start_sums[lo])) - (
-                ended * at - (end_sums[lo + ended] - end_sums[lo]))  # fmt: skip
+                ended * at - (end_sums[lo + ended] - end_sums[lo])
+            )
             started_count[index] = started
             ended_count[index] = np.searchsorted(ends[lo:hi], at, side="right") if ended_by else ended
         return time, started_count, ended_count
@@ -196,9 +214,15 @@ def sync_api_calls(trace: Trace, rows: int = 50) -> pd.DataFrame:
     """``cuda-sync-api``: device and stream synchronizations, longest first."""
     calls = trace.columns("launches", ("start", "duration", "name", "pid", "tid"))
     calls = calls.loc[named(calls["name"], SYNC_API)]
-    found = pd.DataFrame({"Duration (ns)": calls["duration"].to_numpy(), "Start (ns)": calls["start"].to_numpy(),
-                          "PID": calls["pid"].to_numpy(), "TID": calls["tid"].to_numpy(),
-                          "API Name": calls["name"].astype(str).to_numpy(dtype=object)})  # fmt: skip
+    found = pd.DataFrame(
+        {
+            "Duration (ns)": calls["duration"].to_numpy(),
+            "Start (ns)": calls["start"].to_numpy(),
+            "PID": calls["pid"].to_numpy(),
+            "TID": calls["tid"].to_numpy(),
+            "API Name": calls["name"].astype(str).to_numpy(dtype=object),
+        }
+    )
     return found.sort_values(["Duration (ns)", "Start (ns)"], ascending=[False, True]).head(rows).reset_index(drop=True)
 
 
@@ -208,20 +232,30 @@ def _copies_with_calls(trace: Trace, kind: str, call_name: str) -> pd.DataFrame:
     copies = copies.loc[(copies["kind"] == kind).to_numpy() & (copies["correlation_id"] >= 0).to_numpy()]
     calls = trace.columns("launches", ("name", "correlation_id", "pid"))
     calls = calls.loc[named(calls["name"], call_name)]
-    calls = pd.DataFrame({"API Name": calls["name"].astype(str).to_numpy(dtype=object),
-                          "correlation_id": calls["correlation_id"].to_numpy(), "pid": calls["pid"].to_numpy(np.int64)})  # fmt: skip
+    calls = pd.DataFrame(
+        {
+            "API Name": calls["name"].astype(str).to_numpy(dtype=object),
+            "correlation_id": calls["correlation_id"].to_numpy(),
+            "pid": calls["pid"].to_numpy(np.int64),
+        }
+    )
     return copies.merge(calls, on=["pid", "correlation_id"], how="inner")
 
 
 def _copy_rows(found: pd.DataFrame, rows: int | None) -> pd.DataFrame:
-    table = pd.DataFrame({
-        "Duration (ns)": found["duration"].to_numpy(np.int64), "Start (ns)": found["start"].to_numpy(np.int64),
-        "Src Kind": found["src_kind"].astype(str).to_numpy(dtype=object),
-        "Dst Kind": found["dst_kind"].astype(str).to_numpy(dtype=object),
-        "Bytes": found["bytes"].to_numpy(np.int64), "PID": found["pid"].to_numpy(np.int64),
-        "Device": found["device"].to_numpy(np.int64), "Stream": found["stream"].to_numpy(np.int64),
-        "API Name": found["API Name"].to_numpy(dtype=object),
-    })  # fmt: skip
+    table = pd.DataFrame(
+        {
+            "Duration (ns)": found["duration"].to_numpy(np.int64),
+            "Start (ns)": found["start"].to_numpy(np.int64),
+            "Src Kind": found["src_kind"].astype(str).to_numpy(dtype=object),
+            "Dst Kind": found["dst_kind"].astype(str).to_numpy(dtype=object),
+            "Bytes": found["bytes"].to_numpy(np.int64),
+            "PID": found["pid"].to_numpy(np.int64),
+            "Device": found["device"].to_numpy(np.int64),
+            "Stream": found["stream"].to_numpy(np.int64),
+            "API Name": found["API Name"].to_numpy(dtype=object),
+        }
+    )
     table = table.sort_values(["Duration (ns)", "Start (ns)"], ascending=[False, True])
     return (table if rows is None else table.head(rows)).reset_index(drop=True)
 

@@ -81,8 +81,9 @@ class StepPath:
 
     def time_by_bound(self) -> np.ndarray:
         """ns per ``BOUNDS`` entry."""
-        return np.asarray([np.sum(self.weight, where=self.bound == index) for index in range(len(BOUNDS))],
-                          dtype=np.int64)  # fmt: skip
+        return np.asarray(
+            [np.sum(self.weight, where=self.bound == index) for index in range(len(BOUNDS))], dtype=np.int64
+        )
 
 
 def step_path(events: Events, label: str, start: int, end: int, pid: int | None) -> StepPath:
@@ -90,9 +91,11 @@ def step_path(events: Events, label: str, start: int, end: int, pid: int | None)
     ``WINDOW_LIMIT`` events."""
     rows = window_rows(events, start, end, pid)
     if len(rows) > WINDOW_LIMIT:
-        raise UsageError(f"{label}: {len(rows):,} events in one window, more than the {WINDOW_LIMIT:,} traced at once "
-                         "(about 300 bytes each): trace a step at a time, naming the range that is one step with "
-                         f"{named('step_range')} (or one step with {named('step')})")  # fmt: skip
+        raise UsageError(
+            f"{label}: {len(rows):,} events in one window, more than the {WINDOW_LIMIT:,} traced at once "
+            "(about 300 bytes each): trace a step at a time, naming the range that is one step with "
+            f"{named('step_range')} (or one step with {named('step')})"
+        )
     path = longest_path(build(events, rows))
     kind, event = path.kind, path.attributed
     # later rules win: CPU, then an op's own time on the GPU (communication for NCCL kernels), the delays,
@@ -118,13 +121,17 @@ def step_paths(trace: Trace, options: CriticalPathOptions) -> tuple[list[StepPat
         kernel_mask(trace, "all")  # a trace without GPU work at all: says how to capture one
         raise NoGpuDataError(f"{trace.name}: no GPU operations: a critical path needs the GPU work and its launches")
     if not ((events.role == GPU) & (events.partner >= 0)).any():
-        raise NoGpuDataError(f"{trace.name}: none of its GPU operations has its launching CUDA call in the trace: a "
-                             "critical path needs both sides (capture the CUDA runtime calls too)")  # fmt: skip
+        raise NoGpuDataError(
+            f"{trace.name}: none of its GPU operations has its launching CUDA call in the trace: a "
+            "critical path needs both sides (capture the CUDA runtime calls too)"
+        )
     steps = step_rows(trace, options.step_range, STEP_COLUMNS)
     if steps.empty:
         if options.step is not None or options.step_range:
-            raise UsageError(f"{trace.name}: no steps (no ProfilerStep#N or step ranges"
-                             f"{f', no range named {options.step_range!r}' if options.step_range else ''})")  # fmt: skip
+            raise UsageError(
+                f"{trace.name}: no steps (no ProfilerStep#N or step ranges"
+                f"{f', no range named {options.step_range!r}' if options.step_range else ''})"
+            )
         return [step_path(events, WHOLE_TRACE, int(events.start.min()), int(events.end.max()), None)], events
     steps = steps.reset_index(drop=True)
     labels = step_labels(steps).tolist()
@@ -145,8 +152,10 @@ def typical_path(trace: Trace) -> tuple[StepPath, Events, str]:
         events = trace_events(trace)
         held = len(window_rows(events, int(events.start.min()), int(events.end.max()))) if len(events) else 0
         if held > WHOLE_TRACE_LIMIT:
-            raise UsageError(f"no steps, and the whole trace's {held:,} CPU events and GPU ops are too many to trace "
-                             "here (`tracekit critical-path` traces them)")  # fmt: skip
+            raise UsageError(
+                f"no steps, and the whole trace's {held:,} CPU events and GPU ops are too many to trace "
+                "here (`tracekit critical-path` traces them)"
+            )
         which, step = "the whole trace", None
     else:
         steps = steps.reset_index(drop=True)
@@ -176,8 +185,10 @@ def critical_path(trace: Trace, options: CriticalPathOptions | None = None) -> R
     window, "path" (the path as runs on the CPU or the GPU)."""
     options = options or CriticalPathOptions()
     paths, events = step_paths(trace, options)
-    tables = [Table("steps", steps_table(paths), f"Critical path per step: {trace.name}"),
-              Table("ops", ops_table(paths, events, options.top), "Most time on the critical path")]  # fmt: skip
+    tables = [
+        Table("steps", steps_table(paths), f"Critical path per step: {trace.name}"),
+        Table("ops", top_path_events(paths, events, options.top), "Most time on the critical path"),
+    ]
     if len(paths) == 1:
         tables.append(Table("path", segments_table(paths[0], events), f"The path of {paths[0].label}, in order"))
     return Result(tables, notes=_notes(trace, events, options))
@@ -201,11 +212,13 @@ def _names(events: Events, rows: np.ndarray) -> np.ndarray:
     return np.asarray(events.names, dtype=object)[events.name[rows]]
 
 
-def ops_table(paths: list[StepPath], events: Events, top: int) -> pd.DataFrame:
+def top_path_events(paths: list[StepPath], events: Events, top: int) -> pd.DataFrame:
     """The events with most time on the paths, by name and bound: time, share of the paths, count (by
     time, then name; equal ones in the order they first come on the paths)."""
-    event, bound, weight = (np.concatenate([getattr(path, field) for path in paths]) if len(paths) > 1
-                            else getattr(paths[0], field) for field in ("event", "bound", "weight"))  # fmt: skip
+    event, bound, weight = (
+        np.concatenate([getattr(path, field) for path in paths]) if len(paths) > 1 else getattr(paths[0], field)
+        for field in ("event", "bound", "weight")
+    )
     counted = np.flatnonzero((bound >= 0) & (event >= 0) & (bound != BOUNDS.index(LAUNCH_OVERHEAD)))
     event, bound, weight = event[counted], bound[counted], weight[counted]
     # groups coded in the order they first come (events.names is sorted: a name's code is its place by name)
@@ -224,12 +237,15 @@ def ops_table(paths: list[StepPath], events: Events, top: int) -> pd.DataFrame:
         count[mine] = np.bincount(named, minlength=len(events.names))[keys[mine] // len(BOUNDS)]
     order = np.lexsort((np.arange(len(keys)), keys // len(BOUNDS), -time))[:top]
     total = sum(path.length for path in paths)
-    return pd.DataFrame({
-        "Name": np.asarray(events.names, dtype=object)[keys[order] // len(BOUNDS)],
-        "Bound By": np.asarray(BOUNDS, dtype=object)[keys[order] % len(BOUNDS)],
-        "Path Time (ns)": time[order], "Share (%)": 100.0 * time[order] / total if total else 0.0,
-        "Events": count[order],
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "Name": np.asarray(events.names, dtype=object)[keys[order] // len(BOUNDS)],
+            "Bound By": np.asarray(BOUNDS, dtype=object)[keys[order] % len(BOUNDS)],
+            "Path Time (ns)": time[order],
+            "Share (%)": 100.0 * time[order] / total if total else 0.0,
+            "Events": count[order],
+        }
+    )
 
 
 def _sums(group: np.ndarray, weight: np.ndarray, groups: int) -> np.ndarray:
@@ -267,14 +283,16 @@ def segments_table(path: StepPath, events: Events) -> pd.DataFrame:
         longest[named] = _names(events, event[heaviest[named]])
     source = path.source[counted[starts]]
     row = source >> 1
-    return pd.DataFrame({
-        "Start (ns)": np.where((source & 1) == 1, events.end[row], events.start[row]) - path.start,
-        "On": np.where(on_gpu[starts], "GPU", "CPU"),
-        "Path Time (ns)": by_bound.sum(axis=1),
-        "Bound By": np.asarray(BOUNDS, dtype=object)[np.argmax(by_bound, axis=1)] if runs else [],
-        "Edges": sizes,
-        "Longest": longest,
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "Start (ns)": np.where((source & 1) == 1, events.end[row], events.start[row]) - path.start,
+            "On": np.where(on_gpu[starts], "GPU", "CPU"),
+            "Path Time (ns)": by_bound.sum(axis=1),
+            "Bound By": np.asarray(BOUNDS, dtype=object)[np.argmax(by_bound, axis=1)] if runs else [],
+            "Edges": sizes,
+            "Longest": longest,
+        }
+    )
 
 
 def _notes(trace: Trace, events: Events, options: CriticalPathOptions) -> list[str]:
@@ -287,12 +305,16 @@ def _notes(trace: Trace, events: Events, options: CriticalPathOptions) -> list[s
         notes.append("times rounded inward to whole µs as HolisticTraceAnalysis reads a trace")
     syncs = trace.optional("gpu_syncs")
     if syncs is None or syncs.empty:
-        notes.append("no GPU-side synchronization records in the trace (torch.profiler's cuda_sync events, nsys's "
-                     "CUDA synchronization activity): no path returns from the GPU to a waiting CPU call")  # fmt: skip
+        notes.append(
+            "no GPU-side synchronization records in the trace (torch.profiler's cuda_sync events, nsys's "
+            "CUDA synchronization activity): no path returns from the GPU to a waiting CPU call"
+        )
     else:
         waits = syncs["kind"].isin(["stream_wait_event", "event_sync"]).to_numpy()
         unlinked = int((waits & (syncs["event_stream"].to_numpy() < 0)).sum())
         if unlinked:
-            notes.append(f"{unlinked:,} event syncs and stream waits without their event's recording stream (nsys: "
-                         "capture with CUDA event tracing): no edge from the op they waited for")  # fmt: skip
+            notes.append(
+                f"{unlinked:,} event syncs and stream waits without their event's recording stream (nsys: "
+                "capture with CUDA event tracing): no edge from the op they waited for"
+            )
     return notes + list(trace.warnings)

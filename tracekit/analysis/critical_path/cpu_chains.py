@@ -136,9 +136,15 @@ def _nodes(walk: _Walk, node_role: np.ndarray, end: np.ndarray) -> _Nodes:
 def _no_chains(room: int, start_at: np.ndarray | None = None, end_at: np.ndarray | None = None) -> CpuChains:
     """No CPU node (none in the window, or only annotations), and the room after them."""
     none = np.zeros(0, dtype=np.int32)
-    return CpuChains(np.empty(room, dtype=np.int32), np.empty(room, dtype=np.int64), np.empty(room, dtype=np.int8),
-                     np.empty(room, dtype=np.int32), 0, none if start_at is None else start_at,
-                     none if end_at is None else end_at)  # fmt: skip
+    return CpuChains(
+        np.empty(room, dtype=np.int32),
+        np.empty(room, dtype=np.int64),
+        np.empty(room, dtype=np.int8),
+        np.empty(room, dtype=np.int32),
+        0,
+        none if start_at is None else start_at,
+        none if end_at is None else end_at,
+    )
 
 
 class _Walk:
@@ -232,8 +238,9 @@ def _thread_ranks(pid: np.ndarray, tid: np.ndarray) -> tuple[np.ndarray, np.ndar
     return rank[code], np.bincount(code, minlength=len(pairs))[by_pair]
 
 
-def _walk_order(thread: np.ndarray, sizes: np.ndarray, start: np.ndarray,
-                end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+def _walk_order(
+    thread: np.ndarray, sizes: np.ndarray, start: np.ndarray, end: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The walk: elements (starts 0..n-1, then ends n..2n-1) by thread, time, ends before starts, then
     starts longest first and earliest row first, ends shortest first and latest row first (HTA's order);
     per element of the walk its clock; and the sort's key, free for other use. One sort of a key holding
@@ -288,8 +295,15 @@ def _popped(local: np.ndarray, is_start: np.ndarray, level: np.ndarray) -> np.nd
     return popped
 
 
-def _enclosing(ended: np.ndarray, is_start: np.ndarray, level: np.ndarray, local: np.ndarray, place: np.ndarray,
-               cpu: np.ndarray, pointer: np.ndarray) -> np.ndarray:  # fmt: skip
+def _enclosing(
+    ended: np.ndarray,
+    is_start: np.ndarray,
+    level: np.ndarray,
+    local: np.ndarray,
+    place: np.ndarray,
+    cpu: np.ndarray,
+    pointer: np.ndarray,
+) -> np.ndarray:
     """For ends ``ended`` (positions) of a properly nested walk: the event enclosing each one's event (row;
     -1 at the top level). An event's parent starts right before its first child; a later child starts
     right after its previous sibling's end. So each start points to its previous sibling's start, or is
@@ -313,8 +327,9 @@ def _enclosing(ended: np.ndarray, is_start: np.ndarray, level: np.ndarray, local
     return enclosing
 
 
-def _enclosing_searched(ended: np.ndarray, is_start: np.ndarray, level: np.ndarray, local: np.ndarray,
-                        cpu: np.ndarray) -> np.ndarray:  # fmt: skip
+def _enclosing_searched(
+    ended: np.ndarray, is_start: np.ndarray, level: np.ndarray, local: np.ndarray, cpu: np.ndarray
+) -> np.ndarray:
     """For ends ``ended`` (positions) of any walk: the event on top of the stack when each one's event
     started (row; -1 at the top level), that is the latest start one level up before the end (still
     open, the walk being balanced): starts and wanted ends by (level, walk), radix sorts by level keeping

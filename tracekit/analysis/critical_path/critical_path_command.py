@@ -15,12 +15,15 @@ from tracekit.model.options import Options, flag, text, whole
 class CriticalPathOptions(Options):
     """``critical-path``: the chain of dependent work that sets each step's time, as HolisticTraceAnalysis."""
 
-    step: str | None = text("only this step: its label as `tracekit steps` prints it (ProfilerStep#5) or its "
-                            "number (5)", metavar="STEP")  # fmt: skip
+    step: str | None = text(
+        "only this step: its label as `tracekit steps` prints it (ProfilerStep#5) or its number (5)", metavar="STEP"
+    )
     step_range: str | None = shared.step_range()
     top: int = whole(15, "operators and kernels on the path listed")
-    as_hta: bool = flag("round every event inward to whole microseconds as HolisticTraceAnalysis 0.5 reads a "
-                        "trace (to compare with it; default: exact nanoseconds)")  # fmt: skip
+    as_hta: bool = flag(
+        "round every event inward to whole microseconds as HolisticTraceAnalysis 0.5 reads a "
+        "trace (to compare with it; default: exact nanoseconds)"
+    )
 
 
 COMMAND = Command(

@@ -23,8 +23,10 @@ from tracekit.analysis.critical_path.graph import Graph
 from tracekit.errors import InvalidTraceError
 
 NONE = np.iinfo(np.int64).min // 4  # no input yet (below any distance less any prefix sum)
-CYCLE = ("the trace's events make a cycle in the dependency graph (events on one thread that overlap without "
-         "nesting?): no critical path")  # fmt: skip
+CYCLE = (
+    "the trace's events make a cycle in the dependency graph (events on one thread that overlap without "
+    "nesting?): no critical path"
+)
 
 
 class Distances:
@@ -72,8 +74,11 @@ class Distances:
         """Per input, the running maximum of x - P over its chain's inputs so far, with the cross edges
         whose sources' distances are ``known`` (``values``)."""
         entered = np.where(self.at_first, -self.prefix[self.inputs], NONE)
-        np.maximum.at(entered, self.target_input[known],
-                      values[known] + self.cross_weight[known] - self.prefix[self.target[known]])  # fmt: skip
+        np.maximum.at(
+            entered,
+            self.target_input[known],
+            values[known] + self.cross_weight[known] - self.prefix[self.target[known]],
+        )
         return pd.Series(entered).groupby(self.input_chain, sort=False).cummax().to_numpy(np.int64)
 
     def _through_syncs(self, graph: Graph) -> tuple[np.ndarray, np.ndarray]:

@@ -39,10 +39,16 @@ OPERATOR, ANNOTATION, CALL, GPU, SYNC = range(5)
 OP, DEPENDENCY, LAUNCH, KERNEL_KERNEL, SYNC_DEPENDENCY = range(5)
 RECORDED = re.compile(r"#")
 # Calls whose own time is waiting on the GPU (HTA's list): the CPU time inside them is not on the path.
-BLOCKING_CALLS = frozenset({
-    "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventQuery", "cudaEventSynchronize", "cudaMemcpy",
-    "cudaMemcpyAsync",
-})  # fmt: skip
+BLOCKING_CALLS = frozenset(
+    {
+        "cudaDeviceSynchronize",
+        "cudaStreamSynchronize",
+        "cudaEventQuery",
+        "cudaEventSynchronize",
+        "cudaMemcpy",
+        "cudaMemcpyAsync",
+    }
+)
 RECORD_CALL = "cudaEventRecord"
 OP_COLUMNS = ("start", "end", "kind", "name", "short_name", "device", "stream", "correlation_id", "pid")
 RANGE_COLUMNS = ("start", "end", "name", "domain", "pid", "tid")  # of the ranges' (their nesting is the walk's)
@@ -117,11 +123,22 @@ def _events(trace: Trace, as_hta: bool) -> Events:
         """One array over the four parts (ranges, calls, GPU ops, syncs): each part's values or a constant;
         ``dtype`` None: the narrowest integer type holding them (half the memory of int64 or less)."""
         if dtype is None:
-            bounds = [int(bound) for value in values
-                      for bound in ((value.min(), value.max()) if isinstance(value, np.ndarray) and len(value)
-                                    else (value, value) if not isinstance(value, np.ndarray) else ())]  # fmt: skip
-            dtype = next(kind for kind in (np.int16, np.int32, np.int64)
-                         if np.iinfo(kind).min <= min(bounds) and max(bounds) <= np.iinfo(kind).max)  # fmt: skip
+            bounds = [
+                int(bound)
+                for value in values
+                for bound in (
+                    (value.min(), value.max())
+                    if isinstance(value, np.ndarray) and len(value)
+                    else (value, value)
+                    if not isinstance(value, np.ndarray)
+                    else ()
+                )
+            ]
+            dtype = next(
+                kind
+                for kind in (np.int16, np.int32, np.int64)
+                if np.iinfo(kind).min <= min(bounds) and max(bounds) <= np.iinfo(kind).max
+            )
         joined = np.empty(total, dtype=dtype)
         for low, high, value in zip(offsets[:-1], offsets[1:], values, strict=True):
             joined[low:high] = value
@@ -148,18 +165,33 @@ def _events(trace: Trace, as_hta: bool) -> Events:
     label_index = label_index.reshape(-1).astype(np.int32)
     first_label = np.cumsum([0, len(shown_ranges), len(call_names), len(op_names)])
     call_codes = calls["name"].cat.codes.to_numpy()
-    name = column([label_index[codes], label_index[first_label[1] + call_codes],
-                   label_index[first_label[2] + ops["short_name"].cat.codes.to_numpy()],
-                   label_index[first_label[3] + sync_kind_codes]], np.int32)  # fmt: skip
+    name = column(
+        [
+            label_index[codes],
+            label_index[first_label[1] + call_codes],
+            label_index[first_label[2] + ops["short_name"].cat.codes.to_numpy()],
+            label_index[first_label[3] + sync_kind_codes],
+        ],
+        np.int32,
+    )
 
     def calls_named(names: frozenset[str]) -> np.ndarray:
-        return column([False, np.asarray([name in names for name in call_names], dtype=bool)[call_codes], False,
-                       False], bool)  # fmt: skip
+        return column(
+            [False, np.asarray([name in names for name in call_names], dtype=bool)[call_codes], False, False], bool
+        )
 
-    start = column([part["start"].to_numpy()[kept] if part is ranges else part["start"].to_numpy()
-                    for part in (ranges, calls, ops, syncs)])  # fmt: skip
-    end = column([part["end"].to_numpy()[kept] if part is ranges else part["end"].to_numpy()
-                  for part in (ranges, calls, ops, syncs)])  # fmt: skip
+    start = column(
+        [
+            part["start"].to_numpy()[kept] if part is ranges else part["start"].to_numpy()
+            for part in (ranges, calls, ops, syncs)
+        ]
+    )
+    end = column(
+        [
+            part["end"].to_numpy()[kept] if part is ranges else part["end"].to_numpy()
+            for part in (ranges, calls, ops, syncs)
+        ]
+    )
     if as_hta:
         start, end = hta_rounded(start, end)
     partner = np.full(total, -1, dtype=np.int32)
@@ -170,19 +202,27 @@ def _events(trace: Trace, as_hta: bool) -> Events:
         np.maximum.at(partner, offsets[1] + call[mine], offset + mine)  # a call with several: its last (as HTA)
     communication = column([False, False, op_types(ops) == TYPES.index("communication"), False], bool)
     found = Events(
-        role=role, start=start, end=end, name=name, names=[str(label) for label in unique_labels],
-        pid=column([ranges["pid"].to_numpy()[kept], calls["pid"].to_numpy(), ops["pid"].to_numpy(),
-                    syncs["pid"].to_numpy()]),
+        role=role,
+        start=start,
+        end=end,
+        name=name,
+        names=[str(label) for label in unique_labels],
+        pid=column(
+            [ranges["pid"].to_numpy()[kept], calls["pid"].to_numpy(), ops["pid"].to_numpy(), syncs["pid"].to_numpy()]
+        ),
         tid=column([ranges["tid"].to_numpy()[kept], calls["tid"].to_numpy(), -1, -1], None),
         device=column([-1, -1, ops["device"].to_numpy(), syncs["device"].to_numpy()], None),
         stream=column([-1, -1, ops["stream"].to_numpy(), syncs["stream"].to_numpy()], np.int32),
-        partner=partner, correlation=column([-1, calls["correlation_id"].to_numpy(), -1, -1], None),
-        queued=calls_named(QUEUED_CALLS), blocking=calls_named(BLOCKING_CALLS), communication=communication,
+        partner=partner,
+        correlation=column([-1, calls["correlation_id"].to_numpy(), -1, -1], None),
+        queued=calls_named(QUEUED_CALLS),
+        blocking=calls_named(BLOCKING_CALLS),
+        communication=communication,
         sync_kind=column([-1, -1, -1, sync_kind_codes], np.int8),
         event_stream=column([-1, -1, -1, syncs["event_stream"].to_numpy()], np.int32),
         event_correlation=column([-1, -1, -1, syncs["event_correlation_id"].to_numpy()], None),
         record_call=calls_named(frozenset({RECORD_CALL})),
-    )  # fmt: skip
+    )
     found.queue = queue_lengths(found)
     return found
 

@@ -21,8 +21,9 @@ import pandas as pd
 from tracekit.analysis.critical_path.events import GPU, KERNEL_KERNEL, LAUNCH, OP, SYNC, SYNC_DEPENDENCY, Events
 from tracekit.model.schema import SYNC_KINDS
 
-STREAM_SYNC, CONTEXT_SYNC, EVENT_SYNC, STREAM_WAIT = (SYNC_KINDS.index(kind) for kind in (
-    "stream_sync", "context_sync", "event_sync", "stream_wait_event"))  # fmt: skip
+STREAM_SYNC, CONTEXT_SYNC, EVENT_SYNC, STREAM_WAIT = (
+    SYNC_KINDS.index(kind) for kind in ("stream_sync", "context_sync", "event_sync", "stream_wait_event")
+)
 
 
 @dataclass
@@ -71,11 +72,16 @@ def gpu_edges(events: Events, rows: np.ndarray) -> GpuEdges:
     call = events.partner[ops]
     call_time = events.start[call]
     previous_end = np.where(previous >= 0, events.end[np.maximum(previous, 0)], 0)
-    launch = ((events.queue[call] == 1) & (events.queue[ops] == 0) & ((previous < 0) | (previous_end < call_time))
-              & (~has_source | (source_end < call_time)))  # fmt: skip
+    launch = (
+        (events.queue[call] == 1)
+        & (events.queue[ops] == 0)
+        & ((previous < 0) | (previous_end < call_time))
+        & (~has_source | (source_end < call_time))
+    )
     kernel_kernel = ~launch & (previous >= 0) & (~has_source | (source_end < previous_end))
-    cross.add(2 * call[launch], 2 * ops[launch], (events.start[ops] - call_time)[launch], LAUNCH,
-              visit[launch] * 2**16 + 2)  # fmt: skip
+    cross.add(
+        2 * call[launch], 2 * ops[launch], (events.start[ops] - call_time)[launch], LAUNCH, visit[launch] * 2**16 + 2
+    )
     _sync_edges(events, gpu, is_sync, ops, visit, op_stream, stream, rows, cross)
 
     count = len(ops)
@@ -101,8 +107,15 @@ class _Cross:
 
     def add(self, source: np.ndarray, target: np.ndarray, weight, kind: int, place: np.ndarray) -> None:
         size = len(source)
-        self.parts.append((source, target, np.broadcast_to(np.asarray(weight, dtype=np.int64), (size,)),
-                           np.full(size, kind, dtype=np.int8), place))  # fmt: skip
+        self.parts.append(
+            (
+                source,
+                target,
+                np.broadcast_to(np.asarray(weight, dtype=np.int64), (size,)),
+                np.full(size, kind, dtype=np.int8),
+                place,
+            )
+        )
 
     def arrays(self) -> tuple[np.ndarray, ...]:
         source, target, weight, kind, place = (np.concatenate([part[i] for part in self.parts]) for i in range(5))
@@ -126,8 +139,9 @@ def _last_op_before(op_stream: np.ndarray, visit: np.ndarray, stream: np.ndarray
     return np.where(valid, found, -1)
 
 
-def _waited_for(events: Events, gpu: np.ndarray, is_sync: np.ndarray, ops: np.ndarray, visit: np.ndarray,
-                rows: np.ndarray) -> np.ndarray:  # fmt: skip
+def _waited_for(
+    events: Events, gpu: np.ndarray, is_sync: np.ndarray, ops: np.ndarray, visit: np.ndarray, rows: np.ndarray
+) -> np.ndarray:
     """Per op (``ops``' order), the op a stream wait made it wait for (in the window), -1 for none: of
     the waits visited before the op that name it (the first op launched to the waiting stream by the
     waiting thread after the wait), the last one's recorded op."""
@@ -162,8 +176,17 @@ def _in(rows: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     return (wanted >= 0) & (rows[at] == wanted)
 
 
-def _sync_edges(events: Events, gpu: np.ndarray, is_sync: np.ndarray, ops: np.ndarray, visit: np.ndarray,
-                op_stream: np.ndarray, stream: np.ndarray, rows: np.ndarray, cross: _Cross) -> None:  # fmt: skip
+def _sync_edges(
+    events: Events,
+    gpu: np.ndarray,
+    is_sync: np.ndarray,
+    ops: np.ndarray,
+    visit: np.ndarray,
+    op_stream: np.ndarray,
+    stream: np.ndarray,
+    rows: np.ndarray,
+    cross: _Cross,
+) -> None:
     """The SYNC_DEPENDENCY edges into the calls that synchronized."""
     syncs = np.flatnonzero(is_sync)
     kind = events.sync_kind[gpu[syncs]]
@@ -171,14 +194,14 @@ def _sync_edges(events: Events, gpu: np.ndarray, is_sync: np.ndarray, ops: np.nd
     stream_syncs = kind == STREAM_SYNC
     last = _last_op_before(op_stream, visit, stream[syncs][stream_syncs], syncs[stream_syncs])
     has = last >= 0
-    cross.add(2 * ops[last[has]] + 1, call_end[stream_syncs][has], 0, SYNC_DEPENDENCY,
-              syncs[stream_syncs][has] * 2**16)  # fmt: skip
+    cross.add(2 * ops[last[has]] + 1, call_end[stream_syncs][has], 0, SYNC_DEPENDENCY, syncs[stream_syncs][has] * 2**16)
     event_syncs = np.flatnonzero(kind == EVENT_SYNC)
     if len(event_syncs):
         recorded, _ = event_links(events).lookup(gpu[syncs[event_syncs]])
         has = _in(rows, recorded)
-        cross.add(2 * recorded[has] + 1, call_end[event_syncs][has], 0, SYNC_DEPENDENCY,
-                  syncs[event_syncs][has] * 2**16)  # fmt: skip
+        cross.add(
+            2 * recorded[has] + 1, call_end[event_syncs][has], 0, SYNC_DEPENDENCY, syncs[event_syncs][has] * 2**16
+        )
     context = np.flatnonzero(kind == CONTEXT_SYNC)
     if not len(context) or not len(ops):
         return
@@ -193,8 +216,9 @@ def _sync_edges(events: Events, gpu: np.ndarray, is_sync: np.ndarray, ops: np.nd
     pair_sync, pair_stream, rank = pair_sync[same_device], pair_stream[same_device], rank[same_device]
     last = _last_op_before(op_stream, visit, op_stream[pair_stream], syncs[pair_sync])
     has = last >= 0
-    cross.add(2 * ops[last[has]] + 1, call_end[pair_sync[has]], 0, SYNC_DEPENDENCY,
-              syncs[pair_sync[has]] * 2**16 + rank[has])  # fmt: skip
+    cross.add(
+        2 * ops[last[has]] + 1, call_end[pair_sync[has]], 0, SYNC_DEPENDENCY, syncs[pair_sync[has]] * 2**16 + rank[has]
+    )
 
 
 @dataclass
@@ -236,11 +260,16 @@ def event_links(events: Events) -> Links:
     ops = events.partner[launches]
     device = events.device[ops].astype(np.int64)
     by_stream = _groups(launches, device * 2**32 + events.stream[ops], events.start[launches])
-    by_thread = _groups(launches, (device * 2**32 + events.stream[ops]) * 2**20
-                        + (events.pid[launches] * 2**31 + events.tid[launches]) % 2**20, events.start[launches])  # fmt: skip
+    by_thread = _groups(
+        launches,
+        (device * 2**32 + events.stream[ops]) * 2**20 + (events.pid[launches] * 2**31 + events.tid[launches]) % 2**20,
+        events.start[launches],
+    )
     record_calls = np.flatnonzero(events.record_call)
-    record_at = {(int(p), int(c)): int(r) for p, c, r in
-                 zip(events.pid[record_calls], events.correlation[record_calls], record_calls, strict=True)}  # fmt: skip
+    record_at = {
+        (int(p), int(c)): int(r)
+        for p, c, r in zip(events.pid[record_calls], events.correlation[record_calls], record_calls, strict=True)
+    }
     for index, sync in enumerate(syncs.tolist()):
         record = record_at.get((int(events.pid[sync]), int(events.event_correlation[sync])))
         group = by_stream.get(int(events.device[sync]) * 2**32 + int(events.event_stream[sync]))
@@ -255,7 +284,8 @@ def event_links(events: Events) -> Links:
         if events.sync_kind[sync] != STREAM_WAIT or call < 0:
             continue
         key = (int(events.device[sync]) * 2**32 + int(events.stream[sync])) * 2**20 + (
-            int(events.pid[call]) * 2**31 + int(events.tid[call])) % 2**20  # fmt: skip
+            int(events.pid[call]) * 2**31 + int(events.tid[call])
+        ) % 2**20
         waiting = by_thread.get(key)
         if waiting is None:
             continue

@@ -67,8 +67,9 @@ class _KahnOrder:
         trigger[counts > 1] = SEVERAL
         tied = np.flatnonzero(counts[into] > 1)
         self.several: dict[int, list[tuple[int, int]]] = {}  # per input whose trigger ties: (node, place)s
-        for index, node, node_place in zip(into[tied].tolist(), before[tied].tolist(), place[tied].tolist(),
-                                           strict=True):  # fmt: skip
+        for index, node, node_place in zip(
+            into[tied].tolist(), before[tied].tolist(), place[tied].tolist(), strict=True
+        ):
             self.several.setdefault(index, []).append((node, node_place))
         self.trigger, self.trigger_place = trigger.tolist(), trigger_place.tolist()
         self.trigger_input = np.where(trigger >= 0, generations.last_input[np.maximum(trigger, 0)], -1).tolist()

@@ -82,8 +82,7 @@ def _walk_back(graph: Graph, distances: Distances, end: int) -> Path:
     chain_reaches = np.zeros(len(entered), dtype=bool)
     has_chain = graph.kind[entered] >= 0
     at = np.flatnonzero(has_chain)
-    chain_reaches[at] = (distances(entered[at] - 1) + np.maximum(graph.weight[entered[at]], 0)
-                         == distances(entered[at]))  # fmt: skip
+    chain_reaches[at] = distances(entered[at] - 1) + np.maximum(graph.weight[entered[at]], 0) == distances(entered[at])
     cross_first = graph.cross_places()[by_cross] < graph.place(entered)
     jumps = ~chain_reaches | cross_first
     breaks = np.union1d(distances.firsts, entered[jumps])
@@ -104,8 +103,12 @@ def _path_of(graph: Graph, pieces: list[tuple[int, int, int]], length: int) -> P
     """The path's edges from its pieces (in order): each a cross edge (or none) then a chain stretch, as
     slices of the graph's arrays (a stretch lies in one chain)."""
     cross = np.asarray([piece[0] for piece in pieces if piece[0] >= 0], dtype=np.int64)
-    crossing = {"node": graph.node[graph.cross_source[cross]], "weight": graph.cross_weight[cross],
-                "kind": graph.cross_kind[cross], "attributed": np.full(len(cross), -1, dtype=graph.attributed.dtype)}  # fmt: skip
+    crossing = {
+        "node": graph.node[graph.cross_source[cross]],
+        "weight": graph.cross_weight[cross],
+        "kind": graph.cross_kind[cross],
+        "attributed": np.full(len(cross), -1, dtype=graph.attributed.dtype),
+    }
     parts: dict[str, list[np.ndarray]] = {field: [] for field in crossing}
     sizes, on_gpu = [], []
     taken = 0
@@ -123,5 +126,11 @@ def _path_of(graph: Graph, pieces: list[tuple[int, int, int]], length: int) -> P
         sizes.append(high + 1 - low)
         on_gpu.append(low >= graph.cpu_count)
     joined = {field: np.concatenate(arrays) for field, arrays in parts.items()}
-    return Path(source=joined["node"], weight=joined["weight"], kind=joined["kind"], attributed=joined["attributed"],
-                on_gpu=np.repeat(np.asarray(on_gpu, dtype=bool), sizes), length=length)  # fmt: skip
+    return Path(
+        source=joined["node"],
+        weight=joined["weight"],
+        kind=joined["kind"],
+        attributed=joined["attributed"],
+        on_gpu=np.repeat(np.asarray(on_gpu, dtype=bool), sizes),
+        length=length,
+    )

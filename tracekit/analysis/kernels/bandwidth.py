@@ -40,8 +40,13 @@ def copy_ops(trace: Trace, drop_last_step: bool = False) -> pd.DataFrame:
     cutoff = last_step_start(trace) if drop_last_step else None
     if cutoff is not None:  # HTA's window: ops whose launching call started before the last step
         calls = trace.launches
-        launched = pd.DataFrame({"pid": calls["pid"].to_numpy(), "correlation_id": calls["correlation_id"].to_numpy(),
-                                 "call": calls["start"].to_numpy()})  # fmt: skip
+        launched = pd.DataFrame(
+            {
+                "pid": calls["pid"].to_numpy(),
+                "correlation_id": calls["correlation_id"].to_numpy(),
+                "call": calls["start"].to_numpy(),
+            }
+        )
         launched = launched.loc[launched["correlation_id"] >= 0].drop_duplicates(["pid", "correlation_id"])
         joined = copies[["pid", "correlation_id"]].merge(launched, on=["pid", "correlation_id"], how="left")
         copies = copies.loc[(joined["call"].to_numpy() < cutoff)].reset_index(drop=True)
@@ -52,8 +57,16 @@ def copy_ops(trace: Trace, drop_last_step: bool = False) -> pd.DataFrame:
     measured = np.where(duration > 0, byte_count / np.maximum(duration, 1), byte_count / ZERO_AS_NS)
     rate = copies["rate"].to_numpy()
     bandwidth = np.where(np.isfinite(rate), rate, measured)
-    return pd.DataFrame({"direction": label, "start": copies["start"].to_numpy(), "end": copies["end"].to_numpy(),
-                         "bytes": byte_count, "bandwidth": bandwidth, "device": copies["device"].to_numpy()})  # fmt: skip
+    return pd.DataFrame(
+        {
+            "direction": label,
+            "start": copies["start"].to_numpy(),
+            "end": copies["end"].to_numpy(),
+            "bytes": byte_count,
+            "bandwidth": bandwidth,
+            "device": copies["device"].to_numpy(),
+        }
+    )
 
 
 def _direction_labels(copies: pd.DataFrame) -> pd.Categorical:
@@ -103,8 +116,9 @@ def bandwidth_series(ops: pd.DataFrame, as_hta: bool = False) -> pd.DataFrame:
     by_time = np.argsort(time / 1000.0, kind="quicksort") if as_hta else np.argsort(time, kind="stable")
     order = by_time[np.lexsort((np.arange(len(by_time)), codes[by_time], device[by_time]))]
     direction = pd.Categorical.from_codes(codes[order], categories=labels.cat.categories)
-    series = pd.DataFrame({"device": device[order], "direction": direction, "time": time[order],
-                           "change": change[order]})  # fmt: skip
+    series = pd.DataFrame(
+        {"device": device[order], "direction": direction, "time": time[order], "change": change[order]}
+    )
     # in order, as HTA adds (HTA adds every GPU's together: one GPU per trace in its examples)
     summed = series.groupby(["device", "direction"], sort=False, observed=True)["change"].cumsum().to_numpy()
     # adding and taking away floats leaves residues (1e-16 GB/s) where nothing runs: they are 0 (HTA counts them)
@@ -128,25 +142,41 @@ def bandwidth_table(trace: Trace, options: BandwidthOptions | None = None) -> Re
         busy = int((high - low).sum())
         chosen = (series["device"] == device).to_numpy() & (series["direction"] == direction).to_numpy() & positive
         stats = series.loc[chosen, "bandwidth"].describe()
-        rows.append({
-            "GPU": f"cuda:{int(device)}", "Direction": direction, "Ops": len(mine),
-            "Bytes (MiB)": mine["bytes"].sum() / 2**20, "Time (ns)": int((mine["end"] - mine["start"]).sum()),
-            "Busy (ns)": busy, "Achieved (GB/s)": mine["bytes"].sum() / busy if busy else 0.0,
-            "Points": int(stats["count"]),
-            **{name: float(stats[column]) for name, column in zip(STATISTICS, ("mean", "std", "min", "25%", "50%",
-                                                                              "75%", "max"), strict=True)},
-        })  # fmt: skip
+        rows.append(
+            {
+                "GPU": f"cuda:{int(device)}",
+                "Direction": direction,
+                "Ops": len(mine),
+                "Bytes (MiB)": mine["bytes"].sum() / 2**20,
+                "Time (ns)": int((mine["end"] - mine["start"]).sum()),
+                "Busy (ns)": busy,
+                "Achieved (GB/s)": mine["bytes"].sum() / busy if busy else 0.0,
+                "Points": int(stats["count"]),
+                **{
+                    name: float(stats[column])
+                    for name, column in zip(STATISTICS, ("mean", "std", "min", "25%", "50%", "75%", "max"), strict=True)
+                },
+            }
+        )
     tables = [Table("bandwidth", pd.DataFrame(rows), f"Memory copy and set bandwidth per direction: {trace.name}")]
     if options.series:
-        tables.append(Table("series", series.rename(columns={"time": "Time (ns)", "bandwidth": "Bandwidth (GB/s)"}),
-                            "Summed bandwidth after each start and end"))  # fmt: skip
-    notes = ["bandwidth of an op: as the profiler recorded it (torch.profiler's memory bandwidth), else its bytes "
-             "over its duration (GB/s); the series sums the ops of one GPU and direction running at once, and its "
-             "statistics are HolisticTraceAnalysis's (its positive values, one per change)"]  # fmt: skip
+        tables.append(
+            Table(
+                "series",
+                series.rename(columns={"time": "Time (ns)", "bandwidth": "Bandwidth (GB/s)"}),
+                "Summed bandwidth after each start and end",
+            )
+        )
+    notes = [
+        "bandwidth of an op: as the profiler recorded it (torch.profiler's memory bandwidth), else its bytes "
+        "over its duration (GB/s); the series sums the ops of one GPU and direction running at once, and its "
+        "statistics are HolisticTraceAnalysis's (its positive values, one per change)"
+    ]
     unknown = int((ops["bytes"] == 0).sum())
     if unknown:
-        notes.append(f"{unknown:,} copies and sets record no byte count (nor a bandwidth): they count 0 bytes and "
-                     "0 GB/s")  # fmt: skip
+        notes.append(
+            f"{unknown:,} copies and sets record no byte count (nor a bandwidth): they count 0 bytes and 0 GB/s"
+        )
     if options.drop_last_step:
         notes.append(launched_before_last_step(trace)[1])
     result = Result(tables, notes + list(trace.warnings))
@@ -164,6 +194,10 @@ def _chart(series: pd.DataFrame, name: str, bins: int = 1500) -> Chart:
         device, direction = key  # pyright: ignore[reportGeneralTypeIssues]  (a pair: two keys)
         values = np.maximum(mine["bandwidth"].to_numpy(), 0.0)
         lines[f"cuda:{device} {direction}" if several else str(direction)] = column_peaks(
-            mine["time"].to_numpy(), values, origin, span, bins)  # fmt: skip
-    return Chart("bandwidth_lines", f"Memory bandwidth per direction: {name}",
-                 {"x_ms": (np.arange(bins) * span / bins / 1e6).tolist(), "lines": lines})  # fmt: skip
+            mine["time"].to_numpy(), values, origin, span, bins
+        )
+    return Chart(
+        "bandwidth_lines",
+        f"Memory bandwidth per direction: {name}",
+        {"x_ms": (np.arange(bins) * span / bins / 1e6).tolist(), "lines": lines},
+    )

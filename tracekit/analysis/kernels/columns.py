@@ -1,7 +1,7 @@
 """The GPU-op columns each form of ``tracekit kernels`` reads (its side of the column contract).
 
 Kept apart from ``kernels`` and free of pandas: the command line names these columns to start reading
-the export before pandas has finished importing (``sources.read_ahead``).
+the export before pandas has finished importing (``sources.nsys.read_ahead``).
 """
 
 from __future__ import annotations

@@ -18,12 +18,19 @@ class KernelsOptions(Options):
     top: int | None = shared.top()
     name: str = shared.kernel_name()
     by_launch_config: bool = flag("also split by grid and block dimensions (as nsys 2022.4)")
-    by: str = choice("kernel", ("kernel", "category", "type"),
-                     "one row per kernel, per category (matmul, elementwise, ...), or per kernel type and overlap "
-                     "(computation, communication, memory, as HolisticTraceAnalysis)")  # fmt: skip
+    by: str = choice(
+        "kernel",
+        ("kernel", "category", "type"),
+        "one row per kernel, per category (matmul, elementwise, ...), or per kernel type and overlap "
+        "(computation, communication, memory, as HolisticTraceAnalysis)",
+    )
     ops: str = shared.ops()
-    ranges: tuple[str, ...] = specs((), "only GPU ops launched inside these NVTX ranges: a name (forward), a path "
-                                        "(step/backward) or a glob (layer.*); repeatable", repeat=True)  # fmt: skip
+    ranges: tuple[str, ...] = specs(
+        (),
+        "only GPU ops launched inside these NVTX ranges: a name (forward), a path "
+        "(step/backward) or a glob (layer.*); repeatable",
+        repeat=True,
+    )
     domain: str | None = shared.domain()
     per_instance: bool = flag("divide totals and counts by the number of {ranges} instances", one_input=True)
     same_thread: bool = shared.same_thread()
@@ -31,11 +38,13 @@ class KernelsOptions(Options):
 
     def check(self) -> None:
         if self.per_instance and not self.ranges:
-            raise OptionError(f"{named('per_instance')} divides by the instances of {named('ranges')}: "
-                              f"give {named('ranges')} too")  # fmt: skip
+            raise OptionError(
+                f"{named('per_instance')} divides by the instances of {named('ranges')}: give {named('ranges')} too"
+            )
         if self.per_instance and self.by == "type":
-            raise OptionError(f"{named('per_instance')} does not apply to {named('by')} type (overlap is not a "
-                              "per-instance sum)")  # fmt: skip
+            raise OptionError(
+                f"{named('per_instance')} does not apply to {named('by')} type (overlap is not a per-instance sum)"
+            )
 
 
 COMMAND = Command(

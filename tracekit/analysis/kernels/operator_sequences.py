@@ -33,8 +33,13 @@ from tracekit.model.result import Result, Table
 from tracekit.model.trace import Trace
 
 # HTA's names of torch.profiler's GPU-side synchronizations, by tracekit's kind
-SYNC_NAMES = {"stream_sync": "Stream Sync", "context_sync": "Context Sync", "event_sync": "Event Sync",
-              "stream_wait_event": "Stream Wait Event", "unknown": "Sync"}  # fmt: skip
+SYNC_NAMES = {
+    "stream_sync": "Stream Sync",
+    "context_sync": "Context Sync",
+    "event_sync": "Event Sync",
+    "stream_wait_event": "Stream Wait Event",
+    "unknown": "Sync",
+}
 STEP_PREFIX, BACKWARD_PREFIX, AUTOGRAD = "ProfilerStep#", "## backward ##", "autograd::"
 
 
@@ -85,9 +90,14 @@ def backward_link(ranges: pd.DataFrame, names: np.ndarray, parent: np.ndarray) -
     main, backward = key(np.flatnonzero(on_main)), key(np.flatnonzero(thread == backward_threads[0]))
     outermost = np.flatnonzero((thread == backward_threads[0]) & (parent < 0))
     link = none.link.copy()
-    link[outermost] = covering_range(ranges, np.full(len(outermost), main[0]), np.full(len(outermost), main[1]),
-                                     ranges["start"].to_numpy()[outermost], ranges["end"].to_numpy()[outermost],
-                                     targets)  # fmt: skip
+    link[outermost] = covering_range(
+        ranges,
+        np.full(len(outermost), main[0]),
+        np.full(len(outermost), main[1]),
+        ranges["start"].to_numpy()[outermost],
+        ranges["end"].to_numpy()[outermost],
+        targets,
+    )
     return BackwardLink(link[top_ancestor(parent)], main, backward, targets)
 
 
@@ -99,9 +109,14 @@ def hanging_target(ranges: pd.DataFrame, linked: BackwardLink, pid, tid, start, 
     if linked.main is None or linked.targets is None or linked.backward is None:
         return target
     outside = np.flatnonzero((own < 0) & (pid == linked.backward[0]) & (tid == linked.backward[1]))
-    target[outside] = covering_range(ranges, np.full(len(outside), linked.main[0]),
-                                     np.full(len(outside), linked.main[1]), start[outside], end[outside],
-                                     linked.targets)  # fmt: skip
+    target[outside] = covering_range(
+        ranges,
+        np.full(len(outside), linked.main[0]),
+        np.full(len(outside), linked.main[1]),
+        start[outside],
+        end[outside],
+        linked.targets,
+    )
     return target
 
 
@@ -153,8 +168,14 @@ def gpu_rows(trace: Trace, as_hta: bool, name: str) -> tuple[pd.DataFrame, list[
     ops = trace.gpu_ops
     names = ops["short_name" if name == "short" else "name"]
     labels = [str(label) for label in names.cat.categories]
-    frame = pd.DataFrame({"start": ops["start"].to_numpy(), "duration": ops["duration"].to_numpy(),
-                          "call": op_launches(trace).row, "code": names.cat.codes.to_numpy().astype(np.int64)})  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "start": ops["start"].to_numpy(),
+            "duration": ops["duration"].to_numpy(),
+            "call": op_launches(trace).row,
+            "code": names.cat.codes.to_numpy().astype(np.int64),
+        }
+    )
     syncs = trace.optional("gpu_syncs") if as_hta else None
     if syncs is None or syncs.empty:
         return frame, labels
@@ -162,9 +183,14 @@ def gpu_rows(trace: Trace, as_hta: bool, name: str) -> tuple[pd.DataFrame, list[
     call = match_calls(trace.launches, syncs["pid"].to_numpy(), syncs["correlation_id"].to_numpy())
     kinds = list(SYNC_NAMES)
     kind_codes = pd.Categorical(syncs["kind"].astype(str), categories=kinds).codes.astype(np.int64)
-    extra = pd.DataFrame({"start": syncs["start"].to_numpy(), "duration": syncs["duration"].to_numpy(),
-                          "call": call,
-                          "code": len(labels) + kind_codes})  # fmt: skip
+    extra = pd.DataFrame(
+        {
+            "start": syncs["start"].to_numpy(),
+            "duration": syncs["duration"].to_numpy(),
+            "call": call,
+            "code": len(labels) + kind_codes,
+        }
+    )
     return pd.concat([frame, extra], ignore_index=True), labels + [SYNC_NAMES[kind] for kind in kinds]
 
 
@@ -188,28 +214,40 @@ def operator_sequences(trace: Trace, options: SequencesOptions) -> Result:
         alone = np.flatnonzero((root < 0) & (target >= 0))
         target = target[alone]
         of_target = lambda column: ranges[column].to_numpy()[target]
-        root[alone] = covering_range(ranges, of_target("pid"), of_target("tid"), of_target("start"),
-                                     of_target("end"), roots)  # fmt: skip
+        root[alone] = covering_range(
+            ranges, of_target("pid"), of_target("tid"), of_target("start"), of_target("end"), roots
+        )
     rows = rows.assign(root=root).loc[root >= 0]
     rows = rows.sort_values(["root", "start"], kind="stable")  # each instance's ops in GPU order
     counts = rows.groupby("root", sort=True).size()
     rows = rows.loc[rows["root"].map(counts).to_numpy() >= options.length]
     groups, sequence_id, texts = group_sequences(rows["root"].to_numpy(), rows["code"].to_numpy(), labels)
-    per_instance = pd.DataFrame({
-        "operator": shown[ranges["name"].cat.codes.to_numpy()[groups]], "sequence": texts[sequence_id],
-        "time": rows.groupby("root", sort=True)["duration"].sum().to_numpy(),
-        "operator_time": ranges["duration"].to_numpy()[groups], "ops": rows.groupby("root", sort=True).size().to_numpy(),
-    })  # fmt: skip
-    per = per_instance.groupby(["operator", "sequence"], sort=False).agg(
-        Count=("ops", "size"), Ops=("ops", "first"), time=("time", "sum"), operator_time=("operator_time", "sum")
-    ).reset_index()  # fmt: skip
+    per_instance = pd.DataFrame(
+        {
+            "operator": shown[ranges["name"].cat.codes.to_numpy()[groups]],
+            "sequence": texts[sequence_id],
+            "time": rows.groupby("root", sort=True)["duration"].sum().to_numpy(),
+            "operator_time": ranges["duration"].to_numpy()[groups],
+            "ops": rows.groupby("root", sort=True).size().to_numpy(),
+        }
+    )
+    per = (
+        per_instance.groupby(["operator", "sequence"], sort=False)
+        .agg(Count=("ops", "size"), Ops=("ops", "first"), time=("time", "sum"), operator_time=("operator_time", "sum"))
+        .reset_index()
+    )
     per = per.loc[per["Count"] >= options.min_count]
     per = per.sort_values(["Count", "operator", "sequence"], ascending=[False, True, True], kind="stable")
-    table = pd.DataFrame({
-        "Operator": per["operator"].to_numpy(), "Count": per["Count"].to_numpy(np.int64),
-        "GPU Ops": per["Ops"].to_numpy(np.int64), "Kernel Time (ns)": per["time"].to_numpy(np.int64),
-        "Operator Time (ns)": per["operator_time"].to_numpy(np.int64), "Sequence": per["sequence"].to_numpy(),
-    }).head(options.top)  # fmt: skip
+    table = pd.DataFrame(
+        {
+            "Operator": per["operator"].to_numpy(),
+            "Count": per["Count"].to_numpy(np.int64),
+            "GPU Ops": per["Ops"].to_numpy(np.int64),
+            "Kernel Time (ns)": per["time"].to_numpy(np.int64),
+            "Operator Time (ns)": per["operator_time"].to_numpy(np.int64),
+            "Sequence": per["sequence"].to_numpy(),
+        }
+    ).head(options.top)
     notes = [
         f"instances: the outermost operators or ranges named *{options.operator}* on their thread"
         + (" at the smallest call depth (HolisticTraceAnalysis's choice)" if options.as_hta else "")
@@ -217,9 +255,14 @@ def operator_sequences(trace: Trace, options: SequencesOptions) -> Result:
         "(HolisticTraceAnalysis's get_frequent_cuda_kernel_sequences)"
     ]
     if rows.empty:
-        notes.append(f"no instance launched {options.length} GPU ops or more" + (
-            ": HolisticTraceAnalysis's only instances are the GPU-side annotations named so (depth -1, the smallest)"
-            if options.as_hta and gpu_side_match(trace, options.operator or "") else ""))  # fmt: skip
+        notes.append(
+            f"no instance launched {options.length} GPU ops or more"
+            + (
+                ": HolisticTraceAnalysis's only instances are the GPU-side annotations named so (depth -1, the smallest)"
+                if options.as_hta and gpu_side_match(trace, options.operator or "")
+                else ""
+            )
+        )
     elif table.empty:
         notes.append(f"no pattern repeats {options.min_count} times or more")
     title = f"GPU op sequences of {options.operator!r}: {trace.name}"

@@ -93,13 +93,22 @@ def ranked(trace: Trace, windows: Windows, min_count: int, top: int) -> pd.DataF
     window_time = before[high] - before[low]
     time = np.bincount(sequence, weights=window_time, minlength=distinct).astype(np.int64)
     # gaps per window, clipped there: kernels of one stream that overlap (clock noise) give no negative gap
-    gaps = np.bincount(sequence, weights=np.maximum(end[high - 1] - start[low] - window_time, 0),
-                       minlength=distinct).astype(np.int64)  # fmt: skip
+    gaps = np.bincount(
+        sequence, weights=np.maximum(end[high - 1] - start[low] - window_time, 0), minlength=distinct
+    ).astype(np.int64)
     stream_codes = pd.factorize(stream_keys(ops)[windows.order[low]])[0]
     pairs = np.unique(sequence * (int(stream_codes.max(initial=0)) + 1) + stream_codes)
     streams = np.bincount(pairs // (int(stream_codes.max(initial=0)) + 1), minlength=distinct)
-    per = pd.DataFrame({"sequence": np.arange(distinct), "count": count, "time": time, "gaps": gaps,
-                        "streams": streams, "text": windows.texts})  # fmt: skip
+    per = pd.DataFrame(
+        {
+            "sequence": np.arange(distinct),
+            "count": count,
+            "time": time,
+            "gaps": gaps,
+            "streams": streams,
+            "text": windows.texts,
+        }
+    )
     per = per.loc[per["count"].to_numpy() >= min_count]
     per = per.sort_values(["count", "time", "text"], ascending=[False, False, True], kind="stable").head(top)
     return per.reset_index(drop=True)
@@ -113,8 +122,12 @@ def window_origins(trace: Trace, windows: Windows, chosen: np.ndarray) -> tuple[
     launched = op_launches(trace)
     first, last = windows.rows(chosen, 0), windows.rows(chosen, windows.length - 1)
     found = launched.found[first]
-    together = found & launched.found[last] & (launched.pid[first] == launched.pid[last]) & (
-        launched.tid[first] == launched.tid[last])  # fmt: skip
+    together = (
+        found
+        & launched.found[last]
+        & (launched.pid[first] == launched.pid[last])
+        & (launched.tid[first] == launched.tid[last])
+    )
     stretch_end = np.where(together, launched.end[last], launched.end[first])
     ranges = trace.ranges
     pid, tid, start = launched.pid[first], launched.tid[first], launched.start[first]
@@ -126,8 +139,9 @@ def window_origins(trace: Trace, windows: Windows, chosen: np.ndarray) -> tuple[
     shown = [STEP_NUMBER.sub("#N", shown_op_name(str(label))) for label in categories]
     labels = np.asarray([*shown, *(f"{name} {FIRST_ONLY}" for name in shown), NO_RANGE, NO_CALL], dtype=object)
     name_codes = ranges["name"].cat.codes.to_numpy() if len(ranges) else np.zeros(1, dtype=np.int64)
-    codes = np.where(row >= 0, name_codes[np.maximum(row, 0)], np.where(found, 2 * len(categories),
-                                                                        2 * len(categories) + 1))  # fmt: skip
+    codes = np.where(
+        row >= 0, name_codes[np.maximum(row, 0)], np.where(found, 2 * len(categories), 2 * len(categories) + 1)
+    )
     codes[alone[first_only >= 0]] = len(categories) + name_codes[first_only[first_only >= 0]]
     return codes, labels
 
@@ -159,16 +173,21 @@ def sequences_table(trace: Trace, options: SequencesOptions | None = None) -> Re
     if options.drop_last_step and (window := launched_before_last_step(trace)[0]) is not None:
         counted &= window
     kernel_time = int(trace.gpu_ops["duration"].to_numpy()[counted].sum())
-    result = pd.DataFrame({
-        "Sequence": table["text"].to_numpy(), "Count": table["count"].to_numpy(np.int64),
-        "Kernel Time (ns)": table["time"].to_numpy(np.int64),
-        "Mean Time (ns)": (table["time"] / table["count"]).to_numpy(),
-        "Gaps (ns)": table["gaps"].to_numpy(np.int64),
-        "Kernel Share (%)": (100.0 * table["time"] / kernel_time if kernel_time else table["time"] * 0.0).to_numpy(),
-        "Streams": table["streams"].to_numpy(np.int64),
-        "From": main["name"].reindex(table["sequence"]).to_numpy(),
-        "From Share (%)": 100.0 * main["windows"].reindex(table["sequence"]).to_numpy() / table["count"].to_numpy(),
-    })  # fmt: skip
+    result = pd.DataFrame(
+        {
+            "Sequence": table["text"].to_numpy(),
+            "Count": table["count"].to_numpy(np.int64),
+            "Kernel Time (ns)": table["time"].to_numpy(np.int64),
+            "Mean Time (ns)": (table["time"] / table["count"]).to_numpy(),
+            "Gaps (ns)": table["gaps"].to_numpy(np.int64),
+            "Kernel Share (%)": (
+                100.0 * table["time"] / kernel_time if kernel_time else table["time"] * 0.0
+            ).to_numpy(),
+            "Streams": table["streams"].to_numpy(np.int64),
+            "From": main["name"].reindex(table["sequence"]).to_numpy(),
+            "From Share (%)": 100.0 * main["windows"].reindex(table["sequence"]).to_numpy() / table["count"].to_numpy(),
+        }
+    )
     notes = [launched_before_last_step(trace)[1]] if options.drop_last_step else []
     notes += [
         f"windows of {options.length} consecutive kernels on a stream (a copy or set between them breaks a "

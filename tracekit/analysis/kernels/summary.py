@@ -88,7 +88,7 @@ def kernel_table(
     top: int | None = None,
     name: str = "demangled",
     by_launch_config: bool = False,
-    ops: str = "kernels",
+    which_ops: str = "kernels",
     ranges: list[str] | None = None,
     per_instance: bool = False,
     same_thread: bool = False,
@@ -103,27 +103,27 @@ def kernel_table(
     # Said before the first read (the kind, for the mask), so that one read fetches them all.
     columns = summary_columns(name, by_launch_config)
     trace.need("gpu_ops", columns if not ranges and window is None else GPU_OPS.names)
-    rows, instances = selected_rows(trace, ops, ranges, same_thread, domain, window)
+    rows, instances = selected_rows(trace, which_ops, ranges, same_thread, domain, window)
     if ranges or window is not None:
         summary = summarize_kernels(trace.columns("gpu_ops", columns), name, by_launch_config, rows)
     else:
-        summary = whole_trace_summary(trace, name, by_launch_config, ops)
+        summary = whole_trace_summary(trace, name, by_launch_config, which_ops)
     if per_instance:
         summary = _per_instance(summary, instances, [stats.TOTAL, stats.INSTANCES])
     return summary.head(top) if top else summary
 
 
 @per_trace
-def whole_trace_summary(trace: Trace, name: str, by_launch_config: bool, ops: str) -> pd.DataFrame:
-    """The kernel summary of the whole trace (``ops``: kernels or all), asked for by several tables of a
+def whole_trace_summary(trace: Trace, name: str, by_launch_config: bool, which_ops: str) -> pd.DataFrame:
+    """The kernel summary of the whole trace (``which_ops``: kernels or all), asked for by several tables of a
     report: computed once per trace and choice."""
     columns = summary_columns(name, by_launch_config)
-    return summarize_kernels(trace.columns("gpu_ops", columns), name, by_launch_config, kernel_mask(trace, ops))
+    return summarize_kernels(trace.columns("gpu_ops", columns), name, by_launch_config, kernel_mask(trace, which_ops))
 
 
 def selected_rows(
     trace: Trace,
-    ops: str,
+    which_ops: str,
     ranges: list[str] | None,
     same_thread: bool,
     domain: str | None = None,
@@ -131,7 +131,7 @@ def selected_rows(
 ) -> tuple[np.ndarray | None, int]:
     """Mask of GPU ops to summarize and the number of range instances they come from (1 for a whole
     trace); ``window`` is a mask the ops must also be in (HTA's step window)."""
-    rows = kernel_mask(trace, ops)
+    rows = kernel_mask(trace, which_ops)
     if window is not None:
         rows = window if rows is None else rows & window
     if not ranges:
@@ -142,7 +142,7 @@ def selected_rows(
         inside &= rows
     if not inside.any():
         raise NoGpuDataError(
-            f"no GPU {'kernels' if ops == 'kernels' else 'operations'} were launched inside "
+            f"no GPU {'kernels' if which_ops == 'kernels' else 'operations'} were launched inside "
             f"{', '.join(ranges)} in {trace.name}"
             + (
                 f" on the ranges' own threads (without {named('same_thread')}, other threads count)"
@@ -203,14 +203,14 @@ def shown(table: pd.DataFrame) -> pd.DataFrame:
 
 def category_table(
     trace: Trace,
-    ops: str = "kernels",
+    which_ops: str = "kernels",
     ranges: list[str] | None = None,
     per_instance: bool = False,
     same_thread: bool = False,
     domain: str | None = None,
 ) -> pd.DataFrame:
     """``kernels`` by category (optionally of the ops inside ``ranges``, per instance)."""
-    rows, instances = selected_rows(trace, ops, ranges, same_thread, domain)
+    rows, instances = selected_rows(trace, which_ops, ranges, same_thread, domain)
     return _categories_of(trace, rows, instances, per_instance)
 
 
@@ -261,7 +261,13 @@ def kernel_summary(trace: Trace, options: KernelsOptions | None = None) -> Resul
     kernel type and overlap ("type", see ``kernel_types``); ``ranges`` (specs) select the ops launched
     inside them, in NVTX ``domain`` when given; ``drop_last_step`` applies HTA's step window."""
     options = options or KernelsOptions()
-    by, top, name, by_launch_config, ops = options.by, options.top, options.name, options.by_launch_config, options.ops
+    by, top, name, by_launch_config, which_ops = (
+        options.by,
+        options.top,
+        options.name,
+        options.by_launch_config,
+        options.ops,
+    )
     ranges, per_instance, same_thread = list(options.ranges), options.per_instance, options.same_thread
     domain, drop_last_step = options.domain, options.drop_last_step
     where = f" inside {', '.join(ranges)}" + (" (per instance)" if per_instance else "") if ranges else ""
@@ -274,7 +280,7 @@ def kernel_summary(trace: Trace, options: KernelsOptions | None = None) -> Resul
         window, note = launched_before_last_step(trace)
         notes.append(note)
     if by in ("category", "type"):
-        rows, instances = selected_rows(trace, ops, ranges, same_thread, domain, window)  # once: ranges cost most
+        rows, instances = selected_rows(trace, which_ops, ranges, same_thread, domain, window)  # once: ranges cost most
         if by == "type":
             title = f"GPU time by kernel type and overlap (as HolisticTraceAnalysis){where}: {trace.name}"
             return Result.of("types", type_table(trace.gpu_ops, rows), title, notes + trace.warnings)
@@ -288,7 +294,7 @@ def kernel_summary(trace: Trace, options: KernelsOptions | None = None) -> Resul
         top=top,
         name=name,
         by_launch_config=by_launch_config,
-        ops=ops,
+        which_ops=which_ops,
         ranges=ranges,
         per_instance=per_instance,
         same_thread=same_thread,

@@ -45,7 +45,7 @@ class CompareMerger:
     """Every run's rows, ordered by a configuration field; the grouped-bars chart of them."""
 
     def __init__(self, options: CompareOptions, limit: int):
-        self.ops = options.ops
+        self.which_ops = options.ops
         self.order_by = options.order_by
         self.runs: dict[int, tuple[pd.DataFrame, dict[str, Any]]] = {}
         self.steps: dict[int, int] = {}
@@ -57,7 +57,7 @@ class CompareMerger:
 
     def tables(self, labels: dict[int, Any], column: str) -> tuple[list[Table], list[str]]:
         order, notes = self._order(labels)
-        total = time_column(self.ops)
+        total = time_column(self.which_ops)
         frames = []
         for index in order:
             times, config = self.runs[index]
@@ -85,9 +85,11 @@ class CompareMerger:
         chart = table.loc[:, [column, PHASE, PER_INSTANCE] + [f"{CATEGORIES[index]} (%)" for index in kept]]
         table = table.drop(columns=[f"{category} (ns)" for category in CATEGORIES])
         if table[total].sum() > 0:
-            self.charts["compare"] = Chart("compare_bars", "Kernel time per phase instance, by category",
-                                           {"table": chart, "label": column,
-                                            "categories": [CATEGORIES[index] for index in kept]})  # fmt: skip
+            self.charts["compare"] = Chart(
+                "compare_bars",
+                "Kernel time per phase instance, by category",
+                {"table": chart, "label": column, "categories": [CATEGORIES[index] for index in kept]},
+            )
         return [Table("compare", table, "Phases x categories per run")], notes
 
     def _order(self, labels: dict[int, Any]) -> tuple[list[int], list[str]]:

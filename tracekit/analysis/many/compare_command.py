@@ -16,8 +16,9 @@ class CompareOptions(Options):
     """``compare``: many runs side by side, per run and phase, ordered by a configuration field."""
 
     phases: tuple[str, ...] = shared.phases()
-    order_by: str | None = text("order runs by this run.json config field (ctx, dtype, compile, model, batch, ...)",
-                                metavar="FIELD")  # fmt: skip
+    order_by: str | None = text(
+        "order runs by this run.json config field (ctx, dtype, compile, model, batch, ...)", metavar="FIELD"
+    )
     domain: str | None = shared.domain()
     ops: str = shared.ops()
     same_thread: bool = shared.same_thread()

@@ -73,8 +73,10 @@ def connect(address: str, timeout_s: float | None = None) -> Any:
         if "client" not in outcome and "error" not in outcome:
             outcome["abandoned"] = True
     if outcome.get("abandoned"):
-        raise TracekitError(f"the server at {address} ({scheme}) accepted the connection but no Dask scheduler answered "
-                            f"within {timeout_s:.0f} s")  # fmt: skip
+        raise TracekitError(
+            f"the server at {address} ({scheme}) accepted the connection but no Dask scheduler answered "
+            f"within {timeout_s:.0f} s"
+        )
     if "error" in outcome:
         error = outcome["error"]
         what = "ran out of memory reading its reply" if isinstance(error, MemoryError) else type(error).__name__

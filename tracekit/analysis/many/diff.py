@@ -34,18 +34,22 @@ if TYPE_CHECKING:
     from tracekit.model.memory import MemoryTrace
 
 
-def labels_for(count: int) -> list[str]:
+def letter_labels(count: int) -> list[str]:
     """A, B, C, ... for the inputs in order."""
     return [chr(65 + number) for number in range(count)]
 
 
 def category_times(
-    trace: Trace, phases: Sequence[str], ops: str = "kernels", same_thread: bool = False, domain: str | None = None
+    trace: Trace,
+    phases: Sequence[str],
+    which_ops: str = "kernels",
+    same_thread: bool = False,
+    domain: str | None = None,
 ) -> pd.Series:
     """Summed GPU time (ns) per (Phase, Category): the whole trace, then each phase that has ranges
     (of NVTX ``domain`` when given)."""
     intervals = phase_intervals(trace, phases, same_thread, domain)  # loads the tables together: first
-    rows = kernel_mask(trace, ops)
+    rows = kernel_mask(trace, which_ops)
     selected = np.ones(len(trace.gpu_ops), dtype=bool) if rows is None else rows
     categories = op_categories(trace)
     durations = trace.gpu_ops["duration"].to_numpy()
@@ -86,14 +90,14 @@ def _largest_change(table: pd.DataFrame, labels: list[str]) -> pd.Series:
 def compare_categories(
     traces: Sequence[Trace],
     phases: Sequence[str],
-    ops: str = "kernels",
+    which_ops: str = "kernels",
     same_thread: bool = False,
     domain: str | None = None,
 ) -> pd.DataFrame:
     """Per phase and category, each trace's time and the change against the first (see the module
     docstring). Rows zero in every trace are left out; a phase missing from a trace is 0 there."""
-    labels = labels_for(len(traces))
-    table = _side_by_side([category_times(trace, phases, ops, same_thread, domain) for trace in traces], labels)
+    labels = letter_labels(len(traces))
+    table = _side_by_side([category_times(trace, phases, which_ops, same_thread, domain) for trace in traces], labels)
     table = table.loc[(table[[f"{label} (ns)" for label in labels]] > 0).any(axis=1)].reset_index()
     # given phases in their order; found ones (labelled by their word) in the words' order
     order = {phase: number for number, phase in enumerate(dict.fromkeys([WHOLE, *phases, *WORDS]))}
@@ -103,13 +107,15 @@ def compare_categories(
     return table.drop(columns=["order", "change"]).reset_index(drop=True)
 
 
-def compare_kernels(traces: Sequence[Trace], top: int = 15, name: str = "short", ops: str = "kernels") -> pd.DataFrame:
+def compare_kernels(
+    traces: Sequence[Trace], top: int = 15, name: str = "short", which_ops: str = "kernels"
+) -> pd.DataFrame:
     """The kernels whose total time changed most: Name, each trace's time (ns), the change, and each
     trace's instance count; largest absolute change first."""
     if name not in NAME_COLUMNS:
         raise OptionError(f"{named('name')} {name!r} is not one of demangled, short")
-    labels = labels_for(len(traces))
-    summaries = [kernel_table(trace, name=name, ops=ops).set_index(NAME) for trace in traces]
+    labels = letter_labels(len(traces))
+    summaries = [kernel_table(trace, name=name, which_ops=which_ops).set_index(NAME) for trace in traces]
     table = _side_by_side([summary[stats.TOTAL] for summary in summaries], labels)
     for label, summary in zip(labels, summaries):
         table[f"{label} Instances"] = summary[stats.INSTANCES].reindex(table.index).fillna(0).astype(np.int64)
@@ -125,8 +131,13 @@ def compare_steps(a: Trace, b: Trace, step_range: str | None = None) -> pd.DataF
 
     first, second = (step_table(trace, StepsOptions(step_range=step_range)).frame for trace in (a, b))
     count = min(len(first), len(second))
-    table = pd.DataFrame({"Step": np.arange(count), "A Step": first["Step"].to_numpy()[:count],
-                          "B Step": second["Step"].to_numpy()[:count]})  # fmt: skip
+    table = pd.DataFrame(
+        {
+            "Step": np.arange(count),
+            "A Step": first["Step"].to_numpy()[:count],
+            "B Step": second["Step"].to_numpy()[:count],
+        }
+    )
     for column, label in ((WALL, "Wall"), (KERNEL_TIME, "Kernel Time")):
         if column not in first or column not in second:
             continue
@@ -144,8 +155,11 @@ def _notes_of(a: Trace, b: Trace, first: tuple[list[str], list[str]] = ([], []))
     A and B."""
     notes_a, notes_b = first[0] + a.warnings, first[1] + b.warnings
     both = [note for note in notes_a if note in notes_b]
-    return ([f"A and B: {note}" for note in both] + [f"A: {note}" for note in notes_a if note not in both]
-            + [f"B: {note}" for note in notes_b if note not in both])  # fmt: skip
+    return (
+        [f"A and B: {note}" for note in both]
+        + [f"A: {note}" for note in notes_a if note not in both]
+        + [f"B: {note}" for note in notes_b if note not in both]
+    )
 
 
 def trace_diff(
@@ -159,7 +173,13 @@ def trace_diff(
     or both, with the memory peaks of two snapshots when given; ``by`` "step": step by step. ``labels``
     name A and B in titles (default: the traces' files)."""
     options = options or DiffOptions()
-    phases, by, top, ops, same_thread = list(options.phases), options.by, options.top, options.ops, options.same_thread
+    phases, by, top, which_ops, same_thread = (
+        list(options.phases),
+        options.by,
+        options.top,
+        options.ops,
+        options.same_thread,
+    )
     for trace in (a, b):  # categories, kernels and steps use most of the GPU-op table: one read of it all
         trace.need("gpu_ops", GPU_OPS.names)
     tables = []
@@ -174,13 +194,15 @@ def trace_diff(
         return Result([Table("steps", table, "Step by step: A against B")], notes=notes)
     phase_said: tuple[list[str], list[str]] = ([], [])
     if by in (None, "category"):
-        table = compare_categories([a, b], phases, ops, same_thread, options.domain)
+        table = compare_categories([a, b], phases, which_ops, same_thread, options.domain)
         name_a, name_b = labels or (a.name, b.name)
         tables.append(Table("categories", table, f"GPU time by phase and category: A={name_a}  B={name_b}"))
-        phase_said = (phase_notes(a, phases, options.domain, same_thread=same_thread),
-                      phase_notes(b, phases, options.domain, same_thread=same_thread))  # fmt: skip
+        phase_said = (
+            phase_notes(a, phases, options.domain, same_thread=same_thread),
+            phase_notes(b, phases, options.domain, same_thread=same_thread),
+        )
     if by in (None, "kernel"):
-        tables.append(Table("kernels", compare_kernels([a, b], top, ops=ops), "Kernels that changed most"))
+        tables.append(Table("kernels", compare_kernels([a, b], top, which_ops=which_ops), "Kernels that changed most"))
     if by is None and snapshots is not None:
         from tracekit.analysis.memory.tables import compare
 

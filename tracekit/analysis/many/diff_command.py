@@ -16,8 +16,11 @@ class DiffOptions(Options):
     """``diff``: where GPU time moved from A to B."""
 
     phases: tuple[str, ...] = shared.phases("range specs compared besides the whole trace")
-    by: str | None = choice(None, (None, "category", "kernel", "step"),
-                            "only one table: per phase and category, the kernels that changed most, or step by step")  # fmt: skip
+    by: str | None = choice(
+        None,
+        (None, "category", "kernel", "step"),
+        "only one table: per phase and category, the kernels that changed most, or step by step",
+    )
     top: int = whole(15, "kernels listed")
     ops: str = shared.ops()
     domain: str | None = shared.domain()

@@ -96,8 +96,13 @@ class Accumulator:
                 frame.insert(0, column, labels[index])
                 labelled.append(frame)
             title = self.titles[name].rsplit(":", 1)[0]
-            tables.append(Table(f"{name}_by_{column.lower()}", pd.concat(labelled, ignore_index=True),
-                                f"{title}, per {column.lower()}"))  # fmt: skip
+            tables.append(
+                Table(
+                    f"{name}_by_{column.lower()}",
+                    pd.concat(labelled, ignore_index=True),
+                    f"{title}, per {column.lower()}",
+                )
+            )
         read = len(self.parts)
         kind = ("rank" if column == RANK else "input") + ("s" if read != 1 else "")
         notes.insert(0, f"{read} {kind} read" + (f", {len(self.failures)} could not be" if self.failures else ""))

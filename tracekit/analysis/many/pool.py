@@ -26,7 +26,7 @@ from tracekit.model.options import Options, named
 from tracekit.runs import Run
 from tracekit.session import Session, Settings, current
 from tracekit.signals import Interrupted, raising_interrupted
-from tracekit.sources.input_paths import expand_inputs, labels_for, protect_inputs, rank_in_name
+from tracekit.sources.input_paths import expand_inputs, input_labels, protect_inputs, rank_in_name
 
 if TYPE_CHECKING:  # pandas comes with them: only the many-inputs path loads them (``is_many`` does not)
     from tracekit.analysis.many.inputs import Failure, Part
@@ -70,8 +70,9 @@ def read_part(
 
             module, _, function = part.partition(":")
             trace = open_trace(source)
-            return getattr(importlib.import_module(module), function)(trace, new_part(source, label, trace), options,
-                                                                      limit)  # fmt: skip
+            return getattr(importlib.import_module(module), function)(
+                trace, new_part(source, label, trace), options, limit
+            )
     except TracekitError as error:
         return Failure(source, str(error))
     except MemoryError:
@@ -109,7 +110,7 @@ def read_many(
     notes: list[str] = []
     paths = expand_inputs(arguments, notes)
     protect_inputs(paths)
-    labels = labels_for(paths)
+    labels = input_labels(paths)
     cpus = available_cpus()
     if workers is not None and workers > cpus and scheduler is None:
         notes.append(f"{named('workers')} {workers} lowered to {cpus}: the CPUs this process may use")
@@ -133,8 +134,10 @@ def read_many(
                 if progress:
                     progress(done, len(tasks))
     except Interrupted as interruption:
-        raise TracekitError(f"interrupted ({interruption.name}): {len(accumulator.parts) + len(accumulator.failures)} of "
-                            f"{len(tasks)} inputs finished; the rest were cancelled") from None  # fmt: skip
+        raise TracekitError(
+            f"interrupted ({interruption.name}): {len(accumulator.parts) + len(accumulator.failures)} of "
+            f"{len(tasks)} inputs finished; the rest were cancelled"
+        ) from None
     finally:
         runner.close()  # stops the workers now (the generator's cleanup), not when it is collected
     if not accumulator.parts:

@@ -157,11 +157,15 @@ class RanksMerger:
             tables.append(Table("spread", _spread(table, column), "Slowest and fastest per figure"))
         else:
             alone = "one input with one GPU" if table[SPAN].iloc[0] > 0 else "one input, without GPU work"
-            notes.append(f"{alone}: nothing to compare it with (ranks compares the traces of a job's "
-                         "ranks: give them as files, a folder or a glob)")  # fmt: skip
+            notes.append(
+                f"{alone}: nothing to compare it with (ranks compares the traces of a job's "
+                "ranks: give them as files, a folder or a glob)"
+            )
         if split and len(inputs) == 1:
-            notes.append(f"one input holding {len(table)} GPUs: compared GPU by GPU (each with the steps of the "
-                         "processes that launched its work)")  # fmt: skip
+            notes.append(
+                f"one input holding {len(table)} GPUs: compared GPU by GPU (each with the steps of the "
+                "processes that launched its work)"
+            )
         collectives = pd.concat(self.collectives, ignore_index=True)
         if not collectives.empty:
             collectives.insert(0, column, [label[key] for key in collectives.pop("input")])
@@ -174,8 +178,11 @@ class RanksMerger:
             stragglers, said = potential_stragglers({labels[index]: piece for index, piece in self.stragglers.items()})
             notes.append(said)
             if not stragglers.empty:
-                table.insert(len(table.columns), "Straggler", table[column].map(
-                    dict(zip(stragglers["Rank"], stragglers["Straggler"], strict=True))).fillna(""))  # fmt: skip
+                table.insert(
+                    len(table.columns),
+                    "Straggler",
+                    table[column].map(dict(zip(stragglers["Rank"], stragglers["Straggler"], strict=True))).fillna(""),
+                )
                 tables[0].frame = table
                 stragglers = stragglers.rename(columns={"Rank": column})
                 tables.append(Table("stragglers", stragglers, f"Who the others waited for, per {named}"))
@@ -202,9 +209,10 @@ def _spread(table: pd.DataFrame, column: str) -> pd.DataFrame:
                 "Max (ns)": values[high],
                 "Median (ns)": float(np.nanmedian(values)),
                 "Spread (ns)": values[high] - values[low],
+                # no share of nothing
                 "Spread (%)": (values[high] - values[low]) * 100 / values[low] if values[low] else None,
             }
-        )  # fmt: skip  (no share of nothing)
+        )
     return pd.DataFrame(rows)
 
 
@@ -234,8 +242,9 @@ def _kernel_spread(kernels: pd.DataFrame, label: dict[Any, Any], column: str, to
             "Name": spread.index.to_numpy(),
         }
     )
-    table["Spread (%)"] = (table["Slowest Avg (ns)"] / table["Fastest Avg (ns)"].where(table["Fastest Avg (ns)"] > 0)
-                           - 1) * 100  # fmt: skip
+    table["Spread (%)"] = (
+        table["Slowest Avg (ns)"] / table["Fastest Avg (ns)"].where(table["Fastest Avg (ns)"] > 0) - 1
+    ) * 100
     table = table.sort_values("Lost (ns)", ascending=False, kind="stable", ignore_index=True)
     return table.loc[:, [c for c in table.columns if c != "Name"] + ["Name"]].head(top)
 

@@ -52,8 +52,9 @@ def straggler_piece(trace: Trace, step_range: str | None = None) -> dict[str, An
         return None
     names = steps["name"].astype(str).tolist()
     # unnumbered steps ("step") count from 1, as HTA counts only the steps numbered above 0
-    numbers = [int(found.group(1)) if (found := STEP_NUMBER.search(name)) else index + 1
-               for index, name in enumerate(names)]  # fmt: skip
+    numbers = [
+        int(found.group(1)) if (found := STEP_NUMBER.search(name)) else index + 1 for index, name in enumerate(names)
+    ]
     kept = np.ones(len(steps), dtype=bool)
     if len(set(names)) >= 2:  # the last step is often cut short by the profiler's schedule
         kept[int(np.argmax(steps["start"].to_numpy()))] = False
@@ -69,11 +70,16 @@ def straggler_piece(trace: Trace, step_range: str | None = None) -> dict[str, An
         ends.append(table["end"].to_numpy()[inside])
     communication = op_kept & (op_types(ops) == TYPES.index("communication")) & (ops["stream"].to_numpy() > 0)
     rows = np.flatnonzero(communication)
-    kernels = pd.DataFrame({
-        "step": step_number[op_step[rows]], "stream": ops["stream"].to_numpy()[rows],
-        "name": ops["name"].astype(str).to_numpy()[rows], "start": ops["start"].to_numpy()[rows],
-        "duration": ops["duration"].to_numpy()[rows], "order": rows,
-    })  # fmt: skip
+    kernels = pd.DataFrame(
+        {
+            "step": step_number[op_step[rows]],
+            "stream": ops["stream"].to_numpy()[rows],
+            "name": ops["name"].astype(str).to_numpy()[rows],
+            "start": ops["start"].to_numpy()[rows],
+            "duration": ops["duration"].to_numpy()[rows],
+            "order": rows,
+        }
+    )
     every_end = np.concatenate(ends)
     return {
         "steps": sorted(set(step_number[kept].tolist())),
@@ -94,8 +100,10 @@ def potential_stragglers(
     if len(present) < 2:
         return empty, "stragglers: fewer than two ranks with steps to compare"
     if len(present) <= candidates:  # HTA would flag every rank
-        return empty, (f"stragglers: {len(present)} ranks, and the definition flags the {candidates} that start a "
-                       "collective latest: too few ranks to tell one out")  # fmt: skip
+        return empty, (
+            f"stragglers: {len(present)} ranks, and the definition flags the {candidates} that start a "
+            "collective latest: too few ranks to tell one out"
+        )
     if max(piece["first"] for piece in present.values()) > min(piece["last"] for piece in present.values()):
         return empty, "stragglers: the ranks' steps do not overlap in time (not one job's clock): nothing to compare"
     steps = sorted(set().union(*(piece["steps"] for piece in present.values())))
@@ -125,19 +133,24 @@ def potential_stragglers(
     stragglers = set(order[:candidates])
     mean_start = chosen.groupby("rank")["normalized_start"].mean()
     made_wait = _made_wait(every.loc[(every["stream"] == stream) & (every["name"] == name) & (every["step"] > 0)])
-    table = pd.DataFrame({
-        "Rank": list(flagged.index), "Flagged Steps": flagged.to_numpy(),
-        START: [100 * float(mean_start.get(rank, np.nan)) for rank in flagged.index],
-        WAIT: [made_wait.get(rank, 0) for rank in flagged.index],
-        "Straggler": ["yes" if rank in stragglers else "" for rank in flagged.index],
-    })  # fmt: skip
+    table = pd.DataFrame(
+        {
+            "Rank": list(flagged.index),
+            "Flagged Steps": flagged.to_numpy(),
+            START: [100 * float(mean_start.get(rank, np.nan)) for rank in flagged.index],
+            WAIT: [made_wait.get(rank, 0) for rank in flagged.index],
+            "Straggler": ["yes" if rank in stragglers else "" for rank in flagged.index],
+        }
+    )
     table.attrs.update(mean_step_ns=mean_step, steps=int(chosen["step"].nunique()), collective=name.split("(")[0])
     idle = [rank for rank in sorted(stragglers) if made_wait.get(rank, 0) == 0]
     named = ", ".join(str(rank) for rank in sorted(stragglers))
-    said = (f"stragglers (HolisticTraceAnalysis's definition): {named}, the ranks that start the collective whose "
-            f"duration varies most between ranks latest ({name.split('(')[0]} on stream {stream}; its start as a "
-            f"share of the mean step time, {mean_step / 1e6:,.3f} ms, from the earliest start)"
-            + (f"; {', '.join(str(rank) for rank in idle)} made no rank wait: a candidate only" if idle else ""))  # fmt: skip
+    said = (
+        f"stragglers (HolisticTraceAnalysis's definition): {named}, the ranks that start the collective whose "
+        f"duration varies most between ranks latest ({name.split('(')[0]} on stream {stream}; its start as a "
+        f"share of the mean step time, {mean_step / 1e6:,.3f} ms, from the earliest start)"
+        + (f"; {', '.join(str(rank) for rank in idle)} made no rank wait: a candidate only" if idle else "")
+    )
     return table, said
 
 

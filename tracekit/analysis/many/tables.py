@@ -64,7 +64,7 @@ from tracekit.model.trace import Trace
 
 def kernels_part(trace: Trace, part: Part, options: KernelsOptions, limit: int) -> Part:
     """``kernels`` of one trace (by kernel, category or type) and its mergeable pieces."""
-    by, ops, ranges = options.by, options.ops, list(options.ranges)
+    by, which_ops, ranges = options.by, options.ops, list(options.ranges)
     name, by_launch_config = options.name, options.by_launch_config
     columns = command_columns(by, name, by_launch_config, bool(ranges), options.drop_last_step)
     trace.need("gpu_ops", GPU_OPS.names if columns is None else columns)  # one read of what is used
@@ -72,7 +72,7 @@ def kernels_part(trace: Trace, part: Part, options: KernelsOptions, limit: int) 
     if options.drop_last_step:
         window, note = launched_before_last_step(trace)
         part.notes.append(note)
-    rows, _ = selected_rows(trace, ops, ranges, options.same_thread, options.domain, window)
+    rows, _ = selected_rows(trace, which_ops, ranges, options.same_thread, options.domain, window)
     where = f" inside {', '.join(ranges)}" if ranges else ""
     if by == "type":
         table = type_table(trace.gpu_ops, rows)
@@ -206,16 +206,16 @@ class RangesMerger:
 
 def breakdown_part(trace: Trace, part: Part, options: BreakdownOptions, limit: int) -> Part:
     """``breakdown`` of one trace and its pieces (times, not shares: times add up)."""
-    phases, same_thread, ops, domain = list(options.phases), options.same_thread, options.ops, options.domain
+    phases, same_thread, which_ops, domain = list(options.phases), options.same_thread, options.ops, options.domain
     drop = options.drop_last_step
-    times = breakdown_times(trace, phases, same_thread, ops, domain, drop)
+    times = breakdown_times(trace, phases, same_thread, which_ops, domain, drop)
     gpus = gpu_table(trace, phases, same_thread, domain, drop)
     copies = copy_table(trace, phases, same_thread, domain, drop)
     if drop:
         part.notes.append(launched_before_last_step(trace)[1])
     part.notes += phase_notes(trace, phases, domain, same_thread=same_thread)  # which ranges its phases are
     part.tables += [
-        Table("breakdown", category_shares(times, ops), f"GPU time by phase and category: {trace.name}"),
+        Table("breakdown", category_shares(times, which_ops), f"GPU time by phase and category: {trace.name}"),
         Table("gpus", gpus, "Busy and idle time per GPU"),
     ]
     if not copies.empty:
@@ -229,31 +229,52 @@ class BreakdownMerger:
     """The aggregate of ``breakdown_part``'s pieces: phases summed over inputs, every GPU of every input."""
 
     def __init__(self, options: BreakdownOptions, limit: int):
-        self.ops = options.ops
+        self.which_ops = options.ops
         self.sums: dict[str, pd.DataFrame] = {}
 
     def add(self, index: int, pieces: dict[str, Any]) -> None:
         gpus = pieces["gpus"].assign(GPUs=1)
-        for name, frame, keys in (("times", pieces["times"], [PHASE]), ("gpus", gpus, [PHASE]),
-                                  ("copies", pieces["copies"], [PHASE, "Operation"])):  # fmt: skip
+        for name, frame, keys in (
+            ("times", pieces["times"], [PHASE]),
+            ("gpus", gpus, [PHASE]),
+            ("copies", pieces["copies"], [PHASE, "Operation"]),
+        ):
             numeric = frame.drop(columns=[column for column in ("GPU", "Idle (%)") if column in frame])
             stacked = pd.concat([f for f in (self.sums.get(name), numeric) if f is not None], ignore_index=True)
             self.sums[name] = cast(pd.DataFrame, stacked.groupby(keys, sort=False, as_index=False).sum())
 
     def tables(self, labels: dict[int, Any], column: str) -> tuple[list[Table], list[str]]:
-        table = category_shares(self.sums["times"], self.ops)
+        table = category_shares(self.sums["times"], self.which_ops)
         gpus = self.sums["gpus"]
         rows = []
         for record in gpus.to_dict("records"):
             busy, span, idle = (int(record[column]) for column in ("Busy (ns)", "Span (ns)", "Idle (ns)"))
             count = int(record["GPUs"])
             share = idle * 100.0 / span if span else 0.0
-            rows.append({PHASE: record[PHASE], "GPU": SUM, "GPUs": count, "Busy (ns)": busy, "Span (ns)": span,
-                         "Idle (ns)": idle, "Idle (%)": share})  # fmt: skip
-            rows.append({PHASE: record[PHASE], "GPU": MEAN, "GPUs": count, "Busy (ns)": busy / count,
-                         "Span (ns)": span / count, "Idle (ns)": idle / count, "Idle (%)": share})  # fmt: skip
+            rows.append(
+                {
+                    PHASE: record[PHASE],
+                    "GPU": SUM,
+                    "GPUs": count,
+                    "Busy (ns)": busy,
+                    "Span (ns)": span,
+                    "Idle (ns)": idle,
+                    "Idle (%)": share,
+                }
+            )
+            rows.append(
+                {
+                    PHASE: record[PHASE],
+                    "GPU": MEAN,
+                    "GPUs": count,
+                    "Busy (ns)": busy / count,
+                    "Span (ns)": span / count,
+                    "Idle (ns)": idle / count,
+                    "Idle (%)": share,
+                }
+            )
         tables = [
-            Table("breakdown", table, f"GPU time by phase and category ({time_column(self.ops)} summed)"),
+            Table("breakdown", table, f"GPU time by phase and category ({time_column(self.which_ops)} summed)"),
             Table("gpus", pd.DataFrame(rows), "Busy and idle time of every GPU of every input"),
         ]
         if not self.sums["copies"].empty:

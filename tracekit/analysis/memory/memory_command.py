@@ -15,9 +15,12 @@ class MemoryOptions(Options):
     """``memory``: the peak of a CUDA memory snapshot, what was live at it, who allocated it."""
 
     top: int = whole(20, "rows of the table")
-    by: str = choice("allocation", ("allocation", "frame", "role", "all"),
-                     "largest live allocations at the peak, their total per allocating frame, per role "
-                     "(parameters, optimizer state, gradients, activations, temporaries), or all three")  # fmt: skip
+    by: str = choice(
+        "allocation",
+        ("allocation", "frame", "role", "all"),
+        "largest live allocations at the peak, their total per allocating frame, per role "
+        "(parameters, optimizer state, gradients, activations, temporaries), or all three",
+    )
     compare: bool = flag("two snapshots: peak delta and the frames that grew or shrank")
     device: int | None = whole(None, "CUDA device (default: highest peak)", minimum=0)
     timeline: bool = flag("also the timeline charts (Result.charts: the pictures the command line draws)", cli=False)

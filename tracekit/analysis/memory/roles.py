@@ -48,13 +48,30 @@ from tracekit.analysis.memory.replay import MIB, DeviceMemory
 from tracekit.model.memory import MemoryTrace
 from tracekit.model.result import Chart
 
-ROLES = ("parameters", "optimizer state", "gradients", "optimizer state or gradients", "activations",
-         "temporaries", "other (before the trace)", "allocator rounding")  # fmt: skip
+ROLES = (
+    "parameters",
+    "optimizer state",
+    "gradients",
+    "optimizer state or gradients",
+    "activations",
+    "temporaries",
+    "other (before the trace)",
+    "allocator rounding",
+)
 SMALL, LARGE = 512, 2 * MIB
 COVERAGE = 0.9  # share of the before-trace bytes a reading must explain
 # Optimizer states per parameter, by torch.optim module (SGD: with momentum 1, without 0).
-STATES = {"adam": (2,), "adamw": (2,), "adamax": (2,), "nadam": (2,), "radam": (2,), "adadelta": (2,),
-          "adagrad": (1,), "rmsprop": (1,), "sgd": (1, 0)}  # fmt: skip
+STATES = {
+    "adam": (2,),
+    "adamw": (2,),
+    "adamax": (2,),
+    "nadam": (2,),
+    "radam": (2,),
+    "adadelta": (2,),
+    "adagrad": (1,),
+    "rmsprop": (1,),
+    "sgd": (1, 0),
+}
 ANNOTATED = re.compile(r"Optimizer\.(?:step|zero_grad)#(\w+)\.")
 
 
@@ -95,8 +112,14 @@ def optimizer_of(trace: MemoryTrace) -> Optimizer | None:
 
 
 def _display(module: str) -> str:
-    return {"adamw": "AdamW", "adam": "Adam", "sgd": "SGD", "rmsprop": "RMSprop", "nadam": "NAdam",
-            "radam": "RAdam"}.get(module, module.capitalize())  # fmt: skip
+    return {
+        "adamw": "AdamW",
+        "adam": "Adam",
+        "sgd": "SGD",
+        "rmsprop": "RMSprop",
+        "nadam": "NAdam",
+        "radam": "RAdam",
+    }.get(module, module.capitalize())
 
 
 @dataclass
@@ -143,8 +166,9 @@ def split_before_trace(
     fitting = [r for r in readings if explained[r] >= COVERAGE * totals[eligible].sum()]
     # A reading whose k divides a fitting reading's k is implied by it (a count of 4 is also one of 2):
     # the more specific stands. Of the rest, the one that explains the most bytes.
-    fitting = [r for r in fitting if not any(1 + sum(o) > 1 + sum(r) and (1 + sum(o)) % (1 + sum(r)) == 0
-                                             for o in fitting)]  # fmt: skip
+    fitting = [
+        r for r in fitting if not any(1 + sum(o) > 1 + sum(r) and (1 + sum(o)) % (1 + sum(r)) == 0 for o in fitting)
+    ]
     if not fitting:  # no reading explains the sizes: the optimizer's own, for the sizes that fit it
         fitting = [(optimizer.states[0], 0)]
     best = max(explained[r] for r in fitting)
@@ -191,11 +215,10 @@ SPLIT_ROLES = ("parameters", "optimizer state", "gradients", "optimizer state or
 
 def role_bytes(trace: MemoryTrace, memory: DeviceMemory, rows: pd.DataFrame) -> tuple[np.ndarray, BeforeTrace]:
     """Bytes per role (columns in ``ROLES`` order) of each allocation in ``rows`` (rows of
-    ``memory.allocations``), by the module's rules; and how the memory from before the trace split."""
+    ``DeviceMemory.allocations``), by the module's rules; and how the memory from before the trace split."""
     everything = memory.allocations
     before_all = everything.loc[everything["before_trace"].to_numpy()]
-    split = split_before_trace(asked_sizes(before_all), optimizer_of(trace),
-                               parameter_size_evidence(trace, everything))  # fmt: skip
+    split = split_before_trace(asked_sizes(before_all), optimizer_of(trace), parameter_size_evidence(trace, everything))
     shares = pd.DataFrame(split.shares, index=before_all.index).reindex(rows.index).to_numpy(np.float64)
     result = np.zeros((len(rows), len(ROLES)))
     role = {name: index for index, name in enumerate(ROLES)}
@@ -271,8 +294,12 @@ def role_timeline(trace: MemoryTrace, memory: DeviceMemory, points: int = 2000) 
     np.add.at(change, starts, weights)
     np.add.at(change, ends, -weights)
     live = np.cumsum(change, axis=0)[: length - 1]
-    rows = np.unique(np.append(np.linspace(0, len(timeline) - 1, min(points, len(timeline))).astype(np.int64),
-                               int(np.flatnonzero(timeline["index"].to_numpy() == memory.peak_index)[0])))  # fmt: skip
+    rows = np.unique(
+        np.append(
+            np.linspace(0, len(timeline) - 1, min(points, len(timeline))).astype(np.int64),
+            int(np.flatnonzero(timeline["index"].to_numpy() == memory.peak_index)[0]),
+        )
+    )
     index = timeline["index"].to_numpy()[rows] - first
     shown = [name for column, name in enumerate(ROLES) if live[:, column].any()]
     return Chart(
@@ -314,8 +341,10 @@ def before_trace_note(trace: MemoryTrace, memory: DeviceMemory, split: BeforeTra
     head = f"before the trace: {before_bytes / MIB:,.1f} MiB allocated with no frames"
     optimizer = optimizer_of(trace)
     if optimizer is None:
-        return (f"{head}; no optimizer in the snapshot (no torch/optim frames or Optimizer annotation), so all of "
-                "it counts as parameters (and buffers)")  # fmt: skip
+        return (
+            f"{head}; no optimizer in the snapshot (no torch/optim frames or Optimizer annotation), so all of "
+            "it counts as parameters (and buffers)"
+        )
     copies = 1 + split.states + split.gradients
     shown = (
         f"the snapshot shows {optimizer.name}" if optimizer.name else "the snapshot shows an optimizer of unknown kind"
@@ -323,11 +352,18 @@ def before_trace_note(trace: MemoryTrace, memory: DeviceMemory, split: BeforeTra
     reading = READING[(split.states, split.gradients)]
     if split.ambiguous and np.nan_to_num(split.shares[:, 3]).any():
         readings = " or ".join(READING[other] for other in split.readings)
-        return (f"{head}; {shown}; their sizes repeat {copies} times, which fits {readings}: the split is "
-                f"ambiguous, so 1/{copies} counts as parameters and the rest as optimizer state or gradients")  # fmt: skip
+        return (
+            f"{head}; {shown}; their sizes repeat {copies} times, which fits {readings}: the split is "
+            f"ambiguous, so 1/{copies} counts as parameters and the rest as optimizer state or gradients"
+        )
     if split.ambiguous:
-        others = "; ".join(f"{1 + sum(other)} copies ({READING[other]})" for other in split.readings
-                           if other != (split.states, split.gradients))  # fmt: skip
-        return (f"{head}; {shown}; read as {copies} copies of each size ({reading}: gradients freed, zero_grad's "
-                f"default), but the sizes fit {others} as well: the split is ambiguous")  # fmt: skip
+        others = "; ".join(
+            f"{1 + sum(other)} copies ({READING[other]})"
+            for other in split.readings
+            if other != (split.states, split.gradients)
+        )
+        return (
+            f"{head}; {shown}; read as {copies} copies of each size ({reading}: gradients freed, zero_grad's "
+            f"default), but the sizes fit {others} as well: the split is ambiguous"
+        )
     return f"{head}; {shown}; their sizes repeat {copies} times ({reading}), so 1/{copies} of each counts as parameters"

@@ -54,8 +54,11 @@ def largest_at_peak(trace: MemoryTrace, memory: DeviceMemory, top: int | None = 
     events = len(memory.timeline) - 1
     unit = "ms" if memory.has_time else "event"
     # event indexes are whole numbers: a nullable integer column, so that a blank does not make them floats
-    at = (lambda values: np.array(values, dtype=float)) if memory.has_time else (
-        lambda values: pd.array([None if value is None else int(value) for value in values], dtype="Int64"))  # fmt: skip
+    at = (
+        (lambda values: np.array(values, dtype=float))
+        if memory.has_time
+        else (lambda values: pd.array([None if value is None else int(value) for value in values], dtype="Int64"))
+    )
     return pd.DataFrame(
         {
             "Size (MiB)": live["size"].to_numpy() / MIB,
@@ -142,15 +145,21 @@ def device_notes(trace: MemoryTrace, shown: int, chosen: bool) -> list[str]:
     notes = []
     if chosen and len(trace.devices) > 1:
         others = ", ".join(f"cuda:{device}" for device in trace.devices if device != shown)
-        notes.append(f"the snapshot traces {len(trace.devices)} devices: cuda:{shown} has the highest peak and is "
-                     f"shown; {named('device')} N shows another ({others})")  # fmt: skip
+        notes.append(
+            f"the snapshot traces {len(trace.devices)} devices: cuda:{shown} has the highest peak and is "
+            f"shown; {named('device')} N shows another ({others})"
+        )
     events = trace.events
     ooms = events.loc[(events["action"] == "oom").to_numpy()]
     if len(ooms):
-        where = ", ".join(f"cuda:{int(device)} at event {int(index):,}, asking for {size / MIB:,.1f} MiB"
-                          for device, index, size in zip(*(ooms[key].tolist() for key in ("device", "index", "size"))))  # fmt: skip
-        notes.append(f"the snapshot records {len(ooms)} out-of-memory {'error' if len(ooms) == 1 else 'errors'} "
-                     f"({where}); the failed allocation is in no table: it never got memory")  # fmt: skip
+        where = ", ".join(
+            f"cuda:{int(device)} at event {int(index):,}, asking for {size / MIB:,.1f} MiB"
+            for device, index, size in zip(*(ooms[key].tolist() for key in ("device", "index", "size")))
+        )
+        notes.append(
+            f"the snapshot records {len(ooms)} out-of-memory {'error' if len(ooms) == 1 else 'errors'} "
+            f"({where}); the failed allocation is in no table: it never got memory"
+        )
     return notes
 
 

@@ -24,8 +24,9 @@ def copy_details(trace: Trace) -> pd.DataFrame:
     recorded = trace.optional("copies")
     if recorded is not None:
         return recorded
-    ops = trace.columns("gpu_ops", ("start", "end", "duration", "kind", "name", "device", "stream",
-                                    "correlation_id", "pid", "bytes"))  # fmt: skip
+    ops = trace.columns(
+        "gpu_ops", ("start", "end", "duration", "kind", "name", "device", "stream", "correlation_id", "pid", "bytes")
+    )
     ops = ops.loc[ops["kind"].isin(["memcpy", "memset"]).to_numpy()].reset_index(drop=True)
     if ops.empty:
         return COPIES.empty()
@@ -37,17 +38,26 @@ def copy_details(trace: Trace) -> pd.DataFrame:
     sets = categories.str.extract(MEMSET_NAME).iloc[rows].reset_index(drop=True)
     kind = ops["kind"].astype(str).to_numpy()
     dst = copy["dst"].where(kind == "memcpy", sets["dst"])
-    return pd.DataFrame({
-        "kind": pd.Categorical(kind, categories=["memcpy", "memset"]),
-        "start": ops["start"].to_numpy(), "end": ops["end"].to_numpy(), "duration": ops["duration"].to_numpy(),
-        "bytes": ops["bytes"].to_numpy(), "pid": ops["pid"].to_numpy(np.int64), "device": ops["device"].to_numpy(),
-        "context": np.full(len(ops), -1, dtype=np.int64), "stream": ops["stream"].to_numpy(),
-        "correlation_id": ops["correlation_id"].to_numpy(),
-        "direction": pd.Categorical(copy["direction"].where(kind == "memcpy", "").fillna("Unknown").to_numpy(dtype=object)),
-        "src_kind": _memory_kinds(copy["src"].where(kind == "memcpy")),
-        "dst_kind": _memory_kinds(dst),
-        "same_device": np.zeros(len(ops), dtype=bool),
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "kind": pd.Categorical(kind, categories=["memcpy", "memset"]),
+            "start": ops["start"].to_numpy(),
+            "end": ops["end"].to_numpy(),
+            "duration": ops["duration"].to_numpy(),
+            "bytes": ops["bytes"].to_numpy(),
+            "pid": ops["pid"].to_numpy(np.int64),
+            "device": ops["device"].to_numpy(),
+            "context": np.full(len(ops), -1, dtype=np.int64),
+            "stream": ops["stream"].to_numpy(),
+            "correlation_id": ops["correlation_id"].to_numpy(),
+            "direction": pd.Categorical(
+                copy["direction"].where(kind == "memcpy", "").fillna("Unknown").to_numpy(dtype=object)
+            ),
+            "src_kind": _memory_kinds(copy["src"].where(kind == "memcpy")),
+            "dst_kind": _memory_kinds(dst),
+            "same_device": np.zeros(len(ops), dtype=bool),
+        }
+    )
 
 
 def _memory_kinds(names: pd.Series) -> pd.Categorical:

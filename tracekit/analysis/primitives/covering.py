@@ -43,8 +43,10 @@ def covering_range(
     allowed = (ranges["domain"].astype(str) != "gpu").to_numpy() if eligible is None else eligible
     range_start, range_end = ranges["start"].to_numpy(), ranges["end"].to_numpy()
     parent = parent_rows(ranges)
-    keys = _thread_keys(np.concatenate([ranges["pid"].to_numpy(np.int64), np.asarray(pid, dtype=np.int64)]),
-                        np.concatenate([ranges["tid"].to_numpy(np.int64), np.asarray(tid, dtype=np.int64)]))  # fmt: skip
+    keys = _thread_keys(
+        np.concatenate([ranges["pid"].to_numpy(np.int64), np.asarray(pid, dtype=np.int64)]),
+        np.concatenate([ranges["tid"].to_numpy(np.int64), np.asarray(tid, dtype=np.int64)]),
+    )
     thread, wanted = keys[: len(ranges)], keys[len(ranges) :]
     # only the threads asked about are sorted (a few blocking calls' threads among millions of ranges)
     asked = np.flatnonzero(np.isin(thread, np.unique(wanted)))

@@ -14,11 +14,21 @@ import numpy as np
 
 API_VERSION = re.compile(r"_v\d+$")  # nsys names runtime calls with their version: cudaLaunchKernel_v7000
 # The calls whose ops join a stream's launch queue (HTA's list, as its queue length counts them).
-QUEUED_CALLS = frozenset({
-    "cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cudaMemcpyAsync", "cudaMemsetAsync",
-    "runFunction - job_prep_and_submit_for_execution", "hipLaunchKernel", "hipExtModuleLaunchKernel",
-    "hipMemcpyAsync", "hipMemsetAsync", "hipMemcpyWithStream",
-})  # fmt: skip
+QUEUED_CALLS = frozenset(
+    {
+        "cudaLaunchKernel",
+        "cudaLaunchKernelExC",
+        "cuLaunchKernel",
+        "cudaMemcpyAsync",
+        "cudaMemsetAsync",
+        "runFunction - job_prep_and_submit_for_execution",
+        "hipLaunchKernel",
+        "hipExtModuleLaunchKernel",
+        "hipMemcpyAsync",
+        "hipMemsetAsync",
+        "hipMemcpyWithStream",
+    }
+)
 
 
 def hta_rounded(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -19,15 +19,15 @@ NAME_COLUMNS = {"demangled": "name", "short": "short_name"}
 OPS_CHOICES = ("kernels", "all")
 
 
-def kernel_mask(trace: Trace, ops: str = "kernels") -> np.ndarray | None:
+def kernel_mask(trace: Trace, which_ops: str = "kernels") -> np.ndarray | None:
     """Which GPU operations to summarize: a boolean mask (None = all of them).
 
     Raises NoGpuDataError, with what to do, when the trace recorded none.
     """
-    if ops not in OPS_CHOICES:
-        raise OptionError(f"{named('ops')} {ops!r} is not one of {', '.join(OPS_CHOICES)}")
+    if which_ops not in OPS_CHOICES:
+        raise OptionError(f"{named('ops')} {which_ops!r} is not one of {', '.join(OPS_CHOICES)}")
     kinds = trace.columns("gpu_ops", ["kind"])["kind"]
-    rows = (kinds == "kernel").to_numpy() if ops == "kernels" else None
+    rows = (kinds == "kernel").to_numpy() if which_ops == "kernels" else None
     if not (rows.any() if rows is not None else len(kinds)):
         dropped = trace.dropped("gpu_ops")
         if dropped:
@@ -46,7 +46,7 @@ def kernel_mask(trace: Trace, ops: str = "kernels") -> np.ndarray | None:
                 "(bandwidth measures them)"
             )
         raise NoGpuDataError(
-            f"{trace.name} has no CUDA {'kernels' if ops == 'kernels' else 'GPU operations'}: the capture "
+            f"{trace.name} has no CUDA {'kernels' if which_ops == 'kernels' else 'GPU operations'}: the capture "
             "traced no CUDA activity (a CPU-only run, or nsys without its CUDA trace). Capture on an NVIDIA GPU "
             "with `nsys profile -t cuda,nvtx ...` or `tracekit capture MODEL`"
         )

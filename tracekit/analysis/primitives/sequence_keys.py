@@ -33,8 +33,9 @@ def fixed_keys(windows: np.ndarray, distinct: int) -> tuple[np.ndarray, np.ndarr
     return ids.astype(np.int64), first
 
 
-def group_sequences(group: np.ndarray, codes: np.ndarray, names: Sequence[str], separator: str = " -> "
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+def group_sequences(
+    group: np.ndarray, codes: np.ndarray, names: Sequence[str], separator: str = " -> "
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Groups of items (``group``: each item's group, items of a group in the order given, groups in any
     order; ``codes``: each item's name in ``names``). Returns the groups (ascending), each group's
     sequence id, and per sequence id its text (names joined by ``separator``)."""

@@ -26,7 +26,7 @@ from tracekit.analysis.primitives.op_selection import OPS_CHOICES, kernel_mask
 from tracekit.analysis.primitives.selection import select
 from tracekit.analysis.primitives.step_window import last_step_start, launched_before_last_step
 from tracekit.analysis.ranges.breakdown_command import BreakdownOptions
-from tracekit.analysis.ranges.phases import resolve
+from tracekit.analysis.ranges.phases import choose_phases
 from tracekit.analysis.stats import SHOWN_SHARE
 from tracekit.errors import UsageError
 from tracekit.model.derived import per_trace
@@ -40,9 +40,9 @@ PHASE = "Phase"
 MIB = 2**20
 
 
-def count_column(ops: str) -> str:
-    """The name of the counted-ops column: Kernels, or GPU Ops with ``ops`` "all"."""
-    return "Kernels" if ops == "kernels" else "GPU Ops"
+def count_column(which_ops: str) -> str:
+    """The name of the counted-ops column: Kernels, or GPU Ops with ``which_ops`` "all"."""
+    return "Kernels" if which_ops == "kernels" else "GPU Ops"
 
 
 # The GPU-op columns a breakdown reads (kinds, times and sizes, the category's name, the device for busy
@@ -56,19 +56,19 @@ def breakdown_ops(trace: Trace) -> pd.DataFrame:
     return trace.columns("gpu_ops", BREAKDOWN_COLUMNS)
 
 
-def time_column(ops: str) -> str:
-    """The name of the summed-time column: kernels only, or every GPU op with ``ops`` "all"."""
-    return "Kernel Time (ns)" if ops == "kernels" else "GPU Op Time (ns)"
+def time_column(which_ops: str) -> str:
+    """The name of the summed-time column: kernels only, or every GPU op with ``which_ops`` "all"."""
+    return "Kernel Time (ns)" if which_ops == "kernels" else "GPU Op Time (ns)"
 
 
 def phase_intervals(
     trace: Trace, phases: Sequence[str] | None, same_thread: bool = False, domain: str | None = None
 ) -> Mapping[str, tuple[np.ndarray, np.ndarray]]:
-    """Per phase (by label: ``phases.resolve`` finds the default ones by name): the start (ns) of each of
+    """Per phase (by label: ``phases.choose_phases`` finds the default ones by name): the start (ns) of each of
     its range instances, and for every GPU op the merged phase interval its launch fell in (-1 outside
     the phase). Reads only the ranges the specs name; computed once per trace for the same phases
     (breakdown and a report's comparison both ask)."""
-    return _phase_intervals(trace, resolve(trace, phases, domain).chosen, same_thread, domain)
+    return _phase_intervals(trace, choose_phases(trace, phases, domain).chosen, same_thread, domain)
 
 
 @per_trace
@@ -78,20 +78,25 @@ def _phase_intervals(
     """``phase_intervals`` of the (label, spec) pairs ``chosen``, once per trace and choice (read-only)."""
     trace.need("gpu_ops", BREAKDOWN_COLUMNS)  # the ops' columns load beside the ranges: only these
     selection = select(trace, [spec for _, spec in chosen], load_too=["gpu_ops", "launches"], domain=domain)
-    return {label: (selection.of(spec)["start"].to_numpy(), interval_of_ops(trace, selection.of(spec), same_thread))
-            for label, spec in chosen}  # fmt: skip
+    return {
+        label: (selection.of(spec)["start"].to_numpy(), interval_of_ops(trace, selection.of(spec), same_thread))
+        for label, spec in chosen
+    }
 
 
 def phases_with_whole(
-    trace: Trace, phases: Sequence[str] | None, same_thread: bool, domain: str | None = None,
+    trace: Trace,
+    phases: Sequence[str] | None,
+    same_thread: bool,
+    domain: str | None = None,
     drop_last_step: bool = False,
-) -> list[tuple[str, int, np.ndarray]]:  # fmt: skip
+) -> list[tuple[str, int, np.ndarray]]:
     """(phase, instances, interval per op) for each phase that has instances, then the whole trace as
     one instance (a phase that matches nothing is left out, and ``phase_notes`` says so). UsageError
     when phases were given and none matched. ``drop_last_step``: ops launched after the last
     ProfilerStep began are in no interval (HolisticTraceAnalysis's window)."""
     intervals = phase_intervals(trace, phases, same_thread, domain)  # loads the tables together: first
-    kernel_mask(trace, ops="all")  # raises a clear error for a trace without GPU work
+    kernel_mask(trace, "all")  # raises a clear error for a trace without GPU work
     given = phases is not None and tuple(phases) != tuple(DEFAULT_PHASES)
     if given and not any(len(starts) for starts, _ in intervals.values()):
         where = f" in domain {domain}" if domain else ""
@@ -122,7 +127,7 @@ def phase_notes(
     """What a table of ``phases`` should say about them: which ranges the found phases are (or that none
     was found), and each given phase that matched nothing (left out of the table, not shown as zeros).
     ``same_thread`` as the table's, so the phases' intervals it reads are the table's own (computed once)."""
-    resolved = resolve(trace, phases, domain, how or named("phases"))
+    resolved = choose_phases(trace, phases, domain, how or named("phases"))
     intervals = phase_intervals(trace, phases, same_thread, domain)
     missing = [label for label, (starts, _) in intervals.items() if not len(starts)]
     notes = [resolved.note] if resolved.note else []
@@ -135,32 +140,32 @@ def breakdown_table(
     trace: Trace,
     phases: Sequence[str] | None = None,
     same_thread: bool = False,
-    ops: str = "kernels",
+    which_ops: str = "kernels",
     domain: str | None = None,
     drop_last_step: bool = False,
 ) -> pd.DataFrame:
     """Rows: each phase, then the whole trace. Columns: Phase, Instances, Kernels (ops counted),
-    Kernel Time (ns) (or GPU Op Time with ``ops`` "all"), Memcpy Time (ns), Memcpy (MiB), Memset Time
+    Kernel Time (ns) (or GPU Op Time with ``which_ops`` "all"), Memcpy Time (ns), Memcpy (MiB), Memset Time
     (ns), Memset (MiB), then "<category> (%)" of the time for every category that has time anywhere."""
-    return category_shares(breakdown_times(trace, phases, same_thread, ops, domain, drop_last_step), ops)
+    return category_shares(breakdown_times(trace, phases, same_thread, which_ops, domain, drop_last_step), which_ops)
 
 
 def breakdown_times(
     trace: Trace,
     phases: Sequence[str] | None = None,
     same_thread: bool = False,
-    ops: str = "kernels",
+    which_ops: str = "kernels",
     domain: str | None = None,
     drop_last_step: bool = False,
 ) -> pd.DataFrame:
     """``breakdown_table`` with each category's time ("<category> (ns)", every category) in place of
     its share: the columns add up over traces."""
-    if ops not in OPS_CHOICES:
-        raise OptionError(f"{named('ops')} {ops!r} is not one of {', '.join(OPS_CHOICES)}")
+    if which_ops not in OPS_CHOICES:
+        raise OptionError(f"{named('ops')} {which_ops!r} is not one of {', '.join(OPS_CHOICES)}")
     parts = phases_with_whole(trace, phases, same_thread, domain, drop_last_step)
     gpu_ops = breakdown_ops(trace)
     kind = gpu_ops["kind"].to_numpy()
-    counted = (kind == "kernel") if ops == "kernels" else np.ones(len(gpu_ops), dtype=bool)
+    counted = (kind == "kernel") if which_ops == "kernels" else np.ones(len(gpu_ops), dtype=bool)
     categories, durations = op_categories(trace), gpu_ops["duration"].to_numpy()
     sizes = gpu_ops["bytes"].to_numpy()
     rows = []
@@ -168,8 +173,12 @@ def breakdown_times(
         inside = interval >= 0
         chosen = inside & counted
         by_category = np.bincount(categories[chosen], minlength=len(CATEGORIES), weights=durations[chosen])
-        row = {PHASE: phase, "Instances": instances, count_column(ops): int(chosen.sum()),
-               time_column(ops): int(durations[chosen].sum())}  # fmt: skip
+        row = {
+            PHASE: phase,
+            "Instances": instances,
+            count_column(which_ops): int(chosen.sum()),
+            time_column(which_ops): int(durations[chosen].sum()),
+        }
         for name in ("memcpy", "memset"):
             mine = inside & (kind == name)
             row[f"{name.capitalize()} Time (ns)"] = int(durations[mine].sum())
@@ -179,13 +188,13 @@ def breakdown_times(
     return pd.DataFrame(rows)
 
 
-def category_shares(times: pd.DataFrame, ops: str) -> pd.DataFrame:
+def category_shares(times: pd.DataFrame, which_ops: str) -> pd.DataFrame:
     """``breakdown_times`` with each category's time turned into its share of the row's time (%), as
     nsys rounds shares; only the categories that have time in some row."""
     table = times.drop(columns=[f"{category} (ns)" for category in CATEGORIES])
     category_times = times[[f"{category} (ns)" for category in CATEGORIES]].to_numpy(np.int64)
     shares = np.zeros(category_times.shape)
-    for row, (values, total) in enumerate(zip(category_times, times[time_column(ops)].to_numpy())):
+    for row, (values, total) in enumerate(zip(category_times, times[time_column(which_ops)].to_numpy())):
         if total:
             shares[row] = stats.percent_of_total(values)
     # a category whose share would print as 0.0 everywhere says nothing
@@ -232,9 +241,12 @@ def copy_table(
         if not mine.any():
             continue
         frame = pd.DataFrame(
-            {"name": names[mine], "duration": gpu_ops["duration"].to_numpy()[mine],
-             "bytes": gpu_ops["bytes"].to_numpy()[mine]}
-        )  # fmt: skip
+            {
+                "name": names[mine],
+                "duration": gpu_ops["duration"].to_numpy()[mine],
+                "bytes": gpu_ops["bytes"].to_numpy()[mine],
+            }
+        )
         for name, group in frame.groupby("name", sort=True):
             operation = str(name).strip("[]").removeprefix("CUDA ")
             rows.append((phase, operation, len(group), int(group["duration"].sum()), group["bytes"].sum() / MIB))
@@ -246,9 +258,9 @@ def phase_breakdown(trace: Trace, options: BreakdownOptions | None = None) -> Re
     direction, and a chart of the category shares of the phases found. ``drop_last_step``: only GPU
     work launched before the last ProfilerStep began (HolisticTraceAnalysis's window)."""
     options = options or BreakdownOptions()
-    phases, same_thread, ops = options.phases, options.same_thread, options.ops
+    phases, same_thread, which_ops = options.phases, options.same_thread, options.ops
     domain, drop_last_step = options.domain, options.drop_last_step
-    table = breakdown_table(trace, phases, same_thread, ops, domain, drop_last_step)
+    table = breakdown_table(trace, phases, same_thread, which_ops, domain, drop_last_step)
     tables = [
         Table("breakdown", table, f"GPU time by phase and category: {trace.name}"),
         Table("gpus", gpu_table(trace, phases, same_thread, domain, drop_last_step), "Busy and idle time per GPU"),
@@ -262,7 +274,7 @@ def phase_breakdown(trace: Trace, options: BreakdownOptions | None = None) -> Re
         tables, notes=phase_notes(trace, phases, domain, same_thread=same_thread) + window + domains + trace.warnings
     )
     present = table.loc[(table["Instances"] > 0) | (table[PHASE] == WHOLE)]
-    if present[time_column(ops)].sum() > 0:
-        title = "Share of kernel time by category" if ops == "kernels" else "Share of GPU op time by category"
+    if present[time_column(which_ops)].sum() > 0:
+        title = "Share of kernel time by category" if which_ops == "kernels" else "Share of GPU op time by category"
         result.charts["categories"] = Chart("category_bars", title, {"table": present, "categories": CATEGORIES})
     return result

@@ -39,8 +39,14 @@ def range_gpu_busy(trace: Trace, ranges: pd.DataFrame, same_thread: bool = False
     before = np.concatenate(([0], np.cumsum(ops["duration"].to_numpy()[rows])))
     time = before[high[with_ops]] - before[low[with_ops]]
     first_stream, last_stream, overlapping = segment_reduce(
-        [(np.minimum, stream_code), (np.maximum, stream_code), (np.maximum, _overlaps_on_stream(stream_code, start, end))],
-        low[with_ops], high[with_ops])  # fmt: skip
+        [
+            (np.minimum, stream_code),
+            (np.maximum, stream_code),
+            (np.maximum, _overlaps_on_stream(stream_code, start, end)),
+        ],
+        low[with_ops],
+        high[with_ops],
+    )
     # ops of one stream run one after another (unless they overlap: programmatic dependent launch, clock
     # noise): their union is their summed time
     simple = (first_stream == last_stream) & (overlapping == 0)
@@ -84,8 +90,10 @@ def gpu_side_spans(trace: Trace, label) -> pd.DataFrame:
     codes, names = pd.factorize(spans["name"].astype(str).to_numpy())
     labels = np.asarray([label(str(name).removeprefix(GPU_DOMAIN_PREFIX)) for name in names], dtype=object)[codes]
     grouped = spans["duration"].groupby(labels).agg(["size", "sum"])
-    frame = pd.DataFrame({"GPU-Side Spans": grouped["size"].to_numpy(np.int64),
-                          "GPU-Side Time (ns)": grouped["sum"].to_numpy(np.int64)}, index=grouped.index)  # fmt: skip
+    frame = pd.DataFrame(
+        {"GPU-Side Spans": grouped["size"].to_numpy(np.int64), "GPU-Side Time (ns)": grouped["sum"].to_numpy(np.int64)},
+        index=grouped.index,
+    )
     # the spans' own rows (the "gpu" domain's table) are named with the domain: found under both names
     prefixed = frame.set_axis([f"{GPU_DOMAIN_PREFIX}{name}" for name in frame.index])
     return pd.concat([frame, prefixed.loc[~prefixed.index.isin(frame.index)]])

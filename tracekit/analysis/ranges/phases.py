@@ -55,7 +55,7 @@ class Phases:
     note: str | None = None
 
 
-def resolve(trace: Trace, phases: Sequence[str] | None, domain: str | None = None, how: str = "") -> Phases:
+def choose_phases(trace: Trace, phases: Sequence[str] | None, domain: str | None = None, how: str = "") -> Phases:
     """The phases of ``trace``: found by name when ``phases`` are the default (None too); else each
     given spec as it is, but for a phase's word itself ("forward", "backward", "optimizer",
     "zero_grad"), which names the ranges finding would take for it ("## forward ##" where the trace
@@ -78,11 +78,18 @@ def _found_once(trace: Trace, domain: str | None, how: str) -> Phases:
     if all(spec == word for word, spec in pairs) and {word for word, _ in pairs} >= set(DEFAULT_PHASES):
         return Phases(pairs)  # the default names themselves: nothing to say
     if not pairs:
-        return Phases((), f"no range of this trace names a phase (forward, backward, optimizer): only the whole trace "
-                          f"is broken down; name its phases with {how} (`tracekit ranges` lists its range names)")  # fmt: skip
+        return Phases(
+            (),
+            f"no range of this trace names a phase (forward, backward, optimizer): only the whole trace "
+            f"is broken down; name its phases with {how} (`tracekit ranges` lists its range names)",
+        )
     absent = [word for word in DEFAULT_PHASES if word not in dict(pairs)]
-    return Phases(pairs, f"phases found by their range names: {_said(pairs)}"
-                  + (f"; no {', '.join(absent)}" if absent else "") + f" (name others with {how})")  # fmt: skip
+    return Phases(
+        pairs,
+        f"phases found by their range names: {_said(pairs)}"
+        + (f"; no {', '.join(absent)}" if absent else "")
+        + f" (name others with {how})",
+    )
 
 
 @per_trace
@@ -107,9 +114,11 @@ def _found(trace: Trace, domain: str | None) -> tuple[tuple[str, str], ...]:
 
 def _said(pairs: Sequence[tuple[str, str]]) -> str:
     """Which ranges each phase is: "forward = '## forward ##', backward = ..." for a note."""
-    return ", ".join(f"{word} = {spec.removeprefix(LITERAL)!r}" + (
-        " (PyTorch's own ranges: each one an instance)" if spec.endswith(RECORDED.get(word, "\0")) else "")
-        for word, spec in pairs)  # fmt: skip
+    return ", ".join(
+        f"{word} = {spec.removeprefix(LITERAL)!r}"
+        + (" (PyTorch's own ranges: each one an instance)" if spec.endswith(RECORDED.get(word, "\0")) else "")
+        for word, spec in pairs
+    )
 
 
 def _annotation(ranges: pd.DataFrame, word: str, domain: str | None = None) -> str | None:

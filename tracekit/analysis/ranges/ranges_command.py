@@ -17,24 +17,39 @@ class RangesOptions(Options):
 
     top: int | None = shared.top(help="only the N range names with the most time")
     tree: bool = flag("one instance of the outermost range as an indented tree", one_input=True)
-    root: str | None = text("with {tree}: the range to draw (default: the outermost range with the most time)",
-                            one_input=True)  # fmt: skip
-    instance: int | None = whole(None, "with {tree}: which instance, 0-based in time order (default: the one of "
-                                       "median duration)", minimum=0, one_input=True)  # fmt: skip
+    root: str | None = text(
+        "with {tree}: the range to draw (default: the outermost range with the most time)", one_input=True
+    )
+    instance: int | None = whole(
+        None,
+        "with {tree}: which instance, 0-based in time order (default: the one of median duration)",
+        minimum=0,
+        one_input=True,
+    )
     max_depth: int | None = whole(None, "with {tree}: levels below the root", minimum=0, one_input=True)
-    within: str | None = text("the children of these ranges, with their share of the parents' CPU and GPU time",
-                              metavar="SPEC", one_input=True)  # fmt: skip
-    raw_names: bool = flag("one row per distinct name, as nsys's nvtxsum (default: emit_nvtx ranges "
-                           "'aten::mm, seq = 3, op_id = 7' grouped by op; {tree} always shows each range's own name)")  # fmt: skip
+    within: str | None = text(
+        "the children of these ranges, with their share of the parents' CPU and GPU time",
+        metavar="SPEC",
+        one_input=True,
+    )
+    raw_names: bool = flag(
+        "one row per distinct name, as nsys's nvtxsum (default: emit_nvtx ranges "
+        "'aten::mm, seq = 3, op_id = 7' grouped by op; {tree} always shows each range's own name)"
+    )
     domain: str | None = shared.domain()
     same_thread: bool = shared.same_thread()
-    gpu_side: bool = flag("also each range's GPU time measured on the GPU side: the union of the GPU ops it launched "
-                          "(GPU Busy), and torch.profiler's GPU-side spans of its name", one_input=True)  # fmt: skip
+    gpu_side: bool = flag(
+        "also each range's GPU time measured on the GPU side: the union of the GPU ops it launched "
+        "(GPU Busy), and torch.profiler's GPU-side spans of its name",
+        one_input=True,
+    )
 
     def check(self) -> None:
         if self.gpu_side and (self.tree or self.within):
-            raise OptionError(f"{named('gpu_side')} adds columns to the range table: not with "
-                              f"{named('tree' if self.tree else 'within')}")  # fmt: skip
+            raise OptionError(
+                f"{named('gpu_side')} adds columns to the range table: not with "
+                f"{named('tree' if self.tree else 'within')}"
+            )
 
 
 COMMAND = Command(

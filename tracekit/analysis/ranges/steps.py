@@ -26,7 +26,7 @@ from tracekit.analysis.primitives.intervals import merge_intervals
 from tracekit.analysis.primitives.joins import op_launches
 from tracekit.analysis.primitives.selection import select
 from tracekit.analysis.primitives.step_window import step_labels, step_of, step_rows
-from tracekit.analysis.ranges.phases import Phases, resolve
+from tracekit.analysis.ranges.phases import Phases, choose_phases
 from tracekit.analysis.ranges.steps_command import StepsOptions
 from tracekit.errors import UsageError
 from tracekit.model.options import named
@@ -70,7 +70,7 @@ def step_table(trace: Trace, options: StepsOptions | None = None, outlier_mads: 
             busy = np.pad(busy, (0, count - len(busy)))
             table[f"cuda:{int(device)} Busy (ns)"] = busy
             table[f"cuda:{int(device)} Idle (ns)"] = np.maximum(_gpu_windows(start, end, step, count) - busy, 0)
-    phases = resolve(trace, options.phases, how=named("phases")) if options.phases else Phases(())
+    phases = choose_phases(trace, options.phases, how=named("phases")) if options.phases else Phases(())
     unmatched: list[str] = []
     selection = select(trace, [spec for _, spec in phases.chosen]) if phases.chosen else None
     for phase, spec in phases.chosen:
@@ -94,8 +94,10 @@ def step_table(trace: Trace, options: StepsOptions | None = None, outlier_mads: 
         notes.append(f"no range matches {', '.join(repr(phase) for phase in unmatched)} in a step: no column")
     flagged = int((table[FLAG] != "").sum())
     if flagged:
-        notes.append(f"{flagged} of {count} steps are outliers: wall time beyond {outlier_mads:g} scaled MADs "
-                     f"and 5% of the median {np.median(wall) / 1e6:,.3f} ms")  # fmt: skip
+        notes.append(
+            f"{flagged} of {count} steps are outliers: wall time beyond {outlier_mads:g} scaled MADs "
+            f"and 5% of the median {np.median(wall) / 1e6:,.3f} ms"
+        )
     if launches is None or not launches.found.any():
         notes.append("no GPU work with its launching call in the trace: the GPU columns are left out")
     result = Result.of("steps", table, f"Steps: {trace.name}", notes)
@@ -123,8 +125,11 @@ def timeline_chart(trace: Trace, steps: pd.DataFrame, bins: int = 2000) -> Chart
         mine = devices == device
         low, high = merge_intervals(ops["start"].to_numpy()[mine] - origin, ops["end"].to_numpy()[mine] - origin)
         busy[f"cuda:{int(device)}"] = np.diff(_busy_until(low, high, edges)) / np.diff(edges)
-    return Chart("step_timeline", "Steps (CPU) and GPU busy time: pale is idle",
-                 {"rows": rows, "busy": busy, "span_ms": span / 1e6})  # fmt: skip
+    return Chart(
+        "step_timeline",
+        "Steps (CPU) and GPU busy time: pale is idle",
+        {"rows": rows, "busy": busy, "span_ms": span / 1e6},
+    )
 
 
 def _busy_until(low: np.ndarray, high: np.ndarray, times: np.ndarray) -> np.ndarray:

@@ -272,8 +272,10 @@ def annotations_by_default(trace: Trace, domain: str | None) -> tuple[str | None
     annotations = domain_names(trace.ranges, "default")[1]
     if not annotations.any() or annotations.all():
         return domain, []
-    note = (f"record_function annotations only: {int((~annotations).sum()):,} CPU operators and GPU-side spans are "
-            f"domains cpu_op and gpu ({named('domain')} cpu_op lists the operators)")  # fmt: skip
+    note = (
+        f"record_function annotations only: {int((~annotations).sum()):,} CPU operators and GPU-side spans are "
+        f"domains cpu_op and gpu ({named('domain')} cpu_op lists the operators)"
+    )
     return "default", [note]
 
 
@@ -293,13 +295,17 @@ def range_summary(trace: Trace, options: RangesOptions | None = None) -> Result:
     domain, notes = annotations_by_default(trace, domain)
     table = range_table(trace, same_thread, top, raw_names, domain, options.gpu_side)
     if options.gpu_side:
-        notes.append("GPU Busy: per instance the union of the GPU ops it launched (overlapping ops once), summed; "
-                     "GPU-Side Spans and Time, where the trace has them: torch.profiler's GPU-side spans of the "
-                     "range's name (domain gpu)")  # fmt: skip
+        notes.append(
+            "GPU Busy: per instance the union of the GPU ops it launched (overlapping ops once), summed; "
+            "GPU-Side Spans and Time, where the trace has them: torch.profiler's GPU-side spans of the "
+            "range's name (domain gpu)"
+        )
     if not raw_names:
         names = ranges_of(trace, domain)["name"].unique()
         rows = {group_label(str(name)) for name in names}
         if len(rows) < len(names):
-            notes.append(f"numbered profiler steps and emit_nvtx ranges grouped: {len(names):,} names in {len(rows):,} "
-                         f"rows ({named('raw_names')} keeps every name apart, as nsys's nvtxsum does)")  # fmt: skip
+            notes.append(
+                f"numbered profiler steps and emit_nvtx ranges grouped: {len(names):,} names in {len(rows):,} "
+                f"rows ({named('raw_names')} keeps every name apart, as nsys's nvtxsum does)"
+            )
     return Result.of("ranges", table, f"NVTX ranges: {trace.name}", notes + trace.range_notes + trace.warnings)

@@ -48,8 +48,7 @@ from tracekit.model.derived import per_trace
 from tracekit.model.result import Result, Table
 from tracekit.model.trace import Trace
 
-CAUSES = ("sync", "host not launching", "launch overhead", "other stream or device", "dependency not in trace",
-          "other")  # fmt: skip
+CAUSES = ("sync", "host not launching", "launch overhead", "other stream or device", "dependency not in trace", "other")
 OVERHEAD_MAX_NS = 30_000  # HolisticTraceAnalysis's consecutive_kernel_delay (30, in its microseconds)
 STREAM_WAIT = re.compile(r"^(cudaStreamWaitEvent|cuStreamWaitEvent|hipStreamWaitEvent)$")
 
@@ -85,7 +84,7 @@ def idle_gaps(
 ) -> pd.DataFrame:
     """Every idle gap of every device (or stream): GPU, [Stream,] Start (ns), Idle (ns), Cause, and the
     positions in ``trace.gpu_ops`` of the op before the gap and the op that ends it (Previous Op, Next
-    Op). ``window`` (a mask of GPU ops, ``kernel_types.launched_before_last_step``) keeps only those ops.
+    Op). ``window`` (a mask of GPU ops, ``step_window.launched_before_last_step``) keeps only those ops.
     Without a window, computed once per trace for each choice of options (a report asks for them in its
     idle table and again for its timeline); callers get a frame of their own to change."""
     if window is None:
@@ -141,14 +140,14 @@ def _idle_gaps(trace: Trace, per_stream: bool, overhead_max_ns: int, window: np.
     found = launches.found[next_op]
     launch_start = launches.start[next_op]
     pid = np.where(found, launches.pid[next_op], ops["pid"].to_numpy()[next_op])
-    previous_launch = np.where(found, _previous_launch(launches, order, sorted_start, group, first, high, between),
-                               NO_LAUNCH)  # fmt: skip
+    previous_launch = np.where(
+        found, _previous_launch(launches, order, sorted_start, group, first, high, between), NO_LAUNCH
+    )
     late = found & (launch_start > gap_start)
     queued = found & ~late
     long_wait = queued & (gap_end - gap_start >= overhead_max_ns)
     # a stream wait between the two launches; a previous op with no launching call bounds nothing
-    waited = (previous_launch != NO_LAUNCH) & _any_between(wait_start, wait_pid, pid, previous_launch,
-                                                           launch_start)  # fmt: skip
+    waited = (previous_launch != NO_LAUNCH) & _any_between(wait_start, wait_pid, pid, previous_launch, launch_start)
     synced = _running_at(sync_start, sync_end, sync_pid, pid, gap_start)
     cause = np.select(
         [late & synced, late, queued & ~long_wait, long_wait & waited, long_wait],
@@ -157,8 +156,13 @@ def _idle_gaps(trace: Trace, per_stream: bool, overhead_max_ns: int, window: np.
     )
     previous_op = order[_interval_enders(sorted_end, first, high)[between]]
     at = order[first[between]]  # an op of the gap's group
-    columns = {"Start (ns)": gap_start, "Idle (ns)": gap_end - gap_start, "Cause": cause.astype(np.int8),
-               "Previous Op": previous_op, "Next Op": next_op}  # fmt: skip
+    columns = {
+        "Start (ns)": gap_start,
+        "Idle (ns)": gap_end - gap_start,
+        "Cause": cause.astype(np.int8),
+        "Previous Op": previous_op,
+        "Next Op": next_op,
+    }
     # a device whose streams come from several processes: the table names the process
     shared = bool(owners[rows].any())
     return _gap_frame(devices[at], owners[at], streams[at], columns, per_stream, shared)
@@ -175,8 +179,14 @@ def _group_codes(device: np.ndarray, stream: np.ndarray, owner: np.ndarray) -> n
     return keys.groupby(["device", "stream", "owner"], sort=True).ngroup().to_numpy(np.int64)
 
 
-def _gap_frame(device: np.ndarray, owner: np.ndarray, stream: np.ndarray, columns: dict[str, np.ndarray],
-               per_stream: bool, shared: bool) -> pd.DataFrame:  # fmt: skip
+def _gap_frame(
+    device: np.ndarray,
+    owner: np.ndarray,
+    stream: np.ndarray,
+    columns: dict[str, np.ndarray],
+    per_stream: bool,
+    shared: bool,
+) -> pd.DataFrame:
     """The gaps as one frame, each with its group's keys (``device``, ``owner``, ``stream``). Built from whole
     columns, the GPUs as small codes: a million gaps are tens of MB."""
     devices, codes = np.unique(device, return_inverse=True)
@@ -216,8 +226,15 @@ def _interval_enders(end: np.ndarray, first: np.ndarray, high: np.ndarray) -> np
     return np.maximum.reduceat(ending, first)
 
 
-def _previous_launch(launches, order: np.ndarray, sorted_start: np.ndarray, group: np.ndarray, first: np.ndarray,
-                     high: np.ndarray, between: np.ndarray) -> np.ndarray:  # fmt: skip
+def _previous_launch(
+    launches,
+    order: np.ndarray,
+    sorted_start: np.ndarray,
+    group: np.ndarray,
+    first: np.ndarray,
+    high: np.ndarray,
+    between: np.ndarray,
+) -> np.ndarray:
     """Per gap (after busy interval ``between``): the launch start of the group's last op (in start order:
     ``order``, their starts ``sorted_start``, their groups ``group``) that started before the gap began;
     ``NO_LAUNCH`` when there is none or it has no launching call. The ops of later intervals start after
@@ -257,8 +274,15 @@ def _running_at(call_start, call_end, call_pid, pid, time) -> np.ndarray:
     return result
 
 
-INTERVAL_STATISTICS = (("Mean", "mean"), ("StdDev", "std"), ("Min", "min"), ("25%", "25%"), ("Median", "50%"),
-                       ("75%", "75%"), ("Max", "max"))  # fmt: skip
+INTERVAL_STATISTICS = (
+    ("Mean", "mean"),
+    ("StdDev", "std"),
+    ("Min", "min"),
+    ("25%", "25%"),
+    ("Median", "50%"),
+    ("75%", "75%"),
+    ("Max", "max"),
+)
 
 
 def _largest(values: np.ndarray, top: int) -> np.ndarray:
@@ -289,8 +313,7 @@ class _GapGroups:
         return sums
 
 
-def _interval_statistics(gaps: pd.DataFrame, keys: list[str], rank: dict[str, int], groups: _GapGroups
-                         ) -> pd.DataFrame:  # fmt: skip
+def _interval_statistics(gaps: pd.DataFrame, keys: list[str], rank: dict[str, int], groups: _GapGroups) -> pd.DataFrame:
     """Per group and cause: the gaps' count and their lengths' statistics (ns)."""
     columns = [*keys, "Cause", "Gaps", *(f"{label} (ns)" for label, _ in INTERVAL_STATISTICS)]
     if gaps.empty:
@@ -301,8 +324,12 @@ def _interval_statistics(gaps: pd.DataFrame, keys: list[str], rank: dict[str, in
     intervals["Gaps"] = figures["count"].to_numpy().astype(np.int64)
     for label, column in INTERVAL_STATISTICS:
         intervals[f"{label} (ns)"] = figures[column].to_numpy()
-    return intervals.sort_values([*keys, "Cause"], key=lambda column: column.map(rank) if column.name == "Cause"
-                                 else column, kind="stable", ignore_index=True)  # fmt: skip
+    return intervals.sort_values(
+        [*keys, "Cause"],
+        key=lambda column: column.map(rank) if column.name == "Cause" else column,
+        kind="stable",
+        ignore_index=True,
+    )
 
 
 def idle_by_cause(trace: Trace, options: IdleOptions | None = None) -> Result:
@@ -315,8 +342,11 @@ def idle_by_cause(trace: Trace, options: IdleOptions | None = None) -> Result:
     overhead_max_ns = round(options.overhead_max_us * 1000)
     window, window_note = launched_before_last_step(trace) if drop_last_step else (None, None)
     # read only here: the cached frame itself (a million rows), not a copy
-    gaps = _cached_gaps(trace, per_stream, overhead_max_ns) if window is None else idle_gaps(
-        trace, per_stream, overhead_max_ns, window)  # fmt: skip
+    gaps = (
+        _cached_gaps(trace, per_stream, overhead_max_ns)
+        if window is None
+        else idle_gaps(trace, per_stream, overhead_max_ns, window)
+    )
     keys = [key for key in ("GPU", "PID", "Stream") if key in gaps]
     rank = {cause: index for index, cause in enumerate(CAUSES)}
     groups = _GapGroups(gaps, keys)
@@ -324,8 +354,12 @@ def idle_by_cause(trace: Trace, options: IdleOptions | None = None) -> Result:
     totals = grouped.groupby(keys, observed=True)["Idle (ns)"].transform("sum").to_numpy(float)
     with np.errstate(divide="ignore", invalid="ignore"):
         grouped["Share (%)"] = np.where(totals > 0, grouped["Idle (ns)"] * 100 / totals, 0.0)
-    grouped = grouped.sort_values([*keys, "Cause"], key=lambda column: column.map(rank) if column.name == "Cause"
-                                  else column, kind="stable", ignore_index=True)  # fmt: skip
+    grouped = grouped.sort_values(
+        [*keys, "Cause"],
+        key=lambda column: column.map(rank) if column.name == "Cause" else column,
+        kind="stable",
+        ignore_index=True,
+    )
     intervals = _interval_statistics(gaps, keys, rank, groups)
     origin = int(trace.columns("gpu_ops", ("start",))["start"].min())
     longest = (
@@ -334,13 +368,20 @@ def idle_by_cause(trace: Trace, options: IdleOptions | None = None) -> Result:
         .assign(**{"Start (ns)": lambda frame: frame["Start (ns)"] - origin})
     )
     # the tables name GPUs as text (the gaps keep them categorical: a million rows)
-    grouped, intervals, longest = (table.assign(GPU=table["GPU"].astype(str)) if len(table) else table
-                                   for table in (grouped, intervals, longest))  # fmt: skip
+    grouped, intervals, longest = (
+        table.assign(GPU=table["GPU"].astype(str)) if len(table) else table for table in (grouped, intervals, longest)
+    )
     notes = [method(overhead_max_ns, per_stream), *([window_note] if window_note else []), *trace.warnings]
     where = " per stream" if per_stream else ""
     return Result(
-        [Table("idle", grouped, f"GPU idle time by cause{where}: {trace.name}"),
-         Table("gaps", longest.reset_index(drop=True), f"The {top} longest gaps (Start from the first GPU op)"),
-         Table("intervals", intervals, f"Gap lengths by cause{where} (HolisticTraceAnalysis's idle interval statistics)")],
+        [
+            Table("idle", grouped, f"GPU idle time by cause{where}: {trace.name}"),
+            Table("gaps", longest.reset_index(drop=True), f"The {top} longest gaps (Start from the first GPU op)"),
+            Table(
+                "intervals",
+                intervals,
+                f"Gap lengths by cause{where} (HolisticTraceAnalysis's idle interval statistics)",
+            ),
+        ],
         notes,
-    )  # fmt: skip
+    )

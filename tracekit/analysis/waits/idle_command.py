@@ -17,8 +17,12 @@ class IdleOptions(Options):
 
     top: int = whole(15, "longest gaps listed")
     per_stream: bool = flag("each stream's gaps (as HolisticTraceAnalysis counts them)")
-    overhead_max_us: float = number(30.0, "a gap before a queued op shorter than this is launch overhead (us); "
-                                          "longer ones waited on something", unit="us", metavar="US")  # fmt: skip
+    overhead_max_us: float = number(
+        30.0,
+        "a gap before a queued op shorter than this is launch overhead (us); longer ones waited on something",
+        unit="us",
+        metavar="US",
+    )
     drop_last_step: bool = shared.drop_last_step()
 
 

@@ -40,16 +40,17 @@ KERNEL_LAUNCH = re.compile(r"(cuda.*LaunchKernel)|(cuLaunchKernel)|(^runFunction
 ATEN = "aten::"
 
 
-def op_kernels(trace: Trace, name: str = "short", drop_last_step: bool = False) -> pd.DataFrame:
+def operator_kernels(trace: Trace, name: str = "short", drop_last_step: bool = False) -> pd.DataFrame:
     """Per kernel launch call that an operator covers: thread, operator (name, start, its row in
     ``ranges``), call start, kernel (its ``name``: "short" or "demangled"; start, duration), in call order."""
-    calls, ops = trace.launches, trace.gpu_ops
+    calls, gpu_ops = trace.launches, trace.gpu_ops
     launches = op_launches(trace)
     names = calls["name"].cat.categories
     launching = np.asarray([KERNEL_LAUNCH.search(str(name)) is not None for name in names], dtype=bool)
     window = launched_before_last_step(trace)[0] if drop_last_step else None
-    kernel_rows = np.flatnonzero(launches.found & (ops["kind"] == "kernel").to_numpy()
-                                 & (window if window is not None else True))  # fmt: skip
+    kernel_rows = np.flatnonzero(
+        launches.found & (gpu_ops["kind"] == "kernel").to_numpy() & (window if window is not None else True)
+    )
     call_rows = launches.row[kernel_rows]
     keep = launching[calls["name"].cat.codes.to_numpy()[call_rows]]
     kernel_rows, call_rows = kernel_rows[keep], call_rows[keep]
@@ -58,25 +59,28 @@ def op_kernels(trace: Trace, name: str = "short", drop_last_step: bool = False) 
     operator = _covering_operator(trace.ranges, calls, call_rows)
     found = operator >= 0
     ranges = trace.ranges
-    kernel_names = ops["short_name" if name == "short" else "name"]
+    kernel_names = gpu_ops["short_name" if name == "short" else "name"]
     range_names = ranges["name"].cat.categories
-    shown_codes, shown = pd.factorize(np.asarray([shown_op_name(str(text)) for text in range_names],
-                                                 dtype=object))  # fmt: skip
+    shown_codes, shown = pd.factorize(np.asarray([shown_op_name(str(text)) for text in range_names], dtype=object))
     row_of = operator[found]
     # names stay categorical: a trace launches hundreds of thousands of kernels, of a few hundred names
-    kernels = pd.Categorical.from_codes(kernel_names.cat.codes.to_numpy()[kernel_rows[found]],
-                                        categories=kernel_names.cat.categories)  # fmt: skip
-    return pd.DataFrame({
-        "tid": calls["tid"].to_numpy()[call_rows[found]],
-        "operator": pd.Categorical.from_codes(shown_codes[ranges["name"].cat.codes.to_numpy()[row_of]],
-                                              categories=pd.Index(shown, dtype=object)),
-        "op_start": ranges["start"].to_numpy()[row_of],
-        "op_row": row_of,
-        "call_start": calls["start"].to_numpy()[call_rows[found]],
-        "kernel": kernels,
-        "kernel_start": ops["start"].to_numpy()[kernel_rows[found]],
-        "kernel_duration": ops["duration"].to_numpy()[kernel_rows[found]],
-    })  # fmt: skip
+    kernels = pd.Categorical.from_codes(
+        kernel_names.cat.codes.to_numpy()[kernel_rows[found]], categories=kernel_names.cat.categories
+    )
+    return pd.DataFrame(
+        {
+            "tid": calls["tid"].to_numpy()[call_rows[found]],
+            "operator": pd.Categorical.from_codes(
+                shown_codes[ranges["name"].cat.codes.to_numpy()[row_of]], categories=pd.Index(shown, dtype=object)
+            ),
+            "op_start": ranges["start"].to_numpy()[row_of],
+            "op_row": row_of,
+            "call_start": calls["start"].to_numpy()[call_rows[found]],
+            "kernel": kernels,
+            "kernel_start": gpu_ops["start"].to_numpy()[kernel_rows[found]],
+            "kernel_duration": gpu_ops["duration"].to_numpy()[kernel_rows[found]],
+        }
+    )
 
 
 def _covering_operator(ranges: pd.DataFrame, calls: pd.DataFrame, call_rows: np.ndarray) -> np.ndarray:
@@ -94,52 +98,84 @@ def _covering_operator(ranges: pd.DataFrame, calls: pd.DataFrame, call_rows: np.
 def _sequences(launched: pd.DataFrame, instances: np.ndarray) -> np.ndarray:
     """Per operator instance (``instances``: op rows), its kernel names in call order joined by " -> "."""
     kernels = launched["kernel"]
-    groups, sequence_id, texts = group_sequences(launched["op_row"].to_numpy(), kernels.cat.codes.to_numpy(),
-                                                 [str(name) for name in kernels.cat.categories])  # fmt: skip
+    groups, sequence_id, texts = group_sequences(
+        launched["op_row"].to_numpy(), kernels.cat.codes.to_numpy(), [str(name) for name in kernels.cat.categories]
+    )
     return pd.Series(texts[sequence_id], index=groups).reindex(instances).to_numpy()
 
 
-def ops_table(trace: Trace, options: OpsOptions | None = None) -> Result:
+def kernels_per_operator(trace: Trace, options: OpsOptions | None = None) -> Result:
     """Per operator: its kernels, their time and the delays to its first kernel (see the module docstring)."""
     options = options or OpsOptions()
     kernel_mask(trace, "all")  # a trace without GPU work (a CPU run): say so, and how to capture it
-    launched = op_kernels(trace, options.name, options.drop_last_step)
+    launched = operator_kernels(trace, options.name, options.drop_last_step)
     if launched.empty:
-        raise NoGpuDataError(f"{trace.name}: no kernel launch call inside an aten:: operator (torch.profiler's CPU "
-                             "operators, or emit_nvtx ranges in an nsys export)")  # fmt: skip
+        raise NoGpuDataError(
+            f"{trace.name}: no kernel launch call inside an aten:: operator (torch.profiler's CPU "
+            "operators, or emit_nvtx ranges in an nsys export)"
+        )
     instances = launched.groupby("op_row", sort=False, observed=True).agg(
-        operator=("operator", "first"), op_start=("op_start", "first"), call_start=("call_start", "first"),
-        kernel_start=("kernel_start", "first"), kernels=("kernel", "size"), time=("kernel_duration", "sum"),
-    )  # fmt: skip
+        operator=("operator", "first"),
+        op_start=("op_start", "first"),
+        call_start=("call_start", "first"),
+        kernel_start=("kernel_start", "first"),
+        kernels=("kernel", "size"),
+        time=("kernel_duration", "sum"),
+    )
     instances["sequence"] = _sequences(launched, instances.index.to_numpy())
     instances["launch_delay"] = instances["call_start"] - instances["op_start"]
     instances["runtime_delay"] = instances["kernel_start"] - instances["call_start"]
-    per_op = instances.groupby("operator", sort=False, observed=True).agg(
-        Instances=("kernels", "size"), Kernels=("kernels", "sum"), time=("time", "sum"),
-        launch=("launch_delay", "mean"), runtime=("runtime_delay", "mean"),
-    ).reset_index()  # fmt: skip
+    per_op = (
+        instances.groupby("operator", sort=False, observed=True)
+        .agg(
+            Instances=("kernels", "size"),
+            Kernels=("kernels", "sum"),
+            time=("time", "sum"),
+            launch=("launch_delay", "mean"),
+            runtime=("runtime_delay", "mean"),
+        )
+        .reset_index()
+    )
     per_op = per_op.sort_values(["time", "operator"], ascending=[False, True], kind="stable").head(options.top)
-    table = pd.DataFrame({
-        "Operator": per_op["operator"].to_numpy(), "Instances": per_op["Instances"].to_numpy(),
-        "Kernels": per_op["Kernels"].to_numpy(), "Kernel Time (ns)": per_op["time"].to_numpy(np.int64),
-        "Op To Kernel (ns)": (per_op["launch"] + per_op["runtime"]).to_numpy(),
-        "Launch Delay (ns)": per_op["launch"].to_numpy(), "Runtime Delay (ns)": per_op["runtime"].to_numpy(),
-    })  # fmt: skip
-    sequences = instances.groupby(["operator", "sequence"], sort=False, observed=True).agg(
-        Count=("kernels", "size"), launch=("launch_delay", "mean"), runtime=("runtime_delay", "mean"),
-    ).reset_index().sort_values(["Count", "operator", "sequence"], ascending=[False, True, True], kind="stable")  # fmt: skip
-    sequence_table = pd.DataFrame({
-        "Operator": sequences["operator"].to_numpy(), "Count": sequences["Count"].to_numpy(),
-        "Launch Delay (ns)": sequences["launch"].to_numpy(), "Runtime Delay (ns)": sequences["runtime"].to_numpy(),
-        "Kernels": sequences["sequence"].to_numpy(),
-    }).head(options.top)  # fmt: skip
+    table = pd.DataFrame(
+        {
+            "Operator": per_op["operator"].to_numpy(),
+            "Instances": per_op["Instances"].to_numpy(),
+            "Kernels": per_op["Kernels"].to_numpy(),
+            "Kernel Time (ns)": per_op["time"].to_numpy(np.int64),
+            "Op To Kernel (ns)": (per_op["launch"] + per_op["runtime"]).to_numpy(),
+            "Launch Delay (ns)": per_op["launch"].to_numpy(),
+            "Runtime Delay (ns)": per_op["runtime"].to_numpy(),
+        }
+    )
+    sequences = (
+        instances.groupby(["operator", "sequence"], sort=False, observed=True)
+        .agg(
+            Count=("kernels", "size"),
+            launch=("launch_delay", "mean"),
+            runtime=("runtime_delay", "mean"),
+        )
+        .reset_index()
+        .sort_values(["Count", "operator", "sequence"], ascending=[False, True, True], kind="stable")
+    )
+    sequence_table = pd.DataFrame(
+        {
+            "Operator": sequences["operator"].to_numpy(),
+            "Count": sequences["Count"].to_numpy(),
+            "Launch Delay (ns)": sequences["launch"].to_numpy(),
+            "Runtime Delay (ns)": sequences["runtime"].to_numpy(),
+            "Kernels": sequences["sequence"].to_numpy(),
+        }
+    ).head(options.top)
     notes = [launched_before_last_step(trace)[1]] if options.drop_last_step else []
     notes += [
         "per operator instance: Launch Delay from its start to its first kernel launch call, Runtime Delay from that "
         "call to its kernel's start (HolisticTraceAnalysis's get_aten_op_kernels_and_delay), means per operator"
     ]
     return Result(
-        [Table("ops", table, f"Operators and their kernels: {trace.name}"),
-         Table("sequences", sequence_table, "Kernel sequences per operator")],
+        [
+            Table("ops", table, f"Operators and their kernels: {trace.name}"),
+            Table("sequences", sequence_table, "Kernel sequences per operator"),
+        ],
         notes + list(trace.warnings),
-    )  # fmt: skip
+    )

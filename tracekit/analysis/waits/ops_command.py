@@ -27,7 +27,7 @@ COMMAND = Command(
     "HolisticTraceAnalysis measures it; and the kernel sequences each operator launches.",
     OpsOptions,
     "trace",
-    run="tracekit.analysis.waits.ops:ops_table",
+    run="tracekit.analysis.waits.ops:kernels_per_operator",
     unit="us",
     doc="""Per CPU operator ("ops"): its kernels, their time and the delays to its first kernel; "sequences": the
 kernel sequences per operator (HolisticTraceAnalysis's get_aten_op_kernels_and_delay).""",

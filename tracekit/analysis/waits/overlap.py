@@ -67,12 +67,22 @@ def overlap_table(trace: Trace, options: OverlapOptions | None = None) -> Result
         on_device = (devices == device) & window
         groups = [(WHOLE_TRACE, on_device)]
         if step_index is not None:
-            groups += [(names[step], on_device & (step_index == step)) for step in np.unique(step_index[on_device])
-                       if step >= 0]  # fmt: skip
+            groups += [
+                (names[step], on_device & (step_index == step))
+                for step in np.unique(step_index[on_device])
+                if step >= 0
+            ]
         for label, chosen in groups:
             communication, overlapped = overlap_of(ops, chosen)
-            rows.append({"GPU": f"cuda:{int(device)}", "Step": label, COMM: communication, OVERLAPPED: overlapped,
-                         EXPOSED: communication - overlapped})  # fmt: skip
+            rows.append(
+                {
+                    "GPU": f"cuda:{int(device)}",
+                    "Step": label,
+                    COMM: communication,
+                    OVERLAPPED: overlapped,
+                    EXPOSED: communication - overlapped,
+                }
+            )
     table = pd.DataFrame(rows, columns=["GPU", "Step", COMM, OVERLAPPED, EXPOSED])
     if step_index is None:
         table = table.drop(columns=["Step"])

@@ -81,8 +81,10 @@ def queue_table(trace: Trace, options: QueuesOptions | None = None) -> Result:
     kernel_mask(trace, "all")  # a trace without GPU work (a CPU run): say so, and how to capture it
     series = queue_series(trace, options.as_hta, options.drop_last_step)
     if series.empty:
-        raise NoGpuDataError(f"{trace.name}: no GPU op launched by a queued launch call (cudaLaunchKernel, "
-                             "cudaMemcpyAsync, ...) in the trace: no launch queue to follow")  # fmt: skip
+        raise NoGpuDataError(
+            f"{trace.name}: no GPU op launched by a queued launch call (cudaLaunchKernel, "
+            "cudaMemcpyAsync, ...) in the trace: no launch queue to follow"
+        )
     key = series["device"].to_numpy() * 2**32 + series["stream"].to_numpy()
     time, length = series["time"].to_numpy(), series["length"].to_numpy()
     held = np.zeros(len(series), dtype=np.int64)  # each value lasts until the stream's next change
@@ -94,25 +96,35 @@ def queue_table(trace: Trace, options: QueuesOptions | None = None) -> Result:
     stream_of = np.cumsum(np.concatenate(([False], ~same)))
     stats = grouped_describe(stream_of, length, len(starts))
     weighted, full = held * length, np.where(length >= options.max_queue, held, 0)
-    sums = {name: np.add.reduceat(values, starts) for name, values in (("held", held), ("weighted", weighted),
-                                                                      ("full", full))}  # fmt: skip
+    sums = {
+        name: np.add.reduceat(values, starts)
+        for name, values in (("held", held), ("weighted", weighted), ("full", full))
+    }
     duration = _trace_duration(trace, options.as_hta)
     devices, device = np.unique(series["device"].to_numpy()[starts], return_inverse=True)
-    table = pd.DataFrame({
-        "GPU": np.array([f"cuda:{index}" for index in devices], dtype=object)[device],
-        "Stream": series["stream"].to_numpy()[starts],
-        "Launches": (stats["count"].to_numpy() // 2).astype(np.int64),
-        "Changes": stats["count"].to_numpy().astype(np.int64),
-        **{name: stats[column].to_numpy() for name, column in zip(STATISTICS, DESCRIBE[1:], strict=True)},
-        "Time-Weighted Mean": np.divide(sums["weighted"], sums["held"], out=np.zeros(len(starts)),
-                                        where=sums["held"] > 0),
-        "At Max Queue (ns)": sums["full"].astype(np.int64),
-        "Of Trace (%)": 100.0 * sums["full"] / duration if duration > 0 else 0.0,
-    })  # fmt: skip
+    table = pd.DataFrame(
+        {
+            "GPU": np.array([f"cuda:{index}" for index in devices], dtype=object)[device],
+            "Stream": series["stream"].to_numpy()[starts],
+            "Launches": (stats["count"].to_numpy() // 2).astype(np.int64),
+            "Changes": stats["count"].to_numpy().astype(np.int64),
+            **{name: stats[column].to_numpy() for name, column in zip(STATISTICS, DESCRIBE[1:], strict=True)},
+            "Time-Weighted Mean": np.divide(
+                sums["weighted"], sums["held"], out=np.zeros(len(starts)), where=sums["held"] > 0
+            ),
+            "At Max Queue (ns)": sums["full"].astype(np.int64),
+            "Of Trace (%)": 100.0 * sums["full"] / duration if duration > 0 else 0.0,
+        }
+    )
     tables = [Table("queues", table, f"Launch queue per stream: {trace.name}")]
     if options.series:
-        tables.append(Table("series", series.rename(columns={"time": "Time (ns)", "length": "Length"}),
-                            "Queue length after each change"))  # fmt: skip
+        tables.append(
+            Table(
+                "series",
+                series.rename(columns={"time": "Time (ns)", "length": "Length"}),
+                "Queue length after each change",
+            )
+        )
     notes = [
         f"queue length: ops launched and not yet started, per stream (HolisticTraceAnalysis's definition); At Max "
         f"Queue: time at {options.max_queue:,} or more"
@@ -146,7 +158,11 @@ def _chart(series: pd.DataFrame, table: pd.DataFrame, name: str, bins: int = 150
     lines = {}
     for gpu, stream in zip(busiest["GPU"], busiest["Stream"], strict=True):
         mine = series.loc[(series["device"] == int(gpu.split(":")[1])) & (series["stream"] == stream)]
-        lines[f"{gpu} stream {stream}"] = column_peaks(mine["time"].to_numpy(), mine["length"].to_numpy(), origin,
-                                                       span, bins)  # fmt: skip
-    return Chart("queue_lengths", f"Launch queue length per stream: {name}",
-                 {"x_ms": (np.arange(bins) * span / bins / 1e6).tolist(), "lines": lines})  # fmt: skip
+        lines[f"{gpu} stream {stream}"] = column_peaks(
+            mine["time"].to_numpy(), mine["length"].to_numpy(), origin, span, bins
+        )
+    return Chart(
+        "queue_lengths",
+        f"Launch queue length per stream: {name}",
+        {"x_ms": (np.arange(bins) * span / bins / 1e6).tolist(), "lines": lines},
+    )

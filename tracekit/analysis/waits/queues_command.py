@@ -15,8 +15,9 @@ from tracekit.model.options import Options, flag, whole
 class QueuesOptions(Options):
     """``queues``: each stream's launch queue, as HolisticTraceAnalysis measures it."""
 
-    max_queue: int = whole(1024, "a queue this long or longer counts as full (the CUDA driver's launch queue holds "
-                                 "1,024 entries)")  # fmt: skip
+    max_queue: int = whole(
+        1024, "a queue this long or longer counts as full (the CUDA driver's launch queue holds 1,024 entries)"
+    )
     series: bool = flag("also the queue length after each change, per stream (a table: for programs)")
     drop_last_step: bool = shared.drop_last_step()
     as_hta: bool = shared.as_hta()

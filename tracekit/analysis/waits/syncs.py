@@ -129,10 +129,14 @@ def sync_summary(trace: Trace, options: SyncsOptions | None = None) -> Result:
     longest = longest.loc[:, ["Start (ns)", "API", WAIT, IDLE, "Range", "pid", "tid"]].rename(
         columns={"pid": "PID", "tid": "TID"}
     )
-    notes.append(f"{len(calls):,} blocking calls: {calls[WAIT].sum() / 1e6:,.3f} ms of CPU waiting, followed by "
-                 f"{calls[IDLE].sum() / 1e6:,.3f} ms of GPU idle")  # fmt: skip
+    notes.append(
+        f"{len(calls):,} blocking calls: {calls[WAIT].sum() / 1e6:,.3f} ms of CPU waiting, followed by "
+        f"{calls[IDLE].sum() / 1e6:,.3f} ms of GPU idle"
+    )
     return Result(
-        [Table("syncs", summary, f"Blocking host calls by API and range: {trace.name}"),
-         Table("longest", longest.reset_index(drop=True), f"The {top} longest (Start from the first GPU op)")],
+        [
+            Table("syncs", summary, f"Blocking host calls by API and range: {trace.name}"),
+            Table("longest", longest.reset_index(drop=True), f"The {top} longest (Start from the first GPU op)"),
+        ],
         notes,
-    )  # fmt: skip
+    )

@@ -1,7 +1,7 @@
 """torch.profiler (Kineto) Chrome-trace JSON -> ``Trace``.
 
 ``reader``        the reader: kernels, copies, runtime calls and annotations into the column contract
-``extra_tables``  the GPU side of synchronizations; ROCm copies' bytes from their calls
+``gpu_columns``   GPU-side rows' columns (times, int ranges, by correlation from calls); gpu_syncs
 ``events``        events decoded by type into columns (never a dict per event)
 ``json_stream``   the document streamed and cut into chunks of events; a UTF-8 BOM, gzip
 ``parallel``      a large trace's chunks decoded on several processes

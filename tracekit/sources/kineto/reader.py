@@ -29,7 +29,7 @@ from tracekit.model.nesting import nest_ranges
 from tracekit.model.schema import COPY_RATES, GPU_OP_KINDS, GPU_OPS, RANGE_STYLES
 from tracekit.model.trace import TORCH_PROFILER, Trace, TraceMeta
 from tracekit.sources.kineto.events import DOMAINS, EventColumns
-from tracekit.sources.kineto.extra_tables import _fits, _launching_pid, _times, bytes_from_calls, gpu_syncs
+from tracekit.sources.kineto.gpu_columns import bytes_from_calls, fits_in, gpu_syncs, launching_pid, time_columns
 from tracekit.sources.kineto.json_stream import (
     JsonTraceError,
     Skeleton,
@@ -125,8 +125,10 @@ class _Tables:
         notes = []
         if columns.malformed:
             count = columns.malformed
-            notes.append(f"{count:,} event{'s' if count != 1 else ''} could not be read (fields of the wrong type, "
-                         "text that is not UTF-8, or nesting too deep) and were left out")  # fmt: skip
+            notes.append(
+                f"{count:,} event{'s' if count != 1 else ''} could not be read (fields of the wrong type, "
+                "text that is not UTF-8, or nesting too deep) and were left out"
+            )
         if not _readable_tail(skeleton):
             notes.append("the text after the events is damaged or cut short: the metadata there was not read")
         if notes:
@@ -144,7 +146,7 @@ class _Tables:
         gpu = columns.gathered("gpu")
         if not gpu or "rate" not in gpu:
             return COPY_RATES.empty()
-        fits = _fits(gpu["device"], np.int16) & _fits(gpu["stream"], np.int32)
+        fits = fits_in(gpu["device"], np.int16) & fits_in(gpu["stream"], np.int32)
         kind, rate = gpu["kind"][fits], gpu["rate"][fits]
         rows = np.flatnonzero((kind != 0) & np.isfinite(rate))
         return pd.DataFrame({"op": rows.astype(np.int64), "bandwidth": rate[rows]})
@@ -266,7 +268,7 @@ def _launches(columns: dict[str, np.ndarray], names: dict[str, int]) -> pd.DataF
         return LAUNCHES.empty()
     return pd.DataFrame(
         {
-            **_times(columns),
+            **time_columns(columns),
             "name": _names(columns["name"], names),
             "correlation_id": columns["correlation"],
             "pid": columns["pid"],
@@ -278,20 +280,20 @@ def _launches(columns: dict[str, np.ndarray], names: dict[str, int]) -> pd.DataF
 def _gpu_ops(columns: dict[str, np.ndarray], names: dict[str, int], launches: pd.DataFrame) -> pd.DataFrame:
     """The GPU-op table; ops whose device or stream does not fit the contract's int16/int32 are left
     out and counted (``attrs["dropped"]``), not wrapped onto another device."""
-    fits = _fits(columns["device"], np.int16) & _fits(columns["stream"], np.int32)
+    fits = fits_in(columns["device"], np.int16) & fits_in(columns["stream"], np.int32)
     if not fits.all():
         columns = {key: values[fits] for key, values in columns.items()}
     name = _names(columns["name"], names)
     frame = pd.DataFrame(
         {
-            **_times(columns),
+            **time_columns(columns),
             "kind": pd.Categorical.from_codes(columns["kind"], categories=list(GPU_OP_KINDS)),
             "name": name,
             "short_name": short_name_column(name, columns["kind"] == GPU_OP_KINDS.index("kernel")),
             "device": columns["device"].astype(np.int16),
             "stream": columns["stream"].astype(np.int32),
             "correlation_id": columns["correlation"],
-            "pid": _launching_pid(columns["correlation"], launches).astype(np.int32),
+            "pid": launching_pid(columns["correlation"], launches).astype(np.int32),
             **{
                 f"{axis}_{dim}": np.clip(columns[f"{axis}_{dim}"], 0, 2**31 - 1).astype(np.int32)
                 for axis in ("grid", "block")
@@ -309,7 +311,7 @@ def _ranges(columns: dict[str, np.ndarray], names: dict[str, int]) -> pd.DataFra
 
     if not columns:
         return RANGES.empty()
-    times = _times(columns)
+    times = time_columns(columns)
     domain_codes = columns["domain"]
     # A range's name is "domain:text": one string per distinct (text, domain), not per range.
     pairs, pair_codes = np.unique(columns["name"] * len(DOMAINS) + domain_codes, return_inverse=True)

@@ -48,20 +48,49 @@ def read_copies(path: Path, tables: frozenset[str]) -> pd.DataFrame:
     for kind, table in (("memcpy", MEMCPY_TABLE), ("memset", MEMSET_TABLE)):
         if table not in tables:
             continue
-        kinds = ({"copy_kind": "ifnull(copyKind, -1)", "src": "ifnull(srcKind, 7)", "dst": "ifnull(dstKind, 7)",
-                  "same": "ifnull(srcDeviceId == dstDeviceId, 0)"} if kind == "memcpy"
-                 else {"copy_kind": "-1", "src": "7", "dst": "ifnull(memKind, 7)", "same": "0"})  # fmt: skip
+        kinds = (
+            {
+                "copy_kind": "ifnull(copyKind, -1)",
+                "src": "ifnull(srcKind, 7)",
+                "dst": "ifnull(dstKind, 7)",
+                "same": "ifnull(srcDeviceId == dstDeviceId, 0)",
+            }
+            if kind == "memcpy"
+            else {"copy_kind": "-1", "src": "7", "dst": "ifnull(memKind, 7)", "same": "0"}
+        )
         columns = read_int_columns(
-            path, table,
-            {"start": "start", "end": "end", "bytes": "ifnull(bytes, 0)",
-             "pid": "(ifnull(globalPid, 0) >> 24) & 16777215", "device": "ifnull(deviceId, -1)",
-             "context": "ifnull(contextId, -1)", "stream": "ifnull(streamId, -1)",
-             "correlation_id": "ifnull(correlationId, -1)", **kinds},
+            path,
+            table,
+            {
+                "start": "start",
+                "end": "end",
+                "bytes": "ifnull(bytes, 0)",
+                "pid": "(ifnull(globalPid, 0) >> 24) & 16777215",
+                "device": "ifnull(deviceId, -1)",
+                "context": "ifnull(contextId, -1)",
+                "stream": "ifnull(streamId, -1)",
+                "correlation_id": "ifnull(correlationId, -1)",
+                **kinds,
+            },
             where="start IS NOT NULL AND end IS NOT NULL AND end >= start",
-            optional=dict.fromkeys(("bytes", "globalPid", "deviceId", "contextId", "streamId", "correlationId",
-                                    "copyKind", "srcKind", "dstKind", "srcDeviceId", "dstDeviceId", "memKind"),
-                                   "NULL"),
-        )  # fmt: skip
+            optional=dict.fromkeys(
+                (
+                    "bytes",
+                    "globalPid",
+                    "deviceId",
+                    "contextId",
+                    "streamId",
+                    "correlationId",
+                    "copyKind",
+                    "srcKind",
+                    "dstKind",
+                    "srcDeviceId",
+                    "dstDeviceId",
+                    "memKind",
+                ),
+                "NULL",
+            ),
+        )
         for bookkeeping in (DROPPED, MISSING):  # rows are kept or left out by the where clause alone
             columns.pop(bookkeeping)
         parts.append((kind, columns))
@@ -73,25 +102,38 @@ def read_copies(path: Path, tables: frozenset[str]) -> pd.DataFrame:
         return np.concatenate([columns[name] for _, columns in parts]).astype(np.int64)
 
     kinds = np.concatenate([np.full(len(columns["start"]), kind, dtype=object) for kind, columns in parts])
-    directions = np.array([*(MEMCPY_DIRECTIONS.get(code, "Unknown") for code in range(max(MEMCPY_DIRECTIONS) + 1)),
-                           "Unknown"], dtype=object)  # fmt: skip
+    directions = np.array(
+        [*(MEMCPY_DIRECTIONS.get(code, "Unknown") for code in range(max(MEMCPY_DIRECTIONS) + 1)), "Unknown"],
+        dtype=object,
+    )
     copy_kind = joined("copy_kind")
     copy_kind = np.where((copy_kind >= 0) & (copy_kind < len(directions) - 1), copy_kind, len(directions) - 1)
 
     def memory(ids: np.ndarray) -> pd.Categorical:
-        return pd.Categorical.from_codes(np.where((ids >= 0) & (ids < len(MEMORY_KINDS)), ids, len(MEMORY_KINDS) - 1),
-                                         categories=list(MEMORY_KINDS))  # fmt: skip
+        return pd.Categorical.from_codes(
+            np.where((ids >= 0) & (ids < len(MEMORY_KINDS)), ids, len(MEMORY_KINDS) - 1), categories=list(MEMORY_KINDS)
+        )
 
     start, end = joined("start"), joined("end")
-    return pd.DataFrame({
-        "kind": pd.Categorical(kinds, categories=["memcpy", "memset"]),
-        "start": start, "end": end, "duration": end - start, "bytes": joined("bytes"), "pid": joined("pid"),
-        "device": joined("device").astype(np.int16), "context": joined("context"),
-        "stream": joined("stream").astype(np.int32), "correlation_id": joined("correlation_id"),
-        # categorical: a few values over every copy, and the table cache keeps it (text it does not)
-        "direction": pd.Categorical(np.where(kinds == "memset", "", directions[copy_kind])),
-        "src_kind": memory(joined("src")), "dst_kind": memory(joined("dst")), "same_device": joined("same") != 0,
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "kind": pd.Categorical(kinds, categories=["memcpy", "memset"]),
+            "start": start,
+            "end": end,
+            "duration": end - start,
+            "bytes": joined("bytes"),
+            "pid": joined("pid"),
+            "device": joined("device").astype(np.int16),
+            "context": joined("context"),
+            "stream": joined("stream").astype(np.int32),
+            "correlation_id": joined("correlation_id"),
+            # categorical: a few values over every copy, and the table cache keeps it (text it does not)
+            "direction": pd.Categorical(np.where(kinds == "memset", "", directions[copy_kind])),
+            "src_kind": memory(joined("src")),
+            "dst_kind": memory(joined("dst")),
+            "same_device": joined("same") != 0,
+        }
+    )
 
 
 def read_profiler_overhead(path: Path, tables: frozenset[str]) -> pd.DataFrame:
@@ -109,5 +151,12 @@ def read_profiler_overhead(path: Path, tables: frozenset[str]) -> pd.DataFrame:
     if not rows:
         return PROFILER_OVERHEAD.empty()
     times = np.array([row[:3] for row in rows], dtype=np.int64)
-    return pd.DataFrame({"start": times[:, 0], "end": times[:, 1], "duration": times[:, 1] - times[:, 0],
-                         "pid": times[:, 2], "name": pd.Series([row[3] for row in rows], dtype=object)})  # fmt: skip
+    return pd.DataFrame(
+        {
+            "start": times[:, 0],
+            "end": times[:, 1],
+            "duration": times[:, 1] - times[:, 0],
+            "pid": times[:, 2],
+            "name": pd.Series([row[3] for row in rows], dtype=object),
+        }
+    )

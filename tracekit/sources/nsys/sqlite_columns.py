@@ -215,12 +215,17 @@ def _read_columns(
             strings = _split_text(values[index]) if count else pa.array([], pa.large_string())
             if len(strings) != count:  # a value held the separator: fetch this column row by row
                 strings = pa.array(
-                    [r[0] for r in connection.execute(
-                        f"SELECT ifnull(CAST({texts[name]} AS TEXT), '') FROM {table} "
-                        f"WHERE rowid BETWEEN ? AND ?{condition} "
-                        "ORDER BY rowid", bound)],
+                    [
+                        r[0]
+                        for r in connection.execute(
+                            f"SELECT ifnull(CAST({texts[name]} AS TEXT), '') FROM {table} "
+                            f"WHERE rowid BETWEEN ? AND ?{condition} "
+                            "ORDER BY rowid",
+                            bound,
+                        )
+                    ],
                     pa.large_string(),
-                )  # fmt: skip
+                )
             encoded = strings.dictionary_encode()
             values[index] = (
                 encoded.indices.to_numpy(zero_copy_only=False).astype(np.int32),

@@ -43,8 +43,9 @@ def read_gpu_syncs(path: Path, tables: frozenset[str]) -> pd.DataFrame:
             ["start", "end", "device", "stream", "correlation_id", "pid", "type", "event", "sync_id"],
         )
         records = _records(connection, tables)
-    kind = np.asarray([SYNC_KINDS.index(KIND_BY_TYPE.get(value, "unknown")) for value in syncs["type"].tolist()],
-                      dtype=np.int8)  # fmt: skip
+    kind = np.asarray(
+        [SYNC_KINDS.index(KIND_BY_TYPE.get(value, "unknown")) for value in syncs["type"].tolist()], dtype=np.int8
+    )
     event_stream, event_correlation = _recorded(syncs, records)
     stream = syncs["stream"].to_numpy()
     usable_stream = (stream >= INT32.min) & (stream <= INT32.max) & (kind != SYNC_KINDS.index("context_sync"))
@@ -104,9 +105,13 @@ def _recorded(syncs: pd.DataFrame, records: pd.DataFrame) -> tuple[np.ndarray, n
         recorded = records.rename(columns={"correlation_id": "record_correlation"})
         recorded = recorded.sort_values("record_correlation", kind="stable")
         found = pd.merge_asof(
-            asked, recorded[["pid", "event", "stream", "record_correlation"]], left_on="correlation_id",
-            right_on="record_correlation", by=["pid", "event"], allow_exact_matches=False,
-        ).dropna(subset=["record_correlation"])  # fmt: skip
+            asked,
+            recorded[["pid", "event", "stream", "record_correlation"]],
+            left_on="correlation_id",
+            right_on="record_correlation",
+            by=["pid", "event"],
+            allow_exact_matches=False,
+        ).dropna(subset=["record_correlation"])
         rows = found["row"].to_numpy()
         stream[rows] = found["stream"].to_numpy(np.int64)
         correlation[rows] = found["record_correlation"].to_numpy(np.int64)

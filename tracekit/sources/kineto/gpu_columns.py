@@ -1,6 +1,7 @@
-"""The torch.profiler reader's smaller tables and the column rules it shares with them: the GPU side of
-synchronizations (``gpu_syncs``), the bytes of copies that record none on the GPU side (ROCm), taken from
-their calls, event times, int ranges and an op's launching process."""
+"""The columns of torch.profiler's GPU-side rows, as every table of the reader builds them: times, the
+int ranges device and stream must fit, and what a GPU row takes from its launching call by correlation id
+(the process; the bytes of copies that record none, on ROCm); and the one small table made of them alone,
+the GPU side of synchronizations (``gpu_syncs``)."""
 
 from __future__ import annotations
 
@@ -12,17 +13,17 @@ from tracekit.model.schema import GPU_SYNCS, SYNC_KINDS
 UNKNOWN = -1  # a GPU op's launching process when no call has its correlation id
 
 
-def _times(columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def time_columns(columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     start, duration = columns["start"], columns["duration"]
     return {"start": start, "end": start + duration, "duration": duration}
 
 
-def _fits(values: np.ndarray, dtype) -> np.ndarray:
+def fits_in(values: np.ndarray, dtype) -> np.ndarray:
     limits = np.iinfo(dtype)
     return (values >= limits.min) & (values <= limits.max)
 
 
-def _launching_pid(correlation: np.ndarray, launches: pd.DataFrame) -> np.ndarray:
+def launching_pid(correlation: np.ndarray, launches: pd.DataFrame) -> np.ndarray:
     """The process of the launch call with each GPU op's correlation id (UNKNOWN when there is none)."""
     launch_correlation = launches["correlation_id"].to_numpy()
     order = np.argsort(launch_correlation, kind="stable")
@@ -52,16 +53,16 @@ def gpu_syncs(columns: dict[str, np.ndarray], names: dict[str, int], launches: p
     codes = np.asarray([SYNC_KINDS.index(kind) for kind in kinds], dtype=np.int8)[columns["name"]]
 
     def stream(values: np.ndarray) -> np.ndarray:
-        return np.where(_fits(values, np.int32), values, -1).astype(np.int32)
+        return np.where(fits_in(values, np.int32), values, -1).astype(np.int32)
 
     return pd.DataFrame(
         {
             "kind": pd.Categorical.from_codes(codes, categories=list(SYNC_KINDS)),
-            **_times(columns),
-            "device": np.where(_fits(columns["device"], np.int16), columns["device"], -1).astype(np.int16),
+            **time_columns(columns),
+            "device": np.where(fits_in(columns["device"], np.int16), columns["device"], -1).astype(np.int16),
             "stream": stream(columns["stream"]),
             "correlation_id": columns["correlation"],
-            "pid": _launching_pid(columns["correlation"], launches),
+            "pid": launching_pid(columns["correlation"], launches),
             "event_stream": stream(columns["wait_stream"]),
             "event_correlation_id": columns["record_correlation"],
         }
