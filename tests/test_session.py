@@ -174,3 +174,28 @@ def test_the_threads_tracekit_starts_read_in_the_callers_session(export, tmp_pat
         assert "read_pool" in session.resources
     assert default.resources == {} and default.reads_ahead == {} and default.pending_writes == []
     assert kernels["kernels"]["Instances"].sum() == 14 and "step" in set(ranges["ranges"]["Range"])
+
+
+def test_work_that_outlives_its_session_stops_what_it_started():
+    """A load behind still running when its command's ``with Session()`` ends: what it starts in the
+    ended session (reading threads) is stopped when it finishes, not left running for the process."""
+    from tracekit.session import in_this_context
+
+    class Readers:
+        closed = False
+
+        def close(self) -> None:
+            self.closed = True
+
+    ended, started = threading.Event(), []
+
+    def load_behind() -> None:
+        ended.wait(5)
+        started.append(tracekit.current_session().resource("readers", Readers))
+
+    with tracekit.Session() as session:
+        thread = threading.Thread(target=in_this_context(load_behind))
+        thread.start()
+    ended.set()  # the with-block has closed the session; the load goes on
+    thread.join()
+    assert started and started[0].closed and session.resources == {}

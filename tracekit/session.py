@@ -187,9 +187,10 @@ class Session:
         self.finish_writes()
         with self.lock:
             reads, self.reads_ahead = list(self.reads_ahead.values()), {}
-            resources, self.resources = list(self.resources.values()), {}
         for future in reads:  # a read started ahead runs on its own thread: wait for it to end
             future.exception()
+        with self.lock:  # after the reads: what they started (reading threads) is stopped too
+            resources, self.resources = list(self.resources.values()), {}
         for resource in resources:
             resource.close()
         self.inputs.clear()
@@ -253,9 +254,20 @@ def in_this_context(function: Callable[P, R]) -> Callable[P, R]:
     context = copy_context()
 
     def run(*args: P.args, **kwargs: P.kwargs) -> R:
-        return context.copy().run(function, *args, **kwargs)
+        return context.copy().run(_closing_behind, function, *args, **kwargs)
 
     return run
+
+
+def _closing_behind(function: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+    """``function``, then, when the ``with Session()`` it ran in has ended meanwhile (a load behind that
+    outlived its command), that session closed again: the reading threads the work started stop with it."""
+    try:
+        return function(*args, **kwargs)
+    finally:
+        session = _ACTIVE.get()
+        if session is not None and session.closed:
+            session.close()
 
 
 def _after_fork_in_child() -> None:
