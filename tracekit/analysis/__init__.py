@@ -6,6 +6,7 @@ to read before pandas.
 
 ``stats``     nsys's statistics per group (total, instances, avg, med, min, max, stddev, share)
 ``primitives/``  what the questions share: op-launch joins, intervals, the step window, op classes
+``hardware/``  what the GPU can do and what a kernel or op asked of it: peaks, precision, occupancy, FLOPs
 ``kernels/``  which kernels ran and for how long: summary, categories, kernel types and overlap
 ``ranges/``   NVTX ranges and what ran inside them: summary, GPU side, phases (breakdown), steps
 ``waits/``    why the GPU waited: idle gaps by cause, launch delays, blocking syncs, overlap, queues, ops

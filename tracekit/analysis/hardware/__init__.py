@@ -1,0 +1,10 @@
+"""What the hardware can do, and what a kernel or an op asked of it: the measurements efficiency needs.
+
+Pure functions of names, shapes and device properties (no Trace, no file): every question package may
+use them (``efficiency`` computes achieved rates with them; ``kernels`` and ``ops`` show their columns).
+
+``gpu_peaks``         dense peak FLOP/s per precision and unit, and memory bandwidth, of the GPUs users have
+``kernel_precision``  a GEMM/convolution kernel's precision and unit (FP32 on CUDA cores, BF16 on tensor cores ...)
+``occupancy``         theoretical occupancy from registers, shared memory and block size (CUDA's calculator)
+``op_counts``         FLOPs and bytes of an operator from its recorded shapes and dtypes
+"""
