@@ -61,6 +61,8 @@ def frames(ops: int, streams: int) -> tuple[pd.DataFrame, pd.DataFrame]:
             "block_x": zero + 128,
             "block_y": zero + 1,
             "block_z": zero + 1,
+            "registers_per_thread": np.where(copy, 0, 32).astype(np.int32),
+            "shared_memory": zero.astype(np.int64),
             "bytes": np.where(copy, 1 << 20, 0).astype(np.int64),
         }
     )

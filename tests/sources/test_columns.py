@@ -206,5 +206,6 @@ def test_each_command_reads_the_gpu_ops_once(cli, export, reads, tmp_path, comma
     kernel_reads = [columns for table, columns in reads if table == "CUPTI_ACTIVITY_KIND_KERNEL"]
     assert len(kernel_reads) == (2 if command == "diff" else 1)  # a diff opens its two inputs
     breakdown = ["correlation_id", "device_stream", "end", "name_id", "pid", "start"]  # not streams'/grids' own
-    whole = sorted([*breakdown, "block", "grid"])  # the short names are the names' (no shortName read)
+    # the short names are the names' (no shortName read)
+    whole = sorted([*breakdown, "block", "grid", "registers_per_thread", "shared_memory"])
     assert all(columns == (breakdown if command == "breakdown" else whole) for columns in kernel_reads), kernel_reads

@@ -170,6 +170,18 @@ GPU_OPS = Schema(
         Column("correlation_id", "int64", "", "joins the host call that launched it (-1 when unknown)"),
         Column("pid", "int32", "", "process that launched it (UNKNOWN_PID -1: not recorded; UNREADABLE_PID -2)"),
         *_LAUNCH_CONFIG,
+        Column(
+            "registers_per_thread",
+            "int32",
+            "",
+            "a kernel's registers per thread (-1 not recorded; 0 for memcpy/memset)",
+        ),
+        Column(
+            "shared_memory",
+            "int64",
+            "bytes",
+            "a kernel's shared memory per block, static + dynamic (-1 not recorded; 0 for memcpy/memset)",
+        ),
         Column("bytes", "int64", "bytes", "bytes copied or set (0 for kernels)"),
     ),
     "Kernels, memory copies and memory sets on the GPUs.",
@@ -207,6 +219,34 @@ RANGES = Schema(
     interval=True,
 )
 
+# What an occupancy calculation and a roofline need of a GPU, where the trace records it (nsys's
+# TARGET_INFO_GPU records all; torch.profiler's deviceProperties the occupancy limits, no clocks).
+_GPU_LIMITS = (
+    ("clock_hz", "Hz", "SM clock the profiler recorded"),
+    ("memory_bandwidth", "bytes/s", "device memory bandwidth the profiler recorded"),
+    ("max_threads_per_sm", "", "resident threads per SM"),
+    ("max_threads_per_block", "", "threads per block"),
+    ("max_blocks_per_sm", "", "resident blocks per SM"),
+    ("registers_per_sm", "", "32-bit registers per SM"),
+    ("registers_per_block", "", "32-bit registers per block"),
+    ("warp_size", "", "threads per warp"),
+    ("shared_memory_per_sm", "bytes", "shared memory per SM"),
+    ("shared_memory_per_block", "bytes", "shared memory per block without opting in"),
+    ("shared_memory_per_block_optin", "bytes", "shared memory per block a kernel may opt in to"),
+)
+GPU_LIMIT_COLUMNS = tuple(name for name, _, _ in _GPU_LIMITS)
+# torch.profiler's deviceProperties fields by the GPUS column they fill (it records no clocks)
+TORCH_DEVICE_FIELDS = {
+    "max_threads_per_sm": "maxThreadsPerMultiprocessor",
+    "max_threads_per_block": "maxThreadsPerBlock",
+    "registers_per_sm": "regsPerMultiprocessor",
+    "registers_per_block": "regsPerBlock",
+    "warp_size": "warpSize",
+    "shared_memory_per_sm": "sharedMemPerMultiprocessor",
+    "shared_memory_per_block": "sharedMemPerBlock",
+    "shared_memory_per_block_optin": "sharedMemPerBlockOptin",
+}
+
 GPUS = Schema(
     "gpus",
     (
@@ -215,6 +255,7 @@ GPUS = Schema(
         Column("sm_count", "Int64", "", "streaming multiprocessors (<NA> when not recorded)"),
         Column("memory_bytes", "Int64", "bytes", "device memory (<NA> when not recorded)"),
         Column("compute_capability", "text", "", '"9.0" (None when not recorded)'),
+        *(Column(name, "Int64", unit, f"{doc} (<NA> when not recorded)") for name, unit, doc in _GPU_LIMITS),
     ),
     "The GPUs a trace describes (may be empty: some sources carry no description). Every column but the id "
     "is optional: an export may record a GPU's id and name alone.",
@@ -354,6 +395,29 @@ COPY_RATES = Schema(
     "where the trace writes whole µs).",
 )
 
-OPTIONAL_TABLES = {table.table: table for table in (COPIES, PROFILER_OVERHEAD, GPU_SYNCS, COPY_RATES)}
+OCCUPANCY_ESTIMATES = Schema(
+    "occupancy_estimates",
+    (
+        Column("op", "int64", "", "the kernel's row in gpu_ops"),
+        Column("percent", "float64", "", "torch.profiler's 'est. achieved occupancy %' of the kernel"),
+    ),
+    "The occupancy a profiler estimated for each kernel (torch.profiler's, from CUDA's occupancy calculator).",
+)
+
+OP_SHAPES = Schema(
+    "op_shapes",
+    (
+        Column("range_id", "int64", "", "the operator's range_id in ranges"),
+        Column("dims", "category", "", "its inputs' shapes as the profiler wrote them (JSON text)"),
+        Column("types", "category", "", "its inputs' dtypes as the profiler wrote them (JSON text; empty: none)"),
+        Column("concrete", "category", "", "its scalar inputs as the profiler wrote them (JSON text; empty: none)"),
+        Column("flops", "float64", "", "FLOPs the profiler counted (torch.profiler with_flops; NaN: none)"),
+    ),
+    "The recorded inputs of CPU operators (torch.profiler's record_shapes): one row per operator that has them.",
+)
+
+OPTIONAL_TABLES = {
+    table.table: table for table in (COPIES, PROFILER_OVERHEAD, GPU_SYNCS, COPY_RATES, OCCUPANCY_ESTIMATES, OP_SHAPES)
+}
 
 TRACE_TABLES = (GPU_OPS, LAUNCHES, RANGES)

@@ -79,8 +79,8 @@ def slices(count: int) -> Iterator[slice]:
 def gpu_op_events(
     ops: pd.DataFrame, categories: pd.Categorical, correlation: np.ndarray, place: Place
 ) -> Iterator[pa.Array]:
-    """Kernels, copies and sets on their GPU's stream track, with the torch.profiler args: a kernel's grid
-    and block, a copy's or set's bytes."""
+    """Kernels, copies and sets on their GPU's stream track, with the torch.profiler args: a kernel's grid,
+    block, registers and shared memory (-1: not recorded, read back as such), a copy's or set's bytes."""
     kind_codes, kinds = pd.factorize(ops["kind"].astype(str))
     is_kernel = np.asarray(kinds == "kernel")[kind_codes] if len(kinds) else np.zeros(0, dtype=bool)
     kind = Quoted.of_codes(kind_codes, [GPU_CATEGORY.get(str(value), "kernel") for value in kinds])
@@ -130,7 +130,10 @@ def _gpu_ops_text(
             dims[4],
             ",",
             dims[5],
-            "]",
+            '],"registers per thread":',
+            integers(ops["registers_per_thread"].to_numpy()[rows]),
+            ',"shared memory":',
+            integers(ops["shared_memory"].to_numpy()[rows]),
         )
     else:
         size = (',"bytes":', integers(ops["bytes"].to_numpy()[rows]))

@@ -29,7 +29,7 @@ import pyarrow as pa
 from tracekit.analysis.memory.on_trace import memory_on_trace
 from tracekit.errors import TracekitError, UsageError
 from tracekit.files import write_whole
-from tracekit.model.schema import compute_capability
+from tracekit.model.schema import TORCH_DEVICE_FIELDS, compute_capability
 from tracekit.model.trace import TORCH_PROFILER, Trace
 from tracekit.session import in_this_context
 from tracekit.trace_events import tracks
@@ -234,6 +234,9 @@ def _device_properties(gpus: pd.DataFrame) -> list[dict]:
             fields["computeMajor"], fields["computeMinor"] = capability
         if pd.notna(gpu["sm_count"]):
             fields["numSms"] = int(gpu["sm_count"])
+        fields.update(
+            {field: int(gpu[column]) for column, field in TORCH_DEVICE_FIELDS.items() if pd.notna(gpu[column])}
+        )
         described.append(fields)
     return described
 

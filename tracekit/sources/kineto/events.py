@@ -34,6 +34,7 @@ ROLES = {
     "cuda_sync": "sync",  # the GPU side of synchronizations (torch 2.1+ with CUDA sync events recorded)
 }
 ROLE_NAMES = ("gpu", "launch", "range", "sync")
+SHAPE_COLUMNS = ("dims", "types", "concrete")  # range columns holding codes into ``EventColumns.names["shapes"]``
 
 
 Number = int | float | str | bool | None  # what a numeric arg may hold in a file (``_int`` reads it)
@@ -57,6 +58,15 @@ class Args(msgspec.Struct, gc=False):
     size: Number = -1  # a copy call's bytes (ROCm's hipMemcpy*: its GPU-side copy records none)
     wait_on_stream: Number = -1  # cuda_sync "Stream Wait Event"/"Event Sync": the stream that recorded the event
     wait_on_cuda_event_record_corr_id: Number = -1  # ... and the correlation id of its cudaEventRecord call
+    # kernels: the resources CUDA's occupancy calculator needs, and the profiler's own estimate
+    registers: Number = msgspec.field(default=-1, name="registers per thread")
+    shared_memory: Number = msgspec.field(default=-1, name="shared memory")
+    occupancy: Number = msgspec.field(default=None, name="est. achieved occupancy %")
+    # CPU operators recorded with record_shapes (kept as their JSON text: read per distinct value) and with_flops
+    input_dims: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input Dims")
+    input_types: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input type")
+    concrete_inputs: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Concrete Inputs")
+    flops: Number = None
 
 
 NO_ARGS = Args()
@@ -88,6 +98,7 @@ class EventColumns:
     def __init__(self):
         self.columns: dict[str, defaultdict[str, list]] = {role: defaultdict(list) for role in ROLE_NAMES}
         self.names: dict[str, dict[str, int]] = {role: {} for role in self.columns}
+        self.names["shapes"] = {"": 0}  # the JSON text of recorded inputs (``_add_shapes``); "" when none
         self.unusable: Counter[str] = Counter()  # role -> events left out for unusable values
         self.malformed = 0  # events that do not decode as an event object at all
         self.old_operators = False  # torch 1.8's "Operator" category: annotations and operators alike
@@ -166,6 +177,7 @@ class EventColumns:
             out["pid"].append(pid)
             out["tid"].append(tid)
         if role == "range":
+            self._add_shapes(out, args)
             domains = [RANGE_DOMAINS[row.cat] for row in rows]
             out["domain"].append(_codes(domains, dict(zip(DOMAINS, range(len(DOMAINS)), strict=True))).astype(np.int8))
             self.old_operators = self.old_operators or "Operator" in {row.cat for row in rows}
@@ -178,11 +190,23 @@ class EventColumns:
         out["stream"].append(np.where(stream >= 0, stream, tid))
         out["bytes"].append(_ints([arg.bytes for arg in args], 0))
         out["rate"].append(_rates([arg.bandwidth for arg in args]))
+        out["registers"].append(_ints([arg.registers for arg in args], -1))
+        out["shared_memory"].append(_ints([arg.shared_memory for arg in args], -1))
+        out["occupancy"].append(_rates([arg.occupancy for arg in args]))
         for axis in ("grid", "block"):
             dims = [value if (value := getattr(arg, axis)) is not None and len(value) == 3 else NO_DIMS for arg in args]
             table = _ints(dims, 0).reshape(len(args), 3) if dims else np.zeros((0, 3), dtype=np.int64)
             for index, dim in enumerate("xyz"):
                 out[f"{axis}_{dim}"].append(table[:, index])
+
+    def _add_shapes(self, out: dict, args: list[Args]) -> None:
+        """The recorded inputs of CPU operators, as codes of their JSON text (``shapes`` names): a trace
+        repeats few distinct shapes, so a million operators cost a million small ints."""
+        codes = self.names["shapes"]
+        for column, field in (("dims", "input_dims"), ("types", "input_types"), ("concrete", "concrete_inputs")):
+            texts = [bytes(getattr(arg, field)).decode() for arg in args]
+            out[column].append(_codes(texts, codes))
+        out["flops"].append(_rates([arg.flops for arg in args]))
 
     def _ids(self, values: list) -> np.ndarray:
         """Process or thread ids: ints as they are; strings of up to 9 digits ("1890023232" in torch 1.8,
@@ -196,13 +220,16 @@ class EventColumns:
 
     def merge(self, part: EventColumns) -> None:
         """Append the columns ``part`` decoded (another chunk, maybe in another process)."""
+        shapes = self.names["shapes"]
+        shape_mapping = np.fromiter((shapes.setdefault(text, len(shapes)) for text in part.names["shapes"]), np.int64)
         for role, columns in part.columns.items():
             if not columns:
                 continue
             codes = self.names[role]
             mapping = np.fromiter((codes.setdefault(name, len(codes)) for name in part.names[role]), np.int64)
             for name, arrays in columns.items():
-                self.columns[role][name] += [mapping[array] for array in arrays] if name == "name" else arrays
+                remap = mapping if name == "name" else shape_mapping if name in SHAPE_COLUMNS else None
+                self.columns[role][name] += [remap[array] for array in arrays] if remap is not None else arrays
         self.unusable.update(part.unusable)
         self.malformed += part.malformed
         self.old_operators = self.old_operators or part.old_operators

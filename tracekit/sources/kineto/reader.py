@@ -26,9 +26,17 @@ import numpy as np
 import pandas as pd
 
 from tracekit.model.nesting import nest_ranges
-from tracekit.model.schema import COPY_RATES, GPU_OP_KINDS, GPU_OPS, RANGE_STYLES
+from tracekit.model.schema import (
+    COPY_RATES,
+    GPU_OP_KINDS,
+    GPU_OPS,
+    OCCUPANCY_ESTIMATES,
+    OP_SHAPES,
+    RANGE_STYLES,
+    TORCH_DEVICE_FIELDS,
+)
 from tracekit.model.trace import TORCH_PROFILER, Trace, TraceMeta
-from tracekit.sources.kineto.events import DOMAINS, EventColumns
+from tracekit.sources.kineto.events import DOMAINS, SHAPE_COLUMNS, EventColumns
 from tracekit.sources.kineto.gpu_columns import bytes_from_calls, fits_in, gpu_syncs, launching_pid, time_columns
 from tracekit.sources.kineto.json_stream import (
     JsonTraceError,
@@ -59,6 +67,14 @@ class DeviceProperties(msgspec.Struct):
     computeMajor: int | None = None
     computeMinor: int | None = None
     numSms: int | None = None
+    maxThreadsPerBlock: int | None = None
+    maxThreadsPerMultiprocessor: int | None = None
+    regsPerBlock: int | None = None
+    regsPerMultiprocessor: int | None = None
+    warpSize: int | None = None
+    sharedMemPerBlock: int | None = None
+    sharedMemPerMultiprocessor: int | None = None
+    sharedMemPerBlockOptin: int | None = None
 
 
 class DistributedInfo(msgspec.Struct):
@@ -87,7 +103,15 @@ def read_kineto_trace(path: Path) -> Trace:
         meta,
         {
             table: (lambda table=table: tables.get(table))
-            for table in ("gpu_ops", "launches", "ranges", "gpu_syncs", "copy_rates")
+            for table in (
+                "gpu_ops",
+                "launches",
+                "ranges",
+                "gpu_syncs",
+                "copy_rates",
+                "occupancy_estimates",
+                "op_shapes",
+            )
         },
     )
 
@@ -151,6 +175,31 @@ class _Tables:
         rows = np.flatnonzero((kind != 0) & np.isfinite(rate))
         return pd.DataFrame({"op": rows.astype(np.int64), "bandwidth": rate[rows]})
 
+    def _build_occupancy_estimates(self, columns: EventColumns, skeleton: Skeleton) -> pd.DataFrame:
+        """The profiler's estimated occupancy of each kernel that has one, by its row in gpu_ops."""
+        gpu = columns.gathered("gpu")
+        if not gpu or "occupancy" not in gpu:
+            return OCCUPANCY_ESTIMATES.empty()
+        fits = fits_in(gpu["device"], np.int16) & fits_in(gpu["stream"], np.int32)
+        kind, percent = gpu["kind"][fits], gpu["occupancy"][fits]
+        rows = np.flatnonzero((kind == 0) & np.isfinite(percent))
+        return pd.DataFrame({"op": rows.astype(np.int64), "percent": percent[rows]})
+
+    def _build_op_shapes(self, columns: EventColumns, skeleton: Skeleton) -> pd.DataFrame:
+        """The recorded inputs of the operators that have them, by range_id (the ranges' row order)."""
+        ranges = columns.gathered("range")
+        if not ranges or "dims" not in ranges:
+            return OP_SHAPES.empty()
+        rows = np.flatnonzero((ranges["dims"] != 0) | np.isfinite(ranges["flops"]))
+        texts = list(columns.names["shapes"])
+        return pd.DataFrame(
+            {
+                "range_id": rows.astype(np.int64),
+                **{column: _categorical(ranges[column][rows], texts) for column in SHAPE_COLUMNS},
+                "flops": ranges["flops"][rows],
+            }
+        )
+
     def _build_gpu_syncs(self, columns: EventColumns, skeleton: Skeleton) -> pd.DataFrame:
         return gpu_syncs(columns.gathered("sync"), columns.names["sync"], self.get("launches"))
 
@@ -196,6 +245,7 @@ def _facts(header: Header) -> dict:
                 "compute_capability": None
                 if device.computeMajor is None
                 else f"{device.computeMajor}.{device.computeMinor or 0}",
+                **{column: getattr(device, field) for column, field in TORCH_DEVICE_FIELDS.items()},
             }
             for device in header.deviceProperties
         ],
@@ -298,6 +348,14 @@ def _gpu_ops(columns: dict[str, np.ndarray], names: dict[str, int], launches: pd
                 f"{axis}_{dim}": np.clip(columns[f"{axis}_{dim}"], 0, 2**31 - 1).astype(np.int32)
                 for axis in ("grid", "block")
                 for dim in "xyz"
+            },
+            # copies and sets have no kernel resources: 0, as the contract says
+            **{
+                column: np.where(columns["kind"] == GPU_OP_KINDS.index("kernel"), columns[source], 0).astype(dtype)
+                for column, source, dtype in (
+                    ("registers_per_thread", "registers", np.int32),
+                    ("shared_memory", "shared_memory", np.int64),
+                )
             },
             "bytes": columns["bytes"],
         }

@@ -31,12 +31,14 @@ if TYPE_CHECKING:
 # (keyed_times, nesting), and sums of durations are checked once per table (schema.DURATION_SUM_LIMIT).
 TIME_LIMIT = 2**62
 KERNEL_DIMS = ("gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ")
+KERNEL_RESOURCES = ("registersPerThread", "staticSharedMemory", "dynamicSharedMemory")
 # Columns an export may lack (nullable in nsys's schema, or not in every version or exporter), with the
 # SQL value that stands for them and what their absence costs (said once per table in a note).
 OP_OPTIONAL = {"globalPid": "NULL", "correlationId": "NULL", "streamId": "0"}
 KERNEL_OPTIONAL = {
     **OP_OPTIONAL,
     **{column: "0" for column in KERNEL_DIMS},
+    **{column: "-1" for column in KERNEL_RESOURCES},
     "demangledName": "shortName",
 }
 MEMCPY_OPTIONAL = {**OP_OPTIONAL, "copyKind": "0", "bytes": "0"}
@@ -48,6 +50,7 @@ WITHOUT = {
     "correlationId": "these rows cannot be tied to their launching calls, so no range owns their GPU work",
     "streamId": "streams show as 0",
     **{column: "launch configurations show as 0" for column in KERNEL_DIMS},
+    **{column: "kernels' registers and shared memory are unknown: no occupancy" for column in KERNEL_RESOURCES},
     "copyKind": "copy directions show as Unknown",
     "bytes": "sizes show as 0",
     "demangledName": "the short kernel name stands for the full one",
@@ -105,6 +108,8 @@ UNKNOWN = {
     "grid": Unknown(0, "grid", ("grid_x", "grid_y", "grid_z")),
     "block": Unknown(0, "block", ("block_x", "block_y", "block_z")),
     "bytes": Unknown(0, "bytes", ("bytes",)),
+    "registers_per_thread": Unknown(-1, "registers_per_thread", ("registers_per_thread",)),
+    "shared_memory": Unknown(-1, "shared_memory", ("shared_memory",)),
     "copy_kind": Unknown(0, "name (copy kind)", ("name", "short_name")),
     "name_id": Unknown(-1, "name", ("name", "short_name")),  # the short name is the name's
     "text_id": Unknown(-2, "name", ("name",)),  # NVTX ranges' registered-name id (read by nsys.ranges)
@@ -138,7 +143,7 @@ def unknown_values(columns: dict[str, np.ndarray]) -> dict[str, int]:
         elif name in ("grid", "block"):  # x << 32 | y << 16 | z, each in range (the SQL guard saw to it)
             bad = values < 0
         else:
-            bad = values < (-1 if name in ("correlation_id", "pid") else 0)
+            bad = values < (-1 if name in ("correlation_id", "pid", "registers_per_thread", "shared_memory") else 0)
         count = int(np.count_nonzero(bad))
         if count:
             values[bad] = unknown.stands_for

@@ -31,7 +31,7 @@ from tracekit.sources.nsys.checks import (
     with_notes,
     with_unknown,
 )
-from tracekit.sources.nsys.gpu_reads import LAUNCH_CONFIG, gpu_op_reads
+from tracekit.sources.nsys.gpu_reads import KERNEL_RESOURCE_COLUMNS, LAUNCH_CONFIG, gpu_op_reads
 from tracekit.sources.nsys.meta import read_meta
 from tracekit.sources.nsys.rule_tables import MEMCPY_DIRECTIONS, read_copies, read_profiler_overhead
 from tracekit.sources.nsys.sqlite_columns import (
@@ -162,7 +162,8 @@ def _gpu_op_frame(
             part["duration"] = part["end"] - part["start"]
     lengths = {kind: len(next(iter(part.values()))) for kind, part in parts.items()}
     names = _gpu_op_names(path, parts, "name" in wanted, "short_name" in wanted, unknown)
-    numbers = ["start", "end", "duration", "device", "stream", "correlation_id", "pid", *LAUNCH_CONFIG, "bytes"]
+    numbers = ["start", "end", "duration", "device", "stream", "correlation_id", "pid", *LAUNCH_CONFIG]
+    numbers += [*KERNEL_RESOURCE_COLUMNS, "bytes"]
     columns: dict[str, object] = {}
     for column in wanted:
         if column in names:

@@ -33,6 +33,7 @@ MEMCPY_TABLE = "CUPTI_ACTIVITY_KIND_MEMCPY"
 MEMSET_TABLE = "CUPTI_ACTIVITY_KIND_MEMSET"
 KIND_TABLES = {"kernel": KERNEL_TABLE, "memcpy": MEMCPY_TABLE, "memset": MEMSET_TABLE}
 LAUNCH_CONFIG = ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")
+KERNEL_RESOURCE_COLUMNS = ("registers_per_thread", "shared_memory")
 # The duration alone, with the time checks done in SQL: a row whose times are unusable reads as -1 (the
 # subtraction would hide a TEXT time, which arithmetic turns into 0). REAL times give a non-integer and
 # send the chunk to the careful read.
@@ -140,3 +141,19 @@ def _kernel_columns(read: Read, wanted: set[str]) -> None:
             x, y, z = (f"{axis}{dim}" for dim in "XYZ")
             dims = f"{are_integers(x, y, z)} AND {between(y, z, high=2**16)} AND {between(x, high=2**31)}"
             read.add(axis, f"{x} * 4294967296 + {y} * 65536 + {z}", dims, guard=guard if axis == "grid" else "")
+    if "registers_per_thread" in wanted:
+        # -1 (a column the export lacks) stays -1: unknown
+        read.add(
+            "registers_per_thread",
+            "registersPerThread",
+            f"{are_integers('registersPerThread')} AND registersPerThread >= -1 AND {between('registersPerThread', high=2**31)}",
+        )
+    if "shared_memory" in wanted:
+        shared = "staticSharedMemory", "dynamicSharedMemory"
+        read.add(
+            "shared_memory",
+            # either part unknown (-1): the sum is unknown
+            "CASE WHEN staticSharedMemory < 0 OR dynamicSharedMemory < 0 THEN -1 "
+            "ELSE staticSharedMemory + dynamicSharedMemory END",
+            f"{are_integers(*shared)} AND {between(*shared, low=-1, high=2**40)}",
+        )

@@ -9,7 +9,7 @@ from typing import cast
 
 import pandas as pd
 
-from tracekit.model.schema import GPUS
+from tracekit.model.schema import GPU_LIMIT_COLUMNS, GPUS
 from tracekit.model.trace import TraceMeta
 from tracekit.sources.nsys.sqlite_columns import connect_readonly, table_columns
 
@@ -36,6 +36,22 @@ def read_meta(path: Path, tables: frozenset[str]) -> TraceMeta:
     )
 
 
+# TARGET_INFO_GPU's columns by the GPUS column they fill (``schema.GPU_LIMIT_COLUMNS``)
+_TARGET_INFO_LIMITS = {
+    "clock_hz": "clockRate",
+    "memory_bandwidth": "memoryBandwidth",
+    "max_threads_per_sm": None,  # maxWarpsPerSm * threadsPerWarp: see _read_gpus
+    "max_threads_per_block": "maxThreadsPerBlock",
+    "max_blocks_per_sm": "maxBlocksPerSm",
+    "registers_per_sm": "maxRegistersPerSm",
+    "registers_per_block": "maxRegistersPerBlock",
+    "warp_size": "threadsPerWarp",
+    "shared_memory_per_sm": "maxShmemPerSm",
+    "shared_memory_per_block": "maxShmemPerBlock",
+    "shared_memory_per_block_optin": "maxShmemPerBlockOptin",
+}
+
+
 def _read_gpus(connection: sqlite3.Connection, tables: frozenset[str]) -> pd.DataFrame:
     """GPU descriptions (``schema.GPUS``): TARGET_INFO_GPU (2021.3+), else TARGET_INFO_CUDA_DEVICE (2026) or
     TARGET_INFO_CUDA_GPU (older). A GPU's id is TARGET_INFO_GPU's ``id``, or ``deviceId`` where an export
@@ -50,11 +66,21 @@ def _read_gpus(connection: sqlite3.Connection, tables: frozenset[str]) -> pd.Dat
             "memory_bytes": "totalMemory",
             "major": "computeMajor",
             "minor": "computeMinor",
+            **_TARGET_INFO_LIMITS,
         }
         select = ", ".join(
             f"{_typed(source, alias) if source in have or source == identifier else 'NULL'} AS {alias}"
             for alias, source in pick.items()
+            if source is not None
         )
+        warps = ("maxWarpsPerSm", "threadsPerWarp")
+        threads = (
+            f"CASE WHEN {' AND '.join(f'typeof({column}) = {chr(39)}integer{chr(39)}' for column in warps)} "
+            f"THEN {' * '.join(warps)} END"
+            if set(warps) <= have
+            else "NULL"
+        )
+        select += f", {threads} AS max_threads_per_sm"
         frame = pd.read_sql_query(
             f"SELECT DISTINCT {select} FROM TARGET_INFO_GPU WHERE {_is_integer(identifier, have)} ORDER BY id",
             connection,
@@ -80,6 +106,8 @@ def _read_gpus(connection: sqlite3.Connection, tables: frozenset[str]) -> pd.Dat
             )
             frame["memory_bytes"] = None
             frame["compute_capability"] = None
+            for column in GPU_LIMIT_COLUMNS:
+                frame[column] = None
             return _as_gpus(frame)
     return GPUS.empty()
 
@@ -108,6 +136,7 @@ def _as_gpus(frame: pd.DataFrame) -> pd.DataFrame:
             "sm_count": _nullable_int(frame["sm_count"]),
             "memory_bytes": _nullable_int(frame["memory_bytes"]),
             "compute_capability": frame["compute_capability"].astype(object),
+            **{column: _nullable_int(frame[column]) for column in GPU_LIMIT_COLUMNS},
         }
     )
     return result.loc[:, GPUS.names]
