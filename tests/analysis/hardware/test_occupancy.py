@@ -138,8 +138,8 @@ def test_nsys_exports_give_every_kernel_an_occupancy_from_their_target_info(path
         gpu = trace.meta.gpus.set_index("id").loc[device].to_dict()
         limits, why = device_limits({**gpu, "id": device})
         assert why is None and limits is not None
-        block = (kernels["block_x"].astype("int64") * kernels["block_y"] * kernels["block_z"]).to_numpy()
+        block = kernels["block_x"].to_numpy(np.int64) * kernels["block_y"].to_numpy() * kernels["block_z"].to_numpy()
         occupancy = theoretical_occupancy(
             limits, kernels["registers_per_thread"].to_numpy(), kernels["shared_memory"].to_numpy(), block
         )
-        assert ((occupancy > 0) & (occupancy <= 1)).all(), kernels.loc[~(occupancy > 0), "name"].unique()[:3]
+        assert ((occupancy > 0) & (occupancy <= 1)).all(), kernels["name"][~(occupancy > 0)].unique()[:3]

@@ -82,7 +82,7 @@ def device_limits(gpu: dict) -> tuple[DeviceLimits | None, str | None]:
     major, minor = capability
     if major < 5:
         return None, f"compute capability {major}.{minor} predates the calculator's tables"
-    values = {
+    values: dict[str, int | None] = {
         "major": major,
         "minor": minor,
         "max_blocks_per_sm": _known(gpu.get("max_blocks_per_sm"))
@@ -94,7 +94,7 @@ def device_limits(gpu: dict) -> tuple[DeviceLimits | None, str | None]:
     missing = [name for name, value in values.items() if value is None]
     if missing:
         return None, f"the trace does not record the GPU's {', '.join(missing)}"
-    return DeviceLimits(**values), None
+    return DeviceLimits(**{name: int(value or 0) for name, value in values.items()}), None
 
 
 def _known(value) -> int | None:
