@@ -134,12 +134,12 @@ def test_nsys_exports_give_every_kernel_an_occupancy_from_their_target_info(path
     if not len(trace.meta.gpus) or trace.meta.gpus["max_threads_per_sm"].isna().all():
         pytest.skip(f"{path.name} describes no GPU limits (TARGET_INFO_GPU absent)")
     ops = trace.gpu_ops
-    for device, kernels in ops[ops["kind"] == "kernel"].groupby("device"):
-        gpu = trace.meta.gpus.set_index("id").loc[device].to_dict()
-        limits, why = device_limits({**gpu, "id": device})
+    gpus = trace.meta.gpus.set_index("id")
+    for device in np.unique(ops["device"].to_numpy()).tolist():
+        mine = (ops["kind"] == "kernel").to_numpy() & (ops["device"] == device).to_numpy()
+        limits, why = device_limits({**gpus.loc[device].to_dict(), "id": device})
         assert why is None and limits is not None
-        block = kernels["block_x"].to_numpy(np.int64) * kernels["block_y"].to_numpy() * kernels["block_z"].to_numpy()
-        occupancy = theoretical_occupancy(
-            limits, kernels["registers_per_thread"].to_numpy(), kernels["shared_memory"].to_numpy(), block
-        )
-        assert ((occupancy > 0) & (occupancy <= 1)).all(), kernels["name"][~(occupancy > 0)].unique()[:3]
+        block = np.prod([ops[f"block_{dim}"].to_numpy(np.int64)[mine] for dim in "xyz"], axis=0)
+        registers, shared = (ops[column].to_numpy()[mine] for column in ("registers_per_thread", "shared_memory"))
+        occupancy = theoretical_occupancy(limits, registers, shared, block)
+        assert ((occupancy > 0) & (occupancy <= 1)).all(), ops["name"].to_numpy()[mine][~(occupancy > 0)][:3]
