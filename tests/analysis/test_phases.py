@@ -6,7 +6,7 @@ from helpers.nsys_builder import ExportBuilder
 from helpers.paths import SHARED
 
 import tracekit
-from tracekit.analysis.ranges.phases import choose_phases
+from tracekit.analysis.primitives.phases import choose_phases
 from tracekit.sources import open_trace
 
 GEMM = "ampere_s16816gemm_bf16_128x64"

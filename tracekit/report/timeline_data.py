@@ -20,7 +20,7 @@ from tracekit.analysis.primitives.categories import CATEGORIES, op_categories
 from tracekit.analysis.primitives.joins import op_launches
 from tracekit.analysis.primitives.selection import select
 from tracekit.analysis.primitives.step_window import step_rows
-from tracekit.analysis.ranges.phases import choose_phases
+from tracekit.analysis.primitives.phases import choose_phases
 from tracekit.analysis.waits.idle import gap_devices, idle_gaps
 from tracekit.analysis.waits.syncs import NO_RANGE, innermost_range
 from tracekit.model.memory import MemoryTrace
@@ -122,7 +122,7 @@ def timeline_data(
 
 
 def _phase_rows(trace: Trace, phases: Sequence[str]) -> tuple[pd.DataFrame, list[str]]:
-    """Every instance of the phases ``phases`` names (found by name by default: ``ranges.phases``): pid,
+    """Every instance of the phases ``phases`` names (found by name by default: ``primitives.phases``): pid,
     start, duration (ns), the range's name and the phase's position in the labels; and the labels of
     the phases found."""
     columns = {"pid": np.int64, "start": np.int64, "duration": np.int64, "name": object, "phase": np.int64}

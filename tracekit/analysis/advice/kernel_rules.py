@@ -48,7 +48,7 @@ def unfused_optimizer(trace: Trace, origin: int) -> tuple[Finding | None, np.nda
     """The unfused-optimizer finding (None when it does not fire), and the ``idle_gaps`` rows it counts
     (the gaps before the optimizer's kernels: the idle findings leave them out)."""
     from tracekit.analysis.ranges.breakdown import breakdown_ops, phase_intervals
-    from tracekit.analysis.ranges.phases import choose_phases
+    from tracekit.analysis.primitives.phases import choose_phases
     from tracekit.analysis.waits.idle import gap_devices, idle_gaps
 
     spec = dict(choose_phases(trace, None).chosen).get("optimizer")

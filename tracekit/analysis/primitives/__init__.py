@@ -10,6 +10,7 @@ question package (import-linter's contracts in pyproject.toml check both).
 ``covering``       the innermost range of a thread that covers a stretch of its time
 ``keyed_times``    times of many groups in one sorted array (a searchsorted per lookup, no loop)
 ``intervals``      interval algebra: unions, reductions over segments, peaks of a step function
+``phases``         the phases of a trace: as given, or forward/backward/optimizer found by their range names
 ``step_window``    the trace's steps (ProfilerStep#N, step ranges) and HTA's step window
 ``hta``            reading times and call names as HolisticTraceAnalysis does (its rounding, its queued calls)
 ``op_selection``   which GPU ops a command reads (kernels or all) and where each form of a name is

@@ -2,7 +2,6 @@
 
 ``summary``      nsys's range summary (nvtxsum) with GPU columns, a tree, the children of a range
 ``gpu_side``     each range's GPU time on the GPU side: the union of its ops, torch.profiler's GPU-side spans
-``phases``       the phases of a trace: as given, or forward/backward/optimizer found by their range names
 ``breakdown``    kernel time by phase and category, busy/idle per GPU, copies (``breakdown``)
 ``steps``        one row per training step (``steps``), and the step ranges other analyses use
 ``ranges_command``, ``breakdown_command``, ``steps_command``  the commands, declared
