@@ -13,8 +13,8 @@ from tracekit.analysis.kernels.summary import kernel_table
 from tracekit.analysis.primitives.categories import op_categories
 from tracekit.analysis.primitives.copies import copy_details
 from tracekit.analysis.primitives.joins import op_launches
-from tracekit.analysis.ranges.breakdown import phase_intervals
 from tracekit.analysis.primitives.phases import choose_phases
+from tracekit.analysis.ranges.breakdown import phase_intervals
 from tracekit.analysis.waits.idle import idle_gaps
 from tracekit.model.derived import per_trace
 from tracekit.model.trace import Trace

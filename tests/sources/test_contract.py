@@ -16,7 +16,7 @@ from helpers.small_export import build_small
 from helpers.snapshot_builder import SnapshotBuilder, stack
 
 from tracekit.errors import InvalidTraceError, NotAnExportError, SnapshotError
-from tracekit.model import schema
+from tracekit.model import memory_schema, schema
 from tracekit.model.memory import MemoryTrace
 from tracekit.model.trace import Trace, TraceMeta
 from tracekit.sources import open_snapshot, open_trace
@@ -79,10 +79,10 @@ def snapshots() -> list:
 
 
 def assert_memory_fills_contract(memory: MemoryTrace) -> None:
-    assert_fills(memory.events, schema.MEMORY_EVENTS)
-    assert_fills(memory.blocks, schema.MEMORY_BLOCKS)
-    assert_fills(memory.segments, schema.MEMORY_SEGMENTS)
-    assert_fills(memory.annotations, schema.MEMORY_ANNOTATIONS)
+    assert_fills(memory.events, memory_schema.MEMORY_EVENTS)
+    assert_fills(memory.blocks, memory_schema.MEMORY_BLOCKS)
+    assert_fills(memory.segments, memory_schema.MEMORY_SEGMENTS)
+    assert_fills(memory.annotations, memory_schema.MEMORY_ANNOTATIONS)
 
 
 @pytest.mark.parametrize("path", snapshots(), ids=lambda path: path.name)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from tracekit.model import schema
+from tracekit.model import memory_schema
 
 ACTIVE_STATES = ("active_allocated", "active_pending_free", "active_awaiting_free")
 
@@ -31,10 +31,10 @@ class MemoryTrace:
     settings: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        schema.MEMORY_EVENTS.check(self.events, self.source)
-        schema.MEMORY_BLOCKS.check(self.blocks, self.source)
-        schema.MEMORY_SEGMENTS.check(self.segments, self.source)
-        schema.MEMORY_ANNOTATIONS.check(self.annotations, self.source)
+        memory_schema.MEMORY_EVENTS.check(self.events, self.source)
+        memory_schema.MEMORY_BLOCKS.check(self.blocks, self.source)
+        memory_schema.MEMORY_SEGMENTS.check(self.segments, self.source)
+        memory_schema.MEMORY_ANNOTATIONS.check(self.annotations, self.source)
 
     @property
     def devices(self) -> list[int]:

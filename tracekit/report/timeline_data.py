@@ -18,9 +18,9 @@ import pandas as pd
 from tracekit.analysis.memory.on_trace import memory_on_trace
 from tracekit.analysis.primitives.categories import CATEGORIES, op_categories
 from tracekit.analysis.primitives.joins import op_launches
+from tracekit.analysis.primitives.phases import choose_phases
 from tracekit.analysis.primitives.selection import select
 from tracekit.analysis.primitives.step_window import step_rows
-from tracekit.analysis.primitives.phases import choose_phases
 from tracekit.analysis.waits.idle import gap_devices, idle_gaps
 from tracekit.analysis.waits.syncs import NO_RANGE, innermost_range
 from tracekit.model.memory import MemoryTrace

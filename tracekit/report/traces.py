@@ -24,9 +24,9 @@ from tracekit.analysis.many.diff import letter_labels
 from tracekit.analysis.memory.memory_command import MemoryOptions
 from tracekit.analysis.primitives.busy import ANY, known_devices
 from tracekit.analysis.primitives.op_selection import kernel_mask
+from tracekit.analysis.primitives.phases import choose_phases
 from tracekit.analysis.ranges.breakdown import PHASE, WHOLE, phase_notes
 from tracekit.analysis.ranges.breakdown_command import BreakdownOptions
-from tracekit.analysis.primitives.phases import choose_phases
 from tracekit.analysis.ranges.ranges_command import RangesOptions
 from tracekit.commands import run_command
 from tracekit.commands.command_line import command_line

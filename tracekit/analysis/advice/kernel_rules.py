@@ -47,8 +47,8 @@ def kernel_findings(trace: Trace, origin: int) -> list[Finding]:
 def unfused_optimizer(trace: Trace, origin: int) -> tuple[Finding | None, np.ndarray | None]:
     """The unfused-optimizer finding (None when it does not fire), and the ``idle_gaps`` rows it counts
     (the gaps before the optimizer's kernels: the idle findings leave them out)."""
-    from tracekit.analysis.ranges.breakdown import breakdown_ops, phase_intervals
     from tracekit.analysis.primitives.phases import choose_phases
+    from tracekit.analysis.ranges.breakdown import breakdown_ops, phase_intervals
     from tracekit.analysis.waits.idle import gap_devices, idle_gaps
 
     spec = dict(choose_phases(trace, None).chosen).get("optimizer")

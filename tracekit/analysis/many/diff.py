@@ -22,8 +22,8 @@ from tracekit.analysis.kernels.summary import NAME, kernel_table
 from tracekit.analysis.many.diff_command import DiffOptions
 from tracekit.analysis.primitives.categories import CATEGORIES, op_categories
 from tracekit.analysis.primitives.op_selection import NAME_COLUMNS, kernel_mask
-from tracekit.analysis.ranges.breakdown import WHOLE, phase_intervals, phase_notes
 from tracekit.analysis.primitives.phases import WORDS
+from tracekit.analysis.ranges.breakdown import WHOLE, phase_intervals, phase_notes
 from tracekit.analysis.ranges.steps_command import StepsOptions
 from tracekit.model.options import OptionError, named
 from tracekit.model.result import Result, Table

@@ -23,10 +23,10 @@ from tracekit.analysis.primitives.attribution import interval_of_ops
 from tracekit.analysis.primitives.busy import device_busy
 from tracekit.analysis.primitives.categories import CATEGORIES, op_categories
 from tracekit.analysis.primitives.op_selection import OPS_CHOICES, kernel_mask
+from tracekit.analysis.primitives.phases import choose_phases
 from tracekit.analysis.primitives.selection import select
 from tracekit.analysis.primitives.step_window import last_step_start, launched_before_last_step
 from tracekit.analysis.ranges.breakdown_command import BreakdownOptions
-from tracekit.analysis.primitives.phases import choose_phases
 from tracekit.analysis.stats import SHOWN_SHARE
 from tracekit.errors import UsageError
 from tracekit.model.derived import per_trace

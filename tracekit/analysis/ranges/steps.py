@@ -24,9 +24,9 @@ import pandas as pd
 from tracekit.analysis.primitives.busy import busy_span, known_devices
 from tracekit.analysis.primitives.intervals import merge_intervals
 from tracekit.analysis.primitives.joins import op_launches
+from tracekit.analysis.primitives.phases import Phases, choose_phases
 from tracekit.analysis.primitives.selection import select
 from tracekit.analysis.primitives.step_window import step_labels, step_of, step_rows
-from tracekit.analysis.primitives.phases import Phases, choose_phases
 from tracekit.analysis.ranges.steps_command import StepsOptions
 from tracekit.errors import UsageError
 from tracekit.model.options import named

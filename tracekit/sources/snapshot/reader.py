@@ -25,7 +25,7 @@ import pandas as pd
 
 from tracekit.errors import SnapshotError
 from tracekit.model.memory import MemoryTrace
-from tracekit.model.schema import MEMORY_ACTIONS, MEMORY_ANNOTATIONS, MEMORY_EVENTS
+from tracekit.model.memory_schema import MEMORY_ACTIONS, MEMORY_ANNOTATIONS, MEMORY_EVENTS
 from tracekit.session import current
 
 ACTION_CODES = {action: code for code, action in enumerate(MEMORY_ACTIONS)}
