@@ -4,6 +4,7 @@
 ``trace``      ``Trace``: GPU ops, launches, NVTX ranges and metadata of one profile
 ``derived``    typed per-trace memoization: one accessor per derived table, keyed by its inputs, read-only
 ``memory``     ``MemoryTrace``: a CUDA memory snapshot as tables
+``memory_schema`` the memory snapshot's column contract (events, blocks, segments, annotations)
 ``range_specs`` the range-spec grammar (``--range``, ``--phases``, ``--within``): the standard library only
 ``range_names`` range names against specs on tables of ranges: matching, nesting among a selection
 ``nesting``    parent and depth of ranges on a thread
