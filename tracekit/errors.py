@@ -46,3 +46,7 @@ class UsageError(TracekitError):
 
 class MissingExtraError(TracekitError):
     """An optional part is needed and not installed (torch, which the workloads extra brings)."""
+
+
+class PeaksFileError(TracekitError):
+    """A GPU peaks file cannot be used: not JSON, too large, or an entry with a field missing or out of range."""
