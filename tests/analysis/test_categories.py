@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 from helpers.nsys_builder import ExportBuilder
-from helpers.paths import SHARED, shared_export_paths
+from helpers.paths import shared_export_paths, shared_kineto_paths
 
 from tracekit.analysis.kernels.summary import category_table
 from tracekit.analysis.primitives.categories import CATEGORIES, CATEGORY_RULES, categorize_name
@@ -183,12 +183,7 @@ def test_little_kernel_time_is_unclassified(export, shared_traces):
     assert table.loc["other", "Time (%)"] <= 5.0, table
 
 
-def kineto_traces() -> list[Path]:
-    folder = SHARED / "kineto"
-    return sorted(folder.rglob("*.json*")) if folder.is_dir() else []
-
-
-@pytest.mark.parametrize("path", kineto_traces(), ids=lambda path: path.name)
+@pytest.mark.parametrize("path", shared_kineto_paths(), ids=lambda path: path.name)
 def test_little_kernel_time_is_unclassified_in_torch_profiler_traces(path):
     """The same bar on every torch.profiler trace in ../shared, read by tracekit's own reader."""
     table = category_table(open_trace(path)).set_index("Category")

@@ -6,6 +6,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared"
 SHARED_TRACES = SHARED / "traces"
 SHARED_MEMORY = SHARED / "memory"
+SHARED_KINETO = SHARED / "kineto"
 
 
 def shared_export_paths() -> list[Path]:
@@ -13,11 +14,7 @@ def shared_export_paths() -> list[Path]:
     return sorted(SHARED_TRACES.glob("*.sqlite")) if SHARED_TRACES.is_dir() else []
 
 
-SHARED_KINETO = SHARED / "kineto"
-
-
 def shared_kineto_paths() -> list[Path]:
-    """Every torch.profiler trace in ../shared/kineto, one file per rank included (none when it is absent)."""
-    if not SHARED_KINETO.is_dir():
-        return []
-    return sorted(SHARED_KINETO.glob("*.json.gz")) + sorted(SHARED_KINETO.glob("*/*.json"))
+    """Every torch.profiler trace in ../shared/kineto, gzipped or not, one file per rank included (none when it
+    is absent)."""
+    return sorted(SHARED_KINETO.rglob("*.json*")) if SHARED_KINETO.is_dir() else []

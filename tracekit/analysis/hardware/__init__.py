@@ -5,6 +5,10 @@ use them (``efficiency`` computes achieved rates with them; ``kernels`` and ``op
 
 ``gpu_peaks``         dense peak FLOP/s per precision and unit, and memory bandwidth, of the GPUs users have
 ``kernel_precision``  a GEMM/convolution kernel's precision and unit (FP32 on CUDA cores, BF16 on tensor cores ...)
+``precision_names``   its vocabulary (precisions, units, KernelPrecision) and the type spellings kernel names use
+``precision_nvidia``  NVIDIA's library kernel-name families (cuBLAS, cuBLASLt, CUTLASS 2, cuDNN, XMMA, nvjet)
+``precision_generated`` generated kernels' names (CUTLASS 3, flash attention, TensorRT, cuDNN attention, Triton)
+``precision_amd``     AMD's kernel-name families (Tensile, hipBLASLt, Composable Kernel, MIOpen)
 ``occupancy``         theoretical occupancy from registers, shared memory and block size (CUDA's calculator)
 ``op_counts``         FLOPs and bytes of an operator from its recorded shapes and dtypes
 """
