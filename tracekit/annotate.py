@@ -40,6 +40,9 @@ ENV_PROFILER = "TRACEKIT_PROFILER"  # "nsys" or "torch": set by `tracekit captur
 ENV_TORCH_TRACE = "TRACEKIT_TORCH_TRACE"  # where the torch.profiler trace goes (.json or .json.gz)
 ENV_MEMORY = "TRACEKIT_MEMORY_SNAPSHOT"  # where a CUDA memory snapshot of the measured steps goes
 ENV_FACTS = "TRACEKIT_PROGRAM_FACTS"  # where the program's facts go (steps, torch, devices: ``write_facts``)
+# "0": record no operator shapes (torch.profiler's record_shapes, emit_nvtx's under nsys); they give each
+# operator its FLOPs and bytes (``tracekit efficiency``) for a few microseconds per operator
+ENV_SHAPES = "TRACEKIT_SHAPES"
 T = TypeVar("T")
 
 
@@ -242,6 +245,7 @@ class CaptureWindow:
     def __init__(self):
         self.profiler = None
         self.memory = None
+        self.shapes = None
         self.recording = not STATE.windows
         STATE.windows += 1
         if not self.recording:
@@ -249,6 +253,7 @@ class CaptureWindow:
         self.memory = os.environ.get(ENV_MEMORY)
         if STATE.nvtx:
             STATE.push(CAPTURE_RANGE)
+            self.shapes = _operator_ranges()
         trace = os.environ.get(ENV_TORCH_TRACE)
         if os.environ.get(ENV_PROFILER) == "torch" and trace:
             import torch
@@ -259,7 +264,7 @@ class CaptureWindow:
             activities = [torch.profiler.ProfilerActivity.CPU]
             if torch.cuda.is_available():
                 activities.append(torch.profiler.ProfilerActivity.CUDA)
-            self.profiler = torch.profiler.profile(activities=activities)
+            self.profiler = torch.profiler.profile(activities=activities, record_shapes=shapes_wanted())
             self.profiler.start()
             self.trace = trace
             # The same outer range as nsys's capture range, so both sources nest the steps alike.
@@ -272,6 +277,8 @@ class CaptureWindow:
         if not self.recording:
             return
         self.recording = False  # closed once, however often it is called
+        if self.shapes is not None:
+            self.shapes.__exit__(None, None, None)
         if STATE.nvtx:
             STATE.pop()
         if self.profiler is not None:
@@ -280,6 +287,25 @@ class CaptureWindow:
             write_trace(self.profiler, self.trace)
         if self.memory:
             _dump_memory(self.memory)
+
+
+def shapes_wanted() -> bool:
+    """Whether operators' input shapes are recorded (on unless TRACEKIT_SHAPES=0)."""
+    return os.environ.get(ENV_SHAPES, "1") != "0"
+
+
+def _operator_ranges():
+    """Under nsys, an NVTX range per operator with its input shapes (emit_nvtx(record_shapes=True): "aten::mm,
+    seq = 3, op_id = 7, sizes = [[8, 4], [4, 2]]"), entered; None when shapes are off, torch is not in use
+    (a program without torch) or has no CUDA (emit_nvtx needs it; a CPU run has no kernels to measure)."""
+    torch = sys.modules.get("torch")
+    if torch is None or not shapes_wanted() or os.environ.get(ENV_PROFILER) != "nsys":
+        return None
+    if not torch.cuda.is_available():
+        return None
+    ranges = torch.autograd.profiler.emit_nvtx(record_shapes=True)
+    ranges.__enter__()
+    return ranges
 
 
 def write_trace(profiler, path: str) -> None:

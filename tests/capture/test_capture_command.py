@@ -150,6 +150,13 @@ def test_a_workload_under_torch_profiler_records_what_ran(cli, tmp_path):
     assert manifest["device"]["type"] == "cpu" and manifest["versions_program"]["torch"]
     assert len(manifest["samples_ms"]["step"]) == 2 and manifest["timings_ms"]["step"]["mean"] > 0
     assert manifest["program"]["status"] == "ok" and not (folder / "result.json").exists()  # merged, then removed
+    # operators' input shapes recorded (what efficiency counts FLOPs from): the LM head's matmul among them
+    trace = open_trace(folder)
+    shapes, ranges = trace.optional("op_shapes"), trace.ranges
+    assert shapes is not None and len(shapes)
+    named = ranges.set_index("range_id").loc[shapes["range_id"], "name"].astype(str).to_numpy()
+    matmuls = shapes.loc[[name in ("cpu_op:aten::mm", "cpu_op:aten::addmm", "cpu_op:aten::linear") for name in named]]
+    assert len(matmuls) and all(json.loads(str(dims))[0] for dims in matmuls["dims"])
     formula = sum(size for _, size, _ in activation_terms("tiny", 16, 1)) / 2**20  # what `memory --by role` shows
     assert f"--ctx 16 --batch 1`) gives {formula:,.1f} MiB saved" in manifest["activation_note"]
 

@@ -31,7 +31,7 @@ def _start_whole_program_profiler():
     activities = [torch.profiler.ProfilerActivity.CPU]
     if torch.cuda.is_available():
         activities.append(torch.profiler.ProfilerActivity.CUDA)
-    profiler = torch.profiler.profile(activities=activities)
+    profiler = torch.profiler.profile(activities=activities, record_shapes=annotate.shapes_wanted())
     profiler.start()
     annotate.STATE.whole_program = profiler
     return annotate
