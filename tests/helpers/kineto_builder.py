@@ -65,8 +65,19 @@ class KinetoBuilder:
         )
 
     def kernel(
-        self, name: str, ts, dur, correlation: int, device: int = 0, stream: int = 7, grid=(1, 1, 1), block=(128, 1, 1)
+        self,
+        name: str,
+        ts,
+        dur,
+        correlation: int,
+        device: int = 0,
+        stream: int = 7,
+        grid=(1, 1, 1),
+        block=(128, 1, 1),
+        resources: dict | None = None,
     ) -> KinetoBuilder:
+        """A kernel; ``resources``: more of its args ("registers per thread", "shared memory", "est. achieved
+        occupancy %")."""
         return self.event(
             "X",
             "Kernel" if self.old else "kernel",
@@ -83,8 +94,30 @@ class KinetoBuilder:
                 "correlation": correlation,
                 "grid": list(grid),
                 "block": list(block),
+                **(resources or {}),
             },
         )
+
+    def operator(
+        self,
+        name: str,
+        ts,
+        dur,
+        dims: list,
+        types: list[str],
+        concrete: list[str] | None = None,
+        pid: int = 100,
+        tid: int = 100,
+    ) -> KinetoBuilder:
+        """A CPU operator recorded with record_shapes (its Input Dims, Input type, Concrete Inputs)."""
+        args = {"Input Dims": dims, "Input type": types, "Concrete Inputs": concrete or [""] * len(dims)}
+        return self.event("X", "cpu_op", name, pid, tid, ts, dur, args)
+
+    def device_limits(self, **fields) -> KinetoBuilder:
+        """More deviceProperties of every GPU (maxThreadsPerMultiprocessor=2048, ...)."""
+        for device in self.head.get("deviceProperties", []):
+            device.update(fields)
+        return self
 
     def memcpy(
         self,
