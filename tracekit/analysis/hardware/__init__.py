@@ -6,5 +6,13 @@ use them (``efficiency`` computes achieved rates with them; ``kernels`` and ``op
 ``gpu_peaks``         dense peak FLOP/s per precision and unit, and memory bandwidth, of the GPUs users have
 ``kernel_precision``  a GEMM/convolution kernel's precision and unit (FP32 on CUDA cores, BF16 on tensor cores ...)
 ``occupancy``         theoretical occupancy from registers, shared memory and block size (CUDA's calculator)
-``op_counts``         FLOPs and bytes of an operator from its recorded shapes and dtypes
+``op_counts``         FLOPs and bytes of an operator from its recorded shapes and dtypes; its rules by family:
+  ``op_count_args``       the recorded arguments read (dtypes, sizes, scalars; NVTX range names), bytes added up
+  ``op_count_matmul``     products, einsum, convolutions
+  ``op_count_attention``  scaled-dot-product attention, forward and backward, every entry point
+  ``op_count_pointwise``  elementwise ops and reductions
+  ``op_count_copies``     copies, fills, factories, views
+  ``op_count_norms``      softmax and the normalizations
+  ``op_count_lookups``    embeddings and losses
+  ``op_count_optimizer``  foreach and fused optimizer steps
 """

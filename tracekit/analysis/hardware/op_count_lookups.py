@@ -89,24 +89,32 @@ def embedding_bag(private: bool) -> Callable[[OpArgs], Count]:
     return count
 
 
-def nll_loss(a: OpArgs) -> Count:
-    """nll_loss(self, target, weight, reduction, ignore_index) and its _forward, _nd and 2d forms."""
-    self, target, weight = a.tensor(0), a.tensor(1), a.optional_tensor(2)
-    traffic = a.traffic()
-    traffic.tensor(target)
-    traffic.tensor(self, target.elements)
-    traffic.tensor(weight, target.elements)
-    _loss_output(a, traffic, self.dtype, target.elements, 3)
-    return Count(float(NLL_FLOPS_PER_TARGET * target.elements), traffic)
+def nll_loss(forward: bool) -> Callable[[OpArgs], Count]:
+    """nll_loss(self, target, weight, reduction, ignore_index), its _nd form, and nll_loss(2d)_forward
+    (``forward``: which also returns the total weight)."""
+
+    def count(a: OpArgs) -> Count:
+        self, target, weight = a.tensor(0), a.tensor(1), a.optional_tensor(2)
+        traffic = a.traffic()
+        traffic.tensor(target)
+        traffic.tensor(self, target.elements)
+        traffic.tensor(weight, target.elements)
+        _loss_output(a, traffic, self.dtype, target.elements, 3, total_weight=forward)
+        return Count(float(NLL_FLOPS_PER_TARGET * target.elements), traffic)
+
+    return count
 
 
-def _loss_output(a: OpArgs, traffic: Traffic, dtype: str | None, elements: int, reduction_at: int) -> None:
-    """A loss's result: one value per element without reduction, else one (and nll's total weight)."""
+def _loss_output(
+    a: OpArgs, traffic: Traffic, dtype: str | None, elements: int, reduction_at: int, total_weight: bool = False
+) -> None:
+    """A loss's result: one value per element without reduction, else one; nll_loss also returns the
+    total weight (one value)."""
     reduction = a.value(reduction_at) if a.values_recorded else None
     if type(reduction) is not int:
         traffic.unknown("reduction not recorded")
     else:
-        a.write(traffic, elements if reduction == REDUCTION_NONE else 1, dtype)
+        a.write(traffic, (elements if reduction == REDUCTION_NONE else 1) + total_weight, dtype)
 
 
 def nll_loss_backward(a: OpArgs) -> Count:
@@ -171,10 +179,10 @@ RULES: Rules = {
     **{
         name: ("loss", formula)
         for name, formula in {
-            "aten::nll_loss": nll_loss,
-            "aten::nll_loss_forward": nll_loss,
-            "aten::nll_loss_nd": nll_loss,
-            "aten::nll_loss2d_forward": nll_loss,
+            "aten::nll_loss": nll_loss(forward=False),
+            "aten::nll_loss_forward": nll_loss(forward=True),
+            "aten::nll_loss_nd": nll_loss(forward=False),
+            "aten::nll_loss2d_forward": nll_loss(forward=True),
             "aten::nll_loss_backward": nll_loss_backward,
             "aten::nll_loss2d_backward": nll_loss_backward,
             "aten::cross_entropy_loss": cross_entropy,

@@ -204,7 +204,12 @@ CONV_LAYOUTS: dict[str, ConvLayout] = {
     "aten::miopen_convolution": (2, 4, 3, 5, False, None, 6, None),
     "aten::mkldnn_convolution": (2, 4, 3, 5, False, None, 6, None),
     "aten::_slow_conv2d_forward": (3, 4, 5, None, False, None, None, 2),
+    "aten::thnn_conv2d": (3, 4, 5, None, False, None, None, 2),
     "aten::slow_conv3d": (3, 4, 5, None, False, None, None, 2),
+    "aten::slow_conv3d_forward": (3, 4, 5, None, False, None, None, 2),
+    "aten::slow_conv_dilated2d": (3, 4, 5, 6, False, None, None, 2),
+    "aten::slow_conv_dilated3d": (3, 4, 5, 6, False, None, None, 2),
+    "aten::_conv_depthwise2d": (3, 4, 5, 6, False, None, None, 2),
     "aten::slow_conv_transpose2d": (3, 4, 5, 7, True, 6, None, 2),
     "aten::slow_conv_transpose3d": (3, 4, 5, 7, True, 6, None, 2),
 }
@@ -267,32 +272,46 @@ def convolution(layout: ConvLayout) -> Callable[[OpArgs], Count]:
     return count
 
 
-def convolution_backward(a: OpArgs) -> Count:
+# Convolution backwards: (position of ``transposed`` or its fixed value, of output_mask, of bias_sizes).
+CONV_BACKWARDS: dict[str, tuple[int | bool, int, int | None]] = {
+    "aten::convolution_backward": (7, 10, 3),
+    "aten::_slow_conv2d_backward": (False, 6, None),
+}
+
+
+def convolution_backward(layout: tuple[int | bool, int, int | None]) -> Callable[[OpArgs], Count]:
     """convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed,
-    output_padding, groups, output_mask): the input's and the weight's gradients each cost the forward's
-    FLOPs (the output's positions are grad_output's); the bias gradient is a sum, not counted."""
-    grad, x, weight = a.tensor(0), a.tensor(1), a.tensor(2)
-    batch, _, spatial = _batched(x, weight)
-    _, _, out_spatial = _batched(grad, weight)
-    mask = a.value(10)
-    if not isinstance(mask, list) or len(mask) != 3:
-        raise Unknown("output_mask not recorded")
-    forward = _conv_flops(batch, spatial if a.flag(7) else out_spatial, weight.shape)
-    traffic = a.traffic()
-    traffic.tensor(grad)
-    if mask[0] is True:
-        traffic.tensor(weight)
-        a.write(traffic, x.elements, x.dtype)
-    if mask[1] is True:
-        traffic.tensor(x)
-        a.write(traffic, weight.elements, weight.dtype)
-    if mask[2] is True:
-        bias = a.value(3)
-        if not isinstance(bias, list) or not all(type(size) is int and size >= 0 for size in bias):
-            traffic.unknown("bias_sizes not recorded")
-        else:
-            a.write(traffic, math.prod(bias), grad.dtype)
-    return Count(forward * ((mask[0] is True) + (mask[1] is True)), traffic)
+    output_padding, groups, output_mask) and _slow_conv2d_backward(grad_output, input, weight, kernel_size,
+    stride, padding, output_mask): the input's and the weight's gradients each cost the forward's FLOPs
+    (the output's positions are grad_output's); the bias gradient is a sum, not counted."""
+    transposed_at, mask_at, bias_at = layout
+
+    def count(a: OpArgs) -> Count:
+        grad, x, weight = a.tensor(0), a.tensor(1), a.tensor(2)
+        batch, _, spatial = _batched(x, weight)
+        _, channels, out_spatial = _batched(grad, weight)
+        mask = a.value(mask_at)
+        if not isinstance(mask, list) or len(mask) != 3:
+            raise Unknown("output_mask not recorded")
+        transposed = transposed_at if isinstance(transposed_at, bool) else a.flag(transposed_at)
+        forward = _conv_flops(batch, spatial if transposed else out_spatial, weight.shape)
+        traffic = a.traffic()
+        traffic.tensor(grad)
+        if mask[0] is True:
+            traffic.tensor(weight)
+            a.write(traffic, x.elements, x.dtype)
+        if mask[1] is True:
+            traffic.tensor(x)
+            a.write(traffic, weight.elements, weight.dtype)
+        if mask[2] is True:
+            bias = a.value(bias_at) if bias_at is not None else [channels]
+            if not isinstance(bias, list) or not all(type(size) is int and size >= 0 for size in bias):
+                traffic.unknown("bias_sizes not recorded")
+            else:
+                a.write(traffic, math.prod(bias), grad.dtype)
+        return Count(forward * ((mask[0] is True) + (mask[1] is True)), traffic)
+
+    return count
 
 
 RULES: Rules = {
@@ -314,6 +333,6 @@ RULES: Rules = {
             "aten::einsum": einsum,
         }.items()
     },
-    "aten::convolution_backward": ("convolution", convolution_backward),
+    **{name: ("convolution", convolution_backward(layout)) for name, layout in CONV_BACKWARDS.items()},
     **{name: ("convolution", convolution(layout)) for name, layout in CONV_LAYOUTS.items()},
 }

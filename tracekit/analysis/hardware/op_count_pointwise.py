@@ -5,7 +5,8 @@ per output element per operator, whatever the function (a gelu, an exp or an add
 addcdiv (a product, its scaling, a sum) and lerp (a difference, a product, a sum) count 3. Bytes: each
 tensor input read once at its own size (a broadcast input is not read again), the output written once at
 the broadcast size in the promoted dtype (bool for comparisons, self's for an in-place op, the ``out``
-tensor's when one is given). Random fills (normal_, uniform_ ...) count one FLOP per element and write only.
+tensor's when one is given). A Python number passed to an op is recorded as a 0-dim double tensor: one
+element read, like any 0-dim tensor. Random fills (normal_, uniform_ ...) count one FLOP per element and write only.
 
 Reductions (sum, mean, max, norm ...): one FLOP per input element (a norm 2: the square and the sum; a
 variance 3: the difference, its square, the sum); the input read once, the output written once, its shape

@@ -50,10 +50,10 @@ RULES: Rules = {
     **op_count_lookups.RULES,
     **op_count_optimizer.RULES,
 }
-FAMILIES = (
-    "matmul", "convolution", "attention", "softmax", "normalization", "elementwise", "reduction", "embedding",
-    "loss", "optimizer", "copy", "other",
-)  # fmt: skip
+FAMILIES = tuple(
+    "matmul convolution attention softmax normalization elementwise reduction embedding loss optimizer copy "
+    "other".split()
+)
 _CACHE_SIZE = 1 << 16
 
 
@@ -77,7 +77,11 @@ class OpCount:
 
 
 def count_op(
-    name: str, dims: list, types: list[str] | None, concrete: list[str] | None = None, element_bytes: int | None = None
+    name: str,
+    dims: list | None,
+    types: list[str] | None,
+    concrete: list[str] | None = None,
+    element_bytes: int | None = None,
 ) -> OpCount:
     """FLOPs and bytes of one call of operator ``name`` (as recorded: "aten::addmm").
 
@@ -149,7 +153,13 @@ def count_ops(frame: pd.DataFrame, element_bytes: int | None = None) -> pd.DataF
     why = np.array([c.why_unknown for c in counts], dtype=object)
     family = np.array([c.family for c in counts], dtype=object)
     return pd.DataFrame(
-        {"flops": flops[inverse], "bytes": moved[inverse], "why_unknown": why[inverse], "family": family[inverse]},
+        {
+            "flops": flops[inverse],
+            "bytes": moved[inverse],
+            # object columns, as tracekit's text columns are: None (not NaN) where nothing is unknown
+            "why_unknown": pd.Series(why[inverse], index=frame.index, dtype=object),
+            "family": pd.Series(family[inverse], index=frame.index, dtype=object),
+        },
         index=frame.index,
     )
 
