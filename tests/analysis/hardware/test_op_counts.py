@@ -224,7 +224,7 @@ ODD_DIMS = [
     [[3, 4], [5, 6], [7], [], [], [], [], [], [], [], [], [], [], [], [], [], [], [], [], []],
 ]
 ODD_TYPES = [None, ["float"], ["TensorList"] * 2, [3, 4], "float", ["float"] * 20]
-ODD_CONCRETE = [None, [""] * 20, ["[", "[[1]]", "nan", "-inf", "1e999", "True", "[True, 2.5, x]"] * 3, [1, 2]]
+ODD_CONCRETE = [None, [""] * 20, ["[", "[[1]]", "nan", "-inf", "1e999", "9" * 5000, "[True, 2.5, x]"] * 3, [1, 2]]
 
 
 @pytest.mark.parametrize("dims", ODD_DIMS, ids=range(len(ODD_DIMS)))

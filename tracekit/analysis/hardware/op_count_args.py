@@ -85,7 +85,7 @@ def parse_value(text: object) -> object:
     if text.startswith("[") and text.endswith("]"):
         inner = text[1:-1].strip()
         return [parse_value(item) for item in inner.split(",")] if inner else []
-    if re.fullmatch(r"[+-]?\d+", text):
+    if re.fullmatch(r"[+-]?\d{1,30}", text):  # longer digit strings: a float (int() refuses 4300+ digits)
         return int(text)
     try:
         return float(text)

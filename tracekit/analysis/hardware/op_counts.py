@@ -141,8 +141,11 @@ def count_ops(frame: pd.DataFrame, element_bytes: int | None = None) -> pd.DataF
     if "name" not in frame or "dims" not in frame:
         raise UsageError("count_ops needs the columns name and dims (and, when recorded, types and concrete)")
     columns = [frame[column] if column in frame else pd.Series(None, index=frame.index) for column in COLUMNS]
-    codes = np.column_stack([_codes(column) for column in columns]) if len(frame) else np.empty((0, 4), np.int64)
-    _, first, inverse = np.unique(codes, axis=0, return_index=True, return_inverse=True)
+    signature = np.zeros(len(frame), dtype=np.int64)
+    for column in columns:  # one code per distinct row, column by column (hashing, no sort of the rows)
+        codes = _codes(column)
+        signature = pd.factorize(signature * (int(codes.max(initial=-1)) + 2) + (codes + 1))[0]
+    _, first, inverse = np.unique(signature, return_index=True, return_inverse=True)
     counts = []
     for row in first:  # one call per distinct signature, not per row
         name, dims, types, concrete = (column.iloc[row] for column in columns)
