@@ -10,5 +10,13 @@ use them (``efficiency`` computes achieved rates with them; ``kernels`` and ``op
 ``precision_generated`` generated kernels' names (CUTLASS 3, flash attention, TensorRT, cuDNN attention, Triton)
 ``precision_amd``     AMD's kernel-name families (Tensile, hipBLASLt, Composable Kernel, MIOpen)
 ``occupancy``         theoretical occupancy from registers, shared memory and block size (CUDA's calculator)
-``op_counts``         FLOPs and bytes of an operator from its recorded shapes and dtypes
+``op_counts``         FLOPs and bytes of an operator from its recorded shapes and dtypes; its rules by family:
+  ``op_count_args``       the recorded arguments read (dtypes, sizes, scalars; NVTX range names), bytes added up
+  ``op_count_matmul``     products, einsum, convolutions
+  ``op_count_attention``  scaled-dot-product attention, forward and backward, every entry point
+  ``op_count_pointwise``  elementwise ops and reductions
+  ``op_count_copies``     copies, fills, factories, views
+  ``op_count_norms``      softmax and the normalizations
+  ``op_count_lookups``    embeddings and losses
+  ``op_count_optimizer``  foreach and fused optimizer steps
 """
