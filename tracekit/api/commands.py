@@ -22,6 +22,7 @@ __all__ = [
     "compare",
     "critical_path",
     "diff",
+    "efficiency",
     "idle",
     "kernels",
     "launches",
@@ -277,6 +278,29 @@ def bandwidth(
         >>> tracekit.bandwidth("trace.json.gz")["bandwidth"]
     """
     return call("bandwidth", trace, locals())
+
+
+def efficiency(
+    trace: Source,
+    *,
+    by: Literal["op", "kernel", "phase", "step"] = "op",
+    top: int | None = None,
+    name: Literal["demangled", "short"] = "short",
+    ranges: Specs = (),
+    phases: Specs = ("forward", "backward", "optimizer"),
+    step_range: str | None = None,
+    drop_last_step: bool = False,
+    peaks: str | None = None,
+) -> Result:
+    """Per group ("efficiency"): Count, Kernels, GPU Time (ns), GFLOP, GB, TFLOP/s, TB/s, FLOP/Byte, Precision,
+    Unit, Bound, Roofline (%), Occupancy (%), Not Known; "peaks": which GPU each device was taken for, its
+    memory bandwidth and dense peaks, and the source.
+
+    Examples:
+        >>> tracekit.efficiency("trace.json.gz")["efficiency"]
+        >>> tracekit.efficiency("trace.json.gz", by="kernel")["efficiency"]
+    """
+    return call("efficiency", trace, locals())
 
 
 def critical_path(

@@ -42,6 +42,7 @@ BUILT_IN = (
     "tracekit.analysis.waits.ops_command",
     "tracekit.analysis.kernels.sequences_command",
     "tracekit.analysis.kernels.bandwidth_command",
+    "tracekit.analysis.efficiency.efficiency_command",
     "tracekit.analysis.critical_path.critical_path_command",
     "tracekit.analysis.waits.syncs_command",
     "tracekit.analysis.many.ranks_command",
