@@ -21,6 +21,7 @@ import tracekit
 from tracekit.commands import run_command
 from tracekit.commands.registry import COMMANDS
 from tracekit.model.range_specs import spec_patterns
+from tracekit.model.schema import GPU_LIMIT_COLUMNS
 from tracekit.render import FORMATS
 from tracekit.render.tables import render_text, write
 
@@ -108,7 +109,8 @@ def test_gpus_known_by_id_and_name_alone_go_through_every_command(cli, id_and_na
     assert header == [{"id": 0, "name": H100}]  # what is known, nothing invented
     assert f"GPUs: {H100}." in (tmp_path / "report" / "report.md").read_text()
     meta = json.loads((tmp_path / "parquet" / "meta.json").read_text())
-    assert meta["gpus"] == [{"id": 0, "name": H100, "sm_count": None, "memory_bytes": None, "compute_capability": None}]
+    unknown = dict.fromkeys(["sm_count", "memory_bytes", "compute_capability", *GPU_LIMIT_COLUMNS])
+    assert meta["gpus"] == [{"id": 0, "name": H100, **unknown}]
     kernels = json_of(cli("kernels", id_and_name, "--format", "json"))
     assert [(row["Name"], row["Instances"], row["Total Time (ns)"]) for row in kernels] == [(GEMM, 9, 9 * KERNEL_NS)]
 

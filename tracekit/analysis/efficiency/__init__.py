@@ -4,4 +4,5 @@
 ``roofline``    each GPU's peaks and the roofline time of a piece of work; kernels' theoretical occupancy
 ``work``        per GPU operation: FLOPs, bytes, precision, unit, roofline, and what is not known
 ``efficiency``  the command: groups by operator, kernel, phase or step
+``efficiency_command`` its options and ``COMMAND``
 """

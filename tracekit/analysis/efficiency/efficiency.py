@@ -139,7 +139,10 @@ def summarize(work: pd.DataFrame, key_name: str) -> pd.DataFrame:
             ),
             "Precision": _by_time(frame, "precision").reindex(sums.index).to_numpy(object),
             "Unit": _by_time(frame, "unit").reindex(sums.index).to_numpy(object),
-            "Bound": _by_time(frame, "bound").reindex(sums.index).where(covered.to_numpy()).to_numpy(object),
+            "Bound": [
+                bound if shown and isinstance(bound, str) else None
+                for bound, shown in zip(_by_time(frame, "bound").reindex(sums.index), covered)
+            ],
             "Roofline (%)": np.where(covered, 100 * sums["roofline"] * 1e9 / np.maximum(sums["known_time"], 1), np.nan),
             "Occupancy (%)": np.where(
                 sums["occupied"] > 0, 100 * sums["occupancy_time"] / np.maximum(sums["occupied"], 1), np.nan
