@@ -150,8 +150,10 @@ class ExportBuilder:
         tid: int | None = None,
         launch_at: int | None = None,
         launch_end: int | None = None,
+        resources: dict | None = None,
     ) -> int:
-        """A kernel and (unless launch_at is None and tid is None) the runtime call that launched it."""
+        """A kernel and (unless launch_at is None and tid is None) the runtime call that launched it;
+        ``resources``: more of its columns (registersPerThread, staticSharedMemory, dynamicSharedMemory)."""
         correlation = self.next_correlation
         self.next_correlation += 1
         self._add(
@@ -170,6 +172,7 @@ class ExportBuilder:
             blockX=block[0],
             blockY=block[1],
             blockZ=block[2],
+            **(resources or {}),
         )
         if launch_at is not None:
             self.runtime(

@@ -23,7 +23,8 @@ from tracekit.analysis.primitives.op_selection import kernel_mask
 from tracekit.analysis.primitives.phases import choose_phases
 from tracekit.analysis.primitives.selection import select_ranges
 from tracekit.analysis.primitives.step_window import launched_before_last_step, step_labels, step_of, step_rows
-from tracekit.errors import NoGpuDataError
+from tracekit.errors import NoGpuDataError, UsageError
+from tracekit.model.options import named
 from tracekit.model.result import Result, Table
 from tracekit.model.trace import Trace
 
@@ -54,6 +55,14 @@ def efficiency_table(trace: Trace, options: EfficiencyOptions | None = None) -> 
     instance = work["op_row"].to_numpy() if options.by == "op" else np.arange(len(work))
     picked = work.loc[chosen].assign(key=np.asarray(key, dtype=object)[chosen], instance=instance[chosen])
     if picked.empty:
+        if options.by == "phase":
+            said = ", ".join(spec for _, spec in choose_phases(trace, options.phases).chosen) or (
+                "none of forward, backward, optimizer found by name"
+            )
+            raise UsageError(
+                f"{trace.name}: no GPU operation was launched inside the phases ({said}); name the trace's "
+                f"phase ranges with {named('phases')}"
+            )
         raise NoGpuDataError(f"{trace.name}: no GPU operation in the groups asked for")
     table = summarize(picked, KEY[options.by])
     if options.top:
@@ -88,11 +97,7 @@ def _keys(trace: Trace, work: pd.DataFrame, options: EfficiencyOptions) -> tuple
     for label, spec in phases.chosen:
         try:
             inside = interval_of_ops(trace, select_ranges(trace, [spec])) >= 0
-        except Exception as error:  # a phase the trace lacks: said, not fatal
-            from tracekit.errors import UsageError
-
-            if not isinstance(error, UsageError):
-                raise
+        except UsageError:  # a phase the trace lacks: the others still group
             continue
         key[inside & pd.isna(key)] = label
     return key, [phases.note] if phases.note else []
@@ -121,7 +126,8 @@ def summarize(work: pd.DataFrame, key_name: str) -> pd.DataFrame:
     # cuBLAS workspace memsets alone are known)
     covered = (sums["known_time"] >= KNOWN_SHARE * sums["duration"]) & (sums["known_time"] > 0)
     table = pd.DataFrame(
-        {
+        index=range(len(sums)),
+        data={
             key_name: sums.index.to_numpy(object),
             "Count": sums["count"].to_numpy(np.int64),
             "Kernels": sums["kernels"].to_numpy(np.int64),
@@ -137,20 +143,25 @@ def summarize(work: pd.DataFrame, key_name: str) -> pd.DataFrame:
             "FLOP/Byte": np.where(
                 (sums["flop_time"] > 0) & (sums["moved"] > 0), sums["flops"] / np.maximum(sums["moved"], 1), np.nan
             ),
-            "Precision": _by_time(frame, "precision").reindex(sums.index).to_numpy(object),
-            "Unit": _by_time(frame, "unit").reindex(sums.index).to_numpy(object),
-            "Bound": [
-                bound if shown and isinstance(bound, str) else None
-                for bound, shown in zip(_by_time(frame, "bound").reindex(sums.index), covered)
-            ],
+            "Precision": _texts(_by_time(frame, "precision").reindex(sums.index)),
+            "Unit": _texts(_by_time(frame, "unit").reindex(sums.index)),
+            "Bound": _texts(_by_time(frame, "bound").reindex(sums.index).where(covered.to_numpy())),
             "Roofline (%)": np.where(covered, 100 * sums["roofline"] * 1e9 / np.maximum(sums["known_time"], 1), np.nan),
             "Occupancy (%)": np.where(
                 sums["occupied"] > 0, 100 * sums["occupancy_time"] / np.maximum(sums["occupied"], 1), np.nan
             ),
-            "Not Known": _not_known(frame, sums["duration"]).reindex(sums.index).to_numpy(object),
-        }
+            "Not Known": _texts(_not_known(frame, sums["duration"]).reindex(sums.index)),
+        },
     )
     return table.sort_values(["GPU Time (ns)", key_name], ascending=[False, True], kind="stable").reset_index(drop=True)
+
+
+def _texts(values: pd.Series) -> pd.Series:
+    """Text per group, None (not NaN) where there is none: objects, not pandas' text dtype (which reads None as
+    NaN). Positional (the table's rows are built in the groups' order)."""
+    return pd.Series([value if isinstance(value, str) else None for value in values], dtype=object).set_axis(
+        range(len(values))
+    )
 
 
 def _by_time(frame: pd.DataFrame, column: str) -> pd.Series:
