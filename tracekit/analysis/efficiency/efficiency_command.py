@@ -16,9 +16,10 @@ class EfficiencyOptions(Options):
     """``efficiency``: achieved FLOP/s and bandwidth against the GPU's limits, per operator, kernel, phase or step."""
 
     by: str = choice(
-        "op",
-        ("op", "kernel", "phase", "step"),
-        "one row per CPU operator (aten::mm ...), kernel, phase (forward, backward, optimizer) or step",
+        "auto",
+        ("auto", "op", "kernel", "phase", "step"),
+        "one row per CPU operator (aten::mm ...), kernel, phase (forward, backward, optimizer) or step; auto: "
+        "per operator where the trace records their shapes, else per kernel",
     )
     top: int | None = shared.top()
     name: str = shared.kernel_name("short", shared.SHORT_NAME_HELP)

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis.hardware.gpu_peaks import GpuPeaks, match_gpu
+from tracekit.analysis.hardware.gpu_peaks import GpuPeaks, load_peaks_file, match_gpu
 from tracekit.analysis.hardware.occupancy import device_limits, theoretical_occupancy
+from tracekit.model.derived import per_trace
 from tracekit.model.trace import Trace
 
 CUDA_CORES = "CUDA cores"
@@ -46,45 +47,52 @@ def device_peaks(trace: Trace, user: list[GpuPeaks] | None = None) -> DevicePeak
     return DevicePeaks(peaks, unknown)
 
 
-def roofline_times(work: pd.DataFrame, devices: DevicePeaks) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per row of ``work`` (columns device, precision, unit, flops, bytes): the roofline time (s; NaN
-    unknown), the bound ("compute", "memory", or "" unknown), the peak FLOP/s held against (NaN) and the
-    memory bandwidth (bytes/s; NaN)."""
-    count = len(work)
-    peak = np.full(count, np.nan)
-    bandwidth = np.full(count, np.nan)
-    keys = work[["device", "precision", "unit"]].astype(object).where(work[["device", "precision", "unit"]].notna())
-    distinct = keys.drop_duplicates()
-    for device, precision, unit in distinct.itertuples(index=False):
-        gpu = devices.peaks.get(int(device)) if not pd.isna(device) else None
+@per_trace
+def trace_peaks(trace: Trace, peaks: str | None = None) -> DevicePeaks:
+    """``device_peaks`` with a user's peaks file (``peaks``: its path) read first."""
+    return device_peaks(trace, load_peaks_file(peaks) if peaks else None)
+
+
+def roofline_times(work: pd.DataFrame, devices: DevicePeaks) -> tuple[np.ndarray, pd.Categorical]:
+    """Per row of ``work`` (columns device, precision, unit as categoricals, flops, bytes): the roofline time
+    (s; NaN unknown) and the bound ("compute", "memory"; missing where unknown). One peak lookup per distinct
+    (device, precision, unit)."""
+    precision, unit = work["precision"].cat, work["unit"].cat
+    device = work["device"].to_numpy(np.int64)
+    precision_code, unit_code = precision.codes.to_numpy(), unit.codes.to_numpy()
+    key = (device * (len(precision.categories) + 1) + precision_code + 1) * (len(unit.categories) + 1) + unit_code + 1
+    # keys are small (devices x precisions x units): a table indexed by key, no sort of a million rows
+    size = int(key.max(initial=-1)) + 1
+    first = np.full(size, -1, dtype=np.int64)
+    first[key[::-1]] = np.arange(len(key) - 1, -1, -1)  # the first row of each key (last write wins)
+    present = np.flatnonzero(first >= 0)
+    rates = np.full(size, np.nan)
+    widths = np.full(size, np.nan)
+    for index, row in zip(present.tolist(), first[present].tolist()):
+        gpu = devices.peaks.get(int(device[row]))
         if gpu is None:
             continue
-        mine = (keys["device"] == device).to_numpy() & _same(keys["precision"], precision) & _same(keys["unit"], unit)
-        bandwidth[mine] = gpu.memory_bandwidth
-        precision = precision if isinstance(precision, str) else None
-        unit = unit if isinstance(unit, str) else None
-        rate = gpu.peak(precision, unit) if precision else None
-        if rate is None and precision and unit != CUDA_CORES:
-            rate = gpu.peak(precision, CUDA_CORES)
-        if rate is None:
+        widths[index] = gpu.memory_bandwidth
+        wanted = precision_code[row], unit_code[row]
+        name = str(precision.categories[wanted[0]]) if wanted[0] >= 0 else None
+        on = str(unit.categories[wanted[1]]) if wanted[1] >= 0 else None
+        rate = gpu.peak(name, on) if name else None
+        if rate is None and name and on != CUDA_CORES:
+            rate = gpu.peak(name, CUDA_CORES)
+        if rate is None:  # work of no matrix unit: the CUDA cores' FP32 rate (its bound is memory anyway)
             rate = gpu.peak("FP32", CUDA_CORES)
-        peak[mine] = rate if rate is not None else np.nan
+        rates[index] = rate if rate is not None else np.nan
+    peak, bandwidth = rates[key], widths[key]
     flops, moved = work["flops"].to_numpy(float), work["bytes"].to_numpy(float)
     compute = flops / peak
     memory = moved / bandwidth
     # no FLOPs and unknown bytes (a cat of unrecorded dtypes): nothing is known of its roofline
     compute[(flops == 0) & np.isnan(moved)] = np.nan
     roofline = np.fmax(compute, memory)  # NaN only when both are
-    bound = np.where(
-        np.isnan(roofline),
-        "",
-        np.where(np.nan_to_num(compute, nan=-1.0) >= np.nan_to_num(memory, nan=-1.0), "compute", "memory"),
+    bound_code = np.where(
+        np.isnan(roofline), -1, np.where(np.nan_to_num(compute, nan=-1.0) >= np.nan_to_num(memory, nan=-1.0), 0, 1)
     )
-    return roofline, bound.astype(object), peak, bandwidth
-
-
-def _same(column: pd.Series, value) -> np.ndarray:
-    return column.isna().to_numpy() if pd.isna(value) else (column == value).to_numpy()
+    return roofline, pd.Categorical.from_codes(bound_code, categories=["compute", "memory"])
 
 
 def kernel_occupancy(trace: Trace, rows: np.ndarray) -> np.ndarray:

@@ -3,8 +3,9 @@ it took, and what of that is not known (the rows every ``efficiency`` grouping s
 
 FLOPs and bytes come from the operator the kernel ran for (``operators``), shared among that operator's
 kernels by their GPU time (exact for the one-kernel GEMMs that dominate); precision and unit from the kernel's
-name (``hardware.kernel_precision``); a copy within device memory moves its bytes twice (read and write), a
-set once; copies to or from the host go over the host link, not device memory, and get no roofline.
+name (``hardware.kernel_precision``, once per distinct name); a copy within device memory moves its bytes
+twice (read and write), a set once; copies to or from the host go over the host link, not device memory, and
+get no roofline. Names stay categorical: a million kernels have a few hundred names.
 """
 
 from __future__ import annotations
@@ -15,107 +16,157 @@ import pandas as pd
 from tracekit.analysis.efficiency.operators import (
     NESTED,
     NO_SHAPES,
-    kernel_operators,
+    covering_operators,
+    named_operators,
     operator_counts,
+    operator_inputs,
     outer_operators,
     with_element_bytes,
 )
-from tracekit.analysis.efficiency.roofline import DevicePeaks, kernel_occupancy, roofline_times
+from tracekit.analysis.efficiency.roofline import kernel_occupancy, roofline_times, trace_peaks
 from tracekit.analysis.hardware.kernel_precision import kernel_precisions
-from tracekit.analysis.primitives.categories import CATEGORIES, op_categories
-from tracekit.model.range_specs import shown_op_name
+from tracekit.analysis.primitives.categories import categorize_name
+from tracekit.model.derived import per_trace
 from tracekit.model.trace import Trace
 
 HOST_LINK = "a copy over the host link (PCIe/NVLink-C2C), not device memory"
 NO_OPERATOR = "no CPU operator launched it"
+NO_ROOFLINE = "neither FLOPs nor bytes known"
 DEVICE_COPY = ("DtoD", "Device -> Device", "Device to Device")
+NO_OPERATOR_NAME = "(no operator)"
 
 
-def gpu_work(trace: Trace, devices: DevicePeaks, name: str = "short") -> pd.DataFrame:
-    """One row per GPU operation (gpu_ops order): device, kind, kernel (its ``name``: "short" or "demangled"),
-    category, duration (ns), operator (name of the operator it ran for, None), op_row (-1), flops, bytes (NaN
-    unknown), precision, unit (None unknown), occupancy (0-1, NaN), roofline (s, NaN), bound, peak (FLOP/s),
-    bandwidth (bytes/s), why (what is not known, None)."""
+@per_trace
+def gpu_work(trace: Trace, name: str = "short", peaks: str | None = None, operators: bool = False) -> pd.DataFrame:
+    """One row per GPU operation (gpu_ops order), computed once per trace and choice: device, kind, kernel (its
+    ``name``: "short" or "demangled"), duration (ns), op_row (the operator with recorded inputs it ran for, -1),
+    flops, bytes (NaN unknown), precision, unit (categorical), occupancy (0-1, NaN), roofline (s, NaN), bound,
+    why (what is not known; categorical). ``operators``: also ``operator``, the name of the innermost operator
+    of any kind that launched it ("(no operator)"). ``peaks``: a user's peaks file (``hardware.gpu_peaks``)."""
+    devices = trace_peaks(trace, peaks)
     ops = trace.gpu_ops
     count = len(ops)
-    names = ops["short_name" if name == "short" else "name"]
-    categories = pd.Categorical.from_codes(op_categories(trace), categories=CATEGORIES)
-    precision = kernel_precisions(ops["name"], pd.Series(categories).astype(str))
     kernel = (ops["kind"] == "kernel").to_numpy()
-    precision.loc[~kernel, ["precision", "unit"]] = None
-    owners = kernel_operators(trace)
-    counts = operator_counts(trace)
-    owner = owners["counted"].to_numpy()
     duration = ops["duration"].to_numpy()
-
-    # the operator instances that own kernels: their time, precision (their longest matrix kernel's) and counts;
-    # copies and sets an operator issued (cuBLAS's workspace memset) keep their own bytes and no FLOPs
-    owned = (owner >= 0) & kernel
-    instance_time = pd.Series(pd.Series(duration[owned]).groupby(owner[owned]).sum())
-    matrix = owned & precision["precision"].notna().to_numpy()
-    by_time = pd.DataFrame({"op": owner[matrix], "d": duration[matrix], "p": precision["precision"].to_numpy()[matrix]})
-    op_precision = pd.Series(by_time.sort_values("d", kind="stable").groupby("op")["p"].last())
-    mine = counts.reindex(instance_time.index)
-    mine = with_element_bytes(mine, op_precision.reindex(instance_time.index))
-    # an operator around others that own kernels: its count is theirs (said only where it had one)
-    outer = outer_operators(trace.ranges, instance_time.index.to_numpy())
-    counted_itself = (mine["flops"].notna() | mine["bytes"].notna()).to_numpy()
-    mine.loc[outer & counted_itself, "why_unknown"] = NESTED
-    mine.loc[outer, ["flops", "bytes"]] = np.nan
-
-    share = np.zeros(count)
-    position = instance_time.index.get_indexer(owner)
-    total = instance_time.to_numpy(float)
-    share[owned] = np.divide(
-        duration[owned], total[position[owned]], out=np.zeros(int(owned.sum())), where=total[position[owned]] > 0
-    )
-    flops = np.full(count, np.nan)
-    moved = np.full(count, np.nan)
-    flops[owned] = mine["flops"].to_numpy(float)[position[owned]] * share[owned]
-    moved[owned] = mine["bytes"].to_numpy(float)[position[owned]] * share[owned]
-    why = np.full(count, None, dtype=object)
-    why[owned] = mine["why_unknown"].to_numpy(object)[position[owned]]
-    _copies(ops, kernel, flops, moved, why)
-    has_inputs = not counts.empty
-    why[kernel & ~owned] = NO_SHAPES if not has_inputs else NO_OPERATOR
-
-    operator_row = np.where(owner >= 0, owner, owners["operator"].to_numpy())
-    range_names = trace.ranges["name"]
-    codes = range_names.cat.codes.to_numpy()
-    shown = np.asarray([shown_op_name(str(text)) for text in range_names.cat.categories] + [None], dtype=object)
-    operator = shown[np.where(operator_row >= 0, codes[np.maximum(operator_row, 0)], -1)] if len(codes) else None
+    precision, unit = _precisions(ops["name"], kernel)
+    owner = covering_operators(trace, operator_inputs(trace)) if len(operator_inputs(trace)) else np.full(count, -1)
+    owner = np.where(kernel, owner, -1)
+    reasons = Reasons()
+    flops, moved, why = _counts(trace, owner, duration, precision, reasons)
+    why[kernel & (owner < 0)] = reasons.code(NO_OPERATOR if len(operator_inputs(trace)) else NO_SHAPES)
+    _copies(ops, kernel, flops, moved, why, reasons)
     work = pd.DataFrame(
         {
             "device": ops["device"].to_numpy(),
-            "kind": ops["kind"].astype(str).to_numpy(),
-            "kernel": names.astype(str).to_numpy(),
-            "category": np.asarray(categories.astype(str)),
+            "kind": ops["kind"],
+            "kernel": ops["short_name" if name == "short" else "name"],
             "duration": duration,
-            "operator": operator if operator is not None else np.full(count, None, dtype=object),
-            "op_row": operator_row,
+            "op_row": owner,
             "flops": np.where(kernel, flops, 0.0),
             "bytes": moved,
-            "precision": precision["precision"].to_numpy(object),
-            "unit": precision["unit"].to_numpy(object),
+            "precision": precision,
+            "unit": unit,
         }
     )
-    work["occupancy"] = kernel_occupancy(trace, np.arange(count)) if count else np.zeros(0)
-    work.loc[~kernel, "occupancy"] = np.nan
-    roofline, bound, peak, bandwidth = roofline_times(work, devices)
-    unknown_gpu = np.asarray([devices.unknown.get(int(device)) for device in work["device"]], dtype=object)
-    why = np.where(pd.notna(unknown_gpu), unknown_gpu, why)
-    why = np.where(np.isnan(roofline) & pd.isna(why), "neither FLOPs nor bytes known", why)
-    work["roofline"], work["bound"], work["peak"], work["bandwidth"], work["why"] = (
-        roofline,
-        bound,
-        peak,
-        bandwidth,
-        why,
-    )
+    if operators:
+        work["operator"], work["operator_row"] = _operator_names(trace)
+    work["occupancy"] = np.where(kernel, kernel_occupancy(trace, np.arange(count)), np.nan)
+    roofline, bound = roofline_times(work, devices)
+    device = work["device"].to_numpy()
+    for index, reason in devices.unknown.items():
+        why[device == index] = reasons.code(reason)
+    why[np.isnan(roofline) & (why < 0)] = reasons.code(NO_ROOFLINE)
+    work["roofline"], work["bound"] = roofline, bound
+    work["why"] = pd.Categorical.from_codes(why, categories=pd.Index(reasons.texts, dtype=object))
     return work
 
 
-def _copies(ops: pd.DataFrame, kernel: np.ndarray, flops: np.ndarray, moved: np.ndarray, why: np.ndarray) -> None:
+class Reasons:
+    """What is not known, as codes into a short list of texts (a million rows share a few reasons)."""
+
+    def __init__(self):
+        self.texts: list[str] = []
+
+    def code(self, text: str) -> int:
+        if text not in self.texts:
+            self.texts.append(text)
+        return self.texts.index(text)
+
+    def codes(self, texts: np.ndarray) -> np.ndarray:
+        """Codes of an object array of texts (None: -1), once per distinct text."""
+        found, distinct = pd.factorize(texts, use_na_sentinel=True)
+        mapping = np.asarray([self.code(str(text)) for text in distinct] + [-1], dtype=np.int64)
+        return mapping[found]
+
+
+def _precisions(names: pd.Series, kernel: np.ndarray) -> tuple[pd.Categorical, pd.Categorical]:
+    """Per GPU op, its kernel's precision and unit (categorical; missing for copies, sets and names that do not
+    say), decided once per distinct name."""
+    distinct = pd.Series(names.cat.categories.astype(object))
+    decided = kernel_precisions(distinct, distinct.map(categorize_name))
+    codes = names.cat.codes.to_numpy()
+    columns = []
+    for column in ("precision", "unit"):
+        per_name, labels = pd.factorize(decided[column].astype(object).to_numpy(), use_na_sentinel=True)
+        per_row = np.where(kernel & (codes >= 0), np.append(per_name, -1)[codes], -1)
+        columns.append(pd.Categorical.from_codes(per_row, categories=pd.Index(labels, dtype=object)))
+    return columns[0], columns[1]
+
+
+def _counts(
+    trace: Trace, owner: np.ndarray, duration: np.ndarray, precision: pd.Categorical, reasons: Reasons
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per GPU op: FLOPs and bytes (NaN unknown) of its share of the operator it ran for, and why unknown
+    (codes of ``reasons``, -1 where known)."""
+    count = len(owner)
+    flops, moved = np.full(count, np.nan), np.full(count, np.nan)
+    why = np.full(count, -1, dtype=np.int64)
+    owned = owner >= 0
+    if not owned.any():
+        return flops, moved, why
+    inputs, counts = operator_inputs(trace), operator_counts(trace)
+    instances, position = np.unique(owner[owned], return_inverse=True)
+    time = np.bincount(position, weights=duration[owned]).astype(float)
+    # each operator's precision: its longest matrix kernel's (what an nsys operator's bytes are counted in)
+    matrix = precision.codes[owned] >= 0
+    longest = pd.DataFrame({"at": position[matrix], "d": duration[owned][matrix], "p": precision.codes[owned][matrix]})
+    chosen = longest.sort_values("d", kind="stable").groupby("at")["p"].last()
+    op_precision = np.full(len(instances), None, dtype=object)
+    op_precision[chosen.index.to_numpy()] = np.asarray(precision.categories, dtype=object)[chosen.to_numpy()]
+    mine = with_element_bytes(
+        counts.iloc[instances].reset_index(drop=True),
+        inputs.iloc[instances].reset_index(drop=True),
+        pd.Series(op_precision),
+    )
+    # an operator around others that own kernels: its count is theirs (said only where it had one)
+    outer = outer_operators(inputs, instances)
+    had = (mine["flops"].notna() | mine["bytes"].notna()).to_numpy()
+    said = mine["why_unknown"].to_numpy(object).copy()
+    said[outer & had] = NESTED
+    share = np.divide(duration[owned], time[position], out=np.zeros(len(position)), where=time[position] > 0)
+    op_flops = np.where(outer, np.nan, mine["flops"].to_numpy(float))
+    op_bytes = np.where(outer, np.nan, mine["bytes"].to_numpy(float))
+    flops[owned] = op_flops[position] * share
+    moved[owned] = op_bytes[position] * share
+    why[owned] = reasons.codes(said)[position]
+    return flops, moved, why
+
+
+def _operator_names(trace: Trace) -> tuple[pd.Categorical, np.ndarray]:
+    """Per GPU op, the innermost operator of any kind that launched it ("(no operator)" where none did) and its
+    row among ``named_operators`` (-1)."""
+    operators = named_operators(trace)
+    row = covering_operators(trace, operators)
+    names = operators["name"]
+    categories = pd.Index([*names.cat.categories.astype(object), NO_OPERATOR_NAME], dtype=object).unique()
+    codes = np.append(names.cat.codes.to_numpy(), -1)[row] if len(operators) else np.full(len(row), -1)
+    none = categories.get_loc(NO_OPERATOR_NAME)
+    return pd.Categorical.from_codes(np.where(codes >= 0, codes, none), categories=categories), row
+
+
+def _copies(
+    ops: pd.DataFrame, kernel: np.ndarray, flops: np.ndarray, moved: np.ndarray, why: np.ndarray, reasons: Reasons
+) -> None:
     """Copies and sets: a set writes its bytes, a copy within device memory reads and writes them; a copy to
     or from the host has no device-memory roofline (filled in place)."""
     names = ops["name"]
@@ -125,6 +176,5 @@ def _copies(ops: pd.DataFrame, kernel: np.ndarray, flops: np.ndarray, moved: np.
     device_copy = (ops["kind"] == "memcpy").to_numpy() & within[names.cat.codes.to_numpy()]
     moved[is_set] = size[is_set]
     moved[device_copy] = 2 * size[device_copy]
-    host = ~kernel & ~is_set & ~device_copy
-    why[host] = HOST_LINK
+    why[~kernel & ~is_set & ~device_copy] = reasons.code(HOST_LINK)
     flops[~kernel] = 0.0
