@@ -86,8 +86,9 @@ def roofline_times(work: pd.DataFrame, devices: DevicePeaks) -> tuple[np.ndarray
     flops, moved = work["flops"].to_numpy(float), work["bytes"].to_numpy(float)
     compute = flops / peak
     memory = moved / bandwidth
-    # no FLOPs and unknown bytes (a cat of unrecorded dtypes): nothing is known of its roofline
-    compute[(flops == 0) & np.isnan(moved)] = np.nan
+    # unknown bytes leave only a matrix kernel's roofline known (its compute; a GEMM's bytes rarely bound it):
+    # an elementwise op's FLOPs alone would call it compute-bound at a few percent, when memory bounds it
+    compute[np.isnan(moved) & ((flops == 0) | (precision_code < 0))] = np.nan
     roofline = np.fmax(compute, memory)  # NaN only when both are
     bound_code = np.where(
         np.isnan(roofline), -1, np.where(np.nan_to_num(compute, nan=-1.0) >= np.nan_to_num(memory, nan=-1.0), 0, 1)
