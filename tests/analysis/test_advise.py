@@ -286,3 +286,19 @@ def test_fp32_matmul_evidence_says_the_gpus_each_kernel_ran_on(tmp_path):
         ["ampere_sgemm_128x64_nn x2", 20 * MS, "cuda:0, cuda:1"],
         ["ampere_sgemm_64x32_tn x1", 4 * MS, "cuda:0"],
     ]
+
+
+def test_fp32_matmul_recoverable_is_bounded_by_the_roofline_where_shapes_are_recorded(tmp_path):
+    """An FP32 4096^3 GEMM (emit_nvtx shapes) of 10 ms on an A100 SXM4 80GB: 2 x 4096^3 = 137.44 GFLOP, so it
+    ran at 13.744 TFLOP/s, 70 % of the FP32 peak (19.5). On the TF32 tensor cores (156 TFLOP/s dense) it needs
+    at least 137.44e9 / 156e12 = 0.881 ms (its 3 x 4096^2 x 4 bytes need 0.099 ms at 2,039 GB/s): it can give
+    back 10 - 0.881 ms, not "half"."""
+    b = ExportBuilder("2026.2")
+    b.gpu(0, "NVIDIA A100-SXM4-80GB", 108, 85_000_000_000, 8, 0)
+    b.push_pop(0, 12 * MS, "aten::mm, seq = 1, op_id = 2, sizes = [[4096, 4096], [4096, 4096]]")
+    b.kernel(1 * MS, 11 * MS, "ampere_sgemm_128x64_nn", launch_at=100 * US)
+    row = findings(b.write(tmp_path / "t.sqlite"))["fp32 matmul"]
+    flops = 2 * 4096**3
+    assert row["Recoverable (ns)"] == round(10 * MS - flops / 156e12 * 1e9)
+    assert f"at {100 * flops / 10e-3 / 19.5e12:.0f}% of the FP32 peak" in row["What"]
+    assert "bound by the roofline" in row["Bound"] and "156 TFLOP/s" in row["Bound"]

@@ -2,8 +2,9 @@
 
 - fp32 matmul: GEMM and convolution kernels running in FP32 on the CUDA cores (cuBLAS "sgemm",
   xmma "ffma" GEMMs) on a GPU whose tensor cores would run them in TF32 (compute capability 8.0 and
-  later) or FP16/BF16 (7.0 and later). Recoverable: half their time, an estimate (TF32 tensor cores
-  run an FP32 GEMM several times faster: 8x on A100 by peak rates; real GEMMs gain less);
+  later) or FP16/BF16 (7.0 and later). Recoverable: bounded by the roofline on the tensor cores
+  (``precision_bound``: exact where shapes are recorded, else the peak ratio; half their time on a GPU
+  without known peaks);
 - unfused optimizer: the optimizer phase (``phases``: found by name) launching ``MANY_OPTIMIZER_KERNELS``
   or more kernels per step, of median under ``SHORT_OPTIMIZER_KERNEL_NS``, none of them fused: a
   per-parameter loop where a fused or foreach optimizer runs the same math in a few launches.
@@ -21,12 +22,12 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis.advice.finding import Finding, evidence, ms, worst
+from tracekit.analysis.advice.precision_bound import fp32_gemm_recoverable
 from tracekit.model.schema import compute_capability
 from tracekit.model.trace import Trace
 
 FP32_GEMM = re.compile(r"sgemm|gemm.*_ffma_|ffma.*gemm", re.IGNORECASE)
 TENSOR_CORE = re.compile(r"s(?:16|8|4)\d{2,3}gemm|tensorop|tf32|hmma|bf16|f16", re.IGNORECASE)
-FP32_GEMM_SAVING = 0.5  # of their time: the estimate stated in the module docstring
 MANY_OPTIMIZER_KERNELS = 50  # per optimizer step
 SHORT_OPTIMIZER_KERNEL_NS = 50_000
 EVIDENCE_ROWS = 5
@@ -167,12 +168,13 @@ def _fp32_matmul(trace: Trace, origin: int) -> Finding | None:
     else:
         fix = tf32 if capability >= 8.0 else f"{fp16} (this GPU's tensor cores take FP16, not TF32)"
         known = f" (compute capability {recorded[1] if recorded else ''})"
+    recoverable = fp32_gemm_recoverable(trace, rows, capability)
+    reached = "" if recoverable.reached is None else f", at {100 * recoverable.reached:.0f}% of the FP32 peak"
     return Finding(
         "fp32 matmul",
-        f"{int(rows.sum()):,} GEMM/convolution kernels ran in FP32 on the CUDA cores for {ms(total)}{known}",
-        round(total * FP32_GEMM_SAVING),
-        "estimate: half their time (tensor cores run these GEMMs several times faster; the whole "
-        f"{ms(total)} is the bound)",
+        f"{int(rows.sum()):,} GEMM/convolution kernels ran in FP32 on the CUDA cores for {ms(total)}{reached}{known}",
+        recoverable.ns,
+        recoverable.how,
         fix,
         proof,
     )
