@@ -5,4 +5,5 @@
 ``work``        per GPU operation: FLOPs, bytes, precision, unit, roofline, and what is not known
 ``efficiency``  the command: groups by operator, kernel, phase or step
 ``efficiency_command`` its options and ``COMMAND``
+``groups``      the table of any grouping: sums over group codes and the measures built on them
 """
