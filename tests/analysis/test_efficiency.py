@@ -44,14 +44,22 @@ def h100_trace(path: Path) -> Path:
     gemm = {"registers per thread": 168, "shared memory": 231424, "est. achieved occupancy %": 0}
     trace.operator("aten::mm", 10, 50, [[4096, 4096], [4096, 4096]], [BF16, BF16])
     trace.launch("cudaMemsetAsync", 15, 2, 1).memset(90, 2, 1, 4 * 2**20)
-    trace.launch("cudaLaunchKernel", 20, 5, 2).kernel(GEMM, 100, 200, 2, grid=(132, 1, 1), block=(384, 1, 1), resources=gemm)
+    trace.launch("cudaLaunchKernel", 20, 5, 2).kernel(
+        GEMM, 100, 200, 2, grid=(132, 1, 1), block=(384, 1, 1), resources=gemm
+    )
     trace.operator("aten::add", 70, 20, [[1024, 1024], [1024, 1024], []], [BF16, BF16, "Scalar"], ["", "", "1"])
-    trace.launch("cudaLaunchKernel", 75, 5, 3).kernel(ADD, 310, 5, 3, grid=(1024, 1, 1), block=(128, 1, 1), resources={"registers per thread": 16, "shared memory": 0})
+    trace.launch("cudaLaunchKernel", 75, 5, 3).kernel(
+        ADD, 310, 5, 3, grid=(1024, 1, 1), block=(128, 1, 1), resources={"registers per thread": 16, "shared memory": 0}
+    )
     trace.operator("aten::linear", 1010, 60, [[2048, 4096], [4096, 4096], [4096]], [BF16, BF16, BF16])
     addmm = [[4096], [2048, 4096], [4096, 4096], [], []], [BF16, BF16, BF16, "Scalar", "Scalar"], ["", "", "", "1", "1"]
     trace.operator("aten::addmm", 1020, 40, *addmm)
-    trace.launch("cudaLaunchKernel", 1030, 5, 4).kernel(GEMM, 1100, 100, 4, grid=(132, 1, 1), block=(384, 1, 1), resources=gemm)
-    trace.launch("cudaLaunchKernel", 1500, 5, 5).kernel(ADD, 1600, 10, 5, resources={"registers per thread": 16, "shared memory": 0})
+    trace.launch("cudaLaunchKernel", 1030, 5, 4).kernel(
+        GEMM, 1100, 100, 4, grid=(132, 1, 1), block=(384, 1, 1), resources=gemm
+    )
+    trace.launch("cudaLaunchKernel", 1500, 5, 5).kernel(
+        ADD, 1600, 10, 5, resources={"registers per thread": 16, "shared memory": 0}
+    )
     return trace.write(path)
 
 
@@ -195,7 +203,13 @@ def test_an_nsys_export_with_emit_nvtx_shapes(tmp_path):
     export.gpu(0, "NVIDIA A100-SXM4-80GB", 108, 85_000_000_000, 8, 0)
     export.push_pop(1_000, 60_000, "aten::mm, seq = 1, op_id = 2, sizes = [[4096, 4096], [4096, 4096]]")
     gemm = "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_nn"
-    export.kernel(100_000, 600_000, gemm, launch_at=2_000, resources={"registersPerThread": 232, "staticSharedMemory": 0, "dynamicSharedMemory": 73728})
+    export.kernel(
+        100_000,
+        600_000,
+        gemm,
+        launch_at=2_000,
+        resources={"registersPerThread": 232, "staticSharedMemory": 0, "dynamicSharedMemory": 73728},
+    )
     trace = open_trace(export.write(tmp_path / "e.sqlite"))
     mm = rows(efficiency_table(trace))["aten::mm"]
     assert mm["GFLOP"] == pytest.approx(2 * 4096**3 / 1e9) and mm["GB"] == pytest.approx(3 * 4096**2 * 2 / 1e9)
@@ -240,3 +254,22 @@ def test_an_fp32_training_steps_gemms_from_emit_nvtx_names_counted_by_hand():
     achieved = flops / (bmm["GPU Time (ns)"] * 1e-9)
     assert bmm["TFLOP/s"] == pytest.approx(achieved / 1e12)
     assert bmm["Roofline (%)"] == pytest.approx(100 * achieved / 19.5e12, rel=1e-3) and bmm["Roofline (%)"] > 80
+
+
+def test_the_roofline_picture_and_the_reports_section(cli, tmp_path):
+    """The chart holds each group with FLOPs and bytes as a point (intensity, achieved TFLOP/s, ms) under the
+    H100's FP32 CUDA-core and BF16 tensor-core roofs; --picture draws it; report gives it a section."""
+    path = h100_trace(tmp_path / "t.json")
+    chart = efficiency_table(open_trace(path)).charts["roofline"]
+    points = {point[0]: point for point in chart.data["points"]}
+    assert points["aten::mm"][1] == pytest.approx(1310.72) and points["aten::mm"][3] == pytest.approx(0.202)
+    assert [roof[:2] for roof in chart.data["roofs"]] == [
+        ["H100 SXM FP32 CUDA cores", pytest.approx(66.9)],
+        ["H100 SXM BF16 tensor cores", pytest.approx(989.4)],
+    ]
+    picture = tmp_path / "roofline.png"
+    assert cli("efficiency", path, "--picture", picture).exit_code == 0
+    assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert cli("report", path, "-o", tmp_path / "report").exit_code == 0
+    markdown = (tmp_path / "report" / "report.md").read_text()
+    assert "### How close to the hardware" in markdown and "efficiency_roofline.png" in markdown

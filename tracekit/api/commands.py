@@ -283,8 +283,8 @@ def bandwidth(
 def efficiency(
     trace: Source,
     *,
-    by: Literal["op", "kernel", "phase", "step"] = "op",
-    top: int | None = None,
+    by: Literal["auto", "op", "kernel", "phase", "step"] = "auto",
+    top: int | None = 20,
     name: Literal["demangled", "short"] = "short",
     ranges: Specs = (),
     phases: Specs = ("forward", "backward", "optimizer"),

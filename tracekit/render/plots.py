@@ -24,6 +24,7 @@ from tracekit.files import check_target, write_whole
 from tracekit.model.command import import_attribute
 from tracekit.model.result import Chart
 from tracekit.render.colours import category_colour, phase_colour
+from tracekit.render.roofline_plot import roofline
 from tracekit.render.safe_text import printable
 
 
@@ -276,6 +277,7 @@ DRAW = {
     "category_bars": category_bars,
     "step_times": step_times,
     "bench_scaling": bench_scaling,
+    "roofline": roofline,
 }
 
 

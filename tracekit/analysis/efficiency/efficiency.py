@@ -28,9 +28,10 @@ from tracekit.analysis.primitives.selection import select_ranges
 from tracekit.analysis.primitives.step_window import launched_before_last_step, step_labels, step_of, step_rows
 from tracekit.errors import NoGpuDataError, UsageError
 from tracekit.model.options import named
-from tracekit.model.result import Result, Table
+from tracekit.model.result import Chart, Result, Table
 from tracekit.model.trace import Trace
 
+ROOFLINE_POINTS = 40
 KEY = {"op": "Operator", "kernel": "Kernel", "phase": "Phase", "step": "Step"}
 
 
@@ -77,7 +78,27 @@ def efficiency_table(trace: Trace, options: EfficiencyOptions | None = None) -> 
             Table("peaks", peaks_table(trace, devices), "The GPUs' limits"),
         ],
         notes + list(trace.warnings),
+        {"roofline": roofline_chart(table, devices, KEY[options.by], trace.name)},
     )
+
+
+def roofline_chart(table: pd.DataFrame, devices: DevicePeaks, key: str, name: str) -> Chart:
+    """The groups with both FLOPs and bytes as points (the most time first, at most ``ROOFLINE_POINTS``) under
+    the roofs of the first known GPU: its FP32 CUDA cores and each tensor-core precision the table used."""
+    known = table.loc[(table["FLOP/Byte"] > 0) & (table["TFLOP/s"] > 0)].head(ROOFLINE_POINTS)
+    points = [
+        [str(row[key]), float(row["FLOP/Byte"]), float(row["TFLOP/s"]), float(row["GPU Time (ns)"]) / 1e6]
+        for row in known.to_dict("records")
+    ]
+    gpu = next((peaks for peaks in devices.peaks.values() if peaks is not None), None)
+    roofs = []
+    if gpu is not None:
+        used = [str(value) for value in table["Precision"].dropna().unique()]
+        for precision, unit in [("FP32", "CUDA cores"), *((p, "tensor cores") for p in used if p != "FP32")]:
+            rate = gpu.peak(precision, unit)
+            if rate is not None:
+                roofs.append([f"{gpu.key} {precision} {unit}", rate / 1e12, gpu.memory_bandwidth / 1e12])
+    return Chart("roofline", f"Roofline: {name}", {"points": points, "roofs": roofs})
 
 
 def _groups(

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tracekit.model import option_fields as shared
-from tracekit.model.command import Command
+from tracekit.model.command import Command, Picture
 from tracekit.model.options import Options, choice, specs, text
 
 
@@ -21,7 +21,7 @@ class EfficiencyOptions(Options):
         "one row per CPU operator (aten::mm ...), kernel, phase (forward, backward, optimizer) or step; auto: "
         "per operator where the trace records their shapes, else per kernel",
     )
-    top: int | None = shared.top()
+    top: int | None = shared.top(20, "only the N groups with the most GPU time (default 20)")
     name: str = shared.kernel_name("short", shared.SHORT_NAME_HELP)
     ranges: tuple[str, ...] = specs(
         (), "only GPU work launched inside these NVTX ranges: a name, a path or a glob; repeatable", repeat=True
@@ -42,6 +42,13 @@ COMMAND = Command(
     EfficiencyOptions,
     "trace",
     run="tracekit.analysis.efficiency.efficiency:efficiency_table",
+    picture=Picture(
+        "picture",
+        "also draw the roofline: each group by its arithmetic intensity and achieved TFLOP/s, under the GPU's roofs",
+        ("roofline",),
+        "no group has both FLOPs and bytes",
+    ),
+    report="How close to the hardware",
     doc="""Per group ("efficiency"): Count, Kernels, GPU Time (ns), GFLOP, GB, TFLOP/s, TB/s, FLOP/Byte, Precision,
 Unit, Bound, Roofline (%), Occupancy (%), Not Known; "peaks": which GPU each device was taken for, its
 memory bandwidth and dense peaks, and the source.""",
