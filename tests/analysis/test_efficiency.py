@@ -8,14 +8,13 @@ import gzip
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 from helpers.kineto_builder import KinetoBuilder
 from helpers.paths import SHARED_KINETO
 
 import tracekit
-from tracekit.analysis.efficiency.efficiency_command import EfficiencyOptions
 from tracekit.analysis.efficiency.efficiency import efficiency_table
+from tracekit.analysis.efficiency.efficiency_command import EfficiencyOptions
 from tracekit.sources import open_trace
 
 H100_LIMITS = {
