@@ -116,6 +116,9 @@ def test_by_kernel_step_and_phase(tmp_path):
     steps = rows(efficiency_table(trace, EfficiencyOptions(by="step")), "Step")
     assert steps["ProfilerStep#1"]["GPU Time (ns)"] == 207_000 and steps["ProfilerStep#2"]["GPU Time (ns)"] == 110_000
     assert steps["ProfilerStep#1"]["GFLOP"] == pytest.approx((2 * 4096**3 + 1024**2) / 1e9)
+    # MFU: the step's FLOPs over its wall time (1 ms) over the BF16 tensor cores' peak its GPU time ran in
+    assert steps["ProfilerStep#1"]["Wall (ns)"] == 1_000_000
+    assert steps["ProfilerStep#1"]["MFU (%)"] == pytest.approx(100 * (2 * 4096**3 + 1024**2) / 1e-3 / PEAK)
     phases = rows(efficiency_table(trace, EfficiencyOptions(by="phase", phases=("ProfilerStep#2",))), "Phase")
     assert list(phases) == ["ProfilerStep#2"] and phases["ProfilerStep#2"]["Kernels"] == 2
     with pytest.raises(tracekit.UsageError, match="none of forward, backward, optimizer found by name"):

@@ -6,4 +6,5 @@
 ``efficiency``  the command: groups by operator, kernel, phase or step
 ``efficiency_command`` its options and ``COMMAND``
 ``groups``      the table of any grouping: sums over group codes and the measures built on them
+``grouping``    which group each GPU op counts in; phases' and steps' wall time and MFU
 """

@@ -16,16 +16,16 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis.efficiency.efficiency_command import EfficiencyOptions
+from tracekit.analysis.efficiency.grouping import group_rows, with_mfu
 from tracekit.analysis.efficiency.groups import summarize
 from tracekit.analysis.efficiency.operators import operator_inputs
 from tracekit.analysis.efficiency.roofline import DevicePeaks, trace_peaks
 from tracekit.analysis.efficiency.work import gpu_work
 from tracekit.analysis.primitives.attribution import interval_of_ops
-from tracekit.analysis.primitives.joins import op_launches
 from tracekit.analysis.primitives.op_selection import kernel_mask
 from tracekit.analysis.primitives.phases import choose_phases
 from tracekit.analysis.primitives.selection import select_ranges
-from tracekit.analysis.primitives.step_window import launched_before_last_step, step_labels, step_of, step_rows
+from tracekit.analysis.primitives.step_window import launched_before_last_step
 from tracekit.errors import NoGpuDataError, UsageError
 from tracekit.model.options import named
 from tracekit.model.result import Chart, Result, Table
@@ -50,8 +50,8 @@ def efficiency_table(trace: Trace, options: EfficiencyOptions | None = None) -> 
                 "record shapes for their FLOPs: torch.profiler record_shapes=True, tracekit capture does)"
             )
     work = gpu_work(trace, options.name, options.peaks, operators=options.by == "op")
-    group, labels, instance, said = _groups(trace, work, options)
-    notes += said
+    grouping = group_rows(trace, work, options)
+    group, notes = grouping.group, notes + grouping.notes
     if options.drop_last_step:
         window, note = launched_before_last_step(trace)
         if window is not None:
@@ -68,7 +68,9 @@ def efficiency_table(trace: Trace, options: EfficiencyOptions | None = None) -> 
                 f"ranges with {named('phases')}"
             )
         raise NoGpuDataError(f"{trace.name}: no GPU operation in the groups asked for")
-    table = summarize(work, group, labels, instance, KEY[options.by])
+    table = summarize(work, group, grouping.labels, grouping.instance, KEY[options.by])
+    if grouping.wall is not None:
+        table = with_mfu(table, grouping, devices)
     if options.top:
         table = table.head(options.top)
     notes += _notes(work, devices, table)
@@ -99,36 +101,6 @@ def roofline_chart(table: pd.DataFrame, devices: DevicePeaks, key: str, name: st
             if rate is not None:
                 roofs.append([f"{gpu.key} {precision} {unit}", rate / 1e12, gpu.memory_bandwidth / 1e12])
     return Chart("roofline", f"Roofline: {name}", {"points": points, "roofs": roofs})
-
-
-def _groups(
-    trace: Trace, work: pd.DataFrame, options: EfficiencyOptions
-) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, list[str]]:
-    """Each row's group code (-1: in none), the groups' labels, what Count counts per row (operator instances
-    by operator, GPU operations otherwise) and what a reader should be told about the grouping."""
-    rows = None  # Count: GPU operations
-    if options.by in ("kernel", "op"):
-        column = work["kernel" if options.by == "kernel" else "operator"].cat
-        labels = np.asarray(column.categories, dtype=object)
-        instance = work["operator_row"].to_numpy() if options.by == "op" else rows
-        return column.codes.astype(np.int64), labels, instance, []
-    launches = op_launches(trace)
-    if options.by == "step":
-        steps = step_rows(trace, options.step_range)
-        if steps.empty:
-            raise NoGpuDataError(f"{trace.name}: no step ranges (ProfilerStep#N, or give the step's range name)")
-        found = np.where(launches.found, step_of(steps, launches.pid, launches.start), -1)
-        return found, np.asarray(step_labels(steps), dtype=object), rows, []
-    phases = choose_phases(trace, options.phases)
-    group = np.full(len(work), -1, dtype=np.int64)
-    for index, (_, spec) in enumerate(phases.chosen):
-        try:
-            inside = interval_of_ops(trace, select_ranges(trace, [spec])) >= 0
-        except UsageError:  # a phase the trace lacks: the others still group
-            continue
-        group[inside & (group < 0)] = index
-    labels = np.asarray([label for label, _ in phases.chosen], dtype=object)
-    return group, labels, rows, [phases.note] if phases.note else []
 
 
 def peaks_table(trace: Trace, devices: DevicePeaks) -> pd.DataFrame:

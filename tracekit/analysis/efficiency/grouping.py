@@ -1,0 +1,101 @@
+"""Which group each GPU operation counts in (operator, kernel, phase, step), and for phases and steps their
+wall time, from which the model FLOPs utilization (MFU) follows.
+
+A phase or step counts the GPU work launched inside it. Its MFU is its FLOPs over its wall time (the
+ranges' own duration, overlapping instances of a phase merged) over the dense peak of the precision and unit
+most of its GPU time ran in: the share of the GPU's peak the whole stretch delivered, idle time included (a
+GEMM's roofline share is over its own kernels' time only).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from tracekit.analysis.efficiency.efficiency_command import EfficiencyOptions
+from tracekit.analysis.efficiency.roofline import CUDA_CORES, DevicePeaks
+from tracekit.analysis.primitives.attribution import interval_of_ops
+from tracekit.analysis.primitives.intervals import merge_intervals
+from tracekit.analysis.primitives.joins import op_launches
+from tracekit.analysis.primitives.phases import choose_phases
+from tracekit.analysis.primitives.selection import select_ranges
+from tracekit.analysis.primitives.step_window import step_labels, step_of, step_rows
+from tracekit.errors import NoGpuDataError, UsageError
+from tracekit.model.trace import Trace
+
+
+@dataclass
+class Grouping:
+    """``group``: per GPU op its group's code (-1: none); ``labels``: the groups; ``instance``: what Count counts
+    per op (None: ops); ``wall``: per group its wall time (ns; None for operators and kernels)."""
+
+    group: np.ndarray
+    labels: np.ndarray
+    instance: np.ndarray | None = None
+    wall: np.ndarray | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def group_rows(trace: Trace, work: pd.DataFrame, options: EfficiencyOptions) -> Grouping:
+    """The grouping ``options.by`` asks for."""
+    if options.by in ("kernel", "op"):
+        column = work["kernel" if options.by == "kernel" else "operator"].cat
+        instance = work["operator_row"].to_numpy() if options.by == "op" else None
+        return Grouping(column.codes.to_numpy().astype(np.int64), np.asarray(column.categories, dtype=object), instance)
+    launches = op_launches(trace)
+    if options.by == "step":
+        steps = step_rows(trace, options.step_range)
+        if steps.empty:
+            raise NoGpuDataError(f"{trace.name}: no step ranges (ProfilerStep#N, or give the step's range name)")
+        found = np.where(launches.found, step_of(steps, launches.pid, launches.start), -1)
+        wall = (steps["end"] - steps["start"]).to_numpy(np.int64)
+        return Grouping(found, np.asarray(step_labels(steps), dtype=object), wall=wall)
+    phases = choose_phases(trace, options.phases)
+    group = np.full(len(work), -1, dtype=np.int64)
+    wall = np.zeros(len(phases.chosen), dtype=np.int64)
+    for index, (_, spec) in enumerate(phases.chosen):
+        try:
+            ranges = select_ranges(trace, [spec])
+        except UsageError:  # a phase the trace lacks: the others still group
+            continue
+        inside = interval_of_ops(trace, ranges) >= 0
+        group[inside & (group < 0)] = index
+        start, end = merge_intervals(ranges["start"].to_numpy(), ranges["end"].to_numpy())
+        wall[index] = int((end - start).sum())
+    labels = np.asarray([label for label, _ in phases.chosen], dtype=object)
+    return Grouping(group, labels, wall=wall, notes=[phases.note] if phases.note else [])
+
+
+def with_mfu(table: pd.DataFrame, grouping: Grouping, devices: DevicePeaks) -> pd.DataFrame:
+    """The table with each group's wall time and MFU (%) beside its GPU time."""
+    assert grouping.wall is not None
+    key = table.columns[0]
+    wall = pd.Series(pd.Series(grouping.wall, index=pd.Index(grouping.labels, dtype=object)).groupby(level=0).sum())
+    gpu = next((peaks for peaks in devices.peaks.values() if peaks is not None), None)
+    walls = wall.reindex(table[key].to_numpy()).to_numpy(float)
+    peaks = np.asarray(
+        [
+            _peak(gpu, precision, unit)
+            for precision, unit in zip(table["Precision"].to_numpy(object), table["Unit"].to_numpy(object))
+        ],
+        dtype=float,
+    )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mfu = np.where(walls > 0, 100 * table["GFLOP"].to_numpy(float) * 1e9 / (walls * 1e-9) / peaks, np.nan)
+    columns = list(table.columns)
+    table = table.copy()
+    table.insert(columns.index("GPU Time (ns)") + 1, "Wall (ns)", np.nan_to_num(walls).astype(np.int64))
+    table.insert(list(table.columns).index("Roofline (%)") + 1, "MFU (%)", mfu)
+    return table
+
+
+def _peak(gpu, precision, unit) -> float:
+    """The dense peak (FLOP/s) of a group's precision and unit on the GPU; FP32 on the CUDA cores where the
+    group ran no matrix kernel; NaN on an unknown GPU."""
+    if gpu is None:
+        return np.nan
+    rate = gpu.peak(precision, unit) if isinstance(precision, str) else None
+    rate = rate if rate is not None else gpu.peak("FP32", CUDA_CORES)
+    return float(rate) if rate is not None else np.nan
