@@ -1,41 +1,58 @@
 """The efficiency table of any grouping: sums per group over integer group codes (``np.bincount``, no
 pandas groupby over text), and the measures built on them.
 
-Sums are exact and additive (GPU time, FLOPs, bytes, roofline time over the rows where it is known), so a
-group's "Roofline (%)" is its roofline time over the GPU time of its rows that have one: the share of that
-time the hardware needed at its peak. It, and the bound, are shown where the rows with a roofline hold at
-least half the group's time (not for a GEMM whose cuBLAS workspace memsets alone are known).
+Every figure is built from sums that add across groups and across traces (``GroupSums``: GPU time, FLOPs,
+bytes, roofline time over the rows where it is known, ...; and the GPU time per group of each precision,
+unit, bound and unknown reason), so many inputs merge exactly by adding them. A group's "Roofline (%)" is its
+roofline time over the GPU time of its rows that have one: the share of that time the hardware needed at its
+peak. It, and the bound, are shown where the rows with a roofline hold at least half the group's time (not
+for a GEMM whose cuBLAS workspace memsets alone are known).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 KNOWN_SHARE = 0.5  # of a group's GPU time with a roofline, for its share and bound to be shown
-COLUMNS = [
-    "Count",
-    "Kernels",
-    "GPU Time (ns)",
-    "GFLOP",
-    "GB",
-    "TFLOP/s",
-    "TB/s",
-    "FLOP/Byte",
-    "Precision",
-    "Unit",
-    "Bound",
-    "Roofline (%)",
-    "Occupancy (%)",
-    "Not Known",
-]
+SUMS = (
+    "count",
+    "kernels",
+    "time",
+    "known_time",
+    "flop_time",
+    "byte_time",
+    "flops",
+    "bytes",
+    "roofline",
+    "occupied",
+    "occupancy",
+)
+SHARED = ("precision", "unit", "bound", "why")  # per group: GPU time by value
 
 
-def summarize(
-    work: pd.DataFrame, group: np.ndarray, labels: np.ndarray, instance: np.ndarray | None, key: str
-) -> pd.DataFrame:
-    """Per group (``group``: a code per row of ``work`` into ``labels``, -1 for none; ``instance``: what Count
-    counts, distinct per group): the efficiency columns, most GPU time first."""
+@dataclass
+class GroupSums:
+    """Per group (the index: its label): ``sums`` (columns ``SUMS``; times in ns, roofline in s) and ``shares``
+    (label, column, value, time: the GPU time of each value of ``SHARED`` columns)."""
+
+    sums: pd.DataFrame
+    shares: pd.DataFrame
+
+    @staticmethod
+    def merged(parts: list[GroupSums]) -> GroupSums:
+        """The sums of several traces' groups: added by label (and value)."""
+        sums = pd.concat([part.sums for part in parts]).groupby(level=0, sort=False).sum()
+        shares = pd.concat([part.shares for part in parts], ignore_index=True)
+        shares = shares.groupby(["label", "column", "value"], sort=False, as_index=False)["time"].sum()
+        return GroupSums(pd.DataFrame(sums), pd.DataFrame(shares))
+
+
+def group_sums(work: pd.DataFrame, group: np.ndarray, labels: np.ndarray, instance: np.ndarray | None) -> GroupSums:
+    """The sums of ``work``'s rows per group (``group``: a code per row into ``labels``, -1 for none;
+    ``instance``: what Count counts, distinct per group; None: rows)."""
     chosen = group >= 0
     code = group[chosen]
     size = len(labels)
@@ -46,80 +63,110 @@ def summarize(
     def total(values: np.ndarray) -> np.ndarray:
         return np.bincount(code, weights=values, minlength=size)
 
-    time = total(duration)
-    known_time = total(np.where(np.isnan(roofline), 0.0, duration))
-    flop_time = total(np.where(np.isnan(flops), 0.0, duration))
-    byte_time = total(np.where(np.isnan(moved), 0.0, duration))
-    flop_sum, byte_sum = total(np.nan_to_num(flops)), total(np.nan_to_num(moved))
-    roofline_sum = total(np.nan_to_num(roofline))
-    occupied = total(np.where(np.isnan(occupancy), 0.0, duration))
-    occupancy_sum = total(np.nan_to_num(occupancy) * duration)
-    kernels = np.bincount(code, weights=(work["kind"] == "kernel").to_numpy()[chosen], minlength=size)
     if instance is None:  # each row its own instance
         count = np.bincount(code, minlength=size)
     else:
         stride = int(instance.max(initial=0)) + 2
         pairs = np.unique(code.astype(np.int64) * stride + instance[chosen] + 1)
         count = np.bincount(pairs // stride, minlength=size)
+    sums = pd.DataFrame(
+        {
+            "count": count.astype(float),
+            "kernels": total((work["kind"] == "kernel").to_numpy()[chosen].astype(float)),
+            "time": total(duration),
+            "known_time": total(np.where(np.isnan(roofline), 0.0, duration)),
+            "flop_time": total(np.where(np.isnan(flops), 0.0, duration)),
+            "byte_time": total(np.where(np.isnan(moved), 0.0, duration)),
+            "flops": total(np.nan_to_num(flops)),
+            "bytes": total(np.nan_to_num(moved)),
+            "roofline": total(np.nan_to_num(roofline)),
+            "occupied": total(np.where(np.isnan(occupancy), 0.0, duration)),
+            "occupancy": total(np.nan_to_num(occupancy) * duration),
+        },
+        index=pd.Index(labels, dtype=object),
+    )
+    sums = sums.loc[sums["time"].to_numpy() > 0]
+    shares = [_time_by(code, work[column].cat, chosen, duration, labels, column) for column in SHARED]
+    return GroupSums(sums, pd.concat(shares, ignore_index=True))
+
+
+def _time_by(code, values, chosen: np.ndarray, duration: np.ndarray, labels: np.ndarray, column: str) -> pd.DataFrame:
+    """GPU time per (group, value) where positive: values are few (precisions, units, reasons)."""
+    value = np.asarray(values.codes)[chosen]
+    width = max(len(values.categories), 1)
+    have = value >= 0
+    flat = np.bincount(code[have] * width + value[have], weights=duration[have], minlength=len(labels) * width)
+    where = np.flatnonzero(flat > 0)
+    names = np.asarray(values.categories, dtype=object)
+    return pd.DataFrame(
+        {
+            "label": pd.Series(labels[where // width], dtype=object),
+            "column": column,
+            "value": pd.Series(names[where % width] if len(names) else [], dtype=object),
+            "time": flat[where],
+        }
+    )
+
+
+def summary_table(sums: GroupSums, key: str) -> pd.DataFrame:
+    """The efficiency columns per group, most GPU time first."""
+    frame = sums.sums
+    time, known_time = frame["time"].to_numpy(), frame["known_time"].to_numpy()
+    flop_time, byte_time = frame["flop_time"].to_numpy(), frame["byte_time"].to_numpy()
+    flops, moved = frame["flops"].to_numpy(), frame["bytes"].to_numpy()
+    occupied = frame["occupied"].to_numpy()
     covered = (known_time > 0) & (known_time >= KNOWN_SHARE * time)
+    labels = frame.index.to_numpy(object)
     with np.errstate(divide="ignore", invalid="ignore"):
         table = pd.DataFrame(
             {
                 key: pd.Series(labels, dtype=object),
-                "Count": count.astype(np.int64),
-                "Kernels": kernels.astype(np.int64),
+                "Count": frame["count"].to_numpy().astype(np.int64),
+                "Kernels": frame["kernels"].to_numpy().astype(np.int64),
                 "GPU Time (ns)": time.astype(np.int64),
-                "GFLOP": np.where(flop_time > 0, flop_sum / 1e9, np.nan),
-                "GB": np.where(byte_time > 0, byte_sum / 1e9, np.nan),
-                "TFLOP/s": np.where(flop_time > 0, flop_sum / flop_time * 1e9 / 1e12, np.nan),
-                "TB/s": np.where(byte_time > 0, byte_sum / byte_time * 1e9 / 1e12, np.nan),
-                "FLOP/Byte": np.where((flop_time > 0) & (byte_sum > 0), flop_sum / byte_sum, np.nan),
-                "Precision": _most_time(code, work["precision"].cat, chosen, duration, size),
-                "Unit": _most_time(code, work["unit"].cat, chosen, duration, size),
-                "Bound": _most_time(code, work["bound"].cat, chosen, duration, size, covered),
-                "Roofline (%)": np.where(covered, 100 * roofline_sum * 1e9 / known_time, np.nan),
-                "Occupancy (%)": np.where(occupied > 0, 100 * occupancy_sum / occupied, np.nan),
-                "Not Known": _reasons(code, work["why"].cat, chosen, duration, size, time),
+                "GFLOP": np.where(flop_time > 0, flops / 1e9, np.nan),
+                "GB": np.where(byte_time > 0, moved / 1e9, np.nan),
+                "TFLOP/s": np.where(flop_time > 0, flops / flop_time * 1e9 / 1e12, np.nan),
+                "TB/s": np.where(byte_time > 0, moved / byte_time * 1e9 / 1e12, np.nan),
+                "FLOP/Byte": np.where((flop_time > 0) & (moved > 0), flops / moved, np.nan),
+                "Precision": _most_time(sums.shares, "precision", labels),
+                "Unit": _most_time(sums.shares, "unit", labels),
+                "Bound": _most_time(sums.shares, "bound", labels, covered),
+                "Roofline (%)": np.where(covered, 100 * frame["roofline"].to_numpy() * 1e9 / known_time, np.nan),
+                "Occupancy (%)": np.where(occupied > 0, 100 * frame["occupancy"].to_numpy() / occupied, np.nan),
+                "Not Known": _reasons(sums.shares, labels, time),
             }
         )
-    table = table.loc[time > 0] if len(table) else table
     return table.sort_values(["GPU Time (ns)", key], ascending=[False, True], kind="stable").reset_index(drop=True)
 
 
-def _time_by(code: np.ndarray, values, chosen: np.ndarray, duration: np.ndarray, size: int) -> np.ndarray:
-    """GPU time per (group, value): a groups x values matrix (values are few: precisions, units, reasons)."""
-    value = np.asarray(values.codes)[chosen]
-    width = len(values.categories)
-    have = value >= 0
-    flat = np.bincount(code[have] * width + value[have], weights=duration[have], minlength=size * width)
-    return flat.reshape(size, width)
+def _top(shares: pd.DataFrame, column: str) -> pd.DataFrame:
+    """Per label, the value of ``column`` with the most GPU time (ties: the first recorded)."""
+    mine = shares.loc[(shares["column"] == column).to_numpy()]
+    return mine.sort_values("time", ascending=False, kind="stable").drop_duplicates("label").set_index("label")
 
 
-def _most_time(
-    code: np.ndarray, values, chosen: np.ndarray, duration: np.ndarray, size: int, shown: np.ndarray | None = None
-) -> pd.Series:
+def _most_time(shares: pd.DataFrame, column: str, labels: np.ndarray, shown: np.ndarray | None = None) -> pd.Series:
     """Per group, the value holding most of its GPU time (None where none is known, or not ``shown``)."""
-    matrix = _time_by(code, values, chosen, duration, size)
-    best = matrix.argmax(axis=1) if matrix.shape[1] else np.zeros(size, dtype=np.int64)
-    labels = np.asarray(values.categories, dtype=object)
-    has = matrix.max(axis=1, initial=0) > 0 if matrix.shape[1] else np.zeros(size, dtype=bool)
+    top = _top(shares, column)["value"].reindex(pd.Index(labels, dtype=object))
+    values = [value if isinstance(value, str) else None for value in top.to_numpy(object)]
     if shown is not None:
-        has &= shown
-    return pd.Series([labels[index] if ok else None for index, ok in zip(best, has)], dtype=object)
+        values = [value if ok else None for value, ok in zip(values, shown)]
+    return pd.Series(values, dtype=object)
 
 
-def _reasons(
-    code: np.ndarray, values, chosen: np.ndarray, duration: np.ndarray, size: int, time: np.ndarray
-) -> pd.Series:
+def _reasons(shares: pd.DataFrame, labels: np.ndarray, time: np.ndarray) -> pd.Series:
     """Per group, what was not known for most of its time, with the share of its time that holds it."""
-    matrix = _time_by(code, values, chosen, duration, size)
-    labels = np.asarray(values.categories, dtype=object)
-    said = []
-    for index in range(size):
-        row = matrix[index] if matrix.shape[1] else np.zeros(0)
-        if not len(row) or row.max() <= 0:
-            said.append(None)
-            continue
-        top = int(row.argmax())
-        said.append(f"{labels[top]} ({100 * row[top] / max(time[index], 1):.0f}% of time)")
+    top = _top(shares, "why").reindex(pd.Index(labels, dtype=object))
+    said = [
+        f"{why} ({100 * spent / max(total, 1):.0f}% of time)" if isinstance(why, str) else None
+        for why, spent, total in zip(top["value"].to_numpy(object), top["time"].to_numpy(float), time)
+    ]
     return pd.Series(said, dtype=object)
+
+
+def summarize(
+    work: pd.DataFrame, group: np.ndarray, labels: np.ndarray, instance: np.ndarray | None, key: str
+) -> pd.DataFrame:
+    """``summary_table`` of ``group_sums``: one trace's table."""
+    return summary_table(group_sums(work, group, labels, instance), key)
