@@ -11,13 +11,14 @@ source, or that it is unknown.
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from tracekit.analysis.efficiency.efficiency_command import EfficiencyOptions
-from tracekit.analysis.efficiency.grouping import group_rows, with_mfu
-from tracekit.analysis.efficiency.groups import summarize
+from tracekit.analysis.efficiency.grouping import group_rows, with_walls
+from tracekit.analysis.efficiency.groups import GroupSums, group_sums, summary_table
 from tracekit.analysis.efficiency.operators import operator_inputs
 from tracekit.analysis.efficiency.roofline import DevicePeaks, trace_peaks
 from tracekit.analysis.efficiency.work import gpu_work
@@ -35,8 +36,20 @@ ROOFLINE_POINTS = 40
 KEY = {"op": "Operator", "kernel": "Kernel", "phase": "Phase", "step": "Step"}
 
 
-def efficiency_table(trace: Trace, options: EfficiencyOptions | None = None) -> Result:
-    """Per group (``options.by``): the roofline measures (``groups``); "peaks": each GPU's."""
+@dataclass
+class Measured:
+    """One trace's efficiency before it is a table: the options it was measured with (``by`` decided), its
+    groups' sums (mergeable), the GPUs' peaks, the unknown share of kernel time, and the notes."""
+
+    options: EfficiencyOptions
+    sums: GroupSums
+    devices: DevicePeaks
+    unknown_share: float
+    notes: list[str]
+
+
+def measure(trace: Trace, options: EfficiencyOptions | None = None) -> Measured:
+    """The sums per group of ``options.by`` (auto: per operator where shapes are recorded, else per kernel)."""
     options = options or EfficiencyOptions()
     kernel_mask(trace, "all")  # a trace without GPU work: say so, and how to capture it
     devices = trace_peaks(trace, options.peaks)
@@ -68,19 +81,30 @@ def efficiency_table(trace: Trace, options: EfficiencyOptions | None = None) -> 
                 f"ranges with {named('phases')}"
             )
         raise NoGpuDataError(f"{trace.name}: no GPU operation in the groups asked for")
-    table = summarize(work, group, grouping.labels, grouping.instance, KEY[options.by])
+    sums = group_sums(work, group, grouping.labels, grouping.instance)
     if grouping.wall is not None:
-        table = with_mfu(table, grouping, devices)
+        sums = with_walls(sums, grouping, devices)
+    kernel = (work["kind"] == "kernel").to_numpy()
+    duration = work["duration"].to_numpy()
+    unknown = duration[kernel & np.isnan(work["roofline"].to_numpy())].sum()
+    return Measured(options, sums, devices, float(unknown / max(int(duration[kernel].sum()), 1)), notes)
+
+
+def efficiency_table(trace: Trace, options: EfficiencyOptions | None = None) -> Result:
+    """Per group (``options.by``): the roofline measures (``groups``); "peaks": each GPU's."""
+    measured = measure(trace, options)
+    options = measured.options
+    table = summary_table(measured.sums, KEY[options.by])
     if options.top:
         table = table.head(options.top)
-    notes += _notes(work, devices, table)
+    notes = measured.notes + _notes(measured, table)
     return Result(
         [
             Table("efficiency", table, f"Efficiency by {options.by}: {trace.name}"),
-            Table("peaks", peaks_table(trace, devices), "The GPUs' limits"),
+            Table("peaks", peaks_table(trace, measured.devices), "The GPUs' limits"),
         ],
         notes + list(trace.warnings),
-        {"roofline": roofline_chart(table, devices, KEY[options.by], trace.name)},
+        {"roofline": roofline_chart(table, measured.devices, KEY[options.by], trace.name)},
     )
 
 
@@ -126,22 +150,18 @@ def peaks_table(trace: Trace, devices: DevicePeaks) -> pd.DataFrame:
     )
 
 
-def _notes(work: pd.DataFrame, devices: DevicePeaks, table: pd.DataFrame) -> list[str]:
+def _notes(measured: Measured, table: pd.DataFrame) -> list[str]:
     notes = [
         "Roofline (%): the time the FLOPs and bytes need at the GPU's dense peak for the precision and unit used "
         "(max(FLOPs/peak, bytes/bandwidth)) over the GPU time of the rows that have one; Precision and Unit: of "
         "the matrix kernels (other work is held against the CUDA cores' FP32 peak and the memory bandwidth)",
         "an operator's FLOPs and bytes are shared among its kernels by GPU time; Occupancy: theoretical "
         "(registers, shared memory, block size against the GPU's limits), time-weighted",
+        f"{100 * measured.unknown_share:.1f}% of kernel time has no roofline",
     ]
-    kernel = (work["kind"] == "kernel").to_numpy()
-    duration = work["duration"].to_numpy()
-    if kernel.any():
-        unknown = duration[kernel & np.isnan(work["roofline"].to_numpy())].sum()
-        notes.append(f"{100 * unknown / max(int(duration[kernel].sum()), 1):.1f}% of kernel time has no roofline")
     if (table["Roofline (%)"] > 100).any():
         notes.append(
             "a share over 100 %: the work ran faster than device memory allows, its data served from cache (L2)"
         )
-    notes += [f"device {device}: {why}" for device, why in devices.unknown.items()]
+    notes += [f"device {device}: {why}" for device, why in measured.devices.unknown.items()]
     return notes

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis.efficiency.efficiency_command import EfficiencyOptions
+from tracekit.analysis.efficiency.groups import GroupSums
 from tracekit.analysis.efficiency.roofline import CUDA_CORES, DevicePeaks
 from tracekit.analysis.primitives.attribution import interval_of_ops
 from tracekit.analysis.primitives.intervals import merge_intervals
@@ -68,27 +69,27 @@ def group_rows(trace: Trace, work: pd.DataFrame, options: EfficiencyOptions) -> 
     return Grouping(group, labels, wall=wall, notes=[phases.note] if phases.note else [])
 
 
-def with_mfu(table: pd.DataFrame, grouping: Grouping, devices: DevicePeaks) -> pd.DataFrame:
-    """The table with each group's wall time and MFU (%) beside its GPU time."""
+def with_walls(sums: GroupSums, grouping: Grouping, devices: DevicePeaks) -> GroupSums:
+    """``sums`` with each group's wall time (ns) and its wall time times the dense peak of the precision and unit
+    most of its GPU time ran in (FLOP): MFU is FLOPs over the latter, exactly over many traces too."""
     assert grouping.wall is not None
-    key = table.columns[0]
     wall = pd.Series(pd.Series(grouping.wall, index=pd.Index(grouping.labels, dtype=object)).groupby(level=0).sum())
     gpu = next((peaks for peaks in devices.peaks.values() if peaks is not None), None)
-    walls = wall.reindex(table[key].to_numpy()).to_numpy(float)
-    peaks = np.asarray(
-        [
-            _peak(gpu, precision, unit)
-            for precision, unit in zip(table["Precision"].to_numpy(object), table["Unit"].to_numpy(object))
-        ],
-        dtype=float,
+    labels = sums.sums.index
+    top = {
+        column: sums.shares.loc[(sums.shares["column"] == column).to_numpy()]
+        .sort_values("time", ascending=False, kind="stable")
+        .drop_duplicates("label")
+        .set_index("label")["value"]
+        .reindex(labels)
+        for column in ("precision", "unit")
+    }
+    peak = np.asarray(
+        [_peak(gpu, precision, unit) for precision, unit in zip(top["precision"], top["unit"])], dtype=float
     )
-    with np.errstate(divide="ignore", invalid="ignore"):
-        mfu = np.where(walls > 0, 100 * table["GFLOP"].to_numpy(float) * 1e9 / (walls * 1e-9) / peaks, np.nan)
-    columns = list(table.columns)
-    table = table.copy()
-    table.insert(columns.index("GPU Time (ns)") + 1, "Wall (ns)", np.nan_to_num(walls).astype(np.int64))
-    table.insert(list(table.columns).index("Roofline (%)") + 1, "MFU (%)", mfu)
-    return table
+    frame = sums.sums.assign(wall=wall.reindex(labels).to_numpy(float))
+    frame["peak_wall"] = frame["wall"].to_numpy() * 1e-9 * peak
+    return GroupSums(frame, sums.shares)
 
 
 def _peak(gpu, precision, unit) -> float:

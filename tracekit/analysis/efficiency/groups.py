@@ -137,6 +137,12 @@ def summary_table(sums: GroupSums, key: str) -> pd.DataFrame:
                 "Not Known": _reasons(sums.shares, labels, time),
             }
         )
+    if "wall" in frame:  # phases and steps: their wall time and MFU (``grouping.with_walls``)
+        wall, peak_wall = frame["wall"].to_numpy(), frame["peak_wall"].to_numpy()
+        table.insert(list(table.columns).index("GPU Time (ns)") + 1, "Wall (ns)", np.nan_to_num(wall).astype(np.int64))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mfu = np.where(peak_wall > 0, 100 * flops / peak_wall, np.nan)
+        table.insert(list(table.columns).index("Roofline (%)") + 1, "MFU (%)", mfu)
     return table.sort_values(["GPU Time (ns)", key], ascending=[False, True], kind="stable").reset_index(drop=True)
 
 
@@ -163,10 +169,3 @@ def _reasons(shares: pd.DataFrame, labels: np.ndarray, time: np.ndarray) -> pd.S
         for why, spent, total in zip(top["value"].to_numpy(object), top["time"].to_numpy(float), time)
     ]
     return pd.Series(said, dtype=object)
-
-
-def summarize(
-    work: pd.DataFrame, group: np.ndarray, labels: np.ndarray, instance: np.ndarray | None, key: str
-) -> pd.DataFrame:
-    """``summary_table`` of ``group_sums``: one trace's table."""
-    return summary_table(group_sums(work, group, labels, instance), key)
