@@ -275,3 +275,22 @@ def test_the_roofline_picture_and_the_reports_section(cli, tmp_path):
     assert cli("report", path, "-o", tmp_path / "report").exit_code == 0
     markdown = (tmp_path / "report" / "report.md").read_text()
     assert "### How close to the hardware" in markdown and "efficiency_roofline.png" in markdown
+
+
+def test_many_inputs_add_up_exactly(tmp_path):
+    """The same trace twice: every sum doubles, every rate and share stays; each input's rows follow."""
+    first = h100_trace(tmp_path / "a.json")
+    second = tmp_path / "b.json"
+    second.write_bytes(first.read_bytes())
+    alone = rows(tracekit.efficiency(first))["aten::mm"]
+    result = tracekit.efficiency([first, second], workers=1)
+    both = rows(result)["aten::mm"]
+    assert (both["Count"], both["GPU Time (ns)"]) == (2 * alone["Count"], 2 * alone["GPU Time (ns)"])
+    assert both["GFLOP"] == pytest.approx(2 * alone["GFLOP"]) and both["GB"] == pytest.approx(2 * alone["GB"])
+    for column in ("TFLOP/s", "Roofline (%)", "Occupancy (%)", "Precision", "Bound"):
+        assert both[column] == pytest.approx(alone[column]) if isinstance(alone[column], float) else alone[column]
+    assert len(result["efficiency_by_run"]) == 2 * len(result["efficiency"]) and len(result["peaks"]) == 1
+    steps = rows(tracekit.efficiency([first, second], by="step", workers=1), "Step")["ProfilerStep#1"]
+    assert steps["Wall (ns)"] == 2_000_000 and steps["MFU (%)"] == pytest.approx(
+        100 * (2 * 4096**3 + 1024**2) / 1e-3 / PEAK
+    )

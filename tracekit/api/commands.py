@@ -281,7 +281,7 @@ def bandwidth(
 
 
 def efficiency(
-    trace: Source,
+    trace: Sources,
     *,
     by: Literal["auto", "op", "kernel", "phase", "step"] = "auto",
     top: int | None = 20,
@@ -291,6 +291,11 @@ def efficiency(
     step_range: str | None = None,
     drop_last_step: bool = False,
     peaks: str | None = None,
+    workers: int | None = None,
+    use_dask: bool = False,
+    scheduler: str | None = None,
+    strict: bool = False,
+    exact_median_limit: int = 10000,
 ) -> Result:
     """Per group ("efficiency"): Count, Kernels, GPU Time (ns), GFLOP, GB, TFLOP/s, TB/s, FLOP/Byte, Precision,
     Unit, Bound, Roofline (%), Occupancy (%), Not Known; "peaks": which GPU each device was taken for, its

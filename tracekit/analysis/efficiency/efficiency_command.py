@@ -36,12 +36,15 @@ class EfficiencyOptions(Options):
 
 COMMAND = Command(
     "efficiency",
-    "How close TRACE's GPU work ran to the hardware's limits: per operator, kernel, phase or step its FLOPs and "
+    "How close TRACES' GPU work ran to the hardware's limits: per operator, kernel, phase or step its FLOPs and "
     "bytes, achieved TFLOP/s and TB/s, the roofline's bound for the precision and unit used, the share of the "
-    "roofline reached, theoretical occupancy, and what was not known.",
+    "roofline reached, theoretical occupancy, and what was not known.\n\n"
+    "Several traces (paths, globs, a folder): their groups added up, then each one's rows.",
     EfficiencyOptions,
-    "trace",
+    "traces",
     run="tracekit.analysis.efficiency.efficiency:efficiency_table",
+    part="tracekit.analysis.many.efficiency:efficiency_part",
+    merger="tracekit.analysis.many.efficiency:EfficiencyMerger",
     picture=Picture(
         "picture",
         "also draw the roofline: each group by its arithmetic intensity and achieved TFLOP/s, under the GPU's roofs",
