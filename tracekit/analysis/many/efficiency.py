@@ -14,6 +14,7 @@ from tracekit.analysis.efficiency.efficiency import KEY, measure, peaks_table
 from tracekit.analysis.efficiency.efficiency_command import EfficiencyOptions
 from tracekit.analysis.efficiency.groups import GroupSums, summary_table
 from tracekit.analysis.many.inputs import Part
+from tracekit.model.options import named
 from tracekit.model.result import Table
 from tracekit.model.trace import Trace
 
@@ -48,7 +49,7 @@ class EfficiencyMerger:
         if len(self.keys) > 1:  # auto chose per operator for some inputs, per kernel for others
             notes.append(
                 f"the inputs were grouped differently ({', '.join(sorted(self.keys))}: some record operators' shapes, "
-                "some do not); give --by to group them alike"
+                f"some do not); give {named('by')} to group them alike"
             )
         key = sorted(self.keys)[0]
         table = summary_table(GroupSums.merged(self.sums), key)
