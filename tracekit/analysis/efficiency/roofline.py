@@ -16,7 +16,6 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis.hardware.gpu_peaks import GpuPeaks, load_peaks_file, match_gpu
-from tracekit.analysis.hardware.occupancy import device_limits, theoretical_occupancy
 from tracekit.model.derived import per_trace
 from tracekit.model.trace import Trace
 
@@ -94,25 +93,3 @@ def roofline_times(work: pd.DataFrame, devices: DevicePeaks) -> tuple[np.ndarray
         np.isnan(roofline), -1, np.where(np.nan_to_num(compute, nan=-1.0) >= np.nan_to_num(memory, nan=-1.0), 0, 1)
     )
     return roofline, pd.Categorical.from_codes(bound_code, categories=["compute", "memory"])
-
-
-def kernel_occupancy(trace: Trace, rows: np.ndarray) -> np.ndarray:
-    """Theoretical occupancy (0-1; NaN unknown) of the GPU ops at ``rows``, per device's limits."""
-    ops = trace.gpu_ops
-    result = np.full(len(rows), np.nan)
-    gpus = {int(gpu["id"]): gpu for gpu in trace.meta.gpus.to_dict("records")}
-    device = ops["device"].to_numpy()[rows]
-    for index in np.unique(device).tolist():
-        limits, _ = device_limits(gpus.get(index, {}))
-        if limits is None:
-            continue
-        mine = device == index
-        picked = rows[mine]
-        block = np.prod([ops[f"block_{dim}"].to_numpy(np.int64)[picked] for dim in "xyz"], axis=0)
-        result[mine] = theoretical_occupancy(
-            limits,
-            ops["registers_per_thread"].to_numpy()[picked],
-            ops["shared_memory"].to_numpy()[picked],
-            block,
-        )
-    return result

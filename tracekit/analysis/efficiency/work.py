@@ -23,9 +23,8 @@ from tracekit.analysis.efficiency.operators import (
     outer_operators,
     with_element_bytes,
 )
-from tracekit.analysis.efficiency.roofline import kernel_occupancy, roofline_times, trace_peaks
-from tracekit.analysis.hardware.kernel_precision import kernel_precisions
-from tracekit.analysis.primitives.categories import categorize_name
+from tracekit.analysis.efficiency.roofline import roofline_times, trace_peaks
+from tracekit.analysis.primitives.kernel_hardware import kernel_hardware
 from tracekit.model.derived import per_trace
 from tracekit.model.trace import Trace
 
@@ -48,7 +47,8 @@ def gpu_work(trace: Trace, name: str = "short", peaks: str | None = None, operat
     count = len(ops)
     kernel = (ops["kind"] == "kernel").to_numpy()
     duration = ops["duration"].to_numpy()
-    precision, unit = _precisions(ops["name"], kernel)
+    hardware = kernel_hardware(trace)
+    precision, unit = pd.Categorical(hardware["precision"]), pd.Categorical(hardware["unit"])
     owner = covering_operators(trace, operator_inputs(trace)) if len(operator_inputs(trace)) else np.full(count, -1)
     owner = np.where(kernel, owner, -1)
     reasons = Reasons()
@@ -70,7 +70,7 @@ def gpu_work(trace: Trace, name: str = "short", peaks: str | None = None, operat
     )
     if operators:
         work["operator"], work["operator_row"] = _operator_names(trace)
-    work["occupancy"] = np.where(kernel, kernel_occupancy(trace, np.arange(count)), np.nan)
+    work["occupancy"] = hardware["occupancy"].to_numpy()
     roofline, bound = roofline_times(work, devices)
     device = work["device"].to_numpy()
     for index, reason in devices.unknown.items():
@@ -97,20 +97,6 @@ class Reasons:
         found, distinct = pd.factorize(texts, use_na_sentinel=True)
         mapping = np.asarray([self.code(str(text)) for text in distinct] + [-1], dtype=np.int64)
         return mapping[found]
-
-
-def _precisions(names: pd.Series, kernel: np.ndarray) -> tuple[pd.Categorical, pd.Categorical]:
-    """Per GPU op, its kernel's precision and unit (categorical; missing for copies, sets and names that do not
-    say), decided once per distinct name."""
-    distinct = pd.Series(names.cat.categories.astype(object))
-    decided = kernel_precisions(distinct, distinct.map(categorize_name))
-    codes = names.cat.codes.to_numpy()
-    columns = []
-    for column in ("precision", "unit"):
-        per_name, labels = pd.factorize(decided[column].astype(object).to_numpy(), use_na_sentinel=True)
-        per_row = np.where(kernel & (codes >= 0), np.append(per_name, -1)[codes], -1)
-        columns.append(pd.Categorical.from_codes(per_row, categories=pd.Index(labels, dtype=object)))
-    return columns[0], columns[1]
 
 
 def _counts(

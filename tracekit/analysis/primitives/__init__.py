@@ -19,4 +19,5 @@ question package (import-linter's contracts in pyproject.toml check both).
 ``categories``     kernel names into categories (matmul, attention, elementwise, ...), one rule list
 ``sequence_keys``  sequences of names told apart without a loop per sequence
 ``copies``         memory copies and sets with their memory kinds, from any trace
+``kernel_hardware`` each kernel's precision and unit (by its name) and theoretical occupancy
 """
