@@ -294,3 +294,16 @@ def test_many_inputs_add_up_exactly(tmp_path):
     assert steps["Wall (ns)"] == 2_000_000 and steps["MFU (%)"] == pytest.approx(
         100 * (2 * 4096**3 + 1024**2) / 1e-3 / PEAK
     )
+
+
+def test_the_kernel_summary_says_what_each_kernel_ran_on(cli, tmp_path):
+    """kernels --hardware: the GEMM in BF16 on the tensor cores at 18.75 % occupancy (12 warps of 64); the add,
+    with no matrix precision, at 100 % (16 blocks of 4 warps fill the SM's 64 warp slots)."""
+    path = h100_trace(tmp_path / "t.json")
+    table = tracekit.kernels(path, name="short", hardware=True)["kernels"].set_index("Name")
+    gemm = table.loc[[name for name in table.index if name.startswith("sm90_xmma")][0]]
+    assert (gemm["Precision"], gemm["Unit"], gemm["Occupancy (%)"]) == ("BF16", "tensor cores", pytest.approx(18.75))
+    add = table.loc["vectorized_elementwise_kernel<CUDAFunctor_add>"]
+    assert add["Precision"] is None and add["Occupancy (%)"] == pytest.approx(100.0)
+    refused = cli("kernels", path, "--hardware", "--by", "category")
+    assert refused.exit_code == 2 and "--by kernel" in refused.stderr

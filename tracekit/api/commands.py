@@ -51,6 +51,7 @@ def kernels(
     per_instance: bool = False,
     same_thread: bool = False,
     drop_last_step: bool = False,
+    hardware: bool = False,
     workers: int | None = None,
     use_dask: bool = False,
     scheduler: str | None = None,

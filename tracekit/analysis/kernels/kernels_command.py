@@ -35,8 +35,15 @@ class KernelsOptions(Options):
     per_instance: bool = flag("divide totals and counts by the number of {ranges} instances", one_input=True)
     same_thread: bool = shared.same_thread()
     drop_last_step: bool = shared.drop_last_step()
+    hardware: bool = flag(
+        "also each kernel's precision and unit (from its name) and its theoretical occupancy over all its "
+        "instances, time-weighted (how close to the GPU's limits: tracekit efficiency)",
+        one_input=True,
+    )
 
     def check(self) -> None:
+        if self.hardware and self.by != "kernel":
+            raise OptionError(f"{named('hardware')} adds columns to the per-kernel table: give {named('by')} kernel")
         if self.per_instance and not self.ranges:
             raise OptionError(
                 f"{named('per_instance')} divides by the instances of {named('ranges')}: give {named('ranges')} too"

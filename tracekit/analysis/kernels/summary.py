@@ -17,6 +17,7 @@ from tracekit.analysis.kernels.columns import CATEGORY_COLUMNS, command_columns,
 from tracekit.analysis.kernels.kernels_command import KernelsOptions
 from tracekit.analysis.primitives.attribution import ops_in_ranges
 from tracekit.analysis.primitives.categories import CATEGORIES, op_categories
+from tracekit.analysis.primitives.kernel_hardware import kernel_hardware
 from tracekit.analysis.primitives.kernel_types import type_table
 from tracekit.analysis.primitives.op_selection import NAME_COLUMNS, kernel_mask
 from tracekit.analysis.primitives.selection import select_ranges
@@ -301,4 +302,38 @@ def kernel_summary(trace: Trace, options: KernelsOptions | None = None) -> Resul
         domain=domain,
         window=window,
     )
+    if options.hardware:
+        table = with_hardware(trace, table, name)
     return Result.of("kernels", table, f"GPU kernels{where}: {trace.name}", notes + trace.warnings)
+
+
+def with_hardware(trace: Trace, table: pd.DataFrame, name: str) -> pd.DataFrame:
+    """The summary with each kernel's Precision and Unit (from its name) and Occupancy (%), the theoretical
+    occupancy of all its instances weighted by their time (``primitives.kernel_hardware``)."""
+    ops = trace.gpu_ops
+    hardware = kernel_hardware(trace)
+    names = ops[NAME_COLUMNS[name]]
+    kernel = (ops["kind"] == "kernel").to_numpy()
+    frame = pd.DataFrame(
+        {
+            "name": names.astype(object).to_numpy()[kernel],
+            "precision": hardware["precision"].astype(object).to_numpy()[kernel],
+            "unit": hardware["unit"].astype(object).to_numpy()[kernel],
+            "weighted": np.nan_to_num(hardware["occupancy"].to_numpy()[kernel]) * ops["duration"].to_numpy()[kernel],
+            "timed": np.where(
+                np.isnan(hardware["occupancy"].to_numpy()[kernel]), 0, ops["duration"].to_numpy()[kernel]
+            ),
+        }
+    )
+    per_name = frame.groupby("name", sort=False).agg(
+        precision=("precision", "first"), unit=("unit", "first"), weighted=("weighted", "sum"), timed=("timed", "sum")
+    )
+    found = per_name.reindex(table[NAME].astype(object).to_numpy())
+    table = table.copy()
+    for column in ("precision", "unit"):  # None, not NaN, where the name does not say
+        said = [value if isinstance(value, str) else None for value in found[column].to_numpy(object)]
+        table.insert(len(table.columns) - 1, column.capitalize(), pd.Series(said, dtype=object, index=table.index))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        occupancy = np.where(found["timed"] > 0, 100 * found["weighted"] / found["timed"], np.nan)
+    table.insert(len(table.columns) - 1, "Occupancy (%)", occupancy)
+    return table
