@@ -307,3 +307,16 @@ def test_the_kernel_summary_says_what_each_kernel_ran_on(cli, tmp_path):
     assert add["Precision"] is None and add["Occupancy (%)"] == pytest.approx(100.0)
     refused = cli("kernels", path, "--hardware", "--by", "category")
     assert refused.exit_code == 2 and "--by kernel" in refused.stderr
+
+
+def test_ops_gives_the_operators_flops_where_shapes_are_recorded(tmp_path):
+    """ops: aten::mm's 2 x 4096^3 FLOPs over its kernel's 200 us (the memset is a set, not a kernel); a trace
+    without shapes keeps HolisticTraceAnalysis's columns alone."""
+    table = tracekit.ops(h100_trace(tmp_path / "t.json"))["ops"].set_index("Operator")
+    assert table.loc["aten::mm", "GFLOP"] == pytest.approx(2 * 4096**3 / 1e9)
+    assert table.loc["aten::mm", "TFLOP/s"] == pytest.approx(2 * 4096**3 / 200e-6 / 1e12)
+    assert table.loc["aten::addmm", "GFLOP"] == pytest.approx(2 * 2048 * 4096**2 / 1e9)
+    plain = KinetoBuilder()
+    plain.event("X", "cpu_op", "aten::mm", 100, 100, 10, 50)
+    plain.launch("cudaLaunchKernel", 20, 5, 1).kernel(GEMM, 100, 200, 1)
+    assert "GFLOP" not in tracekit.ops(plain.write(tmp_path / "plain.json"))["ops"]

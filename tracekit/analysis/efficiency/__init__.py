@@ -1,6 +1,5 @@
 """How close the GPU work ran to the hardware's limits (``tracekit efficiency``).
 
-``operators``   what each CPU operator asked of the GPU (FLOPs, bytes from its recorded inputs), its kernels
 ``roofline``    each GPU's peaks and the roofline time of a piece of work; kernels' theoretical occupancy
 ``work``        per GPU operation: FLOPs, bytes, precision, unit, roofline, and what is not known
 ``efficiency``  the command: groups by operator, kernel, phase or step

@@ -19,11 +19,11 @@ import pandas as pd
 from tracekit.analysis.efficiency.efficiency_command import EfficiencyOptions
 from tracekit.analysis.efficiency.grouping import group_rows, with_walls
 from tracekit.analysis.efficiency.groups import GroupSums, group_sums, summary_table
-from tracekit.analysis.efficiency.operators import operator_inputs
 from tracekit.analysis.efficiency.roofline import DevicePeaks, trace_peaks
 from tracekit.analysis.efficiency.work import gpu_work
 from tracekit.analysis.primitives.attribution import interval_of_ops
 from tracekit.analysis.primitives.op_selection import kernel_mask
+from tracekit.analysis.primitives.operators import operator_inputs
 from tracekit.analysis.primitives.phases import choose_phases
 from tracekit.analysis.primitives.selection import select_ranges
 from tracekit.analysis.primitives.step_window import launched_before_last_step

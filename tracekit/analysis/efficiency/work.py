@@ -13,7 +13,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis.efficiency.operators import (
+from tracekit.analysis.efficiency.roofline import roofline_times, trace_peaks
+from tracekit.analysis.primitives.kernel_hardware import kernel_hardware
+from tracekit.analysis.primitives.operators import (
     NESTED,
     NO_SHAPES,
     covering_operators,
@@ -23,8 +25,6 @@ from tracekit.analysis.efficiency.operators import (
     outer_operators,
     with_element_bytes,
 )
-from tracekit.analysis.efficiency.roofline import roofline_times, trace_peaks
-from tracekit.analysis.primitives.kernel_hardware import kernel_hardware
 from tracekit.model.derived import per_trace
 from tracekit.model.trace import Trace
 

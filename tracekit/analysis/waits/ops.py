@@ -10,7 +10,8 @@ operator instance, in call order: its kernels; Launch Delay (ns), from the opera
 launch call's start; Runtime Delay (ns), from that call's start to its kernel's start; Op To Kernel (ns),
 their sum. Tables:
 - "ops": per operator name: instances that launched kernels, kernels, their summed time, and the means
-  of the first-kernel delays; the most kernel time first.
+  of the first-kernel delays; the most kernel time first. Where the trace records operators' shapes, also
+  their FLOPs (GFLOP) and the rate over the kernel time of the instances counted (TFLOP/s).
 - "sequences": per operator name and sequence of kernel names (HTA's table, with ``name`` "demangled":
   HTA's names; by default base names, templated variants together): instances and the mean Launch
   and Runtime Delays.
@@ -27,6 +28,7 @@ import pandas as pd
 from tracekit.analysis.primitives.covering import covering_range
 from tracekit.analysis.primitives.joins import op_launches
 from tracekit.analysis.primitives.op_selection import kernel_mask
+from tracekit.analysis.primitives.operators import instance_flops, operator_inputs
 from tracekit.analysis.primitives.sequence_keys import group_sequences
 from tracekit.analysis.primitives.step_window import launched_before_last_step
 from tracekit.analysis.waits.ops_command import OpsOptions
@@ -123,6 +125,9 @@ def kernels_per_operator(trace: Trace, options: OpsOptions | None = None) -> Res
         time=("kernel_duration", "sum"),
     )
     instances["sequence"] = _sequences(launched, instances.index.to_numpy())
+    counted = instance_flops(trace, instances.index.to_numpy())  # NaN: no shapes, or counted in nested ones
+    instances["flops"] = np.nan_to_num(counted)
+    instances["flop_time"] = np.where(np.isnan(counted), 0, instances["time"].to_numpy())
     instances["launch_delay"] = instances["call_start"] - instances["op_start"]
     instances["runtime_delay"] = instances["kernel_start"] - instances["call_start"]
     per_op = (
@@ -133,6 +138,8 @@ def kernels_per_operator(trace: Trace, options: OpsOptions | None = None) -> Res
             time=("time", "sum"),
             launch=("launch_delay", "mean"),
             runtime=("runtime_delay", "mean"),
+            flops=("flops", "sum"),
+            flop_time=("flop_time", "sum"),
         )
         .reset_index()
     )
@@ -148,6 +155,11 @@ def kernels_per_operator(trace: Trace, options: OpsOptions | None = None) -> Res
             "Runtime Delay (ns)": per_op["runtime"].to_numpy(),
         }
     )
+    if len(operator_inputs(trace)):  # shapes recorded: the operators' FLOPs and rate (tracekit efficiency: more)
+        flop_time = per_op["flop_time"].to_numpy(float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            table["GFLOP"] = np.where(flop_time > 0, per_op["flops"].to_numpy() / 1e9, np.nan)
+            table["TFLOP/s"] = np.where(flop_time > 0, per_op["flops"].to_numpy() / flop_time / 1e3, np.nan)
     sequences = (
         instances.groupby(["operator", "sequence"], sort=False, observed=True)
         .agg(

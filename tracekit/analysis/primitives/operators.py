@@ -40,7 +40,7 @@ ATEN = Pattern("aten::*", None, ("aten::",), "aten::")
 @per_trace
 def operator_inputs(trace: Trace) -> pd.DataFrame:
     """The operators with recorded inputs, nested among themselves: their ranges' columns (range_id, start,
-    end, pid, tid, depth, parent) with name (as the operator tables show it), dims, types and concrete (JSON
+    end, pid, tid, depth, parent; source_id: the range_id in ``trace.ranges``) with name (as the operator tables show it), dims, types and concrete (JSON
     text; types None for nsys), and the profiler's own FLOPs (NaN when not counted)."""
     shapes = trace.optional("op_shapes")
     if shapes is not None and len(shapes):
@@ -67,7 +67,12 @@ def _renested(frame: pd.DataFrame) -> pd.DataFrame:
 
     keys = frame["pid"].to_numpy(np.int64) * 2**32 + frame["tid"].to_numpy(np.int64)
     parent, depth = nest_ranges(keys, frame["start"].to_numpy(), frame["end"].to_numpy())
-    return frame.assign(range_id=np.arange(len(frame), dtype=np.int64), parent=parent, depth=depth)
+    return frame.assign(
+        source_id=frame["source_id"] if "source_id" in frame else frame["range_id"],
+        range_id=np.arange(len(frame), dtype=np.int64),
+        parent=parent,
+        depth=depth,
+    )
 
 
 def _recorded(column: pd.Series) -> np.ndarray:
@@ -86,7 +91,7 @@ def _from_nvtx_names(ranges: pd.DataFrame) -> pd.DataFrame:
     chosen = ranges.loc[has[codes]].reset_index(drop=True)
     picked = [parsed[code] for code in codes[has[codes]]]
     # the reader nested the selection among itself; again only if some names did not parse
-    nested = _renested if len(chosen) < len(ranges) else (lambda frame: frame)
+    nested = _renested if len(chosen) < len(ranges) else (lambda frame: frame.assign(source_id=frame["range_id"]))
     return nested(
         chosen.assign(
             name=pd.Categorical([found[0] for found in picked if found is not None]),
@@ -210,3 +215,21 @@ def outer_operators(operators: pd.DataFrame, owners: np.ndarray) -> np.ndarray:
         current = up[up >= 0]
         enclosing[current[is_owner[current]]] = True
     return enclosing[owners]
+
+
+def instance_flops(trace: Trace, range_rows: np.ndarray) -> np.ndarray:
+    """FLOPs of the operator instances at ``range_rows`` (rows of ``trace.ranges`` that launched kernels), NaN
+    where not counted, or where the instance encloses another of them (its FLOPs are theirs)."""
+    inputs = operator_inputs(trace)
+    flops = np.full(len(range_rows), np.nan)
+    if not len(inputs) or not len(range_rows):
+        return flops
+    wanted = trace.ranges["range_id"].to_numpy()[range_rows]
+    at = pd.Index(inputs["source_id"].to_numpy()).get_indexer(wanted)
+    found = at >= 0
+    counted = operator_counts(trace)["flops"].to_numpy(float)
+    flops[found] = counted[at[found]]
+    outer = np.zeros(len(range_rows), dtype=bool)
+    outer[found] = outer_operators(inputs, at[found])
+    flops[outer] = np.nan
+    return flops
