@@ -9,6 +9,7 @@ times, tracekit and the alternative alternating so that both see the same machin
   NVTX ranges      tracekit ranges E             vs  nsys stats -r nvtxsum E        (4.9M ranges)
   breakdown        tracekit breakdown E --phases ...   vs  tracekit kernels E  (same export, first reads)
   critical path    tracekit critical-path E      vs  tracekit kernels E  (the whole trace: 7.8M events, cached)
+  efficiency       tracekit efficiency E         vs  tracekit kernels E  (1M kernels, and with 4.9M ranges)
   memory snapshot  tracekit memory S             vs  python -m torch.cuda._memory_viz stats S  (1M entries)
   start-up         tracekit --version
   torch.profiler   tracekit kernels T --by type --ops all  vs  HolisticTraceAnalysis load + kernel
@@ -222,6 +223,20 @@ def works(inputs: dict[str, Path], hta: bool) -> list[Work]:
             [TRACEKIT, "kernels", str(ranges), "--format", "csv"],
             "tracekit kernels, cached",
             "<= 5x kernels, a few GB",
+        ),
+        Work(
+            "efficiency, 1M kernels (per kernel: no shapes recorded), cached",
+            [TRACEKIT, "efficiency", str(one), "--format", "csv"],
+            [TRACEKIT, "kernels", str(one), "--format", "csv"],
+            "tracekit kernels, cached",
+            "<= 2x kernels",
+        ),
+        Work(
+            "efficiency, 1M kernels + 4.9M ranges (per kernel), cached",
+            [TRACEKIT, "efficiency", str(ranges), "--format", "csv"],
+            [TRACEKIT, "kernels", str(ranges), "--format", "csv"],
+            "tracekit kernels, cached",
+            "<= 2x kernels",
         ),
         Work(
             "memory snapshot, 1M entries",
