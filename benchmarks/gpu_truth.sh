@@ -103,9 +103,13 @@ step capture_small 150 capture "$small" --ctx "$ctx" --steps "$steps" --warmup 5
 # 3. xl under torch.profiler.
 step capture_xl 180 capture "$big" --ctx "$ctx" --steps "$steps" --warmup 3 --profiler torch \
   --device "$device" --out "$runs" --name xl
-for command in "kernels --by category" "breakdown" "steps" "idle"; do
+for command in "kernels --by category" "breakdown" "steps" "idle" "efficiency --by op" "efficiency --by step"; do
   step "xl_${command// /_}" 60 $command "$runs/xl"
 done
+# (Issue 40's check, written down: the captures record operators' shapes, so `efficiency --by step` on xl
+# gives each step's FLOPs and MFU; its TFLOP/s over the step's wall time should be within 10 % of step 4's
+# fp32 xl figure, which counts 6 x parameters x tokens plus attention; its aten::mm/addmm/bmm rows should read
+# FP32 on the CUDA cores, or TF32 on the tensor cores where allow_tf32 is set.)
 # 4. Models end to end, fp32 and bf16 (MFU against the GPU's data-sheet peak).
 step models 180 bench "${models[@]}" --ctx "$ctx" --mode train --dtype fp32 bf16 --device "$device" --format csv
 # 5. Compiled: attention at the table's compiled points, and the small model in bf16.

@@ -132,3 +132,20 @@ def test_memory_by_role_is_4p_parameters_and_8p_adamw_state(cli, run_folder):
     # has it: not parameters) and the batch's token ids (4 x 257 int64).
     assert roles["other (before the trace)"] == pytest.approx(64 * MIB + 24 * 128 * 1024 + 8224, abs=1)
     assert "Adam/AdamW" in result.stderr
+
+
+def test_efficiency_of_an_fp32_run_without_shapes(cli, run_folder):
+    """The run is FP32 without TF32 and recorded no shapes (it predates shape recording): every GEMM kernel
+    ran in FP32 on the CUDA cores (CUTLASS SIMT and xmma ffma sgemms; cuBLASLt's split-K reduce has no
+    precision of its own), the device is taken for an
+    H100 SXM, and no kernel gets a roofline (FLOPs unknown), which each row says."""
+    from tracekit.analysis.primitives.categories import categorize_name
+
+    table = json_of(cli, "efficiency", run_folder, "--by", "kernel", "--top", "1000", "--name", "demangled")
+    matmuls = [row for row in table["efficiency"] if categorize_name(row["Kernel"]) == "matmul"]
+    gemms = [row for row in matmuls if "splitKreduce" not in row["Kernel"]]  # a reduce: no precision of its own
+    assert gemms and {(row["Precision"], row["Unit"]) for row in gemms} == {("FP32", "CUDA cores")}
+    assert all(row["Precision"] is None for row in matmuls if row not in gemms)
+    assert table["peaks"][0]["Taken For"] == "H100 SXM"
+    assert all(row["Roofline (%)"] is None and row["GFLOP"] is None for row in matmuls)
+    assert all(row["Not Known"].startswith("no shapes recorded (torch.profiler record_shapes=True") for row in gemms)
