@@ -24,6 +24,7 @@ from tracekit.analysis.primitives.phases import choose_phases
 from tracekit.analysis.primitives.selection import select_ranges
 from tracekit.analysis.primitives.step_window import step_labels, step_of, step_rows
 from tracekit.errors import NoGpuDataError, UsageError
+from tracekit.model.options import named
 from tracekit.model.trace import Trace
 
 
@@ -49,7 +50,11 @@ def group_rows(trace: Trace, work: pd.DataFrame, options: EfficiencyOptions) -> 
     if options.by == "step":
         steps = step_rows(trace, options.step_range)
         if steps.empty:
-            raise NoGpuDataError(f"{trace.name}: no step ranges (ProfilerStep#N, or give the step's range name)")
+            if options.step_range:
+                raise UsageError(f"{trace.name}: no range named {options.step_range!r} to take for the steps")
+            raise NoGpuDataError(
+                f"{trace.name}: no step ranges (ProfilerStep#N, or 'step'; name yours with {named('step_range')})"
+            )
         found = np.where(launches.found, step_of(steps, launches.pid, launches.start), -1)
         wall = (steps["end"] - steps["start"]).to_numpy(np.int64)
         return Grouping(found, np.asarray(step_labels(steps), dtype=object), wall=wall)
