@@ -80,7 +80,7 @@ def test_a_bf16_gemm_and_an_add_against_the_h100s_roofline(tmp_path):
     compute_bound = max(137_438_953_472 / PEAK, 100_663_296 / BANDWIDTH) + 4_194_304 / BANDWIDTH
     assert roofline > compute_bound  # (the GEMM's roofline is the larger of the two, not their sum)
     assert mm["Roofline (%)"] == pytest.approx(100 * compute_bound / 202e-6)
-    assert mm["TFLOP/s"] == pytest.approx(137_438_953_472 / 202e-6 / 1e12)
+    assert mm["TFLOP/s"] == pytest.approx(137_438_953_472 / 200e-6 / 1e12)  # over its kernel: a set computes nothing
     assert (mm["Precision"], mm["Unit"], mm["Bound"]) == ("BF16", "tensor cores", "compute")
     # 168 registers x 32 = 5,376 a warp: 3 warps a sub-partition, 12 an SM = one block of 12 warps: 12 / 64
     assert mm["Occupancy (%)"] == pytest.approx(18.75)
@@ -149,14 +149,15 @@ def test_an_unknown_gpu_is_said_and_a_peaks_file_makes_it_known(tmp_path):
 
 def _raw_gemm_rates(path: Path, operator: str) -> float:
     """Achieved TFLOP/s of every ``operator`` (aten::mm: [M, K] x [K, N]; aten::addmm: bias, [M, K], [K, N]),
-    recomputed from the raw JSON without tracekit: 2 M K N per call over the GPU time of everything its
-    launch calls (same thread, inside the operator) ran, matched by correlation id."""
+    recomputed from the raw JSON without tracekit: 2 M K N per call over the GPU time of the kernels its
+    launch calls (same thread, inside the operator) ran, matched by correlation id (cuBLAS's workspace memsets
+    compute nothing)."""
     events = json.load(gzip.open(path, "rt"))["traceEvents"]
     operators = [e for e in events if e.get("cat") == "cpu_op" and e.get("name") == operator]
     launches = [e for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver")]
     gpu_time = {}
     for e in events:
-        if e.get("cat") in ("kernel", "gpu_memset", "gpu_memcpy"):
+        if e.get("cat") == "kernel":
             key = e["args"]["correlation"]
             gpu_time[key] = gpu_time.get(key, 0.0) + float(e["dur"])
     flops = seconds = 0.0
@@ -253,9 +254,10 @@ def test_an_fp32_training_steps_gemms_from_emit_nvtx_names_counted_by_hand():
     assert bmm["Count"] == len(texts) == 327
     assert bmm["GFLOP"] == pytest.approx(flops / 1e9)
     assert (bmm["Precision"], bmm["Unit"], bmm["Bound"]) == ("FP32", "CUDA cores", "compute")
-    achieved = flops / (bmm["GPU Time (ns)"] * 1e-9)
-    assert bmm["TFLOP/s"] == pytest.approx(achieved / 1e12)
-    assert bmm["Roofline (%)"] == pytest.approx(100 * achieved / 19.5e12, rel=1e-3) and bmm["Roofline (%)"] > 80
+    achieved = bmm["TFLOP/s"] * 1e12  # over its kernels' time (GPU Time also holds the sets cuBLAS issues)
+    assert flops / (bmm["GPU Time (ns)"] * 1e-9) <= achieved < 1.01 * flops / (bmm["GPU Time (ns)"] * 1e-9)
+    # (the roofline share also holds the sets' few microseconds: within 0.2 %)
+    assert bmm["Roofline (%)"] == pytest.approx(100 * achieved / 19.5e12, rel=2e-3) and bmm["Roofline (%)"] > 80
 
 
 def test_the_roofline_picture_and_the_reports_section(cli, tmp_path):

@@ -42,7 +42,12 @@ def device_peaks(trace: Trace, user: list[GpuPeaks] | None = None) -> DevicePeak
         )
         peaks[int(gpu["id"])] = found
         if found is None:
-            unknown[int(gpu["id"])] = f"unknown GPU {gpu.get('name')!r} (give its peaks with a peaks file)"
+            name = gpu.get("name")
+            unknown[int(gpu["id"])] = (
+                f"unknown GPU {name!r} (give its peaks with a peaks file)"
+                if isinstance(name, str)
+                else f"the trace records no name for GPU {int(gpu['id'])}: its peaks are unknown"
+            )
     return DevicePeaks(peaks, unknown)
 
 
@@ -52,10 +57,10 @@ def trace_peaks(trace: Trace, peaks: str | None = None) -> DevicePeaks:
     return device_peaks(trace, load_peaks_file(peaks) if peaks else None)
 
 
-def roofline_times(work: pd.DataFrame, devices: DevicePeaks) -> tuple[np.ndarray, pd.Categorical]:
+def roofline_times(work: pd.DataFrame, devices: DevicePeaks) -> tuple[np.ndarray, pd.Categorical, np.ndarray]:
     """Per row of ``work`` (columns device, precision, unit as categoricals, flops, bytes): the roofline time
-    (s; NaN unknown) and the bound ("compute", "memory"; missing where unknown). One peak lookup per distinct
-    (device, precision, unit)."""
+    (s; NaN unknown), the bound ("compute", "memory"; missing where unknown) and, where the GPU has no peak for
+    the row's precision and unit, why (objects; None). One peak lookup per distinct (device, precision, unit)."""
     precision, unit = work["precision"].cat, work["unit"].cat
     device = work["device"].to_numpy(np.int64)
     precision_code, unit_code = precision.codes.to_numpy(), unit.codes.to_numpy()
@@ -67,6 +72,7 @@ def roofline_times(work: pd.DataFrame, devices: DevicePeaks) -> tuple[np.ndarray
     present = np.flatnonzero(first >= 0)
     rates = np.full(size, np.nan)
     widths = np.full(size, np.nan)
+    missing = np.full(size, None, dtype=object)
     for index, row in zip(present.tolist(), first[present].tolist()):
         gpu = devices.peaks.get(int(device[row]))
         if gpu is None:
@@ -75,10 +81,12 @@ def roofline_times(work: pd.DataFrame, devices: DevicePeaks) -> tuple[np.ndarray
         wanted = precision_code[row], unit_code[row]
         name = str(precision.categories[wanted[0]]) if wanted[0] >= 0 else None
         on = str(unit.categories[wanted[1]]) if wanted[1] >= 0 else None
-        rate = gpu.peak(name, on) if name else None
-        if rate is None and name and on != CUDA_CORES:
-            rate = gpu.peak(name, CUDA_CORES)
-        if rate is None:  # work of no matrix unit: the CUDA cores' FP32 rate (its bound is memory anyway)
+        if name:  # a matrix kernel: its own precision's peak, or no roofline (not another unit's, far lower)
+            rate = gpu.peak(name, on)
+            if rate is None:
+                missing[index] = f"no {name} {on or ''} peak known for the {gpu.key}".replace("  ", " ")
+                widths[index] = np.nan
+        else:  # work of no matrix unit: the CUDA cores' FP32 rate (its bound is memory anyway)
             rate = gpu.peak("FP32", CUDA_CORES)
         rates[index] = rate if rate is not None else np.nan
     peak, bandwidth = rates[key], widths[key]
@@ -92,4 +100,4 @@ def roofline_times(work: pd.DataFrame, devices: DevicePeaks) -> tuple[np.ndarray
     bound_code = np.where(
         np.isnan(roofline), -1, np.where(np.nan_to_num(compute, nan=-1.0) >= np.nan_to_num(memory, nan=-1.0), 0, 1)
     )
-    return roofline, pd.Categorical.from_codes(bound_code, categories=["compute", "memory"])
+    return roofline, pd.Categorical.from_codes(bound_code, categories=["compute", "memory"]), missing[key]

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis.efficiency.roofline import roofline_times, trace_peaks
+from tracekit.analysis.primitives.categories import CATEGORIES, op_categories
 from tracekit.analysis.primitives.kernel_hardware import kernel_hardware
 from tracekit.analysis.primitives.operators import (
     NESTED,
@@ -33,6 +34,8 @@ NO_OPERATOR = "no CPU operator launched it"
 NO_ROOFLINE = "neither FLOPs nor bytes known"
 DEVICE_COPY = ("DtoD", "Device -> Device", "Device to Device")
 NO_OPERATOR_NAME = "(no operator)"
+COLLECTIVE = "a collective (communication): its bandwidth is not a roofline's"
+NOT_DESCRIBED = "the trace does not describe GPU {} (no name or limits recorded)"
 
 
 @per_trace
@@ -54,7 +57,10 @@ def gpu_work(trace: Trace, name: str = "short", peaks: str | None = None, operat
     reasons = Reasons()
     flops, moved, why = _counts(trace, owner, duration, precision, reasons)
     why[kernel & (owner < 0)] = reasons.code(NO_OPERATOR if len(operator_inputs(trace)) else NO_SHAPES)
-    _copies(ops, kernel, flops, moved, why, reasons)
+    collective = kernel & (op_categories(trace) == CATEGORIES.index("communication"))
+    why[collective] = reasons.code(COLLECTIVE)
+    flops[collective] = moved[collective] = np.nan
+    host = _copies(ops, kernel, flops, moved, why, reasons)
     work = pd.DataFrame(
         {
             "device": ops["device"].to_numpy(),
@@ -62,7 +68,7 @@ def gpu_work(trace: Trace, name: str = "short", peaks: str | None = None, operat
             "kernel": ops["short_name" if name == "short" else "name"],
             "duration": duration,
             "op_row": owner,
-            "flops": np.where(kernel, flops, 0.0),
+            "flops": np.where(kernel, flops, np.nan),  # copies and sets compute nothing: no FLOPs to count
             "bytes": moved,
             "precision": precision,
             "unit": unit,
@@ -71,12 +77,18 @@ def gpu_work(trace: Trace, name: str = "short", peaks: str | None = None, operat
     if operators:
         work["operator"], work["operator_row"] = _operator_names(trace)
     work["occupancy"] = hardware["occupancy"].to_numpy()
-    roofline, bound = roofline_times(work, devices)
+    roofline, bound, missing = roofline_times(work, devices)
+    for text in pd.unique(missing[pd.notna(missing)]):
+        why[(missing == text) & (why < 0)] = reasons.code(str(text))
     device = work["device"].to_numpy()
-    for index, reason in devices.unknown.items():
-        why[device == index] = reasons.code(reason)
+    for index in np.unique(device).tolist():
+        reason = devices.unknown.get(index) or (None if index in devices.peaks else NOT_DESCRIBED.format(index))
+        if reason is not None:
+            why[device == index] = reasons.code(reason)
     why[np.isnan(roofline) & (why < 0)] = reasons.code(NO_ROOFLINE)
     work["roofline"], work["bound"] = roofline, bound
+    # a copy to or from the host: its bytes and rate shown, over the host link (no device-memory roofline)
+    work.loc[host, "bytes"] = ops["bytes"].to_numpy(float)[host]
     work["why"] = pd.Categorical.from_codes(why, categories=pd.Index(reasons.texts, dtype=object))
     return work
 
@@ -152,9 +164,9 @@ def _operator_names(trace: Trace) -> tuple[pd.Categorical, np.ndarray]:
 
 def _copies(
     ops: pd.DataFrame, kernel: np.ndarray, flops: np.ndarray, moved: np.ndarray, why: np.ndarray, reasons: Reasons
-) -> None:
-    """Copies and sets: a set writes its bytes, a copy within device memory reads and writes them; a copy to
-    or from the host has no device-memory roofline (filled in place)."""
+) -> np.ndarray:
+    """Copies and sets: a set writes its bytes, a copy within device memory reads and writes them (filled in
+    place); returns the copies to or from the host, which have no device-memory roofline."""
     names = ops["name"]
     within = np.asarray([any(mark in str(text) for mark in DEVICE_COPY) for text in names.cat.categories] + [False])
     size = ops["bytes"].to_numpy(float)
@@ -162,5 +174,6 @@ def _copies(
     device_copy = (ops["kind"] == "memcpy").to_numpy() & within[names.cat.codes.to_numpy()]
     moved[is_set] = size[is_set]
     moved[device_copy] = 2 * size[device_copy]
-    why[~kernel & ~is_set & ~device_copy] = reasons.code(HOST_LINK)
-    flops[~kernel] = 0.0
+    host = ~kernel & ~is_set & ~device_copy
+    why[host] = reasons.code(HOST_LINK)
+    return host
