@@ -266,7 +266,9 @@ def test_the_roofline_picture_and_the_reports_section(cli, tmp_path):
     path = h100_trace(tmp_path / "t.json")
     chart = efficiency_table(open_trace(path)).charts["roofline"]
     points = {point[0]: point for point in chart.data["points"]}
-    assert points["aten::mm"][1] == pytest.approx(1310.72) and points["aten::mm"][3] == pytest.approx(0.202)
+    assert points["aten::mm"][1] == pytest.approx(2 * 4096**3 / (3 * 4096**2 * 2)) and points["aten::mm"][
+        3
+    ] == pytest.approx(0.202)
     assert [roof[:2] for roof in chart.data["roofs"]] == [
         ["H100 SXM FP32 CUDA cores", pytest.approx(66.9)],
         ["H100 SXM BF16 tensor cores", pytest.approx(989.4)],
@@ -322,3 +324,27 @@ def test_ops_gives_the_operators_flops_where_shapes_are_recorded(tmp_path):
     plain.event("X", "cpu_op", "aten::mm", 100, 100, 10, 50)
     plain.launch("cudaLaunchKernel", 20, 5, 1).kernel(GEMM, 100, 200, 1)
     assert "GFLOP" not in tracekit.ops(plain.write(tmp_path / "plain.json"))["ops"]
+
+
+def test_a_step_whose_gpu_work_outlasts_its_cpu_range_and_a_precision_without_a_peak(tmp_path):
+    """The CPU leaves the step after 30 us, its GEMM runs from 100 to 300 us: the step's wall time is 300 us
+    (its range's start to its last kernel's end), so MFU is 2 x 4096^3 / 300 us over the BF16 peak, never
+    above the GEMM's own share. On an RTX 3080, whose BF16 tensor-core peak tracekit does not know, the GEMM
+    gets no roofline (not the FP32 CUDA cores' far lower one), and says why."""
+    trace = KinetoBuilder().device_limits(**H100_LIMITS)
+    trace.annotation("ProfilerStep#1", 0, 30)
+    trace.operator("aten::mm", 1, 20, [[4096, 4096], [4096, 4096]], [BF16, BF16])
+    trace.launch("cudaLaunchKernel", 2, 5, 1).kernel(GEMM, 100, 200, 1, grid=(132, 1, 1), block=(384, 1, 1))
+    path = trace.write(tmp_path / "async.json")
+    step = rows(efficiency_table(open_trace(path), EfficiencyOptions(by="step")), "Step")["ProfilerStep#1"]
+    assert step["Wall (ns)"] == 300_000
+    assert step["MFU (%)"] == pytest.approx(100 * 2 * 4096**3 / 300e-6 / PEAK) and step["MFU (%)"] < 100
+    rtx = path.read_text().replace('"NVIDIA H100 80GB HBM3"', '"NVIDIA GeForce RTX 3080"')
+    rtx = rtx.replace('"numSms": 132', '"numSms": 68').replace(
+        '"totalGlobalMem": 85000000000', '"totalGlobalMem": 10736893952'
+    )
+    rtx = rtx.replace('"computeMajor": 9', '"computeMajor": 8').replace('"computeMinor": 0', '"computeMinor": 6')
+    (tmp_path / "rtx.json").write_text(rtx)
+    mm = rows(efficiency_table(open_trace(tmp_path / "rtx.json")))["aten::mm"]
+    assert mm["Roofline (%)"] != mm["Roofline (%)"] and mm["GFLOP"] == pytest.approx(2 * 4096**3 / 1e9)
+    assert mm["Not Known"].startswith("no BF16 tensor cores peak known for the RTX 3080")

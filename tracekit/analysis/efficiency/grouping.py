@@ -1,10 +1,12 @@
 """Which group each GPU operation counts in (operator, kernel, phase, step), and for phases and steps their
 wall time, from which the model FLOPs utilization (MFU) follows.
 
-A phase or step counts the GPU work launched inside it. Its MFU is its FLOPs over its wall time (the
-ranges' own duration, overlapping instances of a phase merged) over the dense peak of the precision and unit
-most of its GPU time ran in: the share of the GPU's peak the whole stretch delivered, idle time included (a
-GEMM's roofline share is over its own kernels' time only).
+A phase or step counts the GPU work launched inside it. Its wall time covers the CPU range and the GPU work
+launched in it (a step from the earlier of the two starts to the later of the two ends; a phase the longer of
+its merged ranges' time and its work's GPU time), since the GPU often runs a step's work after the CPU has
+left it. Its MFU is its FLOPs over that wall time over the dense peak of the precision and unit most of its
+GPU time ran in: the share of the GPU's peak the whole stretch delivered, idle time included (a GEMM's
+roofline share is over its own kernels' time only), never above it.
 """
 
 from __future__ import annotations
@@ -56,8 +58,9 @@ def group_rows(trace: Trace, work: pd.DataFrame, options: EfficiencyOptions) -> 
                 f"{trace.name}: no step ranges (ProfilerStep#N, or 'step'; name yours with {named('step_range')})"
             )
         found = np.where(launches.found, step_of(steps, launches.pid, launches.start), -1)
-        wall = (steps["end"] - steps["start"]).to_numpy(np.int64)
-        return Grouping(found, np.asarray(step_labels(steps), dtype=object), wall=wall)
+        wall = _wall(steps["start"].to_numpy(), steps["end"].to_numpy(), work, found, len(steps))
+        labels = np.asarray([str(label).removeprefix("cpu_op:") for label in step_labels(steps)], dtype=object)
+        return Grouping(found, labels, wall=wall)
     phases = choose_phases(trace, options.phases)
     group = np.full(len(work), -1, dtype=np.int64)
     wall = np.zeros(len(phases.chosen), dtype=np.int64)
@@ -69,9 +72,27 @@ def group_rows(trace: Trace, work: pd.DataFrame, options: EfficiencyOptions) -> 
         inside = interval_of_ops(trace, ranges) >= 0
         group[inside & (group < 0)] = index
         start, end = merge_intervals(ranges["start"].to_numpy(), ranges["end"].to_numpy())
-        wall[index] = int((end - start).sum())
+        # the ranges' time, or the GPU time of the phase's work where the GPU ran behind the CPU (longer)
+        wall[index] = max(int((end - start).sum()), int(work["duration"].to_numpy()[group == index].sum()))
     labels = np.asarray([label for label, _ in phases.chosen], dtype=object)
     return Grouping(group, labels, wall=wall, notes=[phases.note] if phases.note else [])
+
+
+def _wall(start: np.ndarray, end: np.ndarray, work: pd.DataFrame, group: np.ndarray, count: int) -> np.ndarray:
+    """Each step's wall time: from the earlier of its range's start and its first GPU op's start to the later
+    of its range's end and its last GPU op's end (ns): the GPU may run a step's work after the CPU left it."""
+    ops_start = work["start"].to_numpy() if "start" in work else None
+    wall = (end - start).astype(np.int64)
+    if ops_start is None:
+        return wall
+    ops_end = ops_start + work["duration"].to_numpy()
+    inside = group >= 0
+    first = np.full(count, np.iinfo(np.int64).max)
+    last = np.full(count, np.iinfo(np.int64).min)
+    np.minimum.at(first, group[inside], ops_start[inside])
+    np.maximum.at(last, group[inside], ops_end[inside])
+    has = last > np.iinfo(np.int64).min
+    return np.where(has, np.maximum(end, last) - np.minimum(start, first), wall).astype(np.int64)
 
 
 def with_walls(sums: GroupSums, grouping: Grouping, devices: DevicePeaks) -> GroupSums:

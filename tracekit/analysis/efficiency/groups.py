@@ -29,6 +29,8 @@ SUMS = (
     "roofline",
     "occupied",
     "occupancy",
+    "both_flops",
+    "both_bytes",
 )
 SHARED = ("precision", "unit", "bound", "why")  # per group: GPU time by value
 
@@ -82,6 +84,9 @@ def group_sums(work: pd.DataFrame, group: np.ndarray, labels: np.ndarray, instan
             "roofline": total(np.nan_to_num(roofline)),
             "occupied": total(np.where(np.isnan(occupancy), 0.0, duration)),
             "occupancy": total(np.nan_to_num(occupancy) * duration),
+            # arithmetic intensity over the rows where both are known (not one's sum over the other's)
+            "both_flops": total(np.where(np.isnan(moved), 0.0, np.nan_to_num(flops))),
+            "both_bytes": total(np.where(np.isnan(flops), 0.0, np.nan_to_num(moved))),
         },
         index=pd.Index(labels, dtype=object),
     )
@@ -128,7 +133,11 @@ def summary_table(sums: GroupSums, key: str) -> pd.DataFrame:
                 "GB": np.where(byte_time > 0, moved / 1e9, np.nan),
                 "TFLOP/s": np.where(flop_time > 0, flops / flop_time * 1e9 / 1e12, np.nan),
                 "TB/s": np.where(byte_time > 0, moved / byte_time * 1e9 / 1e12, np.nan),
-                "FLOP/Byte": np.where((flop_time > 0) & (moved > 0), flops / moved, np.nan),
+                "FLOP/Byte": np.where(
+                    frame["both_bytes"].to_numpy() > 0,
+                    frame["both_flops"].to_numpy() / frame["both_bytes"].to_numpy(),
+                    np.nan,
+                ),
                 "Precision": _most_time(sums.shares, "precision", labels),
                 "Unit": _most_time(sums.shares, "unit", labels),
                 "Bound": _most_time(sums.shares, "bound", labels, covered),

@@ -64,6 +64,7 @@ def gpu_work(trace: Trace, name: str = "short", peaks: str | None = None, operat
     work = pd.DataFrame(
         {
             "device": ops["device"].to_numpy(),
+            "start": ops["start"].to_numpy(),
             "kind": ops["kind"],
             "kernel": ops["short_name" if name == "short" else "name"],
             "duration": duration,

@@ -171,11 +171,12 @@ def _shared_memory_limit(limits: DeviceLimits, shared_memory: np.ndarray, optin:
 def theoretical_occupancy(
     limits: DeviceLimits, registers: np.ndarray, shared_memory: np.ndarray, block_size: np.ndarray
 ) -> np.ndarray:
-    """Resident warps over the SM's warp slots (0-1; NaN where not recorded): Nsight Compute's theoretical
-    occupancy."""
+    """Resident warps over the SM's warp slots (0-1; NaN where not recorded, or where no block would fit: a
+    kernel that ran had room for one, so its recorded values or the GPU's limits are wrong): Nsight Compute's
+    theoretical occupancy."""
     blocks = active_blocks(limits, registers, shared_memory, block_size, optin=True)
     warps = -(-np.asarray(block_size, dtype=np.int64) // limits.warp_size)
-    return np.where(blocks >= 0, blocks * warps / limits.max_warps_per_sm, np.nan)
+    return np.where(blocks > 0, blocks * warps / limits.max_warps_per_sm, np.nan)
 
 
 def torch_estimate(
