@@ -399,3 +399,16 @@ def test_devices_and_source_in_metadata_and_report(cli, tmp_path):
     assert cli("report", path, "-o", tmp_path / "r").exit_code == 0
     text = (tmp_path / "r" / "report.md").read_text()
     assert "torch.profiler (export schema 1); GPUs: NVIDIA H100 80GB HBM3." in text
+
+
+def test_a_kernel_with_launch_fields_of_another_shape_keeps_its_row(tmp_path):
+    """grid as text, a nested block, registers as a list, shared memory as an object: the kernel stays, those
+    values unknown (0 for the launch dimensions, -1 for the resources), as any unusable value reads."""
+    trace = KinetoBuilder()
+    trace.launch("cudaLaunchKernel", 1, 2, 1).kernel("k1", 10, 5, 1)
+    odd = {"grid": "abc", "block": [[128], 1, 1], "registers per thread": [1], "shared memory": {"a": 1}}
+    trace.event("X", "kernel", "k2", 0, 7, 20, 5, {"device": 0, "stream": 7, "correlation": 2, **odd})
+    trace.launch("cudaLaunchKernel", 3, 2, 2)
+    ops = open_trace(trace.write(tmp_path / "odd.json")).gpu_ops.set_index("name")
+    assert list(ops.index) == ["k1", "k2"]
+    assert ops.loc["k2", ["grid_x", "block_x", "registers_per_thread", "shared_memory"]].tolist() == [0, 0, -1, -1]

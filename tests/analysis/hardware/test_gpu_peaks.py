@@ -343,3 +343,10 @@ def test_the_reference_page_lists_every_built_in_gpu():
     page = (ROOT / "docs" / "reference" / "gpu-peaks.md").read_text()
     rows = {line.split(" | ")[0].removeprefix("| ") for line in page.splitlines() if line.startswith("| ")}
     assert {gpu.key for gpu in builtin_peaks()} <= rows
+
+
+def test_a_peaks_file_nested_too_deep_is_one_line(tmp_path):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(PeaksFileError, match="nested deeper than a peaks file is"):
+        load_peaks_file(deep)

@@ -254,3 +254,9 @@ def test_no_op_raises_on_random_input(name, dims, data):
     assert not (result.why_unknown or "").startswith("inputs not understood"), (name, dims, types, concrete)
     for value in (result.flops, result.bytes):
         assert value is None or (math.isfinite(value) and value >= 0)
+
+
+def test_scalar_arguments_of_another_form_do_not_hide_a_matmul():
+    """Concrete Inputs that are not a list of texts read as not recorded: mm needs none and is counted."""
+    count = count_op("aten::mm", [[64, 32], [32, 16]], ["float", "float"], "hello")  # type: ignore[arg-type]
+    assert count.flops == 2 * 64 * 32 * 16 and count.why_unknown is None

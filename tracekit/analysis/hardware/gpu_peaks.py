@@ -190,6 +190,8 @@ def _parse(text: str, where: str, origin: str, built_in: dict[str, GpuPeaks]) ->
     """The GPUs of a peaks document; ``built_in``: the entries a same-keyed entry changes."""
     try:
         document = json.loads(text)
+    except RecursionError:
+        raise PeaksFileError(f"{where}: nested deeper than a peaks file is") from None
     except json.JSONDecodeError as error:
         raise PeaksFileError(
             f"{where}: not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})"

@@ -96,7 +96,13 @@ def parse_value(text: object) -> object:
 def freeze(dims: object, types: object, concrete: object) -> tuple[tuple | None, tuple | None, tuple | None]:
     """The three recorded lists as nested tuples of plain ints and strings: hashable (a cache's key) and
     fully determining the count; Unknown when they are not lists of that form."""
-    return _freeze_dims(dims), _freeze_texts(types, "dtypes"), _freeze_texts(concrete, "scalar arguments")
+    # scalar arguments not of the recorded form count as not recorded: an op that needs none (mm) is still
+    # counted, one that needs them says they are unknown
+    try:
+        scalars = _freeze_texts(concrete, "scalar arguments")
+    except Unknown:
+        scalars = None
+    return _freeze_dims(dims), _freeze_texts(types, "dtypes"), scalars
 
 
 def _freeze_dims(dims: object) -> tuple | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import zlib
 from collections import Counter, defaultdict
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -49,8 +50,9 @@ class Args(msgspec.Struct, gc=False):
     correlation: Number = -1
     device: Number = -1
     stream: Number = -1
-    grid: list[Number] | None = None  # None, not []: msgspec would build an empty list for every event
-    block: list[Number] | None = None
+    # Any: a value of another shape (a string, nested lists) reads as unknown, never drops its kernel
+    grid: Any = None  # None, not []: msgspec would build an empty list for every event
+    block: Any = None
     bytes: Number = 0
     # copies and sets: the profiler's own bandwidth (from the device's exact duration; the trace's dur may be
     # whole µs)
@@ -59,14 +61,14 @@ class Args(msgspec.Struct, gc=False):
     wait_on_stream: Number = -1  # cuda_sync "Stream Wait Event"/"Event Sync": the stream that recorded the event
     wait_on_cuda_event_record_corr_id: Number = -1  # ... and the correlation id of its cudaEventRecord call
     # kernels: the resources CUDA's occupancy calculator needs, and the profiler's own estimate
-    registers: Number = msgspec.field(default=-1, name="registers per thread")
-    shared_memory: Number = msgspec.field(default=-1, name="shared memory")
-    occupancy: Number = msgspec.field(default=None, name="est. achieved occupancy %")
+    registers: Any = msgspec.field(default=-1, name="registers per thread")
+    shared_memory: Any = msgspec.field(default=-1, name="shared memory")
+    occupancy: Any = msgspec.field(default=None, name="est. achieved occupancy %")
     # CPU operators recorded with record_shapes (kept as their JSON text: read per distinct value) and with_flops
     input_dims: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input Dims")
     input_types: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input type")
     concrete_inputs: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Concrete Inputs")
-    flops: Number = None
+    flops: Any = None
 
 
 NO_ARGS = Args()
@@ -190,11 +192,11 @@ class EventColumns:
         out["stream"].append(np.where(stream >= 0, stream, tid))
         out["bytes"].append(_ints([arg.bytes for arg in args], 0))
         out["rate"].append(_rates([arg.bandwidth for arg in args]))
-        out["registers"].append(_ints([arg.registers for arg in args], -1))
-        out["shared_memory"].append(_ints([arg.shared_memory for arg in args], -1))
+        out["registers"].append(_ints([_scalar(arg.registers) for arg in args], -1))
+        out["shared_memory"].append(_ints([_scalar(arg.shared_memory) for arg in args], -1))
         out["occupancy"].append(_rates([arg.occupancy for arg in args]))
         for axis in ("grid", "block"):
-            dims = [value if (value := getattr(arg, axis)) is not None and len(value) == 3 else NO_DIMS for arg in args]
+            dims = [_dims(getattr(arg, axis)) for arg in args]
             table = _ints(dims, 0).reshape(len(args), 3) if dims else np.zeros((0, 3), dtype=np.int64)
             for index, dim in enumerate("xyz"):
                 out[f"{axis}_{dim}"].append(table[:, index])
@@ -237,6 +239,18 @@ class EventColumns:
     def gathered(self, role: str) -> dict[str, np.ndarray]:
         """The role's columns, every chunk joined (empty arrays when no event had the role)."""
         return {name: np.concatenate(parts) for name, parts in self.columns[role].items()}
+
+
+def _scalar(value):
+    """A value as ``_int`` reads it; a list or object (a damaged field) as absent."""
+    return None if isinstance(value, (list, dict)) else value
+
+
+def _dims(value) -> list:
+    """A launch dimension's three values ([x, y, z] of scalars); anything else reads as not recorded (0s)."""
+    if isinstance(value, list) and len(value) == 3 and not any(isinstance(item, (list, dict)) for item in value):
+        return value
+    return NO_DIMS
 
 
 def _id(value) -> int:
