@@ -103,6 +103,8 @@ def load_peaks_file(path: str | Path) -> list[GpuPeaks]:
     (precision, unit) pairs it gives) of that GPU; any other key is a new GPU and needs every field.
     Raises ``InputNotFoundError`` or ``PeaksFileError`` (one line naming the file and the entry)."""
     path = Path(path)
+    if path.is_dir():
+        raise PeaksFileError(f"{path} is a folder, not a peaks file")
     if not path.is_file():
         raise InputNotFoundError(f"{path}: no such peaks file")
     size = path.stat().st_size
