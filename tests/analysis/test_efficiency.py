@@ -348,3 +348,23 @@ def test_a_step_whose_gpu_work_outlasts_its_cpu_range_and_a_precision_without_a_
     mm = rows(efficiency_table(open_trace(tmp_path / "rtx.json")))["aten::mm"]
     assert mm["Roofline (%)"] != mm["Roofline (%)"] and mm["GFLOP"] == pytest.approx(2 * 4096**3 / 1e9)
     assert mm["Not Known"].startswith("no BF16 tensor cores peak known for the RTX 3080")
+
+
+def test_an_operator_with_kernels_of_its_own_around_another_keeps_its_flops_less_theirs(tmp_path):
+    """aten::mse_loss launches its subtract-and-square kernel and calls aten::mean, which launches its own: the
+    mean's FLOPs are the mean's, the loss keeps its count less them (FLOPs add up), its bytes unknown."""
+    from tracekit.analysis.hardware.op_counts import count_op
+
+    trace = KinetoBuilder().device_limits(**H100_LIMITS)
+    loss = [[1024, 1024], [1024, 1024], []], ["float", "float", "int"], ["", "", "1"]
+    mean = [[1024, 1024], [], [], []], ["float", "", "", ""], ["", "", "", ""]
+    trace.operator("aten::mse_loss", 10, 100, *loss)
+    trace.launch("cudaLaunchKernel", 12, 5, 1).kernel("mse_kernel_cuda", 200, 20, 1)
+    trace.operator("aten::mean", 40, 30, *mean)
+    trace.launch("cudaLaunchKernel", 45, 5, 2).kernel("reduce_kernel", 230, 10, 2)
+    table = rows(efficiency_table(open_trace(trace.write(tmp_path / "t.json"))))
+    whole, inner = count_op("aten::mse_loss", *loss).flops, count_op("aten::mean", *mean).flops
+    assert whole and inner and whole > inner
+    assert table["aten::mean"]["GFLOP"] == pytest.approx(inner / 1e9)
+    assert table["aten::mse_loss"]["GFLOP"] == pytest.approx((whole - inner) / 1e9)
+    assert table["aten::mse_loss"]["Not Known"].startswith("bytes counted in the operators it calls")

@@ -21,6 +21,7 @@ from tracekit.analysis.primitives.operators import (
     NO_SHAPES,
     covering_operators,
     named_operators,
+    nested_flops,
     operator_counts,
     operator_inputs,
     outer_operators,
@@ -137,13 +138,15 @@ def _counts(
         inputs.iloc[instances].reset_index(drop=True),
         pd.Series(op_precision),
     )
-    # an operator around others that own kernels: its count is theirs (said only where it had one)
+    # an operator around others that own kernels: its count less theirs (its own kernels' share, exact for
+    # FLOPs, which add up); its bytes are not a difference of theirs (intermediates): unknown, said
     outer = outer_operators(inputs, instances)
+    own = mine["flops"].to_numpy(float) - nested_flops(inputs, instances, mine["flops"].to_numpy(float))
     had = (mine["flops"].notna() | mine["bytes"].notna()).to_numpy()
     said = mine["why_unknown"].to_numpy(object).copy()
     said[outer & had] = NESTED
     share = np.divide(duration[owned], time[position], out=np.zeros(len(position)), where=time[position] > 0)
-    op_flops = np.where(outer, np.nan, mine["flops"].to_numpy(float))
+    op_flops = np.where(outer, np.where(own >= 0, own, np.nan), mine["flops"].to_numpy(float))
     op_bytes = np.where(outer, np.nan, mine["bytes"].to_numpy(float))
     flops[owned] = op_flops[position] * share
     moved[owned] = op_bytes[position] * share

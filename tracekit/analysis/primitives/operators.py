@@ -28,7 +28,7 @@ from tracekit.model.range_specs import Pattern, shown_op_name
 from tracekit.model.trace import Trace
 
 NO_SHAPES = "no shapes recorded (torch.profiler record_shapes=True, or emit_nvtx(record_shapes=True))"
-NESTED = "counted in the operators it calls"
+NESTED = "bytes counted in the operators it calls (its FLOPs: its own less theirs)"
 # bytes per element of the precision a matrix kernel ran in: what an nsys operator's inputs were, where the
 # export records shapes without dtypes (TF32 reads FP32 data)
 ELEMENT_BYTES = {"FP64": 8, "FP32": 4, "TF32": 4, "BF16": 2, "FP16": 2, "FP8": 1, "INT8": 1, "FP4": 1}
@@ -217,9 +217,30 @@ def outer_operators(operators: pd.DataFrame, owners: np.ndarray) -> np.ndarray:
     return enclosing[owners]
 
 
+def nested_flops(operators: pd.DataFrame, owners: np.ndarray, flops: np.ndarray) -> np.ndarray:
+    """Per owner (rows of ``operators`` that own kernels, with their ``flops``): the FLOPs of the owners nested
+    in it whose nearest enclosing owner it is (NaN among them makes the sum NaN). An operator that launched
+    kernels of its own around others that did (aten::mse_loss around aten::mean) keeps its count less theirs."""
+    parent = parent_rows(operators)
+    position = np.full(len(operators), -1, dtype=np.int64)
+    position[owners] = np.arange(len(owners))
+    total = np.zeros(len(owners))
+    current, carried = owners.copy(), flops.astype(float)
+    for _ in range(10_000):  # as outer_operators
+        up = parent[current]
+        alive = up >= 0
+        current, carried = up[alive], carried[alive]
+        if not len(current):
+            break
+        landed = position[current] >= 0
+        np.add.at(total, position[current[landed]], carried[landed])
+        current, carried = current[~landed], carried[~landed]
+    return total
+
+
 def instance_flops(trace: Trace, range_rows: np.ndarray) -> np.ndarray:
     """FLOPs of the operator instances at ``range_rows`` (rows of ``trace.ranges`` that launched kernels), NaN
-    where not counted, or where the instance encloses another of them (its FLOPs are theirs)."""
+    where not counted; an instance around others of them keeps its count less theirs."""
     inputs = operator_inputs(trace)
     flops = np.full(len(range_rows), np.nan)
     if not len(inputs) or not len(range_rows):
@@ -231,5 +252,8 @@ def instance_flops(trace: Trace, range_rows: np.ndarray) -> np.ndarray:
     flops[found] = counted[at[found]]
     outer = np.zeros(len(range_rows), dtype=bool)
     outer[found] = outer_operators(inputs, at[found])
-    flops[outer] = np.nan
+    inner = np.zeros(len(range_rows))
+    inner[found] = nested_flops(inputs, at[found], flops[found])
+    own = flops - inner
+    flops[outer] = np.where(own[outer] >= 0, own[outer], np.nan)
     return flops
