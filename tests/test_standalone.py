@@ -79,6 +79,7 @@ def test_every_analysis_command_runs_without_torch_or_workloads(run_folder, tmp_
             "bandwidth",
             "breakdown",
             "critical-path",
+            "efficiency",
             "idle",
             "kernels",
             "launches",

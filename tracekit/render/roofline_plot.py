@@ -45,6 +45,9 @@ def roofline(title: str, data: dict[str, Any]) -> Figure:
     )
     for point in points[:8]:  # the most time first: their names
         axes.annotate(str(point[0])[:40], (point[1], point[2]), fontsize=7, xytext=(4, 4), textcoords="offset points")
+    if not points and not roofs:  # nothing to place: an empty frame rather than log axes over no data
+        axes.set_xlim(0.1, 1000)
+        axes.set_ylim(0.001, 1000)
     axes.set_xscale("log")
     axes.set_yscale("log")
     # plain numbers: the figure's texts are made printable, which mathtext's "$10^{3}$" labels would not survive

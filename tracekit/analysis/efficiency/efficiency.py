@@ -104,8 +104,13 @@ def efficiency_table(trace: Trace, options: EfficiencyOptions | None = None) -> 
             Table("peaks", peaks_table(trace, measured.devices), "The GPUs' limits"),
         ],
         notes + list(trace.warnings),
-        {"roofline": roofline_chart(table, measured.devices, KEY[options.by], trace.name)},
+        _charts(roofline_chart(table, measured.devices, KEY[options.by], trace.name)),
     )
+
+
+def _charts(chart: Chart) -> dict[str, Chart]:
+    """The roofline picture where it has a point to draw (else the picture option says there is none)."""
+    return {"roofline": chart} if chart.data["points"] else {}
 
 
 def roofline_chart(table: pd.DataFrame, devices: DevicePeaks, key: str, name: str) -> Chart:
