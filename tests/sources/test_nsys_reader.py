@@ -47,7 +47,7 @@ def test_launches_and_metadata(tmp_path, generation):
     assert meta.tool_version == ("2022.4.2.1" if generation == "2022.4" else "2026.2.1.210")
     assert meta.schema_version == ("3.0.0" if generation == "2022.4" else "3.25.0")
     described = ["id", "name", "sm_count", "memory_bytes", "compute_capability"]
-    assert meta.gpus[described].to_dict("records") == [
+    assert meta.gpus.loc[:, described].to_dict("records") == [
         {
             "id": 0,
             "name": "NVIDIA H100 80GB HBM3",
