@@ -21,7 +21,7 @@ class EfficiencyOptions(Options):
         "one row per CPU operator (aten::mm ...), kernel, phase (forward, backward, optimizer) or step; auto: "
         "per operator where the trace records their shapes, else per kernel",
     )
-    top: int | None = shared.top(20, "only the N groups with the most GPU time (default 20)")
+    top: int | None = shared.top(20, "only the N groups with the most GPU time")
     name: str = shared.kernel_name("short", shared.SHORT_NAME_HELP)
     ranges: tuple[str, ...] = specs(
         (), "only GPU work launched inside these NVTX ranges: a name, a path or a glob; repeatable", repeat=True
