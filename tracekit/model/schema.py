@@ -352,8 +352,39 @@ OP_SHAPES = Schema(
     "The recorded inputs of CPU operators (torch.profiler's record_shapes): one row per operator that has them.",
 )
 
+_COLLECTIVE_TEXTS = (
+    ("collective", 'its name as torch records it ("allreduce", "all_to_all", "broadcast", ...)'),
+    ("dtype", 'its dtype ("Float", "BFloat16", ...)'),
+    ("in_split", "the input split sizes (all-to-all; JSON text)"),
+    ("out_split", "the output split sizes (JSON text)"),
+    ("group_name", "its process group's name"),
+    ("group_desc", "its process group's description"),
+    ("group_ranks", "its process group's ranks (JSON text; torch truncates past 30)"),
+)
+_COLLECTIVE_NUMBERS = (
+    ("in_elements", "elements in its input message"),
+    ("out_elements", "elements in its output message"),
+    ("group_size", "ranks in its process group"),
+    ("rank", "the recording rank"),
+    ("src_rank", "a point-to-point's source rank"),
+    ("dst_rank", "a point-to-point's destination rank"),
+    ("seq", "its sequence number in its process group"),
+)
+COLLECTIVE_ARGS = Schema(
+    "collective_args",
+    (
+        Column("source", "category", "", "what carries them: a range or a GPU op", ("range", "gpu_op")),
+        Column("row", "int64", "", "the range's range_id, or the GPU op's row in gpu_ops"),
+        *(Column(name, "category", "", doc) for name, doc in _COLLECTIVE_TEXTS),
+        *(Column(name, "int64", "", f"{doc} (-1: not recorded)") for name, doc in _COLLECTIVE_NUMBERS),
+    ),
+    "What the profiler recorded of each collective (torch.profiler's record_param_comms args, and newer "
+    'torch\'s NCCL kernels); texts as written, "" where not recorded.',
+)
+
 OPTIONAL_TABLES = {
-    table.table: table for table in (COPIES, PROFILER_OVERHEAD, GPU_SYNCS, COPY_RATES, OCCUPANCY_ESTIMATES, OP_SHAPES)
+    table.table: table
+    for table in (COPIES, PROFILER_OVERHEAD, GPU_SYNCS, COPY_RATES, OCCUPANCY_ESTIMATES, OP_SHAPES, COLLECTIVE_ARGS)
 }
 
 TRACE_TABLES = (GPU_OPS, LAUNCHES, RANGES)

@@ -42,13 +42,14 @@ TABLES = tuple(schema.table for schema in TRACE_TABLES)
 # optional tables are cached too where their columns are numbers and categories (gpu_syncs)
 SCHEMAS = {schema.table: schema for schema in (*TRACE_TABLES, *OPTIONAL_TABLES.values())}
 
-FORMAT = 12  # 3: the GPU-op table is called gpu_ops; 4: unusable rows left out and counted (attrs); 5: some columns;
+FORMAT = 13  # 3: the GPU-op table is called gpu_ops; 4: unusable rows left out and counted (attrs); 5: some columns;
 # 6: GPU ops keep their rows for unusable values other than times (read as unknown); 7: unknown counts with
 # the columns they cover, unreadable processes -2; 8: a checksum per column, text args of torch.profiler
 # traces read as numbers, ranges' domain notes apart; 9: optional tables (gpu_syncs, copy_rates, copies) and
 # ROCm copies' bytes from their calls; 10: names whose string id resolves to nothing read as unknown (API calls
 # and ranges keep their rows); 11: kernels' short names from their demangled names (sources.short_names); 12:
-# kernels' registers and shared memory, the profiler's occupancy estimates, operators' recorded shapes
+# kernels' registers and shared memory, the profiler's occupancy estimates, operators' recorded shapes; 13: the
+# collectives' recorded args
 SUFFIX = ".tracekit-cache"
 
 _STORING = threading.Lock()  # tables load on several threads: one may not clear the folder another writes into

@@ -18,6 +18,7 @@ import msgspec
 import numpy as np
 import pandas as pd
 
+from tracekit.sources.kineto.comms import SPARSE, SPARSE_COLUMNS, TEXT_COLUMNS, add_comms
 from tracekit.sources.kineto.decimal_text import microseconds_to_ns
 from tracekit.sources.kineto.json_stream import event_spans
 
@@ -35,7 +36,10 @@ ROLES = {
     "cuda_sync": "sync",  # the GPU side of synchronizations (torch 2.1+ with CUDA sync events recorded)
 }
 ROLE_NAMES = ("gpu", "launch", "range", "sync")
-SHAPE_COLUMNS = ("dims", "types", "concrete")  # range columns holding codes into ``EventColumns.names["shapes"]``
+# columns holding codes into ``EventColumns.names["shapes"]`` (the text args' vocabulary): recorded shapes, and
+# the collectives' texts
+SHAPE_COLUMNS = ("dims", "types", "concrete")
+TEXT_CODE_COLUMNS = (*SHAPE_COLUMNS, *TEXT_COLUMNS)
 
 
 Number = int | float | str | bool | None  # what a numeric arg may hold in a file (``_int`` reads it)
@@ -69,6 +73,21 @@ class Args(msgspec.Struct, gc=False):
     input_types: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input type")
     concrete_inputs: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Concrete Inputs")
     flops: Any = None
+    # a collective's record (``comms``): record_param_comms, and newer torch's NCCL kernels
+    comm_name: Any = msgspec.field(default=None, name="Collective name")
+    comm_dtype: Any = msgspec.field(default=None, name="dtype")
+    comm_in_split: Any = msgspec.field(default=None, name="In split size")
+    comm_out_split: Any = msgspec.field(default=None, name="Out split size")
+    comm_group_name: Any = msgspec.field(default=None, name="Process Group Name")
+    comm_group_desc: Any = msgspec.field(default=None, name="Process Group Description")
+    comm_group_ranks: Any = msgspec.field(default=None, name="Process Group Ranks")
+    comm_in_elements: Any = msgspec.field(default=None, name="In msg nelems")
+    comm_out_elements: Any = msgspec.field(default=None, name="Out msg nelems")
+    comm_group_size: Any = msgspec.field(default=None, name="Group size")
+    comm_rank: Any = msgspec.field(default=None, name="Rank")
+    comm_src_rank: Any = msgspec.field(default=None, name="Src Rank")
+    comm_dst_rank: Any = msgspec.field(default=None, name="Dst Rank")
+    comm_seq: Any = msgspec.field(default=None, name="Seq")
 
 
 NO_ARGS = Args()
@@ -178,6 +197,9 @@ class EventColumns:
         else:
             out["pid"].append(pid)
             out["tid"].append(tid)
+        if role in ("range", "gpu"):
+            described = [(at, arg) for at, arg in enumerate(args) if arg.comm_name is not None]
+            add_comms(out, described, lambda texts: _codes(texts, self.names["shapes"]), _ints)
         if role == "range":
             self._add_shapes(out, args)
             domains = [RANGE_DOMAINS[row.cat] for row in rows]
@@ -230,15 +252,27 @@ class EventColumns:
             codes = self.names[role]
             mapping = np.fromiter((codes.setdefault(name, len(codes)) for name in part.names[role]), np.int64)
             for name, arrays in columns.items():
-                remap = mapping if name == "name" else shape_mapping if name in SHAPE_COLUMNS else None
+                remap = mapping if name == "name" else shape_mapping if name in TEXT_CODE_COLUMNS else None
                 self.columns[role][name] += [remap[array] for array in arrays] if remap is not None else arrays
         self.unusable.update(part.unusable)
         self.malformed += part.malformed
         self.old_operators = self.old_operators or part.old_operators
 
     def gathered(self, role: str) -> dict[str, np.ndarray]:
-        """The role's columns, every chunk joined (empty arrays when no event had the role)."""
-        return {name: np.concatenate(parts) for name, parts in self.columns[role].items()}
+        """The role's columns, every chunk joined (empty arrays when no event had the role); the collectives'
+        sparse columns apart (``sparse``)."""
+        return {name: np.concatenate(parts) for name, parts in self.columns[role].items() if name not in SPARSE_COLUMNS}
+
+    def sparse(self, role: str) -> dict[str, np.ndarray]:
+        """The role's collectives (``comms``): their positions among all the role's rows (each chunk's shifted by
+        the rows of the chunks before it) and their values; empty when none."""
+        columns = self.columns[role]
+        if not columns.get(SPARSE):
+            return {}
+        joined = {name: np.concatenate(columns[name]) for name in SPARSE_COLUMNS if name != SPARSE}
+        offsets = np.cumsum([0, *(len(part) for part in columns["start"][:-1])])
+        joined[SPARSE] = np.concatenate([part + offset for part, offset in zip(columns[SPARSE], offsets)])
+        return joined
 
 
 def _scalar(value):

@@ -27,24 +27,23 @@ import pandas as pd
 
 from tracekit.model.nesting import nest_ranges
 from tracekit.model.schema import (
+    COLLECTIVE_ARGS,
     COPY_RATES,
     GPU_OP_KINDS,
     GPU_OPS,
     OCCUPANCY_ESTIMATES,
     OP_SHAPES,
     RANGE_STYLES,
-    TORCH_DEVICE_FIELDS,
 )
 from tracekit.model.trace import TORCH_PROFILER, Trace, TraceMeta
+from tracekit.sources.kineto.comms import collective_frame
 from tracekit.sources.kineto.events import DOMAINS, SHAPE_COLUMNS, EventColumns
 from tracekit.sources.kineto.gpu_columns import bytes_from_calls, fits_in, gpu_syncs, launching_pid, time_columns
+from tracekit.sources.kineto.header import facts as header_facts
+from tracekit.sources.kineto.header import read_header, whole_header
 from tracekit.sources.kineto.json_stream import (
-    JsonTraceError,
     Skeleton,
     decoded_chunks,
-    find_events,
-    open_binary,
-    read_block,
 )
 from tracekit.sources.kineto.parallel import Refused, parallel_columns, worker_count
 from tracekit.sources.short_names import short_name_column
@@ -60,43 +59,12 @@ OLD_OPERATOR_NOTE = (
 )
 
 
-class DeviceProperties(msgspec.Struct):
-    id: int = -1
-    name: str | None = None
-    totalGlobalMem: int | None = None
-    computeMajor: int | None = None
-    computeMinor: int | None = None
-    numSms: int | None = None
-    maxThreadsPerBlock: int | None = None
-    maxThreadsPerMultiprocessor: int | None = None
-    regsPerBlock: int | None = None
-    regsPerMultiprocessor: int | None = None
-    warpSize: int | None = None
-    sharedMemPerBlock: int | None = None
-    sharedMemPerMultiprocessor: int | None = None
-    sharedMemPerBlockOptin: int | None = None
-
-
-class DistributedInfo(msgspec.Struct):
-    rank: int | None = None
-    world_size: int | None = None
-
-
-class Header(msgspec.Struct):
-    """The document's fields before its events that tracekit reads."""
-
-    schemaVersion: int | str | None = None
-    deviceProperties: list[DeviceProperties] = []
-    distributedInfo: DistributedInfo | None = None
-    baseTimeNanoseconds: int | None = None
-
-
 def read_kineto_trace(path: Path) -> Trace:
     """The trace of a torch.profiler JSON file: metadata now from the text before the events, completed
     from the text after them when the tables load (one pass over the file for all of them)."""
     path = Path(path)
     meta = TraceMeta(source=str(path), tool=TOOL)
-    meta.complete(_facts(_read_header(path)))
+    meta.complete(header_facts(read_header(path)))
 
     tables = _Tables(path)
     return Trace(
@@ -111,6 +79,7 @@ def read_kineto_trace(path: Path) -> Trace:
                 "copy_rates",
                 "occupancy_estimates",
                 "op_shapes",
+                "collective_args",
             )
         },
     )
@@ -157,7 +126,7 @@ class _Tables:
             notes.append("the text after the events is damaged or cut short: the metadata there was not read")
         if notes:
             frame.attrs["notes"] = "\n".join(notes)
-        facts = _facts(_whole_header(skeleton))
+        facts = header_facts(whole_header(skeleton))
         described = {gpu["id"] for gpu in facts["gpus"]}
         facts["gpus"] += [  # devices the events use that deviceProperties does not describe (torch 1.8 has none)
             {"id": device} for device in np.unique(frame["device"].to_numpy()).tolist() if device not in described
@@ -200,6 +169,19 @@ class _Tables:
             }
         )
 
+    def _build_collective_args(self, columns: EventColumns, skeleton: Skeleton) -> pd.DataFrame:
+        """Each collective's recorded args: from its record_param_comms range (by range_id: the ranges' row
+        order) and from GPU ops that carry them (by their row in gpu_ops; the ops left out, out)."""
+        parts = []
+        ranges, gpu = columns.sparse("range"), columns.sparse("gpu")
+        if ranges:
+            parts.append(("range", ranges, None))
+        if gpu:
+            dense = columns.gathered("gpu")
+            fits = fits_in(dense["device"], np.int16) & fits_in(dense["stream"], np.int32)
+            parts.append(("gpu_op", gpu, np.where(fits, np.cumsum(fits) - 1, -1)))
+        return collective_frame(parts, list(columns.names["shapes"])) if parts else COLLECTIVE_ARGS.empty()
+
     def _build_gpu_syncs(self, columns: EventColumns, skeleton: Skeleton) -> pd.DataFrame:
         return gpu_syncs(columns.gathered("sync"), columns.names["sync"], self.get("launches"))
 
@@ -209,57 +191,6 @@ class _Tables:
         # what the domains of these ranges mean: said where domains are shown or chosen (Trace.range_notes)
         frame.attrs["range_notes"] = DOMAIN_NOTE + (f"\n{OLD_OPERATOR_NOTE}" if columns.old_operators else "")
         return frame
-
-
-def _read_header(path: Path) -> Header:
-    with open_binary(path) as handle:
-        head = bytearray(read_block(handle, path, 2**20))
-        while (found := find_events(head, path)) is None:
-            more = read_block(handle, path, 2**20)
-            if not more or len(head) > 64 * 2**20:
-                raise JsonTraceError(f'{path}: no "traceEvents" array found; not a torch.profiler trace')
-            head += more
-    start, array_document = found
-    if array_document:
-        return Header()
-    try:  # the text before the events, closed: {"a": ..., "traceEvents": []}
-        return msgspec.json.decode(bytes(head[:start]) + b"]}", type=Header)
-    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
-        return Header()  # fields of unexpected types: the trace reads without its device descriptions
-
-
-def _facts(header: Header) -> dict:
-    """The header in ``TraceMeta.as_dict``'s terms."""
-    distributed = header.distributedInfo or DistributedInfo()
-    return {
-        "schema_version": None if header.schemaVersion is None else str(header.schemaVersion),
-        "session_start_utc_ns": header.baseTimeNanoseconds,
-        "rank": distributed.rank,
-        "world_size": distributed.world_size,
-        "gpus": [
-            {
-                "id": device.id,
-                "name": device.name,
-                "sm_count": device.numSms,
-                "memory_bytes": device.totalGlobalMem,
-                "compute_capability": None
-                if device.computeMajor is None
-                else f"{device.computeMajor}.{device.computeMinor or 0}",
-                **{column: getattr(device, field) for column, field in TORCH_DEVICE_FIELDS.items()},
-            }
-            for device in header.deviceProperties
-        ],
-    }
-
-
-def _whole_header(skeleton: Skeleton) -> Header:
-    """The document's fields before and after its events."""
-    if skeleton.array_document:
-        return Header()
-    try:
-        return msgspec.json.decode(skeleton.document(), type=Header)
-    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
-        return Header()
 
 
 def _readable_tail(skeleton: Skeleton) -> bool:
