@@ -59,10 +59,12 @@ class CollectiveKernel:
 
 
 # Bytes per element of each normalized element type.
+# fmt: off
 DTYPE_BYTES: dict[str, int] = {
     "int8": 1, "uint8": 1, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8,
     "float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "float8_e4m3": 1, "float8_e5m2": 1,
-}  # fmt: skip
+}
+# fmt: on
 # Each spelling a name uses -> (normalized dtype, whether only RCCL spells it so). NCCL's C types and
 # short forms, RCCL's types, and the C++ types other libraries' template arguments name.
 _DTYPES: dict[str, tuple[str, bool]] = {
