@@ -8,15 +8,12 @@ each is said below). The expected answers were labelled by hand from the librari
 from __future__ import annotations
 
 import csv
-import gzip
-import json
-import sqlite3
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from helpers.paths import shared_export_paths, shared_kineto_paths
+from helpers.shared_kernel_names import shared_kernel_names
 
 from tracekit.analysis.hardware import kernel_precision as module
 from tracekit.analysis.hardware.kernel_precision import (
@@ -26,7 +23,6 @@ from tracekit.analysis.hardware.kernel_precision import (
     kernel_precision,
     kernel_precisions,
 )
-from tracekit.analysis.primitives.categories import categorize_name
 
 LABELLED = Path(__file__).resolve().parents[2] / "data" / "kernel_names.csv"
 CC, TC, MC, VU = "CUDA cores", "tensor cores", "matrix cores", "vector units"
@@ -261,20 +257,6 @@ def test_every_matrix_name_in_the_labelled_list():
     table = matrix_results({row["name"]: row["category"] for row in rows})
     assert len(table) >= 650
     assert_covered(table, unknown_bound=0.08, undecided_bound=0.02)
-
-
-def shared_kernel_names() -> dict[str, str]:
-    """Every kernel name in ../shared (nsys exports' demangled names, torch.profiler kernel events)."""
-    names: set[str] = set()
-    for path in shared_export_paths():
-        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as connection:
-            query = "SELECT DISTINCT value FROM StringIds WHERE id IN (SELECT demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL)"
-            names.update(value for (value,) in connection.execute(query))
-    for path in shared_kineto_paths():
-        with gzip.open(path, "rt") if path.suffix == ".gz" else open(path) as handle:
-            events = json.load(handle)["traceEvents"]
-        names.update(event["name"] for event in events if event.get("cat") in ("kernel", "Kernel"))
-    return {name: categorize_name(name) for name in names}
 
 
 @pytest.mark.shared

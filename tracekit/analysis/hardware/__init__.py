@@ -9,6 +9,8 @@ use them (``efficiency`` computes achieved rates with them; ``kernels`` and ``op
 ``precision_nvidia``  NVIDIA's library kernel-name families (cuBLAS, cuBLASLt, CUTLASS 2, cuDNN, XMMA, nvjet)
 ``precision_generated`` generated kernels' names (CUTLASS 3, flash attention, TensorRT, cuDNN attention, Triton)
 ``precision_amd``     AMD's kernel-name families (Tensile, hipBLASLt, Composable Kernel, MIOpen)
+``collective_names`` a collective kernel's operation, element type, algorithm and protocol (NCCL, RCCL,
+                      MSCCL); NCCL's bus-bandwidth factor
 ``occupancy``         theoretical occupancy from registers, shared memory and block size (CUDA's calculator)
 ``op_counts``         FLOPs and bytes of an operator from its recorded shapes and dtypes; its rules by family:
   ``op_count_args``       the recorded arguments read (dtypes, sizes, scalars; NVTX range names), bytes added up
