@@ -10,6 +10,7 @@ to read before pandas.
 ``kernels/``  which kernels ran and for how long: summary, categories, kernel types and overlap
 ``ranges/``   NVTX ranges and what ran inside them: summary, GPU side, phases (breakdown), steps
 ``waits/``    why the GPU waited: idle gaps by cause, launch delays, blocking syncs, overlap, queues, ops
+``collectives/``  what each collective moved and how fast (bandwidths), from its kernel and torch's record
 ``efficiency/``  how close the GPU work ran to the hardware: FLOPs, bytes, roofline, occupancy per group
 ``critical_path/``  the chain of dependent CPU, launch, GPU and sync work that sets a step's time (HTA's)
 ``memory/``   a memory snapshot's peak: replay, holders and frames, roles, the tables and charts

@@ -1,0 +1,90 @@
+"""Collectives on one rank: each NCCL kernel with what torch recorded of its call, and nccl-tests'
+bandwidths per operation, dtype and group, on built traces with exact numbers and on the real DDP trace."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections import defaultdict
+
+import pytest
+from helpers.kineto_builder import KinetoBuilder
+from helpers.paths import SHARED_KINETO
+
+from tracekit.analysis.collectives.instances import collective_instances
+from tracekit.analysis.collectives.summary import collectives_summary
+from tracekit.sources import open_trace
+
+ALL_REDUCE = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+ALL_GATHER = "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+GROUP = {"Group size": 8, "Process Group Name": "3", "Process Group Ranks": "[0, 1, 2, 3, 4, 5, 6, 7]"}
+
+
+def built(tmp_path):
+    """An all-reduce of 1,048,576 BF16 elements (2 MiB) in 100 us, recorded by record_param_comms around its
+    launch; an all-gather whose kernel carries its own args (newer torch): 262,144 float32 in, 8 x that out
+    (8 MiB), in 50 us; and a kernel that is no collective."""
+    trace = KinetoBuilder()
+    reduce_args = {
+        "Collective name": "allreduce",
+        "dtype": "BFloat16",
+        "In msg nelems": 1048576,
+        "Out msg nelems": 1048576,
+    }
+    trace.event("X", "cpu_op", "record_param_comms", 100, 100, 10, 30, {**reduce_args, **GROUP, "Seq": 7})
+    trace.launch("cudaLaunchKernel", 12, 5, 1).kernel(ALL_REDUCE, 100, 100, 1)
+    gather = {
+        "Collective name": "_allgather_base",
+        "dtype": "Float",
+        "In msg nelems": 262144,
+        "Out msg nelems": 2097152,
+    }
+    trace.launch("cudaLaunchKernel", 50, 5, 2)
+    trace.event(
+        "X", "kernel", ALL_GATHER, 0, 7, 300, 50, {"device": 0, "stream": 7, "correlation": 2, **gather, **GROUP}
+    )
+    trace.launch("cudaLaunchKernel", 60, 5, 3).kernel("gemm", 400, 10, 3)
+    return trace.write(tmp_path / "t.json")
+
+
+def test_bytes_and_bandwidths_by_hand(tmp_path):
+    """all-reduce: 2,097,152 bytes / 100,000 ns = 20.97 GB/s; bus x 2 x 7/8. all-gather: its output, 8,388,608
+    bytes / 50,000 ns = 167.77 GB/s; bus x 7/8. Sizes from the range and from the kernel."""
+    instances = collective_instances(open_trace(built(tmp_path)))
+    assert instances["operation"].tolist() == ["AllReduce", "AllGather"]
+    assert instances["bytes"].tolist() == [2_097_152, 8_388_608]
+    assert instances["sizes"].tolist() == ["record_param_comms", "kernel"] and instances["seq"].tolist() == [7, -1]
+    table = collectives_summary(instances).set_index("Operation")
+    reduce, gather = table.loc["AllReduce"], table.loc["AllGather"]
+    assert (reduce["Dtype"], reduce["Group"], reduce["Ranks"], reduce["Count"]) == ("bfloat16", "3", 8, 1)
+    assert reduce["Algorithm Bandwidth (GB/s)"] == pytest.approx(2_097_152 / 100_000)
+    assert reduce["Bus Bandwidth (GB/s)"] == pytest.approx(2_097_152 / 100_000 * 2 * 7 / 8)
+    assert gather["Dtype"] == "float32" and gather["Algorithm Bandwidth (GB/s)"] == pytest.approx(8_388_608 / 50_000)
+    assert gather["Bus Bandwidth (GB/s)"] == pytest.approx(8_388_608 / 50_000 * 7 / 8)
+
+
+def test_without_a_record_the_bandwidths_stay_empty(tmp_path):
+    """A trace that records no sizes (nsys, torch before record_param_comms' args): the operation and dtype
+    from the name, no bytes, no bandwidth."""
+    trace = KinetoBuilder()
+    trace.launch("cudaLaunchKernel", 12, 5, 1).kernel(ALL_REDUCE, 100, 100, 1)
+    table = collectives_summary(collective_instances(open_trace(trace.write(tmp_path / "t.json"))))
+    row = table.iloc[0]
+    assert (row["Operation"], row["Dtype"], row["Count"], row["Sized"]) == ("AllReduce", "bfloat16", 1, 0)
+    assert row["Bytes"] != row["Bytes"] and row["Bus Bandwidth (GB/s)"] != row["Bus Bandwidth (GB/s)"]
+
+
+@pytest.mark.shared
+def test_the_ddp_traces_totals_equal_its_nccl_kernels():
+    """DDP rank 0 of 2: per operation, the time equals the sum of its NCCL kernels in the raw JSON, and every
+    one is sized (each kernel carries torch's record)."""
+    path = SHARED_KINETO / "a100_ddp_rank0of2_nccl.json.gz"
+    if not path.exists():
+        pytest.skip(f"{path} is absent (../shared not beside the project)")
+    raw = defaultdict(int)
+    for event in json.load(gzip.open(path, "rt"))["traceEvents"]:
+        if event.get("cat") == "kernel" and event["name"].startswith("ncclKernel_"):
+            raw[event["name"].split("_")[1]] += round(float(event["dur"]) * 1000)
+    table = collectives_summary(collective_instances(open_trace(path)))
+    assert table.groupby("Operation")["Total Time (ns)"].sum().to_dict() == dict(raw)
+    assert (table["Sized"] == table["Count"]).all() and set(table["Ranks"]) == {2}

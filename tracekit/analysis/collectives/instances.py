@@ -1,0 +1,138 @@
+"""Each collective one rank ran: its NCCL (or RCCL, MSCCL, ...) kernel, and what it was.
+
+The kernel's name says the operation (``hardware.collective_names``); torch.profiler's record of the call
+(``record_param_comms``: ``collective_args``) says its dtype, message sizes, process group and sequence
+number, carried by the kernel itself in newer torch, else by the record_param_comms range that covers the
+kernel's launch on its thread. What neither says (sizes in an nsys export, a group in an old trace) stays
+unknown, and the bandwidth with it: never guessed.
+
+Bytes are nccl-tests' "size" of the operation: the buffer every rank sends or receives in full: an
+all-reduce's, a broadcast's or a reduce's message; an all-gather's output (every rank's part); a
+reduce-scatter's or an all-to-all's input.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from tracekit.analysis.hardware.collective_names import DTYPE_BYTES, collective_kernels
+from tracekit.analysis.primitives.covering import covering_range
+from tracekit.analysis.primitives.joins import op_launches
+from tracekit.model.derived import per_trace
+from tracekit.model.trace import Trace
+
+# torch's dtype names (c10::toString, as record_param_comms writes them) as collective_names' dtypes
+TORCH_DTYPES = {
+    "Float": "float32",
+    "Double": "float64",
+    "Half": "float16",
+    "BFloat16": "bfloat16",
+    "Byte": "uint8",
+    "Char": "int8",
+    "Int": "int32",
+    "Long": "int64",
+    "Bool": "uint8",
+    "Float8_e4m3fn": "float8_e4m3",
+    "Float8_e5m2": "float8_e5m2",
+}
+# which message is the operation's size (nccl-tests): the output for gathers, else the input
+OUTPUT_SIZED = {"allgather", "all_gather", "_allgather_base", "allgather_into_tensor_coalesced", "AllGather"}
+
+
+@per_trace
+def collective_instances(trace: Trace) -> pd.DataFrame:
+    """One row per collective kernel (``gpu_ops`` order): op (its row), start, duration (ns), device, stream,
+    operation (from the name, else torch's record), dtype, bytes (-1 unknown), group (name), ranks (group
+    size, -1 unknown), group_ranks (text), seq (-1), and sizes, where the sizes came from ("kernel",
+    "record_param_comms", or "" not recorded)."""
+    ops = trace.gpu_ops
+    names = collective_kernels(ops["name"])
+    rows = np.flatnonzero((ops["kind"] == "kernel").to_numpy() & (names["library"].astype(str) != "").to_numpy())
+    args = _args_of(trace, rows)
+    operation = names["operation"].astype(object).to_numpy()[rows]
+    recorded = args["collective"].to_numpy(object)
+    operation = np.where(pd.isna(operation), recorded, operation)
+    dtype = np.asarray([TORCH_DTYPES.get(str(value), None) for value in args["dtype"]], dtype=object)
+    dtype = np.where(pd.isna(dtype), names["dtype"].astype(object).to_numpy()[rows], dtype)
+    size = np.asarray([DTYPE_BYTES.get(str(value), 0) for value in dtype], dtype=np.int64)
+    gathers = np.asarray([str(value) in OUTPUT_SIZED for value in recorded], dtype=bool) | (operation == "AllGather")
+    elements = np.where(gathers, args["out_elements"].to_numpy(), args["in_elements"].to_numpy())
+    known = (elements >= 0) & (size > 0)
+    return pd.DataFrame(
+        {
+            "op": rows,
+            "start": ops["start"].to_numpy()[rows],
+            "duration": ops["duration"].to_numpy()[rows],
+            "device": ops["device"].to_numpy()[rows],
+            "stream": ops["stream"].to_numpy()[rows],
+            "operation": pd.Series(operation, dtype=object),
+            "dtype": pd.Series(dtype, dtype=object),
+            "bytes": np.where(known, elements * size, -1),
+            "group": args["group_name"].to_numpy(object),
+            "ranks": args["group_size"].to_numpy(),
+            "group_ranks": args["group_ranks"].to_numpy(object),
+            "seq": args["seq"].to_numpy(),
+            "sizes": args["source"].to_numpy(object),
+        }
+    )
+
+
+def _args_of(trace: Trace, rows: np.ndarray) -> pd.DataFrame:
+    """torch.profiler's record of each collective kernel at ``rows``: its own args where it carries them,
+    else those of the record_param_comms range covering its launch on the launching thread."""
+    columns = ["collective", "dtype", "group_name", "group_ranks", "in_elements", "out_elements", "group_size", "seq"]
+    found = pd.DataFrame(
+        {
+            **{name: np.full(len(rows), None, dtype=object) for name in columns[:4]},
+            **{name: np.full(len(rows), -1, dtype=np.int64) for name in columns[4:]},
+            "source": np.full(len(rows), "", dtype=object),
+        }
+    )
+    table = trace.optional("collective_args")
+    if table is None or table.empty or not len(rows):
+        return found
+    calls = table.loc[(table["collective"].astype(str) != "wait").to_numpy()]  # a wait on work moves nothing
+    on_kernel = calls.loc[(calls["source"] == "gpu_op").to_numpy()].drop_duplicates("row").set_index("row")
+    at = on_kernel.index.get_indexer(rows)
+    _fill(found, on_kernel, at, "kernel")
+    ranges = calls.loc[(calls["source"] == "range").to_numpy()].drop_duplicates("row").set_index("row")
+    missing = np.flatnonzero(at < 0)
+    if len(ranges) and len(missing):
+        covering = _covering_records(trace, rows[missing], ranges.index.to_numpy())
+        position = np.full(len(rows), -1, dtype=np.int64)
+        position[missing] = covering
+        _fill(found, ranges, position, "record_param_comms")
+    return found
+
+
+def _fill(found: pd.DataFrame, records: pd.DataFrame, at: np.ndarray, source: str) -> None:
+    """Copy the records at ``at`` (-1: none) into ``found``, in place."""
+    have = at >= 0
+    if not have.any():
+        return
+    picked = records.iloc[at[have]]
+    for name in ("collective", "dtype", "group_name", "group_ranks"):
+        found.loc[have, name] = picked[name].astype(object).to_numpy()
+    for name in ("in_elements", "out_elements", "group_size", "seq"):
+        found.loc[have, name] = picked[name].to_numpy()
+    found.loc[have, "source"] = source
+
+
+def _covering_records(trace: Trace, op_rows: np.ndarray, range_ids: np.ndarray) -> np.ndarray:
+    """Per GPU op, the position in ``range_ids`` of the record_param_comms range covering its launch call on
+    its thread (-1: none)."""
+    launches = op_launches(trace)
+    result = np.full(len(op_rows), -1, dtype=np.int64)
+    launched = launches.found[op_rows]
+    if not launched.any():
+        return result
+    ranges = trace.ranges
+    eligible = np.isin(ranges["range_id"].to_numpy(), range_ids)
+    calls = trace.launches
+    call_rows = launches.row[op_rows[launched]]
+    pick = lambda column: calls[column].to_numpy()[call_rows]
+    row = covering_range(ranges, pick("pid"), pick("tid"), pick("start"), pick("end"), eligible)
+    ids = np.where(row >= 0, ranges["range_id"].to_numpy()[np.maximum(row, 0)], -1)
+    result[launched] = np.where(ids >= 0, pd.Index(range_ids).get_indexer(ids), -1)
+    return result
