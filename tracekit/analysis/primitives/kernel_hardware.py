@@ -9,7 +9,7 @@ import pandas as pd
 
 from tracekit.analysis.hardware.kernel_precision import kernel_precisions
 from tracekit.analysis.hardware.occupancy import device_limits, theoretical_occupancy
-from tracekit.analysis.primitives.categories import categorize_name
+from tracekit.analysis.primitives.categories import CATEGORIES, op_categories
 from tracekit.model.derived import per_trace
 from tracekit.model.trace import Trace
 
@@ -20,20 +20,21 @@ def kernel_hardware(trace: Trace) -> pd.DataFrame:
     kernel) and occupancy (0-1, NaN where unknown or not a kernel)."""
     ops = trace.gpu_ops  # (first: a trace may describe its GPUs after its events)
     kernel = (ops["kind"] == "kernel").to_numpy()
-    precision, unit = _precisions(ops["name"], kernel)
+    precision, unit = _precisions(trace, kernel)
     occupancy = np.where(kernel, _occupancy(trace, ops), np.nan)
     return pd.DataFrame({"precision": precision, "unit": unit, "occupancy": occupancy})
 
 
-def _precisions(names: pd.Series, kernel: np.ndarray) -> tuple[pd.Categorical, pd.Categorical]:
-    distinct = pd.Series(names.cat.categories.astype(object))
-    decided = kernel_precisions(distinct, distinct.map(categorize_name))
-    codes = names.cat.codes.to_numpy()
+def _precisions(trace: Trace, kernel: np.ndarray) -> tuple[pd.Categorical, pd.Categorical]:
+    """Each op's precision and unit: ``kernel_precisions`` reads each distinct name once and fills the rows
+    itself, told each row's category (``op_categories``, once per trace); copies and sets have none."""
+    names = trace.gpu_ops["name"]
+    categories = pd.Series(pd.Categorical.from_codes(op_categories(trace), categories=CATEGORIES), index=names.index)
+    decided = kernel_precisions(names, categories)
     columns = []
-    for column in ("precision", "unit"):
-        per_name, labels = pd.factorize(decided[column].astype(object).to_numpy(), use_na_sentinel=True)
-        per_row = np.where(kernel & (codes >= 0), np.append(per_name, -1)[codes], -1)
-        columns.append(pd.Categorical.from_codes(per_row, categories=pd.Index(labels, dtype=object)))
+    for column in ("precision", "unit"):  # by codes: no text per row
+        values = decided[column].cat
+        columns.append(pd.Categorical.from_codes(np.where(kernel, values.codes, -1), categories=values.categories))
     return columns[0], columns[1]
 
 
