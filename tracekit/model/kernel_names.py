@@ -200,3 +200,14 @@ def _outermost_scope(text: str) -> str:
             if char == ")" and depth == 0 and text.startswith("::", index + 1):
                 return text[: index + 1]
     return text
+
+
+def distinct_names(names):
+    """A column of names as (codes per row, -1 where missing; the distinct names): a categorical's own, else
+    factorized, so that what is decided per name is decided once (a million kernels have a few hundred)."""
+    import numpy as np
+    import pandas as pd
+
+    if isinstance(names.dtype, pd.CategoricalDtype):
+        return names.cat.codes.to_numpy().astype(np.int64), names.cat.categories
+    return pd.factorize(names)

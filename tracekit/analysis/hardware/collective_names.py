@@ -40,7 +40,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 import pandas as pd
 
-from tracekit.model.kernel_names import split_name
+from tracekit.model.kernel_names import distinct_names, split_name
 
 __all__ = ["DTYPE_BYTES", "CollectiveKernel", "bus_factor", "collective_kernel", "collective_kernels"]
 
@@ -236,11 +236,7 @@ def collective_kernels(names: pd.Series) -> pd.DataFrame:
     Each distinct name is read once (a categorical's categories, else the factorized values) and rows
     are filled by position, so a million kernels cost what their few hundred names cost. Missing names
     are "no name"."""
-    if isinstance(names.dtype, pd.CategoricalDtype):
-        codes = names.cat.codes.to_numpy().astype(np.int64)
-        uniques = names.cat.categories
-    else:
-        codes, uniques = pd.factorize(names)
+    codes, uniques = distinct_names(names)
     answers = [_from_name(str(name)) for name in uniques] + [NO_NAME]
     rows = np.where(codes < 0, len(answers) - 1, codes)
     columns = {}

@@ -28,7 +28,7 @@ import pandas as pd
 
 from tracekit.analysis.hardware import precision_amd, precision_generated, precision_nvidia
 from tracekit.analysis.hardware.precision_names import KernelName, KernelPrecision
-from tracekit.model.kernel_names import split_name
+from tracekit.model.kernel_names import distinct_names, split_name
 
 __all__ = ["HELPER_REASONS", "KernelPrecision", "built_for_older", "kernel_precision", "kernel_precisions"]
 
@@ -73,11 +73,7 @@ def kernel_precisions(names: pd.Series, categories: pd.Series | None = None) -> 
     are filled by position, so a million kernels cost what their few hundred names cost. Rows whose
     ``categories`` value (aligned with ``names``) is present and not matmul, convolution or attention
     are "not a matrix kernel"; missing names are "no name". String columns are categoricals."""
-    if isinstance(names.dtype, pd.CategoricalDtype):
-        codes = names.cat.codes.to_numpy().astype(np.int64)
-        uniques = names.cat.categories
-    else:
-        codes, uniques = pd.factorize(names)
+    codes, uniques = distinct_names(names)
     answers = [_from_name(str(name)) for name in uniques] + [NO_NAME, NOT_MATRIX]
     rows = np.where(codes < 0, len(answers) - 2, codes)
     if categories is not None:
