@@ -19,6 +19,7 @@ __all__ = [
     "advise",
     "bandwidth",
     "breakdown",
+    "collectives",
     "compare",
     "critical_path",
     "diff",
@@ -337,6 +338,27 @@ def syncs(
         >>> tracekit.syncs("trace.sqlite")["syncs"]
     """
     return call("syncs", trace, locals())
+
+
+def collectives(
+    trace: Sources,
+    *,
+    step_range: str | None = None,
+    top: int | None = None,
+    link_bandwidth: float = 0.0,
+    workers: int | None = None,
+    use_dask: bool = False,
+    scheduler: str | None = None,
+    strict: bool = False,
+    exact_median_limit: int = 10000,
+) -> Result:
+    """Per operation, dtype and group ("collectives"), per rank and operation ("ranks"), the collectives
+    waited on longest with their last rank and cause ("late"), and the patterns found ("patterns").
+
+    Examples:
+        >>> tracekit.collectives("job/rank*.json")["ranks"]
+    """
+    return call("collectives", trace, locals())
 
 
 def ranks(

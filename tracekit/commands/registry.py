@@ -45,6 +45,7 @@ BUILT_IN = (
     "tracekit.analysis.efficiency.efficiency_command",
     "tracekit.analysis.critical_path.critical_path_command",
     "tracekit.analysis.waits.syncs_command",
+    "tracekit.analysis.collectives.collectives_command",
     "tracekit.analysis.many.ranks_command",
     "tracekit.analysis.many.compare_command",
     "tracekit.analysis.many.diff_command",

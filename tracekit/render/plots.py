@@ -23,6 +23,7 @@ from tracekit.errors import UsageError
 from tracekit.files import check_target, write_whole
 from tracekit.model.command import import_attribute
 from tracekit.model.result import Chart
+from tracekit.render.collective_plot import wait_transfer
 from tracekit.render.colours import category_colour, phase_colour
 from tracekit.render.roofline_plot import roofline
 from tracekit.render.safe_text import printable
@@ -278,6 +279,7 @@ DRAW = {
     "step_times": step_times,
     "bench_scaling": bench_scaling,
     "roofline": roofline,
+    "wait_transfer": wait_transfer,
 }
 
 

@@ -11,6 +11,7 @@ use them (``efficiency`` computes achieved rates with them; ``kernels`` and ``op
 ``precision_amd``     AMD's kernel-name families (Tensile, hipBLASLt, Composable Kernel, MIOpen)
 ``collective_names`` a collective kernel's operation, element type, algorithm and protocol (NCCL, RCCL,
                       MSCCL); NCCL's bus-bandwidth factor
+``link_bandwidths``   each GPU's fastest peer link (NVLink, PCIe) per direction: what bus bandwidth is held against
 ``occupancy``         theoretical occupancy from registers, shared memory and block size (CUDA's calculator)
 ``op_counts``         FLOPs and bytes of an operator from its recorded shapes and dtypes; its rules by family:
   ``op_count_args``       the recorded arguments read (dtypes, sizes, scalars; NVTX range names), bytes added up

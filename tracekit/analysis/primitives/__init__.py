@@ -20,5 +20,6 @@ question package (import-linter's contracts in pyproject.toml check both).
 ``sequence_keys``  sequences of names told apart without a loop per sequence
 ``copies``         memory copies and sets with their memory kinds, from any trace
 ``kernel_hardware`` each kernel's precision and unit (by its name) and theoretical occupancy
+``device_gpus``    which GPU each device of a trace is: its peaks, or why unknown
 ``operators``      what each CPU operator asked of the GPU (FLOPs, bytes from its recorded inputs), its kernels
 """

@@ -1,0 +1,134 @@
+"""The same collective on every rank: instances paired across ranks, and who waited for whom.
+
+Every rank of a process group calls the group's collectives in the same order (NCCL requires it), and
+torch numbers them per group (``seq``). So a collective's kernels on the ranks are paired by (group,
+seq) where every call of the group on every rank carries a distinct seq, else by (group, position): the
+k-th collective of the group on each rank (said in a note). A group with no recorded name is "every
+rank's default group" and pairs by position.
+
+A collective cannot finish on any rank before the last rank arrives, so its kernels end together and
+begin when each rank got there. For each rank of a matched instance, in ns:
+- skew: its start after the first rank's;
+- wait: the time from its start until the last rank's start, at most its own duration;
+- transfer: the rest of its duration (duration - wait).
+The instance's transfer is the last-arriving rank's duration (TraceLens's latency: the time the
+collective itself took once everyone was there). Times of different inputs are compared as recorded:
+their clocks must agree (one node, or synchronised clocks).
+
+An instance is matched when every rank of its group is present: the group's size where recorded, else
+the number of ranks that ran the group's collectives. Unmatched rows say why (a peer's trace is not
+among the inputs, the trace windows differ, or the ranks disagree on the operation at that position:
+the order broke, so position pairing stops meaning anything for that group).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+# Columns ``match_ranks`` adds.
+INSTANCE, SKEW, WAIT, TRANSFER, LAST, WHY = "instance", "skew", "wait", "transfer", "last", "unmatched"
+NO_PEERS = "its peers' traces are not among the inputs"
+WINDOW = "the other ranks' traces end (or begin) before it: their windows differ"
+ORDER = "the ranks ran different operations at this position: the group's order broke"
+
+
+def match_ranks(calls: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """``calls``: one row per collective kernel on a rank, with columns rank (int), group (str, "" unknown),
+    ranks (group size, -1 unknown), seq (-1 unknown), operation, start and duration (ns). Returns it with
+    instance (int id, -1 unmatched), skew, wait, transfer (ns; -1 unmatched), last (bool: the rank that
+    arrived last) and unmatched (why, "" when matched), and notes on how the pairing went."""
+    frame = calls.reset_index(drop=True)
+    frame = frame.assign(group=frame["group"].astype(object).where(pd.notna(frame["group"]), ""))
+    notes: list[str] = []
+    if frame.empty:
+        return _with_columns(frame, np.full(0, -1), np.zeros(0), np.zeros(0, bool), np.full(0, "", object)), notes
+    # order within each (rank, group): by start
+    frame = frame.sort_values(["group", "rank", "start"], kind="stable")
+    position = frame.groupby(["group", "rank"], sort=False).cumcount().to_numpy()
+    seq = frame["seq"].to_numpy(np.int64)
+    by_seq = _groups_keyed_by_seq(frame)
+    in_seq_group = frame["group"].isin(by_seq).to_numpy()
+    key = np.where(in_seq_group, seq, position)
+    paired_by_order = sorted({str(group) for group in frame["group"].unique()} - by_seq)
+    if paired_by_order and frame["rank"].nunique() > 1:
+        named = [f"group {group}" if group else "collectives with no recorded group" for group in paired_by_order]
+        notes.append(
+            f"{', '.join(named)}: paired across ranks by their order on each rank (no distinct sequence numbers "
+            "recorded); a rank that skipped or added a collective shifts the rest"
+        )
+    frame["key"] = key
+    codes = frame.groupby(["group", "key"], sort=False).ngroup().to_numpy()
+    ranks_seen = frame.groupby("group", sort=False)["rank"].transform("nunique").to_numpy()
+    recorded = frame["ranks"].to_numpy(np.int64)
+    expected = np.where(recorded > 0, recorded, ranks_seen)
+    present = np.bincount(codes)[codes]
+    operations = frame["operation"].astype(object).where(pd.notna(frame["operation"]), "?").astype(str)
+    disagree = (operations.groupby(codes).transform("nunique").to_numpy() > 1) & ~in_seq_group
+    # once the order breaks in a group, every later position in it is suspect
+    broken_from = pd.Series(np.where(disagree, key, np.iinfo(np.int64).max)).groupby(frame["group"].to_numpy())
+    broken = (key >= broken_from.transform("min").to_numpy()) & ~in_seq_group
+    matched = (present >= expected) & ~broken
+    why = np.where(
+        matched,
+        "",
+        np.where(broken, ORDER, np.where(ranks_seen < expected, NO_PEERS, WINDOW)),
+    ).astype(object)
+    instance = np.where(matched, pd.Series(np.where(matched, codes, -1)).rank(method="dense").to_numpy() - 1, -1)
+    instance = np.where(matched, instance, -1).astype(np.int64)
+    start, duration = frame["start"].to_numpy(np.int64), frame["duration"].to_numpy(np.int64)
+    latest = pd.Series(start).groupby(codes).transform("max").to_numpy()
+    first = pd.Series(start).groupby(codes).transform("min").to_numpy()
+    wait = np.clip(latest - start, 0, duration)
+    skew = start - first
+    # the last arrival: the latest start; ties go to the lowest rank (one row per instance)
+    last_rank = (
+        pd.DataFrame({"code": codes, "start": start, "rank": frame["rank"].to_numpy()})
+        .sort_values(["code", "start", "rank"], ascending=[True, False, True], kind="stable")
+        .drop_duplicates("code")
+        .set_index("code")["rank"]
+    )
+    last = frame["rank"].to_numpy() == last_rank.reindex(codes).to_numpy()
+    frame = frame.drop(columns=["key"])
+    result = _with_columns(frame, instance, skew, last & matched, why)
+    result[WAIT] = np.where(matched, wait, -1)
+    result[TRANSFER] = np.where(matched, duration - wait, -1)
+    result[SKEW] = np.where(matched, skew, -1)
+    unmatched = int((~matched).sum())
+    if unmatched:
+        reasons = pd.Series(why[~matched]).value_counts()
+        notes.append(
+            f"{unmatched:,} of {len(frame):,} collective kernels matched no instance on every rank of their group: "
+            + "; ".join(f"{count:,} as {reason}" for reason, count in reasons.items())
+        )
+    return result.sort_values(["rank", "start"], kind="stable").reset_index(drop=True), notes
+
+
+def _groups_keyed_by_seq(frame: pd.DataFrame) -> set[str]:
+    """The groups whose every call on every rank carries a sequence number, distinct on each rank."""
+    seq = frame["seq"].to_numpy(np.int64)
+    groups = frame["group"].to_numpy(object)
+    keyed = set()
+    for group in pd.unique(groups):
+        mine = groups == group
+        if not (seq[mine] >= 0).all():
+            continue
+        pairs = pd.DataFrame({"rank": frame["rank"].to_numpy()[mine], "seq": seq[mine]})
+        if not pairs.duplicated().any():
+            keyed.add(str(group))
+    return keyed
+
+
+def _with_columns(
+    frame: pd.DataFrame, instance: np.ndarray, skew: np.ndarray, last: np.ndarray, why: np.ndarray
+) -> pd.DataFrame:
+    return frame.assign(
+        **{
+            INSTANCE: instance.astype(np.int64),
+            SKEW: skew.astype(np.int64),
+            WAIT: np.full(len(frame), -1, np.int64),
+            TRANSFER: np.full(len(frame), -1, np.int64),
+            LAST: last.astype(bool),
+            WHY: why,
+        }
+    )
