@@ -40,6 +40,7 @@ TRACE_COMMANDS = [
     ["efficiency"],
     ["efficiency", "--by", "op"],
     ["efficiency", "--by", "step"],
+    ["collectives"],
 ]
 # "None" printed where a value is missing: a table or markdown cell, a value after ": " or in parentheses.
 # (Names may hold "None" inside them, as Python dict reprs in emit_nvtx ranges do: those are not flagged.)

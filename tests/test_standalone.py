@@ -95,6 +95,7 @@ def test_every_analysis_command_runs_without_torch_or_workloads(run_folder, tmp_
     argvs += [
         ["kernels", export],
         ["ranks", trace, export],
+        ["collectives", str(SHARED / "kineto" / "a100_ddp_rank0of2_nccl.json.gz")],
         ["compare", trace, str(run_folder)],
         ["diff", export, str(run_folder)],
         ["memory", str(SNAPSHOT)],

@@ -20,6 +20,11 @@ class NoGpuDataError(TracekitError):
     """An export holds no GPU activity (a CPU-only capture, or one without ``--trace=cuda``)."""
 
 
+class NothingToAnalyseError(NoGpuDataError):
+    """A trace holds GPU work but none of what a command looks at (no collective kernels on a single GPU): a
+    report leaves that command's section out."""
+
+
 class NsysNotFoundError(TracekitError):
     """Nsight Systems is needed (to export or capture) and is not installed."""
 

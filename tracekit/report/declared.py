@@ -1,7 +1,8 @@
 """Sections of their own for the commands that ask for one (``Command.report``: a heading), a command of
 another installed package included: each trace's Result with the command's default options, every
 table under the command line that prints it, its charts as pictures, then its notes. A command whose Result cannot be had for
-an input says why, in one line, and the report goes on.
+an input says why, in one line, and the report goes on; one whose kind of work the trace does not hold
+(collectives on one GPU) has no section.
 
 The built-in commands declare none: ``traces`` and ``why`` compose their tables into sections of the
 report's own (several commands to a section, a few rows each).
@@ -12,7 +13,7 @@ from __future__ import annotations
 from tracekit.commands import run_command
 from tracekit.commands.command_line import command_line
 from tracekit.commands.registry import Command, all_commands
-from tracekit.errors import TracekitError
+from tracekit.errors import NothingToAnalyseError, TracekitError
 from tracekit.model.trace import Trace
 from tracekit.render.markup import md_prose, md_text
 from tracekit.report.document import Document
@@ -30,6 +31,8 @@ def _command_section(section: Document, source: str, trace: Trace, command: Comm
     options = command.options()
     try:
         result = run_command(command, trace, options)
+    except NothingToAnalyseError:
+        return  # nothing of the kind in this trace (collectives on one GPU): no section to read past
     except TracekitError as error:
         section.text(f"### {md_text(heading)}", md_prose(f"No {command.name} table: {error}"))
         return

@@ -10,8 +10,7 @@
   per-parameter loop where a fused or foreach optimizer runs the same math in a few launches.
   Recoverable: the GPU's idle time in the gaps before those kernels, on the GPU with most of it (these
   gaps then count in no idle finding): an estimate (a fused step also saves the kernels' own fixed costs);
-- exposed communication: NCCL time no computation hid (``overlap``), on the GPU with most of it; with
-  steps, its mean per step and the steps that exposed most.
+- exposed communication (``communication_rules``).
 """
 
 from __future__ import annotations
@@ -21,6 +20,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from tracekit.analysis.advice.communication_rules import exposed_communication
 from tracekit.analysis.advice.finding import Finding, evidence, ms, worst
 from tracekit.analysis.advice.precision_bound import fp32_gemm_recoverable
 from tracekit.model.schema import compute_capability
@@ -39,7 +39,7 @@ def kernel_findings(trace: Trace, origin: int) -> list[Finding]:
     precision = _fp32_matmul(trace, origin)
     if precision is not None:
         found.append(precision)
-    exposed = _exposed_communication(trace, origin)
+    exposed = exposed_communication(trace, origin)
     if exposed is not None:
         found.append(exposed)
     return found
@@ -176,59 +176,5 @@ def _fp32_matmul(trace: Trace, origin: int) -> Finding | None:
         recoverable.ns,
         recoverable.how,
         fix,
-        proof,
-    )
-
-
-def _exposed_communication(trace: Trace, origin: int) -> Finding | None:
-    from tracekit.analysis.primitives.step_window import step_rows
-    from tracekit.analysis.waits.overlap import EXPOSED, WHOLE_TRACE, overlap_table
-    from tracekit.analysis.waits.overlap_command import OverlapOptions
-
-    steps = step_rows(trace)
-    # one overlap table: per step when the trace has steps (its "(whole trace)" rows are the totals)
-    both = overlap_table(trace, OverlapOptions(per_step=len(steps) > 0)).frame
-    whole = (both["Step"] == WHOLE_TRACE).to_numpy() if "Step" in both else np.ones(len(both), dtype=bool)
-    table = both.loc[whole].drop(columns=["Step"], errors="ignore").reset_index(drop=True)
-    if table.empty or not (table[EXPOSED] > 0).any():
-        return None  # no NCCL kernels, or all of their time hidden
-    worst = table.loc[table[EXPOSED].idxmax()]
-    exposed = int(worst[EXPOSED])
-    what, rows = [], []
-    per_step = both.loc[~whole & (both["GPU"] == worst["GPU"]).to_numpy()]
-    if len(per_step):  # per step, on the worst GPU: which steps exposed most
-        starts = dict(zip(steps["name"].astype(str), steps["start"].to_numpy()))
-        what = [f", {ms(per_step[EXPOSED].mean())} per step over {len(per_step)} steps"]
-        top = per_step.sort_values(EXPOSED, ascending=False, kind="stable").head(EVIDENCE_ROWS)
-        rows = [
-            (
-                f"{step}: {ms(step_exposed)} exposed of {ms(comm)} of communication",
-                int(starts.get(str(step), origin)) - origin,
-                int(step_exposed),
-                str(worst["GPU"]),
-            )
-            for step, step_exposed, comm in zip(top["Step"], top[EXPOSED], top["Communication (ns)"])
-        ]
-    rows += [
-        (
-            f"{gpu}: {ms(row['Communication (ns)'])} of communication, {row['Overlap (%)']:.1f} % hidden",
-            0,
-            int(row[EXPOSED]),
-            str(gpu),
-        )
-        for gpu, row in zip(table["GPU"], table.to_dict("records"))
-    ]
-    proof = evidence(
-        [row[0] for row in rows], [row[1] for row in rows], [row[2] for row in rows], [row[3] for row in rows]
-    )
-    return Finding(
-        "exposed communication",
-        f"{worst['GPU']} spent {ms(exposed)} in NCCL collectives that no computation overlapped "
-        f"({float(worst['Overlap (%)']):.1f} % of its communication hidden{''.join(what)})",
-        exposed,
-        f"upper bound: the exposed communication on {worst['GPU']} (fully overlapped it would cost no time)",
-        "overlap communication with the backward pass: DDP buckets (bucket_cap_mb), gradient_as_bucket_view, "
-        "no_sync() during gradient accumulation, FSDP backward prefetch; compare ranks (tracekit ranks) to find a "
-        "straggler that makes the others wait",
         proof,
     )

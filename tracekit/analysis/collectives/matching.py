@@ -16,7 +16,7 @@ collective itself took once everyone was there). Times of different inputs are c
 their clocks must agree (one node, or synchronised clocks).
 
 An instance is matched when every rank of its group is present: the group's size where recorded, else
-the number of ranks that ran the group's collectives. Unmatched rows say why (a peer's trace is not
+the number of ranks that ran the group's collectives (at least two: a collective has peers). Unmatched rows say why (a peer's trace is not
 among the inputs, the trace windows differ, or the ranks disagree on the operation at that position:
 the order broke, so position pairing stops meaning anything for that group).
 """
@@ -61,7 +61,8 @@ def match_ranks(calls: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     codes = frame.groupby(["group", "key"], sort=False).ngroup().to_numpy()
     ranks_seen = frame.groupby("group", sort=False)["rank"].transform("nunique").to_numpy()
     recorded = frame["ranks"].to_numpy(np.int64)
-    expected = np.where(recorded > 0, recorded, ranks_seen)
+    # a group of unknown size seen on one rank: a collective has peers, and theirs are not here
+    expected = np.where(recorded > 0, recorded, np.maximum(ranks_seen, 2))
     present = np.bincount(codes)[codes]
     operations = frame["operation"].astype(object).where(pd.notna(frame["operation"]), "?").astype(str)
     disagree = (operations.groupby(codes).transform("nunique").to_numpy() > 1) & ~in_seq_group
@@ -74,8 +75,8 @@ def match_ranks(calls: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
         "",
         np.where(broken, ORDER, np.where(ranks_seen < expected, NO_PEERS, WINDOW)),
     ).astype(object)
-    instance = np.where(matched, pd.Series(np.where(matched, codes, -1)).rank(method="dense").to_numpy() - 1, -1)
-    instance = np.where(matched, instance, -1).astype(np.int64)
+    instance = np.full(len(frame), -1, dtype=np.int64)
+    instance[matched] = np.unique(codes[matched], return_inverse=True)[1].reshape(-1)  # 0, 1, ... per match
     start, duration = frame["start"].to_numpy(np.int64), frame["duration"].to_numpy(np.int64)
     latest = pd.Series(start).groupby(codes).transform("max").to_numpy()
     first = pd.Series(start).groupby(codes).transform("min").to_numpy()

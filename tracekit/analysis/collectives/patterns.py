@@ -110,9 +110,14 @@ def _all_to_all(calls: pd.DataFrame) -> list[list]:
         return []
     # what speeding up the exchange itself can give: its transfer (its waits are a late rank's)
     transfer = int(np.where(calls[INSTANCE] >= 0, calls[TRANSFER], calls["duration"])[exchange].sum())
+    told_apart = bool((calls[INSTANCE].to_numpy()[exchange] >= 0).any())
     evidence = (
-        f"{time / 1e6:,.3f} of {total / 1e6:,.3f} ms of collective time is in SendRecv kernels or all-to-all calls, "
-        f"{transfer / 1e6:,.3f} ms of it transfer"
+        f"{time / 1e6:,.3f} of {total / 1e6:,.3f} ms of collective time is in SendRecv kernels or all-to-all calls"
+        + (
+            f", {transfer / 1e6:,.3f} ms of it transfer"
+            if told_apart
+            else " (without the peers' traces its waiting is not told from its transfer)"
+        )
     )
     matched = calls.loc[exchange & (calls[INSTANCE].to_numpy() >= 0) & (calls["bytes"].to_numpy() >= 0)]
     if len(matched):

@@ -28,7 +28,7 @@ from tracekit.analysis.collectives.patterns import collective_patterns
 from tracekit.analysis.collectives.rank_record import RankRecord, rank_record
 from tracekit.analysis.hardware.link_bandwidths import Link
 from tracekit.analysis.many.inputs import Part
-from tracekit.errors import NoGpuDataError
+from tracekit.errors import NothingToAnalyseError
 from tracekit.model.options import named
 from tracekit.model.result import Chart, Result, Table
 from tracekit.model.trace import Trace
@@ -69,7 +69,7 @@ class CollectivesMerger:
     def tables(self, labels: dict[int, Any], column: str) -> tuple[list[Table], list[str]]:
         calls, covered, steps, links = self._gathered(labels, column)
         if calls.empty:
-            raise NoGpuDataError(
+            raise NothingToAnalyseError(
                 "no collective kernels (NCCL, RCCL, MSCCL) in the input: nothing to compare across ranks"
             )
         compared = compare_ranks(calls, covered)
@@ -104,7 +104,7 @@ class CollectivesMerger:
             record = self.records[index]
             devices = record.calls["device"].to_numpy()
             several = len(np.unique(devices)) > 1
-            name = str(labels[index])
+            name = labels[index]
             rank_labels = np.asarray(
                 [_rank_label(name, int(device), several, one_input) for device in devices], dtype=object
             )
@@ -132,7 +132,7 @@ class CollectivesMerger:
         )
 
 
-def _rank_label(name: str, device: int, several: bool, one_input: bool) -> str:
+def _rank_label(name: Any, device: int, several: bool, one_input: bool) -> Any:
     """A rank's label: its GPU in the only input, its input's label, or both."""
     if several:
         return f"cuda:{device}" if one_input else f"{name} cuda:{device}"
