@@ -7,4 +7,5 @@ TensorBoard open), written as a stream in bounded memory.
 ``text``    event text a column at a time (Arrow string kernels), exact decimal microseconds
 ``window``  which stretch of a trace to write: ms from its start, a step, an instance of a range
 ``sequence_track``  the kernel sequences a trace repeats as tracks, an occurrence a slice
+``collective_track``  collectives per process group as tracks: each one's wait for the last peer, then its transfer
 """

@@ -33,6 +33,7 @@ from tracekit.model.schema import TORCH_DEVICE_FIELDS, compute_capability
 from tracekit.model.trace import TORCH_PROFILER, Trace
 from tracekit.session import in_this_context
 from tracekit.trace_events import tracks
+from tracekit.trace_events.collective_track import collective_slices
 from tracekit.trace_events.sequence_track import sequence_events, sequence_slices, sequence_track_names
 from tracekit.trace_events.text import write_array
 from tracekit.trace_events.window import Window, WindowOptions, window_of
@@ -274,8 +275,13 @@ def _events(
     gpu_names = {int(gpu): str(name) for gpu, name in zip(gpus["id"], gpus["name"]) if isinstance(name, str) and name}
     devices = set(streams["device"].tolist())  # a GPU with idle gaps has ops
     slices = sequence_slices(trace, sequences, window)
+    collectives = collective_slices(trace, window)
     named_tracks = [
-        (int(place.gpu_pid(np.array([device]))[0]), tid, name) for device, tid, name in sequence_track_names(slices)
+        (int(place.gpu_pid(np.array([device]))[0]), tid, name)
+        for device, tid, name in [
+            *sequence_track_names(slices),
+            *sequence_track_names(collectives.drop(columns=["name"]).rename(columns={"track": "name"})),
+        ]
     ]
     yield "metadata", tracks.metadata_events(place, devices, streams, threads, len(steps) > 0, gpu_names, named_tracks)
     yield from (("steps", events) for events in tracks.step_events(steps, place))
@@ -309,6 +315,10 @@ def _events(
     )
     yield from (("idle gaps", events) for events in tracks.gap_events(gaps.result(), place))
     yield from (("kernel sequences", events) for events in sequence_events(slices, place.gpu_pid))
+    yield from (
+        ("collectives", events)
+        for events in sequence_events(collectives.drop(columns=["track"]), place.gpu_pid, "tracekit_collective")
+    )
     if snapshot is not None:
         counters = memory_on_trace(snapshot, trace)
         if isinstance(counters, str):

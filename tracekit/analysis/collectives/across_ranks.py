@@ -88,7 +88,7 @@ def summary_table(compared: Compared, steps: int) -> pd.DataFrame:
             "Operation": joined["Operation"],
             "Dtype": joined["Dtype"],
             "Group": joined["Group"],
-            "Ranks": joined["Ranks"],
+            "Ranks": joined["Ranks"].where(joined["Ranks"] > 0).astype("Int64"),  # <NA>: the group's size not recorded
             "Count": joined["Count"],
             "Per Step per Rank": joined["Count"] / steps if steps else np.nan,
             "Bytes": joined["Bytes"].round().astype("Int64"),  # <NA>: not recorded
