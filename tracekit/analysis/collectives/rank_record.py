@@ -78,8 +78,13 @@ def rank_record(trace: Trace, step_range: str | None = None) -> RankRecord:
     notes = list(trace.warnings)
     unsized = int((instances["bytes"] < 0).sum())
     if unsized:
+        which = (
+            "no collective kernel has"
+            if unsized == len(instances)
+            else f"{unsized:,} of {len(instances):,} collective kernels have no"
+        )
         notes.append(
-            f"{unsized:,} of {len(instances):,} collective kernels have no recorded message size (torch.profiler "
+            f"{which} recorded message size (torch.profiler "
             "records it with record_param_comms; nsys exports do not carry NCCL's NVTX payloads): their bandwidth "
             "is left empty"
         )
