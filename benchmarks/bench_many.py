@@ -4,8 +4,8 @@ workers'.
 
     python benchmarks/bench_many.py benchmarks/data/kernels_1m.sqlite --copies 64
 
-The copies are hard links in benchmarks/data/many/ (no extra disk; the page cache holds the file once,
-so this measures reading and computing, not the disk). Each configuration runs in a fresh Python
+The copies are files of their own in benchmarks/data/many/ (a hard link is the same input, read once since
+issue 39's distinct inputs; 64 copies of the 1M-kernel export take 7 GB of disk). Each configuration runs in a fresh Python
 process that calls the CLI in-process, so its own peak RSS (getrusage) is the client's; the workers'
 (pool workers live under the fork server, Dask's under nannies) are sampled every 50 ms with psutil
 over the process tree: the largest single worker and the whole tree's sum. TRACEKIT_CACHE=0 measures
@@ -44,29 +44,20 @@ def replicate(source: Path, copies: int) -> Path:
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir()
     for rank in range(copies):
-        os.link(source, folder / f"rank{rank}.sqlite")
+        shutil.copyfile(source, folder / f"rank{rank}.sqlite")
     return folder
 
 
-def measure(folder: Path, options: list[str], cache: bool) -> tuple[float, float, float, float]:
+def measure(
+    folder: Path, options: list[str], cache: bool, command: str = "kernels"
+) -> tuple[float, float, float, float]:
     """(wall s, client peak MB, largest worker peak MB, peak MB of the whole process tree)."""
     import psutil  # pyright: ignore[reportMissingModuleSource]  (benchmarks only)
 
     env = {**os.environ, "TRACEKIT_CACHE": "1" if cache else "0"}
     with tempfile.TemporaryDirectory() as out:
-        command = [
-            sys.executable,
-            "-c",
-            PROBE,
-            "kernels",
-            str(folder),
-            "--format",
-            "csv",
-            "-o",
-            f"{out}/k.csv",
-            *options,
-        ]
-        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        argv = [sys.executable, "-c", PROBE, command, str(folder), "--format", "csv", "-o", f"{out}/k.csv", *options]
+        process = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         root = psutil.Process(process.pid)
         worker = tree = 0.0
         while process.poll() is None:
@@ -80,7 +71,7 @@ def measure(folder: Path, options: list[str], cache: bool) -> tuple[float, float
         stderr = process.stderr.read() if process.stderr else ""
     lines = [line for line in stderr.splitlines() if line.startswith("RESULT")]
     if process.returncode != 0 or not lines:
-        raise SystemExit(f"{' '.join(command)} failed: {stderr[-800:]}")
+        raise SystemExit(f"{' '.join(argv)} failed: {stderr[-800:]}")
     wall, client = lines[-1].split()[1:]
     return float(wall), float(client), worker, tree
 

@@ -33,6 +33,16 @@ def _load(source: Path) -> dict:
         return json.loads(handle.read(), parse_float=Decimal)  # exact decimal timestamps
 
 
+def kernel_count(source: Path) -> int:
+    """The kernels of ``source``."""
+    return sum(event.get("cat") in KERNEL_CATEGORIES for event in _load(source)["traceEvents"])
+
+
+def span_of(source: Path) -> Decimal:
+    """The time one copy of ``source`` takes, gap included (us)."""
+    return _span(_load(source)["traceEvents"])[0]
+
+
 def _span(events: list[dict]) -> tuple[Decimal, dict[str, int], int, int]:
     """Time span of one copy (µs, plus a gap), the id step per id argument, the flow id step and the
     step-number step."""
@@ -79,12 +89,15 @@ def _dump(value) -> str:
     return json.dumps(value)
 
 
-def replicate(source: Path, target: Path, kernels: int) -> dict:
+def replicate(source: Path, target: Path, kernels: int, span_us: Decimal | None = None) -> dict:
+    """``span_us``: the shift between copies (default: the source's span and a gap); the ranks of one job
+    replicated with one shift stay aligned in time."""
     document = _load(source)
     events = document["traceEvents"]
     base = sum(event.get("cat") in KERNEL_CATEGORIES for event in events)
     copies = max(1, -(-kernels // base))
     span, id_steps, flow_step, step_step = _span(events)
+    span = span_us if span_us is not None else span
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(target.name + ".partial")
     with open(partial, "w") as out:

@@ -82,7 +82,7 @@ def match_ranks(calls: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     first = pd.Series(start).groupby(codes).transform("min").to_numpy()
     wait = np.clip(latest - start, 0, duration)
     skew = start - first
-    # the last arrival: the latest start; ties go to the lowest rank (one row per instance)
+    # the last arrival: the latest start; ties go to the rank given first (one row per instance)
     last_rank = (
         pd.DataFrame({"code": codes, "start": start, "rank": frame["rank"].to_numpy()})
         .sort_values(["code", "start", "rank"], ascending=[True, False, True], kind="stable")
