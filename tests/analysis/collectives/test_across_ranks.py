@@ -202,3 +202,38 @@ def test_two_gpu_video_export_matched_and_the_ddp_rank_alone_said():
         if event.get("cat") == "kernel" and event["name"].startswith("ncclKernel_")
     )
     assert alone.table("collectives")["Total Time (ns)"].sum() == raw
+
+
+def test_all_to_all_rank_pair_matrix_from_recorded_splits(tmp_path):
+    """Four ranks, one all_to_all each (SendRecv kernels): ranks 0-2 send 1,024 float32 split [1, 1, 2, 4] rows
+    (512, 512, 1,024 and 2,048 bytes to ranks 0-3); rank 3 sends 4,096 float32 split evenly (4,096 bytes each).
+    The matrix is exactly that, and the pattern says rank 3 sent 2.29x the mean (16,384 / 7,168)."""
+    for rank in range(4):
+        trace = KinetoBuilder(rank=rank, world_size=4)
+        elements, split = (4096, "[8, 8, 8, 8]") if rank == 3 else (1024, "[1, 1, 2, 4]")
+        args = {
+            "device": 0,
+            "stream": 20,
+            "correlation": 1,
+            "Collective name": "all_to_all",
+            "dtype": "Float",
+            "In msg nelems": elements,
+            "Out msg nelems": elements,
+            "In split size": split,
+            "Group size": 4,
+            "Process Group Name": "0",
+            "Process Group Ranks": "[0, 1, 2, 3]",
+            "Seq": 1,
+        }
+        trace.launch("cudaLaunchKernel", 980, 5, 1)
+        trace.event("X", "kernel", SEND_RECV, 0, 20, 1000, 100, args)
+        trace.write(tmp_path / f"rank{rank}.pt.trace.json")
+    result = tracekit.collectives(tmp_path)
+    matrix = result.table("exchange")
+    sent = {(int(s), int(r)): int(b) for s, r, b in zip(matrix["Sender"], matrix["Receiver"], matrix["Bytes"])}
+    assert sent == {
+        **{(s, r): b for s in range(3) for r, b in enumerate([512, 512, 1024, 2048])},
+        **{(3, r): 4096 for r in range(4)},
+    }
+    patterns = result.table("patterns").set_index("Pattern")
+    assert "the largest sender (3) sent 2.29x the mean rank's bytes" in patterns.loc["all-to-all exchange", "Evidence"]

@@ -37,6 +37,9 @@ TORCH_DTYPES = {
     "Float8_e5m2": "float8_e5m2",
 }
 # which message is the operation's size (nccl-tests): the output for gathers, else the input
+# what each kernel takes of torch's record (collective_args' columns)
+TEXTS = ("collective", "dtype", "group_name", "group_ranks", "in_split")
+NUMBERS = ("in_elements", "out_elements", "group_size", "seq")
 OUTPUT_SIZED = {"allgather", "all_gather", "_allgather_base", "allgather_into_tensor_coalesced", "AllGather"}
 
 
@@ -44,8 +47,9 @@ OUTPUT_SIZED = {"allgather", "all_gather", "_allgather_base", "allgather_into_te
 def collective_instances(trace: Trace) -> pd.DataFrame:
     """One row per collective kernel (``gpu_ops`` order): op (its row), start, duration (ns), device, stream,
     operation (from the name, else torch's record), dtype, bytes (-1 unknown), group (name), ranks (group
-    size, -1 unknown), group_ranks (text), seq (-1), and sizes, where the sizes came from ("kernel",
-    "record_param_comms", or "" not recorded)."""
+    size, -1 unknown), group_ranks (text), seq (-1), sizes (where the sizes came from: "kernel",
+    "record_param_comms", or "" not recorded), and torch's record as written: recorded (its collective name),
+    in_elements (-1) and in_split (its input split sizes, text)."""
     ops = trace.gpu_ops
     names = collective_kernels(ops["name"])
     rows = np.flatnonzero((ops["kind"] == "kernel").to_numpy() & (names["library"].astype(str) != "").to_numpy())
@@ -73,6 +77,9 @@ def collective_instances(trace: Trace) -> pd.DataFrame:
             "ranks": args["group_size"].to_numpy(),
             "group_ranks": args["group_ranks"].to_numpy(object),
             "seq": args["seq"].to_numpy(),
+            "recorded": args["collective"].to_numpy(object),
+            "in_elements": args["in_elements"].to_numpy(),
+            "in_split": args["in_split"].to_numpy(object),
             "sizes": args["source"].to_numpy(object),
         }
     )
@@ -81,11 +88,10 @@ def collective_instances(trace: Trace) -> pd.DataFrame:
 def _args_of(trace: Trace, rows: np.ndarray) -> pd.DataFrame:
     """torch.profiler's record of each collective kernel at ``rows``: its own args where it carries them,
     else those of the record_param_comms range covering its launch on the launching thread."""
-    columns = ["collective", "dtype", "group_name", "group_ranks", "in_elements", "out_elements", "group_size", "seq"]
     found = pd.DataFrame(
         {
-            **{name: np.full(len(rows), None, dtype=object) for name in columns[:4]},
-            **{name: np.full(len(rows), -1, dtype=np.int64) for name in columns[4:]},
+            **{name: np.full(len(rows), None, dtype=object) for name in TEXTS},
+            **{name: np.full(len(rows), -1, dtype=np.int64) for name in NUMBERS},
             "source": np.full(len(rows), "", dtype=object),
         }
     )
@@ -112,9 +118,9 @@ def _fill(found: pd.DataFrame, records: pd.DataFrame, at: np.ndarray, source: st
     if not have.any():
         return
     picked = records.iloc[at[have]]
-    for name in ("collective", "dtype", "group_name", "group_ranks"):
+    for name in TEXTS:
         found.loc[have, name] = picked[name].astype(object).to_numpy()
-    for name in ("in_elements", "out_elements", "group_size", "seq"):
+    for name in NUMBERS:
         found.loc[have, name] = picked[name].to_numpy()
     found.loc[have, "source"] = source
 

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis.collectives.across_ranks import MADE_WAIT, Compared
+from tracekit.analysis.collectives.exchange import ALL_TO_ALL, imbalance
 from tracekit.analysis.collectives.matching import INSTANCE, TRANSFER
 
 PATTERN_COLUMNS = ["Pattern", "Where", "Time (ns)", "Evidence", "Fix"]
@@ -29,13 +30,15 @@ MANY_PER_STEP = 20
 BUCKET_BYTES = 25 * 2**20  # DDP's bucket_cap_mb default
 LARGE_BYTES = 8 * 2**20  # messages this large are bandwidth-bound
 SLOW_SHARE = 0.25  # of the link's bandwidth
-ALL_TO_ALL = {"all_to_all", "alltoall", "alltoall_base", "all_to_all_single"}
 
 
-def collective_patterns(compared: Compared, ranks: pd.DataFrame, summary: pd.DataFrame, steps: int) -> pd.DataFrame:
+def collective_patterns(
+    compared: Compared, ranks: pd.DataFrame, summary: pd.DataFrame, steps: int, matrix: pd.DataFrame
+) -> pd.DataFrame:
     """The patterns found (``PATTERN_COLUMNS``), most time first. ``ranks``: ``rank_table``; ``summary``:
-    ``summary_table`` with a "Link (GB/s)" column (NaN unknown); ``steps``: every rank's steps added."""
-    found = [*_late_rank(ranks), *_unbucketed(compared.calls, steps), *_all_to_all(compared.calls)]
+    ``summary_table`` with a "Link (GB/s)" column (NaN unknown); ``steps``: every rank's steps added;
+    ``matrix``: ``exchange.exchange_matrix``."""
+    found = [*_late_rank(ranks), *_unbucketed(compared.calls, steps), *_all_to_all(compared.calls, matrix)]
     found += _slow_transfer(summary, compared.calls)
     table = pd.DataFrame(found, columns=PATTERN_COLUMNS)
     return table.sort_values("Time (ns)", ascending=False, kind="stable", ignore_index=True)
@@ -100,9 +103,10 @@ def _unbucketed(calls: pd.DataFrame, steps: int) -> list[list]:
     return found
 
 
-def _all_to_all(calls: pd.DataFrame) -> list[list]:
+def _all_to_all(calls: pd.DataFrame, matrix: pd.DataFrame) -> list[list]:
     operation = calls["operation"].astype(str)
-    recorded = operation.str.lower().isin(ALL_TO_ALL).to_numpy()
+    named = calls["recorded"].astype(object).where(calls["recorded"].notna(), "").astype(str).str.lower()
+    recorded = named.isin(ALL_TO_ALL).to_numpy()
     exchange = (operation == "SendRecv").to_numpy() | recorded
     total = int(calls["duration"].sum())
     time = int(calls["duration"].to_numpy()[exchange].sum())
@@ -120,7 +124,10 @@ def _all_to_all(calls: pd.DataFrame) -> list[list]:
         )
     )
     matched = calls.loc[exchange & (calls[INSTANCE].to_numpy() >= 0) & (calls["bytes"].to_numpy() >= 0)]
-    if len(matched):
+    unequal = imbalance(matrix)
+    if unequal:
+        evidence += f"; {unequal} (the exchange table)"
+    elif len(matched):
         sizes = matched.groupby(INSTANCE)["bytes"].agg(["max", "mean"])
         evidence += (
             f"; the largest rank's message is up to {float((sizes['max'] / sizes['mean']).max()):,.2f}x the mean"

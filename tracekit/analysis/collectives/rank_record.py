@@ -13,6 +13,7 @@ import pandas as pd
 
 from tracekit.analysis.collectives.exposure import CoveredPieces, covered_pieces
 from tracekit.analysis.collectives.instances import collective_instances
+from tracekit.analysis.hardware.collective_names import DTYPE_BYTES
 from tracekit.analysis.hardware.link_bandwidths import Link, gpu_link
 from tracekit.analysis.primitives.device_gpus import device_peaks
 from tracekit.analysis.primitives.joins import op_launches
@@ -35,6 +36,11 @@ CALL_COLUMNS = (
     "step",  # the step its launch fell in ("" none)
     "before",  # the computation kernel that ended last before it on its GPU ("" none)
     "sizes",
+    "recorded",  # torch's name of the call ("all_to_all", ...; None not recorded)
+    "in_elements",  # -1 unknown
+    "in_split",  # the input's split sizes per peer, as torch wrote them ("[4, 4]"; None or "[]" not recorded)
+    "group_ranks",  # the group's global ranks, as torch wrote them
+    "dtype_bytes",  # bytes per element (0 unknown)
 )
 
 
@@ -65,7 +71,12 @@ def rank_record(trace: Trace, step_range: str | None = None) -> RankRecord:
     step = step_of(steps, pid, np.where(launch >= 0, launch, instances["start"].to_numpy()))
     step_label = np.where(step >= 0, labels[np.maximum(step, 0)] if len(labels) else "", "").astype(object)
     calls = pd.DataFrame(
-        instances.assign(launch=launch, step=step_label, before=_kernel_before(ops, instances))[list(CALL_COLUMNS)]
+        instances.assign(
+            launch=launch,
+            step=step_label,
+            before=_kernel_before(ops, instances),
+            dtype_bytes=[DTYPE_BYTES.get(str(dtype), 0) for dtype in instances["dtype"]],
+        )[list(CALL_COLUMNS)]
     )
     devices = sorted({int(device) for device in instances["device"]})
     launchers = pd.Series(pid).groupby(instances["device"].to_numpy()).unique()

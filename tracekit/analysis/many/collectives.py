@@ -23,6 +23,7 @@ from tracekit.analysis.collectives.across_ranks import (
     summary_table,
 )
 from tracekit.analysis.collectives.collectives_command import CollectivesOptions
+from tracekit.analysis.collectives.exchange import exchange_matrix
 from tracekit.analysis.collectives.exposure import CoveredPieces
 from tracekit.analysis.collectives.patterns import collective_patterns
 from tracekit.analysis.collectives.rank_record import RankRecord, rank_record
@@ -81,7 +82,8 @@ class CollectivesMerger:
         summary["Link (GB/s)"] = link.gb_per_s if link else np.nan
         ranks = rank_table(compared)
         late = late_table(compared, self.options.top or LATE_TOP)
-        patterns = collective_patterns(compared, ranks, summary, steps)
+        matrix = exchange_matrix(compared.calls)
+        patterns = collective_patterns(compared, ranks, summary, steps, matrix)
         if compared.calls["rank"].nunique() < 2:
             notes.append("one rank: nothing to match across ranks (give every rank's trace to see waits)")
         self.charts = {"waits": _waits_chart(ranks)} if len(ranks) else {}
@@ -90,6 +92,7 @@ class CollectivesMerger:
             Table("ranks", ranks, "Per rank: waiting for the last peer and transfer"),
             Table("late", late, "The collectives waited on longest"),
             Table("patterns", patterns, "Patterns"),
+            *([Table("exchange", matrix, "All-to-all: bytes per sending and receiving rank")] if len(matrix) else []),
         ], notes
 
     def _gathered(
