@@ -237,3 +237,15 @@ def test_all_to_all_rank_pair_matrix_from_recorded_splits(tmp_path):
     }
     patterns = result.table("patterns").set_index("Pattern")
     assert "the largest sender (3) sent 2.29x the mean rank's bytes" in patterns.loc["all-to-all exchange", "Evidence"]
+
+
+def test_an_nccl_range_names_the_call_in_an_nsys_export(tmp_path):
+    """emit_nvtx's "nccl:all_to_all, op_id = N" range around each SendRecv launch (the video export's case): the
+    call is an all-to-all, so the pattern is the all-to-all exchange, not a point-to-point one."""
+    export = ExportBuilder("2026.2")
+    for device, pid, start in ((0, 100, 1_000), (1, 200, 1_500)):
+        export.push_pop(start - 200, start - 50, "nccl:all_to_all, op_id = 7", pid=pid, tid=pid)
+        export.kernel(start, 4_000, SEND_RECV, device=device, pid=pid, launch_at=start - 100)
+    result = collectives_table(open_trace(export.write(tmp_path / "job.sqlite")))
+    # GPU 1 arrived 500 ns late and GPU 0 waited for it: a late rank as well
+    assert set(result.table("patterns")["Pattern"]) == {"late rank", "all-to-all exchange"}

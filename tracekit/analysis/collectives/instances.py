@@ -47,8 +47,8 @@ OUTPUT_SIZED = {"allgather", "all_gather", "_allgather_base", "allgather_into_te
 def collective_instances(trace: Trace) -> pd.DataFrame:
     """One row per collective kernel (``gpu_ops`` order): op (its row), start, duration (ns), device, stream,
     operation (from the name, else torch's record), dtype, bytes (-1 unknown), group (name), ranks (group
-    size, -1 unknown), group_ranks (text), seq (-1), sizes (where the sizes came from: "kernel",
-    "record_param_comms", or "" not recorded), and torch's record as written: recorded (its collective name),
+    size, -1 unknown), group_ranks (text), seq (-1), sizes (where torch's record came from: "kernel",
+    "record_param_comms", "nccl range" (the call's name alone, no sizes) or "" none), and torch's record as written: recorded (its collective name),
     in_elements (-1) and in_split (its input split sizes, text)."""
     ops = trace.gpu_ops
     names = collective_kernels(ops["name"])
@@ -87,7 +87,8 @@ def collective_instances(trace: Trace) -> pd.DataFrame:
 
 def _args_of(trace: Trace, rows: np.ndarray) -> pd.DataFrame:
     """torch.profiler's record of each collective kernel at ``rows``: its own args where it carries them,
-    else those of the record_param_comms range covering its launch on the launching thread."""
+    else those of the record_param_comms range covering its launch on the launching thread, else the name of the
+    "nccl:" range covering it (source "nccl range": the call's name, no sizes)."""
     found = pd.DataFrame(
         {
             **{name: np.full(len(rows), None, dtype=object) for name in TEXTS},
@@ -95,8 +96,13 @@ def _args_of(trace: Trace, rows: np.ndarray) -> pd.DataFrame:
             "source": np.full(len(rows), "", dtype=object),
         }
     )
+    if not len(rows):
+        return found
+    if len(trace.ranges):  # the "nccl:" range around the launch names the call (no sizes)
+        found["collective"] = _nccl_ranges(trace, rows)
+        found.loc[pd.notna(found["collective"]).to_numpy(), "source"] = "nccl range"
     table = trace.optional("collective_args")
-    if table is None or table.empty or not len(rows):
+    if table is None or table.empty:
         return found
     calls = table.loc[(table["collective"].astype(str) != "wait").to_numpy()]  # a wait on work moves nothing
     on_kernel = calls.loc[(calls["source"] == "gpu_op").to_numpy()].drop_duplicates("row").set_index("row")
@@ -105,9 +111,10 @@ def _args_of(trace: Trace, rows: np.ndarray) -> pd.DataFrame:
     ranges = calls.loc[(calls["source"] == "range").to_numpy()].drop_duplicates("row").set_index("row")
     missing = np.flatnonzero(at < 0)
     if len(ranges) and len(missing):
-        covering = _covering_records(trace, rows[missing], ranges.index.to_numpy())
+        ids = trace.ranges["range_id"].to_numpy()
+        covering = _covering_rows(trace, rows[missing], np.isin(ids, ranges.index.to_numpy()))
         position = np.full(len(rows), -1, dtype=np.int64)
-        position[missing] = covering
+        position[missing] = ranges.index.get_indexer(np.where(covering >= 0, ids[np.maximum(covering, 0)], -1))
         _fill(found, ranges, position, "record_param_comms")
     return found
 
@@ -125,20 +132,31 @@ def _fill(found: pd.DataFrame, records: pd.DataFrame, at: np.ndarray, source: st
     found.loc[have, "source"] = source
 
 
-def _covering_records(trace: Trace, op_rows: np.ndarray, range_ids: np.ndarray) -> np.ndarray:
-    """Per GPU op, the position in ``range_ids`` of the record_param_comms range covering its launch call on
-    its thread (-1: none)."""
+def _covering_rows(trace: Trace, op_rows: np.ndarray, eligible: np.ndarray) -> np.ndarray:
+    """Per GPU op, the row in ``trace.ranges`` of the innermost ``eligible`` range covering its launch call on
+    its thread (-1: none, or no launch recorded)."""
     launches = op_launches(trace)
     result = np.full(len(op_rows), -1, dtype=np.int64)
     launched = launches.found[op_rows]
-    if not launched.any():
+    if not launched.any() or not eligible.any():
         return result
-    ranges = trace.ranges
-    eligible = np.isin(ranges["range_id"].to_numpy(), range_ids)
     calls = trace.launches
     call_rows = launches.row[op_rows[launched]]
     pick = lambda column: calls[column].to_numpy()[call_rows]
-    row = covering_range(ranges, pick("pid"), pick("tid"), pick("start"), pick("end"), eligible)
-    ids = np.where(row >= 0, ranges["range_id"].to_numpy()[np.maximum(row, 0)], -1)
-    result[launched] = np.where(ids >= 0, pd.Index(range_ids).get_indexer(ids), -1)
+    result[launched] = covering_range(trace.ranges, pick("pid"), pick("tid"), pick("start"), pick("end"), eligible)
     return result
+
+
+def _nccl_ranges(trace: Trace, rows: np.ndarray) -> np.ndarray:
+    """Per collective kernel: the collective torch named in the "nccl:<name>" range around its launch (emit_nvtx
+    and record_function write ``nccl:all_to_all, op_id = 12``), or None."""
+    names = trace.ranges["name"]
+    categories = np.asarray([str(name) for name in names.cat.categories], dtype=object)
+    collective = np.asarray(
+        [text[5:].split(",")[0].strip() if text.startswith("nccl:") else "" for text in categories], dtype=object
+    )
+    codes = names.cat.codes.to_numpy()
+    named = np.append(collective, "")[codes]  # code -1 (no name): ""
+    eligible = (named != "") & (trace.ranges["domain"].astype(str).to_numpy() != "gpu")
+    found = _covering_rows(trace, rows, eligible)
+    return np.where(found >= 0, named[np.maximum(found, 0)], None)
