@@ -3,6 +3,7 @@
 ``tables``     a Result as terminal table, Markdown, CSV, JSON or Parquet; files written whole
 ``plots``      charts drawn with matplotlib (PNG, SVG)
 ``roofline_plot`` efficiency's roofline: groups as points under the GPU's roofs
+``collective_plot`` collectives' picture: each rank's wait for the last peer and transfer, exposed and hidden
 ``notebook``   a Result as HTML for a notebook
 ``html``       report.html: a report's blocks and timelines as one self-contained page (``assets/``: its
                style and script, inlined)

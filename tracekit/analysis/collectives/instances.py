@@ -159,4 +159,4 @@ def _nccl_ranges(trace: Trace, rows: np.ndarray) -> np.ndarray:
     named = np.append(collective, "")[codes]  # code -1 (no name): ""
     eligible = (named != "") & (trace.ranges["domain"].astype(str).to_numpy() != "gpu")
     found = _covering_rows(trace, rows, eligible)
-    return np.where(found >= 0, named[np.maximum(found, 0)], None)
+    return np.where(found >= 0, named[np.maximum(found, 0)], np.full(len(found), None, dtype=object))

@@ -21,6 +21,7 @@ import pandas as pd
 from tracekit.analysis.collectives.across_ranks import MADE_WAIT, Compared
 from tracekit.analysis.collectives.exchange import ALL_TO_ALL, imbalance
 from tracekit.analysis.collectives.matching import INSTANCE, TRANSFER
+from tracekit.model.options import named
 
 PATTERN_COLUMNS = ["Pattern", "Where", "Time (ns)", "Evidence", "Fix"]
 LATE_SHARE = 0.5  # of all the waiting: one rank made the others wait this much of it
@@ -173,7 +174,7 @@ def _slow_transfer(summary: pd.DataFrame, calls: pd.DataFrame) -> list[list]:
                 f"median message {np.median(sized) / 2**20:,.1f} MiB",
                 "check the path NCCL took (NCCL_DEBUG=INFO: P2P/NVLink or through the host, the network between "
                 "nodes), that each rank's GPU sits near its NIC, and NCCL_ALGO/NCCL_PROTO; give the real link "
-                "with --link-bandwidth when the job spans nodes",
+                f"with {named('link_bandwidth')} when the job spans nodes",
             ]
         )
     return found

@@ -10,7 +10,7 @@ with large messages; small messages are latency-bound and never come near. AMD's
 are left out (their peer bandwidth depends on the platform's topology): unknown, and said.
 
 Across nodes the network bounds a collective (a 200 Gb/s NIC per GPU: 25 GB/s), whatever the GPU's link:
-``--link-bandwidth`` gives the figure to hold it against.
+the collectives command's link_bandwidth option gives the figure to hold it against.
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ analyses that compare traces.
 ``inputs``       Part, Failure and the accumulator that folds Parts into one Result
 ``tables``       ``kernels``, ``ranges`` and ``breakdown`` over many inputs: parts and mergers
 ``efficiency``   ``efficiency`` over many inputs: each one's group sums, added
+``collectives``  ``collectives`` over one trace or many: each one's collective kernels, matched across ranks
 ``merge_stats``  exact merges of counts, totals, min, max, mean and stddev; medians exact or sketched
 ``pool``         reading the inputs on local processes or Dask
 ``dask_client``  connecting to a Dask scheduler with a bounded handshake
