@@ -2,6 +2,7 @@
 
 ``advise``      the command: every rule's findings ranked, their evidence, and nsys's rules' tables
 ``many``        over a job's ranks: their findings together, the straggler, a row per rank
+``steady_rules`` what is judged (the steady state, a window, the whole), the one-time costs apart, a cold start
 ``finding``     one finding (recoverable time, bound, fix, evidence), severity and ranking
 ``idle_rules``  GPU idle findings: blocking syncs, launch-bound stretches, host stalls
 ``copy_rules``  copy findings: pageable memory, synchronous copies and sets, copies on compute streams

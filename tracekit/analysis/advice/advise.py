@@ -11,6 +11,7 @@ from tracekit.analysis.advice.finding import CRITICAL_SHARE, INFO_SHARE, WARNING
 from tracekit.analysis.advice.idle_rules import idle_findings
 from tracekit.analysis.advice.kernel_rules import kernel_findings, unfused_optimizer
 from tracekit.analysis.advice.memory_rules import memory_findings
+from tracekit.analysis.advice.steady_rules import cold_start, judged_trace, one_time_table
 from tracekit.analysis.critical_path.analysis import steps_table, top_path_events, typical_path
 from tracekit.analysis.primitives.op_selection import kernel_mask
 from tracekit.errors import TracekitError
@@ -32,10 +33,19 @@ def advise_trace(
     options = options or AdviseOptions()
     kernel_mask(trace, "all")  # a clear error for a trace without GPU work
     ops = trace.columns("gpu_ops", ("start", "end"))
-    origin, span = int(ops["start"].min()), int(ops["end"].max() - ops["start"].min())
-    optimizer, claimed = unfused_optimizer(trace, origin)  # its gaps are its own: no idle finding counts them
-    findings = [*idle_findings(trace, origin, claimed), *copy_findings(trace, origin), *kernel_findings(trace, origin)]
+    origin, whole_span = int(ops["start"].min()), int(ops["end"].max() - ops["start"].min())
+    judged = judged_trace(trace, options, origin)
+    window = judged.trace.columns("gpu_ops", ("start", "end"))
+    span = int(window["end"].max() - window["start"].min())
+    optimizer, claimed = unfused_optimizer(judged.trace, origin)  # its gaps are its own: no idle finding counts them
+    findings = [
+        *idle_findings(judged.trace, origin, claimed),
+        *copy_findings(judged.trace, origin),
+        *kernel_findings(judged.trace, origin),
+    ]
     findings += [optimizer] if optimizer is not None else []
+    cold = cold_start(judged, origin, whole_span)
+    findings += [cold] if cold is not None else []
     if snapshot is not None:
         findings += memory_findings(snapshot)
     table, proof = ranked(findings, span)
@@ -49,8 +59,10 @@ def advise_trace(
     }
     critical, critical_note = _critical_path(trace)
     titles = {"gap_ms": options.gap_ms, "threshold": options.threshold, "chunks": options.chunks}
+    one_time = one_time_table(judged.state.one_time, origin)
     notes = [
-        f"severity: the recoverable time's share of the trace's span ({span / 1e6:,.3f} ms, first GPU op to last): "
+        judged.note,
+        f"severity: the recoverable time's share of the judged span ({span / 1e6:,.3f} ms, first GPU op to last): "
         f"critical from {CRITICAL_SHARE:g} %, warning from {WARNING_SHARE:g} %, info from {INFO_SHARE:g} %; "
         "smaller findings are not listed",
         *(
@@ -68,6 +80,11 @@ def advise_trace(
         [
             Table("findings", table, f"What to fix first: {trace.name}", cards=3),
             Table("evidence", proof, "Evidence, by finding (Start from the first GPU op)"),
+            *(
+                [Table("one-time", one_time, "One-time costs, apart: they do not repeat (Start from the first GPU op)")]
+                if len(one_time)
+                else []
+            ),
             *critical,
             *(
                 Table(rule, rows, f"nsys rule {rule}: {nsys_rules.TITLES[rule].format(**titles)}")

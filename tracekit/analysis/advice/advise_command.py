@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tracekit.model import option_fields as shared
 from tracekit.model.command import Command
-from tracekit.model.options import OptionError, Options, named, number, text, whole
+from tracekit.model.options import OptionError, Options, flag, named, number, text, whole
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,15 @@ class AdviseOptions(Options):
     )
     chunks: int = whole(30, "gpu-low-util: chunks a GPU's span is cut into (1 to 1000; nsys's chunks option)")
     rows: int = whole(50, "rows of each nsys rule's table (nsys's rows option)")
+    step_range: str | None = shared.step_range()
+    whole_trace: bool = flag(
+        "judge the whole trace: no steady state is looked for, so one-time costs (setup, warm-up, context "
+        "creation, module loading) rank with the rest"
+    )
+    window: str | None = text(
+        "judge only START:END, in ms from the first GPU op (either side may be left out: 200: or :1500)",
+        metavar="START:END",
+    )
     memory: str | None = text(
         "a CUDA memory snapshot (pickle) to read out-of-memory errors, activations and "
         "fragmentation from (default: a run folder's own)",
@@ -34,6 +44,39 @@ class AdviseOptions(Options):
     def check(self) -> None:
         if not 1 <= self.chunks <= 1000:
             raise OptionError(f"{named('chunks')} must be between 1 and 1000 (nsys's bounds), not {self.chunks}")
+        if self.window is not None:
+            window_ms(self.window)  # a clear error now, not after the trace is read
+        if self.whole_trace and (self.window is not None or self.step_range is not None):
+            raise OptionError(
+                f"{named('whole_trace')} judges everything: give it without {named('window')} or {named('step_range')}"
+            )
+
+    @property
+    def window_bounds(self) -> tuple[float | None, float | None] | None:
+        """The window's (start, end) in ms from the first GPU op (None: a side left open); None: no window."""
+        return None if self.window is None else window_ms(self.window)
+
+
+def window_ms(text_value: str) -> tuple[float | None, float | None]:
+    """ "200:1500" -> (200.0, 1500.0); "200:" -> (200.0, None); an OptionError for anything else."""
+    start, colon, end = text_value.partition(":")
+    try:
+        bounds = tuple(float(side) if side.strip() else None for side in (start, end))
+    except ValueError:
+        bounds = None
+    if (
+        not colon
+        or bounds is None
+        or bounds == (None, None)
+        or any(b is not None and (b != b or b < 0) for b in bounds)
+    ):
+        raise OptionError(
+            f"{named('window')} takes START:END in ms from the first GPU op (200:1500, 200: or :1500), not {text_value!r}"
+        )
+    low, high = bounds
+    if low is not None and high is not None and high <= low:
+        raise OptionError(f"{named('window')}'s end must come after its start, not {text_value!r}")
+    return low, high
 
 
 COMMAND = Command(

@@ -1,0 +1,163 @@
+"""The steady state of a trace: the stretch that repeats, where a fix pays on every step, apart from the
+warm-up and start-up a trace also holds (``one_time``).
+
+Found, first that applies (host time, ns):
+1. steps (``step_window.step_rows``: ProfilerStep#N, ``step`` ranges, or a given range name), two or more:
+   from the first step that is not warm-up to the end of the last. Leading steps are warm-up while they
+   last more than 1.5x the median of the later steps or hold one-time costs for a tenth of their time;
+2. a user range that repeats: the name at the outermost depth with three or more instances that do not
+   overlap and cover the most time (``iteration``, ``Optimizer.step#SGD.step``, a benchmark's ``forward``;
+   never an operator's, a library's or a setup name), each instance marking an iteration that runs to
+   the next one's start, taken as steps as above;
+3. after the start-up: when one-time costs were found, from the end of the last that began in the
+   trace's first half, if the stretch after it holds half the GPU's busy time or more, and the one-time
+   costs cover less than half the trace (first one-time cost or GPU op to last GPU op; else it is a cold
+   first pass: no steady state);
+4. none: the whole trace, said.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from tracekit.analysis.primitives.one_time import is_setup_name, one_time_costs
+from tracekit.analysis.primitives.step_window import step_labels, step_rows
+from tracekit.model.trace import Trace
+
+WARMUP_FACTOR = 1.5  # a leading step this much longer than the median of the later ones is warm-up
+WARMUP_ONE_TIME_SHARE = 0.1  # or one whose time is this much one-time costs
+REPEATS = 3
+# ranges of libraries and of operators: never a loop's iteration marks
+LIBRARY_DOMAINS = {"cpu_op", "python_function", "gpu", "MPI", "NCCL", "CCCL", "cuBLAS", "cuDNN", "NVSHMEM", "OSHMEM"}
+OPERATOR_NAME = re.compile(r"aten::|autograd::|op_id =|seq =|^cpu_op:|^nccl|^MPI|^cuda")
+AFTER_STARTUP_BUSY_SHARE = 0.5
+COLD_SHARE = 0.5  # of the GPU span: a trace this much start-up is a cold first pass
+
+
+@dataclass(frozen=True)
+class SteadyState:
+    """The window judged: [start, end) ns (None: the whole trace), how it was found, and the one-time costs."""
+
+    start: int | None
+    end: int | None
+    how: str
+    one_time: pd.DataFrame
+
+    @property
+    def whole(self) -> bool:
+        return self.start is None
+
+
+def steady_state(trace: Trace, step_range: str | None = None) -> SteadyState:
+    """The steady state of ``trace`` (see the module); ``step_range``: the steps' range name."""
+    one_time = one_time_costs(trace)
+    steps = step_rows(trace, step_range).reset_index(drop=True)
+    if len(steps) >= 2:
+        return _after_warmup(steps, one_time, "steps")
+    repeated = _repeated_ranges(trace)
+    if repeated is not None:
+        return _after_warmup(repeated, one_time, f"the repeated range {repeated['name'].iloc[0]!r}")
+    startup = _after_startup(trace, one_time)
+    if startup is not None:
+        return startup
+    if _cold(trace, one_time):
+        return SteadyState(
+            None, None, "a cold first pass (one-time costs cover half of it or more): the whole trace", one_time
+        )
+    return SteadyState(None, None, "no steps, repeated ranges or start-up found: the whole trace", one_time)
+
+
+def _after_warmup(steps: pd.DataFrame, one_time: pd.DataFrame, found: str) -> SteadyState:
+    steps = steps.sort_values("start", kind="stable").reset_index(drop=True)
+    start, end = steps["start"].to_numpy(np.int64), steps["end"].to_numpy(np.int64)
+    duration = end - start
+    labels = step_labels(steps)
+    warm = 0
+    while warm < len(steps) - 1:
+        later = float(np.median(duration[warm + 1 :]))
+        costs = _overlap(one_time, start[warm], end[warm])
+        if duration[warm] > WARMUP_FACTOR * later or costs >= WARMUP_ONE_TIME_SHARE * max(duration[warm], 1):
+            warm += 1
+            continue
+        break
+    kept = len(steps) - warm
+    how = f"{found} {labels[warm]} to {labels[-1]} ({kept} of {len(steps)})"
+    if warm:
+        how += f"; {', '.join(map(str, labels[:warm]))} {'was' if warm == 1 else 'were'} warm-up"
+    return SteadyState(int(start[warm]), int(end.max()), how, one_time)
+
+
+def _repeated_ranges(trace: Trace) -> pd.DataFrame | None:
+    """The iterations a repeated user range marks (see the module), as steps: each from one instance's start
+    to the next one's (the last: its own end); None."""
+    ranges = trace.ranges
+    if ranges.empty:
+        return None
+    domain = ranges["domain"].astype(str)
+    user = ~domain.isin(LIBRARY_DOMAINS).to_numpy()
+    outer = ranges.loc[(ranges["depth"] == 0).to_numpy() & user]
+    if outer.empty:
+        return None
+    named = outer.assign(name=outer["name"].astype(str))
+    totals = named.groupby("name", sort=False).agg(count=("duration", "size"), time=("duration", "sum"))
+    wanted = totals.index.map(lambda name: not is_setup_name(name) and not OPERATOR_NAME.search(name)).to_numpy(bool)
+    totals = totals.loc[(totals["count"] >= REPEATS).to_numpy() & wanted]
+    for name in totals.sort_values("time", ascending=False, kind="stable").index:
+        instances = named.loc[named["name"] == name].sort_values("start", kind="stable").reset_index(drop=True)
+        begins, ends = instances["start"].to_numpy(), instances["end"].to_numpy()
+        if not (begins[1:] >= ends[:-1]).all():  # nested or overlapping calls, not iterations
+            continue
+        # an iteration runs from one mark to the next
+        return instances.assign(end=np.append(begins[1:], ends[-1]), name=name)
+    return None
+
+
+def _after_startup(trace: Trace, one_time: pd.DataFrame) -> SteadyState | None:
+    if one_time.empty:
+        return None
+    if _cold(trace, one_time):
+        return None  # mostly start-up: a cold first pass, with no steady state after it
+    ops = trace.columns("gpu_ops", ("start", "end"))
+    first, last = int(ops["start"].min()), int(ops["end"].max())
+    early = one_time.loc[(one_time["start"] < first + (last - first) / 2).to_numpy()]
+    if early.empty:
+        return None
+    begin = int(early["end"].max())
+    duration = (ops["end"] - ops["start"]).to_numpy()
+    after = int(duration[(ops["start"] >= begin).to_numpy()].sum())
+    if after < AFTER_STARTUP_BUSY_SHARE * max(int(duration.sum()), 1):
+        return None
+    return SteadyState(
+        begin,
+        last + 1,
+        f"after the start-up: from the end of its last one-time cost ({early['what'].iloc[-1]}) on",
+        one_time,
+    )
+
+
+def _cold(trace: Trace, one_time: pd.DataFrame) -> bool:
+    """Whether one-time costs cover half the trace or more: from its first GPU op (or first one-time cost,
+    the context creation before any GPU op) to its last GPU op."""
+    if one_time.empty:
+        return False
+    ops = trace.columns("gpu_ops", ("start", "end"))
+    first = min(int(ops["start"].min()), int(one_time["start"].min()))
+    last = int(ops["end"].max())
+    return _overlap(one_time, first, last + 1) >= COLD_SHARE * max(last - first, 1)
+
+
+def _overlap(one_time: pd.DataFrame, start: int, end: int) -> int:
+    """The time of [start, end) that one-time costs cover (their union), ns."""
+    if one_time.empty:
+        return 0
+    low = np.clip(one_time["start"].to_numpy(np.int64), start, end)
+    high = np.clip(one_time["end"].to_numpy(np.int64), start, end)
+    order = np.argsort(low, kind="stable")
+    low, high = low[order], high[order]
+    reach = np.maximum.accumulate(high)
+    covered = np.maximum(high - np.maximum(low, np.concatenate(([start], reach[:-1]))), 0)
+    return int(covered.sum())
