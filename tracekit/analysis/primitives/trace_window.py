@@ -9,6 +9,8 @@ which contain it, are kept with it); the optional tables' rows that belong to ke
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 
@@ -36,11 +38,15 @@ def trace_window(trace: Trace, start: int, end: int) -> Trace:
         "launches": calls.loc[kept_calls].reset_index(drop=True),
         "ranges": ranges.loc[kept_ranges].reset_index(drop=True),
     }
-    loaders = {table: (lambda frame=frame: frame) for table, frame in frames.items()}
+    loaders: dict[str, Callable[[], pd.DataFrame]] = {table: _returning(frame) for table, frame in frames.items()}
     for table in ("copies", "profiler_overhead", "gpu_syncs", *OP_KEYED, "op_shapes", "collective_args"):
         if table in trace.loaders:
             loaders[table] = _optional_loader(trace, table, start, end, renumber, range_ids)
     return Trace(trace.meta, loaders)
+
+
+def _returning(frame: pd.DataFrame) -> Callable[[], pd.DataFrame]:
+    return lambda: frame
 
 
 def _optional_loader(trace: Trace, table: str, start: int, end: int, renumber: np.ndarray, range_ids: np.ndarray):
