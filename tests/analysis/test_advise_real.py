@@ -16,7 +16,8 @@ reviewed and written down here. Why each is right:
 - a100_ddp rank 0: host gaps and partly hidden all-reduces;
 - gp100 steps: a Pascal GPU (no tensor cores: no FP32 finding), small kernels and host gaps;
 - h100_qwen inference: a healthy-ish decode, only info findings;
-- v100 resnets: FP32 convolutions and GEMMs on a V100 (FP16 autocast would use its tensor cores);
+- v100 resnets: FP32 convolutions (forward, dgrad, wgrad, Winograd and FFT kernels all counted) and GEMMs
+  on a V100 (FP16 autocast would use its tensor cores); resnet50's host stalls are in its DataLoader;
 - dlrm 8 ranks: exposed collectives, host gaps, short kernels on every rank, and an Adagrad step of 64
   elementwise kernels (per-parameter; foreach would batch them).
 """
@@ -53,8 +54,8 @@ EXPECTED = {
     "kineto/gp100_steps_gpu_user_annotation.json.gz": {"host stall": CRIT, "launch-bound": WARN},
     "kineto/h100_qwen0.5b_inference.json.gz": {"launch-bound": INFO, "host stall": INFO},
     "kineto/mi250_rocm6.2_toy.json.gz": {"cold start": CRIT, "host stall": CRIT},
-    "kineto/v100_resnet50_torch1.8.pt.trace.json.gz": {"host stall": CRIT, "fp32 matmul": WARN},
-    "kineto/v100_resnet_torch2.3_ns_precision.pt.trace.json.gz": {"fp32 matmul": WARN},
+    "kineto/v100_resnet50_torch1.8.pt.trace.json.gz": {"host stall": CRIT, "fp32 matmul": CRIT},
+    "kineto/v100_resnet_torch2.3_ns_precision.pt.trace.json.gz": {"fp32 matmul": CRIT},
     **{
         f"kineto/v100_dlrm_8ranks/rank{rank}.pt.trace.json": {
             "exposed communication": CRIT if rank < 7 else WARN,

@@ -1,7 +1,9 @@
 """Findings about the kernels themselves:
 
-- fp32 matmul: GEMM and convolution kernels running in FP32 on the CUDA cores (cuBLAS "sgemm",
-  xmma "ffma" GEMMs) on a GPU whose tensor cores would run them in TF32 (compute capability 8.0 and
+- fp32 matmul: GEMM and convolution kernels running in FP32 on the CUDA cores, as the efficiency analysis
+  reads kernel names (``primitives.kernel_hardware``: cuBLAS sgemm, xmma ffma GEMMs, cuDNN's implicit
+  GEMM, dgrad, wgrad, Winograd, FFT and scudnn kernels, CUTLASS SIMT) on a GPU whose tensor cores would run
+  them in TF32 (compute capability 8.0 and
   later) or FP16/BF16 (7.0 and later). Recoverable: bounded by the roofline on the tensor cores
   (``precision_bound``: exact where shapes are recorded, else the peak ratio; half their time on a GPU
   without known peaks);
@@ -23,11 +25,10 @@ import pandas as pd
 from tracekit.analysis.advice.communication_rules import exposed_communication
 from tracekit.analysis.advice.finding import Finding, evidence, ms, worst
 from tracekit.analysis.advice.precision_bound import fp32_gemm_recoverable
+from tracekit.analysis.primitives.kernel_hardware import kernel_hardware
 from tracekit.model.schema import compute_capability
 from tracekit.model.trace import Trace
 
-FP32_GEMM = re.compile(r"sgemm|gemm.*_ffma_|ffma.*gemm", re.IGNORECASE)
-TENSOR_CORE = re.compile(r"s(?:16|8|4)\d{2,3}gemm|tensorop|tf32|hmma|bf16|f16", re.IGNORECASE)
 MANY_OPTIMIZER_KERNELS = 50  # per optimizer step
 SHORT_OPTIMIZER_KERNEL_NS = 50_000
 EVIDENCE_ROWS = 5
@@ -119,13 +120,14 @@ def _fp32_matmul(trace: Trace, origin: int) -> Finding | None:
     if capability is not None and capability < 7.0:
         return None  # no tensor cores: FP32 is what the GPU has
     ops = trace.columns("gpu_ops", ("start", "duration", "kind", "name", "device"))
-    names = ops["name"].cat.categories
-    fp32 = np.asarray(
-        [bool(FP32_GEMM.search(str(name))) and not TENSOR_CORE.search(str(name)) for name in names], dtype=bool
+    # every GEMM and convolution family the efficiency analysis reads (cuBLAS sgemm, cuDNN's implicit GEMM,
+    # dgrad, wgrad, Winograd, FFT, scudnn, CUTLASS ...): FP32 on the CUDA cores
+    hardware = kernel_hardware(trace)
+    rows = (
+        (hardware["precision"] == "FP32").to_numpy()
+        & (hardware["unit"] == "CUDA cores").to_numpy()
+        & (ops["kind"] == "kernel").to_numpy()
     )
-    if not len(fp32) or not fp32.any():
-        return None
-    rows = fp32[ops["name"].cat.codes.to_numpy()] & (ops["kind"] == "kernel").to_numpy()
     if not rows.any():
         return None
     chosen = ops.loc[rows]

@@ -1,0 +1,30 @@
+"""advise counts the work whole: FP32 on the CUDA cores across every GEMM and convolution family (cuDNN's
+dgrad, wgrad, Winograd and FFT kernels too, which a name pattern for "sgemm" missed)."""
+
+from __future__ import annotations
+
+from helpers.nsys_builder import ExportBuilder
+
+import tracekit
+
+MS = 1_000_000
+FP32_KERNELS = [
+    "ampere_sgemm_128x64_nn",
+    "sm80_xmma_dgrad_implicit_gemm_indexed_f32f32_f32f32_f32_nhwckrsc_nchw_tilesize64x64x8_stage3_warpsize1x4x1_g1_ffma",
+    "void cudnn::cnn::wgrad_alg0_engine<float, 128, 6, 7, 3, 3, 5, false, 512>(int)",
+    "void cudnn::winograd_nonfused::winogradForwardData4x4<float, float>(int)",
+    "void fft2d_r2c_32x32<float, false, 0u, false>(float2*, float const*)",
+]
+
+
+def test_fp32_convolution_families_count_whole(tmp_path):
+    """Five FP32 kernels of 10 ms each (a GEMM, dgrad, wgrad, Winograd, FFT) back to back on an A100: 50 ms of
+    FP32 work, all five counted (the sgemm pattern saw 10 ms)."""
+    b = ExportBuilder("2026.2")
+    b.gpu(0, "NVIDIA A100-SXM4-80GB", 108, 85_000_000_000, 8, 0)
+    for index, name in enumerate(FP32_KERNELS):
+        b.kernel(index * 10 * MS, (index + 1) * 10 * MS, name, launch_at=index * 10 * MS - 1000)
+    table = tracekit.advise(b.write(tmp_path / "conv.sqlite"))["findings"].set_index("Finding")
+    assert table.loc["fp32 matmul", "What"].startswith(
+        "5 GEMM/convolution kernels ran in FP32 on the CUDA cores for 50.000 ms"
+    )
