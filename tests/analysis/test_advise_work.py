@@ -28,3 +28,25 @@ def test_fp32_convolution_families_count_whole(tmp_path):
     assert table.loc["fp32 matmul", "What"].startswith(
         "5 GEMM/convolution kernels ran in FP32 on the CUDA cores for 50.000 ms"
     )
+
+
+def test_unfused_attention_is_found_and_ranked_by_time(tmp_path):
+    """Ten attentions on one stream, each a bmm (2 ms), a scale (0.5 ms), a softmax (1 ms) and a bmm (2 ms), then a
+    layer norm between attentions: 55 ms of attention as separate kernels, 15 ms of it between the matmuls."""
+    b = ExportBuilder("2026.2")
+    b.gpu(0, "NVIDIA A100-SXM4-80GB", 108, 85_000_000_000, 8, 0)
+    t = 0
+    for _ in range(10):
+        for name, length in (
+            ("ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_64x3_tn", 2 * MS),
+            ("vectorized_elementwise_kernel<MulFunctor<float>>", MS // 2),
+            ("cunn_SoftMaxForward<4, float, float>", MS),
+            ("ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_64x3_nn", 2 * MS),
+            ("vectorized_layer_norm_kernel<float>", MS),
+        ):
+            b.kernel(t, t + length, name, launch_at=t - 1000)
+            t += length
+    table = tracekit.advise(b.write(tmp_path / "attn.sqlite"))["findings"].set_index("Finding")
+    row = table.loc["unfused attention"]
+    assert row["What"].startswith("10 attentions ran as matmul -> softmax -> matmul kernels for 55.000 ms (85 %")
+    assert row["Recoverable (ns)"] == 15 * MS and "scaled_dot_product_attention" in row["Fix"]

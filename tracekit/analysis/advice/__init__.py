@@ -8,6 +8,7 @@
 ``copy_rules``  copy findings: pageable memory, synchronous copies and sets, copies on compute streams
 ``kernel_rules`` kernel findings: FP32 matmul on tensor-core GPUs, unfused optimizer steps, exposed communication
 ``communication_rules`` exposed communication with its cause (late rank, unbucketed sync, exchange, slow link)
+``fusion_rules`` work a fused kernel would do in one pass: attention as matmul -> softmax -> matmul kernels
 ``precision_bound`` what moving FP32 GEMMs to the tensor cores gives back, bounded by the roofline
 ``memory_rules`` snapshot findings: out-of-memory errors, activations dominating the peak, fragmentation
 ``nsys_rules``  nsys analyze's rules (gpu-starv, gpu-low-util, cuda-sync-api, ...), as nsys defines them
