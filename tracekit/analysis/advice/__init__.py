@@ -5,6 +5,7 @@
 ``steady_rules`` what is judged (the steady state, a window, the whole), the one-time costs apart, a cold start
 ``finding``     one finding (recoverable time, bound, fix, evidence), severity and ranking
 ``idle_rules``  GPU idle findings: blocking syncs, launch-bound stretches, host stalls
+``causes``      what made the host late, from the ranges it was in: the cause that leads each fix
 ``copy_rules``  copy findings: pageable memory, synchronous copies and sets, copies on compute streams
 ``kernel_rules`` kernel findings: FP32 matmul on tensor-core GPUs, unfused optimizer steps, exposed communication
 ``communication_rules`` exposed communication with its cause (late rank, unbucketed sync, exchange, slow link)

@@ -11,6 +11,9 @@
 - host stall: longer gaps that ended with an op launched after the gap began: the CPU was busy
   elsewhere (data loading, Python, CPU ops), named by the innermost range of its launching thread
   that covers at least half the gap (else the one that covers most of it).
+Their fixes follow the cause the ranges name (``causes``): DataLoader workers only where the launching thread
+was in data loading, the sync's caller (``.item()``, a device-to-host copy, cuDNN's autotuning, the
+allocator) for a blocking sync.
 
 Recoverable time is the idle of the cause on the GPU that has most of it: removing the cause can at
 most fill those gaps.
@@ -21,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from tracekit.analysis.advice.causes import HOST_CAUSES, PYTHON_FIX, SYNC_CAUSES, SYNC_FIX, leading_cause
 from tracekit.analysis.advice.finding import Finding, evidence, ms, worst
 from tracekit.analysis.primitives.joins import op_launches
 from tracekit.analysis.waits.idle import OVERHEAD_MAX_NS, gap_devices, idle_gaps
@@ -30,6 +34,11 @@ from tracekit.model.trace import Trace
 
 SHORT_KERNEL_NS = 50_000  # median GPU op duration under which dispatch gaps make a trace launch-bound
 EVIDENCE_ROWS = 5
+CAUSE_ROWS = 50  # the longest gaps read for their cause
+UNNAMED_FIX = (
+    "find what the launching thread did in the gaps: annotate the loop (torch.profiler's record_function, NVTX "
+    "ranges) or sample the CPU (nsys with CPU sampling, py-spy); then data loading, syncs or Python overhead"
+)
 
 
 def idle_findings(trace: Trace, origin: int, claimed: np.ndarray | None = None) -> list[Finding]:
@@ -122,15 +131,22 @@ def _sync_finding(calls: pd.DataFrame, gaps: pd.DataFrame, rows: np.ndarray, ori
         [f"pid {pid} tid {tid}" for pid, tid in zip(groups["pid"], groups["tid"])],
     )
     top = f"; the host waited longest in {groups['API'].iloc[0]} in '{groups['Range'].iloc[0]}'" if len(groups) else ""
+    callers = calls.assign(wait=calls["end"] - calls["start"])
+    cause, share, fix = leading_cause(
+        (callers["Range"].astype(str) + " " + callers["API"].astype(str)).tolist(),
+        callers["wait"].to_numpy(np.int64),
+        SYNC_CAUSES,
+        SYNC_FIX,
+    )
+    if cause:
+        top += f"; {100 * share:.0f} % of the waiting was {cause}"
     return Finding(
         "blocking sync",
         f"GPU cuda:{device} went idle {count:,} times while the host waited in a blocking call{top}; "
         f"without the calls the host could have launched {ms(idle)} sooner",
         idle,
         f"upper bound: per gap on cuda:{device}, the blocking call's duration or the gap, whichever is shorter",
-        "keep the step free of host syncs: .item(), .cpu(), .tolist(), printing a CUDA tensor and "
-        "torch.cuda.synchronize() wait for the GPU to drain; keep values on the GPU, log every N steps, copy "
-        "with non_blocking=True into pinned memory",
+        fix,
         proof,
     )
 
@@ -211,12 +227,25 @@ def _host_stall_finding(
 ) -> Finding:
     device, idle = _worst_gpu(gaps, rows)
     chosen = np.flatnonzero(rows)
-    longest = chosen[np.argsort(-gaps["Idle (ns)"].to_numpy(np.int64)[chosen], kind="stable")[:EVIDENCE_ROWS]]
+    # the longest gaps name the cause (a range lookup each: a bounded number)
+    longest = chosen[np.argsort(-gaps["Idle (ns)"].to_numpy(np.int64)[chosen], kind="stable")[:CAUSE_ROWS]]
     starts = gaps["Start (ns)"].to_numpy(np.int64)[longest]
     where = [
         _busiest_range(trace.ranges, int(launches.pid[op]), int(launches.tid[op]), int(low), int(low + length))
         for op, low, length in zip(next_op[longest], starts, gaps["Idle (ns)"].to_numpy(np.int64)[longest])
     ]
+    cause, share, fix = leading_cause(where, gaps["Idle (ns)"].to_numpy(np.int64)[longest], HOST_CAUSES, PYTHON_FIX)
+    if cause:
+        said = f"; in {100 * share:.0f} % of the longest gaps' idle the launching thread was in {cause}"
+    elif all(name == NO_RANGE for name in where):
+        said = "; no range of the launching thread covers the longest gaps: what it did is not recorded"
+        fix = UNNAMED_FIX
+    else:
+        said = (
+            "; the launching thread was in framework code (no data loading, sync, optimizer or logging range "
+            "around the longest gaps)"
+        )
+    longest, starts, where = longest[:EVIDENCE_ROWS], starts[:EVIDENCE_ROWS], where[:EVIDENCE_ROWS]
     proof = evidence(
         [
             f"gap of {ms(gap)} while the launching thread was in '{name}'"
@@ -234,11 +263,9 @@ def _host_stall_finding(
     return Finding(
         "host stall",
         f"cuda:{device} waited {ms(idle)} in {int((rows & (gaps['device'].to_numpy() == device)).sum()):,} gaps of "
-        f"{OVERHEAD_MAX_NS / 1000:g} us or more for the CPU to launch its next op",
+        f"{OVERHEAD_MAX_NS / 1000:g} us or more for the CPU to launch its next op{said}",
         idle,
         f"upper bound: those gaps' idle on cuda:{device}",
-        "find what the launching thread did meanwhile (the ranges named in the evidence): data loading "
-        "(DataLoader num_workers, pin_memory, prefetching), Python overhead per step (torch.compile, CUDA graphs), "
-        "CPU-side ops or logging",
+        fix,
         proof,
     )
