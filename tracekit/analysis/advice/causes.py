@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+import numpy as np
+
 # (cause, pattern over range names, fix); first match wins
 HOST_CAUSES = (
     (
@@ -80,7 +82,7 @@ SYNC_FIX = (
 
 
 def leading_cause(
-    names: Sequence[str], weights: Sequence[float], causes: tuple, default_fix: str
+    names: Sequence[str], weights: Sequence[float] | np.ndarray, causes: tuple, default_fix: str
 ) -> tuple[str | None, float, str]:
     """(the cause holding most of the weight, its share 0-1, its fix); (None, 0, ``default_fix``) when no name
     matches a cause."""
@@ -90,7 +92,7 @@ def leading_cause(
             if pattern.search(name):
                 totals[index] = totals.get(index, 0.0) + float(weight)
                 break
-    whole = float(sum(weights))
+    whole = float(np.sum(weights))
     if not totals or whole <= 0:
         return None, 0.0, default_fix
     best = max(totals, key=lambda index: totals[index])
