@@ -107,6 +107,12 @@ def communication_cause(trace: Trace, gpu: str, several_gpus: bool) -> Cause:
         return Cause("", "", OVERLAP_FIX)
     ranks, patterns = result.table("ranks"), result.table("patterns")
     mine = ranks.loc[(ranks["Rank"].astype(str) == gpu).to_numpy()] if several_gpus else ranks
+    return cause_from(mine, patterns)
+
+
+def cause_from(mine: pd.DataFrame, patterns: pd.DataFrame) -> Cause:
+    """The cause of one rank's exposed communication: ``mine``, its rows of ``collectives``' ranks table;
+    ``patterns``, the patterns found across the ranks compared."""
     exposed_wait, exposed_transfer = int(mine["Exposed Wait (ns)"].sum()), int(mine["Exposed Transfer (ns)"].sum())
     split = (
         f"; of its exposed collective time {ms(exposed_wait)} was waiting for the last peer to arrive and "
