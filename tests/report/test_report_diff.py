@@ -275,11 +275,12 @@ def test_diff_notes_say_which_input_they_are_about(cli, tmp_path):
     result = cli("diff", *paths, "--format", "csv")
     assert result.exit_code == 0, result.output
     notes = [line for line in result.stderr.splitlines() if line.startswith("note: ")]
-    # the notes both give word for word come once, for A and B; B's own is B's
-    assert notes[0] == (
+    # the verdict first; then the notes both give word for word once, for A and B; B's own is B's
+    assert notes[0].startswith("note: B is ")
+    assert notes[1] == (
         "note: A and B: phases found by their range names: forward = 'forward'; no backward, "
         "optimizer (name others with --phases)"
     )
-    assert notes[1].startswith("note: A and B: 1 of 2 GPU operations have no recorded launching call")
-    assert notes[2].startswith("note: B: 1 gpu_ops row of")
-    assert len(notes) == 3
+    assert notes[2].startswith("note: A and B: 1 of 2 GPU operations have no recorded launching call")
+    assert notes[3].startswith("note: B: 1 gpu_ops row of")
+    assert len(notes) == 4

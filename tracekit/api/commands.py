@@ -421,8 +421,11 @@ def diff(
     domain: str | None = None,
     same_thread: bool = False,
     step_range: str | None = None,
+    fail_slower: float | None = None,
 ) -> Result:
-    """Where GPU time moved from A to B: per phase and category (table "categories"), the kernels that
+    """The verdict ("verdict": faster, slower or the same within the noise of the steps' spread; ``fail_slower``:
+    raise a RegressionError past that much slower), and where GPU time moved from A to B: per phase and category
+    (table "categories"), the kernels that
     changed most ("kernels"), the memory peaks when both are run folders with a snapshot ("memory"); or
     (``by="step"``) step by step ("steps").
 

@@ -103,8 +103,10 @@ def whole(
     return _field(default, Declared("int", help, minimum=minimum, metavar=metavar, one_input=one_input))
 
 
-def number(default: float, help: str, minimum: float | None = 0.0, unit: str = "", metavar: str | None = None) -> Any:
-    """A number (int or float) of at least ``minimum``."""
+def number(
+    default: float | None, help: str, minimum: float | None = 0.0, unit: str = "", metavar: str | None = None
+) -> Any:
+    """A number (int or float) of at least ``minimum`` (None: left out, when that is the default)."""
     return _field(default, Declared("float", help, minimum=minimum, unit=unit, metavar=metavar))
 
 

@@ -12,5 +12,6 @@ analyses that compare traces.
 ``stragglers``   the ranks the others wait for, as HolisticTraceAnalysis's get_potential_stragglers
 ``compare``      many runs by phase and category, ordered by a config field (``compare``)
 ``diff``         where GPU time moved from A to B (``diff``)
+``verdict``      faster, slower or the same, with a noise band from the steps' spread; the CI gate
 ``ranks_command``, ``compare_command``, ``diff_command``  the commands, declared
 """

@@ -1,4 +1,4 @@
-"""Traces side by side: where GPU time moved between them (fp32 vs bf16, eager vs compiled, before vs
+"""Traces side by side: whether B is faster, slower or the same as A (``verdict``), and where GPU time moved between them (fp32 vs bf16, eager vs compiled, before vs
 after an optimisation), for two traces (``diff``) or more (``tracekit report`` of N runs).
 
 Time per (phase, category) is summed GPU op time, as ``kernels`` by category counts it (kernels only;
@@ -20,6 +20,7 @@ import pandas as pd
 from tracekit.analysis import stats
 from tracekit.analysis.kernels.summary import NAME, kernel_table
 from tracekit.analysis.many.diff_command import DiffOptions
+from tracekit.analysis.many.verdict import gate, verdict_table
 from tracekit.analysis.primitives.categories import CATEGORIES, op_categories
 from tracekit.analysis.primitives.op_selection import NAME_COLUMNS, kernel_mask
 from tracekit.analysis.primitives.phases import WORDS
@@ -182,16 +183,20 @@ def trace_diff(
     )
     for trace in (a, b):  # categories, kernels and steps use most of the GPU-op table: one read of it all
         trace.need("gpu_ops", GPU_OPS.names)
-    tables = []
+    verdict, said = verdict_table(a, b, options.step_range)
+    if options.fail_slower is not None:
+        gate(verdict, options.fail_slower)
+    # the verdict leads the whole diff; a table asked for alone (``by``) stays alone, the verdict in a note
+    tables = [Table("verdict", verdict, "Faster, slower or the same: B against A")] if by is None else []
     if by == "step":
         table = compare_steps(a, b, options.step_range)
-        notes = _notes_of(a, b)
+        notes = [said, *_notes_of(a, b)]
         from tracekit.analysis.primitives.step_window import step_rows
 
         counts = len(step_rows(a, options.step_range)), len(step_rows(b, options.step_range))
         if counts[0] != counts[1]:
             notes.append(f"A has {counts[0]} steps, B {counts[1]}: the first {min(counts)} are compared")
-        return Result([Table("steps", table, "Step by step: A against B")], notes=notes)
+        return Result([*tables, Table("steps", table, "Step by step: A against B")], notes=notes)
     phase_said: tuple[list[str], list[str]] = ([], [])
     if by in (None, "category"):
         table = compare_categories([a, b], phases, which_ops, same_thread, options.domain)
@@ -207,4 +212,4 @@ def trace_diff(
         from tracekit.analysis.memory.tables import compare
 
         tables.append(Table("memory", compare(snapshots[0], snapshots[1]).head(10), "Memory at the peak"))
-    return Result(tables, notes=_notes_of(a, b, phase_said))
+    return Result(tables, notes=[said, *_notes_of(a, b, phase_said)])

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from tracekit.model import option_fields as shared
 from tracekit.model.command import Command
-from tracekit.model.options import Options, choice, whole
+from tracekit.model.options import Options, choice, number, whole
 
 
 @dataclass(frozen=True)
@@ -25,18 +25,28 @@ class DiffOptions(Options):
     ops: str = shared.ops()
     domain: str | None = shared.domain()
     same_thread: bool = shared.same_thread()
-    step_range: str | None = shared.step_range("with {by} step: " + shared.STEP_RANGE_HELP)
+    step_range: str | None = shared.step_range("the steps of the verdict and of {by} step: " + shared.STEP_RANGE_HELP)
+    fail_slower: float | None = number(
+        None,
+        "exit 1 (a one-line reason) when B is slower than A by more than PCT % beyond the noise band of the "
+        "steps' spread: a CI gate",
+        minimum=0.0,
+        metavar="PCT",
+    )
 
 
 COMMAND = Command(
     "diff",
-    "Where GPU time moved from A to B (runs or traces): per phase and category, the kernels that "
+    "Whether B is faster, slower or the same as A (mean step time, with a noise band from the steps' spread), "
+    "and where GPU time moved from A to B (runs or traces): per phase and category, the kernels that "
     "changed most, and the memory peak when both runs have a snapshot.",
     DiffOptions,
     "pair",
     run="tracekit.analysis.many.diff:trace_diff",
     unit="ms",
-    doc="""Where GPU time moved from A to B: per phase and category (table "categories"), the kernels that
+    doc="""The verdict ("verdict": faster, slower or the same within the noise of the steps' spread; ``fail_slower``:
+raise a RegressionError past that much slower), and where GPU time moved from A to B: per phase and category
+(table "categories"), the kernels that
 changed most ("kernels"), the memory peaks when both are run folders with a snapshot ("memory"); or
 (``by="step"``) step by step ("steps").""",
     examples=('tracekit.diff("fp32.sqlite", "bf16.sqlite", by="kernel")["kernels"]',),

@@ -71,11 +71,19 @@ def steady_state(trace: Trace, step_range: str | None = None) -> SteadyState:
     return SteadyState(None, None, "no steps, repeated ranges or start-up found: the whole trace", one_time)
 
 
-def _after_warmup(steps: pd.DataFrame, one_time: pd.DataFrame, found: str) -> SteadyState:
-    steps = steps.sort_values("start", kind="stable").reset_index(drop=True)
+def steady_steps(trace: Trace, step_range: str | None = None) -> pd.DataFrame:
+    """The trace's steps (``step_rows``) after the leading warm-up ones (see the module), by start; empty
+    without steps."""
+    steps = step_rows(trace, step_range).sort_values("start", kind="stable").reset_index(drop=True)
+    if len(steps) < 2:
+        return steps
+    return steps.iloc[_warmup_count(steps, one_time_costs(trace)) :].reset_index(drop=True)
+
+
+def _warmup_count(steps: pd.DataFrame, one_time: pd.DataFrame) -> int:
+    """How many of the leading ``steps`` (by start) are warm-up."""
     start, end = steps["start"].to_numpy(np.int64), steps["end"].to_numpy(np.int64)
     duration = end - start
-    labels = step_labels(steps)
     warm = 0
     while warm < len(steps) - 1:
         later = float(np.median(duration[warm + 1 :]))
@@ -84,6 +92,14 @@ def _after_warmup(steps: pd.DataFrame, one_time: pd.DataFrame, found: str) -> St
             warm += 1
             continue
         break
+    return warm
+
+
+def _after_warmup(steps: pd.DataFrame, one_time: pd.DataFrame, found: str) -> SteadyState:
+    steps = steps.sort_values("start", kind="stable").reset_index(drop=True)
+    start, end = steps["start"].to_numpy(np.int64), steps["end"].to_numpy(np.int64)
+    labels = step_labels(steps)
+    warm = _warmup_count(steps, one_time)
     kept = len(steps) - warm
     how = f"{found} {labels[warm]} to {labels[-1]} ({kept} of {len(steps)})"
     if warm:
