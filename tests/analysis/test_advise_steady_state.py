@@ -131,3 +131,16 @@ def test_a_window_given_in_ms(tmp_path):
 )
 def test_setup_names(name, setup):
     assert is_setup_name(name) is setup
+
+
+def test_a_critical_path_longer_than_its_step_is_said(tmp_path):
+    """Three 10 ms steps; the median one's kernel runs from 11 to 35 ms, past its step's end: the path (24.5 ms)
+    is longer than the step (10 ms), and advise's note says why instead of calling it the step's bound alone."""
+    b = ExportBuilder("2026.2")
+    for index in range(3):
+        t = index * 10 * MS
+        b.push_pop(t, t + 10 * MS, "step")
+        b.kernel(t + MS, t + (25 if index == 1 else 8) * MS, "gemm_kernel", launch_at=t + MS // 2)
+    result = tracekit.advise(b.write(tmp_path / "long_path.sqlite"), whole_trace=True)
+    said = next(note for note in result.notes if note.startswith("the critical path of step #2"))
+    assert "the path (24.500 ms) is longer than its step (10.000 ms)" in said

@@ -51,6 +51,7 @@ STEP_COLUMNS = ("name", "pid", "start", "end")  # of the step ranges
 # report trace a whole trace without steps only up to WHOLE_TRACE_LIMIT events (about a second); no window is
 # traced past WINDOW_LIMIT events (some 5 GB): above it, a step at a time.
 WHOLE_TRACE_LIMIT = 1_000_000
+LONGER_THAN_STEP = 1.05  # a path this much longer than its step's wall ran on past the step
 WINDOW_LIMIT = 16_000_000
 HINTS = {
     CPU: "the GPU waits on the host: fewer, larger ops (torch.compile) or CUDA graphs shorten it; the launch-bound "
@@ -168,7 +169,16 @@ def typical_path(trace: Trace) -> tuple[StepPath, Events, str]:
         return path, events, f"the critical path of {which} is empty: no operator, call or GPU op in it"
     bound = BOUNDS[int(np.argmax(times))]
     share = 100 * times.max() / path.length
-    return path, events, f"the critical path of {which} is {share:.0f} % {bound}: {HINTS[bound]}"
+    said = f"the critical path of {which} is {share:.0f} % {bound}: {HINTS[bound]}"
+    wall = path.end - path.start
+    if wall > 0 and path.length > wall * LONGER_THAN_STEP:
+        # HTA's graph follows the GPU work launched in the step to its end, past the step's own end
+        said += (
+            f"; the path ({path.length / 1e6:,.3f} ms) is longer than its step ({wall / 1e6:,.3f} ms): it follows "
+            "GPU work the step launched past the step's end (queued work running on into the next step), so the "
+            "GPU was behind the host here, and the path overstates what this step alone takes"
+        )
+    return path, events, said
 
 
 def _chosen(labels: list[str], step: str, source: str) -> int:
