@@ -17,6 +17,7 @@ question package (import-linter's contracts in pyproject.toml check both).
 ``busy``           busy, span and idle time per GPU and for "any GPU busy"
 ``kernel_types``   HolisticTraceAnalysis's kernel types (computation, communication, memory) and overlap
 ``categories``     kernel names into categories (matmul, attention, elementwise, ...), one rule list
+``attention_patterns`` attention run as separate kernels (matmul -> softmax -> matmul): counted as attention
 ``sequence_keys``  sequences of names told apart without a loop per sequence
 ``copies``         memory copies and sets with their memory kinds, from any trace
 ``kernel_hardware`` each kernel's precision and unit (by its name) and theoretical occupancy

@@ -14,6 +14,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from tracekit.analysis.primitives.attention_patterns import attention_spans
 from tracekit.model.derived import per_trace
 from tracekit.model.kernel_names import rule_text
 from tracekit.model.trace import Trace
@@ -117,5 +118,18 @@ def categorize_ops(ops: pd.DataFrame) -> pd.Categorical:
 
 @per_trace
 def op_categories(trace: Trace) -> np.ndarray:
-    """Category codes (indices into CATEGORIES) of a trace's GPU ops, computed once per trace (read-only)."""
+    """Category codes (indices into CATEGORIES) of a trace's GPU ops, computed once per trace (read-only):
+    each by its name, except the kernels of attention computed as separate kernels (matmul -> softmax ->
+    matmul on a stream: ``attention_patterns``), which count as attention, what they compute."""
+    codes = name_categories(trace)
+    members = attention_spans(trace, codes, CATEGORIES).members()
+    if len(members):
+        codes = codes.copy()
+        codes[members] = CATEGORIES.index("attention")
+    return codes
+
+
+@per_trace
+def name_categories(trace: Trace) -> np.ndarray:
+    """Category codes of a trace's GPU ops by their names alone (no pattern across kernels), read-only."""
     return categorize_ops(trace.columns("gpu_ops", ["kind", "name"])).codes.astype(np.int64)
