@@ -40,13 +40,13 @@ class AttentionSpans:
 def attention_spans(trace: Trace, name_codes: np.ndarray, categories: list[str]) -> AttentionSpans:
     """The unfused attentions of ``trace``, from each GPU op's name category (``name_codes``: indices into
     ``categories``)."""
-    ops = trace.columns("gpu_ops", ("kind", "device", "stream", "start"))
-    kernel = np.flatnonzero((ops["kind"] == "kernel").to_numpy())
     none = AttentionSpans(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
     matmul, softmax = categories.index("matmul"), categories.index("softmax")
+    if not (name_codes == softmax).any() or not (name_codes == matmul).any():
+        return none  # decided from the names alone: no more columns read
+    ops = trace.columns("gpu_ops", ("kind", "device", "stream", "start"))
+    kernel = np.flatnonzero((ops["kind"] == "kernel").to_numpy())
     category = name_codes[kernel]
-    if not len(kernel) or not (category == softmax).any() or not (category == matmul).any():
-        return none
     device, stream = ops["device"].to_numpy()[kernel], ops["stream"].to_numpy()[kernel]
     order = np.lexsort((ops["start"].to_numpy()[kernel], stream, device))
     rows, category = kernel[order], category[order]
