@@ -25,10 +25,22 @@ SEND_RECV = "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)"
 MIB4 = 1_048_576  # float32 elements: 4 MiB
 
 
-def rank_trace(tmp_path, rank: int, ranks: int, collectives: list[tuple[int, int, int]], compute=()):
+def rank_trace(
+    tmp_path,
+    rank: int,
+    ranks: int,
+    collectives: list[tuple[int, int, int]],
+    compute=(),
+    group: str = "0",
+    size: int | None = None,
+    steps=(),
+):
     """Rank ``rank`` of ``ranks``: each collective (start us, duration us, seq) an all-reduce of 4 MiB of float32
-    in group "0" whose kernel carries torch's record; each compute kernel (start us, duration us)."""
+    in ``group`` (of ``size`` ranks, default ``ranks``) whose kernel carries torch's record; each compute kernel
+    (start us, duration us); each step a ProfilerStep#N range (start us, duration us)."""
     trace = KinetoBuilder(rank=rank, world_size=ranks)
+    for number, (start, duration) in enumerate(steps, 1):
+        trace.annotation(f"ProfilerStep#{number}", start, duration)
     correlation = 1
     for start, duration in compute:
         trace.launch("cudaLaunchKernel", start - 50, 5, correlation).kernel("gemm_kernel", start, duration, correlation)
@@ -42,8 +54,8 @@ def rank_trace(tmp_path, rank: int, ranks: int, collectives: list[tuple[int, int
             "dtype": "Float",
             "In msg nelems": MIB4,
             "Out msg nelems": MIB4,
-            "Group size": ranks,
-            "Process Group Name": "0",
+            "Group size": size or ranks,
+            "Process Group Name": group,
             "Seq": seq,
         }
         trace.launch("cudaLaunchKernel", start - 20, 5, correlation)
@@ -107,6 +119,30 @@ def test_eight_ranks_a_straggler_found_with_its_cost(tmp_path):
     )
     patterns = result.table("patterns").set_index("Pattern")
     assert patterns.loc["late rank", "Where"] == "rank 5" and patterns.loc["late rank", "Time (ns)"] == expected_wait
+
+
+def test_per_step_per_rank_counts_the_steps_of_the_ranks_in_the_group(tmp_path):
+    """Four ranks in two pairs (groups "1": ranks 0-1, "2": ranks 2-3), two steps each but rank 3's trace records none;
+    40 all-reduces of 4 MiB per rank: group "1" runs 20 per step and rank (80 kernels over its ranks' 4 steps, not
+    over every rank's 6), which is the unbucketed pattern's threshold; group "2"'s rate is unknown (rank 3 has no
+    steps), so it is left empty and no verdict is made on it."""
+    for rank in range(4):
+        rank_trace(
+            tmp_path,
+            rank,
+            4,
+            [(1_000 + 100 * k, 50, k + 1) for k in range(40)],
+            group="1" if rank < 2 else "2",
+            size=2,
+            steps=[(0, 3_000), (3_000, 3_000)] if rank < 3 else [],
+        )
+    result = tracekit.collectives(tmp_path)
+    per_step = result.table("collectives").set_index("Group")["Per Step per Rank"]
+    assert per_step["1"] == 20.0 and per_step["2"] != per_step["2"]
+    patterns = result.table("patterns")
+    unbucketed = patterns.loc[patterns["Pattern"] == "unbucketed gradient sync"]
+    assert unbucketed["Where"].tolist() == ["group 1"]
+    assert unbucketed["Evidence"].iloc[0].startswith("20.0 all-reduces per step and rank (median 4.00 MiB)")
 
 
 def test_pairing_by_seq_survives_a_rank_missing_a_collective(tmp_path):

@@ -15,10 +15,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis.collectives.across_ranks import MADE_WAIT, Compared
+from tracekit.analysis.collectives.across_ranks import MADE_WAIT, Compared, ranks_steps
 from tracekit.analysis.collectives.exchange import ALL_TO_ALL, imbalance
 from tracekit.analysis.collectives.matching import INSTANCE, TRANSFER
 from tracekit.model.options import named
@@ -34,10 +36,10 @@ SLOW_SHARE = 0.25  # of the link's bandwidth
 
 
 def collective_patterns(
-    compared: Compared, ranks: pd.DataFrame, summary: pd.DataFrame, steps: int, matrix: pd.DataFrame
+    compared: Compared, ranks: pd.DataFrame, summary: pd.DataFrame, steps: dict[Any, int], matrix: pd.DataFrame
 ) -> pd.DataFrame:
     """The patterns found (``PATTERN_COLUMNS``), most time first. ``ranks``: ``rank_table``; ``summary``:
-    ``summary_table`` with a "Link (GB/s)" column (NaN unknown); ``steps``: every rank's steps added;
+    ``summary_table`` with a "Link (GB/s)" column (NaN unknown); ``steps``: per rank label, its steps;
     ``matrix``: ``exchange.exchange_matrix``."""
     found = [*_late_rank(ranks), *_unbucketed(compared.calls, steps), *_all_to_all(compared.calls, matrix)]
     found += _slow_transfer(summary, compared.calls)
@@ -74,13 +76,20 @@ def _late_rank(ranks: pd.DataFrame) -> list[list]:
     ]
 
 
-def _unbucketed(calls: pd.DataFrame, steps: int) -> list[list]:
+def _unbucketed(calls: pd.DataFrame, steps: dict[Any, int]) -> list[list]:
     reduces = calls.loc[(calls["operation"].astype(str) == "AllReduce").to_numpy()]
-    if reduces.empty or not steps:
+    if reduces.empty:
         return []
+    reduces = reduces.assign(group=reduces["group"].astype(object).where(reduces["group"].notna(), ""))
+    # per group, the steps of its ranks (NaN: one of them has none, the rate is unknown)
+    per_group = ranks_steps(reduces, ["group"], steps)
+    group_steps = dict(zip(per_group["group"], per_group["steps"]))
     found = []
-    for group, mine in reduces.groupby(reduces["group"].astype(object).where(reduces["group"].notna(), ""), sort=False):
-        per_step = len(mine) / steps
+    for group, mine in reduces.groupby("group", sort=False):
+        ran = float(group_steps.get(group, np.nan))
+        if not ran > 0:
+            continue
+        per_step = len(mine) / ran
         sized = mine["bytes"].to_numpy()
         sized = sized[sized >= 0]
         median = float(np.median(sized)) if len(sized) else np.nan
@@ -89,7 +98,7 @@ def _unbucketed(calls: pd.DataFrame, steps: int) -> list[list]:
         size = f"median {median / 2**20:,.2f} MiB" if len(sized) else "sizes not recorded"
         bucket = ""
         if len(sized) == len(mine):
-            buckets = int(np.ceil(sized.sum() / steps / BUCKET_BYTES))
+            buckets = int(np.ceil(sized.sum() / ran / BUCKET_BYTES))
             bucket = f"; DDP's 25 MiB buckets would make {buckets:,} per step of the same bytes"
         found.append(
             [

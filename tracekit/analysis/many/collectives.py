@@ -97,12 +97,13 @@ class CollectivesMerger:
 
     def _gathered(
         self, labels: dict[int, Any], column: str
-    ) -> tuple[pd.DataFrame, CoveredPieces, int, dict[str, Link | None]]:
-        """Every record's calls with their rank label, the covered pieces owned by the joined rows, the steps of
-        every rank added, and each rank's link."""
+    ) -> tuple[pd.DataFrame, CoveredPieces, dict[Any, int], dict[str, Link | None]]:
+        """Every record's calls with their rank label, the covered pieces owned by the joined rows, each rank's
+        steps (0: none) and each rank's link."""
         one_input = len(self.records) == 1
         frames, owners, starts, ends, links = [], [], [], [], {}
-        steps, offset = 0, 0
+        steps: dict[Any, int] = {}
+        offset = 0
         for index in sorted(self.records):
             record = self.records[index]
             devices = record.calls["device"].to_numpy()
@@ -116,7 +117,7 @@ class CollectivesMerger:
             starts.append(record.covered.start)
             ends.append(record.covered.end)
             offset += len(record.calls)
-            steps += sum(record.steps.values())
+            steps.update({_rank_label(name, device, several, one_input): n for device, n in record.steps.items()})
             links.update({_rank_label(name, device, several, one_input): link for device, link in record.links.items()})
         calls = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
         join = lambda parts: np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
