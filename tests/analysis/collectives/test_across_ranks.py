@@ -145,6 +145,20 @@ def test_per_step_per_rank_counts_the_steps_of_the_ranks_in_the_group(tmp_path):
     assert unbucketed["Evidence"].iloc[0].startswith("20.0 all-reduces per step and rank (median 4.00 MiB)")
 
 
+def test_clocks_that_disagree_are_said(tmp_path):
+    """Rank 1's clock runs 10 ms ahead: rank 0's all-reduces (100 us) end 9.9 ms before rank 1's begin, which one
+    clock cannot show (no rank leaves an all-reduce before the last arrives): said, with the gap."""
+    rank_trace(tmp_path, 0, 2, [(1_000, 100, 1), (3_000, 100, 2)])
+    rank_trace(tmp_path, 1, 2, [(11_000, 80, 1), (13_000, 80, 2)])
+    result = tracekit.collectives(tmp_path)
+    said = [note for note in result.notes if "clocks" in note]
+    assert said == [
+        "2 of 4 matched collective kernels ended before the last rank's kernel of the same collective began (by "
+        "up to 9.900 ms), which no collective allows: the inputs' clocks disagree (traces of different nodes), "
+        "or the pairing went wrong; their waits, skews and the late table do not measure waiting"
+    ]
+
+
 def test_pairing_by_seq_survives_a_rank_missing_a_collective(tmp_path):
     """Rank 1's trace lacks seq 1 (its window began later): seq 2 and 3 still pair with rank 0's seq 2 and 3,
     and rank 0's seq 1 is said unmatched, the window named."""

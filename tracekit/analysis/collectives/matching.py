@@ -13,7 +13,8 @@ begin when each rank got there. For each rank of a matched instance, in ns:
 - transfer: the rest of its duration (duration - wait).
 The instance's transfer is the last-arriving rank's duration (TraceLens's latency: the time the
 collective itself took once everyone was there). Times of different inputs are compared as recorded:
-their clocks must agree (one node, or synchronised clocks).
+their clocks must agree (one node, or synchronised clocks); a kernel that ended before the last rank's
+began shows they do not (or that the pairing broke), and is said.
 
 An instance is matched when every rank of its group is present: the group's size where recorded, else
 the number of ranks that ran the group's collectives (at least two: a collective has peers). Unmatched rows say why (a peer's trace is not
@@ -25,6 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+
+from tracekit.analysis.hardware.collective_names import POINT_TO_POINT
 
 # Columns ``match_ranks`` adds.
 INSTANCE, SKEW, WAIT, TRANSFER, LAST, WHY = "instance", "skew", "wait", "transfer", "last", "unmatched"
@@ -95,6 +98,7 @@ def match_ranks(calls: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     result[WAIT] = np.where(matched, wait, -1)
     result[TRANSFER] = np.where(matched, duration - wait, -1)
     result[SKEW] = np.where(matched, skew, -1)
+    notes += _clock_note(matched, operations.isin(POINT_TO_POINT).to_numpy(), start + duration, latest)
     unmatched = int((~matched).sum())
     if unmatched:
         reasons = pd.Series(why[~matched]).value_counts()
@@ -103,6 +107,21 @@ def match_ranks(calls: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
             + "; ".join(f"{count:,} as {reason}" for reason, count in reasons.items())
         )
     return result.sort_values(["rank", "start"], kind="stable").reset_index(drop=True), notes
+
+
+def _clock_note(matched: np.ndarray, point_to_point: np.ndarray, end: np.ndarray, latest: np.ndarray) -> list[str]:
+    """A note when matched kernels ended before the last rank's kernel of their collective began: no collective
+    lets a rank leave before every rank arrived (a send may: NCCL buffers it), so the clocks of the inputs
+    disagree or the pairing is wrong, and the waits clipped to those kernels' durations measure nothing."""
+    early = matched & ~point_to_point & (end < latest)
+    if not early.any():
+        return []
+    return [
+        f"{int(early.sum()):,} of {int(matched.sum()):,} matched collective kernels ended before the last rank's "
+        f"kernel of the same collective began (by up to {(latest - end)[early].max() / 1e6:,.3f} ms), which no "
+        "collective allows: the inputs' clocks disagree (traces of different nodes), or the pairing went wrong; "
+        "their waits, skews and the late table do not measure waiting"
+    ]
 
 
 def _groups_keyed_by_seq(frame: pd.DataFrame) -> set[str]:
