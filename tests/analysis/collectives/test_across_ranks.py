@@ -210,6 +210,29 @@ def test_one_nsys_export_of_two_processes_pairs_its_gpus(tmp_path):
     assert any("no collective kernel has recorded message size" in note for note in result.notes)
 
 
+def test_two_communicators_on_two_streams_with_no_group_recorded(tmp_path):
+    """One export of two GPUs, each running an all-reduce communicator on one stream and a send/receive one on
+    another at once, nothing recorded but the kernels; GPU 1 starts its send/receive first, so one order over both
+    streams breaks. Each rank's streams, taken by their first use, pair apart: GPU 0 waits 500 ns at each
+    all-reduce (GPU 1 arrives at +500), GPU 1 50 ns at each send/receive; nothing unmatched."""
+    export = ExportBuilder("2026.2")
+    for base in (10_000, 20_000, 30_000):
+        export.kernel(base, base + 2_000, ALL_REDUCE, device=0, pid=100, stream=13, launch_at=base - 50)
+        export.kernel(base + 100, base + 1_000, SEND_RECV, device=0, pid=100, stream=17, launch_at=base + 50)
+        export.kernel(base + 50, base + 1_000, SEND_RECV, device=1, pid=200, stream=21, launch_at=base)
+        export.kernel(base + 500, base + 2_000, ALL_REDUCE, device=1, pid=200, stream=19, launch_at=base + 450)
+    result = collectives_table(open_trace(export.write(tmp_path / "job.sqlite")))
+    ranks = result.table("ranks").set_index(["Rank", "Operation"])
+    assert ranks["Unmatched"].sum() == 0
+    assert ranks["Wait (ns)"].to_dict() == {
+        ("cuda:0", "AllReduce"): 1_500,
+        ("cuda:0", "SendRecv"): 0,
+        ("cuda:1", "SendRecv"): 150,
+        ("cuda:1", "AllReduce"): 0,
+    }
+    assert any("each rank's 2 collective streams apart" in note for note in result.notes)
+
+
 @pytest.mark.shared
 def test_dlrm_eight_ranks_every_collective_matched():
     """The 8-rank DLRM step: all 64 NCCL kernels matched (8 per rank, by order), per operation the time equals the

@@ -24,6 +24,7 @@ from tracekit.model.trace import Trace
 # The columns of RankRecord.calls
 CALL_COLUMNS = (
     "device",  # the GPU: the rank within its trace
+    "stream",  # its stream: the communicator, where no group is recorded
     "operation",
     "dtype",
     "bytes",  # -1 unknown
