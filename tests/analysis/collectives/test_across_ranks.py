@@ -193,6 +193,30 @@ def test_order_pairing_and_a_broken_order():
     assert any("by their order" in note for note in notes)
 
 
+def test_a_group_only_some_given_ranks_recorded_is_not_blamed_on_missing_traces():
+    """Both ranks' traces are given, but rank 1's calls carry no group (its record lost): rank 0's group "0" of two
+    and rank 1's unnamed calls each ran on one rank. The peers' traces are there, so the reason says the group is
+    missing from them, not their traces; with one rank of a group of two given, the trace is missing."""
+    calls = pd.DataFrame(
+        {
+            "rank": [0, 0, 1, 1],
+            "group": ["0", "0", None, None],
+            "ranks": [2, 2, -1, -1],
+            "seq": [1, 2, -1, -1],
+            "operation": ["AllReduce"] * 4,
+            "start": [0, 100, 10, 110],
+            "duration": [20, 20, 10, 10],
+        }
+    )
+    matched, _ = match_ranks(calls)
+    assert set(matched["unmatched"]) == {
+        "fewer of the given ranks ran its group than it has: a peer's trace is missing, or its record of the call "
+        "names no group"
+    }
+    alone, _ = match_ranks(calls.loc[calls["rank"] == 0])
+    assert set(alone["unmatched"]) == {"its peers' traces are not among the inputs"}
+
+
 def test_one_nsys_export_of_two_processes_pairs_its_gpus(tmp_path):
     """One export holding both ranks (a process per GPU), nothing recorded but the kernels: GPU 0's two SendRecv
     kernels at 1,000 and 5,000 ns (each 3,000 ns), GPU 1's at 2,500 and 5,000 (1,500 and 3,000)."""

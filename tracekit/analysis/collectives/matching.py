@@ -20,7 +20,7 @@ began shows they do not (or that the pairing broke), and is said.
 
 An instance is matched when every rank of its group is present: the group's size where recorded, else
 the number of ranks that ran the group's collectives (at least two: a collective has peers). Unmatched rows say why (a peer's trace is not
-among the inputs, the trace windows differ, or the ranks disagree on the operation at that position:
+among the inputs, or is but records no call of the group, the trace windows differ, or the ranks disagree on the operation at that position:
 the order broke, so position pairing stops meaning anything for that group).
 """
 
@@ -34,6 +34,10 @@ from tracekit.analysis.hardware.collective_names import POINT_TO_POINT
 # Columns ``match_ranks`` adds.
 INSTANCE, SKEW, WAIT, TRANSFER, LAST, WHY = "instance", "skew", "wait", "transfer", "last", "unmatched"
 NO_PEERS = "its peers' traces are not among the inputs"
+FEW_RAN = (
+    "fewer of the given ranks ran its group than it has: a peer's trace is missing, or its record of the call names "
+    "no group"
+)
 WINDOW = "the other ranks' traces end (or begin) before it: their windows differ"
 ORDER = "the ranks ran different operations at this position: the group's order broke"
 
@@ -85,7 +89,12 @@ def match_ranks(calls: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     why = np.where(
         matched,
         "",
-        np.where(broken, ORDER, np.where(ranks_seen < expected, NO_PEERS, WINDOW)),
+        np.where(
+            broken,
+            ORDER,
+            # too few ranks ran the group: because too few were given, or the others recorded it otherwise
+            np.where(ranks_seen < expected, np.where(frame["rank"].nunique() < expected, NO_PEERS, FEW_RAN), WINDOW),
+        ),
     ).astype(object)
     instance = np.full(len(frame), -1, dtype=np.int64)
     instance[matched] = np.unique(codes[matched], return_inverse=True)[1].reshape(-1)  # 0, 1, ... per match
