@@ -29,14 +29,14 @@ def rank_trace(
     tmp_path,
     rank: int,
     ranks: int,
-    collectives: list[tuple[int, int, int]],
+    collectives: list[tuple],
     compute=(),
     group: str = "0",
     size: int | None = None,
     steps=(),
 ):
-    """Rank ``rank`` of ``ranks``: each collective (start us, duration us, seq) an all-reduce of 4 MiB of float32
-    in ``group`` (of ``size`` ranks, default ``ranks``) whose kernel carries torch's record; each compute kernel
+    """Rank ``rank`` of ``ranks``: each collective (start us, duration us, seq[, its group, its float32 elements]) an
+    all-reduce of 4 MiB of float32 in ``group`` (of ``size`` ranks, default ``ranks``) whose kernel carries torch's record; each compute kernel
     (start us, duration us); each step a ProfilerStep#N range (start us, duration us)."""
     trace = KinetoBuilder(rank=rank, world_size=ranks)
     for number, (start, duration) in enumerate(steps, 1):
@@ -45,17 +45,17 @@ def rank_trace(
     for start, duration in compute:
         trace.launch("cudaLaunchKernel", start - 50, 5, correlation).kernel("gemm_kernel", start, duration, correlation)
         correlation += 1
-    for start, duration, seq in collectives:
+    for start, duration, seq, *own in collectives:
         args = {
             "device": 0,
             "stream": 20,
             "correlation": correlation,
             "Collective name": "allreduce",
             "dtype": "Float",
-            "In msg nelems": MIB4,
-            "Out msg nelems": MIB4,
+            "In msg nelems": own[1] if len(own) > 1 else MIB4,
+            "Out msg nelems": own[1] if len(own) > 1 else MIB4,
             "Group size": size or ranks,
-            "Process Group Name": group,
+            "Process Group Name": own[0] if own else group,
             "Seq": seq,
         }
         trace.launch("cudaLaunchKernel", start - 20, 5, correlation)
@@ -157,6 +157,21 @@ def test_clocks_that_disagree_are_said(tmp_path):
         "up to 9.900 ms), which no collective allows: the inputs' clocks disagree (traces of different nodes), "
         "or the pairing went wrong; their waits, skews and the late table do not measure waiting"
     ]
+
+
+def test_slow_transfer_judges_each_group_by_its_own_messages(tmp_path):
+    """Two ranks, two groups of all-reduces, all slow against the H100's 450 GB/s: group "big" moves 16 MiB in 1 ms
+    (16.8 GB/s, bandwidth-bound: slow), group "small" 256 KiB in 1 ms (latency-bound: no verdict). Three big
+    calls and two small make the all-reduces' median message 16 MiB, but the small group's own is 256 KiB."""
+    big, small = 4 * MIB4, MIB4 // 16
+    calls = [(1_000 + 2_000 * k, 1_000, k + 1, "big", big) for k in range(3)]
+    calls += [(10_000 + 2_000 * k, 1_000, k + 1, "small", small) for k in range(2)]
+    for rank in range(2):
+        rank_trace(tmp_path, rank, 2, calls)
+    patterns = tracekit.collectives(tmp_path).table("patterns")
+    slow = patterns.loc[patterns["Pattern"] == "slow transfer"]
+    assert slow["Where"].tolist() == ["AllReduce in group big"]
+    assert slow["Evidence"].iloc[0].endswith("median message 16.0 MiB")
 
 
 def test_pairing_by_seq_survives_a_rank_missing_a_collective(tmp_path):

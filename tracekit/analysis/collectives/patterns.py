@@ -23,6 +23,7 @@ import pandas as pd
 from tracekit.analysis.collectives.across_ranks import MADE_WAIT, Compared, ranks_steps
 from tracekit.analysis.collectives.exchange import ALL_TO_ALL, imbalance
 from tracekit.analysis.collectives.matching import INSTANCE, TRANSFER
+from tracekit.analysis.collectives.summary import KEYS
 from tracekit.model.options import named
 
 PATTERN_COLUMNS = ["Pattern", "Where", "Time (ns)", "Evidence", "Fix"]
@@ -166,13 +167,19 @@ def _all_to_all(calls: pd.DataFrame, matrix: pd.DataFrame) -> list[list]:
 
 def _slow_transfer(summary: pd.DataFrame, calls: pd.DataFrame) -> list[list]:
     found = []
+    # each summary row's median message: over its own sized calls (its operation, dtype, group and size)
+    sized = calls.loc[calls["bytes"].to_numpy() >= 0]
+    keyed = sized.assign(
+        **{key: sized[key].astype(object).where(pd.notna(sized[key]), "") for key in ("operation", "dtype", "group")}
+    )
+    medians = keyed.groupby(KEYS, sort=False, dropna=False)["bytes"].median()
     for row in summary.to_dict("records"):
         link, bus = float(row.get("Link (GB/s)", np.nan)), float(row.get("Bus Bandwidth (GB/s)", np.nan))
         if not (link > 0 and bus == bus) or bus >= SLOW_SHARE * link or row["Unmatched"]:
             continue  # a kernel with no peer's trace beside it times its wait too: no verdict on the link
-        mine = calls.loc[(calls["operation"].astype(str) == row["Operation"]).to_numpy()]
-        sized = mine["bytes"].to_numpy()
-        if not len(sized) or np.median(sized) < LARGE_BYTES:
+        key = (row["Operation"], row["Dtype"], row["Group"], -1 if pd.isna(row["Ranks"]) else int(row["Ranks"]))
+        median = float(medians.get(key, np.nan))
+        if not median >= LARGE_BYTES:
             continue  # small messages are latency-bound: no link is fast for them
         found.append(
             [
@@ -180,7 +187,7 @@ def _slow_transfer(summary: pd.DataFrame, calls: pd.DataFrame) -> list[list]:
                 f"{row['Operation']} in group {row['Group']}" if row["Group"] else str(row["Operation"]),
                 int(row["Transfer (ns)"]),
                 f"bus bandwidth {bus:,.1f} GB/s against the link's {link:,.0f} GB/s ({100 * bus / link:.0f} %), "
-                f"median message {np.median(sized) / 2**20:,.1f} MiB",
+                f"median message {median / 2**20:,.1f} MiB",
                 "check the path NCCL took (NCCL_DEBUG=INFO: P2P/NVLink or through the host, the network between "
                 "nodes), that each rank's GPU sits near its NIC, and NCCL_ALGO/NCCL_PROTO; give the real link "
                 f"with {named('link_bandwidth')} when the job spans nodes",
