@@ -272,6 +272,20 @@ def test_two_communicators_on_two_streams_with_no_group_recorded(tmp_path):
     assert any("each rank's 2 collective streams apart" in note for note in result.notes)
 
 
+def test_many_all_reduces_of_unknown_size_are_no_unbucketed_verdict(tmp_path):
+    """An nsys export of two GPUs, one step each, 25 all-reduces per step and rank: as many as DDP's 25 MiB buckets
+    make for a 650 MB gradient, so without their sizes nothing says they are unbucketed: no verdict."""
+    export = ExportBuilder("2026.2")
+    for device, pid in ((0, 100), (1, 200)):
+        export.push_pop(0, 1_000_000, "ProfilerStep#1", pid=pid, tid=pid)
+        for k in range(25):
+            start = 10_000 + 20_000 * k
+            export.kernel(start, start + 5_000, ALL_REDUCE, device=device, pid=pid, launch_at=start - 100)
+    result = collectives_table(open_trace(export.write(tmp_path / "job.sqlite")))
+    assert result.table("collectives")["Per Step per Rank"].tolist() == [25.0]
+    assert "unbucketed gradient sync" not in set(result.table("patterns")["Pattern"])
+
+
 @pytest.mark.shared
 def test_dlrm_eight_ranks_every_collective_matched():
     """The 8-rank DLRM step: all 64 NCCL kernels matched (8 per rank, by order), per operation the time equals the

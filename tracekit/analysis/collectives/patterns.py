@@ -3,8 +3,8 @@
 - a late rank: the others' waiting for one rank is most of all the waiting and a real part (a tenth or
   more) of their collective time (a straggler: the fix is on that rank, not on the link);
 - unbucketed gradient sync: many small all-reduces per step (DDP without buckets, or a hand-written
-  per-parameter all_reduce): their count, median size, and how many buckets DDP's ``bucket_cap_mb``
-  (25 MiB by default) would make of the same bytes;
+  per-parameter all_reduce), their sizes recorded (DDP's buckets are many too): their count, median size,
+  and how many buckets DDP's ``bucket_cap_mb`` (25 MiB by default) would make of the same bytes;
 - all-to-all or point-to-point: most collective time in SendRecv kernels or all-to-all calls (embedding
   exchange, MoE dispatch, pipeline sends): bucketing does nothing for it; its time is its transfer (its
   waiting is a late rank's); with sizes recorded, how unequal the ranks' messages are;
@@ -93,10 +93,11 @@ def _unbucketed(calls: pd.DataFrame, steps: dict[Any, int]) -> list[list]:
         per_step = len(mine) / ran
         sized = mine["bytes"].to_numpy()
         sized = sized[sized >= 0]
-        median = float(np.median(sized)) if len(sized) else np.nan
-        if per_step < MANY_PER_STEP or (len(sized) and median > SMALL_BYTES):
+        # many all-reduces are DDP's buckets too (25 MiB each: 100 per step for a 650M-parameter fp32 model):
+        # only their sizes tell parameters from buckets, so with none recorded there is no verdict
+        if per_step < MANY_PER_STEP or not len(sized) or np.median(sized) > SMALL_BYTES:
             continue
-        size = f"median {median / 2**20:,.2f} MiB" if len(sized) else "sizes not recorded"
+        size = f"median {float(np.median(sized)) / 2**20:,.2f} MiB"
         bucket = ""
         if len(sized) == len(mine):
             buckets = int(np.ceil(sized.sum() / ran / BUCKET_BYTES))
