@@ -13,7 +13,6 @@ import pandas as pd
 
 from tracekit.analysis.collectives.exposure import CoveredPieces, covered_pieces
 from tracekit.analysis.collectives.instances import collective_instances
-from tracekit.analysis.hardware.collective_names import DTYPE_BYTES
 from tracekit.analysis.hardware.link_bandwidths import Link, gpu_link
 from tracekit.analysis.primitives.device_gpus import device_peaks
 from tracekit.analysis.primitives.joins import op_launches
@@ -38,10 +37,8 @@ CALL_COLUMNS = (
     "before",  # the computation kernel that ended last before it on its GPU ("" none)
     "sizes",
     "recorded",  # torch's name of the call ("all_to_all", ...; None not recorded)
-    "in_elements",  # -1 unknown
     "in_split",  # the input's split sizes per peer, as torch wrote them ("[4, 4]"; None or "[]" not recorded)
     "group_ranks",  # the group's global ranks, as torch wrote them
-    "dtype_bytes",  # bytes per element (0 unknown)
 )
 
 
@@ -76,7 +73,6 @@ def rank_record(trace: Trace, step_range: str | None = None) -> RankRecord:
             launch=launch,
             step=step_label,
             before=_kernel_before(ops, instances),
-            dtype_bytes=[DTYPE_BYTES.get(str(dtype), 0) for dtype in instances["dtype"]],
         )[list(CALL_COLUMNS)]
     )
     devices = sorted({int(device) for device in instances["device"]})

@@ -82,7 +82,8 @@ class CollectivesMerger:
         summary["Link (GB/s)"] = link.gb_per_s if link else np.nan
         ranks = rank_table(compared)
         late = late_table(compared, self.options.top or LATE_TOP)
-        matrix = exchange_matrix(compared.calls)
+        matrix, exchange_notes = exchange_matrix(compared.calls)
+        notes += exchange_notes
         patterns = collective_patterns(compared, ranks, summary, steps, matrix)
         if compared.calls["rank"].nunique() < 2:
             notes.append("one rank: nothing to match across ranks (give every rank's trace to see waits)")
