@@ -74,6 +74,22 @@ def test_without_a_record_the_bandwidths_stay_empty(tmp_path):
     assert row["Bytes"] != row["Bytes"] and row["Bus Bandwidth (GB/s)"] != row["Bus Bandwidth (GB/s)"]
 
 
+def test_an_element_count_whose_bytes_pass_int64_is_unknown_not_wrapped(tmp_path):
+    """3e18 float64 elements are 2.4e19 bytes, past int64: wrapped, the product read 5.55e18 bytes; it is unknown
+    (-1) and the bandwidth empty, as for a call that recorded no size."""
+    trace = KinetoBuilder()
+    args = {
+        "Collective name": "allreduce",
+        "dtype": "Double",
+        "In msg nelems": 3 * 10**18,
+        "Out msg nelems": 3 * 10**18,
+    }
+    trace.launch("cudaLaunchKernel", 12, 5, 1)
+    trace.event("X", "kernel", ALL_REDUCE, 0, 7, 100, 100, {"device": 0, "stream": 7, "correlation": 1, **args})
+    instances = collective_instances(open_trace(trace.write(tmp_path / "t.json")))
+    assert instances["bytes"].tolist() == [-1]
+
+
 @pytest.mark.shared
 def test_the_ddp_traces_totals_equal_its_nccl_kernels():
     """DDP rank 0 of 2: per operation, the time equals the sum of its NCCL kernels in the raw JSON, and every

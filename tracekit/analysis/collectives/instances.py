@@ -62,7 +62,8 @@ def collective_instances(trace: Trace) -> pd.DataFrame:
     size = np.asarray([DTYPE_BYTES.get(str(value), 0) for value in dtype], dtype=np.int64)
     gathers = np.asarray([str(value) in OUTPUT_SIZED for value in recorded], dtype=bool) | (operation == "AllGather")
     elements = np.where(gathers, args["out_elements"].to_numpy(), args["in_elements"].to_numpy())
-    known = (elements >= 0) & (size > 0)
+    # a count whose bytes pass int64 is no real message (and would wrap): unknown
+    known = (elements >= 0) & (size > 0) & (elements <= np.iinfo(np.int64).max // np.maximum(size, 1))
     return pd.DataFrame(
         {
             "op": rows,
