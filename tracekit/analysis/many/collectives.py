@@ -110,10 +110,10 @@ class CollectivesMerger:
             devices = record.calls["device"].to_numpy()
             several = len(np.unique(devices)) > 1
             name = labels[index]
-            rank_labels = np.asarray(
-                [_rank_label(name, int(device), several, one_input) for device in devices], dtype=object
-            )
-            frames.append(record.calls.assign(rank=rank_labels))
+            # one label per GPU, spread over its calls
+            gpus, at = np.unique(devices, return_inverse=True)
+            per_gpu = np.asarray([_rank_label(name, int(device), several, one_input) for device in gpus], dtype=object)
+            frames.append(record.calls.assign(rank=per_gpu[at.reshape(-1)]))
             owners.append(record.covered.owner + offset)
             starts.append(record.covered.start)
             ends.append(record.covered.end)
