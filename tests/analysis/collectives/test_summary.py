@@ -11,6 +11,7 @@ import pytest
 from helpers.kineto_builder import KinetoBuilder
 from helpers.paths import SHARED_KINETO
 
+import tracekit
 from tracekit.analysis.collectives.instances import collective_instances
 from tracekit.analysis.collectives.summary import collectives_summary
 from tracekit.sources import open_trace
@@ -88,6 +89,13 @@ def test_an_element_count_whose_bytes_pass_int64_is_unknown_not_wrapped(tmp_path
     trace.event("X", "kernel", ALL_REDUCE, 0, 7, 100, 100, {"device": 0, "stream": 7, "correlation": 1, **args})
     instances = collective_instances(open_trace(trace.write(tmp_path / "t.json")))
     assert instances["bytes"].tolist() == [-1]
+
+
+def test_a_step_range_that_names_no_range_is_said(tmp_path):
+    """Asked for steps named "train_step" in a trace with none: the rate per step is empty, and the note says why."""
+    result = tracekit.collectives(built(tmp_path), step_range="train_step")
+    assert result.table("collectives")["Per Step per Rank"].isna().all()
+    assert "no range named 'train_step': no rate per step" in result.notes
 
 
 @pytest.mark.shared

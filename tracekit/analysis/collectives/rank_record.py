@@ -84,6 +84,8 @@ def rank_record(trace: Trace, step_range: str | None = None) -> RankRecord:
     links = {device: gpu_link(found.key if (found := peaks.get(device)) else None) for device in devices}
     names = {int(gpu["id"]): str(gpu.get("name")) for gpu in trace.meta.gpus.to_dict("records")}
     notes = list(trace.warnings)
+    if step_range and not len(steps):
+        notes.append(f"no range named {step_range!r}: no rate per step")
     unsized = int((instances["bytes"] < 0).sum())
     if unsized:
         which = (
