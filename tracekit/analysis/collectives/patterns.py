@@ -70,7 +70,7 @@ def _late_rank(ranks: pd.DataFrame) -> list[list]:
             f"rank {rank} arrived last at {times_last:,} of {int(per_rank['last'].sum()):,} collectives some rank "
             f"was late to; the others waited {made / 1e6:,.3f} ms for it ({100 * made / total_made:.0f} % of all "
             f"waiting, {100 * made / others_time:.0f} % of their collective time)",
-            f"make rank {rank} arrive sooner: the late table says why (host: its CPU launched the collective late: "
+            f"make rank {rank} arrive sooner: the late table of tracekit collectives says why (host: its CPU launched the collective late: "
             "data loading, logging, a sync; GPU: more work queued before it: unequal shards or inputs); the link "
             "is not the problem",
         ]
