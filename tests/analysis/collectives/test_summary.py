@@ -7,6 +7,7 @@ import gzip
 import json
 from collections import defaultdict
 
+import pandas as pd
 import pytest
 from helpers.kineto_builder import KinetoBuilder
 from helpers.paths import SHARED_KINETO
@@ -96,6 +97,23 @@ def test_a_step_range_that_names_no_range_is_said(tmp_path):
     result = tracekit.collectives(built(tmp_path), step_range="train_step")
     assert result.table("collectives")["Per Step per Rank"].isna().all()
     assert "no range named 'train_step': no rate per step" in result.notes
+
+
+def test_no_bandwidth_over_no_time():
+    """Sized all-reduces whose kernels took 0 ns (or whose time was all waiting): no bandwidth (not infinite)."""
+    instances = pd.DataFrame(
+        {
+            "operation": ["AllReduce"] * 2,
+            "dtype": ["float32"] * 2,
+            "group": ["0"] * 2,
+            "ranks": [2, 2],
+            "bytes": [4096, 4096],
+            "duration": [0, 0],
+        }
+    )
+    row = collectives_summary(instances).iloc[0]
+    assert row["Bytes"] == 8192 and row["Algorithm Bandwidth (GB/s)"] != row["Algorithm Bandwidth (GB/s)"]
+    assert row["Bus Bandwidth (GB/s)"] != row["Bus Bandwidth (GB/s)"]
 
 
 @pytest.mark.shared

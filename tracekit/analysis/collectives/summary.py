@@ -39,7 +39,8 @@ def collectives_summary(instances: pd.DataFrame) -> pd.DataFrame:
         dtype=float,
     )
     with np.errstate(divide="ignore", invalid="ignore"):
-        algorithm = np.where(table["sized"] > 0, table["moved"] / table["sized_time"], np.nan)  # bytes per ns = GB/s
+        # bytes per ns = GB/s; none over no time (0 ns kernels, or all of it waiting)
+        algorithm = np.where(table["sized_time"] > 0, table["moved"] / table["sized_time"], np.nan)
     return (
         pd.DataFrame(
             {
