@@ -152,12 +152,20 @@ def _lanes(frame: pd.DataFrame) -> tuple[np.ndarray, int]:
     if "stream" not in frame.columns or not unrecorded.any():
         return lanes, 0
     mine = frame.loc[unrecorded, ["rank", "stream", "start"]].assign(
-        operation=frame.loc[unrecorded, "operation"].astype(object).where(lambda value: pd.notna(value), "?")
+        operation=frame.loc[unrecorded, "operation"]
+        .astype(object)
+        .where(lambda value: pd.notna(value), "?")
+        .astype(str)
     )
-    # a few streams per rank: their operations as one text each
-    streams = mine.groupby(["rank", "stream"], sort=False).agg(
-        first=("start", "min"), runs=("operation", lambda values: "+".join(sorted({str(value) for value in values})))
+    # a few streams per rank, each with its first start and its distinct operations as one text
+    runs = (
+        mine.drop_duplicates(["rank", "stream", "operation"])
+        .sort_values("operation", kind="stable")
+        .groupby(["rank", "stream"], sort=False)["operation"]
+        .agg("+".join)
     )
+    streams = mine.groupby(["rank", "stream"], sort=False)["start"].min().rename("first").to_frame()
+    streams = streams.assign(runs=runs.reindex(streams.index).to_numpy(object))
     streams = streams.reset_index().sort_values(["rank", "runs", "first", "stream"], kind="stable")
     streams["lane"] = streams["runs"] + " #" + streams.groupby(["rank", "runs"]).cumcount().astype(str)
     per_rank = streams.groupby("rank")["lane"].agg(lambda names: tuple(sorted(names)))
