@@ -52,7 +52,8 @@ def collective_instances(trace: Trace) -> pd.DataFrame:
     in_elements (-1) and in_split (its input split sizes, text)."""
     ops = trace.gpu_ops
     names = collective_kernels(ops["name"])
-    rows = np.flatnonzero((ops["kind"] == "kernel").to_numpy() & (names["library"].astype(str) != "").to_numpy())
+    # the categorical compared by its codes, not a million names turned to text
+    rows = np.flatnonzero((ops["kind"] == "kernel").to_numpy() & (names["library"] != "").to_numpy())
     args = _args_of(trace, rows)
     operation = names["operation"].astype(object).to_numpy()[rows]
     recorded = args["collective"].to_numpy(object)
