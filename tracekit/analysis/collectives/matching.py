@@ -86,16 +86,14 @@ def match_ranks(calls: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     broken_from = pd.Series(np.where(disagree, key, np.iinfo(np.int64).max)).groupby(frame["lane"].to_numpy())
     broken = (key >= broken_from.transform("min").to_numpy()) & ~in_seq_group
     matched = (present >= expected) & ~broken
-    why = np.where(
-        matched,
-        "",
-        np.where(
-            broken,
-            ORDER,
-            # too few ranks ran the group: because too few were given, or the others recorded it otherwise
-            np.where(ranks_seen < expected, np.where(frame["rank"].nunique() < expected, NO_PEERS, FEW_RAN), WINDOW),
-        ),
-    ).astype(object)
+    # the reason of each row, by its index into the few reasons (not a text built per row)
+    few = ranks_seen < expected  # too few ranks ran the group: too few were given, or the others recorded it otherwise
+    reason = np.select(
+        [matched, broken, few & (frame["rank"].nunique() < expected), few],
+        [0, 1, 2, 3],
+        4,
+    )
+    why = np.asarray(["", ORDER, NO_PEERS, FEW_RAN, WINDOW], dtype=object)[reason]
     instance = np.full(len(frame), -1, dtype=np.int64)
     instance[matched] = np.unique(codes[matched], return_inverse=True)[1].reshape(-1)  # 0, 1, ... per match
     start, duration = frame["start"].to_numpy(np.int64), frame["duration"].to_numpy(np.int64)
