@@ -116,6 +116,27 @@ def test_no_bandwidth_over_no_time():
     assert row["Bus Bandwidth (GB/s)"] != row["Bus Bandwidth (GB/s)"]
 
 
+def test_an_all_to_all_on_send_receive_kernels_has_the_all_to_all_bus_factor():
+    """NCCL runs torch's all_to_all as SendRecv kernels; nccl-tests' bus bandwidth of an all-to-all is (n-1)/n of
+    the algorithm's (a rank's share to itself crosses no link): over two ranks 4,096 bytes in 1,000 ns are 4.096
+    GB/s of algorithm bandwidth and 2.048 of bus, not 4.096. A plain send/receive in its own row keeps x 1."""
+    instances = pd.DataFrame(
+        {
+            "operation": ["SendRecv"] * 3,
+            "dtype": ["float32"] * 3,
+            "group": ["0", "0", "1"],
+            "ranks": [2, 2, 2],
+            "bytes": [4096, 4096, 4096],
+            "duration": [1000, 1000, 1000],
+            "recorded": ["all_to_all", "all_to_all", "send"],
+        }
+    )
+    table = collectives_summary(instances).set_index("Group")
+    assert table.loc["0", "Algorithm Bandwidth (GB/s)"] == pytest.approx(4.096)
+    assert table.loc["0", "Bus Bandwidth (GB/s)"] == pytest.approx(2.048)
+    assert table.loc["1", "Bus Bandwidth (GB/s)"] == pytest.approx(4.096)
+
+
 @pytest.mark.shared
 def test_the_ddp_traces_totals_equal_its_nccl_kernels():
     """DDP rank 0 of 2: per operation, the time equals the sum of its NCCL kernels in the raw JSON, and every
