@@ -2,8 +2,8 @@
 bandwidths nccl-tests defines: algorithm bandwidth (bytes / time) and bus bandwidth (algorithm bandwidth x
 NCCL's factor for the operation and the group's size: all-reduce 2(n-1)/n; all-gather, reduce-scatter,
 all-to-all (n-1)/n, also for the SendRecv kernels NCCL runs a recorded all-to-all as; broadcast, reduce,
-send/receive 1), comparable with the link's. Over the instances
-whose bytes are known; where none are, the columns stay empty."""
+send/receive 1), comparable with the link's. Over the instances whose bytes are known; where none are, the
+columns stay empty."""
 
 from __future__ import annotations
 
