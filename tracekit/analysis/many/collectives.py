@@ -89,7 +89,7 @@ class CollectivesMerger:
             notes.append("one rank: nothing to match across ranks (give every rank's trace to see waits)")
         self.charts = {"waits": _waits_chart(ranks)} if len(ranks) else {}
         return [
-            Table("collectives", summary, "Collectives per operation, dtype and group (times summed over every rank)"),
+            Table("collectives", summary, "Collectives per operation, dtype and group, times summed over every rank"),
             Table("ranks", ranks, "Per rank: waiting for the last peer and transfer"),
             Table("late", late, "The collectives waited on longest"),
             Table("patterns", patterns, "Patterns"),
