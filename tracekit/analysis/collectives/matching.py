@@ -176,18 +176,14 @@ def _lanes(frame: pd.DataFrame) -> tuple[np.ndarray, int]:
 
 
 def _lanes_keyed_by_seq(frame: pd.DataFrame) -> set[str]:
-    """The lanes whose every call on every rank carries a sequence number, distinct on each rank."""
-    seq = frame["seq"].to_numpy(np.int64)
-    lanes = frame["lane"].to_numpy(object)
-    keyed = set()
-    for lane in pd.unique(lanes):
-        mine = lanes == lane
-        if not (seq[mine] >= 0).all():
-            continue
-        pairs = pd.DataFrame({"rank": frame["rank"].to_numpy()[mine], "seq": seq[mine]})
-        if not pairs.duplicated().any():
-            keyed.add(str(lane))
-    return keyed
+    """The lanes whose every call on every rank carries a sequence number, distinct on each rank (grouped at once:
+    a job may have many communicators)."""
+    calls = pd.DataFrame(
+        {"lane": frame["lane"].to_numpy(object), "rank": frame["rank"].to_numpy(), "seq": frame["seq"].to_numpy()}
+    )
+    numbered = (calls["seq"] >= 0).groupby(calls["lane"], sort=False).all()
+    repeated = calls.duplicated(["lane", "rank", "seq"]).groupby(calls["lane"], sort=False).any()
+    return {str(lane) for lane in numbered.index[numbered.to_numpy() & ~repeated.reindex(numbered.index).to_numpy()]}
 
 
 def _with_columns(
