@@ -81,33 +81,38 @@ def _unbucketed(calls: pd.DataFrame, steps: dict[Any, int]) -> list[list]:
     reduces = calls.loc[(calls["operation"].astype(str) == "AllReduce").to_numpy()]
     if reduces.empty:
         return []
-    reduces = reduces.assign(group=reduces["group"].astype(object).where(reduces["group"].notna(), ""))
-    # per group, the steps of its ranks (NaN: one of them has none, the rate is unknown)
-    per_group = ranks_steps(reduces, ["group"], steps)
-    group_steps = dict(zip(per_group["group"], per_group["steps"]))
+    sized = reduces["bytes"].to_numpy() >= 0
+    reduces = reduces.assign(
+        group=reduces["group"].astype(object).where(reduces["group"].notna(), ""),
+        sized=sized,
+        sized_bytes=np.where(sized, reduces["bytes"].to_numpy(float), np.nan),
+    )
+    # per group at once (a job may have many): its count, sizes, and the steps of its ranks (NaN: one has none)
+    per = reduces.groupby("group", sort=False).agg(
+        count=("duration", "size"),
+        time=("duration", "sum"),
+        sized=("sized", "sum"),
+        median=("sized_bytes", "median"),
+        moved=("sized_bytes", "sum"),
+    )
+    per = per.join(ranks_steps(reduces, ["group"], steps).set_index("group"))
+    per["per_step"] = per["count"] / per["steps"]
+    # many all-reduces are DDP's buckets too (25 MiB each: 100 per step for a 650M-parameter fp32 model):
+    # only their sizes tell parameters from buckets, so with none recorded there is no verdict
+    chosen = per.loc[(per["per_step"] >= MANY_PER_STEP) & (per["sized"] > 0) & (per["median"] <= SMALL_BYTES)]
     found = []
-    for group, mine in reduces.groupby("group", sort=False):
-        ran = float(group_steps.get(group, np.nan))
-        if not ran > 0:
-            continue
-        per_step = len(mine) / ran
-        sized = mine["bytes"].to_numpy()
-        sized = sized[sized >= 0]
-        # many all-reduces are DDP's buckets too (25 MiB each: 100 per step for a 650M-parameter fp32 model):
-        # only their sizes tell parameters from buckets, so with none recorded there is no verdict
-        if per_step < MANY_PER_STEP or not len(sized) or np.median(sized) > SMALL_BYTES:
-            continue
-        size = f"median {float(np.median(sized)) / 2**20:,.2f} MiB"
+    for group, row in zip(chosen.index, chosen.to_dict("records")):  # the groups found: a few
         bucket = ""
-        if len(sized) == len(mine):
-            buckets = int(np.ceil(sized.sum() / ran / BUCKET_BYTES))
+        if row["sized"] == row["count"]:
+            buckets = int(np.ceil(row["moved"] / row["steps"] / BUCKET_BYTES))
             bucket = f"; DDP's 25 MiB buckets would make {buckets:,} per step of the same bytes"
         found.append(
             [
                 "unbucketed gradient sync",
                 f"group {group}" if group else "all ranks",
-                int(mine["duration"].sum()),
-                f"{per_step:,.1f} all-reduces per step and rank ({size}){bucket}",
+                int(row["time"]),
+                f"{row['per_step']:,.1f} all-reduces per step and rank (median {row['median'] / 2**20:,.2f} MiB)"
+                f"{bucket}",
                 "sync gradients in buckets: DistributedDataParallel (bucket_cap_mb) rather than an all_reduce per "
                 "parameter, or torch.distributed's all_reduce_coalesced / a flattened buffer",
             ]
