@@ -37,6 +37,7 @@ def test_a_late_rank_is_the_cause_and_the_fix_is_on_it(tmp_path):
     assert finding["What"].startswith("cause: waiting for rank cuda:1.")
     assert "9.000 ms was waiting for the last peer to arrive and 1.000 ms transfer" in finding["What"]
     assert "make rank cuda:1 arrive sooner" in finding["Fix"] and "bucket" not in finding["Fix"]
+    assert "the late table of tracekit collectives says why" in finding["Fix"]  # advise has no late table
 
 
 def test_per_parameter_all_reduces_are_unbucketed_sync(tmp_path):

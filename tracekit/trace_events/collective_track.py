@@ -34,12 +34,11 @@ def collective_slices(trace: Trace, window: Window) -> pd.DataFrame:
     wait = np.where(matched, compared[WAIT].to_numpy(), 0)
     operation = compared["operation"].astype(object).where(compared["operation"].notna(), "collective").astype(str)
     size = compared["bytes"].to_numpy()
-    label = [
-        f"{name} {amount / 2**20:,.1f} MiB" if amount >= 0 else name
-        for name, amount in zip(operation.tolist(), size.tolist())
-    ]
-    transfer_name = np.asarray(
-        [text if ok else f"{text} (unmatched)" for text, ok in zip(label, matched.tolist())], dtype=object
+    # each distinct size formatted once (a few per job), not once per collective
+    amounts, of_size = np.unique(size, return_inverse=True)
+    mib = np.asarray([f" {amount / 2**20:,.1f} MiB" if amount >= 0 else "" for amount in amounts], dtype=object)
+    transfer_name = (
+        operation.to_numpy(object) + mib[of_size.reshape(-1)] + np.where(matched, "", " (unmatched)").astype(object)
     )
     tid = FIRST_TID - codes
     track = np.asarray([f"collectives: group {name}" if name else "collectives" for name in groups], dtype=object)[

@@ -25,25 +25,37 @@ SEND_RECV = "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)"
 MIB4 = 1_048_576  # float32 elements: 4 MiB
 
 
-def rank_trace(tmp_path, rank: int, ranks: int, collectives: list[tuple[int, int, int]], compute=()):
-    """Rank ``rank`` of ``ranks``: each collective (start us, duration us, seq) an all-reduce of 4 MiB of float32
-    in group "0" whose kernel carries torch's record; each compute kernel (start us, duration us)."""
+def rank_trace(
+    tmp_path,
+    rank: int,
+    ranks: int,
+    collectives: list[tuple],
+    compute=(),
+    group: str = "0",
+    size: int | None = None,
+    steps=(),
+):
+    """Rank ``rank`` of ``ranks``: each collective (start us, duration us, seq[, its group, its float32 elements]) an
+    all-reduce of 4 MiB of float32 in ``group`` (of ``size`` ranks, default ``ranks``) whose kernel carries torch's record; each compute kernel
+    (start us, duration us); each step a ProfilerStep#N range (start us, duration us)."""
     trace = KinetoBuilder(rank=rank, world_size=ranks)
+    for number, (start, duration) in enumerate(steps, 1):
+        trace.annotation(f"ProfilerStep#{number}", start, duration)
     correlation = 1
     for start, duration in compute:
         trace.launch("cudaLaunchKernel", start - 50, 5, correlation).kernel("gemm_kernel", start, duration, correlation)
         correlation += 1
-    for start, duration, seq in collectives:
+    for start, duration, seq, *own in collectives:
         args = {
             "device": 0,
             "stream": 20,
             "correlation": correlation,
             "Collective name": "allreduce",
             "dtype": "Float",
-            "In msg nelems": MIB4,
-            "Out msg nelems": MIB4,
-            "Group size": ranks,
-            "Process Group Name": "0",
+            "In msg nelems": own[1] if len(own) > 1 else MIB4,
+            "Out msg nelems": own[1] if len(own) > 1 else MIB4,
+            "Group size": size or ranks,
+            "Process Group Name": own[0] if own else group,
             "Seq": seq,
         }
         trace.launch("cudaLaunchKernel", start - 20, 5, correlation)
@@ -69,6 +81,7 @@ def test_two_ranks_wait_transfer_and_exposed_by_hand(tmp_path):
         300_000,
     ]
     summary = result.table("collectives").iloc[0]
+    assert "times summed over every rank" in result.tables[0].title  # 700 us of kernels, not of wall time
     assert (summary["Operation"], summary["Group"], summary["Ranks"], summary["Count"]) == ("AllReduce", "0", 2, 2)
     assert summary["Bytes"] == 2 * 4 * MIB4 and summary["Total Time (ns)"] == 700_000
     assert summary["Algorithm Bandwidth (GB/s)"] == pytest.approx(4 * MIB4 / 200_000)
@@ -109,6 +122,59 @@ def test_eight_ranks_a_straggler_found_with_its_cost(tmp_path):
     assert patterns.loc["late rank", "Where"] == "rank 5" and patterns.loc["late rank", "Time (ns)"] == expected_wait
 
 
+def test_per_step_per_rank_counts_the_steps_of_the_ranks_in_the_group(tmp_path):
+    """Four ranks in two pairs (groups "1": ranks 0-1, "2": ranks 2-3), two steps each but rank 3's trace records none;
+    40 all-reduces of 4 MiB per rank: group "1" runs 20 per step and rank (80 kernels over its ranks' 4 steps, not
+    over every rank's 6), which is the unbucketed pattern's threshold; group "2"'s rate is unknown (rank 3 has no
+    steps), so it is left empty and no verdict is made on it."""
+    for rank in range(4):
+        rank_trace(
+            tmp_path,
+            rank,
+            4,
+            [(1_000 + 100 * k, 50, k + 1) for k in range(40)],
+            group="1" if rank < 2 else "2",
+            size=2,
+            steps=[(0, 3_000), (3_000, 3_000)] if rank < 3 else [],
+        )
+    result = tracekit.collectives(tmp_path)
+    per_step = result.table("collectives").set_index("Group")["Per Step per Rank"]
+    assert per_step["1"] == 20.0 and per_step["2"] != per_step["2"]
+    patterns = result.table("patterns")
+    unbucketed = patterns.loc[patterns["Pattern"] == "unbucketed gradient sync"]
+    assert unbucketed["Where"].tolist() == ["group 1"]
+    assert unbucketed["Evidence"].iloc[0].startswith("20.0 all-reduces per step and rank (median 4.00 MiB)")
+
+
+def test_clocks_that_disagree_are_said(tmp_path):
+    """Rank 1's clock runs 10 ms ahead: rank 0's all-reduces (100 us) end 9.9 ms before rank 1's begin, which one
+    clock cannot show (no rank leaves an all-reduce before the last arrives): said, with the gap."""
+    rank_trace(tmp_path, 0, 2, [(1_000, 100, 1), (3_000, 100, 2)])
+    rank_trace(tmp_path, 1, 2, [(11_000, 80, 1), (13_000, 80, 2)])
+    result = tracekit.collectives(tmp_path)
+    said = [note for note in result.notes if "clocks" in note]
+    assert said == [
+        "2 of 4 matched collective kernels ended before the last rank's kernel of the same collective began (by "
+        "up to 9.900 ms), which no collective allows: the inputs' clocks disagree (traces of different nodes), "
+        "or the pairing went wrong; their waits, skews and the late table do not measure waiting"
+    ]
+
+
+def test_slow_transfer_judges_each_group_by_its_own_messages(tmp_path):
+    """Two ranks, two groups of all-reduces, all slow against the H100's 450 GB/s: group "big" moves 16 MiB in 1 ms
+    (16.8 GB/s, bandwidth-bound: slow), group "small" 256 KiB in 1 ms (latency-bound: no verdict). Three big
+    calls and two small make the all-reduces' median message 16 MiB, but the small group's own is 256 KiB."""
+    big, small = 4 * MIB4, MIB4 // 16
+    calls = [(1_000 + 2_000 * k, 1_000, k + 1, "big", big) for k in range(3)]
+    calls += [(10_000 + 2_000 * k, 1_000, k + 1, "small", small) for k in range(2)]
+    for rank in range(2):
+        rank_trace(tmp_path, rank, 2, calls)
+    patterns = tracekit.collectives(tmp_path).table("patterns")
+    slow = patterns.loc[patterns["Pattern"] == "slow transfer"]
+    assert slow["Where"].tolist() == ["AllReduce in group big"]
+    assert slow["Evidence"].iloc[0].endswith("median message 16.0 MiB")
+
+
 def test_pairing_by_seq_survives_a_rank_missing_a_collective(tmp_path):
     """Rank 1's trace lacks seq 1 (its window began later): seq 2 and 3 still pair with rank 0's seq 2 and 3,
     and rank 0's seq 1 is said unmatched, the window named."""
@@ -143,6 +209,30 @@ def test_order_pairing_and_a_broken_order():
     assert any("by their order" in note for note in notes)
 
 
+def test_a_group_only_some_given_ranks_recorded_is_not_blamed_on_missing_traces():
+    """Both ranks' traces are given, but rank 1's calls carry no group (its record lost): rank 0's group "0" of two
+    and rank 1's unnamed calls each ran on one rank. The peers' traces are there, so the reason says the group is
+    missing from them, not their traces; with one rank of a group of two given, the trace is missing."""
+    calls = pd.DataFrame(
+        {
+            "rank": [0, 0, 1, 1],
+            "group": ["0", "0", None, None],
+            "ranks": [2, 2, -1, -1],
+            "seq": [1, 2, -1, -1],
+            "operation": ["AllReduce"] * 4,
+            "start": [0, 100, 10, 110],
+            "duration": [20, 20, 10, 10],
+        }
+    )
+    matched, _ = match_ranks(calls)
+    assert set(matched["unmatched"]) == {
+        "fewer of the given ranks ran its group than it has: a peer's trace is missing, or its record of the call "
+        "names no group"
+    }
+    alone, _ = match_ranks(calls.loc[calls["rank"] == 0])
+    assert set(alone["unmatched"]) == {"its peers' traces are not among the inputs"}
+
+
 def test_one_nsys_export_of_two_processes_pairs_its_gpus(tmp_path):
     """One export holding both ranks (a process per GPU), nothing recorded but the kernels: GPU 0's two SendRecv
     kernels at 1,000 and 5,000 ns (each 3,000 ns), GPU 1's at 2,500 and 5,000 (1,500 and 3,000)."""
@@ -158,6 +248,43 @@ def test_one_nsys_export_of_two_processes_pairs_its_gpus(tmp_path):
     summary = result.table("collectives").iloc[0]
     assert summary["Operation"] == "SendRecv" and summary["Bytes"] is pd.NA
     assert any("no collective kernel has recorded message size" in note for note in result.notes)
+
+
+def test_two_communicators_on_two_streams_with_no_group_recorded(tmp_path):
+    """One export of two GPUs, each running an all-reduce communicator on one stream and a send/receive one on
+    another at once, nothing recorded but the kernels; GPU 1 starts its send/receive first, so one order over both
+    streams breaks. Each rank's streams, taken by their first use, pair apart: GPU 0 waits 500 ns at each
+    all-reduce (GPU 1 arrives at +500), GPU 1 50 ns at each send/receive; nothing unmatched."""
+    export = ExportBuilder("2026.2")
+    for base in (10_000, 20_000, 30_000):
+        export.kernel(base, base + 2_000, ALL_REDUCE, device=0, pid=100, stream=13, launch_at=base - 50)
+        export.kernel(base + 100, base + 1_000, SEND_RECV, device=0, pid=100, stream=17, launch_at=base + 50)
+        export.kernel(base + 50, base + 1_000, SEND_RECV, device=1, pid=200, stream=21, launch_at=base)
+        export.kernel(base + 500, base + 2_000, ALL_REDUCE, device=1, pid=200, stream=19, launch_at=base + 450)
+    result = collectives_table(open_trace(export.write(tmp_path / "job.sqlite")))
+    ranks = result.table("ranks").set_index(["Rank", "Operation"])
+    assert ranks["Unmatched"].sum() == 0
+    assert ranks["Wait (ns)"].to_dict() == {
+        ("cuda:0", "AllReduce"): 1_500,
+        ("cuda:0", "SendRecv"): 0,
+        ("cuda:1", "SendRecv"): 150,
+        ("cuda:1", "AllReduce"): 0,
+    }
+    assert any("each rank's 2 collective streams apart" in note for note in result.notes)
+
+
+def test_many_all_reduces_of_unknown_size_are_no_unbucketed_verdict(tmp_path):
+    """An nsys export of two GPUs, one step each, 25 all-reduces per step and rank: as many as DDP's 25 MiB buckets
+    make for a 650 MB gradient, so without their sizes nothing says they are unbucketed: no verdict."""
+    export = ExportBuilder("2026.2")
+    for device, pid in ((0, 100), (1, 200)):
+        export.push_pop(0, 1_000_000, "ProfilerStep#1", pid=pid, tid=pid)
+        for k in range(25):
+            start = 10_000 + 20_000 * k
+            export.kernel(start, start + 5_000, ALL_REDUCE, device=device, pid=pid, launch_at=start - 100)
+    result = collectives_table(open_trace(export.write(tmp_path / "job.sqlite")))
+    assert result.table("collectives")["Per Step per Rank"].tolist() == [25.0]
+    assert "unbucketed gradient sync" not in set(result.table("patterns")["Pattern"])
 
 
 @pytest.mark.shared

@@ -7,10 +7,12 @@ import gzip
 import json
 from collections import defaultdict
 
+import pandas as pd
 import pytest
 from helpers.kineto_builder import KinetoBuilder
 from helpers.paths import SHARED_KINETO
 
+import tracekit
 from tracekit.analysis.collectives.instances import collective_instances
 from tracekit.analysis.collectives.summary import collectives_summary
 from tracekit.sources import open_trace
@@ -72,6 +74,67 @@ def test_without_a_record_the_bandwidths_stay_empty(tmp_path):
     row = table.iloc[0]
     assert (row["Operation"], row["Dtype"], row["Count"], row["Sized"]) == ("AllReduce", "bfloat16", 1, 0)
     assert row["Bytes"] != row["Bytes"] and row["Bus Bandwidth (GB/s)"] != row["Bus Bandwidth (GB/s)"]
+
+
+def test_an_element_count_whose_bytes_pass_int64_is_unknown_not_wrapped(tmp_path):
+    """3e18 float64 elements are 2.4e19 bytes, past int64: wrapped, the product read 5.55e18 bytes; it is unknown
+    (-1) and the bandwidth empty, as for a call that recorded no size."""
+    trace = KinetoBuilder()
+    args = {
+        "Collective name": "allreduce",
+        "dtype": "Double",
+        "In msg nelems": 3 * 10**18,
+        "Out msg nelems": 3 * 10**18,
+    }
+    trace.launch("cudaLaunchKernel", 12, 5, 1)
+    trace.event("X", "kernel", ALL_REDUCE, 0, 7, 100, 100, {"device": 0, "stream": 7, "correlation": 1, **args})
+    instances = collective_instances(open_trace(trace.write(tmp_path / "t.json")))
+    assert instances["bytes"].tolist() == [-1]
+
+
+def test_a_step_range_that_names_no_range_is_said(tmp_path):
+    """Asked for steps named "train_step" in a trace with none: the rate per step is empty, and the note says why."""
+    result = tracekit.collectives(built(tmp_path), step_range="train_step")
+    assert result.table("collectives")["Per Step per Rank"].isna().all()
+    assert "no range named 'train_step': no rate per step" in result.notes
+
+
+def test_no_bandwidth_over_no_time():
+    """Sized all-reduces whose kernels took 0 ns (or whose time was all waiting): no bandwidth (not infinite)."""
+    instances = pd.DataFrame(
+        {
+            "operation": ["AllReduce"] * 2,
+            "dtype": ["float32"] * 2,
+            "group": ["0"] * 2,
+            "ranks": [2, 2],
+            "bytes": [4096, 4096],
+            "duration": [0, 0],
+        }
+    )
+    row = collectives_summary(instances).iloc[0]
+    assert row["Bytes"] == 8192 and row["Algorithm Bandwidth (GB/s)"] != row["Algorithm Bandwidth (GB/s)"]
+    assert row["Bus Bandwidth (GB/s)"] != row["Bus Bandwidth (GB/s)"]
+
+
+def test_an_all_to_all_on_send_receive_kernels_has_the_all_to_all_bus_factor():
+    """NCCL runs torch's all_to_all as SendRecv kernels; nccl-tests' bus bandwidth of an all-to-all is (n-1)/n of
+    the algorithm's (a rank's share to itself crosses no link): over two ranks 4,096 bytes in 1,000 ns are 4.096
+    GB/s of algorithm bandwidth and 2.048 of bus, not 4.096. A plain send/receive in its own row keeps x 1."""
+    instances = pd.DataFrame(
+        {
+            "operation": ["SendRecv"] * 3,
+            "dtype": ["float32"] * 3,
+            "group": ["0", "0", "1"],
+            "ranks": [2, 2, 2],
+            "bytes": [4096, 4096, 4096],
+            "duration": [1000, 1000, 1000],
+            "recorded": ["all_to_all", "all_to_all", "send"],
+        }
+    )
+    table = collectives_summary(instances).set_index("Group")
+    assert table.loc["0", "Algorithm Bandwidth (GB/s)"] == pytest.approx(4.096)
+    assert table.loc["0", "Bus Bandwidth (GB/s)"] == pytest.approx(2.048)
+    assert table.loc["1", "Bus Bandwidth (GB/s)"] == pytest.approx(4.096)
 
 
 @pytest.mark.shared

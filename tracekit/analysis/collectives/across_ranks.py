@@ -17,6 +17,7 @@ found from what computation covered on that rank (``exposure``). Tables, ns thro
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -59,9 +60,19 @@ def compare_ranks(calls: pd.DataFrame, covered: CoveredPieces) -> Compared:
     return Compared(matched.drop(columns=["row"]), notes)
 
 
-def summary_table(compared: Compared, steps: int) -> pd.DataFrame:
-    """Per operation, dtype, group and size over every rank (see the module); ``steps``: the steps of every
-    rank added (0: unknown)."""
+def ranks_steps(calls: pd.DataFrame, keys: list[str], steps: dict[Any, int]) -> pd.DataFrame:
+    """Per distinct ``keys`` of ``calls`` (keys filled, as ``_keyed`` does): the steps of the ranks that ran its
+    calls added, NaN where one of them recorded no steps (a rate per step and rank is then unknown). ``steps``:
+    per rank label, its steps (0 or absent: none)."""
+    ran = pd.DataFrame(calls[[*keys, "rank"]]).drop_duplicates()
+    counts = pd.Series(ran["rank"]).map(steps).fillna(0).to_numpy(float)
+    per = ran.assign(steps=counts).groupby(keys, sort=False, dropna=False)["steps"].agg(["sum", "min"])
+    return per.assign(steps=np.where(per["min"] > 0, per["sum"], np.nan))[["steps"]].reset_index()
+
+
+def summary_table(compared: Compared, steps: dict[Any, int]) -> pd.DataFrame:
+    """Per operation, dtype, group and size over every rank (see the module); ``steps``: per rank label, its steps
+    (a row's rate per step and rank is over the steps of the ranks that ran it)."""
     calls = compared.calls
     matched = calls[INSTANCE].to_numpy() >= 0
     # the bandwidth's time: once every rank was there (a kernel not matched: its whole duration)
@@ -80,6 +91,7 @@ def summary_table(compared: Compared, steps: int) -> pd.DataFrame:
             unmatched=("unmatched_flag", "sum"),
         )
         .reset_index()
+        .merge(ranks_steps(frame, KEYS, steps), on=KEYS, how="left")
     )
     sums.columns = ["Operation", "Dtype", "Group", "Ranks", *sums.columns[4:]]
     joined = table.merge(sums, on=["Operation", "Dtype", "Group", "Ranks"], how="left")
@@ -90,7 +102,7 @@ def summary_table(compared: Compared, steps: int) -> pd.DataFrame:
             "Group": joined["Group"],
             "Ranks": joined["Ranks"].where(joined["Ranks"] > 0).astype("Int64"),  # <NA>: the group's size not recorded
             "Count": joined["Count"],
-            "Per Step per Rank": joined["Count"] / steps if steps else np.nan,
+            "Per Step per Rank": joined["Count"] / joined["steps"],  # NaN: a rank with no steps
             "Bytes": joined["Bytes"].round().astype("Int64"),  # <NA>: not recorded
             "Total Time (ns)": joined["total"].astype(np.int64),
             "Med (ns)": joined["median"],

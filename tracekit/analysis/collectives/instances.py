@@ -52,17 +52,20 @@ def collective_instances(trace: Trace) -> pd.DataFrame:
     in_elements (-1) and in_split (its input split sizes, text)."""
     ops = trace.gpu_ops
     names = collective_kernels(ops["name"])
-    rows = np.flatnonzero((ops["kind"] == "kernel").to_numpy() & (names["library"].astype(str) != "").to_numpy())
+    # the categorical compared by its codes, not a million names turned to text
+    rows = np.flatnonzero((ops["kind"] == "kernel").to_numpy() & (names["library"] != "").to_numpy())
     args = _args_of(trace, rows)
     operation = names["operation"].astype(object).to_numpy()[rows]
     recorded = args["collective"].to_numpy(object)
     operation = np.where(pd.isna(operation), recorded, operation)
-    dtype = np.asarray([TORCH_DTYPES.get(str(value), None) for value in args["dtype"]], dtype=object)
+    # per row by mapping (a few distinct values), not a Python loop over the collectives
+    dtype = pd.Series(args["dtype"].to_numpy(object)).map(TORCH_DTYPES).to_numpy(object)
     dtype = np.where(pd.isna(dtype), names["dtype"].astype(object).to_numpy()[rows], dtype)
-    size = np.asarray([DTYPE_BYTES.get(str(value), 0) for value in dtype], dtype=np.int64)
-    gathers = np.asarray([str(value) in OUTPUT_SIZED for value in recorded], dtype=bool) | (operation == "AllGather")
+    size = pd.Series(dtype).map(DTYPE_BYTES).fillna(0).to_numpy(np.int64)
+    gathers = pd.Series(recorded).isin(OUTPUT_SIZED).to_numpy() | (operation == "AllGather")
     elements = np.where(gathers, args["out_elements"].to_numpy(), args["in_elements"].to_numpy())
-    known = (elements >= 0) & (size > 0)
+    # a count whose bytes pass int64 is no real message (and would wrap): unknown
+    known = (elements >= 0) & (size > 0) & (elements <= np.iinfo(np.int64).max // np.maximum(size, 1))
     return pd.DataFrame(
         {
             "op": rows,

@@ -13,7 +13,6 @@ import pandas as pd
 
 from tracekit.analysis.collectives.exposure import CoveredPieces, covered_pieces
 from tracekit.analysis.collectives.instances import collective_instances
-from tracekit.analysis.hardware.collective_names import DTYPE_BYTES
 from tracekit.analysis.hardware.link_bandwidths import Link, gpu_link
 from tracekit.analysis.primitives.device_gpus import device_peaks
 from tracekit.analysis.primitives.joins import op_launches
@@ -24,6 +23,7 @@ from tracekit.model.trace import Trace
 # The columns of RankRecord.calls
 CALL_COLUMNS = (
     "device",  # the GPU: the rank within its trace
+    "stream",  # its stream: the communicator, where no group is recorded
     "operation",
     "dtype",
     "bytes",  # -1 unknown
@@ -37,10 +37,8 @@ CALL_COLUMNS = (
     "before",  # the computation kernel that ended last before it on its GPU ("" none)
     "sizes",
     "recorded",  # torch's name of the call ("all_to_all", ...; None not recorded)
-    "in_elements",  # -1 unknown
     "in_split",  # the input's split sizes per peer, as torch wrote them ("[4, 4]"; None or "[]" not recorded)
     "group_ranks",  # the group's global ranks, as torch wrote them
-    "dtype_bytes",  # bytes per element (0 unknown)
 )
 
 
@@ -75,7 +73,6 @@ def rank_record(trace: Trace, step_range: str | None = None) -> RankRecord:
             launch=launch,
             step=step_label,
             before=_kernel_before(ops, instances),
-            dtype_bytes=[DTYPE_BYTES.get(str(dtype), 0) for dtype in instances["dtype"]],
         )[list(CALL_COLUMNS)]
     )
     devices = sorted({int(device) for device in instances["device"]})
@@ -87,6 +84,8 @@ def rank_record(trace: Trace, step_range: str | None = None) -> RankRecord:
     links = {device: gpu_link(found.key if (found := peaks.get(device)) else None) for device in devices}
     names = {int(gpu["id"]): str(gpu.get("name")) for gpu in trace.meta.gpus.to_dict("records")}
     notes = list(trace.warnings)
+    if step_range and not len(steps):
+        notes.append(f"no range named {step_range!r}: no rate per step")
     unsized = int((instances["bytes"] < 0).sum())
     if unsized:
         which = (

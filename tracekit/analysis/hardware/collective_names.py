@@ -42,7 +42,7 @@ import pandas as pd
 
 from tracekit.model.kernel_names import distinct_names, split_name
 
-__all__ = ["DTYPE_BYTES", "CollectiveKernel", "bus_factor", "collective_kernel", "collective_kernels"]
+__all__ = ["DTYPE_BYTES", "POINT_TO_POINT", "CollectiveKernel", "bus_factor", "collective_kernel", "collective_kernels"]
 
 
 @dataclass(frozen=True)

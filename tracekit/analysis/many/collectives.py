@@ -82,13 +82,14 @@ class CollectivesMerger:
         summary["Link (GB/s)"] = link.gb_per_s if link else np.nan
         ranks = rank_table(compared)
         late = late_table(compared, self.options.top or LATE_TOP)
-        matrix = exchange_matrix(compared.calls)
+        matrix, exchange_notes = exchange_matrix(compared.calls)
+        notes += exchange_notes
         patterns = collective_patterns(compared, ranks, summary, steps, matrix)
         if compared.calls["rank"].nunique() < 2:
             notes.append("one rank: nothing to match across ranks (give every rank's trace to see waits)")
         self.charts = {"waits": _waits_chart(ranks)} if len(ranks) else {}
         return [
-            Table("collectives", summary, "Collectives per operation, dtype and group"),
+            Table("collectives", summary, "Collectives per operation, dtype and group, times summed over every rank"),
             Table("ranks", ranks, "Per rank: waiting for the last peer and transfer"),
             Table("late", late, "The collectives waited on longest"),
             Table("patterns", patterns, "Patterns"),
@@ -97,26 +98,27 @@ class CollectivesMerger:
 
     def _gathered(
         self, labels: dict[int, Any], column: str
-    ) -> tuple[pd.DataFrame, CoveredPieces, int, dict[str, Link | None]]:
-        """Every record's calls with their rank label, the covered pieces owned by the joined rows, the steps of
-        every rank added, and each rank's link."""
+    ) -> tuple[pd.DataFrame, CoveredPieces, dict[Any, int], dict[str, Link | None]]:
+        """Every record's calls with their rank label, the covered pieces owned by the joined rows, each rank's
+        steps (0: none) and each rank's link."""
         one_input = len(self.records) == 1
         frames, owners, starts, ends, links = [], [], [], [], {}
-        steps, offset = 0, 0
+        steps: dict[Any, int] = {}
+        offset = 0
         for index in sorted(self.records):
             record = self.records[index]
             devices = record.calls["device"].to_numpy()
             several = len(np.unique(devices)) > 1
             name = labels[index]
-            rank_labels = np.asarray(
-                [_rank_label(name, int(device), several, one_input) for device in devices], dtype=object
-            )
-            frames.append(record.calls.assign(rank=rank_labels))
+            # one label per GPU, spread over its calls
+            gpus, at = np.unique(devices, return_inverse=True)
+            per_gpu = np.asarray([_rank_label(name, int(device), several, one_input) for device in gpus], dtype=object)
+            frames.append(record.calls.assign(rank=per_gpu[at.reshape(-1)]))
             owners.append(record.covered.owner + offset)
             starts.append(record.covered.start)
             ends.append(record.covered.end)
             offset += len(record.calls)
-            steps += sum(record.steps.values())
+            steps.update({_rank_label(name, device, several, one_input): n for device, n in record.steps.items()})
             links.update({_rank_label(name, device, several, one_input): link for device, link in record.links.items()})
         calls = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
         join = lambda parts: np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
