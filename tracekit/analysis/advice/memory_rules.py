@@ -6,6 +6,9 @@
   more of the memory live at the peak (warning; critical from ``ACTIVATION_CRITICAL`` %). Recoverable:
   half the activations, an estimate (activation checkpointing keeps a layer's inputs, not its insides;
   ``bench activations`` gives the model's formula);
+- optimizer temporaries at the peak: blocks a foreach or single-tensor optimizer step allocated in the trace
+  (``_multi_tensor_adam`` -> ``_foreach_sqrt``) live at the peak, ``OPTIMIZER_SHARE`` % of it or more
+  (warning); the fix, a fused step, makes none. Recoverable: their bytes;
 - reserved far above allocated: at the peak, the allocator holds ``FRAGMENTATION_SHARE`` % or more of
   its reserved memory unallocated, and at least ``FRAGMENTATION_MIN_BYTES`` (fragmentation: freed blocks
   of the wrong sizes). Recoverable: those bytes, an upper bound (expandable segments return most).
@@ -15,7 +18,10 @@ Recoverable memory is in bytes, not time: these findings rank by severity among 
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
+import pandas as pd
 
 from tracekit.analysis.advice.finding import Finding, evidence
 from tracekit.analysis.memory.replay import replay
@@ -25,6 +31,8 @@ MIB = 2**20
 ACTIVATION_SHARE, ACTIVATION_CRITICAL = 50.0, 75.0
 FRAGMENTATION_SHARE, FRAGMENTATION_MIN_BYTES = 20.0, 1 << 30
 EVIDENCE_ROWS = 5
+OPTIMIZER_SHARE = 10.0  # % of the peak: temporaries this large are worth a finding
+OPTIMIZER_FRAME = re.compile(r"^_(?:multi|single)_tensor_(?:adam|adamw|sgd|adagrad|rmsprop|adamax|nadam|radam|lion)")
 
 
 def memory_findings(snapshot: MemoryTrace) -> list[Finding]:
@@ -33,7 +41,15 @@ def memory_findings(snapshot: MemoryTrace) -> list[Finding]:
     if not len(snapshot.events):
         return found
     memory = replay(snapshot)
-    found += [finding for finding in (_activations(snapshot, memory), _fragmentation(memory)) if finding]
+    found += [
+        finding
+        for finding in (
+            _activations(snapshot, memory),
+            _optimizer_temporaries(snapshot, memory),
+            _fragmentation(memory),
+        )
+        if finding
+    ]
     return found
 
 
@@ -112,6 +128,62 @@ def _activations(snapshot: MemoryTrace, memory) -> Finding | None:
         recoverable_bytes=round(size / 2),
         level="critical" if share >= ACTIVATION_CRITICAL else "warning",
     )
+
+
+def _optimizer_temporaries(snapshot: MemoryTrace, memory) -> Finding | None:
+    """The optimizer step's temporaries live at the peak: blocks allocated in the trace by a foreach or
+    single-tensor optimizer step (``_multi_tensor_adam`` -> ``_foreach_sqrt`` ...), a tenth of the peak or
+    more. A fused step (``fused=True``) updates the parameters in place without them."""
+    live = memory.live_at_peak
+    live = live.loc[~live["before_trace"].to_numpy()]
+    if live.empty:
+        return None
+    stacks = live["stack"].to_numpy()
+    paths = {int(stack): _optimizer_path(snapshot, int(stack)) for stack in np.unique(stacks)}
+    path = np.asarray([paths[int(stack)] for stack in stacks], dtype=object)
+    chosen = path != ""
+    size = int(live["size"].to_numpy()[chosen].sum())
+    if size * 100 < OPTIMIZER_SHARE * max(memory.peak_allocated, 1):
+        return None
+    by_path = (
+        pd.DataFrame({"path": path[chosen], "size": live["size"].to_numpy()[chosen]})
+        .groupby("path", sort=False)["size"]
+        .agg(["sum", "size"])
+        .sort_values("sum", ascending=False, kind="stable")
+    )
+    top = by_path.index[0]
+    return Finding(
+        "optimizer temporaries at the peak",
+        f"{size / MIB:,.1f} MiB ({size * 100 / memory.peak_allocated:.1f} % of cuda:{memory.device}'s peak) are "
+        f"the optimizer step's temporaries, most from {top}",
+        0,
+        "upper bound: the temporaries' bytes at the peak (a fused step makes none)",
+        "a fused optimizer step updates the parameters in place: torch.optim.AdamW(..., fused=True) (or "
+        "apex.optimizers.FusedAdam); foreach=False trades them for a slow per-parameter loop",
+        evidence(
+            [
+                f"{name}: {total / MIB:,.1f} MiB in {count:,} blocks"
+                for name, (total, count) in by_path.head(EVIDENCE_ROWS).iterrows()
+            ],
+            np.zeros(min(len(by_path), EVIDENCE_ROWS), dtype=np.int64),
+            np.zeros(min(len(by_path), EVIDENCE_ROWS), dtype=np.int64),
+            [f"cuda:{memory.device} at the peak"] * min(len(by_path), EVIDENCE_ROWS),
+        ),
+        recoverable_bytes=size,
+        level="warning",
+    )
+
+
+def _optimizer_path(snapshot: MemoryTrace, stack: int) -> str:
+    """ "_multi_tensor_adam -> _foreach_sqrt" when the stack is an optimizer step's (its innermost optimizer
+    frame and the foreach op under it), else ""."""
+    frames = snapshot.stacks[stack] if 0 <= stack < len(snapshot.stacks) else []
+    names = [str(frame.get("name", "")) for frame in frames]
+    steps = [name for name in names if OPTIMIZER_FRAME.search(name)]
+    if not steps:
+        return ""
+    ops = [name for name in names if name.startswith("_foreach_") or name.startswith("torch._foreach_")]
+    return f"{steps[0]} -> {ops[0]}" if ops else steps[0]
 
 
 def _fragmentation(memory) -> Finding | None:
