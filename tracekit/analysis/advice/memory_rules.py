@@ -147,9 +147,9 @@ def _optimizer_temporaries(snapshot: MemoryTrace, memory) -> Finding | None:
         return None
     by_path = (
         pd.DataFrame({"path": path[chosen], "size": live["size"].to_numpy()[chosen]})
-        .groupby("path", sort=False)["size"]
-        .agg(["sum", "size"])
-        .sort_values("sum", ascending=False, kind="stable")
+        .groupby("path", sort=False)
+        .agg(total=("size", "sum"), blocks=("size", "size"))
+        .sort_values("total", ascending=False, kind="stable")
     )
     top = by_path.index[0]
     return Finding(
@@ -163,8 +163,8 @@ def _optimizer_temporaries(snapshot: MemoryTrace, memory) -> Finding | None:
         evidence(
             [
                 f"{name}: {total / MIB:,.1f} MiB in {count:,} blocks"
-                for name, (total, count) in by_path.head(EVIDENCE_ROWS).iterrows()
-            ],
+                for name, total, count in zip(by_path.index, by_path["total"], by_path["blocks"])
+            ][:EVIDENCE_ROWS],
             np.zeros(min(len(by_path), EVIDENCE_ROWS), dtype=np.int64),
             np.zeros(min(len(by_path), EVIDENCE_ROWS), dtype=np.int64),
             [f"cuda:{memory.device} at the peak"] * min(len(by_path), EVIDENCE_ROWS),
