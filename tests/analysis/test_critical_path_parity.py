@@ -64,7 +64,9 @@ def hta_path(name: str, annotation: str, instance: int, tmp_path_factory) -> tup
     if name not in _loaded:
         folder = tmp_path_factory.mktemp("hta")
         (folder / (KINETO / name).name).symlink_to(KINETO / name)
-        _loaded[name] = TraceAnalysis(trace_dir=str(folder))
+        with pytest.MonkeyPatch.context() as patch:  # HTA's default reading, whatever a test before set
+            patch.delenv("HTA_DISABLE_NS_ROUNDING", raising=False)
+            _loaded[name] = TraceAnalysis(trace_dir=str(folder))
     analysis = _loaded[name]
     rank = next(iter(analysis.t.traces))  # pyright: ignore[reportAttributeAccessIssue]
     with hta_under_pandas_3():
