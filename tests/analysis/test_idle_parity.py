@@ -20,6 +20,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from helpers.hta_loaded import hta_analysis
 from helpers.paths import SHARED
 
 from tracekit.analysis.primitives.joins import op_launches
@@ -48,10 +49,9 @@ def hta_idle(path, tmp_path, monkeypatch):
     frame, and the time it subtracted from every event (us)."""
     pytest.importorskip("hta", reason="HolisticTraceAnalysis is not installed (pip install -e '.[parity]')")
     monkeypatch.setenv("HTA_DISABLE_NS_ROUNDING", "1")  # else it rounds ns-precision traces to whole us first
-    from hta.trace_analysis import TraceAnalysis  # pyright: ignore[reportMissingImports]  (optional: parity extra)
 
     (tmp_path / path.name).symlink_to(path)
-    analysis = TraceAnalysis(trace_dir=str(tmp_path))
+    analysis = hta_analysis(tmp_path)
     rank = analysis.t.get_ranks()[0]
     breakdown, intervals = analysis.get_idle_time_breakdown(
         ranks=[rank], visualize=False, show_idle_interval_stats=True

@@ -20,6 +20,7 @@ import logging
 
 import numpy as np
 import pytest
+from helpers.hta_loaded import hta_analysis
 from helpers.paths import SHARED
 
 import tracekit
@@ -62,13 +63,12 @@ def test_frequent_sequences_equal_htas(path, tmp_path, monkeypatch):
     pytest.importorskip("hta", reason="HolisticTraceAnalysis is not installed (pip install -e '.[parity]')")
     import hta.analyzers.cuda_kernel_analysis as analysis  # pyright: ignore[reportMissingImports]  (parity extra)
     from helpers.hta_patches import hta_under_pandas_3
-    from hta.trace_analysis import TraceAnalysis  # pyright: ignore[reportMissingImports]
 
     monkeypatch.setenv("HTA_DISABLE_NS_ROUNDING", "1")  # HTA's times as float µs, as its users read them
     logging.getLogger("hta").setLevel(logging.CRITICAL)
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / path.name).symlink_to(path)
-    trace_analysis = TraceAnalysis(trace_dir=str(tmp_path / "in"))
+    trace_analysis = hta_analysis(tmp_path / "in")
     rank = trace_analysis.t.get_ranks()[0]
     # the table only: HTA also writes the whole trace again with the patterns overlaid (seconds per name)
     monkeypatch.setattr(
