@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from helpers.parsed_once import kineto_decoded_once
 from helpers.paths import ROOT, SHARED
 
 TRACES = sorted((SHARED / "traces").glob("*.sqlite")) + sorted((SHARED / "kineto").glob("*.json.gz"))
@@ -45,6 +46,14 @@ TRACE_COMMANDS = [
 # "None" printed where a value is missing: a table or markdown cell, a value after ": " or in parentheses.
 # (Names may hold "None" inside them, as Python dict reprs in emit_nvtx ranges do: those are not flagged.)
 NONE = re.compile(r"(?:(?<=^)|(?<=  )|(?<=\| )|(?<=: )|(?<=\())None(?=\s|$|\||\)|,)", re.MULTILINE)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def decoded_once():
+    """Each torch.profiler file decoded once for all its commands (each command still opens and builds its
+    tables itself): the decode is most of a command's time on these files."""
+    with kineto_decoded_once():
+        yield
 
 
 def test_every_command_over_traces_is_swept():

@@ -8,6 +8,7 @@ import logging
 
 import numpy as np
 import pytest
+from helpers.hta_loaded import hta_analysis
 from helpers.kineto_builder import KinetoBuilder
 from helpers.nsys_builder import ExportBuilder
 from helpers.paths import SHARED
@@ -75,12 +76,11 @@ def test_an_nsys_export_measures_bytes_over_duration(tmp_path):
 @pytest.mark.parametrize("path", TRACES, ids=lambda path: path.name)
 def test_the_bandwidth_summary_equals_htas(path, tmp_path, monkeypatch):
     pytest.importorskip("hta", reason="HolisticTraceAnalysis is not installed (pip install -e '.[parity]')")
-    from hta.trace_analysis import TraceAnalysis  # pyright: ignore[reportMissingImports]  (optional: parity extra)
 
     monkeypatch.delenv("HTA_DISABLE_NS_ROUNDING", raising=False)  # HTA's default reading, as --as-hta rounds
     logging.getLogger("hta").setLevel(logging.ERROR)
     (tmp_path / path.name).symlink_to(path)
-    analysis = TraceAnalysis(trace_dir=str(tmp_path))
+    analysis = hta_analysis(tmp_path)
     theirs = analysis.get_memory_bw_summary(ranks=[analysis.t.get_ranks()[0]])
     assert theirs is not None
     theirs = theirs.reset_index()

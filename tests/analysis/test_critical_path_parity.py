@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 
 import pytest
+from helpers.hta_loaded import hta_analysis
 from helpers.paths import SHARED
 
 from tracekit.analysis.critical_path.analysis import BOUNDS, step_paths
@@ -58,13 +59,14 @@ def hta_path(name: str, annotation: str, instance: int, tmp_path_factory) -> tup
     """(edges on HTA's path, its length, µs per bound) for one window."""
     pytest.importorskip("hta", reason="HolisticTraceAnalysis is not installed (pip install -e '.[parity]')")
     from helpers.hta_patches import hta_under_pandas_3
-    from hta.trace_analysis import TraceAnalysis  # pyright: ignore[reportMissingImports]  (optional: parity extra)
 
     logging.getLogger("hta").setLevel(logging.ERROR)
     if name not in _loaded:
         folder = tmp_path_factory.mktemp("hta")
         (folder / (KINETO / name).name).symlink_to(KINETO / name)
-        _loaded[name] = TraceAnalysis(trace_dir=str(folder))
+        with pytest.MonkeyPatch.context() as patch:  # HTA's default reading, whatever a test before set
+            patch.delenv("HTA_DISABLE_NS_ROUNDING", raising=False)
+            _loaded[name] = hta_analysis(folder)
     analysis = _loaded[name]
     rank = next(iter(analysis.t.traces))  # pyright: ignore[reportAttributeAccessIssue]
     with hta_under_pandas_3():

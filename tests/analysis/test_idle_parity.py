@@ -16,11 +16,11 @@ other stream or device + dependency not in trace. Two differences are HTA's and 
 from __future__ import annotations
 
 import math
-import os
 
 import numpy as np
 import pandas as pd
 import pytest
+from helpers.hta_loaded import hta_analysis
 from helpers.paths import SHARED
 
 from tracekit.analysis.primitives.joins import op_launches
@@ -44,15 +44,14 @@ MAPPED = {
 DELAY_US = 30  # HTA's consecutive_kernel_delay, in its microseconds
 
 
-def hta_idle(path, tmp_path):
+def hta_idle(path, tmp_path, monkeypatch):
     """HTA's breakdown of the one trace (its default window: the last profiler step left out), its event
     frame, and the time it subtracted from every event (us)."""
     pytest.importorskip("hta", reason="HolisticTraceAnalysis is not installed (pip install -e '.[parity]')")
-    os.environ["HTA_DISABLE_NS_ROUNDING"] = "1"  # else it rounds ns-precision traces to whole us first
-    from hta.trace_analysis import TraceAnalysis  # pyright: ignore[reportMissingImports]  (optional: parity extra)
+    monkeypatch.setenv("HTA_DISABLE_NS_ROUNDING", "1")  # else it rounds ns-precision traces to whole us first
 
     (tmp_path / path.name).symlink_to(path)
-    analysis = TraceAnalysis(trace_dir=str(tmp_path))
+    analysis = hta_analysis(tmp_path)
     rank = analysis.t.get_ranks()[0]
     breakdown, intervals = analysis.get_idle_time_breakdown(
         ranks=[rank], visualize=False, show_idle_interval_stats=True
@@ -62,8 +61,8 @@ def hta_idle(path, tmp_path):
 
 
 @pytest.mark.parametrize("path", TRACES, ids=lambda path: path.name)
-def test_idle_split_per_stream_equals_hta(path, tmp_path):
-    theirs, frame, origin = hta_idle(path, tmp_path)
+def test_idle_split_per_stream_equals_hta(path, tmp_path, monkeypatch):
+    theirs, frame, origin = hta_idle(path, tmp_path, monkeypatch)
     trace = open_trace(path)
     gaps = idle_gaps(trace, per_stream=True, window=launched_before_last_step(trace)[0])
     ops, launches = trace.gpu_ops, op_launches(trace)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 
 import pytest
+from helpers.hta_loaded import hta_analysis
 from helpers.kineto_builder import KinetoBuilder
 from helpers.nsys_builder import ExportBuilder
 from helpers.paths import SHARED
@@ -74,7 +75,6 @@ def test_emit_nvtx_ranges_are_the_operators_of_an_nsys_export(tmp_path):
 def test_the_kernel_sequences_equal_htas(path, tmp_path, monkeypatch):
     pytest.importorskip("hta", reason="HolisticTraceAnalysis is not installed (pip install -e '.[parity]')")
     import hta.analyzers.cuda_kernel_analysis as analysis  # pyright: ignore[reportMissingImports]  (parity extra)
-    from hta.trace_analysis import TraceAnalysis  # pyright: ignore[reportMissingImports]
 
     monkeypatch.setenv("HTA_DISABLE_NS_ROUNDING", "1")  # HTA's times as float µs, as its users read them
     monkeypatch.setattr(
@@ -82,7 +82,7 @@ def test_the_kernel_sequences_equal_htas(path, tmp_path, monkeypatch):
     )  # plotly's figure.show() opens a browser
     logging.getLogger("hta").setLevel(logging.ERROR)
     (tmp_path / path.name).symlink_to(path)
-    trace_analysis = TraceAnalysis(trace_dir=str(tmp_path))
+    trace_analysis = hta_analysis(tmp_path)
     rank = trace_analysis.t.get_ranks()[0]
     theirs = trace_analysis.get_aten_op_kernels_and_delay(ranks=[rank])[rank]
     ours = kernels_per_operator(open_trace(path), OpsOptions(top=10**6, name="demangled", drop_last_step=True))[

@@ -5,10 +5,10 @@ trace in ../shared (equal, with --as-hta --drop-last-step: HTA's rounding and it
 from __future__ import annotations
 
 import logging
-import os
 
 import numpy as np
 import pytest
+from helpers.hta_loaded import hta_analysis
 from helpers.kineto_builder import KinetoBuilder
 from helpers.paths import SHARED
 
@@ -56,14 +56,13 @@ def test_a_trace_without_queued_launches_is_a_clear_error(tmp_path):
 
 @pytest.mark.skipif(not TRACES, reason=f"real traces not available: {KINETO}")
 @pytest.mark.parametrize("path", TRACES, ids=lambda path: path.name)
-def test_the_queues_equal_htas(path, tmp_path):
+def test_the_queues_equal_htas(path, tmp_path, monkeypatch):
     pytest.importorskip("hta", reason="HolisticTraceAnalysis is not installed (pip install -e '.[parity]')")
-    os.environ.pop("HTA_DISABLE_NS_ROUNDING", None)  # HTA's default reading, which --as-hta reproduces
-    from hta.trace_analysis import TraceAnalysis  # pyright: ignore[reportMissingImports]  (optional: parity extra)
+    monkeypatch.delenv("HTA_DISABLE_NS_ROUNDING", raising=False)  # HTA's default reading, which --as-hta reproduces
 
     logging.getLogger("hta").setLevel(logging.ERROR)
     (tmp_path / path.name).symlink_to(path)
-    analysis = TraceAnalysis(trace_dir=str(tmp_path))
+    analysis = hta_analysis(tmp_path)
     rank = analysis.t.get_ranks()[0]
     summary = analysis.get_queue_length_summary(ranks=[rank])
     assert summary is not None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 
 import pytest
+from helpers.hta_loaded import hta_analysis
 from helpers.paths import SHARED
 
 import tracekit
@@ -28,12 +29,11 @@ TRACES = (
 @pytest.mark.parametrize("path", TRACES, ids=lambda path: path.name)
 def test_gpu_side_annotation_time_equals_htas(path, tmp_path, monkeypatch):
     pytest.importorskip("hta", reason="HolisticTraceAnalysis is not installed (pip install -e '.[parity]')")
-    from hta.trace_analysis import TraceAnalysis  # pyright: ignore[reportMissingImports]  (optional: parity extra)
 
     monkeypatch.setenv("HTA_DISABLE_NS_ROUNDING", "1")  # HTA's times as float µs, without its rounding
     logging.getLogger("hta").setLevel(logging.ERROR)
     (tmp_path / path.name).symlink_to(path)
-    analysis = TraceAnalysis(trace_dir=str(tmp_path))
+    analysis = hta_analysis(tmp_path)
     theirs = analysis.get_gpu_user_annotation_breakdown(visualize=False, num_kernels=10**9, duration_ratio=1.0)
     trace = tracekit.open_trace(path)
     spans = trace.ranges.loc[(trace.ranges["domain"].astype(str) == "gpu").to_numpy()]

@@ -1,7 +1,7 @@
 """`tracekit ranges` reproduces nsys's nvtxsum; with --same-thread, its projection nvtxgpuproj."""
 
+import functools
 import sys
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pandas as pd
@@ -72,26 +72,25 @@ def _export(nsys, report):
 
 
 @pytest.fixture(scope="module")
-def projections(nsys):
-    """nsys's nvtxgpuproj of the two real exports with GPU work and NVTX (about 20 s each)."""
+def projection(nsys):
+    """nsys's nvtxgpuproj of a real export with GPU work and NVTX, by file name: run once per file, when a
+    test first asks (about 40 s each), so that the test of each file runs nsys for that file alone (under
+    pytest-xdist the two tests may run on two workers, each with this fixture of its own)."""
     if not SHARED_TRACES.is_dir():
         pytest.skip("real exports not available")
-    paths = sorted(SHARED_TRACES.glob("h100_videogen_*.sqlite"))
-    with ThreadPoolExecutor(max_workers=2) as pool:  # two nsys processes, one per core
-        tables = pool.map(lambda path: nsys_stats(nsys, "nvtxgpuproj", path), paths)
-    return {path.name: table for path, table in zip(paths, tables)}
+    return functools.cache(lambda name: nsys_stats(nsys, "nvtxgpuproj", SHARED_TRACES / name))
 
 
 @pytest.mark.nsys
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["h100_videogen_2gpu_a_nsys2026.2.sqlite", "h100_videogen_2gpu_b_nsys2026.2.sqlite"])
-def test_same_thread_projection_equals_nvtxgpuproj(projections, name):
+def test_same_thread_projection_equals_nvtxgpuproj(projection, name):
     trace = read_nsys_export(SHARED_TRACES / name)
     ranges = trace.ranges
     gpu = range_gpu_stats(trace, ranges, same_thread=True)
     ours = pd.concat([ranges, gpu], axis=1)
     ours = ours[ours["gpu_launches"] > 0].set_index("range_id")
-    theirs = projections[name].set_index("RangeId")
+    theirs = projection(name).set_index("RangeId")
     assert sorted(ours.index) == sorted(theirs.index) and len(ours) > 1000
     theirs = theirs.loc[ours.index]
     same = {

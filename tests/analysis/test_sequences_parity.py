@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import logging
 
+import numpy as np
 import pytest
+from helpers.hta_loaded import hta_analysis
 from helpers.paths import SHARED
 
 import tracekit
@@ -61,13 +63,12 @@ def test_frequent_sequences_equal_htas(path, tmp_path, monkeypatch):
     pytest.importorskip("hta", reason="HolisticTraceAnalysis is not installed (pip install -e '.[parity]')")
     import hta.analyzers.cuda_kernel_analysis as analysis  # pyright: ignore[reportMissingImports]  (parity extra)
     from helpers.hta_patches import hta_under_pandas_3
-    from hta.trace_analysis import TraceAnalysis  # pyright: ignore[reportMissingImports]
 
     monkeypatch.setenv("HTA_DISABLE_NS_ROUNDING", "1")  # HTA's times as float µs, as its users read them
     logging.getLogger("hta").setLevel(logging.CRITICAL)
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / path.name).symlink_to(path)
-    trace_analysis = TraceAnalysis(trace_dir=str(tmp_path / "in"))
+    trace_analysis = hta_analysis(tmp_path / "in")
     rank = trace_analysis.t.get_ranks()[0]
     # the table only: HTA also writes the whole trace again with the patterns overlaid (seconds per name)
     monkeypatch.setattr(
@@ -106,7 +107,9 @@ def test_frequent_sequences_equal_htas(path, tmp_path, monkeypatch):
 
 def naive(trace, name: str) -> dict[tuple[str, str], int]:
     """The patterns of the outermost ranges containing ``name`` (kernels, copies and sets their thread
-    launched inside them, in GPU order, three or more), a loop per instance: the independent check."""
+    launched inside them, in GPU order, three or more), a loop per instance: the independent check.
+    The loop runs per thread on its instances' and calls' arrays, and an instance looks only at the calls
+    starting within it (found by bisection): the rows, in the order, that masks over the whole trace give."""
     ranges = trace.ranges.loc[(trace.ranges["domain"].astype(str) != "gpu").to_numpy()]
     shown = ranges["name"].astype(str).str.removeprefix("cpu_op:")
     matching = ranges.loc[shown.str.contains(name, regex=False).to_numpy()]
@@ -114,23 +117,29 @@ def naive(trace, name: str) -> dict[tuple[str, str], int]:
     joined = ops.merge(
         calls[["pid", "tid", "correlation_id", "start", "end"]], on=["pid", "correlation_id"], suffixes=("", "_call")
     )
+    assert (joined["end_call"] >= joined["start_call"]).all()  # so a call ending in a range starts in it
     found: dict[tuple[str, str], int] = {}
-    for row in matching.itertuples():
-        same_thread = (matching["pid"] == row.pid) & (matching["tid"] == row.tid)
-        enclosing = matching.loc[same_thread & (matching["start"] <= row.start) & (matching["end"] >= row.end)]
-        if len(enclosing) > 1:  # inside another instance (the same bounds count once: the first kept)
-            first = enclosing.sort_values(["start", "depth"]).iloc[0]
-            if first.name != row.Index:
-                continue
-        inside = joined.loc[
-            (joined["pid"] == row.pid)
-            & (joined["tid"] == row.tid)
-            & (joined["start_call"] >= row.start)
-            & (joined["end_call"] <= row.end)
-        ].sort_values("start", kind="stable")
-        if len(inside) >= 3:
-            key = (str(row.name).removeprefix("cpu_op:"), " -> ".join(inside["short_name"].astype(str)))
-            found[key] = found.get(key, 0) + 1
+    for (pid, tid), instances in matching.groupby(["pid", "tid"], sort=False):
+        starts, ends = instances["start"].to_numpy(), instances["end"].to_numpy()
+        launched = joined.loc[((joined["pid"] == pid) & (joined["tid"] == tid)).to_numpy()]
+        call_starts, call_ends = launched["start_call"].to_numpy(), launched["end_call"].to_numpy()
+        op_starts, op_names = launched["start"].to_numpy(), launched["short_name"].astype(str).to_numpy()
+        by_call_start = np.argsort(call_starts, kind="stable")
+        sorted_call_starts = call_starts[by_call_start]
+        for row in instances.itertuples():
+            enclosing = np.flatnonzero((starts <= row.start) & (ends >= row.end))
+            if len(enclosing) > 1:  # inside another instance (the same bounds count once: the first kept)
+                first = instances.iloc[enclosing].sort_values(["start", "depth"]).iloc[0]
+                if first.name != row.Index:
+                    continue
+            first_call = np.searchsorted(sorted_call_starts, row.start, side="left")
+            past_last = np.searchsorted(sorted_call_starts, row.end, side="right")
+            calls = np.sort(by_call_start[first_call:past_last])  # the calls starting in [start, end]
+            calls = calls[call_ends[calls] <= row.end]
+            if len(calls) >= 3:
+                in_gpu_order = calls[np.argsort(op_starts[calls], kind="stable")]
+                key = (str(row.name).removeprefix("cpu_op:"), " -> ".join(op_names[in_gpu_order]))
+                found[key] = found.get(key, 0) + 1
     return found
 
 

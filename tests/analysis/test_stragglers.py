@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 
 import pytest
+from helpers.hta_loaded import hta_analysis
 from helpers.kineto_builder import KinetoBuilder
 from helpers.paths import SHARED
 
@@ -94,12 +95,11 @@ def test_the_stragglers_of_the_dlrm_job_equal_htas(tmp_path):
     import hta.analyzers.straggler as straggler  # pyright: ignore[reportMissingImports]  (optional: parity extra)
     import pandas as pd
     from hta.analyzers.straggler_analysis import StragglerAnalysis  # pyright: ignore[reportMissingImports]
-    from hta.trace_analysis import TraceAnalysis  # pyright: ignore[reportMissingImports]
 
     logging.getLogger("hta").setLevel(logging.ERROR)
     for path in sorted(DLRM.glob("rank*.pt.trace.json")):
         (tmp_path / path.name).symlink_to(path)
-    analysis = TraceAnalysis(trace_dir=str(tmp_path))
+    analysis = hta_analysis(tmp_path)
     theirs = analysis.get_potential_stragglers()
     trace = analysis.t
     steps = StragglerAnalysis.get_profiler_steps(trace)

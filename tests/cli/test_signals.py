@@ -65,16 +65,6 @@ def trace(path: Path, kernels: int = 3, name: str = "gemm") -> Path:
     return b.write(path)
 
 
-def tracekit(*args: object, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "tracekit.cli", *map(str, args)],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "TRACEKIT_CACHE": "0"},
-    )
-
-
 def interrupted(step: str, nth: int, *args: object, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-c", INTERRUPTING, step, str(nth), *map(str, args)],
@@ -119,12 +109,15 @@ WRITES = {
 
 
 @pytest.mark.parametrize("case", WRITES, ids=str)
-def test_sigterm_mid_write_keeps_the_previous_output_and_leaves_nothing(tmp_path, case):
+def test_sigterm_mid_write_keeps_the_previous_output_and_leaves_nothing(cli, tmp_path, monkeypatch, case):
     args, previous, step, nth = WRITES[case]
     old, new = trace(tmp_path / "old.sqlite", name="old"), trace(tmp_path / "new.sqlite", kernels=5, name="new")
     fill = {"{old}": old.name, "{new}": new.name}
-    if previous is not None:
-        assert tracekit(*[fill.get(arg, arg) for arg in previous], cwd=tmp_path).returncode == 0
+    if previous is not None:  # the previous output, written in this process (only the interrupted run needs one)
+        with monkeypatch.context() as here:
+            here.chdir(tmp_path)
+            here.setenv("TRACEKIT_CACHE", "0")
+            assert cli(*[fill.get(arg, arg) for arg in previous]).exit_code == 0
     before = contents(tmp_path)
     result = interrupted(step, nth, *[fill.get(arg, arg) for arg in args], cwd=tmp_path)
     assert result.returncode == 1, (result.returncode, result.stderr)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import re
 from collections import Counter
 from decimal import Decimal
@@ -14,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from helpers.api_tables import records
+from helpers.hta_loaded import hta_analysis
 from helpers.paths import SHARED
 
 import tracekit
@@ -136,16 +136,16 @@ def hta_breakdowns(tmp_path_factory) -> dict[Path, tuple]:
     pytest.importorskip("hta", reason="HolisticTraceAnalysis is not installed (pip install -e '.[parity]')")
     if not SHARED_KINETO.is_dir():
         pytest.skip(f"real traces not available: {SHARED_KINETO}")
-    os.environ["HTA_DISABLE_NS_ROUNDING"] = "1"  # HTA rounds ns-precision traces to whole µs otherwise
-    from hta.trace_analysis import TraceAnalysis  # pyright: ignore[reportMissingImports]  (optional: parity extra)
 
     def breakdown(group: list[Path]):
         folder = tmp_path_factory.mktemp("hta")
         for path in group:
             _without_syncs(path, folder / path.name)
-        return TraceAnalysis(trace_dir=str(folder)).get_gpu_kernel_breakdown(
-            visualize=False, num_kernels=10**9, duration_ratio=1.0, include_memory_kernels=True
-        )
+        with pytest.MonkeyPatch.context() as patch:  # (for this reading only: other modules read HTA's default)
+            patch.setenv("HTA_DISABLE_NS_ROUNDING", "1")  # HTA rounds ns-precision traces to whole µs otherwise
+            return hta_analysis(folder).get_gpu_kernel_breakdown(
+                visualize=False, num_kernels=10**9, duration_ratio=1.0, include_memory_kernels=True
+            )
 
     # Every file alone (HTA adds the types of all ranks of a folder together), and the ranks of the
     # DLRM job as the folder HTA is made for: its kernel table is per rank.
