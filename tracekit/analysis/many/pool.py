@@ -7,7 +7,8 @@ its memory grows with the aggregates, not with the number of files; each worker 
 time. A file that cannot be read becomes a one-line ``Failure`` and the others go on (``strict``
 stops at the first). On Dask, the same task runs on a ``LocalCluster`` started for the command or on
 an existing scheduler: what crosses the network is the file's path (each worker must see the files at
-the same path: a shared file system) and the Part back.
+the same path: a shared file system) and the Part back. One input alone (without Dask) is read in this
+process, as any one-input command reads its trace: a worker costs a second to start and gains nothing.
 """
 
 from __future__ import annotations
@@ -56,16 +57,25 @@ def new_part(source: str, label: str, trace: Trace) -> Part:
 
 
 def read_part(
-    source: str, label: str, part: str, options: Options, limit: int, settings: Settings, naming: Any = None
+    source: str,
+    label: str,
+    part: str,
+    options: Options,
+    limit: int,
+    settings: Settings,
+    naming: Any = None,
+    decode_workers: int | None = 1,
 ) -> Part | Failure:
     """One input's Part, or its Failure; the task a worker runs (never raises for a bad file). ``part``
     is the command's part function ("module:function", from the registry); the worker reads with the
-    client's ``settings``, one decoding process per file (the files already use the cores), and names
-    options in its notes as the client does (``naming``: the command line's flags; None: as the API)."""
+    client's ``settings``, ``decode_workers`` decoding processes per file (one: the files already use the
+    cores; None: the settings' own, for the only input), and names options in its notes as the client does
+    (``naming``: the command line's flags; None: as the API)."""
     from tracekit.analysis.many.inputs import Failure
 
     try:
-        with Session(settings.replace(decode_workers=1), option_name=naming):
+        reading = settings if decode_workers is None else settings.replace(decode_workers=decode_workers)
+        with Session(reading, option_name=naming):
             from tracekit.sources import open_trace
 
             module, _, function = part.partition(":")
@@ -123,7 +133,12 @@ def read_many(
         from tracekit.analysis.many.dask_client import parse_address
 
         parse_address(scheduler)
-    runner = _on_dask(tasks, workers, scheduler) if many.use_dask or scheduler is not None else _on_pool(tasks, workers)
+    if many.use_dask or scheduler is not None:
+        runner = _on_dask(tasks, workers, scheduler)
+    elif len(tasks) == 1:  # one input: read here, as any one-input command reads it (no worker to start)
+        runner = _here(tasks[0])
+    else:
+        runner = _on_pool(tasks, workers)
     done = 0
     try:
         with raising_interrupted():
@@ -164,6 +179,12 @@ def _worker_start() -> None:
             ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
         except (OSError, AttributeError, TypeError):
             pass
+
+
+def _here(task: tuple) -> Generator[tuple[int, Part | Failure], None, None]:
+    """The only task, read in this process with the session's own decoding (a worker process costs about a
+    second to start and gains nothing for one file); Ctrl-C interrupts it as it does any command."""
+    yield 0, read_part(*task, decode_workers=None)
 
 
 def _on_pool(tasks: list[tuple], workers: int) -> Generator[tuple[int, Part | Failure], None, None]:
