@@ -13,7 +13,7 @@ import pandas as pd
 from tracekit.analysis.advice.advise_command import AdviseOptions
 from tracekit.analysis.advice.finding import Finding, evidence, ms
 from tracekit.analysis.primitives.one_time import one_time_costs
-from tracekit.analysis.primitives.steady_state import COLD_SHARE, SteadyState, steady_state
+from tracekit.analysis.primitives.steady_state import COLD_SHARE, SteadyState, covered_time, steady_state
 from tracekit.analysis.primitives.trace_window import trace_window
 from tracekit.errors import UsageError
 from tracekit.model.options import named
@@ -90,7 +90,7 @@ def cold_start(judged: Judged, origin: int, span: int) -> Finding | None:
     one_time = judged.state.one_time
     if not judged.state.whole or one_time.empty or span <= 0:
         return None
-    covered = _union(one_time["start"].to_numpy(np.int64), one_time["end"].to_numpy(np.int64))
+    covered = covered_time(one_time)
     # the trace's extent: its GPU span, and the start-up before it (a context is made before any GPU op)
     span = origin + span - min(origin, int(one_time["start"].min()))
     if covered < COLD_SHARE * span:
@@ -114,11 +114,3 @@ def cold_start(judged: Judged, origin: int, span: int) -> Finding | None:
         ),
         first=True,  # what every other finding of a cold pass is about: said before them
     )
-
-
-def _union(start: np.ndarray, end: np.ndarray) -> int:
-    order = np.argsort(start, kind="stable")
-    start, end = start[order], end[order]
-    reach = np.maximum.accumulate(end)
-    previous = np.concatenate(([np.iinfo(np.int64).min], reach[:-1]))
-    return int(np.maximum(end - np.maximum(start, previous), 0).sum())

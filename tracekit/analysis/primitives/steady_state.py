@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from tracekit.analysis.primitives.intervals import merge_intervals
 from tracekit.analysis.primitives.one_time import is_setup_name, one_time_costs
 from tracekit.analysis.primitives.step_window import step_labels, step_rows
 from tracekit.model.trace import Trace
@@ -87,7 +88,7 @@ def _warmup_count(steps: pd.DataFrame, one_time: pd.DataFrame) -> int:
     warm = 0
     while warm < len(steps) - 1:
         later = float(np.median(duration[warm + 1 :]))
-        costs = _overlap(one_time, start[warm], end[warm])
+        costs = covered_time(one_time, int(start[warm]), int(end[warm]))
         if duration[warm] > WARMUP_FACTOR * later or costs >= WARMUP_ONE_TIME_SHARE * max(duration[warm], 1):
             warm += 1
             continue
@@ -163,17 +164,15 @@ def _cold(trace: Trace, one_time: pd.DataFrame) -> bool:
     ops = trace.columns("gpu_ops", ("start", "end"))
     first = min(int(ops["start"].min()), int(one_time["start"].min()))
     last = int(ops["end"].max())
-    return _overlap(one_time, first, last + 1) >= COLD_SHARE * max(last - first, 1)
+    return covered_time(one_time, first, last + 1) >= COLD_SHARE * max(last - first, 1)
 
 
-def _overlap(one_time: pd.DataFrame, start: int, end: int) -> int:
-    """The time of [start, end) that one-time costs cover (their union), ns."""
+def covered_time(one_time: pd.DataFrame, start: int | None = None, end: int | None = None) -> int:
+    """The length of the union of ``one_time``'s intervals (clipped to [start, end) when given), ns."""
     if one_time.empty:
         return 0
-    low = np.clip(one_time["start"].to_numpy(np.int64), start, end)
-    high = np.clip(one_time["end"].to_numpy(np.int64), start, end)
-    order = np.argsort(low, kind="stable")
-    low, high = low[order], high[order]
-    reach = np.maximum.accumulate(high)
-    covered = np.maximum(high - np.maximum(low, np.concatenate(([start], reach[:-1]))), 0)
-    return int(covered.sum())
+    low, high = one_time["start"].to_numpy(np.int64), one_time["end"].to_numpy(np.int64)
+    if start is not None and end is not None:
+        low, high = np.clip(low, start, end), np.clip(high, start, end)
+    merged_low, merged_high = merge_intervals(low, high)
+    return int((merged_high - merged_low).sum())
