@@ -44,9 +44,10 @@ class SnapshotBuilder:
     def alloc(self, addr: int, size: int, time_us: int, frames: list[dict] | None = None, device: int = 0) -> None:
         self._event(device, "alloc", addr, size, time_us, frames or [])
 
-    def free(self, addr: int, size: int, time_us: int, device: int = 0) -> None:
-        self._event(device, "free_requested", addr, size, time_us, [])
-        self._event(device, "free_completed", addr, size, time_us, [])
+    def free(self, addr: int, size: int, time_us: int, device: int = 0, frames: list[dict] | None = None) -> None:
+        """A free; ``frames``: where it was freed (torch records the stack of frees too)."""
+        self._event(device, "free_requested", addr, size, time_us, frames or [])
+        self._event(device, "free_completed", addr, size, time_us, frames or [])
 
     def segment_event(self, action: str, addr: int, size: int, time_us: int, device: int = 0) -> None:
         self._event(device, action, addr, size, time_us, [])

@@ -23,6 +23,18 @@ def advise_with_snapshot(trace: Trace, options: AdviseOptions) -> Result:
     return advise_trace(trace, options, snapshot, note)
 
 
+def advise_snapshot(snapshot: MemoryTrace, options: AdviseOptions) -> Result:
+    """``advise SNAPSHOT``: a memory snapshot's findings alone; the options are about a trace: given, an
+    OptionError names them."""
+    from tracekit.analysis.advice.advise import advise_snapshot as findings_of
+    from tracekit.model.options import OptionError, named
+
+    given = [named(name) for name in options.changed()]
+    if given:
+        raise OptionError(f"{', '.join(given)}: about a trace, and {snapshot.source} is a memory snapshot")
+    return findings_of(snapshot)
+
+
 def _snapshot(trace: Trace, memory: str | None) -> tuple[MemoryTrace | None, str | None]:
     from tracekit.runs import Run
     from tracekit.sources import open_snapshot

@@ -74,6 +74,9 @@ def _on_traces(
 ) -> Result:
     """A command over one trace or many (each input given once)."""
     if spec.inputs in ("trace", "traces") and len(items) == 1 and not _names_many(items[0]):
+        snapshot = _snapshot(spec, items[0])
+        if snapshot is not None:
+            return spec.function("on_snapshot")(snapshot, options)
         return spec.function("run")(_open(spec, items[0], options), options)
     if spec.inputs == "trace":
         raise UsageError(f"{spec.name} takes one trace, not {_count(items)}")
@@ -107,6 +110,19 @@ def _names_many(item: Source) -> bool:
 
 def _count(items: list[Source]) -> str:
     return f"{len(items)}" if len(items) > 1 else "a glob or folder of them"
+
+
+def _snapshot(spec: Command, item: Source) -> MemoryTrace | None:
+    """The memory snapshot ``item`` is or names, for a command that reads one given alone; else None."""
+    if spec.on_snapshot is None:
+        return None
+    from tracekit.model.memory import MemoryTrace
+    from tracekit.sources import is_snapshot_file, open_snapshot
+
+    if isinstance(item, MemoryTrace):
+        return item
+    path = _path(item)
+    return open_snapshot(path) if path is not None and is_snapshot_file(path) else None
 
 
 def _open(spec: Command, item: Source, options: Options) -> Trace:

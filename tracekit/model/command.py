@@ -99,6 +99,7 @@ class Command:
     doc: str = ""
     examples: tuple[str, ...] = ()
     argument: str | None = None
+    on_snapshot: str | None = None
 
     def __post_init__(self) -> None:
         assert self.inputs in INPUT_KINDS, self.inputs

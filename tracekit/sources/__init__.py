@@ -186,6 +186,15 @@ def open_snapshot(path: str | Path) -> MemoryTrace:
     return load_snapshot(file)
 
 
+def is_snapshot_file(path: str | Path) -> bool:
+    """Whether ``path`` is a file holding a pickle (plain or gzip-compressed): a memory snapshot, not a
+    trace (the snapshot's reader says whether it really is one). False for folders and missing paths."""
+    file = Path(path)
+    if not file.is_file():
+        return False
+    return _is_pickle(_content_head(file, _head(file)))
+
+
 def run_snapshot(path: str | Path) -> MemoryTrace | None:
     """The memory snapshot of a run folder, or None when ``path`` is not a run with one."""
     run = Run.at(path)

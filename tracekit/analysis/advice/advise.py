@@ -99,6 +99,28 @@ def advise_trace(
     )
 
 
+def advise_snapshot(snapshot: MemoryTrace) -> Result:
+    """The memory findings of ``snapshot`` alone (``advise SNAPSHOT``), most severe first, their evidence,
+    and how its memory was read (the notes of the memory roles)."""
+    from tracekit.analysis.memory.replay import replay
+    from tracekit.analysis.memory.roles import memory_by_role
+
+    findings = memory_findings(snapshot)
+    table, proof = ranked(findings, 0)
+    notes = [f"memory findings from {snapshot.source}: a snapshot alone has no time findings (give its trace too)"]
+    if len(snapshot.events):
+        notes += memory_by_role(snapshot, replay(snapshot))[1]
+    if table.empty:
+        notes.append("no findings: nothing in this snapshot crosses a memory rule's threshold")
+    return Result(
+        [
+            Table("findings", table, f"What to fix first: {snapshot.source}", cards=3),
+            Table("evidence", proof, "Evidence, by finding"),
+        ],
+        notes,
+    )
+
+
 def _critical_path(trace: Trace) -> tuple[list[Table], str]:
     """The critical path of a typical step (table "critical-path", its top ops "critical-path-ops") and a
     sentence on what bounds it; no table, and why, when there is none."""

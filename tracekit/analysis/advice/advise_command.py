@@ -92,6 +92,7 @@ COMMAND = Command(
     AdviseOptions,
     "traces",
     run="tracekit.commands.advice:advise_with_snapshot",
+    on_snapshot="tracekit.commands.advice:advise_snapshot",
     part="tracekit.analysis.advice.many:advise_part",
     merger="tracekit.analysis.advice.many:AdviseMerger",
     title="advice",

@@ -9,6 +9,10 @@
 - optimizer temporaries at the peak: blocks a foreach or single-tensor optimizer step allocated in the trace
   (``_multi_tensor_adam`` -> ``_foreach_sqrt``) live at the peak, ``OPTIMIZER_SHARE`` % of it or more
   (warning); the fix, a fused step, makes none. Recoverable: their bytes;
+- retained previous iteration: memory made before the trace and freed only after its forward began, in the
+  sizes of its activations (``memory.lifetimes``): the previous iteration's outputs and graph, live at the
+  peak beside the new ones; ``RETAINED_SHARE`` % of the peak or more (warning; critical from
+  ``RETAINED_CRITICAL`` %). Recoverable: their bytes;
 - reserved far above allocated: at the peak, the allocator holds ``FRAGMENTATION_SHARE`` % or more of
   its reserved memory unallocated, and at least ``FRAGMENTATION_MIN_BYTES`` (fragmentation: freed blocks
   of the wrong sizes). Recoverable: those bytes, an upper bound (expandable segments return most).
@@ -31,6 +35,7 @@ MIB = 2**20
 ACTIVATION_SHARE, ACTIVATION_CRITICAL = 50.0, 75.0
 FRAGMENTATION_SHARE, FRAGMENTATION_MIN_BYTES = 20.0, 1 << 30
 EVIDENCE_ROWS = 5
+RETAINED_SHARE, RETAINED_CRITICAL = 5.0, 20.0  # % of the peak
 OPTIMIZER_SHARE = 10.0  # % of the peak: temporaries this large are worth a finding
 OPTIMIZER_FRAME = re.compile(r"^_(?:multi|single)_tensor_(?:adam|adamw|sgd|adagrad|rmsprop|adamax|nadam|radam|lion)")
 
@@ -40,11 +45,15 @@ def memory_findings(snapshot: MemoryTrace) -> list[Finding]:
     found = _out_of_memory(snapshot)
     if not len(snapshot.events):
         return found
+    from tracekit.analysis.memory.roles import memory_by_role
+
     memory = replay(snapshot)
+    roles, _ = memory_by_role(snapshot, memory)
     found += [
         finding
         for finding in (
-            _activations(snapshot, memory),
+            _activations(roles, memory),
+            _retained_iteration(roles, memory),
             _optimizer_temporaries(snapshot, memory),
             _fragmentation(memory),
         )
@@ -96,26 +105,30 @@ def _out_of_memory(snapshot: MemoryTrace) -> list[Finding]:
     ]
 
 
-def _activations(snapshot: MemoryTrace, memory) -> Finding | None:
-    from tracekit.analysis.memory.roles import memory_by_role
+def _role_share(roles: pd.DataFrame, role: str) -> tuple[float, float]:
+    """(bytes, % of the peak) of ``role`` at the peak (0, 0 when it holds none)."""
+    row = roles.loc[(roles["Role"] == role).to_numpy()]
+    return (float(row["Size (MiB)"].iloc[0]) * MIB, float(row["Share (%)"].iloc[0])) if len(row) else (0.0, 0.0)
 
-    roles, _ = memory_by_role(snapshot, memory)
-    if roles.empty or "activations" not in set(roles["Role"]):
-        return None
-    row = roles.loc[(roles["Role"] == "activations").to_numpy()].iloc[0]
-    share = float(row["Share (%)"])
-    if share < ACTIVATION_SHARE:
-        return None
-    size = float(row["Size (MiB)"]) * MIB
-    proof = evidence(
+
+def _roles_evidence(roles: pd.DataFrame, device: int) -> pd.DataFrame:
+    """Each role at the peak, as evidence rows."""
+    return evidence(
         [
             f"{role}: {mib:,.1f} MiB ({percent:.1f} %)"
             for role, mib, percent in zip(roles["Role"], roles["Size (MiB)"], roles["Share (%)"])
         ],
         np.zeros(len(roles), dtype=np.int64),
         np.zeros(len(roles), dtype=np.int64),
-        [f"cuda:{memory.device} at the peak"] * len(roles),
+        [f"cuda:{device} at the peak"] * len(roles),
     )
+
+
+def _activations(roles: pd.DataFrame, memory) -> Finding | None:
+    size, share = _role_share(roles, "activations")
+    if share < ACTIVATION_SHARE:
+        return None
+    proof = _roles_evidence(roles, memory.device)
     return Finding(
         "activations dominate the peak",
         f"activations hold {size / MIB:,.1f} MiB, {share:.1f} % of the {memory.peak_allocated / MIB:,.1f} MiB live at "
@@ -127,6 +140,25 @@ def _activations(snapshot: MemoryTrace, memory) -> Finding | None:
         proof,
         recoverable_bytes=round(size / 2),
         level="critical" if share >= ACTIVATION_CRITICAL else "warning",
+    )
+
+
+def _retained_iteration(roles: pd.DataFrame, memory) -> Finding | None:
+    size, share = _role_share(roles, "previous iteration (retained)")
+    if share < RETAINED_SHARE:
+        return None
+    return Finding(
+        "retained previous iteration",
+        f"{size / MIB:,.1f} MiB ({share:.1f} % of cuda:{memory.device}'s {memory.peak_allocated / MIB:,.1f} MiB peak) "
+        "were made before this iteration and freed only after its forward had run, in its activations' sizes: the "
+        "previous iteration's outputs and the graph they hold, kept alive by a variable until reassigned",
+        0,
+        "upper bound: their bytes at the peak",
+        "for inference run under torch.inference_mode() (no graph is kept); else drop the reference before the "
+        "next forward (del out, loss), and keep numbers, not tensors (loss.item(), out.detach())",
+        _roles_evidence(roles, memory.device),
+        recoverable_bytes=round(size),
+        level="critical" if share >= RETAINED_CRITICAL else "warning",
     )
 
 

@@ -163,3 +163,10 @@ def frames_of(trace: MemoryTrace, stacks: pd.Series, before: pd.Series) -> tuple
         frames.append(labels[stack])
         chains_out.append(chains[stack])
     return frames, chains_out
+
+
+def stack_text(trace: MemoryTrace, stack: int) -> str:
+    """Stack ``stack`` of ``trace`` as "filename:function" lines (innermost first), for matching names in;
+    "" for no stack."""
+    frames = trace.stacks[stack] if 0 <= stack < len(trace.stacks) else []
+    return "\n".join(f"{frame.get('filename', '')}:{frame.get('name', '')}" for frame in frames)

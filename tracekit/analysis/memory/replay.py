@@ -36,7 +36,8 @@ class DeviceMemory:
     """One device's replayed memory.
 
     allocations: addr, size, requested_size (bytes; -1 unknown), start, end (event index: -1 before
-        the trace, len(events) still active at the end), stack, before_trace (bool)
+        the trace, len(events) still active at the end), stack (where allocated), free_stack (where freed;
+        0: not freed in the trace, or no stack recorded), before_trace (bool)
     timeline: index (-1 = before the first event), x (ms from the first event, or the index without
         timestamps), allocated, allocated_in_trace, reserved (bytes)
     """
@@ -144,6 +145,8 @@ def _allocations(addr, size, is_alloc, is_free, stacks, active_blocks: pd.DataFr
     paired_free[second[pairs]] = True
     end_of = np.full(count, count, dtype=np.int64)  # by alloc row: its free's row, or count (never freed)
     end_of[first[pairs]] = second[pairs]
+    # The stack of each event with one past the last: "freed where" for an allocation never freed is 0.
+    stack_at = np.append(stacks, 0)
 
     alloc_rows = np.flatnonzero(is_alloc)
     ends = end_of[alloc_rows]
@@ -154,6 +157,7 @@ def _allocations(addr, size, is_alloc, is_free, stacks, active_blocks: pd.DataFr
             "start": alloc_rows,
             "end": ends,
             "stack": stacks[alloc_rows],
+            "free_stack": stack_at[ends],
             "before_trace": False,
         }
     )
@@ -165,6 +169,7 @@ def _allocations(addr, size, is_alloc, is_free, stacks, active_blocks: pd.DataFr
             "start": -1,
             "end": orphan_frees,
             "stack": 0,
+            "free_stack": stacks[orphan_frees],
             "before_trace": True,
         }
     )
@@ -178,6 +183,7 @@ def _allocations(addr, size, is_alloc, is_free, stacks, active_blocks: pd.DataFr
             "start": -1,
             "end": count,
             "stack": untraced["stack"].to_numpy(),
+            "free_stack": 0,
             "before_trace": True,
         }
     )
@@ -194,6 +200,7 @@ def _allocations(addr, size, is_alloc, is_free, stacks, active_blocks: pd.DataFr
             "start": "int64",
             "end": "int64",
             "stack": "int64",
+            "free_stack": "int64",
             "requested_size": "int64",
         }
     ), paired_free
@@ -206,3 +213,20 @@ def _rounding_of_traced(allocations: pd.DataFrame, active_blocks: pd.DataFrame, 
     held = block_size.reindex(open_traced["addr"].to_numpy()).to_numpy()
     found = ~np.isnan(held)
     return int((held[found] - open_traced["size"].to_numpy()[found]).sum())
+
+
+SMALL, LARGE = 512, 2 * MIB  # the caching allocator's rounding steps (bytes)
+
+
+def allocator_size(sizes: np.ndarray) -> np.ndarray:
+    """Sizes as the caching allocator rounds them: 512 B steps below 1 MiB, 2 MiB steps above."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    step = np.where(sizes < MIB, SMALL, LARGE)
+    return -(-sizes // step) * step
+
+
+def asked_sizes(allocations: pd.DataFrame) -> np.ndarray:
+    """Bytes each allocation asked for: its requested size where the snapshot records one, else the
+    block's size (which the allocator rounds up: a 2.25 MiB tensor may hold a 3 MiB block)."""
+    requested = allocations["requested_size"].to_numpy(np.int64)
+    return np.where(requested >= 0, requested, allocations["size"].to_numpy(np.int64))

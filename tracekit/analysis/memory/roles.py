@@ -44,7 +44,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from tracekit.analysis.memory.replay import MIB, DeviceMemory
+from tracekit.analysis.memory.frames import stack_text
+from tracekit.analysis.memory.lifetimes import (
+    Lives,
+    before_trace_lives,
+    gradients_by_count,
+    lifetime_notes,
+    replacements,
+)
+from tracekit.analysis.memory.replay import MIB, DeviceMemory, allocator_size, asked_sizes
 from tracekit.model.memory import MemoryTrace
 from tracekit.model.result import Chart
 
@@ -54,11 +62,11 @@ ROLES = (
     "gradients",
     "optimizer state or gradients",
     "activations",
+    "previous iteration (retained)",
     "temporaries",
     "other (before the trace)",
     "allocator rounding",
 )
-SMALL, LARGE = 512, 2 * MIB
 COVERAGE = 0.9  # share of the before-trace bytes a reading must explain
 # Optimizer states per parameter, by torch.optim module (SGD: with momentum 1, without 0).
 STATES = {
@@ -73,13 +81,6 @@ STATES = {
     "sgd": (1, 0),
 }
 ANNOTATED = re.compile(r"Optimizer\.(?:step|zero_grad)#(\w+)\.")
-
-
-def allocator_size(sizes: np.ndarray) -> np.ndarray:
-    """Sizes as the caching allocator rounds them: 512 B steps below 1 MiB, 2 MiB steps above."""
-    sizes = np.asarray(sizes, dtype=np.int64)
-    step = np.where(sizes < MIB, SMALL, LARGE)
-    return -(-sizes // step) * step
 
 
 @dataclass(frozen=True)
@@ -186,13 +187,6 @@ def split_before_trace(
     return BeforeTrace(shares, states, gradients, taken)
 
 
-def asked_sizes(allocations: pd.DataFrame) -> np.ndarray:
-    """Bytes each allocation asked for: its requested size where the snapshot records one, else the
-    block's size (which the allocator rounds up: a 2.25 MiB tensor may hold a 3 MiB block)."""
-    requested = allocations["requested_size"].to_numpy(np.int64)
-    return np.where(requested >= 0, requested, allocations["size"].to_numpy(np.int64))
-
-
 def parameter_size_evidence(trace: MemoryTrace, allocations: pd.DataFrame) -> np.ndarray:
     """Sizes (bytes asked) the trace shows parameters have: tensors allocated with AccumulateGrad in
     their frames (gradients) or by the optimizer step (torch/optim/ frames: foreach and single-tensor
@@ -200,26 +194,20 @@ def parameter_size_evidence(trace: MemoryTrace, allocations: pd.DataFrame) -> np
     forward pass)."""
     traced = allocations.loc[~allocations["before_trace"].to_numpy()]
     stacks = traced["stack"].to_numpy(np.int64)
-    texts = {int(stack): _stack_text(trace, int(stack)) for stack in np.unique(stacks)}
+    texts = {int(stack): stack_text(trace, int(stack)) for stack in np.unique(stacks)}
     chosen = [stack for stack, text in texts.items() if "AccumulateGrad" in text or "torch/optim/" in text]
     return asked_sizes(traced.loc[np.isin(stacks, chosen)])
-
-
-def _stack_text(trace: MemoryTrace, stack: int) -> str:
-    frames = trace.stacks[stack] if 0 <= stack < len(trace.stacks) else []
-    return "\n".join(f"{frame.get('filename', '')}:{frame.get('name', '')}" for frame in frames)
 
 
 SPLIT_ROLES = ("parameters", "optimizer state", "gradients", "optimizer state or gradients")
 
 
-def role_bytes(trace: MemoryTrace, memory: DeviceMemory, rows: pd.DataFrame) -> tuple[np.ndarray, BeforeTrace]:
+def role_bytes(trace: MemoryTrace, memory: DeviceMemory, rows: pd.DataFrame) -> tuple[np.ndarray, Reading]:
     """Bytes per role (columns in ``ROLES`` order) of each allocation in ``rows`` (rows of
-    ``DeviceMemory.allocations``), by the module's rules; and how the memory from before the trace split."""
+    ``DeviceMemory.allocations``), by the module's rules; and how the memory from before the trace read."""
     everything = memory.allocations
-    before_all = everything.loc[everything["before_trace"].to_numpy()]
-    split = split_before_trace(asked_sizes(before_all), optimizer_of(trace), parameter_size_evidence(trace, everything))
-    shares = pd.DataFrame(split.shares, index=before_all.index).reindex(rows.index).to_numpy(np.float64)
+    reading = before_trace_reading(trace, memory)
+    shares = reading.shares.reindex(rows.index).to_numpy(np.float64)
     result = np.zeros((len(rows), len(ROLES)))
     role = {name: index for index, name in enumerate(ROLES)}
     columns = np.asarray([role[name] for name in SPLIT_ROLES])
@@ -228,19 +216,26 @@ def role_bytes(trace: MemoryTrace, memory: DeviceMemory, rows: pd.DataFrame) -> 
     size = asked_sizes(rows).astype(np.float64)
     result[:, role["allocator rounding"]] = blocks - size  # 0 where the snapshot records no requested size
     before = rows["before_trace"].to_numpy()
-    matched = before & ~np.isnan(shares[:, 0])
+    retained = (
+        pd.Series(reading.lives.retained, index=everything.index).reindex(rows.index).fillna(False).to_numpy(bool)
+    )
+    result[retained, role["previous iteration (retained)"]] = size[retained]
+    matched = before & ~retained & ~np.isnan(shares[:, 0])
     result[np.ix_(matched, columns)] = size[matched, None] * shares[matched]
-    result[before & ~matched, role["other (before the trace)"]] = size[before & ~matched]
+    result[before & ~matched & ~retained, role["other (before the trace)"]] = size[before & ~matched & ~retained]
     # One role per distinct stack (stacks repeat), then per allocation by lookup.
     stacks = rows["stack"].to_numpy(np.int64)
     kept = rows["end"].to_numpy(np.int64) > events
-    replacing = _replacements(trace, everything, before_all, split.shares, events).reindex(rows.index)
-    replaced = replacing.to_numpy(np.float64)
+    before_all = everything.loc[everything["before_trace"].to_numpy()]
+    replacing = replacements(
+        trace, everything, reading.shares.reindex(before_all.index).to_numpy(), events, reading.lives
+    )
+    replaced = replacing.reindex(rows.index).to_numpy(np.float64)
     swapped = ~np.isnan(replaced[:, 0]) if len(replaced) else np.zeros(len(rows), dtype=bool)
     result[np.ix_(swapped, columns)] = size[swapped, None] * replaced[swapped]
     before = before | swapped  # decided: the frame rules below leave them alone
     for stack in np.unique(stacks[~before]):
-        text = _stack_text(trace, int(stack))
+        text = stack_text(trace, int(stack))
         mine = ~before & (stacks == stack)
         if "AccumulateGrad" in text:
             result[mine, role["gradients"]] = size[mine]
@@ -251,33 +246,52 @@ def role_bytes(trace: MemoryTrace, memory: DeviceMemory, rows: pd.DataFrame) -> 
             result[mine, role["activations"]] = size[mine]
         else:
             result[mine, role["temporaries"]] = size[mine]
-    return result, split
+    return result, reading
 
 
-def _replacements(
-    trace: MemoryTrace, everything: pd.DataFrame, before_all: pd.DataFrame, shares: np.ndarray, events: int
-) -> pd.DataFrame:
-    """Allocations an optimizer made and kept that replace memory from before the trace: a step that
-    writes new parameter tensors (``p.data = p - lr * update``) frees the old ones. Per size, as many
-    kept torch/optim allocations (earliest first) as before-trace allocations of that size were freed
-    take the freed ones' split (rows of ``SPLIT_ROLES`` shares by allocation index; the others absent)."""
-    freed = before_all["end"].to_numpy(np.int64) <= events
-    if not freed.any():
-        return pd.DataFrame(columns=range(len(SPLIT_ROLES)), dtype=np.float64)
-    freed_sizes = allocator_size(asked_sizes(before_all)[freed])
-    sizes, counts = np.unique(freed_sizes, return_counts=True)
-    share_by_size = pd.DataFrame(shares[freed], index=freed_sizes).groupby(level=0).first()
-    traced = everything.loc[~everything["before_trace"].to_numpy() & (everything["end"].to_numpy() > events)]
-    stacks = traced["stack"].to_numpy(np.int64)
-    optim = {int(stack) for stack in np.unique(stacks) if "torch/optim/" in _stack_text(trace, int(stack))}
-    candidates = traced.loc[np.isin(stacks, list(optim))].sort_values("start", kind="stable")
-    rounded = pd.Series(allocator_size(asked_sizes(candidates)), index=candidates.index)
-    rank = rounded.groupby(rounded).cumcount()
-    allowed = pd.Series(counts, index=sizes).reindex(rounded.to_numpy()).fillna(0).to_numpy()
-    chosen = rank.to_numpy() < allowed
-    return pd.DataFrame(
-        share_by_size.reindex(rounded.to_numpy()[chosen]).to_numpy(np.float64), index=candidates.index[chosen]
-    )
+@dataclass(frozen=True)
+class Reading:
+    """How the memory from before the trace reads: ``SPLIT_ROLES`` shares per allocation (indexed as
+    ``DeviceMemory.allocations``; rows of NaN: neither split nor freed by ``zero_grad``), the size split
+    and what their lifetimes said (``lifetimes``)."""
+
+    shares: pd.DataFrame
+    split: BeforeTrace
+    lives: Lives
+
+
+def before_trace_reading(trace: MemoryTrace, memory: DeviceMemory) -> Reading:
+    """The module's first rule, after ``lifetimes`` took out the gradients ``zero_grad`` freed and a
+    retained previous iteration; frees without frames are read by count (``gradients_by_count``)."""
+    everything = memory.allocations
+    before = everything["before_trace"].to_numpy()
+    evidence = parameter_size_evidence(trace, everything)
+    rounded = allocator_size(asked_sizes(everything))
+    lives = before_trace_lives(trace, memory, rounded, allocator_size(evidence))
+    splitting = before & ~lives.decided
+    split = split_before_trace(asked_sizes(everything.loc[splitting]), optimizer_of(trace), evidence)
+    shares = split.shares
+    events = int(memory.timeline["index"].max())
+    ends = everything["end"].to_numpy(np.int64)[splitting]
+    freed = ends <= events
+    unframed = freed.any() and not everything["free_stack"].to_numpy(np.int64)[splitting][freed].any()
+    matched = ~np.isnan(shares[:, 0])
+    if unframed and split.gradients and not split.ambiguous and not _optimizer_keeps(trace, everything, events):
+        shares = shares.copy()
+        copies = 1 + split.states + split.gradients
+        shares[matched] = gradients_by_count(
+            rounded[splitting][matched], freed[matched], ends[matched], copies, split.states
+        )
+    frame = pd.DataFrame(shares, index=everything.index[splitting])
+    cleared = pd.DataFrame([[0.0, 0.0, 1.0, 0.0]] * int(lives.zero_grad.sum()), index=everything.index[lives.zero_grad])
+    return Reading(pd.concat([frame, cleared]).reindex(everything.index), split, lives)
+
+
+def _optimizer_keeps(trace: MemoryTrace, everything: pd.DataFrame, events: int) -> bool:
+    """Whether the trace's optimizer kept allocations (a step writing new parameter tensors frees old ones:
+    such frees are not gradients)."""
+    kept = everything.loc[~everything["before_trace"].to_numpy() & (everything["end"].to_numpy() > events)]
+    return any("torch/optim/" in stack_text(trace, int(stack)) for stack in np.unique(kept["stack"].to_numpy()))
 
 
 def role_timeline(trace: MemoryTrace, memory: DeviceMemory, points: int = 2000) -> Chart:
@@ -317,12 +331,12 @@ def role_timeline(trace: MemoryTrace, memory: DeviceMemory, points: int = 2000) 
 def memory_by_role(trace: MemoryTrace, memory: DeviceMemory) -> tuple[pd.DataFrame, list[str]]:
     """Role, Size (MiB), Share (%) of the memory live at the peak (roles with bytes only); notes stating
     the inferences."""
-    weights, split = role_bytes(trace, memory, memory.live_at_peak)
+    weights, reading = role_bytes(trace, memory, memory.live_at_peak)
     totals = {name: value for name, value in zip(ROLES, weights.sum(axis=0).tolist()) if value}
     total = sum(totals.values())
     table = pd.DataFrame({"Role": list(totals), "Size (MiB)": [value / MIB for value in totals.values()]})
     table["Share (%)"] = 100 * table["Size (MiB)"] * MIB / total if total else 0.0
-    return table, [before_trace_note(trace, memory, split)]
+    return table, [before_trace_note(trace, memory, reading.split), *lifetime_notes(memory, reading.lives)]
 
 
 READING = {(2, 0): "a parameter and 2 optimizer states (Adam, AdamW)",
