@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from helpers.snapshot_builder import MIB, SnapshotBuilder, stack
@@ -16,7 +18,7 @@ ACCUMULATE = stack("??:0 torch::autograd::AccumulateGrad::apply", "??:0 autograd
 PARAMETERS = {8 * MIB: 3, 2 * MIB: 5}  # size: how many parameters of that size (34 MiB)
 
 
-def _adamw_step(path, zero_grad_frames: list | None) -> object:
+def _adamw_step(path: Path, zero_grad_frames: list | None) -> Path:
     """Before the trace: each parameter, its gradient and two AdamW states (4 copies). The trace:
     zero_grad frees the 8 gradients (where it happened recorded or not), a 6 MiB activation, then
     backward's AccumulateGrad makes new gradients; the peak is at the end: 34 + 68 + 6 + 34 MiB."""
@@ -68,7 +70,7 @@ def test_gradients_by_count_takes_one_freed_copy_per_parameter_as_its_gradient()
     assert shares[8].tolist() == [0, 0, 1, 0] and np.allclose(shares[9], [1 / 3, 2 / 3, 0, 0])
 
 
-def _inference(path, retained: bool) -> object:
+def _inference(path: Path, retained: bool) -> Path:
     """Before the trace: 100 MiB of weights (10 x 10 MiB) and, with ``retained``, the previous
     iteration's outputs and graph (4 x 6 + 2 x 3 MiB), freed once the new forward has made its own:
     the peak holds 100 + 30 + 30 MiB."""
@@ -118,7 +120,7 @@ def test_activations_from_before_the_trace_freed_in_backward_are_not_a_retained_
     """A trace begun mid-forward: this step's own earlier activations are freed by backward, not retained."""
     built = SnapshotBuilder()
     base = 1 << 30
-    blocks = [(base, 10 * MIB, "active_allocated")]
+    blocks: list[tuple] = [(base, 10 * MIB, "active_allocated")]
     built.alloc(base + 30 * MIB, 6 * MIB, 10, FORWARD)
     blocks.append((base + 30 * MIB, 6 * MIB, "active_allocated", FORWARD))
     built.alloc(base + 40 * MIB, 6 * MIB, 20, stack("??:0 MulBackward0", "??:0 autograd engine"))
