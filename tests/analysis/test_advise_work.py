@@ -3,6 +3,7 @@ dgrad, wgrad, Winograd and FFT kernels too, which a name pattern for "sgemm" mis
 
 from __future__ import annotations
 
+import pytest
 from helpers.nsys_builder import ExportBuilder
 
 import tracekit
@@ -30,17 +31,21 @@ def test_fp32_convolution_families_count_whole(tmp_path):
     )
 
 
-def attention_trace(tmp_path):
+def attention_trace(tmp_path, copy: bool = False):
     """Ten attentions on one stream of an A100, each a bmm (2 ms), a scale (0.5 ms), a softmax (1 ms) and a bmm
-    (2 ms), then a layer norm (1 ms) between attentions."""
+    (2 ms), then a layer norm (1 ms) between attentions. ``copy``: the softmax's output made contiguous by a
+    copy kernel (0.5 ms) before the second bmm, taken from the scale's time (TimeSformer's attention)."""
     b = ExportBuilder("2026.2")
     b.gpu(0, "NVIDIA A100-SXM4-80GB", 108, 85_000_000_000, 8, 0)
     t = 0
+    scale = MS // 4 if copy else MS // 2
+    copies = [("elementwise_kernel<direct_copy_kernel_cuda>", MS // 4)] if copy else []
     for _ in range(10):
         for name, length in (
             ("ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_64x3_tn", 2 * MS),
-            ("vectorized_elementwise_kernel<MulFunctor<float>>", MS // 2),
+            ("vectorized_elementwise_kernel<MulFunctor<float>>", scale),
             ("cunn_SoftMaxForward<4, float, float>", MS),
+            *copies,
             ("ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_64x3_nn", 2 * MS),
             ("vectorized_layer_norm_kernel<float>", MS),
         ):
@@ -49,10 +54,12 @@ def attention_trace(tmp_path):
     return b.write(tmp_path / "attn.sqlite")
 
 
-def test_unfused_attention_is_found_and_ranked_by_time(tmp_path):
+@pytest.mark.parametrize("copy", [False, True], ids=["scale", "scale and a contiguous copy"])
+def test_unfused_attention_is_found_and_ranked_by_time(tmp_path, copy):
     """Ten attentions on one stream, each a bmm (2 ms), a scale (0.5 ms), a softmax (1 ms) and a bmm (2 ms), then a
-    layer norm between attentions: 55 ms of attention as separate kernels, 15 ms of it between the matmuls."""
-    table = tracekit.advise(attention_trace(tmp_path))["findings"].set_index("Finding")
+    layer norm between attentions: 55 ms of attention as separate kernels, 15 ms of it between the matmuls. A copy
+    kernel between (``.contiguous()``, a memory kernel) is part of it: it hid TimeSformer's attention."""
+    table = tracekit.advise(attention_trace(tmp_path, copy))["findings"].set_index("Finding")
     row = table.loc["unfused attention"]
     assert row["What"].startswith("10 attentions ran as matmul -> softmax -> matmul kernels for 55.000 ms (85 %")
     assert row["Recoverable (ns)"] == 15 * MS and "scaled_dot_product_attention" in row["Fix"]

@@ -1,7 +1,7 @@
 """Work a fused kernel would do in one pass: attention computed as separate kernels.
 
 Unfused attention (``primitives.attention_patterns``): on one stream, a matmul (Q·Kᵀ), a softmax, then a
-matmul (·V), with only elementwise, softmax or reduction kernels between. Its time is the two matmuls and
+matmul (·V), with only elementwise, softmax, reduction or memory (copy) kernels between. Its time is the two matmuls and
 what runs between them; a fused attention kernel (``scaled_dot_product_attention``'s
 flash or memory-efficient backends) keeps the S x S scores on chip, so what it saves is at least the
 kernels between the matmuls (the softmax and its elementwise passes over the scores, each a round trip

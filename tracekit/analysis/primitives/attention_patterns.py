@@ -1,6 +1,6 @@
 """Attention computed as separate kernels, found in the kernel order of each stream: a matmul (Q·Kᵀ), a
-softmax, then a matmul (·V), with only elementwise, softmax or reduction kernels between the two matmuls
-(scaling, masking, dropout, dtype casts), eight at most. Found from the kernels' name categories with a few
+softmax, then a matmul (·V), with only elementwise, softmax, reduction or memory kernels between the two
+matmuls (scaling, masking, dropout, dtype casts, the copy kernel of a ``.contiguous()``), eight at most. Found from the kernels' name categories with a few
 cumulative arrays over each stream's kernels, no loop per kernel.
 
 ``op_categories`` counts these kernels as attention (what they compute), and ``advise``'s unfused-attention
@@ -15,7 +15,7 @@ import numpy as np
 
 from tracekit.model.trace import Trace
 
-BETWEEN = ("elementwise", "softmax", "reduction")
+BETWEEN = ("elementwise", "softmax", "reduction", "memory")
 MAX_BETWEEN = 8
 
 
