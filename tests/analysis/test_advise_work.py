@@ -72,3 +72,25 @@ def test_unfused_attention_counts_as_attention_in_the_categories(tmp_path):
     assert table.loc["attention", "Total Time (ns)"] == 55 * MS
     assert table.loc["normalization", "Total Time (ns)"] == 10 * MS
     assert set(table.index) == {"attention", "normalization"}
+
+
+def test_unfused_attention_with_shapes_is_capped_by_the_roofline(tmp_path):
+    """One attention on an H100 with its shapes recorded: bmm (8 x 1024x64 @ 64x1024, 100 us), softmax (200 us),
+    bmm (8 x 1024x1024 @ 1024x64, 100 us). Each bmm is 2 x 8 x 1024 x 1024 x 64 = 1,073,741,824 FLOPs: at the
+    BF16 tensor cores' 989.4 TFLOP/s both need 2.170 us, so a fused kernel gives back at most 400 - 2.170 =
+    397.830 us; the estimate stays the softmax's 200 us."""
+    from helpers.h100 import BF16, GEMM, H100_LIMITS, PEAK
+    from helpers.kineto_builder import KinetoBuilder
+
+    trace = KinetoBuilder().device_limits(**H100_LIMITS)
+    trace.operator("aten::bmm", 10, 20, [[8, 1024, 64], [8, 64, 1024]], [BF16, BF16])
+    trace.launch("cudaLaunchKernel", 12, 5, 1).kernel(GEMM, 100, 100, 1)
+    trace.operator("aten::_softmax", 40, 10, [[8, 1024, 1024], [], []], [BF16, "Scalar", "Scalar"], ["", "-1", "0"])
+    trace.launch("cudaLaunchKernel", 42, 5, 2).kernel("cunn_SoftMaxForward<4, float, float>", 200, 200, 2)
+    trace.operator("aten::bmm", 60, 20, [[8, 1024, 1024], [8, 1024, 64]], [BF16, BF16])
+    trace.launch("cudaLaunchKernel", 62, 5, 3).kernel(GEMM, 400, 100, 3)
+    row = tracekit.advise(trace.write(tmp_path / "attn.json"))["findings"].set_index("Finding").loc["unfused attention"]
+    need = 2 * 1_073_741_824 / PEAK * 1e9  # ns
+    assert row["Recoverable (ns)"] == 200_000
+    assert f"at most {(400_000 - need) / 1e6:,.3f} ms by the roofline for the 1 attentions" in row["Bound"]
+    assert f"need {need / 1e6:,.3f} ms" in row["Bound"]

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers.h100 import BANDWIDTH, BF16, GEMM, H100_LIMITS, PEAK
 from helpers.kineto_builder import KinetoBuilder
 from helpers.paths import SHARED_KINETO
 
@@ -17,21 +18,7 @@ from tracekit.analysis.efficiency.efficiency import efficiency_table
 from tracekit.analysis.efficiency.efficiency_command import EfficiencyOptions
 from tracekit.sources import open_trace
 
-H100_LIMITS = {
-    "maxThreadsPerMultiprocessor": 2048,
-    "maxThreadsPerBlock": 1024,
-    "regsPerBlock": 65536,
-    "regsPerMultiprocessor": 65536,
-    "warpSize": 32,
-    "sharedMemPerBlock": 49152,
-    "sharedMemPerMultiprocessor": 233472,
-    "sharedMemPerBlockOptin": 232448,
-}
-GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas"
 ADD = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>, std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<c10::BFloat16>, std::array<char*, 3ul>)"
-BF16 = "c10::BFloat16"
-# H100 SXM: BF16 dense tensor-core peak 989.4 TFLOP/s (the whitepaper's 1,978.9 with sparsity, halved), 3.35 TB/s
-PEAK, BANDWIDTH = 989.4e12, 3.35e12
 
 
 def h100_trace(path: Path) -> Path:

@@ -5,7 +5,10 @@ matmul (·V), with only elementwise, softmax, reduction or memory (copy) kernels
 what runs between them; a fused attention kernel (``scaled_dot_product_attention``'s
 flash or memory-efficient backends) keeps the S x S scores on chip, so what it saves is at least the
 kernels between the matmuls (the softmax and its elementwise passes over the scores, each a round trip
-through memory): the finding's recoverable estimate.
+through memory): the finding's recoverable estimate. Where the trace records the matmuls' shapes and the
+GPU's peaks are known, the roofline caps it too: a fused kernel still does the two matmuls' FLOPs, so it
+can give back at most the attentions' time less the matmuls' roofline time (``efficiency``), said in
+the bound.
 """
 
 from __future__ import annotations
@@ -50,10 +53,35 @@ def unfused_attention(trace: Trace, origin: int) -> Finding | None:
         "and elementwise passes over the scores between the matmuls",
         int(inner.sum()),
         "estimate: the kernels between the two matmuls (a fused kernel keeps the scores on chip; the matmuls' own "
-        "traffic of the scores comes on top)",
+        "traffic of the scores comes on top)" + _roofline_ceiling(trace, rows[first], rows[last], whole),
         "use torch.nn.functional.scaled_dot_product_attention (flash or memory-efficient backend) instead of "
         "matmul + softmax + matmul; in Hugging Face models attn_implementation='sdpa' or 'flash_attention_2'",
         proof,
+    )
+
+
+def _roofline_ceiling(trace: Trace, first: np.ndarray, last: np.ndarray, whole: np.ndarray) -> str:
+    """"; at most ..." where the FLOPs of both matmuls of some attentions are known (``first``/``last``: their
+    gpu_ops rows; ``whole``: each attention's time, ns), else "". A fused kernel does those FLOPs at best at
+    the GPU's peak for their precision; their bytes are left out (a fused kernel does not move the scores)."""
+    from tracekit.analysis.efficiency.roofline import roofline_times, trace_peaks
+    from tracekit.analysis.efficiency.work import gpu_work
+    from tracekit.analysis.primitives.operators import operator_inputs
+
+    if not len(operator_inputs(trace)):  # no shapes recorded: no FLOPs (gpu_work not paid for)
+        return ""
+    work = gpu_work(trace)
+    pairs = np.concatenate([first, last])
+    compute, _, _ = roofline_times(work.iloc[pairs].assign(bytes=np.nan), trace_peaks(trace))
+    need = (compute[: len(first)] + compute[len(first) :]) * 1e9  # ns
+    known = ~np.isnan(need)
+    if not known.any():
+        return ""
+    ceiling = np.clip(whole[known] - need[known], 0, None).sum()
+    return (
+        f"; at most {ms(ceiling)} by the roofline for the {int(known.sum()):,} attentions whose matmul shapes are "
+        f"recorded (their matmuls' FLOPs need {ms(need[known].sum())} at the GPU's peak; the attentions took "
+        f"{ms(whole[known].sum())})"
     )
 
 
