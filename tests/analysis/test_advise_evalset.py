@@ -24,5 +24,8 @@ def test_the_first_finding_is_what_an_expert_fixes_first(trace):
     path = fetch.DATA / trace.name
     if not path.is_file():
         pytest.skip(f"{path} is absent: python benchmarks/evalset/fetch.py materialises it")
-    findings = tracekit.advise(path)["findings"]["Finding"]
+    result = tracekit.advise(path)
+    findings = result["findings"]["Finding"]
     assert (findings.iloc[0] if len(findings) else None) == trace.first, trace.reason
+    # no finding without evidence
+    assert set(result["findings"]["Rank"]) <= set(result["evidence"]["Rank"])

@@ -88,7 +88,9 @@ def test_the_first_finding_is_what_an_expert_fixes_first(name):
     path = SHARED / name
     if not path.exists():
         pytest.skip(f"{path} is absent")
-    assert tracekit.advise(path)["findings"]["Finding"].iloc[0] == FIRST[name]
+    result = tracekit.advise(path)
+    assert result["findings"]["Finding"].iloc[0] == FIRST[name]
+    assert set(result["findings"]["Rank"]) <= set(result["evidence"]["Rank"])  # no finding without evidence
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
