@@ -37,7 +37,6 @@ SETUP_PAIRS = {("warm", "up"), ("set", "up"), ("load", "model"), ("load", "weigh
 SETUP_PAIRS |= {("build", "model"), ("create", "model"), ("model", "init"), ("tear", "down")}
 SETUP_NAME_LIMIT = 64  # characters: a setup range is named by a person
 TOOL_NAME_LIMIT = 100  # characters: torch.compile's names ("CachingAutotuner.benchmark_all_configs (dynamo_timed)")
-DOMAIN = re.compile(r"^[A-Za-z_]\w*:(?!:)")  # "NCCL:", "cpu_op:"; never "aten::"
 LIBRARY_SETUP = re.compile(
     r"^(cudnnCreate|cublasCreate|cublasLtCreate|cusparseCreate|cufftPlan|ncclCommInit|ncclCommSplit|"
     r"ncclCommInitRank|ncclCommInitAll|nccl:new_group|ProcessGroupNCCL)"
@@ -59,27 +58,32 @@ MODULE_CALLS = re.compile(r"^(cuModuleLoad|cuModuleUnload|cuLibraryLoad|cuLibrar
 def without_domain(name: str) -> str:
     """A name past what may be its domain: "NCCL:ncclCommInitRank" -> "ncclCommInitRank"; "aten::mm" as it
     is ("nccl:new_group" -> "new_group": ``name_kind`` reads both)."""
-    return DOMAIN.sub("", name, count=1)
+    domain, colon, text = name.partition(":")
+    return text if colon and domain.isidentifier() and not text.startswith(":") else name  # never "aten::"
 
 
 def name_kind(name: str, call: bool = False) -> str | None:
     """The kind of one-time cost a range's name (``call``: an API call's) says (see the module), or None."""
-    text = without_domain(name)
-    texts = (name,) if text == name else (name, text)  # "nccl:new_group" is torch's name, in no domain
-    if call and any(MODULE_CALLS.match(text) for text in texts):
+    text = without_domain(name)  # both are read: "nccl:new_group" is torch's name, in no domain
+    if call and _either(MODULE_CALLS, name, text):
         return "module loading"
-    if any(LIBRARY_SETUP.match(text) for text in texts):
+    if _either(LIBRARY_SETUP, name, text):
         return "library setup"
-    if len(text) <= TOOL_NAME_LIMIT and text.endswith(DYNAMO_TIMED):
-        return "autotuning" if AUTOTUNING_KEY.match(text) else "compilation"
-    short = [text for text in texts if len(text) <= TOOL_NAME_LIMIT]
-    if any(AUTOTUNING.match(text) for text in short):
-        return "autotuning"
-    if any(COMPILATION.match(text) for text in short):
-        return "compilation"
+    if len(text) <= TOOL_NAME_LIMIT:
+        if text.endswith(DYNAMO_TIMED):
+            return "autotuning" if AUTOTUNING_KEY.match(text) else "compilation"
+        if _either(AUTOTUNING, name, text):
+            return "autotuning"
+        if _either(COMPILATION, name, text):
+            return "compilation"
     if not call and is_setup_name(name):
         return "setup range"
     return None
+
+
+def _either(pattern: re.Pattern, name: str, text: str) -> bool:
+    """Whether ``pattern`` matches the start of ``name`` or of its ``text`` past the domain."""
+    return pattern.match(name) is not None or (text is not name and pattern.match(text) is not None)
 
 
 def is_setup_name(name: str) -> bool:
