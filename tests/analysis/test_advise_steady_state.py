@@ -9,7 +9,7 @@ from helpers.kineto_builder import KinetoBuilder
 from helpers.nsys_builder import ExportBuilder
 
 import tracekit
-from tracekit.analysis.primitives.one_time import is_setup_name
+from tracekit.analysis.primitives.one_time_names import is_setup_name
 from tracekit.model.options import OptionError
 
 MS, US = 1_000_000, 1_000
@@ -106,7 +106,7 @@ def test_a_window_given_in_ms(tmp_path):
     path = setup_then_loop(tmp_path)
     result, kinds = findings(path, window="480:")
     assert kinds[0] == "fp32 matmul" and "pageable copies" not in kinds
-    assert any(note.startswith("judged: the window, the window 480: ms") for note in result.notes)
+    assert any(note.startswith("judged: the window 480: ms") for note in result.notes)
     with pytest.raises(OptionError, match="START:END"):
         tracekit.advise(path, window="late")
     with pytest.raises(OptionError, match="end must come after"):

@@ -197,6 +197,8 @@ def advise(
     step_range: str | None = None,
     whole_trace: bool = False,
     window: str | None = None,
+    ranges: Specs = (),
+    steps: str | None = None,
     memory: str | None = None,
     workers: int | None = None,
     use_dask: bool = False,

@@ -62,9 +62,10 @@ def advise_trace(
     }
     critical, critical_note = _critical_path(trace)
     titles = {"gap_ms": options.gap_ms, "threshold": options.threshold, "chunks": options.chunks}
-    one_time = one_time_table(judged.state.one_time, origin)
+    one_time, recurring = one_time_table(judged.state, origin)
     notes = [
         judged.note,
+        *([recurring] if recurring else []),
         f"severity: the recoverable time's share of the judged span ({span / 1e6:,.3f} ms, first GPU op to last): "
         f"critical from {CRITICAL_SHARE:g} %, warning from {WARNING_SHARE:g} %, info from {INFO_SHARE:g} %; "
         "smaller findings are not listed",
@@ -84,7 +85,13 @@ def advise_trace(
             Table("findings", table, f"What to fix first: {trace.name}", cards=3),
             Table("evidence", proof, "Evidence, by finding (Start from the first GPU op)"),
             *(
-                [Table("one-time", one_time, "One-time costs, apart: they do not repeat (Start from the first GPU op)")]
+                [
+                    Table(
+                        "one-time",
+                        one_time,
+                        "One-time costs, apart (Start from the first GPU op; In Window: began in the judged one)",
+                    )
+                ]
                 if len(one_time)
                 else []
             ),

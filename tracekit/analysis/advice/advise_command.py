@@ -8,7 +8,10 @@ from dataclasses import dataclass
 
 from tracekit.model import option_fields as shared
 from tracekit.model.command import Command
-from tracekit.model.options import OptionError, Options, flag, named, number, text, whole
+from tracekit.model.options import OptionError, Options, flag, named, number, specs, text, whole
+
+# the options that each say what to judge instead of the steady state found: at most one of them
+JUDGED = ("whole_trace", "window", "ranges", "steps")
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,17 @@ class AdviseOptions(Options):
         "judge only START:END, in ms from the first GPU op (either side may be left out: 200: or :1500)",
         metavar="START:END",
     )
+    ranges: tuple[str, ...] = specs(
+        (),
+        "judge only the time of these ranges' instances, from the first one's start to the last one's end (a "
+        "name such as train_step, a path or a glob; repeatable)",
+        repeat=True,
+    )
+    steps: str | None = text(
+        "judge only steps A to B (inclusive), numbered as their labels are in `tracekit steps` (ProfilerStep#5 "
+        "is 5; repeated names count from 1: step #1); A:, :B and N also work",
+        metavar="A:B",
+    )
     memory: str | None = text(
         "a CUDA memory snapshot (pickle) to read out-of-memory errors, activations and "
         "fragmentation from (default: a run folder's own)",
@@ -46,15 +60,40 @@ class AdviseOptions(Options):
             raise OptionError(f"{named('chunks')} must be between 1 and 1000 (nsys's bounds), not {self.chunks}")
         if self.window is not None:
             window_ms(self.window)  # a clear error now, not after the trace is read
-        if self.whole_trace and (self.window is not None or self.step_range is not None):
+        if self.steps is not None:
+            step_numbers(self.steps)
+        given = [name for name in JUDGED if self.changed().get(name) is not None]
+        if len(given) > 1:
+            raise OptionError(f"{' and '.join(named(name) for name in given)} each say what to judge: give one of them")
+        if self.step_range is not None and given and given[0] != "steps":
             raise OptionError(
-                f"{named('whole_trace')} judges everything: give it without {named('window')} or {named('step_range')}"
+                f"{named('step_range')} names the steps, which {named(given[0])} does not judge: give "
+                f"{named('step_range')} alone or with {named('steps')}"
             )
 
     @property
     def window_bounds(self) -> tuple[float | None, float | None] | None:
         """The window's (start, end) in ms from the first GPU op (None: a side left open); None: no window."""
         return None if self.window is None else window_ms(self.window)
+
+    @property
+    def step_bounds(self) -> tuple[int | None, int | None] | None:
+        """The first and last step numbers to judge (None: a side left open); None: no ``steps``."""
+        return None if self.steps is None else step_numbers(self.steps)
+
+
+def step_numbers(text_value: str) -> tuple[int | None, int | None]:
+    """ "3:7" -> (3, 7); "3:" -> (3, None); ":7" -> (None, 7); "5" -> (5, 5); an OptionError for anything else."""
+    start, colon, end = text_value.partition(":")
+    sides = (start.strip(), end.strip()) if colon else (start.strip(), start.strip())
+    if not all((side.isascii() and side.isdigit()) or not side for side in sides) or sides == ("", ""):
+        raise OptionError(
+            f"{named('steps')} takes A:B, the first and last step numbers (3:7, 3:, :7 or 5), not {text_value!r}"
+        )
+    low, high = (int(side) if side else None for side in sides)
+    if low is not None and high is not None and high < low:
+        raise OptionError(f"{named('steps')}'s last step must not come before its first, not {text_value!r}")
+    return low, high
 
 
 def window_ms(text_value: str) -> tuple[float | None, float | None]:

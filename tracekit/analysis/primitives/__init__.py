@@ -21,7 +21,9 @@ question package (import-linter's contracts in pyproject.toml check both).
 ``sequence_keys``  sequences of names told apart without a loop per sequence
 ``copies``         memory copies and sets with their memory kinds, from any trace
 ``kernel_hardware`` each kernel's precision and unit (by its name) and theoretical occupancy
-``one_time``       what a trace does once: setup ranges, context creation, module loading on first launches
+``one_time``       what a trace does once: setup, context creation, module loading, library setup, autotuning,
+                   compilation, a communicator's first collective
+``one_time_names`` the kind of one-time cost a range's or an API call's name says
 ``steady_state``   the stretch that repeats (steps after warm-up, repeated ranges, after the start-up), or none
 ``trace_window``   a stretch of a trace as a trace of its own (its calls, the GPU work they launched, ranges)
 ``device_gpus``    which GPU each device of a trace is: its peaks, or why unknown

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from difflib import get_close_matches
 
 import numpy as np
 import pandas as pd
@@ -15,6 +16,9 @@ from tracekit.errors import UsageError
 from tracekit.model.range_names import domain_names, inside_another, match
 from tracekit.model.range_specs import DEFAULT_DOMAIN, spec_patterns
 from tracekit.model.trace import Trace
+
+CLOSE_NAMES = 3  # per spec, the names difflib finds closest (ratio 0.6 or more)
+CLOSE_AMONG = 5_000  # of the most frequent names (emit_nvtx names every call apart: millions)
 
 
 @dataclass
@@ -61,14 +65,15 @@ def select_ranges(trace: Trace, specs: Sequence[str], domain: str | None = None)
     if not selection.any():
         where = f" in domain {domain}" if domain else ""
         raise UsageError(
-            f"no NVTX range matches {', '.join(specs)}{where} in {trace.name}; {known_names(trace, domain)}"
+            f"no NVTX range matches {', '.join(specs)}{where} in {trace.name}; {known_names(trace, domain, specs)}"
         )
     return selection.chosen()
 
 
-def known_names(trace: Trace, domain: str | None = None) -> str:
+def known_names(trace: Trace, domain: str | None = None, near: Sequence[str] = ()) -> str:
     """A few of the trace's range names (of ``domain`` when given, as specs then match them), most
-    frequent first, for error messages; why there are none when there are none."""
+    frequent first, for error messages, after those close to a spec in ``near`` (a misspelt name); why
+    there are none when there are none."""
     names, allowed = domain_names(trace.ranges, domain)
     counts = names.loc[allowed].value_counts()
     counts = counts[counts > 0]
@@ -76,7 +81,10 @@ def known_names(trace: Trace, domain: str | None = None) -> str:
         return no_ranges_reason(trace, domain)
     shown = ", ".join(_clipped(str(name)) for name in counts.index[:8])
     where = f" in domain {domain}" if domain else ""
-    return f"its ranges{where} include: {shown}" + (" ..." if len(counts) > 8 else "")
+    known = [str(name) for name in counts.index[:CLOSE_AMONG]]
+    close = list(dict.fromkeys(name for spec in near for name in get_close_matches(spec, known, CLOSE_NAMES)))
+    said = f"close names: {', '.join(_clipped(name) for name in close)}; " if close else ""
+    return said + f"its ranges{where} include: {shown}" + (" ..." if len(counts) > 8 else "")
 
 
 SHOWN_NAME_CHARS = 60  # an error is one line: a range named by a Python dict repr runs to kilobytes

@@ -25,7 +25,8 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis.primitives.intervals import merge_intervals
-from tracekit.analysis.primitives.one_time import is_setup_name, one_time_costs
+from tracekit.analysis.primitives.one_time import one_time_costs
+from tracekit.analysis.primitives.one_time_names import is_setup_name
 from tracekit.analysis.primitives.step_window import step_labels, step_rows
 from tracekit.model.trace import Trace
 

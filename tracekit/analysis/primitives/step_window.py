@@ -58,6 +58,19 @@ def step_labels(steps: pd.DataFrame) -> np.ndarray:
     return labels
 
 
+STEP_NUMBER = re.compile(r"#\s*(\d+)$")  # "ProfilerStep#5", "step #3"
+
+
+def step_numbers(steps: pd.DataFrame, labels: np.ndarray) -> np.ndarray:
+    """Each step's number, as its label says it (``step_labels``: ProfilerStep#5 is 5, "step #3" 3; repeated
+    names are numbered from 1 per process); a label without one: its position in its process, from 1."""
+    position = steps.groupby("pid", sort=False).cumcount().to_numpy() + 1
+    said = [STEP_NUMBER.search(str(label)) for label in labels.tolist()]
+    return np.asarray(
+        [int(found.group(1)) if found else int(at) for found, at in zip(said, position.tolist())], dtype=np.int64
+    )
+
+
 def step_of(steps: pd.DataFrame, pid: np.ndarray, time: np.ndarray) -> np.ndarray:
     """For each (pid, time): the row position in ``steps`` of the step of that process open at that time,
     or -1. One searchsorted per process (few), none per row."""
