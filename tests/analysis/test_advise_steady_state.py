@@ -88,6 +88,23 @@ def test_a_cold_first_pass_is_said_first(tmp_path):
     assert one_time.loc["module loading", "Count"] == 2 and one_time.loc["module loading", "Time (ns)"] == 400 * MS
 
 
+def test_a_first_call_whose_kernels_never_repeat_is_a_cold_start(tmp_path):
+    """A benchmark's first call (nvFuser's, say): six kernels, each run once, the first launch of the first one
+    20 ms (module loading), then 600 ms of host time between launches (compilation no range names): the
+    one-time costs are 20 of 620 ms, but nothing repeats, so there is no steady state to judge: a cold start,
+    said first (it read "host stall" first)."""
+    trace = KinetoBuilder()
+    trace.launch("cudaLaunchKernel", 0, 20_000, 1).kernel("k0", 20_010, 50, 1)
+    for index in range(1, 6):
+        at = 20_000 + index * 120_000
+        trace.launch("cudaLaunchKernel", at, 10, index + 1).kernel(f"k{index}", at + 20, 50, index + 1)
+    result, kinds = findings(trace.write(tmp_path / "first_call.json"))
+    assert kinds[0] == "cold start" and "host stall" in kinds
+    assert "its kernels do not repeat: 100 % of them ran once" in result.table("findings").iloc[0]["What"]
+    judged = next(note for note in result.notes if note.startswith("judged:"))
+    assert "a cold first pass (its kernels do not repeat" in judged
+
+
 def test_a_repeated_user_range_marks_the_iterations(tmp_path):
     """No ProfilerStep: "Optimizer.step#SGD.step" marks three iterations; setup before them is left out."""
     trace = KinetoBuilder()

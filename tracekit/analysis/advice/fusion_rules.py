@@ -61,7 +61,7 @@ def unfused_attention(trace: Trace, origin: int) -> Finding | None:
 
 
 def _roofline_ceiling(trace: Trace, first: np.ndarray, last: np.ndarray, whole: np.ndarray) -> str:
-    """"; at most ..." where the FLOPs of both matmuls of some attentions are known (``first``/``last``: their
+    """ "; at most ..." where the FLOPs of both matmuls of some attentions are known (``first``/``last``: their
     gpu_ops rows; ``whole``: each attention's time, ns), else "". A fused kernel does those FLOPs at best at
     the GPU's peak for their precision; their bytes are left out (a fused kernel does not move the scores)."""
     from tracekit.analysis.efficiency.roofline import roofline_times, trace_peaks

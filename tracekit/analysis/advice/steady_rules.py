@@ -16,7 +16,7 @@ from tracekit.analysis.advice.advise_command import AdviseOptions
 from tracekit.analysis.advice.finding import Finding, evidence, ms
 from tracekit.analysis.primitives.one_time import one_time_costs
 from tracekit.analysis.primitives.selection import select_ranges
-from tracekit.analysis.primitives.steady_state import COLD_SHARE, SteadyState, covered_time, steady_state
+from tracekit.analysis.primitives.steady_state import SteadyState, cold_reason, covered_time, steady_state
 from tracekit.analysis.primitives.step_window import step_labels, step_numbers, step_rows
 from tracekit.analysis.primitives.trace_window import trace_window
 from tracekit.errors import UsageError
@@ -178,18 +178,19 @@ def cold_start(judged: Judged, origin: int, span: int) -> Finding | None:
     one_time = judged.state.one_time
     if not judged.state.whole or one_time.empty or span <= 0:
         return None
+    why = cold_reason(judged.trace, one_time)
+    if why is None:
+        return None
     covered = covered_time(one_time)
     # the trace's extent: its GPU span, and the start-up before it (a context is made before any GPU op)
     span = origin + span - min(origin, int(one_time["start"].min()))
-    if covered < COLD_SHARE * span:
-        return None
     kinds = one_time.groupby("kind", sort=False).size()
     top = one_time.assign(duration=one_time["end"] - one_time["start"]).nlargest(EVIDENCE_ROWS, "duration")
     return Finding(
         "cold start",
         f"{ms(covered)} of the trace's {ms(span)} (its start-up and GPU span) went to one-time costs ("
         + ", ".join(f"{count} {kind}" for kind, count in kinds.items())
-        + "): this is a first pass, not a steady state, and the other findings describe it",
+        + f"), {why}: this is a first pass, not a steady state, and the other findings describe it",
         covered,
         "upper bound: the one-time costs' time (a warm run does not pay it)",
         "profile after a warm-up: torch.profiler's schedule(wait=1, warmup=1, active=N), or nsys "

@@ -11,8 +11,9 @@ Found, first that applies (host time, ns):
    the next one's start, taken as steps as above;
 3. after the start-up: when one-time costs were found, from the end of the last that began in the
    trace's first half, if the stretch after it holds half the GPU's busy time or more, and the one-time
-   costs cover less than half the trace (first one-time cost or GPU op to last GPU op; else it is a cold
-   first pass: no steady state);
+   costs cover less than half the trace (first one-time cost or GPU op to last GPU op) and its kernels
+   repeat (half of them or more of a name that runs more than once); else it is a cold first pass: no
+   steady state (``cold_reason``);
 4. none: the whole trace, said.
 """
 
@@ -38,6 +39,7 @@ LIBRARY_DOMAINS = {"cpu_op", "python_function", "gpu", "MPI", "NCCL", "CCCL", "c
 OPERATOR_NAME = re.compile(r"aten::|autograd::|op_id =|seq =|^cpu_op:|^nccl|^MPI|^cuda")
 AFTER_STARTUP_BUSY_SHARE = 0.5
 COLD_SHARE = 0.5  # of the GPU span: a trace this much start-up is a cold first pass
+REPEATED_SHARE = 0.5  # of the kernels: fewer of a name that runs twice or more, and nothing repeats
 
 
 @dataclass(frozen=True)
@@ -66,10 +68,9 @@ def steady_state(trace: Trace, step_range: str | None = None) -> SteadyState:
     startup = _after_startup(trace, one_time)
     if startup is not None:
         return startup
-    if _cold(trace, one_time):
-        return SteadyState(
-            None, None, "a cold first pass (one-time costs cover half of it or more): the whole trace", one_time
-        )
+    cold = cold_reason(trace, one_time)
+    if cold is not None:
+        return SteadyState(None, None, f"a cold first pass ({cold}): the whole trace", one_time)
     return SteadyState(None, None, "no steps, repeated ranges or start-up found: the whole trace", one_time)
 
 
@@ -137,8 +138,8 @@ def _repeated_ranges(trace: Trace) -> pd.DataFrame | None:
 def _after_startup(trace: Trace, one_time: pd.DataFrame) -> SteadyState | None:
     if one_time.empty:
         return None
-    if _cold(trace, one_time):
-        return None  # mostly start-up: a cold first pass, with no steady state after it
+    if cold_reason(trace, one_time) is not None:
+        return None  # a cold first pass, with no steady state after it
     ops = trace.columns("gpu_ops", ("start", "end"))
     first, last = int(ops["start"].min()), int(ops["end"].max())
     early = one_time.loc[(one_time["start"] < first + (last - first) / 2).to_numpy()]
@@ -157,15 +158,25 @@ def _after_startup(trace: Trace, one_time: pd.DataFrame) -> SteadyState | None:
     )
 
 
-def _cold(trace: Trace, one_time: pd.DataFrame) -> bool:
-    """Whether one-time costs cover half the trace or more: from its first GPU op (or first one-time cost,
-    the context creation before any GPU op) to its last GPU op."""
+def cold_reason(trace: Trace, one_time: pd.DataFrame) -> str | None:
+    """Why ``trace`` is a cold first pass, or None: it has one-time costs, and they cover half of it or more
+    (from its first GPU op, or first one-time cost: the context is made before any GPU op, to its last GPU
+    op), or its kernels do not repeat (under ``REPEATED_SHARE`` of them of a name run twice or more: every
+    kernel a first launch, a first call of a benchmark)."""
     if one_time.empty:
-        return False
+        return None
     ops = trace.columns("gpu_ops", ("start", "end"))
     first = min(int(ops["start"].min()), int(one_time["start"].min()))
     last = int(ops["end"].max())
-    return covered_time(one_time, first, last + 1) >= COLD_SHARE * max(last - first, 1)
+    if covered_time(one_time, first, last + 1) >= COLD_SHARE * max(last - first, 1):
+        return "one-time costs cover half of it or more"
+    names = trace.gpu_ops["name"]
+    codes = names.cat.codes.to_numpy()[(trace.gpu_ops["kind"] == "kernel").to_numpy()]
+    codes = codes[codes >= 0]
+    repeated = float((np.bincount(codes)[codes] >= 2).mean()) if len(codes) else 1.0
+    if repeated < REPEATED_SHARE:
+        return f"its kernels do not repeat: {100 * (1 - repeated):.0f} % of them ran once"
+    return None
 
 
 def covered_time(one_time: pd.DataFrame, start: int | None = None, end: int | None = None) -> int:
