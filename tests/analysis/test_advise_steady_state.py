@@ -150,14 +150,22 @@ def test_setup_names(name, setup):
     assert is_setup_name(name) is setup
 
 
-def test_a_critical_path_longer_than_its_step_is_said(tmp_path):
-    """Three 10 ms steps; the median one's kernel runs from 11 to 35 ms, past its step's end: the path (24.5 ms)
-    is longer than the step (10 ms), and advise's note says why instead of calling it the step's bound alone."""
+def test_a_critical_path_stops_at_its_steps_end_and_says_what_ran_past_it(tmp_path):
+    """Three 10 ms steps; the median one's kernel runs from 11 to 35 ms, past its step's end: HTA's path (24.5 ms)
+    is longer than the step (10 ms); advise's (tracekit's definition) counts the launch delay and the kernel up
+    to the step's end (9.5 ms), and its note says what ran past the end."""
     b = ExportBuilder("2026.2")
     for index in range(3):
         t = index * 10 * MS
         b.push_pop(t, t + 10 * MS, "step")
         b.kernel(t + MS, t + (25 if index == 1 else 8) * MS, "gemm_kernel", launch_at=t + MS // 2)
-    result = tracekit.advise(b.write(tmp_path / "long_path.sqlite"), whole_trace=True)
+    path = b.write(tmp_path / "long_path.sqlite")
+    result = tracekit.advise(path, whole_trace=True)
+    row = result["critical-path"].iloc[0]
+    assert (row["Step"], row["Wall (ns)"], row["Path (ns)"]) == ("step #2", 10 * MS, 9_500_000)
+    assert (row["GPU Compute (ns)"], row["Launch Overhead (ns)"], row["Bound By"]) == (9 * MS, MS // 2, "GPU Compute")
     said = next(note for note in result.notes if note.startswith("the critical path of step #2"))
-    assert "the path (24.500 ms) is longer than its step (10.000 ms)" in said
+    assert "is 95 % GPU Compute" in said
+    assert "the GPU work step #2 launched ran on 15.000 ms past its end; that time is left out" in said
+    hta = tracekit.critical_path(path, step="2", definition="hta")["steps"].iloc[0]
+    assert hta["Path (ns)"] == 24_500_000

@@ -1,4 +1,4 @@
-"""`tracekit critical-path --as-hta` against HolisticTraceAnalysis 0.5's critical_path_analysis on every
+"""`tracekit critical-path --definition hta --as-hta` against HolisticTraceAnalysis 0.5's critical_path_analysis on every
 torch.profiler trace in ../shared where HTA runs: the same path (as many edges), the same length, and the
 same time per bound, exactly (µs).
 
@@ -90,7 +90,7 @@ def test_the_critical_path_equals_htas(run, tmp_path_factory):
     if not (KINETO / name).exists():
         pytest.skip(f"{KINETO / name} is not here")
     edges, length, by_bound = hta_path(name, annotation, instance, tmp_path_factory)
-    options = CriticalPathOptions(step=step, step_range=step_range, as_hta=True)
+    options = CriticalPathOptions(step=step, step_range=step_range, as_hta=True, definition="hta")
     (path,), _ = step_paths(open_trace(KINETO / name), options)
     assert len(path.weight) == edges
     assert path.length == length * 1000

@@ -50,6 +50,44 @@ def stream_wait(path, wait: bool = True):
     return b.write(path / "wait.json")
 
 
+def side_stream_wait(path, device: int = 0):
+    """A main stream runs a long backward pass (four kernels queued back to back, 2 µs apart) while a side
+    stream's two tiny device-to-host copies, the second queued behind the first, are 40 ms apart (the second
+    waited for the backward, through no dependency the trace records); a stream sync waits for the second,
+    aten::item follows. HTA's path: copy 1 + the 40,000 µs gap + copy 2 + item 5 = 40,007 (the gap as
+    Kernel-Kernel Overhead); tracekit's: the backward 39,960 + its gaps 6 + 5 from its last kernel's end to
+    copy 2 + copy 2 1 + item 5 = 39,977, GPU Compute 39,961. ``device``: the backward's GPU (another than the
+    copies' 0: nothing links them)."""
+    b = KinetoBuilder(devices=2)
+    copy = "Memcpy DtoH (Device -> Pinned)"
+    b.launch("cudaMemcpyAsync", 10, 2, correlation=1).memcpy(20, 1, correlation=1, size=4, stream=20, name=copy)
+    b.launch("cudaMemcpyAsync", 13, 2, correlation=2).memcpy(40_021, 1, correlation=2, size=4, stream=20, name=copy)
+    for index, (start, duration) in enumerate([(50, 10_000), (10_052, 10_000), (20_054, 10_000), (30_056, 9_960)]):
+        b.launch("cudaLaunchKernel", 30 + 3 * index, 2, correlation=3 + index)
+        b.kernel("backward_kernel", start, duration, correlation=3 + index, device=device)
+    b.launch("cudaStreamSynchronize", 42, 39_988, correlation=7).sync(
+        "Stream Sync", 40_023, 1, correlation=7, stream=20
+    )
+    b.annotation("aten::item", 40_040, 5, cat="cpu_op")
+    return b.write(path / "side_stream.json")
+
+
+def gpu_behind(path):
+    """Two 10 ms steps. Step 1's aten::mm launches a 15 ms GEMM at 1,010 µs: it runs to 16,010, 6,010 µs into
+    step 2, whose aten::add launches a 2 ms kernel at 12,002 queued behind it (16,012 to 18,012).
+    HTA: step 1's path is mm's 2 + launch 10 + the GEMM 15,000 = 15,012 (longer than the step); step 2's is
+    add's 2 + a "launch delay" of 4,010 (the GEMM it waited for is no part of its window) + 2,000 = 6,012.
+    tracekit: step 1's is 2 + 10 + the GEMM up to the step's end 8,990 = 9,002; step 2's the GEMM from the
+    step's start 6,010 + gap 2 + 2,000 = 8,012."""
+    b = KinetoBuilder()
+    b.annotation("ProfilerStep#1", 0, 10_000).annotation("ProfilerStep#2", 10_000, 10_000)
+    b.annotation("aten::mm", 998, 10, cat="cpu_op").launch("cudaLaunchKernel", 1_000, 5, correlation=1)
+    b.kernel("gemm_kernel", 1_010, 15_000, correlation=1)
+    b.annotation("aten::add", 12_000, 10, cat="cpu_op").launch("cudaLaunchKernel", 12_002, 3, correlation=2)
+    b.kernel("add_kernel", 16_012, 2_000, correlation=2)
+    return b.write(path / "gpu_behind.json")
+
+
 class _Steps:
     def __init__(self, seed: int, threads: int):
         self.rng = random.Random(seed)

@@ -321,10 +321,12 @@ def critical_path(
     step: str | None = None,
     step_range: str | None = None,
     top: int = 15,
+    definition: Literal["tracekit", "hta"] = "tracekit",
     as_hta: bool = False,
 ) -> Result:
-    """The critical path of each step, as HolisticTraceAnalysis 0.5 defines it: "steps" (its time by bound),
-    "ops" (most time on it), "path" (one step: in order). ``step``: ProfilerStep#5 or 5.
+    """The critical path of each step: "steps" (its time by bound), "ops" (most time on it), "path" (one step:
+    in order). ``step``: ProfilerStep#5 or 5. ``definition``: "tracekit" (HolisticTraceAnalysis 0.5's, with a
+    stream's waits not counted as overhead and the path cut at its step's end) or "hta" (HTA's exactly).
 
     Examples:
         >>> tracekit.critical_path("rank0.json.gz", step="5")["path"]

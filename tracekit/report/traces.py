@@ -256,8 +256,9 @@ def _advice_section(section: Document, source: str, trace: Trace) -> None:
         label = str(path["Step"].iloc[0])
         critical = CriticalPathOptions(step=None if label == WHOLE_TRACE else label)
         section.text(
-            "The critical path of a typical step (the chain of dependent work that decides its time, as "
-            "HolisticTraceAnalysis defines it), by what bounds it:"
+            "The critical path of a typical step (the chain of dependent work that decides its time: "
+            "HolisticTraceAnalysis's definition, with a stream's long waits not counted as overhead and the path "
+            "stopped at the step's end), by what bounds it:"
         )
         section.table(path, command_line("critical-path", [source], critical, "ms"))
     said = next((note for note in advice.notes if note.startswith(("the critical path", "no critical path"))), None)

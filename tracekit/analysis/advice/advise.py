@@ -129,13 +129,14 @@ def advise_snapshot(snapshot: MemoryTrace) -> Result:
 
 
 def _critical_path(trace: Trace) -> tuple[list[Table], str]:
-    """The critical path of a typical step (table "critical-path", its top ops "critical-path-ops") and a
-    sentence on what bounds it; no table, and why, when there is none."""
+    """The critical path of a typical step by tracekit's definition (table "critical-path", its top ops
+    "critical-path-ops") and a sentence on what bounds it and what it leaves out; no table, and why, when
+    there is none."""
     try:
         path, events, said = typical_path(trace)
     except TracekitError as error:
         return [], f"no critical path: {error}"
     return [
-        Table("critical-path", steps_table([path]), "Critical path (HolisticTraceAnalysis's definition)"),
+        Table("critical-path", steps_table([path]), "Critical path (tracekit's definition)"),
         Table("critical-path-ops", top_path_events([path], events, 5), "Most time on that critical path"),
     ], said

@@ -1,15 +1,20 @@
 """``tracekit critical-path``: per step, the chain of dependent work that decides its time, split by what
-bounds it, as HolisticTraceAnalysis 0.5's ``critical_path_analysis`` defines it (``graph``, ``longest``).
+bounds it. ``definition="hta"``: as HolisticTraceAnalysis 0.5's ``critical_path_analysis`` defines it
+(``graph``, ``longest``); the default, ``"tracekit"``, corrects two of its artifacts (``definition``): a
+stream's gap longer than a queue takes is a wait (the path follows the work that ran meanwhile), and the
+path stops at its step's end.
 
 Each edge on the path is one of, in ns:
 - CPU: an operator's or call's own time on its thread (nothing running under it);
 - GPU Compute / Communication: a GPU op's time (NCCL kernels are communication, copies and sets compute);
-- Kernel-Kernel Overhead: the gap between two ops of a stream when the second was queued behind the first;
+- Kernel-Kernel Overhead: the gap between two ops of a stream when the second was queued behind the first
+  (tracekit: at most ``definition.QUEUE_GAP``; or the time from the op of another stream it waited for);
 - Launch Overhead: from a launch call's start to its op's start, when the op's stream was idle;
-- dependencies and syncs weigh 0 (their time is on the other side of them).
-Path = their sum. It leaves out CPU idle between outermost operators and time blocked in synchronizing
-calls, so it can be shorter than the step (Wall). Steps are ``steps.step_rows``'s; a trace without
-steps is one window from its first event to its last.
+- dependencies, syncs and waits weigh 0 (their time is on the other side of them).
+Path = their sum. It leaves out CPU idle between outermost operators, time blocked in synchronizing
+calls and (tracekit) a stream's waits, so it can be shorter than the step (Wall); under HTA's definition
+it is longer when GPU work the step launched ran past the step's end. Steps are ``steps.step_rows``'s; a
+trace without steps is one window from its first event to its last.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis.critical_path.critical_path_command import CriticalPathOptions
+from tracekit.analysis.critical_path.definition import QUEUE_GAP, corrected
 from tracekit.analysis.critical_path.events import (
     DEPENDENCY,
     GPU,
@@ -28,6 +34,7 @@ from tracekit.analysis.critical_path.events import (
     OP_COLUMNS,
     RANGE_COLUMNS,
     SYNC_DEPENDENCY,
+    WAIT,
     Events,
     trace_events,
 )
@@ -51,7 +58,6 @@ STEP_COLUMNS = ("name", "pid", "start", "end")  # of the step ranges
 # report trace a whole trace without steps only up to WHOLE_TRACE_LIMIT events (about a second); no window is
 # traced past WINDOW_LIMIT events (some 5 GB): above it, a step at a time.
 WHOLE_TRACE_LIMIT = 1_000_000
-LONGER_THAN_STEP = 1.05  # a path this much longer than its step's wall ran on past the step
 WINDOW_LIMIT = 16_000_000
 HINTS = {
     CPU: "the GPU waits on the host: fewer, larger ops (torch.compile) or CUDA graphs shorten it; the launch-bound "
@@ -67,8 +73,10 @@ HINTS = {
 class StepPath:
     """One window's critical path: its label, process, bounds (ns), path length (ns), and per path edge
     (in order): its source node (2 x row of the trace's ``Events``, + 1 for an event's end), weight (ns,
-    negatives as 0), what bounds it (index into ``BOUNDS``, -1 for a dependency or sync) and the event
-    it is attributed to (row of ``Events``)."""
+    negatives as 0), what bounds it (index into ``BOUNDS``, -1 for a dependency, sync or wait) and the
+    event it is attributed to (row of ``Events``). Under tracekit's definition: ``waited``, the ns of gaps
+    on streams on the path that were waits (weight 0); ``behind``, how far past the window's end the GPU
+    ops its CPU events launched ran (ns, 0 when none did), the time the path leaves out."""
 
     label: str
     pid: int | None
@@ -79,6 +87,8 @@ class StepPath:
     weight: np.ndarray
     bound: np.ndarray
     event: np.ndarray
+    waited: int = 0
+    behind: int = 0
 
     def time_by_bound(self) -> np.ndarray:
         """ns per ``BOUNDS`` entry."""
@@ -87,28 +97,40 @@ class StepPath:
         )
 
 
-def step_path(events: Events, label: str, start: int, end: int, pid: int | None) -> StepPath:
-    """The critical path of the window [start, end] (ns) of process ``pid`` (None: all); UsageError past
-    ``WINDOW_LIMIT`` events."""
-    rows = window_rows(events, start, end, pid)
+def step_path(
+    events: Events, label: str, start: int, end: int, pid: int | None, definition: str = "tracekit"
+) -> StepPath:
+    """The critical path of the window [start, end] (ns) of process ``pid`` (None: all), by ``definition``
+    ("tracekit" or "hta"); UsageError past ``WINDOW_LIMIT`` events."""
+    rows = window_rows(events, start, end, pid, running=definition == "tracekit")
     if len(rows) > WINDOW_LIMIT:
         raise UsageError(
             f"{label}: {len(rows):,} events in one window, more than the {WINDOW_LIMIT:,} traced at once "
             "(about 300 bytes each): trace a step at a time, naming the range that is one step with "
             f"{named('step_range')} (or one step with {named('step')})"
         )
-    path = longest_path(build(events, rows))
+    graph = build(events, rows)
+    if definition == "tracekit":
+        graph = corrected(events, graph, start, end)
+    path = longest_path(graph)
     kind, event = path.kind, path.attributed
     # later rules win: CPU, then an op's own time on the GPU (communication for NCCL kernels), the delays,
-    # and none for dependencies and syncs
+    # and none for dependencies, syncs and waits
     bound = np.full(len(kind), BOUNDS.index(CPU), dtype=np.int8)
     on_gpu = np.flatnonzero(path.on_gpu)
     bound[on_gpu] = np.where(events.communication[event[on_gpu]], BOUNDS.index(COMMUNICATION), BOUNDS.index(COMPUTE))
     bound[kind == LAUNCH] = BOUNDS.index(LAUNCH_OVERHEAD)
     bound[kind == KERNEL_KERNEL] = BOUNDS.index(KERNEL_OVERHEAD)
-    bound[(kind == DEPENDENCY) | (kind == SYNC_DEPENDENCY)] = -1
+    waits = kind == WAIT
+    bound[(kind == DEPENDENCY) | (kind == SYNC_DEPENDENCY) | waits] = -1
     weight = np.maximum(path.weight, 0, out=path.weight)
-    return StepPath(label, pid, start, end, path.length, path.source, weight, bound, event)
+    if definition == "hta":
+        return StepPath(label, pid, start, end, path.length, path.source, weight, bound, event)
+    gpu = rows[events.role[rows] == GPU]
+    own = gpu[np.isin(events.partner[gpu], rows)]  # launched in the window (the others ran in it)
+    behind = max(int(events.end[own].max()) - end, 0) if len(own) else 0
+    waited = int(path.uncounted.sum(where=waits))
+    return StepPath(label, pid, start, end, path.length, path.source, weight, bound, event, waited, behind)
 
 
 def step_paths(trace: Trace, options: CriticalPathOptions) -> tuple[list[StepPath], Events]:
@@ -133,7 +155,8 @@ def step_paths(trace: Trace, options: CriticalPathOptions) -> tuple[list[StepPat
                 f"{trace.name}: no steps (no ProfilerStep#N or step ranges"
                 f"{f', no range named {options.step_range!r}' if options.step_range else ''})"
             )
-        return [step_path(events, WHOLE_TRACE, int(events.start.min()), int(events.end.max()), None)], events
+        whole = step_path(events, WHOLE_TRACE, int(events.start.min()), int(events.end.max()), None, options.definition)
+        return [whole], events
     steps = steps.reset_index(drop=True)
     labels = step_labels(steps).tolist()
     chosen = range(len(steps)) if options.step is None else [_chosen(labels, options.step, trace.name)]
@@ -141,13 +164,15 @@ def step_paths(trace: Trace, options: CriticalPathOptions) -> tuple[list[StepPat
     if options.as_hta:
         starts, ends = hta_rounded(starts, ends)
     pids = steps["pid"].to_numpy()
-    return [step_path(events, labels[i], int(starts[i]), int(ends[i]), int(pids[i])) for i in chosen], events
+    return [
+        step_path(events, labels[i], int(starts[i]), int(ends[i]), int(pids[i]), options.definition) for i in chosen
+    ], events
 
 
 def typical_path(trace: Trace) -> tuple[StepPath, Events, str]:
     """The critical path of the step of median wall time (the whole trace without steps, when it holds at
-    most ``WHOLE_TRACE_LIMIT`` events for the graph), with a sentence saying what bounds it; UsageError when
-    there is none to trace."""
+    most ``WHOLE_TRACE_LIMIT`` events for the graph), by tracekit's definition, with a sentence saying what
+    bounds it and what the path leaves out; UsageError when there is none to trace."""
     steps = step_rows(trace)
     if steps.empty:
         events = trace_events(trace)
@@ -170,15 +195,7 @@ def typical_path(trace: Trace) -> tuple[StepPath, Events, str]:
     bound = BOUNDS[int(np.argmax(times))]
     share = 100 * times.max() / path.length
     said = f"the critical path of {which} is {share:.0f} % {bound}: {HINTS[bound]}"
-    wall = path.end - path.start
-    if wall > 0 and path.length > wall * LONGER_THAN_STEP:
-        # HTA's graph follows the GPU work launched in the step to its end, past the step's own end
-        said += (
-            f"; the path ({path.length / 1e6:,.3f} ms) is longer than its step ({wall / 1e6:,.3f} ms): it follows "
-            "GPU work the step launched past the step's end (queued work running on into the next step), so the "
-            "GPU was behind the host here, and the path overstates what this step alone takes"
-        )
-    return path, events, said
+    return path, events, "; ".join([said, *left_out([path])])
 
 
 def _chosen(labels: list[str], step: str, source: str) -> int:
@@ -201,7 +218,7 @@ def critical_path(trace: Trace, options: CriticalPathOptions | None = None) -> R
     ]
     if len(paths) == 1:
         tables.append(Table("path", segments_table(paths[0], events), f"The path of {paths[0].label}, in order"))
-    return Result(tables, notes=_notes(trace, events, options))
+    return Result(tables, notes=_notes(trace, events, options, paths))
 
 
 def steps_table(paths: list[StepPath]) -> pd.DataFrame:
@@ -305,12 +322,47 @@ def segments_table(path: StepPath, events: Events) -> pd.DataFrame:
     )
 
 
-def _notes(trace: Trace, events: Events, options: CriticalPathOptions) -> list[str]:
-    notes = [
-        "as HolisticTraceAnalysis 0.5 defines it: Path leaves out CPU idle between outermost operators and time "
-        "blocked in synchronizing calls, so it can be shorter than Wall; it is longer when GPU work the step "
-        "launched runs past the step's end"
-    ]
+def left_out(paths: list[StepPath]) -> list[str]:
+    """What the paths leave out under tracekit's definition, a sentence each: the waits on streams, and the
+    time past their steps' ends (the step whose GPU work ran furthest past its end named)."""
+    said = []
+    waited = [path for path in paths if path.waited]
+    if waited:
+        total = sum(path.waited for path in waited)
+        said.append(
+            f"{total / 1e6:,.3f} ms of gaps on a stream on the path{_in_steps(waited, paths)} are waits, not overhead "
+            f"(a queued op that started more than {QUEUE_GAP / 1e3:g} µs after the op before it waited for other "
+            "work, on another stream or the host, that no op of its GPU ending just before it shows): they weigh 0"
+        )
+    behind = [path for path in paths if path.behind]
+    if behind:
+        most = max(behind, key=lambda path: path.behind)
+        said.append(
+            f"the GPU runs behind the host: the GPU work {most.label} launched ran on {most.behind / 1e6:,.3f} ms "
+            f"past its end{f' (and {len(behind) - 1:,} more steps past theirs)' if len(behind) > 1 else ''}; "
+            "that time is left out, and a path counts what ran within its step (GPU work queued earlier included)"
+        )
+    return said
+
+
+def _in_steps(chosen: list[StepPath], paths: list[StepPath]) -> str:
+    return f" of {len(chosen):,} of the {len(paths):,} steps" if len(paths) > 1 else ""
+
+
+def _notes(trace: Trace, events: Events, options: CriticalPathOptions, paths: list[StepPath]) -> list[str]:
+    if options.definition == "hta":
+        notes = [
+            "as HolisticTraceAnalysis 0.5 defines it: Path leaves out CPU idle between outermost operators and "
+            "time blocked in synchronizing calls, so it can be shorter than Wall; it is longer when GPU work the "
+            "step launched runs past the step's end"
+        ]
+    else:
+        notes = [
+            f"tracekit's definition (HolisticTraceAnalysis 0.5's with {named('definition')} hta): Path leaves out CPU "
+            "idle between outermost operators, time blocked in synchronizing calls and a stream's waits, so it can "
+            "be shorter than Wall, and counts only what ran within its step",
+            *left_out(paths),
+        ]
     if options.as_hta:
         notes.append("times rounded inward to whole µs as HolisticTraceAnalysis reads a trace")
     syncs = trace.optional("gpu_syncs")

@@ -35,8 +35,9 @@ from tracekit.model.schema import GPU_SYNCS, SYNC_KINDS
 from tracekit.model.trace import Trace
 
 OPERATOR, ANNOTATION, CALL, GPU, SYNC = range(5)
-# the graph's edge kinds (``graph``): an event's own time, CPU idle, launch delay, kernel-kernel gap, sync
-OP, DEPENDENCY, LAUNCH, KERNEL_KERNEL, SYNC_DEPENDENCY = range(5)
+# the graph's edge kinds (``graph``): an event's own time, CPU idle, launch delay, kernel-kernel gap, sync,
+# and (tracekit's definition only, ``definition``) a stream's gap that was a wait
+OP, DEPENDENCY, LAUNCH, KERNEL_KERNEL, SYNC_DEPENDENCY, WAIT = range(6)
 RECORDED = re.compile(r"#")
 # Calls whose own time is waiting on the GPU (HTA's list): the CPU time inside them is not on the path.
 BLOCKING_CALLS = frozenset(

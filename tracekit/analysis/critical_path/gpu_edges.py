@@ -79,6 +79,7 @@ def gpu_edges(events: Events, rows: np.ndarray) -> GpuEdges:
         & (~has_source | (source_end < call_time))
     )
     kernel_kernel = ~launch & (previous >= 0) & (~has_source | (source_end < previous_end))
+    launch &= _in(rows, call)  # an op that ran in the window, launched before it (tracekit's): no edge from outside
     cross.add(
         2 * call[launch], 2 * ops[launch], (events.start[ops] - call_time)[launch], LAUNCH, visit[launch] * 2**16 + 2
     )

@@ -15,7 +15,9 @@ node 2i is row i's start, 2i + 1 its end. Edges, each with a weight in ns:
   the next op launched to the waiting stream by the waiting thread) or from the last op of a
   synchronized stream, context or event to the end of the call that waited.
 Which events a window holds: CPU events that start inside it (at or after its start, at or before its
-end) and last longer than 0, the GPU ops and syncs whose call is among them, and every stream wait.
+end) and last longer than 0, the GPU ops and syncs whose call is among them, and every stream wait;
+under tracekit's definition (``running``, ``definition``) also the GPU ops of its process that ran in it,
+whoever launched them (their launch edges, from calls outside the window, are left out: ``gpu_edges``).
 Where HTA keys streams by number alone, tracekit keys them by (device, stream); otherwise the rules
 are HTA's, tie orders included where they decide an edge (launches before ops at one time).
 
@@ -47,7 +49,9 @@ class Graph:
     ops), kind (-1: a chain's first position, no edge), attributed event (row of ``Events``, -1: none),
     place (the order HTA adds edges in, which decides between equal paths: CPU edges in position order,
     then GPU edges by ``gpu_place``). ``cross_*``: the launch and sync edges, one per (source, target)
-    (positions), in place order. ``rows``: the window's events."""
+    (positions), in place order. ``rows``: the window's events. ``uncounted``/``cross_uncounted``: per
+    chain/cross edge, the ns of its time its weight leaves out (tracekit's definition, ``definition``; None:
+    none)."""
 
     rows: np.ndarray
     node: np.ndarray
@@ -61,6 +65,8 @@ class Graph:
     cross_weight: np.ndarray
     cross_kind: np.ndarray
     cross_place: np.ndarray
+    uncounted: np.ndarray | None = None
+    cross_uncounted: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.node)
@@ -76,9 +82,9 @@ class Graph:
         return 2**62 + self.cross_place
 
 
-def window_rows(events: Events, start: int, end: int, pid: int | None = None) -> np.ndarray:
+def window_rows(events: Events, start: int, end: int, pid: int | None = None, running: bool = False) -> np.ndarray:
     """The rows of ``events`` a window [start, end] holds (see the module docstring), ascending; ``pid``:
-    one process's events only."""
+    one process's events only; ``running``: with the GPU ops that ran in it."""
     cpu = _cpu_rows(events)
     waits = cpu.waits
     if pid is None and len(cpu.rows) and start <= cpu.first_start and end >= cpu.last_start:
@@ -92,6 +98,9 @@ def window_rows(events: Events, start: int, end: int, pid: int | None = None) ->
     launched = events.partner[inside]
     launched = launched[launched >= 0]
     launched = launched[events.role[launched] >= GPU]
+    if running:
+        ran = cpu.ran_in(events, start, end)
+        launched = np.concatenate([launched, ran if pid is None else ran[events.pid[ran] == pid]])
     if len(inside) > MASK_SHARE * len(events):
         chosen = np.zeros(len(events), dtype=bool)
         for part in (inside, launched, waits):
@@ -116,6 +125,21 @@ class _CpuRows:
         # the rows below it are the CPU side when it comes first (as ``trace_events`` lists it)
         self.limit = first if gpu_side[first:].all() else None
         self._by_start: tuple[np.ndarray, np.ndarray] | None = None
+        self._ops: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def ran_in(self, events: Events, start: int, end: int) -> np.ndarray:
+        """The GPU ops with their launching call in the trace that ran in [start, end] (ns): by their starts,
+        those that start before its end, from the first whose end, or an earlier one's, reaches past its start
+        (ops on one stream run one after another: a few before the window)."""
+        if self._ops is None:
+            ops = np.flatnonzero((events.role == GPU) & (events.partner >= 0))
+            ops = ops[np.argsort(events.start[ops], kind="stable")]
+            self._ops = ops, events.start[ops], np.maximum.accumulate(events.end[ops])
+        ops, starts, reach = self._ops
+        low = int(np.searchsorted(reach, start, side="right"))
+        high = int(np.searchsorted(starts, end, side="left"))
+        ran = ops[low:high]
+        return ran[events.end[ran] > start]
 
     def by_start(self, events: Events) -> tuple[np.ndarray, np.ndarray]:
         """The rows by start, and their starts."""

@@ -24,8 +24,9 @@ from tracekit.analysis.critical_path.kahn_order import first_in_kahn_order
 @dataclass
 class Path:
     """A path's edges in order, each: its source node (2 x row, + 1 for an end), weight (ns, as found),
-    kind, attributed event (-1: none) and whether it is a GPU stream's chain edge (an op's own time or
-    the gap before it); and its length (ns)."""
+    kind, attributed event (-1: none), whether it is a GPU stream's chain edge (an op's own time or
+    the gap before it) and the ns of its time its weight leaves out (``Graph.uncounted``); and its length
+    (ns)."""
 
     source: np.ndarray
     weight: np.ndarray
@@ -33,13 +34,14 @@ class Path:
     attributed: np.ndarray
     on_gpu: np.ndarray
     length: int
+    uncounted: np.ndarray
 
 
 def longest_path(graph: Graph) -> Path:
     """The path networkx's ``dag_longest_path`` takes through ``graph`` (see the module docstring)."""
     if not len(graph):
         empty = np.zeros(0, dtype=np.int64)
-        return Path(empty, empty, np.zeros(0, dtype=np.int8), empty, np.zeros(0, dtype=bool), 0)
+        return Path(empty, empty, np.zeros(0, dtype=np.int8), empty, np.zeros(0, dtype=bool), 0, empty)
     distances = Distances(graph, np.maximum(graph.weight, 0), np.maximum(graph.cross_weight, 0))
     end = _end(graph, distances)
     return _walk_back(graph, distances, end)
@@ -108,6 +110,9 @@ def _path_of(graph: Graph, pieces: list[tuple[int, int, int]], length: int) -> P
         "weight": graph.cross_weight[cross],
         "kind": graph.cross_kind[cross],
         "attributed": np.full(len(cross), -1, dtype=graph.attributed.dtype),
+        "uncounted": np.zeros(len(cross), dtype=np.int64)
+        if graph.cross_uncounted is None
+        else graph.cross_uncounted[cross],
     }
     parts: dict[str, list[np.ndarray]] = {field: [] for field in crossing}
     sizes, on_gpu = [], []
@@ -123,6 +128,8 @@ def _path_of(graph: Graph, pieces: list[tuple[int, int, int]], length: int) -> P
         parts["node"].append(graph.node[low - 1 : high])  # a chain edge's source: the position before
         for field in ("weight", "kind", "attributed"):
             parts[field].append(getattr(graph, field)[low : high + 1])
+        uncounted = graph.uncounted[low : high + 1] if graph.uncounted is not None else None
+        parts["uncounted"].append(np.zeros(max(high + 1 - low, 0), np.int64) if uncounted is None else uncounted)
         sizes.append(high + 1 - low)
         on_gpu.append(low >= graph.cpu_count)
     joined = {field: np.concatenate(arrays) for field, arrays in parts.items()}
@@ -133,4 +140,5 @@ def _path_of(graph: Graph, pieces: list[tuple[int, int, int]], length: int) -> P
         attributed=joined["attributed"],
         on_gpu=np.repeat(np.asarray(on_gpu, dtype=bool), sizes),
         length=length,
+        uncounted=joined["uncounted"],
     )
