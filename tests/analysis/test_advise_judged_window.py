@@ -132,3 +132,15 @@ def test_the_command_line_names_the_flags(tmp_path, cli):
     assert missing.exit_code == 1 and "--steps '9': " in missing.output and "Traceback" not in missing.output
     ranged = cli("advise", path, "--range", "ProfilerStep#4")
     assert ranged.exit_code == 0 and "the range 'ProfilerStep#4' (1 instance" in ranged.output
+
+
+def test_the_critical_path_is_a_step_of_what_is_judged():
+    """--steps 5:6 on the DDP rank: the critical path is that of a step judged (it was the whole trace's
+    median step, ProfilerStep#4, outside the window)."""
+    from helpers.paths import SHARED_KINETO
+
+    path = SHARED_KINETO / "a100_ddp_rank0of2_nccl.json.gz"
+    if not path.exists():
+        pytest.skip(f"{path} is absent")
+    steps = tracekit.advise(path, steps="5:6")["critical-path"]["Step"].tolist()
+    assert len(steps) == 1 and steps[0] in {"ProfilerStep#5", "ProfilerStep#6"}

@@ -35,7 +35,10 @@ EXPECTED = {
         "host stall": WARN,
         "launch-bound": INFO,
     },
-    "traces/a100_video_sr_cudnn_conv_nsys2024.2.sqlite": {"cold start": CRIT, "host stall": CRIT},
+    "traces/a100_video_sr_cudnn_conv_nsys2024.2.sqlite": {
+        "cold start": CRIT,
+        "host stall": WARN,
+    },  # the 900 ms first launch is one-time,
     "traces/cuda_matmul_nsys2022.4.sqlite": {
         "host stall": CRIT,
         "copies on compute streams": WARN,

@@ -105,6 +105,29 @@ def test_a_first_call_whose_kernels_never_repeat_is_a_cold_start(tmp_path):
     assert "a cold first pass (its kernels do not repeat" in judged
 
 
+def test_a_host_stall_during_a_recompilation_is_a_one_time_cost(tmp_path):
+    """Six "step" ranges of 100 ms, each a 10 ms bf16 GEMM launched at its start; the host launches the next
+    step's after 90 ms idle (a host stall of 5 x 90 ms), except that step 4's GEMM waits a further 300 ms
+    inside a "compile_graph" range (a recompilation): 300 ms of that gap are the compilation's, in the
+    one-time table as recurring in the window; the host stall is the 450 ms of the others (it was 750)."""
+    b = ExportBuilder("2026.2")
+    gpu(b)
+    gemm = "ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_64x3_tn"
+    at = 0
+    for step in range(6):
+        if step == 4:
+            b.push_pop(at, at + 300 * MS, "compile_graph")
+            at += 300 * MS
+        b.push_pop(at, at + 100 * MS, "step")
+        b.kernel(at + 10 * US, at + 10 * MS + 10 * US, gemm, launch_at=at)
+        at += 100 * MS
+    result, kinds = findings(b.write(tmp_path / "recompile.sqlite"))
+    stall = result.table("findings").set_index("Finding").loc["host stall"]
+    assert stall["Recoverable (ns)"] == 450 * MS
+    one_time = result.table("one-time").set_index("Kind")
+    assert one_time.loc["setup range", "Repeats"] == "yes: once in the judged window"
+
+
 def test_a_repeated_user_range_marks_the_iterations(tmp_path):
     """No ProfilerStep: "Optimizer.step#SGD.step" marks three iterations; setup before them is left out."""
     trace = KinetoBuilder()

@@ -40,7 +40,7 @@ def advise_trace(
     span = int(window["end"].max() - window["start"].min())
     optimizer, claimed = unfused_optimizer(judged.trace, origin)  # its gaps are its own: no idle finding counts them
     findings = [
-        *idle_findings(judged.trace, origin, claimed),
+        *idle_findings(judged.trace, origin, claimed, judged.state.one_time),
         *copy_findings(judged.trace, origin),
         *kernel_findings(judged.trace, origin),
     ]
@@ -60,7 +60,7 @@ def advise_trace(
         "cuda-sync-memset": nsys_rules.sync_memset(trace, options.rows),
         "cuda-async-memcpy": nsys_rules.async_memcpy_pageable(trace, options.rows),
     }
-    critical, critical_note = _critical_path(trace)
+    critical, critical_note = _critical_path(judged.trace)  # a typical step of what is judged
     titles = {"gap_ms": options.gap_ms, "threshold": options.threshold, "chunks": options.chunks}
     one_time, recurring = one_time_table(judged.state, origin)
     notes = [

@@ -27,6 +27,7 @@ import pandas as pd
 from tracekit.analysis.advice.causes import HOST_CAUSES, PYTHON_FIX, SYNC_CAUSES, SYNC_FIX, leading_cause
 from tracekit.analysis.advice.finding import Finding, evidence, ms, worst
 from tracekit.analysis.primitives.joins import op_launches
+from tracekit.analysis.primitives.steady_state import covered_within
 from tracekit.analysis.waits.idle import OVERHEAD_MAX_NS, gap_devices, idle_gaps
 from tracekit.analysis.waits.syncs import IDLE, NO_RANGE, blocking_calls, innermost_range
 from tracekit.model.range_specs import op_name
@@ -41,10 +42,14 @@ UNNAMED_FIX = (
 )
 
 
-def idle_findings(trace: Trace, origin: int, claimed: np.ndarray | None = None) -> list[Finding]:
+def idle_findings(
+    trace: Trace, origin: int, claimed: np.ndarray | None = None, one_time: pd.DataFrame | None = None
+) -> list[Finding]:
     """The idle findings of ``trace`` (times in evidence from ``origin``, the first GPU op's start).
     ``claimed``: a mask over ``idle_gaps`` rows another finding counts already (an unfused optimizer's
-    gaps): left out here, so no gap counts twice."""
+    gaps): left out here, so no gap counts twice. ``one_time``: one-time costs (``primitives.one_time``):
+    the part of a host stall they cover (a compilation, a module load between launches) is theirs, in
+    their own table, not the host's."""
     gaps = idle_gaps(trace)
     if gaps.empty:
         return []
@@ -71,9 +76,12 @@ def idle_findings(trace: Trace, origin: int, claimed: np.ndarray | None = None) 
     bound = short_gap & np.isin(cause, ["host not launching", "launch overhead"]) & (median_op < SHORT_KERNEL_NS)
     if bound.any():
         found.append(_launch_bound_finding(trace, gaps, bound, median_op, origin))
-    stalled = (~short_gap & (cause == "host not launching")) | (after_sync >= OVERHEAD_MAX_NS)
+    starts = gaps["Start (ns)"].to_numpy(np.int64)
+    host = np.where(synced, after_sync, idle)
+    host = host - covered_within(one_time, starts + idle - host, starts + idle) if one_time is not None else host
+    stalled = ((cause == "host not launching") | synced) & (host >= OVERHEAD_MAX_NS)
     if stalled.any():
-        gaps["Idle (ns)"] = np.where(synced, after_sync, idle)
+        gaps["Idle (ns)"] = host
         found.append(_host_stall_finding(trace, gaps, stalled, launches, next_op, origin))
     return found
 

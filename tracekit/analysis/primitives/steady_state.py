@@ -188,3 +188,22 @@ def covered_time(one_time: pd.DataFrame, start: int | None = None, end: int | No
         low, high = np.clip(low, start, end), np.clip(high, start, end)
     merged_low, merged_high = merge_intervals(low, high)
     return int((merged_high - merged_low).sum())
+
+
+def covered_within(one_time: pd.DataFrame, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Per interval [``starts``, ``ends``) (ns): how much of it the union of ``one_time``'s intervals covers,
+    ns; columnar (the union's cumulative length, looked up at both ends)."""
+    starts, ends = np.asarray(starts, dtype=np.int64), np.asarray(ends, dtype=np.int64)
+    if one_time.empty or not len(starts):
+        return np.zeros(len(starts), dtype=np.int64)
+    low, high = merge_intervals(one_time["start"].to_numpy(np.int64), one_time["end"].to_numpy(np.int64))
+    before = np.concatenate(([0], np.cumsum(high - low)))  # covered length before each merged interval
+
+    def covered_until(at: np.ndarray) -> np.ndarray:
+        index = np.searchsorted(low, at, side="right") - 1  # the last merged interval begun by ``at``
+        inside = np.where(index >= 0, np.minimum(at, high[np.maximum(index, 0)]) - low[np.maximum(index, 0)], 0)
+        return (
+            before[index + 1] - np.where(index >= 0, high[np.maximum(index, 0)] - low[np.maximum(index, 0)], 0) + inside
+        )
+
+    return covered_until(ends) - covered_until(starts)
