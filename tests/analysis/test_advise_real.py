@@ -15,7 +15,7 @@ reviewed and written down here. Why each is right:
   mi250's first launch (6.5 of its 8.9 ms) and alexnet's 29.9 s context creation make them cold starts;
 - a100_ddp rank 0: host gaps and partly hidden all-reduces;
 - gp100 steps: a Pascal GPU (no tensor cores: no FP32 finding), small kernels and host gaps;
-- h100_qwen inference: a healthy-ish decode, only info findings;
+- h100_qwen inference: a healthy-ish decode, only info findings (elementwise chains first: the GPU is 92 % busy);
 - v100 resnets: FP32 convolutions (forward, dgrad, wgrad, Winograd and FFT kernels all counted) and GEMMs
   on a V100 (FP16 autocast would use its tensor cores); resnet50's host stalls are in its DataLoader;
 - dlrm 8 ranks: exposed collectives, host gaps, short kernels on every rank, and an Adagrad step of 64
@@ -33,6 +33,7 @@ EXPECTED = {
         "fp32 matmul": CRIT,
         "unfused optimizer": CRIT,  # its 47 ms of gaps count there, not in host stall or launch-bound
         "host stall": WARN,
+        "unfused elementwise chains": WARN,
         "launch-bound": INFO,
     },
     "traces/a100_video_sr_cudnn_conv_nsys2024.2.sqlite": {
@@ -49,13 +50,18 @@ EXPECTED = {
     "traces/h100_videogen_2gpu_b_nsys2026.2.sqlite": {
         "host stall": WARN,
         "exposed communication": WARN,
+        "unfused elementwise chains": INFO,
         "launch-bound": INFO,
     },
     "traces/tiny_cuda_nsys2026.1.sqlite": {"host stall": CRIT},
     "kineto/a100_alexnet_cuda_sync.json.gz": {"cold start": CRIT, "host stall": CRIT},
     "kineto/a100_ddp_rank0of2_nccl.json.gz": {"host stall": CRIT, "exposed communication": WARN},
     "kineto/gp100_steps_gpu_user_annotation.json.gz": {"host stall": CRIT, "launch-bound": WARN},
-    "kineto/h100_qwen0.5b_inference.json.gz": {"launch-bound": INFO, "host stall": INFO},
+    "kineto/h100_qwen0.5b_inference.json.gz": {
+        "unfused elementwise chains": INFO,
+        "launch-bound": INFO,
+        "host stall": INFO,
+    },
     "kineto/mi250_rocm6.2_toy.json.gz": {"cold start": CRIT, "host stall": CRIT},
     "kineto/v100_resnet50_torch1.8.pt.trace.json.gz": {"host stall": CRIT, "fp32 matmul": CRIT},
     "kineto/v100_resnet_torch2.3_ns_precision.pt.trace.json.gz": {"fp32 matmul": CRIT},
@@ -82,7 +88,9 @@ FIRST = {
     "kineto/mi250_rocm6.2_toy.json.gz": "cold start",
     "kineto/v100_resnet50_torch1.8.pt.trace.json.gz": "host stall",  # 94 % of it in the DataLoader
     "kineto/v100_resnet_torch2.3_ns_precision.pt.trace.json.gz": "fp32 matmul",  # AMP on the V100's tensor cores
-    "kineto/h100_qwen0.5b_inference.json.gz": "launch-bound",  # decode: small kernels, CUDA graphs
+    # the GPU 92 % busy: the work itself, RMSNorm as a chain of elementwise passes (pow, add, rsqrt, mul: torch.compile
+    # fuses them, and its fewer launches take the launch gaps too)
+    "kineto/h100_qwen0.5b_inference.json.gz": "unfused elementwise chains",
 }
 
 

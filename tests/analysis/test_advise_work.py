@@ -94,3 +94,34 @@ def test_unfused_attention_with_shapes_is_capped_by_the_roofline(tmp_path):
     assert row["Recoverable (ns)"] == 200_000
     assert f"at most {(400_000 - need) / 1e6:,.3f} ms by the roofline for the 1 attentions" in row["Bound"]
     assert f"need {need / 1e6:,.3f} ms" in row["Bound"]
+
+
+def test_elementwise_chains_are_a_fusion_finding(tmp_path):
+    """On one A100 stream, 10 times: a GEMM (2 ms), then mul (0.2 ms), add (0.3 ms), gelu (0.5 ms): a chain of
+    3 elementwise passes, 1 ms of which a fused kernel needs at least the gelu's 0.5 ms: 5 ms to give back.
+    Not chains: an Inductor-fused kernel between two elementwise ones (already fused), and three 5 us kernels
+    (launch costs, the launch-bound finding's)."""
+    b = ExportBuilder("2026.2")
+    b.gpu(0, "NVIDIA A100-SXM4-80GB", 108, 85_000_000_000, 8, 0)
+    gemm = "ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_64x3_tn"
+    t = 0
+    blocks = [
+        [(gemm, 2 * MS), ("vectorized_elementwise_kernel<MulFunctor<float>>", MS // 5)]
+        + [("vectorized_elementwise_kernel<CUDAFunctor_add<float>>", 3 * MS // 10)]
+        + [("vectorized_elementwise_kernel<GeluCUDAKernelImpl>", MS // 2)]
+    ] * 10
+    blocks.append(
+        [(gemm, 2 * MS), ("vectorized_elementwise_kernel<MulFunctor<float>>", MS // 5)]
+        + [("triton_poi_fused_add_mul_0", MS // 5), ("vectorized_elementwise_kernel<CUDAFunctor_add<float>>", MS // 5)]
+    )
+    blocks.append([(gemm, 2 * MS)] + [("vectorized_elementwise_kernel<MulFunctor<float>>", 5_000)] * 3)
+    for block in blocks:
+        for name, length in block:
+            b.kernel(t, t + length, name, launch_at=t - 1000)
+            t += length
+    row = tracekit.advise(b.write(tmp_path / "chains.sqlite"))["findings"].set_index("Finding")
+    chains = row.loc["unfused elementwise chains"]
+    assert chains["What"].startswith(
+        "10 chains of 3+ elementwise kernels back to back on a stream (30 kernels, 10.000 ms)"
+    )
+    assert chains["Recoverable (ns)"] == 5 * MS and "torch.compile" in chains["Fix"]

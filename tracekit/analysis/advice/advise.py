@@ -8,7 +8,7 @@ from tracekit.analysis.advice import nsys_rules
 from tracekit.analysis.advice.advise_command import AdviseOptions
 from tracekit.analysis.advice.copy_rules import copy_findings
 from tracekit.analysis.advice.finding import CRITICAL_SHARE, INFO_SHARE, WARNING_SHARE, ranked
-from tracekit.analysis.advice.fusion_rules import unfused_attention
+from tracekit.analysis.advice.fusion_rules import elementwise_chains, unfused_attention
 from tracekit.analysis.advice.idle_rules import idle_findings
 from tracekit.analysis.advice.kernel_rules import kernel_findings, unfused_optimizer
 from tracekit.analysis.advice.memory_rules import memory_findings
@@ -47,6 +47,8 @@ def advise_trace(
     findings += [optimizer] if optimizer is not None else []
     attention = unfused_attention(judged.trace, origin)
     findings += [attention] if attention is not None else []
+    chains = elementwise_chains(judged.trace, origin)
+    findings += [chains] if chains is not None else []
     cold = cold_start(judged, origin, whole_span)
     findings += [cold] if cold is not None else []
     if snapshot is not None:

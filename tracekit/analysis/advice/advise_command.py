@@ -122,8 +122,9 @@ COMMAND = Command(
     "advise",
     "What to fix first in TRACE: findings ranked by the time a fix could give back (blocking syncs, "
     "launch-bound stretches, host stalls, pageable and synchronous copies, copies on compute streams, "
-    "FP32 matmul, unfused optimizer steps, exposed communication; with a memory snapshot, out-of-memory "
-    "errors, activations dominating the peak, fragmentation), each with its evidence and the usual fix; "
+    "FP32 matmul, unfused optimizer steps, unfused attention, elementwise chains, exposed communication; "
+    "with a memory snapshot, out-of-memory errors, activations dominating the peak, optimizer temporaries, a "
+    "retained previous iteration, fragmentation), each with its evidence and the usual fix; "
     "then nsys's expert "
     "rules (gpu-starv, gpu-low-util, cuda-sync-api, cuda-sync-memcpy, cuda-sync-memset, cuda-async-memcpy) "
     "as nsys analyze reports them. Several traces (the ranks of a job): their findings together, the "

@@ -1,4 +1,13 @@
-"""Work a fused kernel would do in one pass: attention computed as separate kernels.
+"""Work a fused kernel would do in one pass: attention computed as separate kernels, and chains of
+elementwise kernels.
+
+Unfused elementwise chains: on one stream, ``CHAIN_LENGTH`` or more elementwise kernels back to back
+(nothing else between them on that stream; those of an unfused attention left to it), each a pass over
+memory of ``MIN_PASS_NS`` or more (shorter ones are launch costs: the launch-bound finding's), none of them
+already fused (Inductor's and Triton's ``fused``/``triton_`` kernels: what a compiler could not fuse
+further is not a torch.compile fix): each reads its inputs from memory and writes its output back, where
+one fused kernel (``torch.compile``) makes one pass. Recoverable, an estimate: each chain's time less its longest kernel (the fused pass is at least as
+long as the longest of the passes it replaces).
 
 Unfused attention (``primitives.attention_patterns``): on one stream, a matmul (Q·Kᵀ), a softmax, then a
 matmul (·V), with only elementwise, softmax, reduction or memory (copy) kernels between. Its time is the two matmuls and
@@ -13,7 +22,10 @@ the bound.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
+import pandas as pd
 
 from tracekit.analysis.advice.finding import Finding, evidence, ms
 from tracekit.analysis.primitives.attention_patterns import attention_spans
@@ -21,6 +33,9 @@ from tracekit.analysis.primitives.categories import CATEGORIES, name_categories
 from tracekit.model.trace import Trace
 
 EVIDENCE_ROWS = 5
+CHAIN_LENGTH = 3  # elementwise kernels in a row: two could be a single op's own pair
+MIN_PASS_NS = 10_000  # an elementwise kernel shorter than this is mostly its fixed cost, not a memory pass
+FUSED = re.compile(r"fused|triton_", re.IGNORECASE)
 
 
 def unfused_attention(trace: Trace, origin: int) -> Finding | None:
@@ -56,6 +71,62 @@ def unfused_attention(trace: Trace, origin: int) -> Finding | None:
         "traffic of the scores comes on top)" + _roofline_ceiling(trace, rows[first], rows[last], whole),
         "use torch.nn.functional.scaled_dot_product_attention (flash or memory-efficient backend) instead of "
         "matmul + softmax + matmul; in Hugging Face models attn_implementation='sdpa' or 'flash_attention_2'",
+        proof,
+    )
+
+
+def elementwise_chains(trace: Trace, origin: int) -> Finding | None:
+    """The unfused-elementwise-chains finding (see the module), or None."""
+    ops = trace.gpu_ops
+    codes = name_categories(trace)
+    elementwise = codes == CATEGORIES.index("elementwise")
+    if elementwise.sum() < CHAIN_LENGTH:
+        return None
+    kernel = np.flatnonzero((ops["kind"] == "kernel").to_numpy())
+    device, stream = ops["device"].to_numpy()[kernel], ops["stream"].to_numpy()[kernel]
+    order = np.lexsort((ops["start"].to_numpy()[kernel], stream, device))
+    rows = kernel[order]
+    labels = np.asarray(ops["name"].cat.categories, dtype=object)
+    name_codes = ops["name"].cat.codes.to_numpy()
+    fused = np.append(pd.Series(labels, dtype=object).str.contains(FUSED).to_numpy(bool), False)[name_codes]
+    member = (
+        elementwise[rows]
+        & ~fused[rows]
+        & (ops["duration"].to_numpy()[rows] >= MIN_PASS_NS)
+        & ~np.isin(rows, attention_spans(trace, codes, CATEGORIES).members())
+    )
+    lane_change = np.concatenate(([True], (np.diff(device[order]) != 0) | (np.diff(stream[order]) != 0)))
+    # a run starts where a member follows a non-member or a new lane
+    starts = member & (lane_change | ~np.concatenate(([False], member[:-1])))
+    run = np.cumsum(starts) - 1
+    chosen = np.flatnonzero(member)
+    run_of = run[chosen]
+    lengths = np.bincount(run_of)
+    duration = ops["duration"].to_numpy()[rows[chosen]].astype(np.int64)
+    totals = np.bincount(run_of, weights=duration).astype(np.int64)
+    longest = np.zeros(len(lengths), dtype=np.int64)
+    np.maximum.at(longest, run_of, duration)
+    chains = np.flatnonzero(lengths >= CHAIN_LENGTH)
+    if not len(chains):
+        return None
+    saved = totals[chains] - longest[chains]
+    first_row = rows[chosen[np.searchsorted(run_of, chains)]]
+    top = np.argsort(-saved, kind="stable")[:EVIDENCE_ROWS]
+    name = lambda row: _short(str(labels[name_codes[row]])) if name_codes[row] >= 0 else "?"
+    proof = evidence(
+        [f"{lengths[chains[at]]} elementwise kernels in a row from {name(first_row[at])}" for at in top],
+        (ops["start"].to_numpy()[first_row[top]] - origin).tolist(),
+        totals[chains[top]].tolist(),
+        [f"cuda:{int(ops['device'].iloc[row])} stream {int(ops['stream'].iloc[row])}" for row in first_row[top]],
+    )
+    return Finding(
+        "unfused elementwise chains",
+        f"{len(chains):,} chains of {CHAIN_LENGTH}+ elementwise kernels back to back on a stream "
+        f"({int(lengths[chains].sum()):,} kernels, {ms(totals[chains].sum())}): each pass reads and writes memory",
+        int(saved.sum()),
+        "estimate: each chain's time less its longest kernel (a fused pass is at least as long as that)",
+        "fuse them: torch.compile the module (Inductor fuses pointwise ops into one kernel), or write the chain as "
+        "one op (a fused activation, torch.addcmul, a custom Triton kernel)",
         proof,
     )
 
