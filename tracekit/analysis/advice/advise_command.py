@@ -128,7 +128,7 @@ COMMAND = Command(
     "then nsys's expert "
     "rules (gpu-starv, gpu-low-util, cuda-sync-api, cuda-sync-memcpy, cuda-sync-memset, cuda-async-memcpy) "
     "as nsys analyze reports them. Several traces (the ranks of a job): their findings together, the "
-    "straggler rank, and a row per rank.",
+    "straggler rank, and a row per rank. A memory snapshot alone (a .pickle): its memory findings.",
     AdviseOptions,
     "traces",
     run="tracekit.commands.advice:advise_with_snapshot",
