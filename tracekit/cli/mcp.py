@@ -54,7 +54,9 @@ def mcp(roots, out, allow_run, timeout, max_rows, max_input_mb):
     except ImportError as error:
         raise click.ClickException(f"tracekit mcp needs the MCP SDK ({error.name}): pip install '{MCP_EXTRA}'") from None
     from tracekit.mcp.confine import Confinement
+    from tracekit.session import Session
 
     confinement = Confinement.of(roots, out, max_input_mb)
     config = ServerConfig(confinement, allow_run, timeout, max_rows)
-    anyio.run(serve, config)
+    with Session(config.settings()):  # a tool's messages name options as its parameters (top), not flags (--top)
+        anyio.run(serve, config)

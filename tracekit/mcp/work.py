@@ -49,7 +49,9 @@ def command_job(call: CommandCall, inputs: list[str], output: str | None, max_ro
 
                 images.append(png(chart))
     top = "top" in {item.name for item in fields(call.options)}
-    return result_reply(call.command.name, result, max_rows, call.unit, files, notes, top)
+    reply = result_reply(call.command.name, result, max_rows, call.unit, files, notes, top)
+    reply.images += images
+    return reply
 
 
 def result_reply(
