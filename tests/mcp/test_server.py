@@ -84,7 +84,9 @@ def test_tools_are_the_registry_s_and_call_results_equal_the_api_s(shared, tmp_p
         idle = await session.call_tool("idle", {"trace": str(EXPORT), "per_stream": True})
         return tools, kernels, advise, idle
 
-    tools, kernels, advise, idle = serve("--root", str(shared), "--out", str(tmp_path), "--max-rows", str(MAX_ROWS), calls=calls)
+    tools, kernels, advise, idle = serve(
+        "--root", str(shared), "--out", str(tmp_path), "--max-rows", str(MAX_ROWS), calls=calls
+    )
     assert [tool.name for tool in tools] == [*all_commands(), "list_traces", "report"]
     for tool in tools:
         jsonschema.Draft202012Validator.check_schema(tool.input_schema)
@@ -98,7 +100,9 @@ def test_tools_are_the_registry_s_and_call_results_equal_the_api_s(shared, tmp_p
         assert reply.structured_content["notes"][: len(result.notes)] == result.notes
     kernel_rows = kernels.structured_content["tables"][0]
     assert kernel_rows["units"]["Total Time (ns)"] == "ns" and kernel_rows["total_rows"] == 10
-    assert kernels.structured_content["notes"][-1].startswith("kernels: the first 7 of 10 rows (the server's --max-rows)")
+    assert kernels.structured_content["notes"][-1].startswith(
+        "kernels: the first 7 of 10 rows (the server's --max-rows)"
+    )
     assert "Total Time (ns)" in text_of(kernels)  # the text rendering for the model
 
 
@@ -137,31 +141,37 @@ def folders(tmp_path):
 
 def test_refusals_are_one_line_and_nothing_is_read_or_written_outside(folders):
     root, outside, out = folders
-    secret = outside / "secret.sqlite"
+    secret, inside = outside / "secret.sqlite", str(root / "inside.sqlite")
     arguments = {
         "outside a root": ("kernels", {"traces": [str(secret)]}),
         "through ..": ("kernels", {"traces": [f"{root}/../outside/secret.sqlite"]}),
         "through a link": ("kernels", {"traces": [str(root / "sub" / "link.sqlite")]}),
         "a folder holding a link out": ("kernels", {"traces": [str(root / "sub")]}),
         "a glob reaching out": ("kernels", {"traces": [f"{root}/../outside/*.sqlite"]}),
-        "an output outside --out": ("kernels", {"traces": [str(root / "inside.sqlite")], "output": "../k.csv"}),
-        "an absolute output elsewhere": ("kernels", {"traces": [str(root / "inside.sqlite")], "output": str(outside / "k.csv")}),
+        "an output outside --out": ("kernels", {"traces": [inside], "output": "../k.csv"}),
+        "an absolute output elsewhere": ("kernels", {"traces": [inside], "output": str(outside / "k.csv")}),
         "capture without --allow-run": ("capture", {"arguments": ["tiny"]}),
-        "an unknown option": ("kernels", {"traces": [str(root / "inside.sqlite")], "colour": "red"}),
-        "a wrong type": ("kernels", {"traces": [str(root / "inside.sqlite")], "top": "five"}),
+        "an unknown option": ("kernels", {"traces": [inside], "colour": "red"}),
+        "a wrong type": ("kernels", {"traces": [inside], "top": "five"}),
         "an unknown tool": ("nvidia-smi", {}),
-    }  # fmt: skip
+    }
 
     async def calls(session):
         replies = {case: await session.call_tool(name, given) for case, (name, given) in arguments.items()}
-        good = await session.call_tool("kernels", {"traces": [str(root / "inside.sqlite")]})
+        good = await session.call_tool("kernels", {"traces": [inside]})
         return replies, good
 
     replies, good = serve("--root", str(root), "--out", str(out), calls=calls)
     messages = {case: text_of(reply) for case, reply in replies.items()}
     assert all(reply.is_error for reply in replies.values()), messages
     assert all("\n" not in message and "Traceback" not in message for message in messages.values()), messages
-    for case in ("outside a root", "through ..", "through a link", "a folder holding a link out", "a glob reaching out"):
+    for case in (
+        "outside a root",
+        "through ..",
+        "through a link",
+        "a folder holding a link out",
+        "a glob reaching out",
+    ):
         assert "is outside the folders this server may read" in messages[case], case
     assert "outside the folder this server writes" in messages["an output outside --out"]
     assert "outside the folder this server writes" in messages["an absolute output elsewhere"]

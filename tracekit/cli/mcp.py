@@ -52,7 +52,9 @@ def mcp(roots, out, allow_run, timeout, max_rows, max_input_mb):
 
         from tracekit.mcp.server import ServerConfig, serve
     except ImportError as error:
-        raise click.ClickException(f"tracekit mcp needs the MCP SDK ({error.name}): pip install '{MCP_EXTRA}'") from None
+        raise click.ClickException(
+            f"tracekit mcp needs the MCP SDK ({error.name}): pip install '{MCP_EXTRA}'"
+        ) from None
     from tracekit.mcp.confine import Confinement
     from tracekit.session import Session
 

@@ -63,7 +63,11 @@ def _entry(confinement: Confinement, path: Path, found: list[dict]) -> bool:
         return False
     if kind is None or (kind == "kineto" and not _names_events(real)):
         return False
-    size = sum(entry.stat().st_size for entry in real.iterdir() if entry.is_file()) if real.is_dir() else real.stat().st_size
+    size = (
+        sum(entry.stat().st_size for entry in real.iterdir() if entry.is_file())
+        if real.is_dir()
+        else real.stat().st_size
+    )
     found.append({"path": str(path), "kind": kind, "what": KINDS.get(kind, kind), "bytes": size})
     return True
 
@@ -73,7 +77,7 @@ def _names_events(path: Path) -> bool:
     try:
         with open(path, "rb") as head:
             compressed = head.read(2) == b"\x1f\x8b"
-        with (gzip.open(path, "rb") if compressed else open(path, "rb")) as stream:
+        with gzip.open(path, "rb") if compressed else open(path, "rb") as stream:
             return KINETO_MARK in stream.read(KINETO_PEEK)
     except (OSError, EOFError, zlib.error):
         return False

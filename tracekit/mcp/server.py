@@ -50,19 +50,33 @@ LIST_SCHEMA = {
 REPORT_SCHEMA = {
     "type": "object",
     "properties": {
-        "traces": {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1,
-                   "description": "run folders or traces under the server's roots (several: a comparison too)"},
-        "output": {"type": ["string", "null"], "default": None,
-                   "description": "the report's folder under --out (default: reports/<the inputs' names>)"},
+        "traces": {
+            "type": "array",
+            "items": {"type": "string", "minLength": 1},
+            "minItems": 1,
+            "description": "run folders or traces under the server's roots (several: a comparison too)",
+        },
+        "output": {
+            "type": ["string", "null"],
+            "default": None,
+            "description": "the report's folder under --out (default: reports/<the inputs' names>)",
+        },
         "html": {"type": "boolean", "default": False, "description": "also report.html, one offline page"},
-        "phases": {"type": "array", "items": {"type": "string", "minLength": 1}, "default": None,
-                   "description": "the phases: range specs (default: forward, backward, optimizer by name)"},
-        "step_range": {"type": ["string", "null"], "default": None,
-                       "description": "the range that is one training step (default: ProfilerStep#N, else 'step')"},
+        "phases": {
+            "type": "array",
+            "items": {"type": "string", "minLength": 1},
+            "default": None,
+            "description": "the phases: range specs (default: forward, backward, optimizer by name)",
+        },
+        "step_range": {
+            "type": ["string", "null"],
+            "default": None,
+            "description": "the range that is one training step (default: ProfilerStep#N, else 'step')",
+        },
     },
     "required": ["traces"],
     "additionalProperties": False,
-}  # fmt: skip
+}
 
 
 @dataclass(frozen=True)
@@ -100,8 +114,10 @@ def tools(config: ServerConfig) -> list[types.Tool]:
     found.append(types.Tool(name=LIST_TRACES, description=_LIST_HELP, input_schema=LIST_SCHEMA))
     found.append(types.Tool(name=REPORT, description=_REPORT_HELP, input_schema=REPORT_SCHEMA))
     if config.allow_run:
-        found += [types.Tool(name=name, description=text, input_schema=programs.program_schema(name))
-                  for name, text in programs.PROGRAMS.items()]  # fmt: skip
+        found += [
+            types.Tool(name=name, description=text, input_schema=programs.program_schema(name))
+            for name, text in programs.PROGRAMS.items()
+        ]
     names = [tool.name for tool in found]
     assert len(set(names)) == len(names), f"two tools of one name: {names}"
     return found
@@ -204,7 +220,9 @@ class Calls:
 def _only(name: str, arguments: dict[str, Any], schema: dict) -> None:
     unknown = sorted(set(arguments) - set(schema["properties"]))
     if unknown:
-        raise TracekitError(f"{name} has no parameter {unknown[0]!r}; its parameters: {', '.join(schema['properties'])}")
+        raise TracekitError(
+            f"{name} has no parameter {unknown[0]!r}; its parameters: {', '.join(schema['properties'])}"
+        )
 
 
 def _result(reply: Reply) -> types.CallToolResult:

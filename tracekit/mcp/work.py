@@ -38,7 +38,11 @@ def command_job(call: CommandCall, inputs: list[str], output: str | None, max_ro
     """``call`` on the resolved ``inputs``; every row written to ``output`` (resolved, under --out) when given."""
     with Session(settings):
         result = run_command(call.command, inputs, call.options, call.many)
-        files = [str(path) for path in write(result, SUFFIX_FORMATS[Path(output).suffix.lower()], output, call.unit)] if output else []
+        files = (
+            [str(path) for path in write(result, SUFFIX_FORMATS[Path(output).suffix.lower()], output, call.unit)]
+            if output
+            else []
+        )
         images, notes = [], []
         if call.picture and call.command.picture is not None:
             chart = next((result.charts[name] for name in call.command.picture.charts if name in result.charts), None)
@@ -90,7 +94,7 @@ def result_reply(
 
 
 def report_job(
-    inputs: list[str],
+    inputs: list[str | Path],
     confinement: Confinement,
     folder: str | None,
     html: bool,
