@@ -106,13 +106,20 @@ def test_tools_are_the_registry_s_and_call_results_equal_the_api_s(shared, tmp_p
     assert "Total Time (ns)" in text_of(kernels)  # the text rendering for the model
 
 
-def test_a_picture_comes_back_as_a_png_image_and_output_lands_in_out(shared, tmp_path):
+def test_a_picture_comes_back_as_a_png_image_and_outputs_land_in_out(shared, tmp_path):
+    tiny = SHARED_TRACES / "tiny_cuda_nsys2026.1.sqlite"
+
     async def calls(session):
         steps = await session.call_tool("steps", {"trace": str(KINETO_STEPS), "picture": True, "output": "s/steps.csv"})
         listing = await session.call_tool("list_traces", {"under": str(shared / "kineto")})
-        return steps, listing
+        report = await session.call_tool("report", {"traces": [str(tiny)]})
+        tools = [tool.name for tool in (await session.list_tools()).tools]
+        capture = await session.call_tool("capture", {"arguments": ["--help"]})
+        return steps, listing, report, tools, capture
 
-    steps, listing = serve("--root", str(shared), "--out", str(tmp_path), calls=calls)
+    steps, listing, report, tools, capture = serve(
+        "--root", str(shared), "--out", str(tmp_path), "--allow-run", calls=calls
+    )
     assert not steps.is_error, text_of(steps)
     image = steps.content[1]
     assert image.type == "image" and image.mime_type == "image/png"
@@ -123,6 +130,13 @@ def test_a_picture_comes_back_as_a_png_image_and_output_lands_in_out(shared, tmp
     kinds = {Path(entry["path"]).name: entry["kind"] for entry in listing.structured_content["traces"]}
     assert kinds[KINETO_STEPS.name] == "kineto" and kinds["rank0.pt.trace.json"] == "kineto"
     assert "README.md" not in kinds
+    assert not report.is_error, text_of(report)
+    folder = tmp_path / "reports" / "tiny_cuda_nsys2026.1"
+    assert report.structured_content["report"] == str(folder / "report.md")
+    assert text_of(report) == (folder / "report.md").read_text()
+    assert tools[-2:] == ["capture", "bench"]
+    assert not capture.is_error and "--out DIRECTORY" in text_of(capture)
+    assert not list(shared.rglob("*.tracekit-cache"))  # nothing written beside the inputs
 
 
 @pytest.fixture
@@ -255,3 +269,43 @@ def test_calls_at_once_answer_as_one_at_a_time(shared):
     together = serve("--root", str(shared), calls=at_once)
     assert together == alone
     assert all(answer is not None and answer["tables"] for answer in alone)
+
+
+def test_two_clients_of_one_server_at_once_answer_as_one_at_a_time(shared):
+    """Two clients connected to the same server (one ``Server`` object, a connection each) call at once."""
+    from mcp.shared.memory import create_client_server_memory_streams
+
+    from tracekit.mcp.confine import Confinement
+    from tracekit.mcp.server import ServerConfig, build_server
+
+    server = build_server(ServerConfig(Confinement.of([shared], None, 100)))
+    asked = {
+        "kernels": {"traces": [str(EXPORT)], "top": 5},
+        "idle": {"trace": str(EXPORT)},
+        "advise": {"traces": [str(EXPORT)]},
+    }
+    plans = [["kernels", "idle", "advise"], ["advise", "kernels", "idle"]]
+
+    async def client(plan: list[str], answers: dict) -> None:
+        async with create_client_server_memory_streams() as (client_streams, server_streams):
+            async with anyio.create_task_group() as group:
+                group.start_soon(server.run, *server_streams, server.create_initialization_options())
+                async with ClientSession(*client_streams) as session:
+                    await session.initialize()
+                    for name in plan:
+                        answers[name] = (await session.call_tool(name, asked[name])).structured_content
+                group.cancel_scope.cancel()
+
+    async def main():
+        alone: list[dict] = [{}, {}]
+        for plan, answers in zip(plans, alone):
+            await client(plan, answers)
+        together: list[dict] = [{}, {}]
+        async with anyio.create_task_group() as group:
+            for plan, answers in zip(plans, together):
+                group.start_soon(client, plan, answers)
+        return alone, together
+
+    alone, together = anyio.run(main)
+    assert together == alone and alone[0] == alone[1]
+    assert alone[0]["kernels"]["tables"] == expected_tables(tracekit.kernels(EXPORT, top=5), 200)
