@@ -26,8 +26,15 @@ from typing import Any
 from tracekit.errors import TracekitError
 
 GRACE_S = 2.0  # after SIGTERM, how long the call's processes have to clean up before SIGKILL
-# Imported once by the fork server, so that each call's child has them already.
-PRELOAD = ["tracekit.mcp.work"]
+# Imported once by the fork server, so that each call's child has them already: pandas and the renderer
+# (``work``), the readers, matplotlib, and (``preloaded``) every built-in command's analysis.
+PRELOAD = [
+    "tracekit.mcp.work",
+    "tracekit.sources.nsys.export",
+    "tracekit.sources.kineto.reader",
+    "tracekit.sources.snapshot.reader",
+    "tracekit.render.plots",
+]
 
 
 class CallTimeout(TracekitError):
@@ -42,10 +49,18 @@ class Answer:
     error: str | None = None
 
 
+def preloaded() -> list[str]:
+    """The modules the fork server imports: ``PRELOAD`` and those of the built-in commands' functions."""
+    from tracekit.commands.registry import COMMANDS
+
+    named = [getattr(command, which) for command in COMMANDS.values() for which in ("run", "part", "merger", "prepare")]
+    return list(dict.fromkeys([*PRELOAD, *(name.partition(":")[0] for name in named if name)]))
+
+
 def context() -> Any:
     """The fork server's context (started on first use, its preloads imported once)."""
     found = multiprocessing.get_context("forkserver")
-    found.set_forkserver_preload(PRELOAD)
+    found.set_forkserver_preload(preloaded())
     return found
 
 
