@@ -115,9 +115,11 @@ def test_a_picture_comes_back_as_a_png_image_and_outputs_land_in_out(shared, tmp
         report = await session.call_tool("report", {"traces": [str(tiny)]})
         tools = [tool.name for tool in (await session.list_tools()).tools]
         capture = await session.call_tool("capture", {"arguments": ["--help"]})
-        return steps, listing, report, tools, capture
+        wrong = await session.call_tool("capture", {"arguments": ["--no-such-option"]})
+        elsewhere = await session.call_tool("capture", {"arguments": ["tiny", "--out", "/tmp"]})
+        return steps, listing, report, tools, (capture, wrong, elsewhere)
 
-    steps, listing, report, tools, capture = serve(
+    steps, listing, report, tools, (capture, wrong, elsewhere) = serve(
         "--root", str(shared), "--out", str(tmp_path), "--allow-run", calls=calls
     )
     assert not steps.is_error, text_of(steps)
@@ -136,6 +138,10 @@ def test_a_picture_comes_back_as_a_png_image_and_outputs_land_in_out(shared, tmp
     assert text_of(report) == (folder / "report.md").read_text()
     assert tools[-2:] == ["capture", "bench"]
     assert not capture.is_error and "--out DIRECTORY" in text_of(capture)
+    assert wrong.is_error and text_of(wrong) == (
+        "tracekit capture exited with status 2: Error: No such option '--no-such-option'."
+    )
+    assert elsewhere.is_error and "leave --out out" in text_of(elsewhere)
     assert not list(shared.rglob("*.tracekit-cache"))  # nothing written beside the inputs
 
 

@@ -172,7 +172,8 @@ class Calls:
             assert out is not None
             code, text = await anyio.to_thread.run_sync(programs.run_program, words, out, config.timeout_s)
             if code != 0:
-                raise TracekitError(f"tracekit {name} exited with status {code}: {text.strip().splitlines()[-1:]}")
+                last = (text.strip().splitlines() or ["no output"])[-1]
+                raise TracekitError(f"tracekit {name} exited with status {code}: {last}")
             return Reply({"exit_status": code, "output": text}, text)
         if name in programs.PROGRAMS:
             raise TracekitError(f"{name} runs programs: this server offers it only when started with --allow-run")
