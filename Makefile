@@ -16,7 +16,7 @@ setup: $(BIN)/.installed
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check "$(TORCH)"
-	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[workloads,test]'
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[workloads,test,mcp]'
 	touch $@
 
 # ruff, pyright (with its own Node.js, from PyPI) and import-linter: only the test command needs them.

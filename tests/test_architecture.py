@@ -45,6 +45,8 @@ ALLOWED = {
     "commands": UTILITIES | {"model", "sources", "analysis", "runs"},
     "api": UTILITIES | {"model", "analysis", "commands", "sources", "render", "trace_events"},
     "report": UTILITIES | {"model", "sources", "analysis", "render", "runs", "commands", "run_config"},
+    # the MCP server: the registry's commands as tools, run as the API runs them; reports; the traces it lists
+    "mcp": UTILITIES | {"model", "sources", "analysis", "render", "runs", "report", "commands", "version"},
     "cli": UTILITIES
     | {
         "model",
@@ -59,6 +61,7 @@ ALLOWED = {
         "commands",
         "trace_events",
         "run_config",
+        "mcp",
     },
 }
 

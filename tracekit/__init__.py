@@ -26,6 +26,7 @@ Session, the version recorded in run folders and reports)
 ``report``     Markdown reports built from the commands' Results
 ``api``        the Python API below, re-exported here
 ``trace_events``  timelines: traces as a Chrome trace-event file (Perfetto, chrome://tracing), as a stream
+``mcp``        ``tracekit mcp``: the commands as tools for coding agents (Model Context Protocol), confined
 ``cli``        the ``tracekit`` command line (also ``python -m tracekit``: ``__main__``)
 ``runs``, ``capture``, ``nsys_tool``, ``annotate``, ``export``  run folders, capturing under a profiler,
 the nsys executable, marks for a user's script, Parquet export

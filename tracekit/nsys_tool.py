@@ -156,7 +156,7 @@ def export_sqlite(report: Path, nsys: str | None = None) -> Path:
 
 def _export_path(report: Path) -> Path:
     beside = report.with_suffix(".sqlite")
-    if os.access(report.parent, os.W_OK):
+    if current().settings.beside_inputs and os.access(report.parent, os.W_OK):
         return beside
     cache = Path(current().settings.cache_home) / "tracekit" / "exports"
     cache.mkdir(parents=True, exist_ok=True)

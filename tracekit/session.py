@@ -61,6 +61,9 @@ class Settings:
     (TRACEKIT_PARALLEL_MIN_BYTES, bytes).
     ``snapshot_limit_mb``: the largest memory snapshot read (TRACEKIT_SNAPSHOT_LIMIT_MB, MiB).
     ``snapshot_max_frames``: stack frames kept per snapshot entry (TRACEKIT_SNAPSHOT_MAX_FRAMES).
+    ``beside_inputs``: caches and the exports of reports are written beside their input where its folder is
+    writable (else under ``cache_home``); False: always under ``cache_home``, so that nothing is written among
+    the inputs (``tracekit mcp``, which writes only in its own folder).
     """
 
     nsys: str | None = None
@@ -71,6 +74,7 @@ class Settings:
     decode_min_bytes: int = DEFAULT_DECODE_MIN_BYTES
     snapshot_limit_mb: int = DEFAULT_SNAPSHOT_LIMIT_MB
     snapshot_max_frames: int = DEFAULT_SNAPSHOT_MAX_FRAMES
+    beside_inputs: bool = True
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> Settings:

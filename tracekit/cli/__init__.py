@@ -1,6 +1,6 @@
 """The ``tracekit`` command: a click group; the analysis commands are derived from the registry
 (``analyses``, other packages' analysis commands too), the others (``timeline``, ``report``, ``export``,
-``capture``) have a module each; ``bench`` is ``workloads``' (an entry point, loaded by ``extensions`` when
+``capture``, ``mcp``: the server for coding agents) have a module each; ``bench`` is ``workloads``' (an entry point, loaded by ``extensions`` when
 named); ``common`` holds what they share (errors as one line, --format/--output, ``emit``); ``__main__``
 makes ``python -m tracekit.cli`` the program.
 
@@ -21,6 +21,7 @@ from tracekit.cli.analyses import ANALYSES
 from tracekit.cli.capture import capture
 from tracekit.cli.export import export
 from tracekit.cli.extensions import ExtensibleGroup
+from tracekit.cli.mcp import mcp
 from tracekit.cli.report import report
 from tracekit.cli.timeline import timeline
 from tracekit.version import __version__
@@ -32,13 +33,14 @@ def main():
     """Where a PyTorch training step's GPU time and memory go, from Nsight Systems traces."""
 
 
-for command in (*ANALYSES, timeline, report, export, capture):
+for command in (*ANALYSES, timeline, report, export, capture, mcp):
     main.add_command(command)
 
 
 # Commands that only read their inputs and write whole files: once they have printed, nothing is left to
-# do but exit (``run``). capture and bench start programs and clean up after them: they exit normally.
-FAST_EXIT = {command.name for command in main.commands.values()} - {"capture", "bench"}
+# do but exit (``run``). capture and bench start programs and clean up after them, mcp its calls' processes
+# and its fork server: they exit normally.
+FAST_EXIT = {command.name for command in main.commands.values()} - {"capture", "bench", "mcp"}
 
 
 def run() -> None:

@@ -6,6 +6,7 @@ takes the chart's title and data; ``draw`` picks it by the chart's kind.
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
@@ -317,6 +318,17 @@ PLAIN_TEXT: dict[Any, Any] = {"text.parse_math": False, "text.usetex": False}
 def save(chart: Chart, path: str | Path, dpi: int = 110) -> Path:
     """Draw and write a chart, PNG or SVG (or anything matplotlib knows) by the file's suffix, whole."""
     suffix = check_picture_path(path)
+    return write_whole(path, lambda temporary: _drawn_into(chart, temporary, suffix, dpi))
+
+
+def png(chart: Chart, dpi: int = 110) -> bytes:
+    """A chart drawn as PNG, in memory (``tracekit mcp`` sends it as an image; no file is written)."""
+    buffer = io.BytesIO()
+    _drawn_into(chart, buffer, "png", dpi)
+    return buffer.getvalue()
+
+
+def _drawn_into(chart: Chart, target: Any, suffix: str, dpi: int) -> None:
     with matplotlib.rc_context(PLAIN_TEXT):
         figure = draw(chart)
-        return write_whole(path, lambda temporary: figure.savefig(temporary, dpi=dpi, format=suffix))
+        figure.savefig(target, dpi=dpi, format=suffix)

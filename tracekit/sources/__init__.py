@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tracekit.errors import InputNotFoundError, NotAnExportError, SnapshotError
-from tracekit.files import protect, require_file_or_folder
+from tracekit.files import not_a_file, protect, require_file_or_folder
 from tracekit.nsys_tool import REPORT_MAGIC
 from tracekit.runs import Run
 
@@ -193,6 +193,25 @@ def is_snapshot_file(path: str | Path) -> bool:
     if not file.is_file():
         return False
     return _is_pickle(_content_head(file, _head(file)))
+
+
+# What ``input_kind`` calls each kind of input: a reader's kind, or one of these.
+SNAPSHOT_KIND, RUN_KIND = "snapshot", "run"
+
+
+def input_kind(path: str | Path) -> str | None:
+    """What ``path`` holds, told by content as ``open_trace`` and ``open_snapshot`` tell it: a reader's kind
+    ("nsys-sqlite", "nsys-report", "kineto"), "snapshot", "run" (a run folder), or None for anything else
+    (a folder that is no run, a FIFO, a file of none of these kinds). Reads at most a file's first bytes."""
+    path = Path(path)
+    if path.is_dir():
+        return RUN_KIND if Run(path).is_run else None
+    if not_a_file(path) is not None:
+        return None
+    head = _head(path)
+    if _is_pickle(_content_head(path, head)):
+        return SNAPSHOT_KIND
+    return next((reader.kind for reader in TRACE_READERS if reader.sniff(path, head)), None)
 
 
 def run_snapshot(path: str | Path) -> MemoryTrace | None:

@@ -2,7 +2,7 @@
 
 The first command that loads a table (gpu_ops, launches, ranges) of an export of at least
 ``Settings.cache_min_bytes`` (32 MiB) writes it beside the export in ``<export>.tracekit-cache/<table>/``, or under
-``$XDG_CACHE_HOME/tracekit`` when that folder is read-only. ``key.json`` records the export's identity
+``$XDG_CACHE_HOME/tracekit`` when that folder is read-only (or ``Settings.beside_inputs`` is off). ``key.json`` records the export's identity
 (device, inode, size, modification time and a checksum of its first and last pages, where SQLite keeps
 its header and change counter) and the cache format: when any of it changes, the cache is thrown
 away. A cache folder that is a symbolic link, or a folder of that name that is not a cache, is never
@@ -80,7 +80,7 @@ class TableCache:
         settings = current().settings
         if not settings.cache or export.stat().st_size < settings.cache_min_bytes:
             return None
-        if os.access(export.parent, os.W_OK):
+        if settings.beside_inputs and os.access(export.parent, os.W_OK):
             folder = export.with_name(export.name + SUFFIX)
         else:
             digest = hashlib.sha1(str(export.resolve()).encode()).hexdigest()[:16]
