@@ -46,10 +46,10 @@ def field(number: int, value: int | float | str | bytes | None) -> bytes:
 def varint_sizes(values: np.ndarray) -> np.ndarray:
     """Bytes of each value as a varint (1 to 10)."""
     unsigned = np.asarray(values).astype(np.uint64)
-    sizes = np.ones(len(unsigned), dtype=np.int64)
-    for shift in range(7, 64, 7):
-        sizes += unsigned >= np.uint64(1 << shift)
-    return sizes
+    return np.searchsorted(_LIMITS, unsigned, side="right").astype(np.int64) + 1
+
+
+_LIMITS = np.array([1 << shift for shift in range(7, 64, 7)], dtype=np.uint64)  # the first value of each size
 
 
 class Part:
@@ -147,7 +147,10 @@ def _constant(buffer: np.ndarray, starts: np.ndarray, data: np.ndarray) -> None:
 
 def _varints(buffer: np.ndarray, starts: np.ndarray, values: np.ndarray, sizes: np.ndarray) -> None:
     for index in range(int(sizes.max()) if len(sizes) else 0):
-        mine = sizes > index
-        more = np.where(sizes[mine] > index + 1, 0x80, 0).astype(np.uint8)
-        seven = ((values[mine] >> np.uint64(7 * index)) & np.uint64(0x7F)).astype(np.uint8)
-        buffer[starts[mine] + index] = seven | more
+        if index:  # the rows with a byte left (every row has the first)
+            mine = np.flatnonzero(sizes > index)
+            starts, values, sizes = starts[mine], values[mine], sizes[mine]
+        seven = (values & np.uint64(0x7F)).astype(np.uint8)
+        seven[sizes > index + 1] |= 0x80
+        buffer[starts + index] = seven
+        values = values >> np.uint64(7)
