@@ -131,7 +131,7 @@ def test_gzip_holds_the_same_events(export, tmp_path):
 
 def test_bad_requests_are_one_line_and_write_nothing(cli, export, tmp_path):
     for args, message in (
-        (["-o", tmp_path / "t.txt"], "must end in .json or .json.gz"),
+        (["-o", tmp_path / "t.txt"], "must end in .pftrace, .perfetto-trace, .json or .json.gz"),
         (["-o", tmp_path / "t.json", "--step", "3"], "has 2 training steps"),
         (["-o", tmp_path / "t.json", "--range", "backward"], "no NVTX range matches backward"),
         (["-o", tmp_path / "t.json", "--start", "2", "--end", "1"], "--end (1.0) must come after --start (2.0)"),

@@ -1,5 +1,5 @@
-"""``tracekit timeline``: traces as one Chrome trace-event file for Perfetto UI, chrome://tracing or
-TensorBoard (the Python API: ``tracekit.timeline``)."""
+"""``tracekit timeline``: traces as one Perfetto protobuf or Chrome trace-event file for Perfetto UI,
+chrome://tracing or TensorBoard (the Python API: ``tracekit.timeline``)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,9 @@ from tracekit.cli.common import nsys_option
     "--output",
     required=True,
     type=click.Path(dir_okay=False),
-    help="the file to write: .json, or .json.gz (gzip; Perfetto opens both)",
+    help="the file to write: .pftrace or .perfetto-trace (Perfetto's protobuf format: names interned, "
+    "4-5x smaller than JSON; for large traces), .json or .json.gz (Chrome trace-event JSON, gzip: for "
+    "chrome://tracing, TensorBoard and tools that read only JSON)",
 )
 @click.option("--start", "start_ms", type=float, default=None, help="window start, ms from the trace's first event")
 @click.option("--end", "end_ms", type=float, default=None, help="window end, ms from the trace's first event")
@@ -50,7 +52,8 @@ def timeline(traces, output, start_ms, end_ms, step, range, instance, memory, se
     TensorBoard open: each GPU a process with a track per stream and a track of its idle gaps coloured
     by cause, each host thread its NVTX or record_function ranges and CUDA API calls, an arrow from each
     launch to its GPU op, the training steps, and the GPU's memory when there is a snapshot. Several
-    traces (ranks): one file, a process group per rank. torch.profiler readers read the file back (its
+    traces (ranks): one file, a process group per rank, on one clock (each trace's wall-clock start;
+    one that has none is aligned on its first step). torch.profiler readers read the JSON back (its
     GPU ops carry their device, stream and correlation).
 
     TRACES: nsys exports or reports, torch.profiler traces, run folders, globs or folders of them."""

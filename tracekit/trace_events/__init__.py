@@ -1,9 +1,14 @@
-"""Timelines: traces as one Chrome trace-event file (the JSON Perfetto UI, chrome://tracing and
-TensorBoard open), written as a stream in bounded memory.
+"""Timelines: traces as one file Perfetto UI opens: Perfetto's protobuf format (.pftrace), or the Chrome
+trace-event JSON that chrome://tracing and TensorBoard open too, written as a stream in bounded memory.
 
 ``writer``  the file: header, then every input's tracks, into a temporary file renamed into place
 ``tracks``  the events of one input, track by track: GPU ops per stream, API calls, ranges, flow arrows,
             steps, idle gaps by cause, and the names of processes and tracks
+``events``  those events as columns, before any format: each format encodes the same decisions
+``json_format``  the columns as Chrome trace-event JSON
+``perfetto``  the columns as Perfetto's protobuf packets (interned names, incremental clocks)
+``protobuf``  protobuf messages a column at a time (numpy: no Python object per event)
+``clock``   several inputs on one clock: each by its absolute time base, else by its first step
 ``text``    event text a column at a time (Arrow string kernels), exact decimal microseconds
 ``window``  which stretch of a trace to write: ms from its start, a step, an instance of a range
 ``sequence_track``  the kernel sequences a trace repeats as tracks, an occurrence a slice

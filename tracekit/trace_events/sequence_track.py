@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from tracekit.analysis.kernels.sequences import kernel_windows, ranked
 from tracekit.model.trace import Trace
-from tracekit.trace_events.text import Quoted, integers, join, microseconds
+from tracekit.trace_events.events import Labels, Slices
 from tracekit.trace_events.window import Window
 
 SEQUENCE_LENGTH = 3  # kernels: tracekit sequences' default
@@ -66,24 +65,20 @@ def _first_of_overlapping(start: np.ndarray, end: np.ndarray, device: np.ndarray
     return order[keep]
 
 
-def sequence_events(slices: pd.DataFrame, gpu_pid, category: str = "tracekit_sequence") -> list[pa.Array]:
-    """The slices as trace events on their GPU's process (``gpu_pid``: device -> pid)."""
+def sequence_events(
+    slices: pd.DataFrame, gpu_pid, category: str = "tracekit_sequence", offset: int = 0
+) -> list[Slices]:
+    """The slices on their GPU's process (``gpu_pid``: device -> pid; ``offset``: ns added to the times)."""
     if slices.empty:
         return []
-    names = Quoted(pd.Categorical(slices["name"].to_numpy()))
     return [
-        join(
-            f'{{"ph":"X","cat":"{category}","name":',
-            names[0 : len(slices)],
-            ',"pid":',
-            integers(gpu_pid(slices["device"].to_numpy())),
-            ',"tid":',
-            integers(slices["tid"].to_numpy()),
-            ',"ts":',
-            microseconds(slices["start"].to_numpy()),
-            ',"dur":',
-            microseconds(slices["duration"].to_numpy()),
-            "}",
+        Slices(
+            Labels.constant(category, len(slices)),
+            Labels.of(pd.Categorical(slices["name"].to_numpy())),
+            gpu_pid(slices["device"].to_numpy()),
+            slices["tid"].to_numpy().astype(np.int64),
+            slices["start"].to_numpy().astype(np.int64) + offset,
+            slices["duration"].to_numpy().astype(np.int64),
         )
     ]
 

@@ -3,16 +3,14 @@ string kernels (no Python loop over rows) and written straight from the Arrow bu
 
 Times are integer nanoseconds written as decimal microseconds with three decimals ("1234.567"), made
 from the integers (quotient and zero-padded remainder), never through a float: a float64 microsecond
-is 0.25 µs coarse at epoch times, the text is exact. Names are JSON-escaped once per distinct name.
+is 0.25 µs coarse at epoch times, the text is exact.
 """
 
 from __future__ import annotations
 
-import json
 from typing import IO, Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc  # pyright: ignore[reportMissingModuleSource]
 
@@ -37,35 +35,6 @@ def microseconds(ns: np.ndarray) -> pa.Array:
 def integers(values: np.ndarray) -> pa.Array:
     """Integers as decimal text."""
     return pc.cast(pa.array(np.asarray(values, dtype=np.int64)), pa.string())
-
-
-class Quoted:
-    """A column's values as JSON string literals (quotes and escapes included), each distinct value
-    escaped once; ``quoted[rows]`` is the text of a slice of rows. A missing value reads "?"."""
-
-    def __init__(self, values: pd.Categorical | pd.Series | np.ndarray):
-        if isinstance(values, pd.Series) and isinstance(values.dtype, pd.CategoricalDtype):
-            categorical = pd.Categorical(values)
-        elif isinstance(values, pd.Categorical):
-            categorical = values
-        else:
-            categorical = pd.Categorical(np.asarray(values, dtype=object))
-        self.set(np.asarray(categorical.codes, dtype=np.int64), [str(name) for name in categorical.categories])
-
-    @classmethod
-    def of_codes(cls, codes: np.ndarray, labels: list[str]) -> Quoted:
-        """Values given as codes into ``labels`` (which may repeat a text; -1: missing)."""
-        quoted = cls.__new__(cls)
-        quoted.set(np.asarray(codes, dtype=np.int64), labels)
-        return quoted
-
-    def set(self, codes: np.ndarray, labels: list[str]) -> None:
-        literals = [json.dumps(label, ensure_ascii=False) for label in labels]
-        self.literals = pa.array([*literals, '"?"'], type=pa.string())
-        self.codes = np.where(codes < 0, len(literals), codes)
-
-    def __getitem__(self, rows: slice | np.ndarray) -> pa.Array:
-        return pc.take(self.literals, pa.array(self.codes[rows]))
 
 
 def literal(value: str) -> pa.Array | pa.Scalar:

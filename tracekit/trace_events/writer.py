@@ -11,7 +11,6 @@ take metadata from the start of the file find them.
 from __future__ import annotations
 
 import gzip
-import json
 import os
 import threading
 from collections import Counter
@@ -24,21 +23,23 @@ from typing import IO, Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from tracekit.analysis.memory.on_trace import memory_on_trace
 from tracekit.errors import TracekitError, UsageError
 from tracekit.files import write_whole
-from tracekit.model.schema import TORCH_DEVICE_FIELDS, compute_capability
 from tracekit.model.trace import TORCH_PROFILER, Trace
 from tracekit.session import in_this_context
 from tracekit.trace_events import tracks
+from tracekit.trace_events.clock import Clock
 from tracekit.trace_events.collective_track import collective_slices
+from tracekit.trace_events.events import Arg, Counters, Metadata, Slices
+from tracekit.trace_events.json_format import header_fields
 from tracekit.trace_events.sequence_track import sequence_events, sequence_slices, sequence_track_names
-from tracekit.trace_events.text import write_array
 from tracekit.trace_events.window import Window, WindowOptions, window_of
 
-SUFFIXES = (".json", ".json.gz")
+JSON_SUFFIXES = (".json", ".json.gz")
+PERFETTO_SUFFIXES = (".pftrace", ".perfetto-trace")
+SUFFIXES = PERFETTO_SUFFIXES + JSON_SUFFIXES
 GZIP_LEVEL = 3  # gzip's default (6) takes twice as long for a few per cent less
 
 
@@ -65,11 +66,27 @@ def _size_text(size: int) -> str:
 
 def check_output(path: str | os.PathLike) -> Path:
     if not isinstance(path, (str, os.PathLike)) or not os.fspath(path).strip():
-        raise UsageError(f"the timeline's output is a file name ending in .json or .json.gz, not {path!r}")
+        raise UsageError(f"the timeline's output is a file name ending in {_SAID}, not {path!r}")
     target = Path(path)
     if not target.name.endswith(SUFFIXES):
-        raise UsageError(f"{target} must end in .json or .json.gz (the Chrome trace-event format Perfetto opens)")
+        raise UsageError(
+            f"{target} must end in {_SAID} (Perfetto's protobuf format, or the Chrome trace-event JSON it opens)"
+        )
     return target
+
+
+_SAID = ", ".join(SUFFIXES[:-1]) + " or " + SUFFIXES[-1]
+
+
+def sink_for(target: Path) -> Callable[[IO[bytes]], Any]:
+    """The encoder of ``target``'s format, by its name."""
+    if target.name.endswith(PERFETTO_SUFFIXES):
+        from tracekit.trace_events.perfetto import PerfettoSink
+
+        return PerfettoSink
+    from tracekit.trace_events.json_format import JsonSink
+
+    return JsonSink
 
 
 def timeline(
@@ -150,26 +167,27 @@ def write_timeline(
 
     def write_to(temporary: Path) -> None:
         with _open(temporary, target) as handle:
-            size = handle.write(_header(single).encode())
-            first = True
+            sink = sink_for(target)(handle)
+            sink.header(header_fields(single))
             failed = []
+            clock = Clock(len(loaders))
             for index, (label, load, load_snapshot) in enumerate(loaders):
                 try:
                     trace = single if single is not None else load()
                 except TracekitError as error:  # one input of many: said, and the others go on
                     failed.append(f"{label}: {error}")
                     continue
-                place = tracks.Place(index, name(label, trace) if single is None else "")
+                label = name(label, trace) if single is None else ""
+                offset = clock.offset(trace, label, written.notes)
+                place = tracks.Place(index, label, offset)
                 window = window_of(trace, options)
-                size, first = _write_input(
-                    handle, trace, place, window, load_snapshot(), written, size, first, options.sequences
-                )
+                _write_input(sink, trace, place, window, load_snapshot(), written, options.sequences)
                 written.notes += [f"{place.label}: {note}" if place.label else note for note in trace.warnings]
                 del trace  # the next input is read once this one is released
             if failed and len(failed) == len(loaders):
                 raise TracekitError(f"none of the {len(loaders)} inputs could be read ({'; '.join(failed[:3])})")
             written.notes += [f"left out: {reason}" for reason in failed]
-            written.size = size + handle.write(b"\n]}\n")
+            written.size = sink.close()
 
     write_whole(target, write_to)
     if target.name.endswith(".gz"):
@@ -184,67 +202,20 @@ def _open(temporary: Path, target: Path) -> IO[bytes]:
 
 
 def _write_input(
-    handle: IO[bytes],
-    trace: Trace,
-    place: tracks.Place,
-    window: Window,
-    snapshot,
-    written: Written,
-    size: int,
-    first: bool,
-    sequences: int = 0,
-) -> tuple[int, bool]:
-    """Write one input's events; the bytes written so far and whether the file still has no event."""
-    for kind, events in ahead(_events(trace, place, window, snapshot, written.notes, sequences)):
-        if isinstance(events, list):  # metadata: a few dicts' text
-            if not events:
-                continue
-            text = ("" if first else tracks.SEPARATOR_TEXT) + tracks.SEPARATOR_TEXT.join(events)
-            size += handle.write(text.encode())
-        else:
-            size += write_array(handle, events, first)
-        written.events[kind] += len(events)
-        first = first and not len(events)
-    return size, first
-
-
-def _header(trace: Trace | None) -> str:
-    """The fields before the events: torch.profiler's, for one input whose GPUs or rank are known."""
-    fields: dict = {"schemaVersion": 1, "displayTimeUnit": "ns"}
-    if trace is not None:
-        if len(trace.meta.gpus):
-            fields["deviceProperties"] = _device_properties(trace.meta.gpus)
-        if trace.meta.rank is not None:
-            fields["distributedInfo"] = {"rank": int(trace.meta.rank), "world_size": int(trace.meta.world_size or 1)}
-    fields["otherData"] = {"writer": "tracekit timeline"}
-    return json.dumps(fields, ensure_ascii=False)[:-1] + ',"traceEvents":[\n'
-
-
-def _device_properties(gpus: pd.DataFrame) -> list[dict]:
-    """torch.profiler's ``deviceProperties`` of ``gpus`` (``schema.GPUS``) with the fields that are known:
-    an export may record a GPU's id and name alone, and an unknown field is left out, never invented."""
-    described = []
-    for gpu in gpus.to_dict("records"):  # one row per GPU
-        fields: dict[str, Any] = {"id": int(gpu["id"])}
-        if isinstance(gpu["name"], str):
-            fields["name"] = gpu["name"]
-        if pd.notna(gpu["memory_bytes"]):
-            fields["totalGlobalMem"] = int(gpu["memory_bytes"])
-        capability = compute_capability(gpu["compute_capability"])
-        if capability is not None:
-            fields["computeMajor"], fields["computeMinor"] = capability
-        if pd.notna(gpu["sm_count"]):
-            fields["numSms"] = int(gpu["sm_count"])
-        fields.update(
-            {field: int(gpu[column]) for column, field in TORCH_DEVICE_FIELDS.items() if pd.notna(gpu[column])}
-        )
-        described.append(fields)
-    return described
+    sink, trace: Trace, place: tracks.Place, window: Window, snapshot, written: Written, sequences: int = 0
+) -> None:
+    """Write one input's events, encoded on another thread while the previous chunk is written."""
+    items = _events(trace, place, window, snapshot, written.notes, sequences)
+    for kind, item, encoded in ahead((kind, item, sink.encode(item)) for kind, item in items):
+        sink.put(encoded)
+        written.events[kind] += len(item)
+        if isinstance(item, Slices):
+            written.events["flows"] += item.flows
 
 
 def _events(
     trace: Trace, place: tracks.Place, window: Window, snapshot, notes: list[str], sequences: int = 0
-) -> Iterator[tuple[str, list[str] | pa.Array]]:
+) -> Iterator[tuple[str, Slices | Counters | Metadata]]:
     """(kind, events) of one input: its metadata first, then every track (``sequences``: tracks of the most
     frequent kernel sequences too)."""
     from tracekit.analysis.primitives.categories import CATEGORIES, op_categories
@@ -285,39 +256,38 @@ def _events(
     ]
     yield "metadata", tracks.metadata_events(place, devices, streams, threads, len(steps) > 0, gpu_names, named_tracks)
     yield from (("steps", events) for events in tracks.step_events(steps, place))
-    yield from (
-        ("gpu ops", events)
-        for events in tracks.gpu_op_events(kept_ops, categories[op_rows], correlation[op_rows], place)
-    )
-    yield from (
-        ("api calls", events) for events in tracks.launch_events(calls.iloc[call_rows], call_ids[call_rows], place)
-    )
-    yield from (
-        ("ranges", events) for events in tracks.range_events(kept_ranges, trace.meta.tool == TORCH_PROFILER, place)
-    )
-    # an arrow for each op whose launching call is in the file too
+    # an arrow for each op whose launching call is in the file too, numbered by the op's row (a graph
+    # launch's call has one to each of its ops)
     call_kept = np.zeros(len(calls), dtype=bool)
     call_kept[call_rows] = True
     found_rows = op_rows[launched.found[op_rows]]  # (a trace without launch calls has none: no arrows)
     arrows = found_rows[call_kept[launched.row[found_rows]]]
+    flow_id = np.full(len(ops), -1, dtype=np.int64)
+    flow_id[arrows] = arrows + first_id
     yield from (
-        ("flows", events)
-        for events in tracks.flow_events(
-            launched.start[arrows],
-            launched.pid[arrows],
-            launched.tid[arrows],
-            ops["start"].to_numpy()[arrows],
-            ops["device"].to_numpy()[arrows],
-            ops["stream"].to_numpy()[arrows],
-            correlation[arrows],
-            place,
+        ("gpu ops", events)
+        for events in tracks.gpu_op_events(
+            kept_ops, categories[op_rows], correlation[op_rows], flow_id[op_rows], place, _op_args(trace, op_rows)
         )
     )
+    by_call = arrows[np.argsort(launched.row[arrows], kind="stable")]
+    flow_counts = np.bincount(launched.row[arrows], minlength=len(calls))[call_rows]
+    yield from (
+        ("api calls", events)
+        for events in tracks.launch_events(
+            calls.iloc[call_rows], call_ids[call_rows], flow_counts, flow_id[by_call], place
+        )
+    )
+    yield from (
+        ("ranges", events) for events in tracks.range_events(kept_ranges, trace.meta.tool == TORCH_PROFILER, place)
+    )
     yield from (("idle gaps", events) for events in tracks.gap_events(gaps.result(), place))
-    yield from (("kernel sequences", events) for events in sequence_events(slices, place.gpu_pid))
+    yield from (("kernel sequences", events) for events in sequence_events(slices, place.gpu_pid, offset=place.offset))
     yield from (
         ("collectives", events)
-        for events in sequence_events(collectives.drop(columns=["track"]), place.gpu_pid, "tracekit_collective")
+        for events in sequence_events(
+            collectives.drop(columns=["track"]), place.gpu_pid, "tracekit_collective", place.offset
+        )
     )
     if snapshot is not None:
         counters = memory_on_trace(snapshot, trace)
@@ -331,6 +301,25 @@ def _events(
                 ("memory counters", events)
                 for events in tracks.memory_events(times[keep], allocated[keep], reserved[keep], device, place)
             )
+
+
+def _op_args(trace: Trace, op_rows: np.ndarray) -> list[Arg]:
+    """The arguments only some GPU ops have, as torch.profiler names them: a kernel's estimated occupancy,
+    a copy's bandwidth (thousandths, written with three decimals)."""
+    args = []
+    for table, column, name in (
+        ("occupancy_estimates", "percent", "est. achieved occupancy %"),
+        ("copy_rates", "bandwidth", "memory bandwidth (GB/s)"),
+    ):
+        frame = trace.optional(table)
+        if frame is None or frame.empty:
+            continue
+        values = np.zeros(len(trace.gpu_ops), dtype=np.int64)
+        present = np.zeros(len(trace.gpu_ops), dtype=bool)
+        values[frame["op"].to_numpy()] = np.round(frame[column].to_numpy(np.float64) * 1000).astype(np.int64)
+        present[frame["op"].to_numpy()] = True
+        args.append(Arg(name, values[op_rows], present[op_rows], decimals=3))
+    return args
 
 
 def ahead(items: Iterator, depth: int = 2) -> Iterator:

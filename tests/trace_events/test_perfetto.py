@@ -1,0 +1,128 @@
+"""`tracekit timeline -o t.pftrace`: Perfetto's protobuf format, decoded with Perfetto's own protos, holds
+exactly the slices, names, arguments, arrows, counters and tracks of the JSON timeline (built traces and
+every real trace in ../shared), smaller; several inputs share one clock."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+from helpers.nsys_builder import ExportBuilder
+from helpers.perfetto_decode import from_json, from_protobuf
+from helpers.snapshot_builder import SnapshotBuilder, stack
+
+import tracekit
+from tracekit.trace_events.tracks import GPU_BASE, IDLE_TID
+from tracekit.trace_events.writer import timeline as write_timeline
+
+from .test_timeline import ADD, EPOCH_US, GEMM, MIB, REAL, two_steps
+
+pytest.importorskip("perfetto.protos.perfetto.trace.perfetto_trace_pb2", reason="pip install -e '.[test]'")
+
+
+def both(inputs, folder, **options) -> tuple[dict, dict]:
+    return (
+        from_protobuf(tracekit.timeline(inputs, folder / "t.pftrace", **options)),
+        from_json(tracekit.timeline(inputs, folder / "t.json", **options)),
+    )
+
+
+def test_the_protobuf_file_holds_what_the_json_holds(tmp_path):
+    export = two_steps(tmp_path / "steps.sqlite")
+    protobuf, text = both(export, tmp_path)
+    assert protobuf == text
+    gemm = [row for row in protobuf["slices"] if row[5] == GEMM]
+    assert [(pid, tid, start, duration) for pid, tid, start, duration, *_ in gemm] == [
+        (GPU_BASE, 7, 1_001_001, 1_234),
+        (GPU_BASE, 7, 1_011_001, 1_234),
+    ]
+    args = dict(gemm[0][6])
+    assert args["grid"] == (1, 1, 1) and args["block"] == (128, 1, 1) and args["category"] == "matmul"
+    assert args["device"] == 0 and args["stream"] == 7
+    assert len(protobuf["flows"]) == 6  # every op with its launching call
+    assert protobuf["names"][(GPU_BASE, None)] == "GPU 0" and protobuf["names"][(GPU_BASE, IDLE_TID)] == (
+        "idle (by cause)"
+    )
+    idle = [row for row in protobuf["slices"] if row[4] == "tracekit_idle"]
+    assert idle and {(pid, tid) for pid, tid, *_ in idle} == {(GPU_BASE, IDLE_TID)}
+
+
+def test_a_perfetto_trace_suffix_is_the_protobuf_format_too(tmp_path):
+    export = two_steps(tmp_path / "steps.sqlite")
+    written = tracekit.timeline(export, tmp_path / "t.perfetto-trace")
+    assert from_protobuf(written) == from_json(tracekit.timeline(export, tmp_path / "t.json"))
+
+
+def test_nested_ranges_zero_durations_and_a_call_launching_several_ops(tmp_path):
+    """Ranges that start together nest (the longer outside), a slice of 0 ns is an instant, and a call
+    with two ops has an arrow to each."""
+    b = ExportBuilder("2026.2")
+    b.push_pop(1_000, 9_000, "outer")
+    b.push_pop(1_000, 5_000, "inner")
+    b.push_pop(5_000, 5_000, "empty")
+    b.push_pop(5_000, 9_000, "second")
+    b.kernel(2_000, 2_500, GEMM, launch_at=1_100)
+    b.kernel(2_500, 2_500, ADD, launch_at=1_200)
+    protobuf, text = both(b.write(tmp_path / "nested.sqlite"), tmp_path)
+    assert protobuf == text
+    ranges = {row[5]: (row[2], row[3]) for row in protobuf["slices"] if row[4] == "user_annotation"}
+    assert ranges == {"outer": (1_000, 8_000), "inner": (1_000, 4_000), "empty": (5_000, 0), "second": (5_000, 4_000)}
+
+
+def test_a_memory_counter_is_a_counter_track(tmp_path):
+    export = two_steps(tmp_path / "steps.sqlite")
+    snapshot = SnapshotBuilder()
+    snapshot.segment_event("segment_alloc", 0x0, 64 * MIB, EPOCH_US + 1_000)
+    snapshot.alloc(0x1000, 3 * MIB, EPOCH_US + 1_005, stack("model.py:3 forward"))
+    snapshot.segment(0x0, 64 * MIB, [])
+    protobuf, text = both(export, tmp_path, memory=snapshot.dump(tmp_path / "memory.pickle"))
+    assert protobuf == text
+    assert (GPU_BASE, "memory (MiB) allocated", 1_005_000, 3.0) in protobuf["counters"]
+
+
+def _session_start(path, epoch_ns: int | None) -> None:
+    with sqlite3.connect(path) as connection:
+        if epoch_ns is None:
+            connection.execute("DELETE FROM TARGET_INFO_SESSION_START_TIME")
+        else:
+            connection.execute("UPDATE TARGET_INFO_SESSION_START_TIME SET utcEpochNs = ?", (epoch_ns,))
+
+
+def test_several_ranks_share_the_wall_clock(tmp_path):
+    """Rank 1's capture began 2 ms after rank 0's: its kernels land 2 ms later on the common clock; an
+    input that does not say when it began is aligned on its first step, and said."""
+    paths = [two_steps(tmp_path / f"job_rank{rank}.sqlite") for rank in (0, 1, 2)]
+    _session_start(paths[1], EPOCH_US * 1000 + 2_000_000)
+    _session_start(paths[2], None)
+    written = write_timeline(paths, tmp_path / "job.pftrace")
+    protobuf = from_protobuf(written.path)
+    assert protobuf == from_json(tracekit.timeline(paths, tmp_path / "job.json"))
+    first_gemm = {}
+    for pid, _, start, _, _, name, _ in protobuf["slices"]:
+        if name == GEMM:
+            first_gemm[pid] = min(start, first_gemm.get(pid, start))
+    rank0, rank1, rank2 = (first_gemm[GPU_BASE + 256 * rank] for rank in (0, 1, 2))
+    assert rank0 == EPOCH_US * 1000 + 1_001_001 and rank1 - rank0 == 2_000_000 and rank2 == rank0
+    assert any("rank 2: no absolute time base" in note for note in written.notes)
+
+
+def test_the_protobuf_file_is_a_fraction_of_the_json(tmp_path):
+    b = ExportBuilder("2026.2")
+    name = "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl<AddFunctor<float>>>()"
+    for index in range(2_000):
+        b.kernel(10_000 + index * 1_000, 10_500 + index * 1_000, name, launch_at=9_000 + index * 1_000)
+    export = b.write(tmp_path / "many.sqlite")
+    protobuf = write_timeline([export], tmp_path / "t.pftrace")
+    text = write_timeline([export], tmp_path / "t.json")
+    assert protobuf.size * 4 < text.size and protobuf.size == protobuf.path.stat().st_size
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize("path", REAL, ids=lambda path: path.name)
+def test_every_real_trace_decodes_to_the_json_timeline(path, tmp_path):
+    if not path.exists():
+        pytest.skip(f"{path} is absent")
+    source = tracekit.open_trace(path)
+    assert from_protobuf(tracekit.timeline(source, tmp_path / "t.pftrace")) == from_json(
+        tracekit.timeline(source, tmp_path / "t.json.gz")
+    )
