@@ -34,6 +34,10 @@ POLICY = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-s
 PROSE_COLUMNS = frozenset({"What", "Bound", "Fix", "Evidence"})
 
 
+# The page's script: its parts in order, inlined as one function (report.js last: it starts the page).
+SCRIPTS = ("tables.js", "time_axis.js", "timeline.js", "timeline_lanes.js", "report.js")
+
+
 def asset(name: str) -> str:
     return resources.files("tracekit.render").joinpath("assets").joinpath(name).read_text(encoding="utf-8")
 
@@ -56,8 +60,13 @@ def report_page(title: str, blocks: list[Any], timelines: list[dict]) -> str:
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{POLICY}">'
         f'<meta name="viewport" content="width=device-width"><title>{escape(title)}</title>'
-        f"<style>{asset('report.css')}</style></head><body>\n{body}\n<script>{asset('report.js')}</script></body></html>\n"
+        f"<style>{asset('report.css')}</style></head><body>\n{body}\n<script>{script()}</script></body></html>\n"
     )
+
+
+def script() -> str:
+    """The page's script: every part of it in one function, so none of its names leaks into the page's."""
+    return '(function () {\n"use strict";\n' + "\n".join(asset(name) for name in SCRIPTS) + "\n})();"
 
 
 def _text(line: str) -> str:
