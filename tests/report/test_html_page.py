@@ -95,3 +95,126 @@ def test_a_tooltip_at_the_right_edge_stays_in_the_window(real_page):
     assert rect is not None and rect["x"] >= 0 and rect["x"] + rect["width"] <= 1400
     times = re.findall(r"(\d+(?:\.\d+)?) (?:s|ms|us|ns)\b", tip.text_content() or "")
     assert times and all(significant_digits(number) <= 4 for number in times), tip.text_content()
+
+
+# -- host lanes and launch arrows ----------------------------------------------------------------------
+
+
+def test_each_annotated_thread_has_a_lane_and_each_op_its_launching_thread(tmp_path):
+    """Two threads with ranges (one nested two deep) and a third that only launches: a group of lanes per
+    annotated thread (one lane per depth), and each op's launching thread and lead (op start - call start)."""
+    from helpers.nsys_builder import ExportBuilder
+
+    from tracekit.report.timeline_data import timeline_data
+    from tracekit.sources import open_trace
+
+    b = ExportBuilder("2026.2")
+    b.push_pop(0, 9_000, "step", tid=100)
+    b.push_pop(100, 4_000, "forward", tid=100)
+    b.push_pop(500, 2_500, "load batch", tid=101)
+    b.kernel(1_000, 2_000, "ampere_sgemm_128x64_tn", launch_at=200, tid=100)
+    b.kernel(3_000, 3_100, "ampere_sgemm_128x64_tn", launch_at=2_000, tid=101)
+    b.kernel(5_000, 5_200, "ampere_sgemm_128x64_tn", launch_at=4_700, tid=102)
+    data = timeline_data(open_trace(b.write(tmp_path / "threads.sqlite")), "threads")
+    host = [(lane["name"], lane["depth"], lane["depths"]) for lane in data["lanes"] if lane["kind"] == "host"]
+    assert host == [("tid 100 · ranges", 0, 2), ("tid 100 · ranges", 1, 2), ("tid 101 · ranges", 0, 1)]
+    first = next(index for index, lane in enumerate(data["lanes"]) if lane["kind"] == "host")
+    # the rows by lane, then time, from the first op (1,000 ns)
+    assert data["host"]["lane_counts"][first : first + 3] == [1, 1, 1]
+    assert data["host"]["start_step"] == [-1_000, -900, -500]
+    assert [data["host_names"][code] for code in data["host"]["name"]] == ["step", "forward", "load batch"]
+    assert [thread["name"] for thread in data["threads"]] == ["tid 100", "tid 101", "tid 102"]
+    assert [thread["lane"] for thread in data["threads"]] == [first, first + 2, -1]  # 102 has no lane
+    assert data["launch"] == {"thread_runs": [1, 0, 1, 1, 1, 2], "lead": [800, 1_000, 300]}
+
+
+def host_groups(source: Path) -> set[str]:
+    """The thread lanes a trace should get: one per (thread, ranges or CPU ops) with any range."""
+    import tracekit
+
+    ranges = tracekit.open_trace(source).ranges
+    ranges = ranges.loc[ranges["domain"].astype(str) != "gpu"]
+    several = ranges["pid"].nunique() > 1
+    groups = set()
+    for (pid, tid, cpu), _ in ranges.groupby(["pid", "tid", ranges["domain"].astype(str) == "cpu_op"]):
+        thread = (f"pid {pid}" if pid == tid else f"pid {pid} · tid {tid}") if several else f"tid {tid}"
+        groups.add(f"{thread} · {'CPU ops' if cpu else 'ranges'}")
+    return groups
+
+
+@pytest.mark.shared
+def test_a_lane_per_annotated_thread_that_opens_by_depth(real_page, request):
+    source = REAL[request.node.callspec.params["real_page"]]
+    shown = real_page.evaluate("(t => Array.from(t.order).map(l => t.data.lanes[l]))(tracekit.timelines[0])")
+    headers = [lane["name"] for lane in shown if lane["kind"] == "host"]
+    assert len(headers) == len(set(headers)) and set(headers) == host_groups(source)  # folded: one lane each
+    assert all(lane["depth"] == 0 for lane in shown if lane["kind"] == "host")
+    # a click on a thread's name opens one lane per depth under it; a second click folds them again
+    row, depths = real_page.evaluate(
+        """(t => { const l = t.data.lanes.findIndex(x => x.kind === 'host' && x.depths > 1);
+                   return [t.rowOf[l] - t.first, t.data.lanes[l].depths]; })(tracekit.timelines[0])"""
+    )
+    box = real_page.locator(".timeline canvas").first.bounding_box()
+    assert box is not None
+    before = real_page.evaluate("tracekit.timelines[0].lanes")
+    real_page.mouse.click(box["x"] + 40, box["y"] + 22 + 18 + row * 18 + 9)
+    real_page.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")
+    assert real_page.evaluate("tracekit.timelines[0].lanes") == before + depths - 1
+    labels = real_page.evaluate(
+        f"(t => Array.from(t.order).slice({row}, {row + depths}).map(l => t.laneLabel(l)))(tracekit.timelines[0])"
+    )
+    assert labels[0].startswith("▾ ") and labels[1:] == [f"  depth {d}" for d in range(1, depths)]
+    # hovering the opened lanes' deepest range names it, and the ranges around it
+    described = real_page.evaluate(
+        f"""(t => {{ const lane = t.order[{row + depths - 1}], run = t.host.runs[lane];
+                    let i = run[0]; for (let k = run[0]; k < run[1]; k++) if (t.host.duration[k] > t.host.duration[i]) i = k;
+                    t.zoomTo(t.host.start[i], t.host.start[i] + t.host.duration[i]);
+                    return [t.data.host_names[t.host.name[i]], t.enclosing(lane, i), t.rowOf[lane] - t.first]; }})
+           (tracekit.timelines[0])"""
+    )
+    name, inside, deepest = described
+    real_page.mouse.move(box["x"] + 700, box["y"] + 22 + 18 + deepest * 18 + 9)
+    tip = real_page.locator(".timeline .tip").first.text_content() or ""
+    assert tip.startswith(name + "\n") and len(inside) == depths - 1 and tip.endswith("inside: " + " › ".join(inside))
+    real_page.mouse.click(box["x"] + 40, box["y"] + 22 + 18 + row * 18 + 9)
+    real_page.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")
+    assert real_page.evaluate("tracekit.timelines[0].lanes") == before
+
+
+@pytest.mark.shared
+def test_hovering_an_op_draws_its_launch_arrow_from_its_thread(real_page):
+    """An op launched by a thread with a lane (the longest lead of an op wide enough to point at): hovered, an arrow runs from the launching call's time on that
+    thread's lane to the op's start on its stream, and the tooltip names the thread and the lead."""
+    op = real_page.evaluate(
+        """(t => { let i = -1, best = 0;
+                   for (let k = 0; k < t.ops.count; k++) {
+                     const thread = t.launches.thread[k];
+                     if (thread >= 0 && t.data.threads[thread].lane >= 0 && t.launches.lead[k] > best &&
+                         t.ops.duration[k] * 5 > t.launches.lead[k]) { best = t.launches.lead[k]; i = k; }
+                   }
+                   const start = t.ops.start[i], lead = t.launches.lead[i], end = start + t.ops.duration[i];
+                   t.zoomTo(start - lead * 1.5, end + lead * 0.5);
+                   const width = t.plotWidth(), lane = t.ops.lane[i], thread = t.data.threads[t.launches.thread[i]];
+                   return { x: (t.x(start, width) + t.x(Math.min(end, t.view[1]), width)) / 2, row: t.rowOf[lane] - t.first,
+                            from: [t.x(start - lead, width), 22 + 18 + (t.rowOf[thread.lane] - t.first) * 18 + 9],
+                            to: [t.x(start, width), 22 + 18 + (t.rowOf[lane] - t.first) * 18 + 9],
+                            thread: thread.name, lead: lead, index: i }; })(tracekit.timelines[0])"""
+    )
+    box = real_page.locator(".timeline canvas").first.bounding_box()
+    assert box is not None and op["lead"] > 0
+    real_page.mouse.move(box["x"] + op["x"], box["y"] + 22 + 18 + op["row"] * 18 + 9)
+    arrow = real_page.evaluate("tracekit.timelines[0].arrow")
+    assert arrow is not None and real_page.evaluate("tracekit.timelines[0].hovered.index") == op["index"]
+    assert arrow["from"] == pytest.approx(op["from"]) and arrow["to"] == pytest.approx(op["to"])
+    tip = real_page.locator(".timeline .tip").first.text_content() or ""
+    assert f"before, by {op['thread']}" in tip
+    # the arrow is drawn: dark pixels on the overlay half way along it
+    middle = [(a + b) / 2 for a, b in zip(arrow["from"], arrow["to"])]
+    alpha = real_page.evaluate(
+        f"""(t => {{ const r = window.devicePixelRatio || 1;
+                    return t.overlay.getContext('2d').getImageData(Math.round({middle[0]} * r) - 2, Math.round({middle[1]} * r) - 2, 5, 5).data
+                      .filter((_, i) => i % 4 === 3).reduce((a, b) => Math.max(a, b), 0); }})(tracekit.timelines[0])"""
+    )
+    assert alpha > 100
+    real_page.mouse.move(box["x"] + 5, box["y"] + 5)  # away: the arrow goes
+    assert real_page.evaluate("tracekit.timelines[0].arrow") is None

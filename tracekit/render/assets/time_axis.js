@@ -21,14 +21,14 @@ function formatTime(ns) { // a duration or a moment in a tooltip: "646 us", "1.2
   return significant(ns / unit[0]) + " " + unit[1];
 }
 
-function axisTicks(view, width) { // round times at about one per 90 px: [{at, text}], and the base they count from
-  var span = view[1] - view[0], wanted = Math.max(2, Math.min(10, Math.floor(width / 90)));
-  var step = Math.pow(10, Math.floor(Math.log10(span / wanted)));
-  if (span / step > wanted * 4) step *= 5; else if (span / step > wanted * 2) step *= 2;
-  var unit = unitOf(span), first = Math.ceil(view[0] / step) * step, ticks = [];
-  var decimals = Math.max(0, Math.ceil(-Math.log10(step / unit[0]) - 1e-9)); // 0.5 ms: 1; 20 us: 0
+function axisTicks(view) { // about eight ticks at round times: [{at, text}], and the base they count from
+  var span = view[1] - view[0], step = Math.pow(10, Math.floor(Math.log10(span / 8)));
+  if (span / step > 16) step *= 5; else if (span / step > 8) step *= 2;
   var lastDigit = Math.pow(10, Math.floor(Math.log10(step) + 1e-9)); // the place of a tick's last digit
-  var relative = Math.max(Math.abs(view[0]), Math.abs(view[1])) / lastDigit >= Math.pow(10, DIGITS);
+  var largest = Math.max(Math.abs(view[0]), Math.abs(view[1]));
+  var relative = largest / lastDigit >= Math.pow(10, DIGITS); // 10 us at 270 ms: "+2 us" from "270.123 ms"
+  var unit = unitOf(relative ? span : largest), first = Math.ceil(view[0] / step) * step, ticks = [];
+  var decimals = Math.max(0, Math.ceil(-Math.log10(step / unit[0]) - 1e-9)); // 0.5 s: 1; 0.005 s: 3; 20 us: 0
   var base = relative ? first : 0;
   for (var at = first; at <= view[1] + step * 1e-9; at += step) {
     var value = (at - base) / unit[0];

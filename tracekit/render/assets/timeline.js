@@ -84,8 +84,9 @@ function Timeline(holder, data) {
   var hints = ["wheel: zoom", "drag: pan", "double-click: whole trace"], hover = [];
   if (this.steps.start.length) hints.push("click a step: zoom to it");
   if (this.host.count) hints.push("click a thread's name: one lane per depth");
-  if (this.ranges.count || this.host.count) hover.push("a range");
-  if (this.ops.count) hover.push("an op (its launch)", "a gap");
+  if (this.ranges.count) hover.push("a phase");
+  if (this.host.count) hover.push("a range");
+  if (this.ops.count) hover.push("an op", "a gap");
   if (hover.length) hints.push("hover: " + hover.join(", ").replace(/, ([^,]*)$/, " or $1"));
   this.hints = hints.join(" · "); // only what this trace has to zoom to or hover
   holder.appendChild(this.canvas);
@@ -294,7 +295,7 @@ Timeline.prototype.draw = function () {
 };
 
 Timeline.prototype.drawAxis = function (context, width) { // ticks and their labels, every label inside the view
-  var axis = axisTicks(this.view, width - LABEL), placed = [], end = LABEL;
+  var axis = axisTicks(this.view), placed = [], end = -Infinity;
   context.fillStyle = "#666";
   if (axis.base) context.fillText(fitText(context, axis.base, LABEL - 8), 4, AXIS / 2);
   for (var t = 0; t < axis.ticks.length; t++) {
