@@ -38,11 +38,20 @@ def reports(tmp_path_factory) -> dict[str, Path]:
     return pages
 
 
+# every colour a rectangle is filled with in the timeline's plot (right of the labels, below the axis)
+RECORD_FILLS = """window.plotFills = new Set();
+const fillRect = CanvasRenderingContext2D.prototype.fillRect;
+CanvasRenderingContext2D.prototype.fillRect = function (x, y, w, h) {
+  if (x >= 150 && y >= 22 && w > 0) window.plotFills.add(String(this.fillStyle).toLowerCase());
+  return fillRect.apply(this, arguments);
+};"""
+
+
 @pytest.fixture(params=list(REAL))
 def real_page(request, browser, reports):
     if request.param not in reports:
         pytest.skip(f"{REAL[request.param]} is absent")
-    page, seen = open_page(browser, reports[request.param])
+    page, seen = open_page(browser, reports[request.param], init_script=RECORD_FILLS)
     yield page
     assert seen == NOTHING_SEEN
     page.close()
@@ -218,3 +227,24 @@ def test_hovering_an_op_draws_its_launch_arrow_from_its_thread(real_page):
     assert alpha > 100
     real_page.mouse.move(box["x"] + 5, box["y"] + 5)  # away: the arrow goes
     assert real_page.evaluate("tracekit.timelines[0].arrow") is None
+
+
+# -- the legend --------------------------------------------------------------------------------------
+
+
+@pytest.mark.shared
+def test_every_colour_drawn_has_a_legend_entry(real_page):
+    """Each colour the timeline fills a bar with (kernels, idle causes, phases, host ranges and CPU ops,
+    steps), at the whole trace and zoomed in, has a legend entry; every idle cause drawn is named there."""
+    legend = real_page.evaluate(
+        """Array.from(document.querySelectorAll('.legend span')).map(s => [s.dataset.colour.toLowerCase(), s.textContent])"""
+    )
+    colours = {colour for colour, _ in legend}
+    assert len(colours) == len(legend)  # one entry a colour
+    real_page.evaluate(
+        "(t => { t.zoomTo(t.extent[1] * 0.4, t.extent[1] * 0.41); t.zoomTo(t.extent[0], t.extent[1]); })(tracekit.timelines[0])"
+    )
+    drawn = set(real_page.evaluate("Array.from(window.plotFills)"))
+    assert drawn and drawn <= colours, drawn - colours
+    causes = real_page.evaluate("tracekit.timelines[0].data.causes")
+    assert causes and set(causes) <= {text for _, text in legend}  # the idle lanes' colours are named

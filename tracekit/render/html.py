@@ -132,23 +132,41 @@ def _picture(chart: Chart, caption: str) -> str:
 
 
 def timeline_html(index: int, data: dict) -> str:
-    """A trace's timeline: a holder for the canvas, the data as JSON, a legend of the categories."""
+    """A trace's timeline: a holder for the canvas, the data as JSON, a legend of every colour it draws."""
     payload = script_json(data)
     legend = "".join(
-        f"<b>{group}</b> "
+        f"<b>{escape(group)}</b> "
         + "".join(
-            f'<span><i style="background:{colour}"></i>{escape(printable(name))}</span>'
-            for name, colour in zip(names, colours)
+            f'<span data-colour="{escape(colour)}"><i style="background:{escape(colour)}"></i>{escape(printable(name))}</span>'
+            for name, colour in entries
         )
-        for group, names, colours in (
-            ("phases", data["phases"], data["phase_colours"]),
-            ("kernels", data["categories"], data["colours"]),
-        )
-        if names
+        for group, entries in legend_entries(data)
+        if entries
     )
-    note = f'<p class="note">note: {escape(printable(data["memory_note"]))}</p>' if data.get("memory_note") else ""
+    notes = [data.get("memory_note"), data.get("host_note")]
+    note = "".join(f'<p class="note">note: {escape(printable(text))}</p>' for text in notes if text)
     return (
         f"<h2>Timeline: {escape(printable(data['title']))}</h2>"
         f'<p class="legend">{legend}</p><div class="timeline" id="timeline-{index}"></div>{note}'
         f'<script type="application/json" class="tracekit-timeline" data-target="timeline-{index}">{payload}</script>'
     )
+
+
+def legend_entries(data: dict) -> list[tuple[str, list[tuple[str, str]]]]:
+    """Every colour the timeline of ``data`` draws, by group, with what it means: the phases, kernel
+    categories, idle causes and host rows that occur, and the marks (steps, memory, launch arrows) it has."""
+    host = data.get("host") or {"category": []}
+    kinds = sorted(set(host["category"]))
+    marks = data.get("marks", {})
+    shown = [
+        *(["step", "other step"] if data["steps"]["start"] else []),
+        *(["memory allocated", "memory reserved"] if data.get("memory") else []),
+        *(["launch arrow"] if any(thread["lane"] >= 0 for thread in data.get("threads", [])) else []),
+    ]
+    return [
+        ("phases", list(zip(data["phases"], data["phase_colours"]))),
+        ("kernels", list(zip(data["categories"], data["colours"]))),
+        ("idle", list(zip(data["causes"], data["cause_colours"]))),
+        ("host", [(data["host_kinds"][kind], data["host_colours"][kind]) for kind in kinds]),
+        ("marks", [(mark, marks[mark]) for mark in shown]),
+    ]

@@ -26,7 +26,7 @@ from tracekit.analysis.waits.syncs import NO_RANGE, innermost_range
 from tracekit.model.memory import MemoryTrace
 from tracekit.model.option_fields import DEFAULT_PHASES
 from tracekit.model.trace import Trace
-from tracekit.render.colours import HOST_COLOURS, IDLE_COLOURS, category_colour, phase_colour
+from tracekit.render.colours import HOST_COLOURS, IDLE_COLOURS, TIMELINE_COLOURS, category_colour, phase_colour
 from tracekit.render.safe_text import printable
 from tracekit.report.host_lanes import HOST_KINDS, host_rows, op_launch_threads
 
@@ -105,6 +105,7 @@ def timeline_data(
         "host_colours": [HOST_COLOURS[kind] for kind in HOST_KINDS],
         "host_note": host.note,
         "threads": threads,
+        "marks": TIMELINE_COLOURS,
         "launch": launch,
         "names": [printable(str(name)) for name in names],  # shown, not obeyed: a newline or U+202E as escapes
         "categories": [CATEGORIES[code] for code in present.tolist()],

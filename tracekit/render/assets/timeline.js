@@ -172,10 +172,12 @@ Timeline.prototype.drawMemory = function (context, width) { // allocated (filled
   context.lineTo(width, top + MEMORY - 4);
   context.lineTo(LABEL, top + MEMORY - 4);
   context.closePath();
-  context.fillStyle = "rgba(218, 139, 195, 0.6)";
+  context.globalAlpha = 0.6;
+  context.fillStyle = this.data.marks["memory allocated"];
   context.fill();
+  context.globalAlpha = 1;
   path(memory.reserved_mib);
-  context.strokeStyle = "#555";
+  context.strokeStyle = this.data.marks["memory reserved"];
   context.stroke();
 };
 
@@ -275,7 +277,7 @@ Timeline.prototype.draw = function () {
     var left = this.x(Math.max(this.steps.start[s], this.view[0]), width);
     var right = this.x(Math.min(this.steps.start[s] + this.steps.duration[s], this.view[1]), width);
     if (right < LABEL || left > width) continue;
-    context.fillStyle = s % 2 ? "#9ecae1" : "#6baed6";
+    context.fillStyle = this.data.marks[s % 2 ? "other step" : "step"];
     context.fillRect(Math.max(left, LABEL), AXIS + 2, Math.max(1, right - Math.max(left, LABEL)), STEPS - 4);
     if (right - left > 40) { context.fillStyle = "#08306b"; context.fillText("step #" + (s + 1), Math.max(left, LABEL) + 3, AXIS + STEPS / 2); }
   }

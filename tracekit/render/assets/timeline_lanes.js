@@ -1,5 +1,4 @@
 // -- host lanes, hover, launch arrows ------------------------------------------------------------------
-var ARROW_COLOUR = "#111111"; // a launch arrow (the legend names it)
 function launchesOf(data, count) { // per op: its launching thread (-1: none recorded) and how long before it
   var launch = data.launch || { thread_runs: [count, -1], lead: [] }, thread = new Int32Array(count), row = 0;
   for (var r = 0; r + 1 < launch.thread_runs.length; r += 2) { // runs of [count, thread] in the ops' order
@@ -88,7 +87,7 @@ Timeline.prototype.drawArrow = function () { // the hovered op's launch: from it
   var y1 = top + to * LANE + LANE / 2;
   var x0 = Math.max(LABEL, Math.min(width, this.x(start - this.launches.lead[hit.index], width)));
   var x1 = Math.max(LABEL, Math.min(width, this.x(start, width)));
-  context.strokeStyle = context.fillStyle = ARROW_COLOUR;
+  context.strokeStyle = context.fillStyle = this.data.marks["launch arrow"];
   context.lineWidth = 1.5;
   context.beginPath();
   context.moveTo(x0, y0);
