@@ -95,7 +95,8 @@ def test_the_legend_has_only_the_categories_that_occur(tmp_path):
     page = (write_report([tmp_path / "cpu.sqlite"], tmp_path / "r", html=True).parent / "report.html").read_text()
     legend = re.search(r'<p class="legend">(.*?)</p>', page)
     assert legend is not None
-    assert re.findall(r"</i>([^<]+)</span>", legend.group(1)) == list(PHASES)  # phases, and no kernel category
+    # the phases, the thread's ranges and the steps: no kernel category, no idle cause, no launch arrow
+    assert re.findall(r"</i>([^<]+)</span>", legend.group(1)) == [*PHASES, "range", "step", "other step"]
 
 
 def report_tables(markdown: str) -> list[tuple[str, list[str], int]]:

@@ -248,3 +248,39 @@ def test_every_colour_drawn_has_a_legend_entry(real_page):
     assert drawn and drawn <= colours, drawn - colours
     causes = real_page.evaluate("tracekit.timelines[0].data.causes")
     assert causes and set(causes) <= {text for _, text in legend}  # the idle lanes' colours are named
+
+
+# -- tables --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.shared
+def test_no_element_is_wider_than_the_page(real_page):
+    """Nothing runs past the window: a table wider than the page scrolls inside its box, its first column
+    staying in place; a long name is cut with an ellipsis and its cell's title holds all of it."""
+    assert real_page.evaluate("document.documentElement.scrollWidth") <= 1400
+    outside = real_page.evaluate(
+        """Array.from(document.querySelectorAll('body *')).filter(e => !e.closest('.table-wrap') || e.matches('.table-wrap'))
+             .filter(e => e.getBoundingClientRect().right > innerWidth).map(e => e.tagName + '.' + e.className)"""
+    )
+    assert outside == []
+    cells = real_page.evaluate(
+        """Array.from(document.querySelectorAll('td.text:not(.prose)')).map(c =>
+             [c.scrollWidth > c.clientWidth + 1, c.title, c.textContent, c.getBoundingClientRect().width])"""
+    )
+    cut = [(title, text) for is_cut, title, text, _ in cells if is_cut]
+    assert cut and all(title == text for title, text in cut)  # every name cut has its whole self on hover
+    assert max(width for *_, width in cells) <= 28 * 12 + 2 * 8 + 1  # 28em of 12px and the padding
+    # the widest table scrolls in its box; its first column stays at the box's left edge
+    moved = real_page.evaluate(
+        """() => { const wraps = Array.from(document.querySelectorAll('.table-wrap'));
+                   const wrap = wraps.sort((a, b) => b.scrollWidth - a.scrollWidth)[0];
+                   if (wrap.scrollWidth <= wrap.clientWidth) return null;
+                   const row = wrap.querySelector('tbody tr'), first = row.cells[0], last = row.cells[row.cells.length - 1];
+                   const before = [first.getBoundingClientRect().left, last.getBoundingClientRect().left];
+                   wrap.scrollLeft = wrap.scrollWidth;
+                   return [before, [first.getBoundingClientRect().left, last.getBoundingClientRect().left],
+                           wrap.getBoundingClientRect().left]; }"""
+    )
+    if moved is not None:  # (a page whose tables all fit has nothing to scroll)
+        (first_before, last_before), (first_after, last_after), left = moved
+        assert first_after == pytest.approx(first_before) == pytest.approx(left, abs=1) and last_after < last_before

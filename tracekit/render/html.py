@@ -38,6 +38,10 @@ PROSE_COLUMNS = frozenset({"What", "Bound", "Fix", "Evidence"})
 SCRIPTS = ("tables.js", "time_axis.js", "timeline.js", "timeline_lanes.js", "report.js")
 
 
+# Text cells longer than this (characters) may be cut with an ellipsis in the page: they get a title.
+TITLED_TEXT = 30
+
+
 def asset(name: str) -> str:
     return resources.files("tracekit.render").joinpath("assets").joinpath(name).read_text(encoding="utf-8")
 
@@ -99,7 +103,10 @@ def table_html(frame: pd.DataFrame, command: str = "") -> str:
         cells = []
         for cells_of, raw, kind in zip(columns, values, kinds):
             value = f' data-value="{raw[row]}"' if raw is not None and raw[row] is not None else ""
-            cells.append(f'<td class="{kind}"{value}>{escape(cells_of[row])}</td>')
+            text = cells_of[row]
+            # a text cell long enough to be cut at its column's width (28em) carries all of it as its title
+            title = f' title="{escape(text)}"' if kind == "text" and len(text) > TITLED_TEXT else ""
+            cells.append(f'<td class="{kind}"{value}{title}>{escape(text)}</td>')
         rows.append("<tr>" + "".join(cells) + "</tr>")
     command_line = f'<p class="command"><code>{escape(printable(command))}</code></p>' if command else ""
     return (
