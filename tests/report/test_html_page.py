@@ -284,3 +284,33 @@ def test_no_element_is_wider_than_the_page(real_page):
     if moved is not None:  # (a page whose tables all fit has nothing to scroll)
         (first_before, last_before), (first_after, last_after), left = moved
         assert first_after == pytest.approx(first_before) == pytest.approx(left, abs=1) and last_after < last_before
+
+
+# -- findings -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.shared
+def test_the_findings_show_their_bound_and_evidence(real_page, request):
+    """Each finding's row holds its bound and the start of its evidence, as `tracekit advise` gives them."""
+    import tracekit
+    from tracekit.analysis.advice.advise_command import AdviseOptions
+    from tracekit.commands import run_command
+
+    advice = run_command(
+        "advise", tracekit.open_trace(REAL[request.node.callspec.params["real_page"]]), AdviseOptions()
+    )
+    findings, evidence = advice.table("findings"), advice.table("evidence")
+    assert len(findings) and len(evidence)
+    rows = real_page.evaluate(
+        """() => { const table = Array.from(document.querySelectorAll('table.sortable'))
+                     .find(t => Array.from(t.tHead.rows[0].cells).some(c => c.textContent === 'Finding'));
+                   const heads = Array.from(table.tHead.rows[0].cells).map(c => c.textContent);
+                   return Array.from(table.tBodies[0].rows).map(r =>
+                     Object.fromEntries(heads.map((h, i) => [h, r.cells[i].textContent]))); }"""
+    )
+    assert [row["Finding"] for row in rows] == findings["Finding"].tolist()
+    assert [row["Bound"] for row in rows] == findings["Bound"].tolist()
+    for row, rank in zip(rows, findings["Rank"]):
+        first = evidence.loc[evidence["Rank"] == rank, "Evidence"]
+        assert row["Evidence"].startswith(str(first.iloc[0])) if len(first) else row["Evidence"] == ""
+    assert any(row["Evidence"] for row in rows)
