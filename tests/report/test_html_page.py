@@ -314,3 +314,37 @@ def test_the_findings_show_their_bound_and_evidence(real_page, request):
         first = evidence.loc[evidence["Rank"] == rank, "Evidence"]
         assert row["Evidence"].startswith(str(first.iloc[0])) if len(first) else row["Evidence"] == ""
     assert any(row["Evidence"] for row in rows)
+
+
+# -- pictures ------------------------------------------------------------------------------------------
+
+
+def test_no_category_chart_of_one_bar(tmp_path):
+    """Without phases the category chart would be one bar (the whole trace), what the table beside it says:
+    it is not drawn; with a phase it compares two bars and is."""
+    from helpers.nsys_builder import ExportBuilder
+
+    pages = {}
+    for phased in (False, True):
+        b = ExportBuilder("2026.2")
+        if phased:
+            b.push_pop(0, 9_000, "forward")
+        b.kernel(1_000, 2_000, "ampere_sgemm_128x64_tn", launch_at=200)
+        b.kernel(3_000, 3_500, "void softmax_warp_forward<float>()", launch_at=300)
+        folder = write_report([b.write(tmp_path / f"{phased}.sqlite")], tmp_path / f"report-{phased}", html=True).parent
+        pages[phased] = (folder / "report.html").read_text(), sorted(path.name for path in folder.glob("*.png"))
+    assert "share of kernel time by category" not in pages[False][0] and "categories.png" not in pages[False][1]
+    assert "share of kernel time by category" in pages[True][0] and "categories.png" in pages[True][1]
+
+
+@pytest.mark.shared
+def test_every_picture_in_the_page_compares_something(real_page):
+    """The category chart is drawn only where the breakdown table has phases to compare (more than its
+    whole-trace row)."""
+    rows, charts = real_page.evaluate(
+        """() => { const table = Array.from(document.querySelectorAll('table.sortable'))
+                     .find(t => t.tHead.rows[0].cells[0].textContent === 'Phase');
+                   return [table.tBodies[0].rows.length,
+                           Array.from(document.querySelectorAll('figcaption')).filter(c => c.textContent.startsWith('share of kernel time')).length]; }"""
+    )
+    assert charts == (1 if rows > 1 else 0)
