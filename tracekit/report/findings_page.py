@@ -45,8 +45,9 @@ def _evidence_text(evidence: pd.DataFrame) -> dict[int, str]:
     ]
     text = [f"{line} ({when})" if when else line for line, when in zip(lines, times)]
     said = {}
-    for rank, rows in pd.Series(text, index=evidence["Rank"].to_numpy(np.int64)).groupby(level=0):
-        shown = rows.iloc[:EVIDENCE_SHOWN].tolist()
-        more = len(rows) - len(shown)
-        said[int(rank)] = "; ".join(shown) + (f"; and {more} more (tracekit advise)" if more else "")
+    ranks = evidence["Rank"].to_numpy(np.int64)
+    for rank in np.unique(ranks).tolist():  # a few findings: one text each
+        rows = [line for line, own in zip(text, ranks == rank) if own]
+        more = len(rows) - EVIDENCE_SHOWN
+        said[rank] = "; ".join(rows[:EVIDENCE_SHOWN]) + (f"; and {more} more (tracekit advise)" if more > 0 else "")
     return said

@@ -41,6 +41,7 @@ class HostRows:
     names: list[str] = field(default_factory=list)
     threads: dict[tuple[int, int], int] = field(default_factory=dict)
     note: str = ""
+    several_processes: bool = False
 
 
 def host_rows(trace: Trace) -> HostRows:
@@ -88,6 +89,7 @@ def host_rows(trace: Trace) -> HostRows:
         [printable(str(name)) for name in names],
         threads,
         "; ".join(left_out),
+        several,
     )
 
 
@@ -99,7 +101,7 @@ def thread_name(pid: int, tid: int, several_processes: bool) -> str:
     return f"pid {pid}" if pid == tid else f"pid {pid} · tid {tid}"
 
 
-def op_launch_threads(trace: Trace, order: np.ndarray, threads: dict[tuple[int, int], int], first_host_lane: int):
+def op_launch_threads(trace: Trace, order: np.ndarray, host: HostRows, first_host_lane: int):
     """Per GPU op (in ``order``): the thread that launched it, as runs of [count, code] (code: an index into
     the thread list, -1 none recorded), and how long before the op the launching call started (ns; 0 where
     none); the thread list: each launching thread's name and its first host lane (-1: it has none)."""
@@ -109,11 +111,11 @@ def op_launch_threads(trace: Trace, order: np.ndarray, threads: dict[tuple[int, 
     code = np.where(found, code.reshape(-1), -1)
     used = np.unique(code[code >= 0])
     code = np.where(code >= 0, np.searchsorted(used, code), -1)  # only threads that launched a found op
-    several = len(np.unique(keys[used, 0])) > 1 if len(used) else False
+    several = host.several_processes or (len(np.unique(keys[used, 0])) > 1 if len(used) else False)
     thread_list = [
         {
             "name": thread_name(p, t, several),
-            "lane": first_host_lane + threads[(p, t)] if (p, t) in threads else -1,
+            "lane": first_host_lane + host.threads[(p, t)] if (p, t) in host.threads else -1,
         }
         for p, t in keys[used].tolist()
     ]

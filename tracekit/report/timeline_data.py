@@ -79,9 +79,7 @@ def timeline_data(
     cause_codes, causes = pd.factorize(gaps["Cause"].astype(str).to_numpy(dtype=object))
     range_codes, launch_ranges = _launching_ranges(trace, order) if len(ops) else ([], [])
     launch, threads = (
-        op_launch_threads(trace, order, host.threads, first_host_lane)
-        if len(ops)
-        else ({"thread_runs": [], "lead": []}, [])
+        op_launch_threads(trace, order, host, first_host_lane) if len(ops) else ({"thread_runs": [], "lead": []}, [])
     )
     return {
         "title": title,
