@@ -62,10 +62,11 @@ def starts(packed: dict) -> np.ndarray:
 
 def test_the_timeline_shows_each_step_s_phases(tmp_path):
     data = timeline_data(tracekit.open_trace(cpu_capture(tmp_path / "cpu.sqlite")), "cpu")
-    assert data["lanes"] == [{"name": "phases", "kind": "ranges", "pid": 100}] and data["count"] == 0
+    assert data["lanes"][0] == {"name": "phases", "kind": "ranges", "pid": 100} and data["count"] == 0
+    assert {lane["name"] for lane in data["lanes"][1:]} == {"tid 100 · ranges"}  # the thread's ranges by depth
     assert data["phases"] == list(PHASES) and data["phase_colours"] == [PHASE_COLOURS[p] for p in PHASES]
     ranges = data["ranges"]
-    assert ranges["lane_counts"] == [3 * STEPS]
+    assert ranges["lane_counts"] == [3 * STEPS] + [0] * (len(data["lanes"]) - 1)  # all on the phases lane
     expected = sorted(
         (index * STEP_NS + start, end - start, list(PHASES).index(name))
         for index in range(STEPS)
@@ -94,7 +95,8 @@ def test_the_legend_has_only_the_categories_that_occur(tmp_path):
     page = (write_report([tmp_path / "cpu.sqlite"], tmp_path / "r", html=True).parent / "report.html").read_text()
     legend = re.search(r'<p class="legend">(.*?)</p>', page)
     assert legend is not None
-    assert re.findall(r"</i>([^<]+)</span>", legend.group(1)) == list(PHASES)  # phases, and no kernel category
+    # the phases, the thread's ranges and the steps: no kernel category, no idle cause, no launch arrow
+    assert re.findall(r"</i>([^<]+)</span>", legend.group(1)) == [*PHASES, "range", "step", "other step"]
 
 
 def report_tables(markdown: str) -> list[tuple[str, list[str], int]]:
@@ -173,7 +175,7 @@ def load_report(page, path: Path) -> None:
 def test_the_page_draws_phases_and_names_only_what_it_has(browser, tmp_path):
     cpu = write_report([cpu_capture(tmp_path / "cpu.sqlite")], tmp_path / "cpu", html=True).parent / "report.html"
     page = open_report(browser, cpu, 1200)
-    assert page.locator(".timeline .help").inner_text().endswith("hover: a phase")  # no op to hover
+    assert page.locator(".timeline .help").inner_text().endswith("hover: a phase or a range")  # no op to hover
     # the middle of step 1's forward bar, on the phases lane: the phase is found and described
     timeline = "tracekit.timelines[0]"
     x = page.evaluate(
@@ -186,7 +188,7 @@ def test_the_page_draws_phases_and_names_only_what_it_has(browser, tmp_path):
     page.close()
     gpu = write_report([gpu_trace(tmp_path / "gpu.sqlite")], tmp_path / "gpu", html=True).parent / "report.html"
     page = open_report(browser, gpu, 1200)
-    assert page.locator(".timeline .help").inner_text().endswith("hover: a phase, an op or a gap")
+    assert page.locator(".timeline .help").inner_text().endswith("hover: a phase, a range, an op or a gap")
     page.close()
 
 

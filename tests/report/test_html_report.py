@@ -51,12 +51,18 @@ def test_the_page_holds_everything_and_fetches_nothing(tmp_path):
     (timeline,) = timelines_of(page)
     assert timeline["count"] == 4 and len(timeline["ops"]["start_step"]) == 4
     # by lane (stream 7, then 9), then time, from the first op (1,000 ns): each start a step from the last
-    assert (timeline["ops"]["lane_counts"], timeline["ops"]["start_step"]) == ([0, 2, 2, 0], [0, 10_000, 2_000, 10_000])
+    # (after the phases lane and the thread's two depths of ranges)
+    assert (timeline["ops"]["lane_counts"], timeline["ops"]["start_step"]) == (
+        [0, 0, 0, 2, 2, 0],
+        [0, 10_000, 2_000, 10_000],
+    )
     assert [timeline["names"][code] for code in timeline["ops"]["name"]][-1] == HOSTILE
     assert timeline["steps"] == {"start": [-1_000, 9_000], "duration": [9_000, 9_000]}
     assert timeline["colours"][timeline["categories"].index("matmul")] == CATEGORY_COLOURS["matmul"]
     assert [lane["name"] for lane in timeline["lanes"]] == [
         "phases",  # the forward ranges
+        "tid 100 · ranges",  # the thread's ranges: step, and forward inside it
+        "tid 100 · ranges",
         "GPU 0 · stream 7",
         "GPU 0 · stream 9",
         "GPU 0 · idle",
@@ -220,7 +226,8 @@ def test_a_run_folder_s_memory_lies_on_the_trace_s_time_axis(browser, tmp_path):
         and memory["reserved_mib"] == [64.0, 64.0]
     )
     page, seen = open_page(browser, page_path)
-    assert page.evaluate("tracekit.timelines[0].height()") == 22 + 18 + 4 * 18 + 48 + 4  # the memory lane's room
+    # 5 lanes (phases, the thread's ranges folded, 2 streams, idle) and the memory lane's room
+    assert page.evaluate("tracekit.timelines[0].height()") == 22 + 18 + 5 * 18 + 48 + 4
     assert seen == NOTHING_SEEN
     page.close()
 
@@ -231,7 +238,7 @@ def test_a_cpu_only_capture_still_shows_its_steps(tmp_path):
         b.push_pop(base, base + 8_000, "step")
     folder = write_report([b.write(tmp_path / "cpu.sqlite")], tmp_path / "r", html=True).parent
     (timeline,) = timelines_of((folder / "report.html").read_text())
-    assert timeline["count"] == 0 and timeline["lanes"] == []
+    assert timeline["count"] == 0 and [lane["name"] for lane in timeline["lanes"]] == ["tid 100 · ranges"]
     assert timeline["steps"] == {"start": [0, 10_000], "duration": [8_000, 8_000]}
 
 

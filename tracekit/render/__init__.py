@@ -6,7 +6,7 @@
 ``collective_plot`` collectives' picture: each rank's wait for the last peer and transfer, exposed and hidden
 ``notebook``   a Result as HTML for a notebook
 ``html``       report.html: a report's blocks and timelines as one self-contained page (``assets/``: its
-               style and script, inlined)
+               style and script in parts (tables, time axis, timeline, its lanes), inlined as one)
 ``colours``    one colour per kernel category and idle cause, the same in every picture
 ``safe_text``  names from traces made safe to print (control characters, spreadsheet formulas)
 ``markup``     names escaped for where they land: Markdown text and code spans, HTML, JSON in a script

@@ -49,3 +49,15 @@ PHASE_COLOURS = {
 def phase_colour(phase: str) -> str:
     """The colour of a step's phase (hex); a phase named by its range spec gets one from its name."""
     return PHASE_COLOURS.get(phase) or SPARE[zlib.crc32(phase.encode()) % len(SPARE)]
+
+
+# The host lanes of report.html's timeline: a thread's ranges (NVTX, record_function) and its CPU operators.
+HOST_COLOURS = {"range": "#6b6ecf", "CPU op": "#8c6d31"}
+# The rest of the timeline's marks: steps (alternate steps lighter), the memory lane, a launch arrow.
+TIMELINE_COLOURS = {
+    "step": "#6baed6",
+    "other step": "#9ecae1",
+    "memory allocated": "#da8bc3",
+    "memory reserved": "#555555",
+    "launch arrow": "#111111",
+}

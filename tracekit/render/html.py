@@ -34,6 +34,14 @@ POLICY = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-s
 PROSE_COLUMNS = frozenset({"What", "Bound", "Fix", "Evidence"})
 
 
+# The page's script: its parts in order, inlined as one function (report.js last: it starts the page).
+SCRIPTS = ("tables.js", "time_axis.js", "timeline.js", "timeline_lanes.js", "report.js")
+
+
+# Text cells longer than this (characters) may be cut with an ellipsis in the page: they get a title.
+TITLED_TEXT = 30
+
+
 def asset(name: str) -> str:
     return resources.files("tracekit.render").joinpath("assets").joinpath(name).read_text(encoding="utf-8")
 
@@ -56,8 +64,13 @@ def report_page(title: str, blocks: list[Any], timelines: list[dict]) -> str:
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{POLICY}">'
         f'<meta name="viewport" content="width=device-width"><title>{escape(title)}</title>'
-        f"<style>{asset('report.css')}</style></head><body>\n{body}\n<script>{asset('report.js')}</script></body></html>\n"
+        f"<style>{asset('report.css')}</style></head><body>\n{body}\n<script>{script()}</script></body></html>\n"
     )
+
+
+def script() -> str:
+    """The page's script: every part of it in one function, so none of its names leaks into the page's."""
+    return '(function () {\n"use strict";\n' + "\n".join(asset(name) for name in SCRIPTS) + "\n})();"
 
 
 def _text(line: str) -> str:
@@ -90,7 +103,10 @@ def table_html(frame: pd.DataFrame, command: str = "") -> str:
         cells = []
         for cells_of, raw, kind in zip(columns, values, kinds):
             value = f' data-value="{raw[row]}"' if raw is not None and raw[row] is not None else ""
-            cells.append(f'<td class="{kind}"{value}>{escape(cells_of[row])}</td>')
+            text = cells_of[row]
+            # a text cell long enough to be cut at its column's width (28em) carries all of it as its title
+            title = f' title="{escape(text)}"' if kind == "text" and len(text) > TITLED_TEXT else ""
+            cells.append(f'<td class="{kind}"{value}{title}>{escape(text)}</td>')
         rows.append("<tr>" + "".join(cells) + "</tr>")
     command_line = f'<p class="command"><code>{escape(printable(command))}</code></p>' if command else ""
     return (
@@ -123,23 +139,41 @@ def _picture(chart: Chart, caption: str) -> str:
 
 
 def timeline_html(index: int, data: dict) -> str:
-    """A trace's timeline: a holder for the canvas, the data as JSON, a legend of the categories."""
+    """A trace's timeline: a holder for the canvas, the data as JSON, a legend of every colour it draws."""
     payload = script_json(data)
     legend = "".join(
-        f"<b>{group}</b> "
+        f"<b>{escape(group)}</b> "
         + "".join(
-            f'<span><i style="background:{colour}"></i>{escape(printable(name))}</span>'
-            for name, colour in zip(names, colours)
+            f'<span data-colour="{escape(colour)}"><i style="background:{escape(colour)}"></i>{escape(printable(name))}</span>'
+            for name, colour in entries
         )
-        for group, names, colours in (
-            ("phases", data["phases"], data["phase_colours"]),
-            ("kernels", data["categories"], data["colours"]),
-        )
-        if names
+        for group, entries in legend_entries(data)
+        if entries
     )
-    note = f'<p class="note">note: {escape(printable(data["memory_note"]))}</p>' if data.get("memory_note") else ""
+    notes = [data.get("memory_note"), data.get("host_note")]
+    note = "".join(f'<p class="note">note: {escape(printable(text))}</p>' for text in notes if text)
     return (
         f"<h2>Timeline: {escape(printable(data['title']))}</h2>"
         f'<p class="legend">{legend}</p><div class="timeline" id="timeline-{index}"></div>{note}'
         f'<script type="application/json" class="tracekit-timeline" data-target="timeline-{index}">{payload}</script>'
     )
+
+
+def legend_entries(data: dict) -> list[tuple[str, list[tuple[str, str]]]]:
+    """Every colour the timeline of ``data`` draws, by group, with what it means: the phases, kernel
+    categories, idle causes and host rows that occur, and the marks (steps, memory, launch arrows) it has."""
+    host = data.get("host") or {"category": []}
+    kinds = sorted(set(host["category"]))
+    marks = data.get("marks", {})
+    shown = [
+        *(["step", "other step"] if data["steps"]["start"] else []),
+        *(["memory allocated", "memory reserved"] if data.get("memory") else []),
+        *(["launch arrow"] if any(thread["lane"] >= 0 for thread in data.get("threads", [])) else []),
+    ]
+    return [
+        ("phases", list(zip(data["phases"], data["phase_colours"]))),
+        ("kernels", list(zip(data["categories"], data["colours"]))),
+        ("idle", list(zip(data["causes"], data["cause_colours"]))),
+        ("host", [(data["host_kinds"][kind], data["host_colours"][kind]) for kind in kinds]),
+        ("marks", [(mark, marks[mark]) for mark in shown]),
+    ]

@@ -67,12 +67,15 @@ class Document:
         """A note of tracekit's (plain text, `...` for code, names of the inputs inside) as a quote."""
         self.text(f"> note: {md_prose(note)}")
 
-    def table(self, frame: pd.DataFrame, command: str | None = None, unit: str = "ms") -> None:
-        """A table (time columns in ``unit``), and the command that prints it."""
+    def table(
+        self, frame: pd.DataFrame, command: str | None = None, unit: str = "ms", page: pd.DataFrame | None = None
+    ) -> None:
+        """A table (time columns in ``unit``), and the command that prints it; ``page``: the table report.html
+        shows instead, where it has room for more columns (advise's findings with their evidence)."""
         self.lines += [table_text(frame, "md", unit=unit), ""]
         if command:
             self.lines += [f"<sub>{md_code(command)}</sub>", ""]
-        self.blocks.append(Block("table", in_unit(frame, unit), command or ""))
+        self.blocks.append(Block("table", in_unit(frame if page is None else page, unit), command or ""))
 
     def picture(self, chart: Chart, name: str, caption: str) -> None:
         file = f"{self.prefix}{name}.png"

@@ -26,8 +26,9 @@ from tracekit.analysis.waits.syncs import NO_RANGE, innermost_range
 from tracekit.model.memory import MemoryTrace
 from tracekit.model.option_fields import DEFAULT_PHASES
 from tracekit.model.trace import Trace
-from tracekit.render.colours import IDLE_COLOURS, category_colour, phase_colour
+from tracekit.render.colours import HOST_COLOURS, IDLE_COLOURS, TIMELINE_COLOURS, category_colour, phase_colour
 from tracekit.render.safe_text import printable
+from tracekit.report.host_lanes import HOST_KINDS, host_rows, op_launch_threads
 
 
 def timeline_data(
@@ -55,6 +56,9 @@ def timeline_data(
         {"name": "phases" if len(processes) == 1 else f"phases · pid {pid}", "kind": "ranges", "pid": int(pid)}
         for pid in processes.tolist()
     ]
+    host = host_rows(trace)
+    first_host_lane = len(lanes)
+    lanes += host.lanes
     first_op_lane = len(lanes)
     device, stream = ops["device"].to_numpy(np.int64), ops["stream"].to_numpy(np.int64)
     lane_keys, op_lane = np.unique(np.stack([device, stream], axis=1), axis=0, return_inverse=True)
@@ -74,6 +78,9 @@ def timeline_data(
     gaps = _gaps(trace)
     cause_codes, causes = pd.factorize(gaps["Cause"].astype(str).to_numpy(dtype=object))
     range_codes, launch_ranges = _launching_ranges(trace, order) if len(ops) else ([], [])
+    launch, threads = (
+        op_launch_threads(trace, order, host, first_host_lane) if len(ops) else ({"thread_runs": [], "lead": []}, [])
+    )
     return {
         "title": title,
         "lanes": lanes,
@@ -88,6 +95,16 @@ def timeline_data(
             phase_rows["phase"].to_numpy(np.int64)[range_order],
             len(lanes),
         ),
+        "host": _packed(
+            host.lane + first_host_lane, host.start - origin, host.duration, host.name, host.kind, len(lanes)
+        ),
+        "host_names": host.names,
+        "host_kinds": list(HOST_KINDS),
+        "host_colours": [HOST_COLOURS[kind] for kind in HOST_KINDS],
+        "host_note": host.note,
+        "threads": threads,
+        "marks": TIMELINE_COLOURS,
+        "launch": launch,
         "names": [printable(str(name)) for name in names],  # shown, not obeyed: a newline or U+202E as escapes
         "categories": [CATEGORIES[code] for code in present.tolist()],
         "colours": [category_colour(CATEGORIES[code]) for code in present.tolist()],

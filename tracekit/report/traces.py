@@ -40,6 +40,7 @@ from tracekit.render.tables import in_unit
 from tracekit.report.comparison import TOP_KERNELS, comparison_section
 from tracekit.report.declared import declared_sections
 from tracekit.report.document import TRACES_HEADING, Document, write_report_folder
+from tracekit.report.findings_page import findings_with_evidence
 from tracekit.report.why import WHY_HEADING, why_section
 from tracekit.runs import Run
 from tracekit.sources import open_trace, run_snapshot
@@ -248,7 +249,8 @@ def _advice_section(section: Document, source: str, trace: Trace) -> None:
         said = next((note for note in advice.notes if note.startswith("no findings")), "no findings")
         section.text(md_prose(f"{said[0].upper()}{said[1:]}."))
     else:
-        section.table(findings.loc[:, FINDING_COLUMNS], command_line("advise", [source], options, "ms"))
+        page = findings_with_evidence(findings, advice.table("evidence"), FINDING_COLUMNS)  # the page: all of it
+        section.table(findings.loc[:, FINDING_COLUMNS], command_line("advise", [source], options, "ms"), page=page)
         section.text("The evidence of each finding, the bounds of its figures and nsys's expert rules: the command.")
     section.note(advice.notes[0])
     if "critical-path" in advice.names:

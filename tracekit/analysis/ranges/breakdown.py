@@ -274,7 +274,8 @@ def phase_breakdown(trace: Trace, options: BreakdownOptions | None = None) -> Re
         tables, notes=phase_notes(trace, phases, domain, same_thread=same_thread) + window + domains + trace.warnings
     )
     present = table.loc[(table["Instances"] > 0) | (table[PHASE] == WHOLE)]
-    if present[time_column(which_ops)].sum() > 0:
+    # bars to compare: a trace without phases has one (the whole trace), which the table already says
+    if len(present) > 1 and present[time_column(which_ops)].sum() > 0:
         title = "Share of kernel time by category" if which_ops == "kernels" else "Share of GPU op time by category"
         result.charts["categories"] = Chart("category_bars", title, {"table": present, "categories": CATEGORIES})
     return result
