@@ -22,7 +22,7 @@ CATEGORY_COLOURS = {
 }
 SPARE = ["#a05195", "#f95d6a", "#ffa600", "#003f5c", "#665191", "#d45087"]
 IDLE_COLOURS = {
-    "sync": "#d62728",
+    "sync": "#7b1113",  # dark red: apart from the optimizer phase's red
     "host not launching": "#ff9896",
     "launch overhead": "#ffbb78",
     "other stream or device": "#c7c7c7",
