@@ -102,6 +102,9 @@ def test_every_analysis_command_runs_without_torch_or_workloads(run_folder, tmp_
         ["memory", str(SNAPSHOT), "--by", "role"],
         ["memory", str(run_folder), "--by", "role"],
         ["timeline", trace, "-o", str(tmp_path / "timeline.json")],
+        ["timeline", trace, "-o", str(tmp_path / "timeline.pftrace")],
+        ["advise", str(SNAPSHOT)],
+        ["mcp", "--help"],
         ["export", export, "--parquet", str(out / "parquet")],
         ["report", str(run_folder), "-o", str(out / "report")],
     ]

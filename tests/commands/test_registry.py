@@ -16,7 +16,8 @@ from tracekit.commands.registry import COMMANDS
 from tracekit.model.option_fields import ManyOptions
 from tracekit.model.options import declared_fields
 
-NOT_ANALYSES = {"bench", "capture", "export", "report", "timeline"}  # commands that record, measure or write files
+# commands that record, measure or write files, and the MCP server that serves the registry's commands
+NOT_ANALYSES = {"bench", "capture", "export", "report", "timeline", "mcp"}
 
 
 def test_the_command_line_has_exactly_the_registry_s_analyses():

@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import os
 import pickle
+import sys
 import tracemalloc
 from pathlib import Path
 
@@ -138,3 +139,21 @@ def test_a_trace_command_given_a_gzipped_snapshot_says_what_it_is(tmp_path, cli)
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert result.exit_code == 1 and len(lines) == 1
     assert "is a pickle (a memory snapshot? read it with `tracekit memory`)" in lines[0]
+
+
+def test_a_failed_load_s_cleanup_noise_is_not_printed(monkeypatch):
+    """A damaged pickle's bytearray opcode can leave CPython printing "SystemError: deallocated bytearray object
+    has exported buffers" beside tracekit's one-line error (found by the fuzz test): while a snapshot loads,
+    such unraisable errors go nowhere, and the hook is put back after."""
+    from tracekit.sources.snapshot.reader import _no_unraisable_noise
+
+    heard = []
+    monkeypatch.setattr(sys, "unraisablehook", heard.append)
+
+    class Noisy:
+        def __del__(self):
+            raise RuntimeError("noise on the way out")
+
+    with _no_unraisable_noise():
+        Noisy()
+    assert heard == [] and sys.unraisablehook == heard.append

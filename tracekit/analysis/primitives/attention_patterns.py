@@ -1,6 +1,7 @@
 """Attention computed as separate kernels, found in the kernel order of each stream: a matmul (Q·Kᵀ), a
-softmax, then a matmul (·V), with only elementwise, softmax, reduction or memory kernels between the two
-matmuls (scaling, masking, dropout, dtype casts, the copy kernel of a ``.contiguous()``), eight at most. Found from the kernels' name categories with a few
+softmax, then a matmul (·V), with only elementwise, softmax or reduction kernels, or copy kernels, between
+the two matmuls (scaling, masking, dropout, dtype casts, the copy of a ``.contiguous()``; not other memory
+kernels: a fill starts other work), eight at most. Found from the kernels' name categories with a few
 cumulative arrays over each stream's kernels, no loop per kernel.
 
 ``op_categories`` counts these kernels as attention (what they compute), and ``advise``'s unfused-attention
@@ -9,13 +10,16 @@ finding is made of them.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from tracekit.model.trace import Trace
 
-BETWEEN = ("elementwise", "softmax", "reduction", "memory")
+BETWEEN = ("elementwise", "softmax", "reduction")
+COPY = re.compile(r"copy", re.IGNORECASE)  # a copy kernel (direct_copy_kernel_cuda: .contiguous(), a cast)
 MAX_BETWEEN = 8
 
 
@@ -50,7 +54,7 @@ def attention_spans(trace: Trace, name_codes: np.ndarray, categories: list[str])
     device, stream = ops["device"].to_numpy()[kernel], ops["stream"].to_numpy()[kernel]
     order = np.lexsort((ops["start"].to_numpy()[kernel], stream, device))
     rows, category = kernel[order], category[order]
-    between = np.isin(category, [categories.index(name) for name in BETWEEN])
+    between = np.isin(category, [categories.index(name) for name in BETWEEN]) | _copies(trace, kernel[order])
     lane = np.concatenate(([0], np.cumsum((np.diff(device[order]) != 0) | (np.diff(stream[order]) != 0))))
     position = np.arange(len(rows))
     is_matmul = category == matmul
@@ -69,3 +73,11 @@ def attention_spans(trace: Trace, name_codes: np.ndarray, categories: list[str])
         return none
     pairs = np.unique(np.stack([before[valid], after[valid]], axis=1), axis=0).astype(np.int64)
     return AttentionSpans(rows.astype(np.int64), pairs[:, 0], pairs[:, 1])
+
+
+def _copies(trace: Trace, rows: np.ndarray) -> np.ndarray:
+    """Whether each GPU op at ``rows`` is a copy kernel, by its name (each distinct name read once)."""
+    names = trace.gpu_ops["name"]
+    labels = pd.Series(np.asarray(names.cat.categories, dtype=object), dtype=object)
+    copy = np.append(labels.str.contains(COPY).to_numpy(bool), False)  # code -1 (no name): not a copy
+    return copy[names.cat.codes.to_numpy()[rows]]

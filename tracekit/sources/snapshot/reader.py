@@ -17,7 +17,9 @@ import gc
 import gzip
 import operator
 import pickle
+import sys
 import zlib
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -170,8 +172,22 @@ def _gunzipped_size(file: Path, limit: int) -> int:
     return count
 
 
+@contextmanager
+def _no_unraisable_noise():
+    """While a damaged pickle is read, CPython may print "SystemError: deallocated bytearray object has
+    exported buffers" to stderr (a bytearray opcode whose read failed half-way is freed with a view on it
+    still open); the load's own error already says what is wrong, in one line, so that noise is dropped."""
+    previous = sys.unraisablehook
+    sys.unraisablehook = lambda unraisable: None
+    try:
+        yield
+    finally:
+        gc.collect()  # what the failed load left, freed while the hook is quiet
+        sys.unraisablehook = previous
+
+
 def _unpickle(file: Path, compressed: bool = False):
-    with gzip.open(file, "rb") if compressed else open(file, "rb") as handle:
+    with gzip.open(file, "rb") if compressed else open(file, "rb") as handle, _no_unraisable_noise():
         unpickler = RefusingUnpickler(handle)
         unpickler.source = str(file)
         try:
