@@ -2,12 +2,13 @@
 
 The protobuf file is decoded with Perfetto's own published protos (the ``perfetto`` package): packet
 sequences with their interned names, default tracks and incremental clocks, begin/end pairs matched per
-track. The JSON file is read with exact decimals (µs with three decimals -> integer ns)."""
+track, compressed packets inflated. The JSON file is read with exact decimals (µs with three decimals -> integer ns)."""
 
 from __future__ import annotations
 
 import gzip
 import json
+import zlib
 from collections import defaultdict
 from decimal import Decimal
 
@@ -63,7 +64,7 @@ def from_protobuf(path) -> dict:
     state: dict[int, dict] = {}
     open_slices: dict[int, list] = defaultdict(list)
     slices, counters, flow_from, flow_to = [], [], {}, {}
-    for packet in trace.packet:
+    for packet in _packets(trace, pb):
         if packet.HasField("track_descriptor"):
             descriptor = packet.track_descriptor
             if descriptor.HasField("process"):
@@ -119,6 +120,18 @@ def from_protobuf(path) -> dict:
     assert not any(open_slices.values()), "a slice began and never ended"
     flows = sorted((source, flow_to[key]) for key, sources in flow_from.items() for source in sources)
     return {"slices": sorted(slices), "flows": flows, "counters": sorted(counters), "names": names}
+
+
+def _packets(trace, pb):
+    """The trace's packets, those in a ``compressed_packets`` packet (zlib) inflated in its place, as
+    Perfetto's trace processor reads them."""
+    for packet in trace.packet:
+        if packet.HasField("compressed_packets"):
+            inner = pb.Trace()
+            inner.ParseFromString(zlib.decompress(packet.compressed_packets))
+            yield from _packets(inner, pb)
+        else:
+            yield packet
 
 
 def _value(annotation, state):

@@ -5,6 +5,7 @@ every real trace in ../shared), smaller; several inputs share one clock."""
 from __future__ import annotations
 
 import sqlite3
+import zlib
 
 import pytest
 from helpers.nsys_builder import ExportBuilder
@@ -69,6 +70,23 @@ def test_nested_ranges_zero_durations_and_a_call_launching_several_ops(tmp_path)
     assert ranges == {"outer": (1_000, 8_000), "inner": (1_000, 4_000), "empty": (5_000, 0), "second": (5_000, 4_000)}
 
 
+def test_a_graph_launch_with_many_ops_has_an_arrow_to_each(tmp_path):
+    """A call launching more ops than a row of the byte matrix makes room for (a CUDA graph's) is laid out
+    apart and put back in order: every arrow and slice decodes as the JSON has it."""
+    b = ExportBuilder("2026.2")
+    b.kernel(1_500, 1_700, ADD, launch_at=1_000)
+    graph = b.next_correlation
+    b.runtime(2_000, 2_100, "cudaGraphLaunch_v10000", graph)
+    for index in range(9):
+        b.kernel(3_000 + index * 300, 3_200 + index * 300, GEMM)
+        b.rows["CUPTI_ACTIVITY_KIND_KERNEL"][-1]["correlationId"] = graph
+    b.kernel(6_000, 6_100, ADD, launch_at=5_000)
+    protobuf, text = both(b.write(tmp_path / "graph.sqlite"), tmp_path)
+    assert protobuf == text
+    sources = [source for source, _ in protobuf["flows"]]
+    assert sources.count((100, 100, 2_000)) == 9 and len(sources) == 11
+
+
 def test_a_memory_counter_is_a_counter_track(tmp_path):
     export = two_steps(tmp_path / "steps.sqlite")
     snapshot = SnapshotBuilder()
@@ -104,6 +122,24 @@ def test_several_ranks_share_the_wall_clock(tmp_path):
     rank0, rank1, rank2 = (first_gemm[GPU_BASE + 256 * rank] for rank in (0, 1, 2))
     assert rank0 == EPOCH_US * 1000 + 1_001_001 and rank1 - rank0 == 2_000_000 and rank2 == rank0
     assert any("rank 2: no absolute time base" in note for note in written.notes)
+
+
+def test_the_events_are_compressed_packets(tmp_path):
+    """Events go in zlib-compressed packets (TracePacket.compressed_packets, which Perfetto inflates),
+    each holding whole packets; the descriptors of named tracks stay as they are."""
+    pb = pytest.importorskip("perfetto.protos.perfetto.trace.perfetto_trace_pb2")
+    trace = pb.Trace()
+    trace.ParseFromString(
+        (write_timeline([two_steps(tmp_path / "steps.sqlite")], tmp_path / "t.pftrace")).path.read_bytes()
+    )
+    kinds = [packet.WhichOneof("data") for packet in trace.packet]
+    assert set(kinds) == {"track_descriptor", "compressed_packets"}
+    compressed = [packet for packet, kind in zip(trace.packet, kinds) if kind == "compressed_packets"]
+    inner = pb.Trace()
+    inner.ParseFromString(zlib.decompress(compressed[0].compressed_packets))
+    assert inner.packet and all(
+        packet.trusted_packet_sequence_id or packet.HasField("track_descriptor") for packet in inner.packet
+    )
 
 
 def test_the_protobuf_file_is_a_fraction_of_the_json(tmp_path):

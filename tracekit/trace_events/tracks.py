@@ -32,6 +32,7 @@ STEPS_BASE = 0x7E000000  # the steps process of input i
 CORRELATION_BASE = 1 << 32
 CORRELATION_STRIDE = 1 << 40
 IDLE_TID = 2**31 - 1  # the idle-gap track of a GPU
+NOT_RECORDED = -1  # an integer column's value where the trace has none
 GPU_CATEGORY = {"kernel": "kernel", "memcpy": "gpu_memcpy", "memset": "gpu_memset"}
 # torch.profiler's range categories by tracekit domain; every other (NVTX) domain is an annotation
 RANGE_CATEGORY = {"cpu_op": "cpu_op", "gpu": "gpu_user_annotation"}
@@ -86,7 +87,8 @@ def gpu_op_events(
     extra: Sequence[Arg] = (),
 ) -> Iterator[Slices]:
     """Kernels, copies and sets on their GPU's stream track, with the torch.profiler args: a kernel's grid,
-    block, registers and shared memory (-1: not recorded, read back as such), a copy's or set's bytes;
+    block, registers and shared memory, a copy's or set's bytes (a correlation, registers or shared memory
+    not recorded, -1, is left out: torch.profiler readers read an absent one as -1);
     ``flow_in``: the arrow reaching each op (-1: none); ``extra``: arguments some ops have (occupancy,
     bandwidth)."""
     kind_codes, kinds = pd.factorize(ops["kind"].astype(str))
@@ -95,14 +97,15 @@ def gpu_op_events(
     names, category = Labels.of(ops["name"]), Labels.of(categories)
     device, stream = ops["device"].to_numpy(), ops["stream"].to_numpy()
     dims = tuple(ops[f"{axis}_{dim}"].to_numpy() for axis in ("grid", "block") for dim in "xyz")
+    registers, shared = ops["registers_per_thread"].to_numpy(), ops["shared_memory"].to_numpy()
     args = (
         Arg("device", device),
         Arg("stream", stream),
-        Arg("correlation", correlation),
+        Arg("correlation", correlation, correlation != NOT_RECORDED),
         Arg("grid", dims[:3], is_kernel),
         Arg("block", dims[3:], is_kernel),
-        Arg("registers per thread", ops["registers_per_thread"].to_numpy(), is_kernel),
-        Arg("shared memory", ops["shared_memory"].to_numpy(), is_kernel),
+        Arg("registers per thread", registers, is_kernel & (registers != NOT_RECORDED)),
+        Arg("shared memory", shared, is_kernel & (shared != NOT_RECORDED)),
         Arg("bytes", ops["bytes"].to_numpy(), ~is_kernel),
         *extra,
         Arg("category", category),
