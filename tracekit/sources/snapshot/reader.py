@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import gc
 import gzip
+import io
 import operator
 import pickle
 import sys
 import zlib
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stderr
 from pathlib import Path
 
 import numpy as np
@@ -175,15 +176,20 @@ def _gunzipped_size(file: Path, limit: int) -> int:
 @contextmanager
 def _no_unraisable_noise():
     """While a damaged pickle is read, CPython may print "SystemError: deallocated bytearray object has
-    exported buffers" to stderr (a bytearray opcode whose read failed half-way is freed with a view on it
-    still open); the load's own error already says what is wrong, in one line, so that noise is dropped."""
-    previous = sys.unraisablehook
+    exported buffers" (a bytearray freed with a view on it still open, reported by ``PyErr_Print`` through
+    ``sys.excepthook``, or as an unraisable error); the load's own error already says what is wrong, in one
+    line, so that noise goes nowhere: the hooks and standard error are put back after."""
+    hooks = sys.unraisablehook, sys.excepthook
     sys.unraisablehook = lambda unraisable: None
+    sys.excepthook = lambda kind, value, traceback: None
     try:
-        yield
+        with redirect_stderr(io.StringIO()):
+            try:
+                yield
+            finally:
+                gc.collect()  # what the failed load left, freed while the hooks are quiet
     finally:
-        gc.collect()  # what the failed load left, freed while the hook is quiet
-        sys.unraisablehook = previous
+        sys.unraisablehook, sys.excepthook = hooks
 
 
 def _unpickle(file: Path, compressed: bool = False):
