@@ -183,11 +183,8 @@ def _no_unraisable_noise():
     sys.unraisablehook = lambda unraisable: None
     sys.excepthook = lambda kind, value, traceback: None
     try:
-        with redirect_stderr(io.StringIO()):
-            try:
-                yield
-            finally:
-                gc.collect()  # what the failed load left, freed while the hooks are quiet
+        with redirect_stderr(io.StringIO()):  # the bytearray is freed inside the load, as its error unwinds
+            yield
     finally:
         sys.unraisablehook, sys.excepthook = hooks
 
