@@ -52,12 +52,7 @@ def _slice_text(chunk: Slices, rows: slice | np.ndarray, args: list[Arg]) -> pa.
         quoted(chunk.category[rows]),
         ',"name":',
         quoted(chunk.name[rows]),
-        ',"pid":',
-        integers(chunk.pid[rows]),
-        ',"tid":',
-        integers(chunk.tid[rows]),
-        ',"ts":',
-        microseconds(chunk.start[rows]),
+        *_where_and_when(chunk, rows),
         ',"dur":',
         microseconds(chunk.duration[rows]),
     ]
@@ -97,17 +92,19 @@ def flow_events(chunk: Slices) -> Iterator[pa.Array]:
 
 
 def _flow_text(head: str, chunk: Slices, rows: np.ndarray, ids: np.ndarray) -> pa.Array:
-    return join(
-        head,
-        integers(ids),
+    return join(head, integers(ids), *_where_and_when(chunk, rows), "}")
+
+
+def _where_and_when(chunk: Slices, rows: slice | np.ndarray) -> list:
+    """The "pid", "tid" and "ts" fields of the events at ``rows`` (ts in exact decimal microseconds)."""
+    return [
         ',"pid":',
         integers(chunk.pid[rows]),
         ',"tid":',
         integers(chunk.tid[rows]),
         ',"ts":',
         microseconds(chunk.start[rows]),
-        "}",
-    )
+    ]
 
 
 def counter_events(counters: Counters) -> pa.Array:
