@@ -186,6 +186,14 @@ class KinetoBuilder:
         )
         return self
 
+    def names(self, what: str, pid, tid, name: str) -> KinetoBuilder:
+        """A metadata event naming a process (``what`` "process_name", torch writes tid 0) or a thread
+        ("thread_name")."""
+        return self.raw(
+            f'{{"name": "{what}", "ph": "M", "ts": 1, "pid": {json.dumps(pid)}, "tid": {json.dumps(tid)}, '
+            f'"args": {{"name": {json.dumps(name)}}}}}'
+        )
+
     def text(self) -> str:
         head = ",\n".join(f"  {json.dumps(key)}: {json.dumps(value)}" for key, value in self.head.items())
         tail = ",\n".join(f"  {json.dumps(key)}: {json.dumps(value)}" for key, value in self.tail.items())

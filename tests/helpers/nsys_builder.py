@@ -75,6 +75,8 @@ _GPU = (
     "l2CacheSize INTEGER, totalMemory INTEGER, memoryBandwidth INTEGER, clockRate INTEGER, smCount INTEGER, "
     "chipName TEXT, computeMajor INTEGER, computeMinor INTEGER"
 )
+_PROCESSES = "globalPid INTEGER, pid INTEGER, name TEXT"
+_THREAD_NAMES = "nameId INTEGER NOT NULL, priority INTEGER, globalTid INTEGER"
 # TARGET_INFO_GPU as some real exports have it: a GPU's id and name, nothing else
 GPU_ID_AND_NAME = "id INTEGER NOT NULL, name TEXT"
 
@@ -261,6 +263,14 @@ class ExportBuilder:
         """A record of the profiler's own overhead (PROFILER_OVERHEAD)."""
         self._add("PROFILER_OVERHEAD", start=start, end=end, globalTid=global_tid(pid, pid), nameId=self.string(name))
 
+    def process(self, pid: int, name: str) -> None:
+        """A process's name (PROCESSES, as nsys records every process of the machine)."""
+        self._add("PROCESSES", globalPid=global_pid(pid), pid=pid, name=name)
+
+    def thread_name(self, pid: int, tid: int, name: str) -> None:
+        """A thread's name (ThreadNames, by string id)."""
+        self._add("ThreadNames", nameId=self.string(name), priority=20, globalTid=global_tid(pid, tid))
+
     def runtime(self, start: int, end: int, name: str, correlation: int, pid: int = 100, tid: int = 100) -> None:
         self._add(
             "CUPTI_ACTIVITY_KIND_RUNTIME",
@@ -416,6 +426,8 @@ class ExportBuilder:
             tables["PROFILER_OVERHEAD"] = _OVERHEAD
             tables["CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"] = _SYNC
             tables["CUPTI_ACTIVITY_KIND_CUDA_EVENT"] = _CUDA_EVENT
+            tables["PROCESSES"] = _PROCESSES
+            tables["ThreadNames"] = _THREAD_NAMES
             if self.gpus:
                 self.rows["TARGET_INFO_GPU"] = self.gpus
                 tables["TARGET_INFO_GPU"] = self.gpu_columns

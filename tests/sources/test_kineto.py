@@ -412,3 +412,23 @@ def test_a_kernel_with_launch_fields_of_another_shape_keeps_its_row(tmp_path):
     ops = open_trace(trace.write(tmp_path / "odd.json")).gpu_ops.set_index("name")
     assert list(ops.index) == ["k1", "k2"]
     assert ops.loc["k2", ["grid_x", "block_x", "registers_per_thread", "shared_memory"]].tolist() == [0, 0, -1, -1]
+
+
+@pytest.mark.parametrize("old", [False, True])
+def test_process_and_thread_names_from_the_metadata_events(tmp_path, old):
+    """process_name (tid -1: the process's own) and thread_name events, their ids read as the events' (torch
+    1.8's text tids as numbers); a thread renamed keeps its last name; events without a text name are left out."""
+    built = KinetoBuilder(old=old)
+    tid = "1890023232" if old else 1890023232
+    built.launch("cudaLaunchKernel", "1000.000", "3.000", correlation=11, tid=1890023232)
+    built.names("process_name", 100, 0, "python")
+    built.names("thread_name", 100, tid, "thread 1 (python)")
+    built.names("thread_name", 100, tid, "thread 1 (pt_autograd_0)")
+    built.names("thread_name", 100, 7, "")
+    built.raw('{"name": "thread_name", "ph": "M", "pid": 100, "tid": 8, "args": {"name": 3}}')
+    names = open_trace(built.write(tmp_path / "t.json")).optional("thread_names")
+    assert names is not None
+    assert list(zip(names["pid"], names["tid"], names["name"].astype(str), strict=True)) == [
+        (100, -1, "python"),
+        (100, 1890023232, "thread 1 (pt_autograd_0)"),
+    ]

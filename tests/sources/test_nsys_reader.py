@@ -309,3 +309,24 @@ def test_reading_leaves_no_warning_filter_and_no_thread_holding_the_exit(tmp_pat
     assert warnings.filters == before
     readers = [thread for thread in threading.enumerate() if thread.name.startswith("tracekit-read")]
     assert readers and all(thread.daemon for thread in readers)  # so the program's quick exit may go ahead
+
+
+@pytest.mark.parametrize("generation", GENERATIONS)
+def test_processes_and_threads_have_their_recorded_names(tmp_path, generation):
+    """PROCESSES by globalPid, ThreadNames by globalTid (hardware bits above the pid ignored); a thread named
+    twice keeps its last name; an export without those tables has no names."""
+    b = ExportBuilder(generation)
+    b.runtime(10, 20, "cudaLaunchKernel_v7000", correlation=1, pid=100, tid=101)
+    b.process(100, "python3")
+    b.thread_name(100, 101, "python3")
+    b.thread_name(100, 101, "pt_autograd_0")
+    b.thread_name(100, 100, "python3")
+    names = read_nsys_export(b.write(tmp_path / "named.sqlite")).optional("thread_names")
+    assert names is not None
+    assert list(zip(names["pid"], names["tid"], names["name"].astype(str), strict=True)) == [
+        (100, -1, "python3"),
+        (100, 101, "pt_autograd_0"),
+        (100, 100, "python3"),
+    ]
+    bare = read_nsys_export(build_small(generation, tmp_path / "bare.sqlite")).optional("thread_names")
+    assert bare is not None and len(bare) == 0

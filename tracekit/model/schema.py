@@ -382,9 +382,30 @@ COLLECTIVE_ARGS = Schema(
     'torch\'s NCCL kernels); texts as written, "" where not recorded.',
 )
 
+THREAD_NAMES = Schema(
+    "thread_names",
+    (
+        Column("pid", "int64", "", "process"),
+        Column("tid", "int64", "", "thread (-1: the row names the process itself)"),
+        Column("name", "category", "", 'as the profiler recorded it ("python3", "pt_autograd_0")'),
+    ),
+    "The names the profiler recorded of host processes and threads (nsys's PROCESSES and ThreadNames, "
+    "torch.profiler's process_name and thread_name metadata): one row per process or thread, the last name "
+    "recorded where it was renamed.",
+)
+
 OPTIONAL_TABLES = {
     table.table: table
-    for table in (COPIES, PROFILER_OVERHEAD, GPU_SYNCS, COPY_RATES, OCCUPANCY_ESTIMATES, OP_SHAPES, COLLECTIVE_ARGS)
+    for table in (
+        COPIES,
+        PROFILER_OVERHEAD,
+        GPU_SYNCS,
+        COPY_RATES,
+        OCCUPANCY_ESTIMATES,
+        OP_SHAPES,
+        COLLECTIVE_ARGS,
+        THREAD_NAMES,
+    )
 }
 
 TRACE_TABLES = (GPU_OPS, LAUNCHES, RANGES)

@@ -207,9 +207,12 @@ def metadata_events(
     has_steps: bool,
     gpu_names: dict[int, str],
     named_tracks: Sequence[tuple[int, int, str]] = (),
+    host_names: pd.DataFrame | None = None,
 ) -> Metadata:
     """Names and order of the processes and tracks (few: one per GPU, stream, process and thread;
-    ``named_tracks``: (pid, tid, name) of other tracks, below a GPU's streams)."""
+    ``named_tracks``: (pid, tid, name) of other tracks, below a GPU's streams; ``host_names``: the trace's
+    ``thread_names``, the names its source recorded of host processes and threads, else "process N" and
+    "thread N")."""
     tracks: list[Track] = []
     base = place.index * 1000
     if has_steps:
@@ -226,11 +229,22 @@ def metadata_events(
         tracks.append(Track(pid, int(stream), f"stream {stream}", int(stream)))
     for order, (pid, tid, name) in enumerate(named_tracks):
         tracks.append(Track(pid, tid, name, 2**30 + order))  # below the GPU's streams
+    recorded = _recorded_names(host_names)
     for pid in sorted(set(threads["pid"].tolist())):
-        tracks.append(Track(int(place.host_pid(np.array([pid]))[0]), None, place.name(f"process {pid}"), base + 500))
+        name = recorded.get((pid, -1), f"process {pid}")
+        tracks.append(Track(int(place.host_pid(np.array([pid]))[0]), None, place.name(name), base + 500))
     for pid, tid in threads.itertuples(index=False):
-        tracks.append(Track(int(place.host_pid(np.array([pid]))[0]), int(tid), f"thread {tid}", 0, thread=True))
+        name = recorded.get((pid, tid), f"thread {tid}")
+        tracks.append(Track(int(place.host_pid(np.array([pid]))[0]), int(tid), name, 0, thread=True))
     return Metadata(tracks)
+
+
+def _recorded_names(names: pd.DataFrame | None) -> dict[tuple[int, int], str]:
+    """(pid, tid) -> name of a ``thread_names`` table (tid -1: the process's); a few hundred rows at most."""
+    if names is None or not len(names):
+        return {}
+    keys = zip(names["pid"].tolist(), names["tid"].tolist(), strict=True)
+    return dict(zip(keys, names["name"].astype(str).tolist(), strict=True))
 
 
 def memory_events(

@@ -254,7 +254,11 @@ def _events(
             *sequence_track_names(collectives.drop(columns=["name"]).rename(columns={"track": "name"})),
         ]
     ]
-    yield "metadata", tracks.metadata_events(place, devices, streams, threads, len(steps) > 0, gpu_names, named_tracks)
+    host_names = trace.optional("thread_names")
+    yield (
+        "metadata",
+        tracks.metadata_events(place, devices, streams, threads, len(steps) > 0, gpu_names, named_tracks, host_names),
+    )
     yield from (("steps", events) for events in tracks.step_events(steps, place))
     # an arrow for each op whose launching call is in the file too, numbered by the op's row (a graph
     # launch's call has one to each of its ops)

@@ -39,7 +39,15 @@ def trace_window(trace: Trace, start: int, end: int) -> Trace:
         "ranges": ranges.loc[kept_ranges].reset_index(drop=True),
     }
     loaders: dict[str, Callable[[], pd.DataFrame]] = {table: _returning(frame) for table, frame in frames.items()}
-    for table in ("copies", "profiler_overhead", "gpu_syncs", *OP_KEYED, "op_shapes", "collective_args"):
+    for table in (
+        "copies",
+        "profiler_overhead",
+        "gpu_syncs",
+        *OP_KEYED,
+        "op_shapes",
+        "collective_args",
+        "thread_names",
+    ):
         if table in trace.loaders:
             loaders[table] = _optional_loader(trace, table, start, end, renumber, range_ids)
     return Trace(trace.meta, loaders)
@@ -62,6 +70,8 @@ def _optional_loader(trace: Trace, table: str, start: int, end: int, renumber: n
         if table in OP_KEYED:
             op = renumber[frame["op"].to_numpy()]
             return frame.loc[op >= 0].assign(op=op[op >= 0]).reset_index(drop=True)
+        if table == "thread_names":  # names, not events: every process and thread keeps its name
+            return frame
         if table == "op_shapes":
             return frame.loc[np.isin(frame["range_id"].to_numpy(), range_ids)].reset_index(drop=True)
         # collective_args: a range's range_id, or a GPU op's row

@@ -36,6 +36,8 @@ ROLES = {
     "cuda_sync": "sync",  # the GPU side of synchronizations (torch 2.1+ with CUDA sync events recorded)
 }
 ROLE_NAMES = ("gpu", "launch", "range", "sync")
+# metadata events that name a host process or thread (the tid of a process's own name: -1)
+NAME_EVENTS = frozenset({"process_name", "thread_name"})
 # columns holding codes into ``EventColumns.names["shapes"]`` (the text args' vocabulary): recorded shapes, and
 # the collectives' texts
 SHAPE_COLUMNS = ("dims", "types", "concrete")
@@ -88,6 +90,8 @@ class Args(msgspec.Struct, gc=False):
     comm_src_rank: Any = msgspec.field(default=None, name="Src Rank")
     comm_dst_rank: Any = msgspec.field(default=None, name="Dst Rank")
     comm_seq: Any = msgspec.field(default=None, name="Seq")
+    # a process_name or thread_name metadata event's name
+    name: Any = None
 
 
 NO_ARGS = Args()
@@ -123,6 +127,7 @@ class EventColumns:
         self.unusable: Counter[str] = Counter()  # role -> events left out for unusable values
         self.malformed = 0  # events that do not decode as an event object at all
         self.old_operators = False  # torch 1.8's "Operator" category: annotations and operators alike
+        self.names_recorded: list[tuple[int, int, str]] = []  # (pid, tid, name) of process_name/thread_name
 
     def decode(self, chunk: bytes) -> bool | None:
         """Add a chunk ("[" + events + "]"); None when it is not well-formed JSON (the caller cuts again).
@@ -161,6 +166,8 @@ class EventColumns:
             role = roles.get(event.cat)
             if role is not None and event.ph == "X":
                 buckets[role].append(event)
+            elif event.ph == "M" and event.name in NAME_EVENTS:
+                self._add_name(event)
         for role, rows in buckets.items():
             if rows:
                 self._add_rows(role, rows)
@@ -223,6 +230,13 @@ class EventColumns:
             for index, dim in enumerate("xyz"):
                 out[f"{axis}_{dim}"].append(table[:, index])
 
+    def _add_name(self, event: Event) -> None:
+        """A process's or thread's name (few: one per process, thread and GPU stream), its ids read as events'."""
+        name = event.args.name if event.args is not None else None
+        if isinstance(name, str) and name:
+            tid = -1 if event.name == "process_name" else _id(event.tid)
+            self.names_recorded.append((_id(event.pid), tid, name))
+
     def _add_shapes(self, out: dict, args: list[Args]) -> None:
         """The recorded inputs of CPU operators, as codes of their JSON text (``shapes`` names): a trace
         repeats few distinct shapes, so a million operators cost a million small ints."""
@@ -257,6 +271,7 @@ class EventColumns:
         self.unusable.update(part.unusable)
         self.malformed += part.malformed
         self.old_operators = self.old_operators or part.old_operators
+        self.names_recorded += part.names_recorded
 
     def gathered(self, role: str) -> dict[str, np.ndarray]:
         """The role's columns, every chunk joined (empty arrays when no event had the role); the collectives'

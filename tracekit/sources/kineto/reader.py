@@ -34,6 +34,7 @@ from tracekit.model.schema import (
     OCCUPANCY_ESTIMATES,
     OP_SHAPES,
     RANGE_STYLES,
+    THREAD_NAMES,
 )
 from tracekit.model.trace import TORCH_PROFILER, Trace, TraceMeta
 from tracekit.sources.kineto.comms import collective_frame
@@ -80,6 +81,7 @@ def read_kineto_trace(path: Path) -> Trace:
                 "occupancy_estimates",
                 "op_shapes",
                 "collective_args",
+                "thread_names",
             )
         },
     )
@@ -153,6 +155,14 @@ class _Tables:
         kind, percent = gpu["kind"][fits], gpu["occupancy"][fits]
         rows = np.flatnonzero((kind == 0) & np.isfinite(percent))
         return pd.DataFrame({"op": rows.astype(np.int64), "percent": percent[rows]})
+
+    def _build_thread_names(self, columns: EventColumns, skeleton: Skeleton) -> pd.DataFrame:
+        """The processes' and threads' names the metadata events recorded (a thread renamed: its last name)."""
+        if not columns.names_recorded:
+            return THREAD_NAMES.empty()
+        frame = pd.DataFrame(columns.names_recorded, columns=["pid", "tid", "name"])
+        frame = frame.drop_duplicates(["pid", "tid"], keep="last").reset_index(drop=True)
+        return frame.astype({"pid": "int64", "tid": "int64", "name": "category"})
 
     def _build_op_shapes(self, columns: EventColumns, skeleton: Skeleton) -> pd.DataFrame:
         """The recorded inputs of the operators that have them, by range_id (the ranges' row order)."""

@@ -46,6 +46,7 @@ from tracekit.sources.nsys.sqlite_columns import (
 from tracekit.sources.nsys.string_ids import categorical_from_ids, read_strings
 from tracekit.sources.nsys.syncs import read_gpu_syncs
 from tracekit.sources.nsys.thread_ids import ID_BITS, pid_of
+from tracekit.sources.nsys.thread_names import read_thread_names
 from tracekit.sources.short_names import short_name_column
 
 T = TypeVar("T")
@@ -72,6 +73,7 @@ def read_nsys_export(path: str | Path) -> Trace:
         "copies": reading(path, "memory copies", lambda: read_copies(path, tables)),
         "profiler_overhead": reading(path, "profiler overhead", lambda: read_profiler_overhead(path, tables)),
         "gpu_syncs": reading(path, "synchronizations", lambda: read_gpu_syncs(path, tables)),
+        "thread_names": reading(path, "process and thread names", lambda: read_thread_names(path, tables)),
     }
     return Trace(meta, loaders)
 
