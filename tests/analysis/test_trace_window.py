@@ -28,3 +28,14 @@ def test_the_window_keeps_what_was_launched_in_it(tmp_path):
     assert window.ranges["name"].astype(str).tolist() == ["late_part"]
     instances = collective_instances(window)
     assert instances["op"].tolist() == [0] and instances["bytes"].tolist() == [1024]
+
+
+def test_the_window_keeps_every_process_and_thread_name(tmp_path):
+    """Names are not events: a thread named in the trace keeps its name in a window of it (the timeline of a
+    step names its tracks)."""
+    trace = KinetoBuilder().launch("cudaLaunchKernel", 100, 5, 1).kernel("gemm_kernel", 200, 50, 1)
+    trace.names("process_name", 100, 0, "python3").names("thread_name", 100, 100, "pt_main_thread")
+    window = trace_window(open_trace(trace.write(tmp_path / "t.json")), 900_000, 2_000_000)
+    names = window.optional("thread_names")
+    assert names is not None
+    assert list(zip(names["tid"], names["name"].astype(str), strict=True)) == [(-1, "python3"), (100, "pt_main_thread")]
