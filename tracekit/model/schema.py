@@ -394,18 +394,7 @@ THREAD_NAMES = Schema(
     "recorded where it was renamed.",
 )
 
-OPTIONAL_TABLES = {
-    table.table: table
-    for table in (
-        COPIES,
-        PROFILER_OVERHEAD,
-        GPU_SYNCS,
-        COPY_RATES,
-        OCCUPANCY_ESTIMATES,
-        OP_SHAPES,
-        COLLECTIVE_ARGS,
-        THREAD_NAMES,
-    )
-}
+_OPTIONAL = (COPIES, PROFILER_OVERHEAD, GPU_SYNCS, COPY_RATES, OCCUPANCY_ESTIMATES, OP_SHAPES, COLLECTIVE_ARGS)
+OPTIONAL_TABLES = {table.table: table for table in (*_OPTIONAL, THREAD_NAMES)}
 
 TRACE_TABLES = (GPU_OPS, LAUNCHES, RANGES)

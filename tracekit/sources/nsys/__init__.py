@@ -10,6 +10,7 @@
 ``read_ahead``      reads started before a command's input opens (its imports still loading)
 ``string_ids``      the StringIds table, only the ids asked for
 ``thread_ids``      nsys's global thread ids: process and thread in one int64
+``thread_names``    the names nsys recorded of processes and threads (the timeline's host tracks)
 ``rule_tables``     what nsys's expert rules read besides: copies' memory kinds, the profiler's overhead
 ``syncs``           the GPU side of synchronizations, with the event each waited for (the critical path)
 """
