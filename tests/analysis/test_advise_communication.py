@@ -50,19 +50,8 @@ def test_per_parameter_all_reduces_are_unbucketed_sync(tmp_path):
         trace.annotation(f"ProfilerStep#{step + 1}", begin, 9_000, cat="user_annotation")
         for index in range(40):
             start = begin + 100 + index * 200
-            args = {
-                "device": 0,
-                "stream": 20,
-                "correlation": correlation,
-                "Collective name": "allreduce",
-                "dtype": "Float",
-                "In msg nelems": 16_384,
-                "Out msg nelems": 16_384,
-                "Group size": 2,
-                "Process Group Name": "0",
-            }
             trace.launch("cudaLaunchKernel", start - 50, 5, correlation)
-            trace.event("X", "kernel", ALL_REDUCE, 0, 20, start, 150, args)
+            trace.collective_kernel(ALL_REDUCE, start, 150, correlation, 16_384)
             correlation += 1
     finding = communication(trace.write(tmp_path / "rank0.json"))
     assert finding["What"].startswith("cause: unbucketed gradient sync.")

@@ -140,6 +140,36 @@ class KinetoBuilder:
             {"device": device, "stream": stream, "correlation": correlation, "bytes": size},
         )
 
+    def collective_kernel(
+        self,
+        name: str,
+        ts,
+        dur,
+        correlation: int,
+        elements: int,
+        group: str = "0",
+        group_size: int = 2,
+        seq: int | None = None,
+        operation: str = "allreduce",
+        device: int = 0,
+        stream: int = 20,
+    ) -> KinetoBuilder:
+        """An NCCL kernel carrying torch's record of its call, as newer torch annotates it: the operation, dtype
+        Float, ``elements`` in and out, the process group's name and size, and its sequence number if given."""
+        args = {
+            "device": device,
+            "stream": stream,
+            "correlation": correlation,
+            "Collective name": operation,
+            "dtype": "Float",
+            "In msg nelems": elements,
+            "Out msg nelems": elements,
+            "Group size": group_size,
+            "Process Group Name": group,
+            **({"Seq": seq} if seq is not None else {}),
+        }
+        return self.event("X", "kernel", name, device, stream, ts, dur, args)
+
     def memset(self, ts, dur, correlation: int, size: int, device: int = 0, stream: int = 7) -> KinetoBuilder:
         return self.event(
             "X",

@@ -46,20 +46,10 @@ def rank_trace(
         trace.launch("cudaLaunchKernel", start - 50, 5, correlation).kernel("gemm_kernel", start, duration, correlation)
         correlation += 1
     for start, duration, seq, *own in collectives:
-        args = {
-            "device": 0,
-            "stream": 20,
-            "correlation": correlation,
-            "Collective name": "allreduce",
-            "dtype": "Float",
-            "In msg nelems": own[1] if len(own) > 1 else MIB4,
-            "Out msg nelems": own[1] if len(own) > 1 else MIB4,
-            "Group size": size or ranks,
-            "Process Group Name": own[0] if own else group,
-            "Seq": seq,
-        }
         trace.launch("cudaLaunchKernel", start - 20, 5, correlation)
-        trace.event("X", "kernel", ALL_REDUCE, 0, 20, start, duration, args)
+        elements = own[1] if len(own) > 1 else MIB4
+        group_name = own[0] if own else group
+        trace.collective_kernel(ALL_REDUCE, start, duration, correlation, elements, group_name, size or ranks, seq)
         correlation += 1
     return trace.write(tmp_path / f"rank{rank}.pt.trace.json")
 
