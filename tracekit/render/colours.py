@@ -51,8 +51,9 @@ def phase_colour(phase: str) -> str:
     return PHASE_COLOURS.get(phase) or SPARE[zlib.crc32(phase.encode()) % len(SPARE)]
 
 
-# The host lanes of report.html's timeline: a thread's ranges (NVTX, record_function) and its CPU operators.
-HOST_COLOURS = {"range": "#6b6ecf", "CPU op": "#8c6d31"}
+# The host lanes of report.html's timeline: a thread's ranges (NVTX, record_function), its CPU operators and
+# its CUDA API calls (olive: apart from every kernel category, idle cause and phase).
+HOST_COLOURS = {"range": "#6b6ecf", "CPU op": "#8c6d31", "CUDA API": "#637939"}
 # The rest of the timeline's marks: steps (alternate steps lighter), the memory lane, a launch arrow.
 TIMELINE_COLOURS = {
     "step": "#6baed6",

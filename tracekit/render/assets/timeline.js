@@ -4,8 +4,9 @@
 // category that took most of it, so a gap thinner than a pixel still lightens that pixel. However many
 // lanes a trace has, the canvas holds at most SHOWN of them (a browser paints nothing on a canvas past its
 // size limits): a scroll bar beside the lanes (or shift+wheel) moves through the rest, and the line under
-// the timeline says which lanes are shown of how many. A host thread's ranges (or CPU ops) are one lane,
-// every depth drawn over the one above it; a click on its name opens one lane per depth.
+// the timeline says which lanes are shown of how many. A host thread's ranges (or CPU ops), with its CUDA
+// API calls in a lane below the deepest, are one lane, every depth drawn over the one above it; a click on
+// its name opens one lane per depth.
 var tracekit = (window.tracekit = { timelines: [] });
 var LANE = 18, AXIS = 22, STEPS = 18, LABEL = 150, MEMORY = 48;
 var SHOWN = 40, GUTTER = 16, SCROLL_PX = 1000000; // lanes on the canvas; the scroll bar's width and its travel
@@ -52,7 +53,7 @@ function Timeline(holder, data) {
   this.ops = columns(data.ops);
   this.gaps = columns(data.gaps);
   this.ranges = columns(data.ranges); // the phases' ranges (forward, backward, optimizer) on the host
-  this.host = columns(data.host || empty); // each host thread's ranges and CPU ops, one lane per depth
+  this.host = columns(data.host || empty); // each host thread's ranges, CPU ops and calls, one lane per depth
   this.opRange = Int32Array.from(data.op_range); // the innermost range the launching thread had open
   this.launches = launchesOf(data, this.ops.count);
   this.expanded = {}; // host groups opened into one lane per depth

@@ -16,7 +16,7 @@ Timeline.prototype.foldedDepths = function (lane) { // how many depth lanes a la
 Timeline.prototype.laneLabel = function (lane) {
   var info = this.data.lanes[lane];
   if (info.kind !== "host" || info.depths < 2 && info.depth === 0) return info.name;
-  if (info.depth > 0) return "  depth " + info.depth;
+  if (info.depth > 0) return info.calls ? "  CUDA API" : "  depth " + info.depth;
   return (this.expanded[info.group] ? "▾ " : "▸ ") + info.name;
 };
 
@@ -62,7 +62,8 @@ Timeline.prototype.describe = function (hit) {
   if (hit.kind === "host") {
     var inside = this.enclosing(hit.lane, i);
     return this.data.host_names[t.name[i]] + "\n" + when + "\n" + this.data.host_kinds[t.category[i]] + " · " +
-      this.data.lanes[hit.lane - lane.depth].name + " · depth " + lane.depth + (inside.length ? "\ninside: " + inside.join(" › ") : "");
+      this.data.lanes[hit.lane - lane.depth].name + (lane.calls ? "" : " · depth " + lane.depth) +
+      (inside.length ? "\ninside: " + inside.join(" › ") : "");
   }
   var range = this.opRange[i], launched = range >= 0 ? "\nlaunched in: " + this.data.range_names[range] : "";
   var thread = this.launches.thread[i], by = "";
@@ -70,6 +71,12 @@ Timeline.prototype.describe = function (hit) {
     by = "\nlaunched " + formatTime(this.launches.lead[i]) + " before, by " + this.data.threads[thread].name;
   }
   return this.data.names[t.name[i]] + "\n" + when + "\n" + lane.name + " · " + this.data.categories[t.category[i]] + by + launched;
+};
+
+Timeline.prototype.shownRow = function (lane) { // where a lane is drawn: its own row, or its folded group's
+  if (lane < 0) return -1;
+  var info = this.data.lanes[lane];
+  return this.rowOf[lane] >= 0 ? this.rowOf[lane] : this.rowOf[lane - info.depth];
 };
 
 Timeline.prototype.drawArrow = function () { // the hovered op's launch: from its call on the host to the op
@@ -81,7 +88,7 @@ Timeline.prototype.drawArrow = function () { // the hovered op's launch: from it
   if (!hit || hit.kind !== "ops" || this.launches.thread[hit.index] < 0) return;
   var width = this.plotWidth(), top = AXIS + STEPS, bottom = top + this.shown * LANE;
   var thread = this.data.threads[this.launches.thread[hit.index]], start = this.ops.start[hit.index];
-  var from = this.rowOf[thread.lane] - this.first, to = this.rowOf[hit.lane] - this.first;
+  var from = this.shownRow(thread.lane) - this.first, to = this.rowOf[hit.lane] - this.first;
   // a lane scrolled out of the canvas: the arrow starts at the edge it lies beyond
   var y0 = thread.lane < 0 ? top : from < 0 ? top : from >= this.shown ? bottom : top + from * LANE + LANE / 2;
   var y1 = top + to * LANE + LANE / 2;
