@@ -11,6 +11,7 @@ import pytest
 from helpers.browser import open_page
 from helpers.paths import SHARED
 
+from tracekit.render.colours import HOST_COLOURS
 from tracekit.report.traces import write_report
 
 REAL = {
@@ -109,9 +110,10 @@ def test_a_tooltip_at_the_right_edge_stays_in_the_window(real_page):
 # -- host lanes and launch arrows ----------------------------------------------------------------------
 
 
-def test_each_annotated_thread_has_a_lane_and_each_op_its_launching_thread(tmp_path):
+def test_each_thread_has_a_lane_and_each_op_its_launching_thread(tmp_path):
     """Two threads with ranges (one nested two deep) and a third that only launches: a group of lanes per
-    annotated thread (one lane per depth), and each op's launching thread and lead (op start - call start)."""
+    annotated thread (one lane per depth, its calls below), one of its calls for the third, and each op's
+    launching thread, its calls' lane, and lead (op start - call start)."""
     from helpers.nsys_builder import ExportBuilder
 
     from tracekit.report.timeline_data import timeline_data
@@ -126,28 +128,48 @@ def test_each_annotated_thread_has_a_lane_and_each_op_its_launching_thread(tmp_p
     b.kernel(5_000, 5_200, "ampere_sgemm_128x64_tn", launch_at=4_700, tid=102)
     data = timeline_data(open_trace(b.write(tmp_path / "threads.sqlite")), "threads")
     host = [(lane["name"], lane["depth"], lane["depths"]) for lane in data["lanes"] if lane["kind"] == "host"]
-    assert host == [("tid 100 · ranges", 0, 2), ("tid 100 · ranges", 1, 2), ("tid 101 · ranges", 0, 1)]
+    assert host == [
+        ("tid 100 · ranges", 0, 3),
+        ("tid 100 · ranges", 1, 3),
+        ("tid 100 · ranges", 2, 3),  # its calls
+        ("tid 101 · ranges", 0, 2),
+        ("tid 101 · ranges", 1, 2),
+        ("tid 102 · CUDA API", 0, 1),
+    ]
     first = next(index for index, lane in enumerate(data["lanes"]) if lane["kind"] == "host")
-    # the rows by lane, then time, from the first op (1,000 ns)
-    assert data["host"]["lane_counts"][first : first + 3] == [1, 1, 1]
-    assert data["host"]["start_step"] == [-1_000, -900, -500]
-    assert [data["host_names"][code] for code in data["host"]["name"]] == ["step", "forward", "load batch"]
+    # the rows by lane, then time, from the first op (1,000 ns); a launch takes 5 ns
+    assert data["host"]["lane_counts"][first : first + 6] == [1, 1, 1, 1, 1, 1]
+    assert data["host"]["start_step"] == [-1_000, -900, -800, -500, 1_000, 3_700]
+    assert data["host"]["duration"] == [9_000, 3_900, 5, 2_000, 5, 5]
+    names = [data["host_names"][code] for code in data["host"]["name"]]
+    assert names == [
+        "step",
+        "forward",
+        "cudaLaunchKernel_v7000",
+        "load batch",
+        "cudaLaunchKernel_v7000",
+        "cudaLaunchKernel_v7000",
+    ]
     assert [thread["name"] for thread in data["threads"]] == ["tid 100", "tid 101", "tid 102"]
-    assert [thread["lane"] for thread in data["threads"]] == [first, first + 2, -1]  # 102 has no lane
+    assert [thread["lane"] for thread in data["threads"]] == [first + 2, first + 4, first + 5]
     assert data["launch"] == {"thread_runs": [1, 0, 1, 1, 1, 2], "lead": [800, 1_000, 300]}
 
 
 def host_groups(source: Path) -> set[str]:
-    """The thread lanes a trace should get: one per (thread, ranges or CPU ops) with any range."""
+    """The thread lanes a trace should get: one per (thread, ranges or CPU ops) with any range, and one of
+    CUDA API calls per thread with calls and no range."""
     import tracekit
 
-    ranges = tracekit.open_trace(source).ranges
+    trace = tracekit.open_trace(source)
+    ranges, calls = trace.ranges, trace.launches
     ranges = ranges.loc[ranges["domain"].astype(str) != "gpu"]
-    several = ranges["pid"].nunique() > 1
+    several = len(set(ranges["pid"]) | set(calls["pid"])) > 1
+    name = lambda pid, tid: (f"pid {pid}" if pid == tid else f"pid {pid} · tid {tid}") if several else f"tid {tid}"
     groups = set()
     for (pid, tid, cpu), _ in ranges.groupby(["pid", "tid", ranges["domain"].astype(str) == "cpu_op"]):
-        thread = (f"pid {pid}" if pid == tid else f"pid {pid} · tid {tid}") if several else f"tid {tid}"
-        groups.add(f"{thread} · {'CPU ops' if cpu else 'ranges'}")
+        groups.add(f"{name(pid, tid)} · {'CPU ops' if cpu else 'ranges'}")
+    annotated = set(zip(ranges["pid"], ranges["tid"]))
+    groups |= {f"{name(pid, tid)} · CUDA API" for pid, tid in set(zip(calls["pid"], calls["tid"])) - annotated}
     return groups
 
 
@@ -159,10 +181,12 @@ def test_a_lane_per_annotated_thread_that_opens_by_depth(real_page, request):
     assert len(headers) == len(set(headers)) and set(headers) == host_groups(source)  # folded: one lane each
     assert all(lane["depth"] == 0 for lane in shown if lane["kind"] == "host")
     # a click on a thread's name opens one lane per depth under it; a second click folds them again
-    row, depths = real_page.evaluate(
-        """(t => { const l = t.data.lanes.findIndex(x => x.kind === 'host' && x.depths > 1);
-                   return [t.rowOf[l] - t.first, t.data.lanes[l].depths]; })(tracekit.timelines[0])"""
+    row, depths, calls = real_page.evaluate(
+        """(t => { const l = t.data.lanes.findIndex(x => x.kind === 'host' && x.depths > 2);
+                   const info = t.data.lanes[l], last = t.data.lanes[l + info.depths - 1];
+                   return [t.rowOf[l] - t.first, info.depths, last.calls === true]; })(tracekit.timelines[0])"""
     )
+    ranges = depths - calls  # the lanes of ranges, then the lane of the thread's calls
     box = real_page.locator(".timeline canvas").first.bounding_box()
     assert box is not None
     before = real_page.evaluate("tracekit.timelines[0].lanes")
@@ -172,10 +196,12 @@ def test_a_lane_per_annotated_thread_that_opens_by_depth(real_page, request):
     labels = real_page.evaluate(
         f"(t => Array.from(t.order).slice({row}, {row + depths}).map(l => t.laneLabel(l)))(tracekit.timelines[0])"
     )
-    assert labels[0].startswith("▾ ") and labels[1:] == [f"  depth {d}" for d in range(1, depths)]
+    assert (
+        labels[0].startswith("▾ ") and labels[1:] == [f"  depth {d}" for d in range(1, ranges)] + ["  CUDA API"] * calls
+    )
     # hovering the opened lanes' deepest range names it, and the ranges around it
     described = real_page.evaluate(
-        f"""(t => {{ const lane = t.order[{row + depths - 1}], run = t.host.runs[lane];
+        f"""(t => {{ const lane = t.order[{row + ranges - 1}], run = t.host.runs[lane];
                     let i = run[0]; for (let k = run[0]; k < run[1]; k++) if (t.host.duration[k] > t.host.duration[i]) i = k;
                     t.zoomTo(t.host.start[i], t.host.start[i] + t.host.duration[i]);
                     return [t.data.host_names[t.host.name[i]], t.enclosing(lane, i), t.rowOf[lane] - t.first]; }})
@@ -184,7 +210,7 @@ def test_a_lane_per_annotated_thread_that_opens_by_depth(real_page, request):
     name, inside, deepest = described
     real_page.mouse.move(box["x"] + 700, box["y"] + 22 + 18 + deepest * 18 + 9)
     tip = real_page.locator(".timeline .tip").first.text_content() or ""
-    assert tip.startswith(name + "\n") and len(inside) == depths - 1 and tip.endswith("inside: " + " › ".join(inside))
+    assert tip.startswith(name + "\n") and len(inside) == ranges - 1 and tip.endswith("inside: " + " › ".join(inside))
     real_page.mouse.click(box["x"] + 40, box["y"] + 22 + 18 + row * 18 + 9)
     real_page.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")
     assert real_page.evaluate("tracekit.timelines[0].lanes") == before
@@ -205,7 +231,7 @@ def test_hovering_an_op_draws_its_launch_arrow_from_its_thread(real_page):
                    t.zoomTo(start - lead * 1.5, end + lead * 0.5);
                    const width = t.plotWidth(), lane = t.ops.lane[i], thread = t.data.threads[t.launches.thread[i]];
                    return { x: (t.x(start, width) + t.x(Math.min(end, t.view[1]), width)) / 2, row: t.rowOf[lane] - t.first,
-                            from: [t.x(start - lead, width), 22 + 18 + (t.rowOf[thread.lane] - t.first) * 18 + 9],
+                            from: [t.x(start - lead, width), 22 + 18 + (t.shownRow(thread.lane) - t.first) * 18 + 9],
                             to: [t.x(start, width), 22 + 18 + (t.rowOf[lane] - t.first) * 18 + 9],
                             thread: thread.name, lead: lead, index: i }; })(tracekit.timelines[0])"""
     )
@@ -229,6 +255,48 @@ def test_hovering_an_op_draws_its_launch_arrow_from_its_thread(real_page):
     assert real_page.evaluate("tracekit.timelines[0].arrow") is None
 
 
+@pytest.mark.shared
+def test_each_threads_cuda_api_calls_are_in_the_page(browser, reports):
+    """nsys's CUDA API calls (launches, copies, synchronisations) in the page, every one of them (fewer than
+    HOST_ROWS) at its time on its thread's calls lane: below the ranges of a thread with NVTX ranges, in a
+    group of their own for the threads that only launch (no NVTX range); so each op whose launching call
+    is in the trace has a lane its arrow starts from."""
+    import tracekit
+
+    if "nsys-2gpu" not in reports:
+        pytest.skip(f"{REAL['nsys-2gpu']} is absent")
+    page, seen = open_page(browser, reports["nsys-2gpu"])
+    shown = page.evaluate(
+        """(t => { const calls = {};
+                   t.data.lanes.forEach((lane, l) => { if (!lane.calls) return;
+                     const run = t.host.runs[l];
+                     calls[lane.name] = [];
+                     for (let i = run[0]; i < run[1]; i++) calls[lane.name].push([t.host.start[i], t.host.duration[i],
+                       t.data.host_names[t.host.name[i]], t.data.host_kinds[t.host.category[i]]]); });
+                   return { calls: calls, threads: t.data.threads, origin: t.data.origin_ns }; })(tracekit.timelines[0])"""
+    )
+    assert seen == NOTHING_SEEN
+    page.close()
+    trace = tracekit.open_trace(REAL["nsys-2gpu"])
+    calls, ranges = trace.launches, trace.ranges
+    annotated = set(zip(ranges["pid"], ranges["tid"]))
+    expected = {}
+    for pid, tid in set(zip(calls["pid"], calls["tid"])):
+        rows = calls.loc[(calls["pid"] == pid) & (calls["tid"] == tid)]
+        thread = f"pid {pid}" if pid == tid else f"pid {pid} · tid {tid}"
+        label = f"{thread} · {'ranges' if (pid, tid) in annotated else 'CUDA API'}"
+        starts = rows["start"].to_numpy() - shown["origin"]
+        expected[label] = [
+            [int(start), int(duration), str(name), "CUDA API"]
+            for start, duration, name in zip(starts, rows["duration"], rows["name"].astype(str))
+        ]
+    assert {label for label in expected if label.endswith("· CUDA API")}  # threads that only launch
+    assert {label: sorted(rows) for label, rows in shown["calls"].items()} == {
+        label: sorted(rows) for label, rows in expected.items()
+    }
+    assert shown["threads"] and all(thread["lane"] >= 0 for thread in shown["threads"])
+
+
 # -- the legend --------------------------------------------------------------------------------------
 
 
@@ -239,6 +307,7 @@ def test_every_colour_drawn_has_a_legend_entry(real_page):
     legend = real_page.evaluate(
         """Array.from(document.querySelectorAll('.legend span')).map(s => [s.dataset.colour.toLowerCase(), s.textContent])"""
     )
+    legend = [tuple(entry) for entry in legend]
     colours = {colour for colour, _ in legend}
     assert len(colours) == len(legend)  # one entry a colour
     real_page.evaluate(
@@ -246,6 +315,7 @@ def test_every_colour_drawn_has_a_legend_entry(real_page):
     )
     drawn = set(real_page.evaluate("Array.from(window.plotFills)"))
     assert drawn and drawn <= colours, drawn - colours
+    assert HOST_COLOURS["CUDA API"] in drawn and (HOST_COLOURS["CUDA API"], "CUDA API") in legend  # both traces call
     causes = real_page.evaluate("tracekit.timelines[0].data.causes")
     assert causes and set(causes) <= {text for _, text in legend}  # the idle lanes' colours are named
 

@@ -51,9 +51,9 @@ def test_the_page_holds_everything_and_fetches_nothing(tmp_path):
     (timeline,) = timelines_of(page)
     assert timeline["count"] == 4 and len(timeline["ops"]["start_step"]) == 4
     # by lane (stream 7, then 9), then time, from the first op (1,000 ns): each start a step from the last
-    # (after the phases lane and the thread's two depths of ranges)
+    # (after the phases lane, the thread's two depths of ranges and its CUDA API calls)
     assert (timeline["ops"]["lane_counts"], timeline["ops"]["start_step"]) == (
-        [0, 0, 0, 2, 2, 0],
+        [0, 0, 0, 0, 2, 2, 0],
         [0, 10_000, 2_000, 10_000],
     )
     assert [timeline["names"][code] for code in timeline["ops"]["name"]][-1] == HOSTILE
@@ -63,6 +63,7 @@ def test_the_page_holds_everything_and_fetches_nothing(tmp_path):
         "phases",  # the forward ranges
         "tid 100 · ranges",  # the thread's ranges: step, and forward inside it
         "tid 100 · ranges",
+        "tid 100 · ranges",  # its calls, below
         "GPU 0 · stream 7",
         "GPU 0 · stream 9",
         "GPU 0 · idle",
