@@ -7,6 +7,6 @@
 ``declared`` a section for each command that declares one (``Command.report``), other packages' too
 ``why``      the "Why the GPU waits" section: steps, idle by cause, launch delays, syncs, overlap
 ``timeline_data``  report.html's timeline of a trace: phases, GPU ops by stream, idle gaps, steps, as columns
-``host_lanes``  the timeline's host lanes (each thread's ranges and CPU ops by depth) and each op's launching thread
+``host_lanes``  the timeline's host lanes (each thread's ranges, CPU ops and CUDA API calls by depth) and each op's launching thread
 ``findings_page``  advise's findings as report.html shows them: with their bound and evidence
 """
