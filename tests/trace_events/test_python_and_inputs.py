@@ -8,13 +8,13 @@ from __future__ import annotations
 import gzip
 import json
 
-import numpy as np
 import pandas as pd
 import pytest
 from helpers.paths import SHARED_KINETO
 from helpers.perfetto_decode import from_json, from_protobuf
 
 import tracekit
+from tracekit.model.trace import Trace
 
 from ..sources.test_kineto_python_calls import WITH_STACK, with_stack
 
@@ -105,9 +105,15 @@ def test_the_pftrace_holds_the_same_calls_and_inputs(tmp_path):
     assert protobuf["names"][(100, 200)] == "thread 200"
 
 
+def table(trace: Trace, name: str) -> pd.DataFrame:
+    frame = trace.optional(name)
+    assert frame is not None, f"no {name} table"
+    return frame
+
+
 def _inputs(trace) -> pd.DataFrame:
     """op_shapes by each operator's start and name (range ids are the file's order), the texts as values."""
-    shapes = trace.optional("op_shapes").merge(trace.ranges[["range_id", "start", "name"]], on="range_id")
+    shapes = table(trace, "op_shapes").merge(trace.ranges[["range_id", "start", "name"]], on="range_id")
     texts = {
         column: shapes[column].astype(str).map(lambda text: json.loads(text) if text else None)
         for column in ("dims", "types", "concrete")
@@ -119,7 +125,7 @@ def _inputs(trace) -> pd.DataFrame:
 
 
 def _calls(trace) -> pd.DataFrame:
-    calls = trace.optional("python_calls")
+    calls = table(trace, "python_calls")
     return calls.assign(name=calls["name"].astype(str)).sort_values(["start", "tid"]).reset_index(drop=True)
 
 
@@ -135,7 +141,7 @@ def test_tracekit_reads_its_own_timeline_back(tmp_path):
     inputs = _inputs(back)
     assert inputs["dims"].tolist() == [[[2, 3], [3, 4]], PRETTY_DIMS] and inputs["flops"].tolist()[0] == 48
     # the pretty-printed operator's text is one line now
-    assert sorted(back.optional("op_shapes")["dims"].astype(str)) == ["[[2, 3], [3, 4]]", "[[8, 1024], [], []]"]
+    assert sorted(table(back, "op_shapes")["dims"].astype(str)) == ["[[2, 3], [3, 4]]", "[[8, 1024], [], []]"]
 
 
 @pytest.mark.shared
@@ -167,5 +173,5 @@ def test_dlrm_s_inputs_in_both_formats(tmp_path):
     assert sum(
         "Input Dims" in event.get("args", {})
         for event in [*events(timeline, "cpu_op"), *events(timeline, "user_annotation")]
-    ) == len(source.optional("op_shapes"))
+    ) == len(table(source, "op_shapes"))
     assert not events(timeline, "python_function")

@@ -3,7 +3,7 @@ in memory stays bounded whatever the trace's size; each file format encodes the 
 
 Where events go (``Place``): each GPU is a process with a track per stream, plus a track of its idle
 gaps coloured by cause; host processes keep their ids, each thread a track of its NVTX /
-record_function ranges and CUDA API calls; steps are a process of their own. Several inputs (ranks)
+record_function ranges, CUDA API calls and (torch.profiler with_stack) Python calls; steps are a process of their own. Several inputs (ranks)
 each get their own process ids (``Place.index``), named "rank N · ...". GPU ops carry the
 torch.profiler fields (``args.device``, ``stream``, ``correlation``, ``grid``, ``block``) so that
 torch.profiler readers, tracekit's own included, read the file back: correlation ids are renumbered

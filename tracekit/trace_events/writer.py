@@ -242,7 +242,7 @@ def _events(
         [
             calls.iloc[call_rows][["pid", "tid"]],
             kept_ranges.loc[kept_ranges["domain"].astype(str) != "gpu", ["pid", "tid"]],
-            python_calls[["pid", "tid"]],
+            python_calls.loc[:, ["pid", "tid"]],
         ]
     ).drop_duplicates()
     streams = kept_ops[["device", "stream"]].drop_duplicates().sort_values(["device", "stream"])
