@@ -37,7 +37,7 @@ ROLES = {
     "python_function": "python",  # with_stack=True: the Python calls (``python_calls``, apart from ranges)
 }
 ROLE_NAMES = ("gpu", "launch", "range", "sync", "python")
-PYTHON_IDS = {"python_id": "python_id", "parent_id": "python_parent", "module_id": "python_module"}
+PYTHON_IDS = ("python_id", "parent_id", "module_id")  # a Python call's columns besides its times, name and thread
 # metadata events that name a host process or thread (the tid of a process's own name: -1)
 NAME_EVENTS = frozenset({"process_name", "thread_name"})
 # columns holding codes into ``EventColumns.names["shapes"]`` (the text args' vocabulary): recorded shapes, and
@@ -211,8 +211,10 @@ class EventColumns:
             out["pid"].append(pid)
             out["tid"].append(tid)
         if role == "python":
-            for column, field in PYTHON_IDS.items():
-                out[column].append(_ints([getattr(arg, field) for arg in args], -1))
+            out["python_id"].append(_ints([arg.python_id for arg in args], -1))
+            # a root's null parent as -1 here, so that _ints stays vectorised
+            out["parent_id"].append(_ints([-1 if arg.python_parent is None else arg.python_parent for arg in args], -1))
+            out["module_id"].append(_ints([arg.python_module for arg in args], -1))
         if role in ("range", "gpu"):
             described = [(at, arg) for at, arg in enumerate(args) if arg.comm_name is not None]
             add_comms(out, described, lambda texts: _codes(texts, self.names["shapes"]), _ints)
