@@ -108,10 +108,24 @@ class KinetoBuilder:
         concrete: list[str] | None = None,
         pid: int = 100,
         tid: int = 100,
+        flops: int | None = None,
     ) -> KinetoBuilder:
-        """A CPU operator recorded with record_shapes (its Input Dims, Input type, Concrete Inputs)."""
+        """A CPU operator recorded with record_shapes (its Input Dims, Input type, Concrete Inputs) and, with
+        ``flops``, with_flops."""
         args = {"Input Dims": dims, "Input type": types, "Concrete Inputs": concrete or [""] * len(dims)}
-        return self.event("X", "cpu_op", name, pid, tid, ts, dur, args)
+        return self.event(
+            "X", "cpu_op", name, pid, tid, ts, dur, args | ({"flops": flops} if flops is not None else {})
+        )
+
+    def python_call(
+        self, name: str, ts, dur, python_id: int, parent: int | None, module: int | None = None, pid=100, tid=100
+    ) -> KinetoBuilder:
+        """A Python call recorded with with_stack (a python_function event: a root's parent id is null; an
+        nn.Module's call has its "Python module id")."""
+        args = {"Python parent id": parent, "Python id": python_id, "Ev Idx": python_id + 1000}
+        if module is not None:
+            args["Python module id"] = module
+        return self.event("X", "python_function", name, pid, tid, ts, dur, args)
 
     def device_limits(self, **fields) -> KinetoBuilder:
         """More deviceProperties of every GPU (maxThreadsPerMultiprocessor=2048, ...)."""

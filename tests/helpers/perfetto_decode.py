@@ -46,7 +46,17 @@ def from_json(path) -> dict:
 
 
 def _plain(value):
-    return [_number(item) for item in value] if isinstance(value, list) else _number(value)
+    """An arg's value: a list of numbers (a kernel's grid) as its items; any other list (an operator's "Input
+    Dims", nested or of texts, which the .pftrace holds as its JSON text) as its one-line JSON text."""
+    if not isinstance(value, list):
+        return _number(value)
+    items = [_json(item) for item in value]
+    numbers = items and all(isinstance(item, (int, float)) for item in items)
+    return items if numbers else json.dumps(items, ensure_ascii=False)
+
+
+def _json(value):
+    return [_json(item) for item in value] if isinstance(value, list) else _number(value)
 
 
 def _key(args: dict) -> tuple:

@@ -1,6 +1,7 @@
 """The normalized model: what every reader produces and every analysis consumes.
 
 ``schema``     the column contract (one declared schema per table, checked once per load)
+``columns``    how a table's columns are declared and checked (``Column``, ``Schema``)
 ``trace``      ``Trace``: GPU ops, launches, NVTX ranges and metadata of one profile
 ``derived``    typed per-trace memoization: one accessor per derived table, keyed by its inputs, read-only
 ``memory``     ``MemoryTrace``: a CUDA memory snapshot as tables

@@ -2,8 +2,9 @@
 trace-event JSON that chrome://tracing and TensorBoard open too, written as a stream in bounded memory.
 
 ``writer``  the file: header, then every input's tracks, into a temporary file renamed into place
-``tracks``  the events of one input, track by track: GPU ops per stream, API calls, ranges, flow arrows,
-            steps, idle gaps by cause, and the names of processes and tracks
+``tracks``  the events of one input, track by track: GPU ops per stream, API calls, ranges (an operator's
+            recorded inputs as args), Python calls, flow arrows, steps, idle gaps by cause, and the names
+            of processes and tracks
 ``events``  those events as columns, before any format: each format encodes the same decisions
 ``json_format``  the columns as Chrome trace-event JSON
 ``perfetto``  the columns as Perfetto's protobuf packets (interned names, incremental clocks)

@@ -35,6 +35,26 @@ class Texts:
         return [text.encode("utf-8", "surrogatepass") for text in self.texts]
 
 
+class JsonValues(Texts):
+    """Texts that are JSON values (torch.profiler's ``"Input Dims": [[2, 3], []]``): the JSON format writes each
+    as the value it is, Perfetto's as its text. Each is the one-line text ``json.dumps`` makes of it (so a
+    pretty-printed trace's values hold no line breaks); one that does not parse is a JSON string."""
+
+    def __init__(self, texts: list[str]):
+        super().__init__([_json_value(text) for text in texts])
+
+    @cached_property
+    def json(self) -> list[str]:
+        return [*self.texts[:-1], "null"]  # (a missing value is never written: its ``Arg`` is absent there)
+
+
+def _json_value(text: str) -> str:
+    try:
+        return json.dumps(json.loads(text), ensure_ascii=False, allow_nan=False)
+    except ValueError:  # (not JSON, or NaN: no JSON value)
+        return json.dumps(text, ensure_ascii=False)
+
+
 @dataclass(frozen=True)
 class Labels:
     """A text per row: ``codes`` into ``table.texts``."""

@@ -3,7 +3,7 @@ in memory stays bounded whatever the trace's size; each file format encodes the 
 
 Where events go (``Place``): each GPU is a process with a track per stream, plus a track of its idle
 gaps coloured by cause; host processes keep their ids, each thread a track of its NVTX /
-record_function ranges and CUDA API calls; steps are a process of their own. Several inputs (ranks)
+record_function ranges, CUDA API calls and (torch.profiler with_stack) Python calls; steps are a process of their own. Several inputs (ranks)
 each get their own process ids (``Place.index``), named "rank N · ...". GPU ops carry the
 torch.profiler fields (``args.device``, ``stream``, ``correlation``, ``grid``, ``block``) so that
 torch.profiler readers, tracekit's own included, read the file back: correlation ids are renumbered
@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis.waits.idle import gap_devices
-from tracekit.trace_events.events import Arg, Counters, Labels, Metadata, Slices, Track
+from tracekit.trace_events.events import Arg, Counters, JsonValues, Labels, Metadata, Slices, Track
 
 ROWS = 200_000  # rows encoded at a time: ~60 MB of JSON text for GPU ops
 HOST_STRIDE = 1 << 23  # host process ids of input i: pid + i * HOST_STRIDE (Linux pids stay below 2^22)
@@ -31,6 +31,9 @@ STEPS_BASE = 0x7E000000  # the steps process of input i
 # below 2^53 (JavaScript viewers read numbers as doubles) for 8,191 inputs.
 CORRELATION_BASE = 1 << 32
 CORRELATION_STRIDE = 1 << 40
+# an operator's recorded inputs (``op_shapes``) by the names torch.profiler gives them in its args
+INPUT_ARGS = {"dims": "Input Dims", "types": "Input type", "concrete": "Concrete Inputs"}
+PYTHON_ARGS = {"python_id": "Python id", "parent_id": "Python parent id", "module_id": "Python module id"}
 IDLE_TID = 2**31 - 1  # the idle-gap track of a GPU
 NOT_RECORDED = -1  # an integer column's value where the trace has none
 GPU_CATEGORY = {"kernel": "kernel", "memcpy": "gpu_memcpy", "memset": "gpu_memset"}
@@ -147,10 +150,11 @@ def launch_events(
         )
 
 
-def range_events(ranges: pd.DataFrame, torch_source: bool, place: Place) -> Iterator[Slices]:
+def range_events(ranges: pd.DataFrame, torch_source: bool, place: Place, args: Sequence[Arg] = ()) -> Iterator[Slices]:
     """NVTX / record_function ranges on their thread's track. From a torch.profiler trace the domains
     map back to its categories (the name without its "domain:" prefix); NVTX ranges of any domain are
-    annotations named as tracekit shows them ("NCCL:allreduce")."""
+    annotations named as tracekit shows them ("NCCL:allreduce"). ``args``: what some ranges carry (an
+    operator's inputs, ``input_args``)."""
     domain = ranges["domain"].astype(str).to_numpy(dtype=object)
     category = np.full(len(ranges), "user_annotation", dtype=object)
     name = ranges["name"].array
@@ -168,7 +172,51 @@ def range_events(ranges: pd.DataFrame, torch_source: bool, place: Place) -> Iter
     tid, start = ranges["tid"].to_numpy(), place.time(ranges["start"].to_numpy())
     duration = ranges["duration"].to_numpy()
     for rows in slices(len(ranges)):
-        yield Slices(categories[rows], labels[rows], pid[rows], tid[rows], start[rows], duration[rows])
+        chunk_args = tuple(arg[rows] for arg in args)
+        yield Slices(categories[rows], labels[rows], pid[rows], tid[rows], start[rows], duration[rows], chunk_args)
+
+
+def input_args(ranges: pd.DataFrame, shapes: pd.DataFrame | None) -> list[Arg]:
+    """The args torch.profiler writes of the operators among ``ranges`` that ``shapes`` (``op_shapes``) has:
+    their inputs' "Input Dims", "Input type" and "Concrete Inputs" as JSON values (each distinct text made
+    once), and the "flops" it counted (with_flops)."""
+    if shapes is None or not len(shapes) or not len(ranges):
+        return []
+    ids, wanted = shapes["range_id"].to_numpy(), ranges["range_id"].to_numpy()
+    order = np.argsort(ids, kind="stable")
+    row = order[np.minimum(np.searchsorted(ids, wanted, sorter=order), len(ids) - 1)]
+    found = ids[row] == wanted
+    args = []
+    for column, name in INPUT_ARGS.items():
+        values = shapes[column].array
+        assert isinstance(values, pd.Categorical)
+        texts = [str(text) for text in values.categories]
+        codes = np.where(found, np.asarray(values.codes)[row], -1)
+        present = (codes >= 0) & (codes != (texts.index("") if "" in texts else -1))  # "": not recorded
+        used, local = np.unique(codes[present], return_inverse=True)  # only the texts these ops use
+        kept = np.full(len(codes), len(used), dtype=np.int64)
+        kept[present] = local.reshape(-1)
+        if present.any():
+            args.append(Arg(name, Labels(kept, JsonValues([texts[code] for code in used.tolist()])), present))
+    flops = np.where(found, shapes["flops"].to_numpy()[row], np.nan)
+    counted = np.isfinite(flops)
+    if counted.any():
+        args.append(Arg("flops", np.round(np.where(counted, flops, 0)).astype(np.int64), counted))
+    return args
+
+
+def python_events(calls: pd.DataFrame, place: Place) -> Iterator[Slices]:
+    """with_stack's Python calls (``python_calls``) on their thread's track as torch.profiler writes them:
+    category python_function, with the call's "Python id", its caller's "Python parent id" and its
+    nn.Module's "Python module id" where recorded."""
+    names, category = Labels.of(calls["name"]), Labels.constant("python_function", len(calls))
+    pid, tid = place.host_pid(calls["pid"].to_numpy()), calls["tid"].to_numpy()
+    start, duration = place.time(calls["start"].to_numpy()), calls["duration"].to_numpy()
+    ids = {name: calls[column].to_numpy() for column, name in PYTHON_ARGS.items()}
+    args = tuple(Arg(name, values, values != NOT_RECORDED) for name, values in ids.items())
+    for rows in slices(len(calls)):
+        chunk_args = tuple(arg[rows] for arg in args)
+        yield Slices(category[rows], names[rows], pid[rows], tid[rows], start[rows], duration[rows], chunk_args)
 
 
 def gap_events(gaps: pd.DataFrame, place: Place) -> Iterator[Slices]:

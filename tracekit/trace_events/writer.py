@@ -27,6 +27,7 @@ import pandas as pd
 from tracekit.analysis.memory.on_trace import memory_on_trace
 from tracekit.errors import TracekitError, UsageError
 from tracekit.files import write_whole
+from tracekit.model.schema import PYTHON_CALLS
 from tracekit.model.trace import TORCH_PROFILER, Trace
 from tracekit.session import in_this_context
 from tracekit.trace_events import tracks
@@ -235,10 +236,13 @@ def _events(
     gaps = ThreadPoolExecutor(1, thread_name_prefix="tracekit-idle-gaps").submit(in_this_context(_gaps), trace, window)
     kept_ops = ops.iloc[op_rows]
     kept_ranges = window.cut(ranges)
+    python_calls = trace.optional("python_calls")
+    python_calls = PYTHON_CALLS.empty() if python_calls is None else window.cut(python_calls)
     threads = pd.concat(
         [
             calls.iloc[call_rows][["pid", "tid"]],
             kept_ranges.loc[kept_ranges["domain"].astype(str) != "gpu", ["pid", "tid"]],
+            python_calls.loc[:, ["pid", "tid"]],
         ]
     ).drop_duplicates()
     streams = kept_ops[["device", "stream"]].drop_duplicates().sort_values(["device", "stream"])
@@ -282,9 +286,12 @@ def _events(
             calls.iloc[call_rows], call_ids[call_rows], flow_counts, flow_id[by_call], place
         )
     )
+    inputs = tracks.input_args(kept_ranges, trace.optional("op_shapes"))
     yield from (
-        ("ranges", events) for events in tracks.range_events(kept_ranges, trace.meta.tool == TORCH_PROFILER, place)
+        ("ranges", events)
+        for events in tracks.range_events(kept_ranges, trace.meta.tool == TORCH_PROFILER, place, inputs)
     )
+    yield from (("python calls", events) for events in tracks.python_events(python_calls, place))
     yield from (("idle gaps", events) for events in tracks.gap_events(gaps.result(), place))
     yield from (("kernel sequences", events) for events in sequence_events(slices, place.gpu_pid, offset=place.offset))
     yield from (

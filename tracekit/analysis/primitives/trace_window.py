@@ -2,9 +2,9 @@
 launched there, so any analysis can judge a steady state without knowing it was cut.
 
 Kept, for a window [start, end) in ns: the API calls that began in it; the GPU ops launched by those calls
-(an op with no recorded launch: one that began in it); the ranges that overlap it (so a range's ancestors,
-which contain it, are kept with it); the optional tables' rows that belong to kept rows (their ``op`` and
-``row`` references renumbered) or that began in the window. The metadata is the trace's own.
+(an op with no recorded launch: one that began in it); the ranges and Python calls that overlap it (so a
+range's or call's ancestors, which contain it, are kept with it); the optional tables' rows that belong to
+kept rows (their ``op`` and ``row`` references renumbered) or that began in the window. The metadata is the trace's own.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ def trace_window(trace: Trace, start: int, end: int) -> Trace:
         "op_shapes",
         "collective_args",
         "thread_names",
+        "python_calls",
     ):
         if table in trace.loaders:
             loaders[table] = _optional_loader(trace, table, start, end, renumber, range_ids)
@@ -70,6 +71,9 @@ def _optional_loader(trace: Trace, table: str, start: int, end: int, renumber: n
         if table in OP_KEYED:
             op = renumber[frame["op"].to_numpy()]
             return frame.loc[op >= 0].assign(op=op[op >= 0]).reset_index(drop=True)
+        if table == "python_calls":  # as ranges: a call's callers contain it, and are kept with it
+            overlaps = (frame["start"].to_numpy() < end) & (frame["end"].to_numpy() > start)
+            return frame.loc[overlaps].reset_index(drop=True)
         if table == "thread_names":  # names, not events: every process and thread keeps its name
             return frame
         if table == "op_shapes":

@@ -2,7 +2,7 @@
 
 Each chunk of events (``json_stream``) is decoded by msgspec into small structs that hold only the
 fields tracekit reads (every other field is skipped by the decoder without building it), sorted into
-GPU operations, host launch calls and ranges by their category, and turned into numpy columns at
+GPU operations, host launch calls, ranges and Python calls by their category, and turned into numpy columns at
 once; the structs die with the chunk, so memory follows the columns, not the events. Times are read
 from their text (``decimal_text``). Category names changed across torch versions (``Kernel`` and
 ``kernel``, ``Runtime`` and ``cuda_runtime``, ``Operator`` and ``cpu_op``); both spellings are read.
@@ -34,8 +34,10 @@ ROLES = {
     **dict.fromkeys(LAUNCH_CATEGORIES, "launch"),
     **dict.fromkeys(RANGE_DOMAINS, "range"),
     "cuda_sync": "sync",  # the GPU side of synchronizations (torch 2.1+ with CUDA sync events recorded)
+    "python_function": "python",  # with_stack=True: the Python calls (``python_calls``, apart from ranges)
 }
-ROLE_NAMES = ("gpu", "launch", "range", "sync")
+ROLE_NAMES = ("gpu", "launch", "range", "sync", "python")
+PYTHON_IDS = ("python_id", "parent_id", "module_id")  # a Python call's columns besides its times, name and thread
 # metadata events that name a host process or thread (the tid of a process's own name: -1)
 NAME_EVENTS = frozenset({"process_name", "thread_name"})
 # columns holding codes into ``EventColumns.names["shapes"]`` (the text args' vocabulary): recorded shapes, and
@@ -90,6 +92,10 @@ class Args(msgspec.Struct, gc=False):
     comm_src_rank: Any = msgspec.field(default=None, name="Src Rank")
     comm_dst_rank: Any = msgspec.field(default=None, name="Dst Rank")
     comm_seq: Any = msgspec.field(default=None, name="Seq")
+    # a python_function event's ids: its own, its caller's (null: none) and its nn.Module's
+    python_id: Number = msgspec.field(default=-1, name="Python id")
+    python_parent: Number = msgspec.field(default=-1, name="Python parent id")
+    python_module: Number = msgspec.field(default=-1, name="Python module id")
     # a process_name or thread_name metadata event's name
     name: Any = None
 
@@ -117,7 +123,7 @@ ONE_EVENT = msgspec.json.Decoder(Event)
 
 
 class EventColumns:
-    """The columns of every chunk so far: ``gpu``, ``launch``, ``range`` and ``sync`` each map a column name to a
+    """The columns of every chunk so far: ``gpu``, ``launch``, ``range``, ``sync`` and ``python`` each map a column name to a
     list of arrays (one per chunk); names are codes into ``names[role]``."""
 
     def __init__(self):
@@ -190,7 +196,7 @@ class EventColumns:
         pid = self._ids([row.pid for row in rows])
         tid = self._ids([row.tid for row in rows])
         args = [row.args or NO_ARGS for row in rows]
-        if role != "range":
+        if role not in ("range", "python"):
             out["correlation"].append(_ints([arg.correlation for arg in args], -1))
         if role == "launch":
             out["size"].append(_ints([arg.size for arg in args], -1))
@@ -204,6 +210,11 @@ class EventColumns:
         else:
             out["pid"].append(pid)
             out["tid"].append(tid)
+        if role == "python":
+            out["python_id"].append(_ints([arg.python_id for arg in args], -1))
+            # a root's null parent as -1 here, so that _ints stays vectorised
+            out["parent_id"].append(_ints([-1 if arg.python_parent is None else arg.python_parent for arg in args], -1))
+            out["module_id"].append(_ints([arg.python_module for arg in args], -1))
         if role in ("range", "gpu"):
             described = [(at, arg) for at, arg in enumerate(args) if arg.comm_name is not None]
             add_comms(out, described, lambda texts: _codes(texts, self.names["shapes"]), _ints)

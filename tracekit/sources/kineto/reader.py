@@ -10,8 +10,9 @@ Into the column contract (``model.schema``): kernels, memcpy and memset events a
 ``correlation``, never from flow events, which changed category between versions and are absent
 from sampled traces); ``cuda_runtime``/``cuda_driver`` calls are ``launches``; record_function
 annotations, CPU operators and the annotations' GPU-side spans are ``ranges``, in the domains "",
-"cpu_op" and "gpu" (the trace has no NVTX domains; the note says so). Times are integer nanoseconds
-exactly as the text says (``decimal_text``), on the trace's own clock.
+"cpu_op" and "gpu" (the trace has no NVTX domains; the note says so); with_stack's ``python_function``
+events are ``python_calls``, an optional table apart from the ranges (no analysis counts them). Times are
+integer nanoseconds exactly as the text says (``decimal_text``), on the trace's own clock.
 """
 
 from __future__ import annotations
@@ -33,12 +34,13 @@ from tracekit.model.schema import (
     GPU_OPS,
     OCCUPANCY_ESTIMATES,
     OP_SHAPES,
+    PYTHON_CALLS,
     RANGE_STYLES,
     THREAD_NAMES,
 )
 from tracekit.model.trace import TORCH_PROFILER, Trace, TraceMeta
 from tracekit.sources.kineto.comms import collective_frame
-from tracekit.sources.kineto.events import DOMAINS, SHAPE_COLUMNS, EventColumns
+from tracekit.sources.kineto.events import DOMAINS, PYTHON_IDS, SHAPE_COLUMNS, EventColumns
 from tracekit.sources.kineto.gpu_columns import bytes_from_calls, fits_in, gpu_syncs, launching_pid, time_columns
 from tracekit.sources.kineto.header import facts as header_facts
 from tracekit.sources.kineto.header import read_header, whole_header
@@ -82,6 +84,7 @@ def read_kineto_trace(path: Path) -> Trace:
                 "op_shapes",
                 "collective_args",
                 "thread_names",
+                "python_calls",
             )
         },
     )
@@ -163,6 +166,19 @@ class _Tables:
         frame = pd.DataFrame(columns.names_recorded, columns=["pid", "tid", "name"])
         frame = frame.drop_duplicates(["pid", "tid"], keep="last").reset_index(drop=True)
         return frame.astype({"pid": "int64", "tid": "int64", "name": "category"})
+
+    def _build_python_calls(self, columns: EventColumns, skeleton: Skeleton) -> pd.DataFrame:
+        """The Python calls with_stack recorded, in file order (a call's ids as recorded; -1: none)."""
+        calls = columns.gathered("python")
+        if not calls:
+            return PYTHON_CALLS.empty()
+        return pd.DataFrame(
+            {
+                **time_columns(calls),
+                "name": _names(calls["name"], columns.names["python"]),
+                **{column: calls[column] for column in ("pid", "tid", *PYTHON_IDS)},
+            }
+        )
 
     def _build_op_shapes(self, columns: EventColumns, skeleton: Skeleton) -> pd.DataFrame:
         """The recorded inputs of the operators that have them, by range_id (the ranges' row order)."""

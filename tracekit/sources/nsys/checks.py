@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 # Times stay below 2^62 ns: nsys export --ts-normalize gives times since the Unix epoch (~1.8e18 ns), so
 # the limit cannot be tighter. Everything built on times subtracts the first one or falls back to ranks
-# (keyed_times, nesting), and sums of durations are checked once per table (schema.DURATION_SUM_LIMIT).
+# (keyed_times, nesting), and sums of durations are checked once per table (columns.DURATION_SUM_LIMIT).
 TIME_LIMIT = 2**62
 KERNEL_DIMS = ("gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ")
 KERNEL_RESOURCES = ("registersPerThread", "staticSharedMemory", "dynamicSharedMemory")
