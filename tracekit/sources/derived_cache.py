@@ -80,7 +80,7 @@ class DerivedCache:
                 arrays[name] = (
                     values
                     if categories is None
-                    else pd.Categorical.from_codes(values, categories=pd.Index(categories, dtype=object))
+                    else pd.Categorical.from_codes(values, categories=pd.Index(categories, dtype=stored["texts"]))
                 )
             value = _value(layout["kind"], arrays, layout, PERSISTED[key[0]])
             return frozen(value), [str(note) for note in layout["notes"]]
@@ -171,6 +171,7 @@ def _write(folder: Path, kind: str, arrays: dict, extra: dict, notes: list[str])
                 "file": f"{index}.npy",
                 "checksum": checksum(data),
                 "categories": [str(item) for item in values.categories] if categorical else None,
+                "texts": str(values.categories.dtype) if categorical else None,  # object, or pandas' str
             }
         layout = {"kind": kind, "arrays": stored, "notes": list(notes), **extra}
         (partial / "layout.json").write_text(json.dumps(layout))
