@@ -56,6 +56,17 @@ def per_trace(compute: Callable[Concatenate[Holder, P], T]) -> Callable[Concaten
     return accessor
 
 
+PERSISTED: dict[str, Callable] = {}  # accessors whose values a large export's cache keeps, by key name
+
+
+def kept_per_trace(compute: Callable[Concatenate[Holder, P], T]) -> Callable[Concatenate[Holder, P], T]:
+    """``per_trace``, and the value kept between commands in a large export's cache
+    (``sources.derived_cache``): for values every command on a large trace starts with, whose inputs are
+    plain values and whose value is an array, a frame of numbers and categories or a dataclass of arrays."""
+    PERSISTED[f"{compute.__module__}.{compute.__qualname__}"] = compute
+    return per_trace(compute)
+
+
 def frozen(value: T) -> T:
     """``value`` made read-only where it can be without a copy: its arrays (also inside a dataclass, a
     tuple or a mapping) not writeable. A DataFrame is guarded on access instead (``handed_out``)."""

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import pandas as pd
 
@@ -115,6 +115,14 @@ class TraceMeta:
         }
 
 
+class KeptValues(Protocol):
+    """Where derived values are kept between commands (``sources.derived_cache.DerivedCache``)."""
+
+    def load(self, key: Hashable) -> tuple[Any, list[str]] | None: ...
+
+    def store(self, key: Hashable, value: Any, notes: list[str]) -> None: ...
+
+
 class Trace:
     """A profile's tables and metadata.
 
@@ -131,6 +139,9 @@ class Trace:
         self.loaders = loaders
         self._derived: dict[Hashable, object] = {}
         self._derived_notes: dict[Hashable, list[str]] = {}  # per derived value, the notes its computing found
+        # where values of ``model.derived.kept_per_trace`` accessors are kept between commands (a large
+        # export's cache: ``sources.derived_cache``); None: computed in each process
+        self.kept_values: KeptValues | None = None
         self._dropped: dict[str, int] = {}
         self._unknown: dict[str, dict[str, int]] = {}  # per table, values read as unknown per column
         self._notes: list[str] = []
@@ -330,9 +341,15 @@ class Trace:
         ``model.derived.per_trace``, which keys it by the accessor and its inputs and freezes the value:
         an analysis declares an accessor there rather than calling this."""
         if key not in self._derived:
-            with command_notes() as found:  # what computing it found is said by every command that uses it
-                self._derived[key] = compute()
-            self._derived_notes[key] = found.get(id(self), [])
+            kept = self.kept_values.load(key) if self.kept_values is not None else None
+            if kept is not None:
+                self._derived[key], self._derived_notes[key] = kept
+            else:
+                with command_notes() as found:  # what computing it found is said by every command that uses it
+                    self._derived[key] = compute()
+                self._derived_notes[key] = found.get(id(self), [])
+                if self.kept_values is not None:
+                    self.kept_values.store(key, self._derived[key], self._derived_notes[key])
         for note in self._derived_notes.get(key, ()):
             self.note_found(note)
         return self._derived[key]  # type: ignore[return-value]  # stored by this key's own compute

@@ -293,6 +293,9 @@ def cached_trace(trace: Trace, export: Path) -> Trace:
     for table in OPTIONAL_TABLES:
         if table in trace.loaders:
             loaders[table] = noting(cache.wrap(table, trace.loaders[table]))
+    from tracekit.sources.derived_cache import DerivedCache
+
+    cached.kept_values = DerivedCache(cache)
     if "ranges_named" in trace.loaders:
         loaders["ranges_named"] = noting(
             lambda patterns: _cached_selection(cache, trace.loaders["ranges_named"], patterns)

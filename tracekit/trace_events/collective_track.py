@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis.collectives.across_ranks import compare_ranks
+from tracekit.analysis.collectives.instances import collective_instances
 from tracekit.analysis.collectives.matching import INSTANCE, WAIT
 from tracekit.analysis.collectives.rank_record import rank_record
 from tracekit.model.trace import Trace
@@ -22,6 +23,8 @@ def collective_slices(trace: Trace, window: Window) -> pd.DataFrame:
     """The slices the window holds: device, tid (the group's track), start, duration (ns), name, and per track
     its name ("collectives: group 0")."""
     columns = ["device", "tid", "start", "duration", "name", "track"]
+    if collective_instances(trace).empty:  # (most traces: what a rank's record adds is not needed)
+        return pd.DataFrame({name: [] for name in columns})
     record = rank_record(trace)
     calls = record.calls
     if calls.empty:

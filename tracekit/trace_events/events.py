@@ -97,18 +97,20 @@ Values = np.ndarray | Labels | tuple[np.ndarray, ...]
 class Arg:
     """One argument of a chunk's slices: integers, texts (``Labels``) or a triple of integers ([x, y, z]);
     ``present``: the rows that have it (None: every row); ``decimals`` 3: integers are thousandths, written
-    as decimals ("1.234")."""
+    as decimals ("1.234"); ``per_row``: a value each row has its own of (a correlation id, a copy's bytes),
+    which an encoder writes row by row rather than among the values rows share (a kernel's grid and block)."""
 
     name: str
     values: Values
     present: np.ndarray | None = None
     decimals: int = 0
+    per_row: bool = False
 
     def __getitem__(self, rows: slice | np.ndarray) -> Arg:
         values = self.values
         part = tuple(value[rows] for value in values) if isinstance(values, tuple) else values[rows]
         present = None if self.present is None else self.present[rows]
-        return Arg(self.name, part, present, self.decimals)
+        return Arg(self.name, part, present, self.decimals, self.per_row)
 
 
 @dataclass(frozen=True)

@@ -17,18 +17,23 @@ of a million kernels shrink ~10x.
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import IO
 
 import numpy as np
+import pandas as pd
 
-from tracekit.trace_events.events import Counters, Labels, Metadata, Slices, Track
+from tracekit.session import in_this_context
+from tracekit.trace_events.events import Arg, Counters, Labels, Metadata, Slices, Track
 from tracekit.trace_events.protobuf import Rows, deflated, field
 
 BOOTTIME = 6  # Perfetto's default trace clock, which the file's ns are
 INCREMENTAL = 64  # the first sequence-scoped clock id: each packet's time is a delta on its sequence
 BEGIN, END, INSTANT, COUNTER = 1, 2, 3, 4
 CLEARED = 1  # TracePacket.sequence_flags: SEQ_INCREMENTAL_STATE_CLEARED
-Encoded = bytes | tuple[np.ndarray, np.ndarray]  # packets as they are, or to compress: (bytes, packet ends)
+# packets as they are, or to compress: (bytes, packet ends), or those being made
+Encoded = bytes | tuple[np.ndarray, np.ndarray] | Future
 FEW_ARROWS = 4  # arrows leaving one slice that every row of a chunk makes room for
 
 
@@ -43,6 +48,7 @@ class PerfettoSink:
         self.handle, self.size = handle, 0
         self.uuids: dict[tuple[int, int | None], int] = {}
         self.sequences = 0
+        self.pool: ThreadPoolExecutor | None = None
 
     def header(self, fields: dict) -> None:
         pass  # torch.profiler's header fields have no place in the protobuf format
@@ -57,10 +63,24 @@ class PerfettoSink:
         return self._slices(item)
 
     def put(self, encoded: list[Encoded]) -> None:
+        """Write ``encoded`` in order, its event packets compressed on the pool."""
         for part in encoded:
-            self.size += self.handle.write(part if isinstance(part, bytes) else deflated(*part))
+            if isinstance(part, bytes):
+                self.size += self.handle.write(part)
+                continue
+            packets, ends = part.result() if isinstance(part, Future) else part
+            self.size += self.handle.write(deflated(packets, ends, self._pool().map))
+
+    def _pool(self) -> ThreadPoolExecutor:
+        """Threads (as many as the cores, up to 4) that make and compress packets while the next chunk is
+        read and numbered."""
+        if self.pool is None:
+            self.pool = ThreadPoolExecutor(min(4, os.cpu_count() or 1), thread_name_prefix="tracekit-packets")
+        return self.pool
 
     def close(self) -> int:
+        if self.pool is not None:
+            self.pool.shutdown()
         return self.size
 
     def _track(self, track: Track) -> bytes:
@@ -113,21 +133,10 @@ class PerfettoSink:
             return []
         self.pending = b""
         track = self._uuids(chunk.pid, chunk.tid)
-        # every slice a begin and an end (an instant when it lasts 0 ns), in time order on each track: ends
-        # before begins at one time, the longer slice begun first, the later begun ended first
-        has_end = chunk.duration > 0
-        rows = np.concatenate([np.arange(len(chunk)), np.flatnonzero(has_end)])
-        kind = np.concatenate([np.where(has_end, BEGIN, INSTANT), np.full(int(has_end.sum()), END)])
-        end = chunk.start + chunk.duration
-        time = np.where(kind == END, end[rows], chunk.start[rows])
-        rank = np.select([kind == END, kind == INSTANT], [0, 1], 2)
-        tie = np.where(kind == END, -chunk.start[rows], -end[rows])
-        order = np.lexsort((tie, rank, time, track[rows]))
-        rows, kind, time = rows[order], kind[order], time[order]
+        rows, kind, delta, after, closes, time = _in_order(chunk, track)
         tracks = track[rows]
         starts = np.flatnonzero(np.diff(tracks, prepend=-1))  # each track's first event
         bounds = np.append(starts, len(rows))
-        delta = np.diff(time, prepend=0)
         delta[starts] = 0
         heads, ids = [], np.zeros(len(starts), dtype=np.int64)
         names = [arg.name for arg in chunk.args]
@@ -136,25 +145,24 @@ class PerfettoSink:
             ids[index], head = self._sequence(int(tracks[first]), int(time[first]), interned)
             heads.append(head)
         sequence = np.repeat(ids, np.diff(bounds))
-        # a slice ended by the next event on its track (slices that do not nest: a stream's ops, idle gaps)
-        # is one row of the byte matrix with its end: a row per slice, not per event
-        closes = np.zeros(len(rows), dtype=bool)
-        closes[:-1] = (kind[1:] == END) & (rows[1:] == rows[:-1])
-        leads = np.ones(len(rows), dtype=bool)
-        leads[1:] = ~closes[:-1]
-        after = np.append(delta[1:], 0)
-        lead = np.flatnonzero(leads)
-        body, lengths = _events(
-            chunk, rows[lead], kind[lead], delta[lead], sequence[lead], names, after[lead], closes[lead]
-        )
-        offsets = np.concatenate([[0], np.cumsum(lengths)])
-        edges = np.searchsorted(lead, bounds)  # each track's first row
-        pieces = [np.frombuffer(self.pending, dtype=np.uint8)]
-        sizes = [np.array([len(self.pending)], dtype=np.int64)]  # (descriptors: one piece, never cut)
-        for index, head in enumerate(heads):
-            pieces += [np.frombuffer(head, dtype=np.uint8), body[offsets[edges[index]] : offsets[edges[index + 1]]]]
-            sizes += [np.array([len(head)]), lengths[edges[index] : edges[index + 1]]]
-        return [(np.concatenate(pieces), np.cumsum(np.concatenate(sizes)))]
+        descriptors = self.pending
+
+        def assemble() -> tuple[np.ndarray, np.ndarray]:
+            body, lengths = _events(chunk, rows, kind, delta, sequence, names, after, closes)
+            offsets = np.concatenate([[0], np.cumsum(lengths)])
+            pieces = [np.frombuffer(descriptors, dtype=np.uint8)]
+            sizes = [np.array([len(descriptors)], dtype=np.int64)]  # (descriptors: one piece, never cut)
+            for index, head in enumerate(heads):
+                pieces += [
+                    np.frombuffer(head, dtype=np.uint8),
+                    body[offsets[bounds[index]] : offsets[bounds[index + 1]]],
+                ]
+                sizes += [np.array([len(head)]), lengths[bounds[index] : bounds[index + 1]]]
+            return np.concatenate(pieces), np.cumsum(np.concatenate(sizes))
+
+        # the packets themselves (most of the work, numpy without the GIL much of the time) are made on the
+        # pool, beside the next chunk's; what numbers the sequences and tracks stays in order, here
+        return [self._pool().submit(in_this_context(assemble))]
 
     def _counters(self, counters: Counters) -> list[Encoded]:
         if not len(counters):
@@ -181,6 +189,52 @@ class PerfettoSink:
                     packets.doubles(44, values[order] / scale)
             pieces += [head, (packets.encode(), np.cumsum(packets.lengths))]
         return pieces
+
+
+def _in_order(chunk: Slices, track: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The chunk's events in time order on each track, a row of the byte matrix each: (rows, kind, delta:
+    ns since the previous event on the track, after: ns to the slice's end where ``closes``, closes: its
+    end is the next event on the track, written in the same row, time). Every slice is a begin and an end
+    (an instant when it lasts 0 ns); at one time ends come before begins, the longer slice begun first, the
+    later begun ended first."""
+    flat = _flat_order(chunk, track)
+    if flat is not None:  # each track's slices follow one another (a stream's ops, idle gaps): a row a slice
+        time, duration = chunk.start[flat], chunk.duration[flat]
+        previous_end = np.concatenate([time[:1], (time + duration)[:-1]])
+        return flat, np.where(duration > 0, BEGIN, INSTANT), time - previous_end, duration, duration > 0, time
+    has_end = chunk.duration > 0
+    rows = np.concatenate([np.arange(len(chunk)), np.flatnonzero(has_end)])
+    kind = np.concatenate([np.where(has_end, BEGIN, INSTANT), np.full(int(has_end.sum()), END)])
+    end = chunk.start + chunk.duration
+    time = np.where(kind == END, end[rows], chunk.start[rows])
+    rank = np.select([kind == END, kind == INSTANT], [0, 1], 2)
+    tie = np.where(kind == END, -chunk.start[rows], -end[rows])
+    order = np.lexsort((tie, rank, time, track[rows]))
+    rows, kind, time = rows[order], kind[order], time[order]
+    delta = np.diff(time, prepend=0)
+    # a slice ended by the next event on its track (slices that do not nest) is one row with its end
+    closes = np.zeros(len(rows), dtype=bool)
+    closes[:-1] = (kind[1:] == END) & (rows[1:] == rows[:-1])
+    leads = np.ones(len(rows), dtype=bool)
+    leads[1:] = ~closes[:-1]
+    lead = np.flatnonzero(leads)
+    after = np.append(delta[1:], 0)
+    return rows[lead], kind[lead], delta[lead], after[lead], closes[lead], time[lead]
+
+
+def _flat_order(chunk: Slices, track: np.ndarray) -> np.ndarray | None:
+    """The rows by track, then start, where no slice overlaps the next on its track; else None."""
+    start = chunk.start
+    if (np.diff(start) >= 0).all():  # in time order already (GPU ops, idle gaps): a stable sort by track
+        keys = track.astype(np.uint16) if track.max() < 2**16 else track  # (16-bit keys: a radix sort)
+        order = np.argsort(keys, kind="stable")
+    else:
+        order = np.lexsort((start, track))
+    ordered, begins = track[order], start[order]
+    ends = begins + chunk.duration[order]
+    if ((ordered[1:] == ordered[:-1]) & (ends[:-1] > begins[1:])).any():
+        return None
+    return order
 
 
 def _events(
@@ -244,37 +298,101 @@ def _packets(
 
 
 def _opening_fields(packets: Rows, chunk: Slices, rows: np.ndarray, opening: np.ndarray, names: list[str]) -> None:
-    """What a begin (or instant) carries: name, category, arguments, arrows; an end carries none."""
-    packets.varint(10, chunk.name.codes[rows] + 1, opening)
-    packets.varint(3, chunk.category.codes[rows] + 1, opening)
-    offset = 0
+    """What a begin (or instant) carries: name, category, arguments, arrows; an end carries none. What many
+    rows share (a kernel's name, category, grid, block, ...: every argument not ``per_row``) is encoded once
+    per distinct combination and copied into each row (``Rows.gather``); the rest row by row."""
+    offsets = np.cumsum(
+        [0] + [len(arg.values.table.texts) if isinstance(arg.values, Labels) else 0 for arg in chunk.args]
+    )
+    shared = [number for number, arg in enumerate(chunk.args, start=1) if not arg.per_row]
+    distinct = _distinct(_shared_columns(chunk, rows, opening, shared))
+    if distinct is None:
+        _shared_fields(packets, chunk, rows, opening, shared, offsets)
+    else:
+        codes, first = distinct
+        template = Rows(len(first))
+        _shared_fields(template, chunk, rows[first], opening[first], shared, offsets)
+        packets.gather(template, codes)
     for number, arg in enumerate(chunk.args, start=1):
-        present = opening if arg.present is None else opening & arg.present[rows]
-        values = arg.values
-        with packets.message(4, present):  # a DebugAnnotation
-            packets.varint(1, np.full(len(rows), number))
-            if isinstance(values, Labels):
-                packets.varint(17, values.codes[rows] + 1 + offset)
-                offset += len(values.table.texts)
-            elif isinstance(values, tuple):
-                for part in values:
-                    with packets.message(12):
-                        packets.varint(4, part[rows])
-            elif arg.decimals:
-                packets.doubles(5, values[rows] / 10.0**arg.decimals)
-            else:
-                packets.varint(4, values[rows])
+        if arg.per_row:
+            _annotation(packets, arg, number, rows, opening, int(offsets[number - 1]))
     if chunk.flow_in is not None:
         arrives = opening & (chunk.flow_in[rows] >= 0)
         packets.fixed64s(48, chunk.flow_in[rows][arrives], arrives.astype(np.int64))
     if chunk.flow_out is not None:
         counts, ids = chunk.flow_out
-        first = np.concatenate([[0], np.cumsum(counts)])
+        first_flow = np.concatenate([[0], np.cumsum(counts)])
         leaving = np.where(opening, counts[rows], 0)
-        picked = np.repeat(first[rows], leaving) + (
+        picked = np.repeat(first_flow[rows], leaving) + (
             np.arange(int(leaving.sum())) - np.repeat(np.cumsum(leaving) - leaving, leaving)
         )
         packets.fixed64s(47, ids[picked], leaving)
+
+
+def _shared_fields(
+    packets: Rows, chunk: Slices, rows: np.ndarray, opening: np.ndarray, shared: list[int], offsets: np.ndarray
+) -> None:
+    packets.varint(10, chunk.name.codes[rows] + 1, opening)
+    packets.varint(3, chunk.category.codes[rows] + 1, opening)
+    for number in shared:
+        _annotation(packets, chunk.args[number - 1], number, rows, opening, int(offsets[number - 1]))
+
+
+def _annotation(packets: Rows, arg: Arg, number: int, rows: np.ndarray, opening: np.ndarray, offset: int) -> None:
+    """A DebugAnnotation: the argument's interned name ``number`` and its value (a text: its interned id,
+    past ``offset``, the ids of the arguments' texts before it)."""
+    present = opening if arg.present is None else opening & arg.present[rows]
+    values = arg.values
+    with packets.message(4, present):
+        packets.varint(1, np.full(len(rows), number))
+        if isinstance(values, Labels):
+            packets.varint(17, values.codes[rows] + 1 + offset)
+        elif isinstance(values, tuple):
+            for part in values:
+                with packets.message(12):
+                    packets.varint(4, part[rows])
+        elif arg.decimals:
+            packets.doubles(5, values[rows] / 10.0**arg.decimals)
+        else:
+            packets.varint(4, values[rows])
+
+
+def _shared_columns(chunk: Slices, rows: np.ndarray, opening: np.ndarray, shared: list[int]) -> list[np.ndarray]:
+    """The columns that decide what ``_shared_fields`` writes in each row."""
+    columns = [opening, chunk.name.codes[rows], chunk.category.codes[rows]]
+    for number in shared:
+        arg = chunk.args[number - 1]
+        if arg.present is not None:
+            columns.append(arg.present[rows])
+        values = arg.values
+        if isinstance(values, Labels):
+            columns.append(values.codes[rows])
+        elif isinstance(values, tuple):
+            columns += [part[rows] for part in values]
+        else:
+            columns.append(values[rows])
+    return columns
+
+
+def _distinct(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray] | None:
+    """Each row's combination of ``columns``' values as a code, and each code's first row; None when the
+    combinations are too many to be worth sharing (over a fifth of the rows). Combinations are told apart
+    by a hash of the values, then checked value by value (a collision: None, and rows are written one by one)."""
+    count = len(columns[0])
+    key = np.zeros(count, dtype=np.uint64)
+    for column in columns:
+        key = key * _MIX + np.asarray(column).astype(np.uint64)
+    codes, uniques = pd.factorize(key)
+    if len(uniques) > count // 5 + 1:
+        return None
+    first = np.empty(len(uniques), dtype=np.int64)
+    first[codes[::-1]] = np.arange(count - 1, -1, -1)
+    if not all(np.array_equal(np.asarray(column)[first][codes], column) for column in columns):
+        return None
+    return codes, first
+
+
+_MIX = np.uint64(0x9E3779B97F4A7C15)  # an odd 64-bit multiplier (Fibonacci hashing): a key's bits all mix
 
 
 def _interned(chunk: Slices, rows: np.ndarray, names: list[str]) -> bytes:
@@ -282,7 +400,7 @@ def _interned(chunk: Slices, rows: np.ndarray, names: list[str]) -> bytes:
     every argument name."""
 
     def entries(number: int, labels: Labels, offset: int = 0, text: int = 2) -> bytes:
-        codes = np.unique(labels.codes[rows])
+        codes = np.flatnonzero(np.bincount(labels.codes[rows], minlength=len(labels.table.texts)))
         return b"".join(
             field(number, field(1, int(code) + 1 + offset) + field(text, labels.table.utf8[code])) for code in codes
         )

@@ -16,7 +16,7 @@ the few messages written once (descriptors, interned names) in plain Python.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import numpy as np
@@ -52,13 +52,13 @@ def field(number: int, value: int | float | str | bytes | None) -> bytes:
     return key(number, BYTES) + varint(len(data)) + data
 
 
-def varint_columns(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def varint_columns(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each value as a varint, a column each: (bytes, kept), ``width x rows`` (width: the largest value's
-    size; a smaller value keeps its first bytes)."""
+    size; a smaller value keeps its first bytes), and each value's size in bytes."""
     values = np.asarray(values).astype(np.uint64)
     width = len(varint(int(values.max()))) if len(values) else 1
     if width == 1:
-        return values.astype(np.uint8)[None, :], np.ones((1, len(values)), dtype=bool)
+        return values.astype(np.uint8)[None, :], np.ones((1, 1), dtype=bool), np.ones(1, dtype=np.int64)
     sizes = np.ones(len(values), dtype=np.int8)
     for shift in range(7, 7 * width, 7):
         sizes += values >= np.uint64(1 << shift)
@@ -66,31 +66,45 @@ def varint_columns(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     for index in range(width):
         seven[index] = (values >> np.uint64(7 * index)).astype(np.uint8) & 0x7F
         seven[index] |= (sizes > index + 1).view(np.uint8) << 7  # a byte follows: the high bit
-    return seven, np.arange(width, dtype=np.int8)[:, None] < sizes[None, :]
+    return seven, np.arange(width, dtype=np.int8)[:, None] < sizes[None, :], sizes
 
 
 class Rows:
     """Messages of ``count`` rows built field by field (in the order they are written), then ``encode``d.
     Blocks are field-major (``width x rows``: each field's bytes made a column at a time), turned to rows
-    once, at the end."""
+    once, at the end. A block's ``kept`` may be one column, the same for every row it is in."""
 
     def __init__(self, count: int):
         self.count = count
         self.blocks: list[np.ndarray] = []
         self.kept: list[np.ndarray] = []
+        self.rows_first: list[bool] = []
         self.lengths = np.zeros(count, dtype=np.int64)  # bytes kept so far, per row
-        self.present = [np.ones(count, dtype=bool)]  # the rows the innermost open message is in
+        self.present: list[np.ndarray | None] = [None]  # the rows the innermost open message is in (None: all)
 
-    def _add(self, block: np.ndarray, kept: np.ndarray, present: np.ndarray | None, at: int | None = None) -> None:
-        mine = self.present[-1] if present is None else self.present[-1] & present
-        kept = kept & mine[None, :]
-        if at is None:
-            self.blocks.append(block)
-            self.kept.append(kept)
+    def _add(
+        self,
+        block: np.ndarray,
+        kept: np.ndarray,
+        present: np.ndarray | None,
+        at: int | None = None,
+        sizes: np.ndarray | None = None,
+        rows_first: bool = False,
+    ) -> None:
+        """``sizes``: each row's kept bytes where the caller knows them (a varint's sizes); ``rows_first``: the
+        block and its kept are ``rows x width`` (a template's rows taken whole)."""
+        outer = self.present[-1]
+        mine = outer if present is None else present if outer is None else outer & present
+        if mine is not None:
+            kept = kept & (mine[:, None] if rows_first else mine[None, :])
+        at = len(self.blocks) if at is None else at
+        self.blocks.insert(at, block)
+        self.kept.insert(at, kept)
+        self.rows_first.insert(at, rows_first)
+        if sizes is not None:
+            self.lengths += sizes if mine is None else sizes * mine
         else:
-            self.blocks.insert(at, block)
-            self.kept.insert(at, kept)
-        self.lengths += kept.sum(axis=0) if len(kept) > 1 else kept[0]
+            self.lengths += kept.sum(axis=0, dtype=np.int64) if len(kept) > 1 else kept[0]
 
     def constant(self, data: bytes, present: np.ndarray | None = None, at: int | None = None) -> None:
         block = np.broadcast_to(np.frombuffer(data, dtype=np.uint8)[:, None], (len(data), self.count))
@@ -99,7 +113,11 @@ class Rows:
     def varint(self, number: int, values: np.ndarray, present: np.ndarray | None = None) -> None:
         """A varint field (``present``: the rows that have it)."""
         self.constant(key(number, VARINT), present)
-        self._add(*varint_columns(values), present)
+        outer = self.present[-1]
+        mine = outer if present is None else present if outer is None else outer & present
+        # rows without the field hold no bytes of it: their values do not widen the block (-1 takes 10 bytes)
+        block, kept, sizes = varint_columns(values if mine is None else np.where(mine, values, 0))
+        self._add(block, kept, present, sizes=sizes)
 
     def doubles(self, number: int, values: np.ndarray, present: np.ndarray | None = None) -> None:
         self.constant(key(number, FIXED64), present)
@@ -123,36 +141,71 @@ class Rows:
         kept = np.repeat(held, len(head) + 8, axis=0)
         self._add(block.reshape(-1, self.count), kept, None)
 
+    def gather(self, template: Rows, codes: np.ndarray) -> None:
+        """Each row's bytes of ``template`` (rows encoded once each, for what many rows share): row
+        ``template[codes[i]]`` becomes part of row i, one take of whole rows for every field it holds."""
+        body, lengths = template.encode(), template.lengths
+        width = int(lengths.max()) if len(lengths) else 0
+        if not width:
+            return
+        starts = np.cumsum(lengths) - lengths
+        table = np.zeros((len(lengths), width), dtype=np.uint8)
+        table[np.repeat(np.arange(len(lengths)), lengths), np.arange(len(body)) - np.repeat(starts, lengths)] = body
+        sizes = lengths[codes]
+        kept = np.arange(width)[None, :] < sizes[:, None]
+        self._add(table[codes], kept, None, sizes=sizes, rows_first=True)
+
     @contextmanager
     def message(self, number: int, present: np.ndarray | None = None) -> Iterator[None]:
         """A length-delimited field holding what is written inside the block (``present``: its rows)."""
         at, before = len(self.blocks), self.lengths.copy()
-        mine = self.present[-1] if present is None else self.present[-1] & present
+        outer = self.present[-1]
+        mine = outer if present is None else present if outer is None else outer & present
         self.present.append(mine)
         try:
             yield
         finally:
             self.present.pop()
-        self._add(*varint_columns(self.lengths - before), mine, at)
+        block, kept, sizes = varint_columns(self.lengths - before)
+        self._add(block, kept, mine, at, sizes)
         self.constant(key(number, BYTES), mine, at)
 
     def encode(self) -> np.ndarray:
-        """Every row's bytes, one after another: the blocks stacked, turned to rows, the kept bytes taken."""
+        """Every row's bytes, one after another: the blocks side by side, a row each (field-major blocks
+        stacked and turned to rows a run at a time), the kept bytes taken."""
         if not self.blocks:
             return np.zeros(0, dtype=np.uint8)
-        data = np.ascontiguousarray(np.vstack(self.blocks).T)
-        kept = np.ascontiguousarray(np.vstack([np.broadcast_to(k, (len(k), self.count)) for k in self.kept]).T)
+        datas, kepts, run = [], [], []
+        for index, rows_first in enumerate([*self.rows_first, True]):
+            if not rows_first:
+                run.append(index)
+                continue
+            if run:
+                datas.append(np.vstack([self.blocks[item] for item in run]).T)
+                kepts.append(
+                    np.vstack([np.broadcast_to(self.kept[item], (len(self.kept[item]), self.count)) for item in run]).T
+                )
+                run = []
+            if index < len(self.blocks):
+                datas.append(self.blocks[index])
+                kepts.append(self.kept[index])
+        data = np.ascontiguousarray(np.hstack(datas)) if len(datas) > 1 else np.ascontiguousarray(datas[0])
+        kept = np.ascontiguousarray(np.hstack(kepts)) if len(kepts) > 1 else np.ascontiguousarray(kepts[0])
         return data[kept]
 
 
-def deflated(packets: np.ndarray, ends: np.ndarray) -> bytes:
+def deflated(packets: np.ndarray, ends: np.ndarray, mapped: Callable = map) -> bytes:
     """Whole ``Trace.packet`` fields (``ends``: where each ends in ``packets``) as ``compressed_packets``
-    packets of about ``DEFLATE_INPUT`` bytes each, zlib-deflated, as Perfetto's own service writes them."""
+    packets of about ``DEFLATE_INPUT`` bytes each, zlib-deflated, as Perfetto's own service writes them;
+    ``mapped``: how the pieces are compressed (a thread pool's ``map``: zlib runs without the GIL)."""
     if not len(packets):
         return b""
     marks = np.arange(DEFLATE_INPUT, int(ends[-1]), DEFLATE_INPUT)
     cuts = np.unique(np.concatenate([[0], ends[np.minimum(np.searchsorted(ends, marks), len(ends) - 1)], ends[-1:]]))
     data = memoryview(packets.data)
-    return b"".join(
-        field(1, field(50, zlib.compress(data[start:end], DEFLATE_LEVEL))) for start, end in zip(cuts[:-1], cuts[1:])
-    )
+    pieces = [data[start:end] for start, end in zip(cuts[:-1], cuts[1:])]
+    return b"".join(field(1, field(50, piece)) for piece in mapped(_deflate, pieces))
+
+
+def _deflate(piece: memoryview) -> bytes:
+    return zlib.compress(piece, DEFLATE_LEVEL)

@@ -104,12 +104,12 @@ def gpu_op_events(
     args = (
         Arg("device", device),
         Arg("stream", stream),
-        Arg("correlation", correlation, correlation != NOT_RECORDED),
+        Arg("correlation", correlation, correlation != NOT_RECORDED, per_row=True),
         Arg("grid", dims[:3], is_kernel),
         Arg("block", dims[3:], is_kernel),
         Arg("registers per thread", registers, is_kernel & (registers != NOT_RECORDED)),
         Arg("shared memory", shared, is_kernel & (shared != NOT_RECORDED)),
-        Arg("bytes", ops["bytes"].to_numpy(), ~is_kernel),
+        Arg("bytes", ops["bytes"].to_numpy(), ~is_kernel, per_row=True),
         *extra,
         Arg("category", category),
     )
@@ -145,7 +145,7 @@ def launch_events(
             tid[rows],
             start[rows],
             duration[rows],
-            (Arg("correlation", correlation[rows]),),
+            (Arg("correlation", correlation[rows], per_row=True),),
             flow_out=(flow_counts[rows], flow_ids[first_flow[rows.start] : first_flow[rows.stop]]),
         )
 

@@ -329,7 +329,7 @@ def _op_args(trace: Trace, op_rows: np.ndarray) -> list[Arg]:
         present = np.zeros(len(trace.gpu_ops), dtype=bool)
         values[frame["op"].to_numpy()] = np.round(frame[column].to_numpy(np.float64) * 1000).astype(np.int64)
         present[frame["op"].to_numpy()] = True
-        args.append(Arg(name, values[op_rows], present[op_rows], decimals=3))
+        args.append(Arg(name, values[op_rows], present[op_rows], decimals=3, per_row=table == "copy_rates"))
     return args
 
 

@@ -55,12 +55,12 @@ def collective_instances(trace: Trace) -> pd.DataFrame:
     # the categorical compared by its codes, not a million names turned to text
     rows = np.flatnonzero((ops["kind"] == "kernel").to_numpy() & (names["library"] != "").to_numpy())
     args = _args_of(trace, rows)
-    operation = names["operation"].astype(object).to_numpy()[rows]
+    operation = names["operation"].iloc[rows].astype(object).to_numpy()  # (the rows first: a few of a million)
     recorded = args["collective"].to_numpy(object)
     operation = np.where(pd.isna(operation), recorded, operation)
     # per row by mapping (a few distinct values), not a Python loop over the collectives
     dtype = pd.Series(args["dtype"].to_numpy(object)).map(TORCH_DTYPES).to_numpy(object)
-    dtype = np.where(pd.isna(dtype), names["dtype"].astype(object).to_numpy()[rows], dtype)
+    dtype = np.where(pd.isna(dtype), names["dtype"].iloc[rows].astype(object).to_numpy(), dtype)
     size = pd.Series(dtype).map(DTYPE_BYTES).fillna(0).to_numpy(np.int64)
     gathers = pd.Series(recorded).isin(OUTPUT_SIZED).to_numpy() | (operation == "AllGather")
     elements = np.where(gathers, args["out_elements"].to_numpy(), args["in_elements"].to_numpy())

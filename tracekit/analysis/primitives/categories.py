@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis.primitives.attention_patterns import attention_spans
-from tracekit.model.derived import per_trace
+from tracekit.model.derived import kept_per_trace, per_trace
 from tracekit.model.kernel_names import rule_text
 from tracekit.model.trace import Trace
 
@@ -116,7 +116,7 @@ def categorize_ops(ops: pd.DataFrame) -> pd.Categorical:
     return pd.Categorical.from_codes(category_codes, categories=CATEGORIES)
 
 
-@per_trace
+@kept_per_trace
 def op_categories(trace: Trace) -> np.ndarray:
     """Category codes (indices into CATEGORIES) of a trace's GPU ops, computed once per trace (read-only):
     each by its name, except the kernels of attention computed as separate kernels (matmul -> softmax ->

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from tracekit.model.derived import per_trace
+from tracekit.model.derived import kept_per_trace
 from tracekit.model.schema import UNKNOWN_PID, UNREADABLE_PID
 from tracekit.model.trace import Trace
 
@@ -45,7 +45,7 @@ def op_launches(trace: Trace) -> OpLaunches:
     return launches
 
 
-@per_trace
+@kept_per_trace
 def _join_launches(trace: Trace) -> OpLaunches:
     ops, calls = trace.columns("gpu_ops", ATTRIBUTION_COLUMNS), trace.launches
     n = len(ops)

@@ -44,7 +44,7 @@ from tracekit.analysis.stats import grouped_describe
 from tracekit.analysis.waits.idle_command import IdleOptions
 from tracekit.analysis.waits.launches import api_name
 from tracekit.analysis.waits.syncs import BLOCKING
-from tracekit.model.derived import per_trace
+from tracekit.model.derived import kept_per_trace
 from tracekit.model.result import Result, Table
 from tracekit.model.trace import Trace
 
@@ -92,7 +92,7 @@ def idle_gaps(
     return _idle_gaps(trace, per_stream, overhead_max_ns, window)
 
 
-@per_trace
+@kept_per_trace
 def _cached_gaps(trace: Trace, per_stream: bool, overhead_max_ns: int) -> pd.DataFrame:
     """The whole trace's gaps, computed once per trace and choice of options (each caller's frame its own)."""
     return _idle_gaps(trace, per_stream, overhead_max_ns, None)
