@@ -213,7 +213,8 @@ def python_events(calls: pd.DataFrame, place: Place) -> Iterator[Slices]:
     pid, tid = place.host_pid(calls["pid"].to_numpy()), calls["tid"].to_numpy()
     start, duration = place.time(calls["start"].to_numpy()), calls["duration"].to_numpy()
     ids = {name: calls[column].to_numpy() for column, name in PYTHON_ARGS.items()}
-    args = tuple(Arg(name, values, values != NOT_RECORDED) for name, values in ids.items())
+    # each call's ids its own (the module id repeats, but rides along: a few per trace)
+    args = tuple(Arg(name, values, values != NOT_RECORDED, per_row=True) for name, values in ids.items())
     for rows in slices(len(calls)):
         chunk_args = tuple(arg[rows] for arg in args)
         yield Slices(category[rows], names[rows], pid[rows], tid[rows], start[rows], duration[rows], chunk_args)
