@@ -31,7 +31,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-import tracekit
 from tracekit.errors import TracekitError
 from tracekit.model.derived import PERSISTED, frozen
 from tracekit.session import current, in_this_context
@@ -44,7 +43,7 @@ _WRITING = threading.Lock()
 @functools.cache
 def code_digest() -> str:
     """A digest of every tracekit source file and the versions of numpy and pandas (~10 ms, once)."""
-    root = Path(tracekit.__file__).parent
+    root = Path(__file__).resolve().parents[1]  # the tracekit package
     digest = hashlib.sha256(f"numpy {np.__version__} pandas {pd.__version__}".encode())
     for path in sorted(root.rglob("*.py")):
         digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
