@@ -11,7 +11,7 @@ import pytest
 from helpers.nsys_builder import ExportBuilder
 from helpers.perfetto_decode import from_json, from_protobuf
 
-from tracekit.trace_events import perfetto
+from tracekit.trace_events import perfetto, track_event_fields
 from tracekit.trace_events.writer import timeline as write_timeline
 
 pytest.importorskip("perfetto.protos.perfetto.trace.perfetto_trace_pb2", reason="pip install -e '.[test]'")
@@ -36,14 +36,16 @@ def _export(path, *, overlap: bool = False, distinct_grids: bool = False):
 
 
 def _spy(monkeypatch, name: str) -> list:
+    """What each call of the encoder's function ``name`` returned, from now on."""
+    module = perfetto if hasattr(perfetto, name) else track_event_fields
     results: list = []
-    original = getattr(perfetto, name)
+    original = getattr(module, name)
 
     def spying(*args, **kwargs):
         results.append(original(*args, **kwargs))
         return results[-1]
 
-    monkeypatch.setattr(perfetto, name, spying)
+    monkeypatch.setattr(module, name, spying)
     return results
 
 
@@ -54,7 +56,7 @@ def test_the_shortcuts_write_the_bytes_of_the_general_layout(tmp_path, monkeypat
     assert any(order is not None for order in flat) and any(codes is not None for codes in distinct)
     monkeypatch.setattr(perfetto, "_flat_order", lambda chunk, track: None)
     sorted_events = write_timeline([export], tmp_path / "sorted.pftrace").path.read_bytes()
-    monkeypatch.setattr(perfetto, "_distinct", lambda columns: None)
+    monkeypatch.setattr(track_event_fields, "_distinct", lambda columns: None)
     row_by_row = write_timeline([export], tmp_path / "rows.pftrace").path.read_bytes()
     assert fast == sorted_events == row_by_row
     assert from_protobuf(tmp_path / "fast.pftrace") == from_json(write_timeline([export], tmp_path / "t.json").path)
@@ -63,7 +65,7 @@ def test_the_shortcuts_write_the_bytes_of_the_general_layout(tmp_path, monkeypat
 def test_combinations_a_hash_confuses_are_written_row_by_row(tmp_path, monkeypatch):
     export = _export(tmp_path / "t.sqlite")
     fast = write_timeline([export], tmp_path / "fast.pftrace").path.read_bytes()
-    monkeypatch.setattr(perfetto, "_MIX", np.uint64(0))  # every key is its last column alone: collisions
+    monkeypatch.setattr(track_event_fields, "_MIX", np.uint64(0))  # every key is its last column alone: collisions
     distinct = _spy(monkeypatch, "_distinct")
     confused = write_timeline([export], tmp_path / "confused.pftrace").path.read_bytes()
     assert None in distinct and confused == fast

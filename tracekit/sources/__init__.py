@@ -11,6 +11,7 @@ snapshot or a run folder's. Anything else gets one line saying what it looks lik
 ``kineto/``    torch.profiler (Kineto) JSON traces
 ``snapshot/``  CUDA memory snapshots
 ``cache``      column files of a large export's tables, valid while the export is unchanged
+``derived_cache`` what analyses derive from those tables (launch join, categories, idle gaps), kept beside them
 ``short_names`` the short_name column from the name column, the same for every reader
 ``input_paths`` which files the inputs are: paths, globs and folders expanded; labels, ranks in names
 ``distinct``    inputs given twice (one file spelled or linked two ways, one trace) read once, and said

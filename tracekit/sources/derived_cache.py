@@ -34,7 +34,6 @@ import pandas as pd
 from tracekit.errors import TracekitError
 from tracekit.model.derived import PERSISTED, frozen
 from tracekit.session import current, in_this_context
-from tracekit.sources.cache import TableCache, checksum
 
 FOLDER = "derived"
 _WRITING = threading.Lock()
@@ -51,21 +50,22 @@ def code_digest() -> str:
 
 
 class DerivedCache:
-    """The kept values of one export (its ``TableCache``)."""
+    """The kept values of one export, in its table cache's ``folder`` while ``usable()`` (the folder is the
+    cache's own, its key the export's now); ``checksum``: the table cache's checksum of an array's bytes."""
 
-    def __init__(self, tables: TableCache):
-        self.tables = tables
+    def __init__(self, folder: Path, usable: Callable[[], bool], checksum: Callable[[np.ndarray], str]):
+        self.folder, self.usable, self.checksum = folder, usable, checksum
 
     def _folder(self, key: tuple) -> Path:
         name, *inputs = key
         digest = hashlib.sha256(repr((name, tuple(inputs), code_digest())).encode()).hexdigest()[:20]
-        return self.tables.folder / FOLDER / f"{name.rsplit('.', 1)[-1].lstrip('_')}-{digest}"
+        return self.folder / FOLDER / f"{name.rsplit('.', 1)[-1].lstrip('_')}-{digest}"
 
     def load(self, key: Hashable) -> tuple[Any, list[str]] | None:
         """(value, notes) kept under ``key``, or None (none kept, or not readable: computed again)."""
         if not isinstance(key, tuple) or key[0] not in PERSISTED:
             return None
-        if not self.tables._ours() or not self.tables._valid():
+        if not self.usable():
             return None
         folder = self._folder(key)
         try:
@@ -73,7 +73,7 @@ class DerivedCache:
             arrays = {}
             for name, stored in layout["arrays"].items():
                 values = np.load(folder / stored["file"], allow_pickle=False)
-                if checksum(values) != stored["checksum"]:
+                if self.checksum(values) != stored["checksum"]:
                     raise ValueError(f"{name}: its checksum does not match")
                 categories = stored.get("categories")
                 arrays[name] = (
@@ -92,7 +92,7 @@ class DerivedCache:
         """Keep ``value`` (an array, a frame of numbers and categories, or a dataclass of arrays), written on
         the session's write-behind thread; a value of another shape, or a cache that cannot be written, is
         not kept."""
-        if not isinstance(key, tuple) or key[0] not in PERSISTED or not self.tables._valid():
+        if not isinstance(key, tuple) or key[0] not in PERSISTED or not self.usable():
             return
         parts = _parts(value)
         if parts is None:
@@ -102,7 +102,7 @@ class DerivedCache:
 
         def write() -> None:
             with _WRITING:
-                _write(folder, kind, arrays, extra, notes)
+                _write(folder, kind, arrays, extra, notes, self.checksum)
 
         session = current()
         if not session.write_behind:
@@ -157,7 +157,9 @@ def _value(kind: str, arrays: dict, layout: dict, compute: Callable) -> Any:
     raise ValueError(f"unknown kind {kind!r}")
 
 
-def _write(folder: Path, kind: str, arrays: dict, extra: dict, notes: list[str]) -> None:
+def _write(
+    folder: Path, kind: str, arrays: dict, extra: dict, notes: list[str], checksum: Callable[[np.ndarray], str]
+) -> None:
     partial = folder.parent / f".{folder.name}.{uuid.uuid4().hex[:8]}.partial"
     try:
         partial.mkdir(parents=True)

@@ -9,6 +9,7 @@ trace-event JSON that chrome://tracing and TensorBoard open too, written as a st
 ``json_format``  the columns as Chrome trace-event JSON
 ``perfetto``  the columns as Perfetto's protobuf packets (interned names, incremental clocks)
 ``protobuf``  protobuf messages a column at a time (numpy: no Python object per event)
+``track_event_fields``  what a slice's begin carries (name, category, arguments, arrows), shared combinations once
 ``clock``   several inputs on one clock: each by its absolute time base, else by its first step
 ``text``    event text a column at a time (Arrow string kernels), exact decimal microseconds
 ``window``  which stretch of a trace to write: ms from its start, a step, an instance of a range

@@ -22,11 +22,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import IO
 
 import numpy as np
-import pandas as pd
 
 from tracekit.session import in_this_context
-from tracekit.trace_events.events import Arg, Counters, Labels, Metadata, Slices, Track
+from tracekit.trace_events.events import Counters, Labels, Metadata, Slices, Track
 from tracekit.trace_events.protobuf import Rows, deflated, field
+from tracekit.trace_events.track_event_fields import opening_fields
 
 BOOTTIME = 6  # Perfetto's default trace clock, which the file's ns are
 INCREMENTAL = 64  # the first sequence-scoped clock id: each packet's time is a delta on its sequence
@@ -148,7 +148,7 @@ class PerfettoSink:
         descriptors = self.pending
 
         def assemble() -> tuple[np.ndarray, np.ndarray]:
-            body, lengths = _events(chunk, rows, kind, delta, sequence, names, after, closes)
+            body, lengths = _events(chunk, rows, kind, delta, sequence, after, closes)
             offsets = np.concatenate([[0], np.cumsum(lengths)])
             pieces = [np.frombuffer(descriptors, dtype=np.uint8)]
             sizes = [np.array([len(descriptors)], dtype=np.int64)]  # (descriptors: one piece, never cut)
@@ -243,22 +243,22 @@ def _events(
     kind: np.ndarray,
     delta: np.ndarray,
     sequence: np.ndarray,
-    names: list[str],
     after: np.ndarray,
     closes: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The packets of events ``rows`` of ``chunk`` (a begin, end or instant each, ``kind``; ``closes``: the
-    slice's end follows, ``after`` ns later), and each one's length. A slice leaving many arrows (a graph launch's call) widens every row of its byte matrix: such
-    rows are laid out apart, grouped by their number of arrows to within 2x, and put back in order."""
+    slice's end follows, ``after`` ns later), and each one's length. A slice leaving many arrows (a graph
+    launch's call) widens every row of its byte matrix: such rows are laid out apart, grouped by their
+    number of arrows to within 2x, and put back in order."""
     leaving = np.zeros(len(rows), dtype=np.int64)
     if chunk.flow_out is not None:
         leaving = np.where(kind != END, chunk.flow_out[0][rows], 0)
     group = np.where(leaving > FEW_ARROWS, np.ceil(np.log2(np.maximum(leaving, 1))), 0).astype(np.int64)
     if not group.any():
-        return _packets(chunk, rows, kind, delta, sequence, names, after, closes)
+        return _packets(chunk, rows, kind, delta, sequence, after, closes)
     parts = [np.flatnonzero(group == value) for value in np.unique(group)]
     encoded = [
-        _packets(chunk, rows[mine], kind[mine], delta[mine], sequence[mine], names, after[mine], closes[mine])
+        _packets(chunk, rows[mine], kind[mine], delta[mine], sequence[mine], after[mine], closes[mine])
         for mine in parts
     ]
     lengths = np.zeros(len(rows), dtype=np.int64)
@@ -278,7 +278,6 @@ def _packets(
     kind: np.ndarray,
     delta: np.ndarray,
     sequence: np.ndarray,
-    names: list[str],
     after: np.ndarray,
     closes: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -288,111 +287,13 @@ def _packets(
         packets.varint(10, sequence)
         with packets.message(11):  # its TrackEvent
             packets.varint(9, kind)
-            _opening_fields(packets, chunk, rows, kind != END, names)
+            opening_fields(packets, chunk, rows, kind != END)
     with packets.message(1, closes):  # the slice's end
         packets.varint(8, after)
         packets.varint(10, sequence)
         with packets.message(11):
             packets.varint(9, np.full(len(rows), END))
     return packets.encode(), packets.lengths
-
-
-def _opening_fields(packets: Rows, chunk: Slices, rows: np.ndarray, opening: np.ndarray, names: list[str]) -> None:
-    """What a begin (or instant) carries: name, category, arguments, arrows; an end carries none. What many
-    rows share (a kernel's name, category, grid, block, ...: every argument not ``per_row``) is encoded once
-    per distinct combination and copied into each row (``Rows.gather``); the rest row by row."""
-    offsets = np.cumsum(
-        [0] + [len(arg.values.table.texts) if isinstance(arg.values, Labels) else 0 for arg in chunk.args]
-    )
-    shared = [number for number, arg in enumerate(chunk.args, start=1) if not arg.per_row]
-    distinct = _distinct(_shared_columns(chunk, rows, opening, shared))
-    if distinct is None:
-        _shared_fields(packets, chunk, rows, opening, shared, offsets)
-    else:
-        codes, first = distinct
-        template = Rows(len(first))
-        _shared_fields(template, chunk, rows[first], opening[first], shared, offsets)
-        packets.gather(template, codes)
-    for number, arg in enumerate(chunk.args, start=1):
-        if arg.per_row:
-            _annotation(packets, arg, number, rows, opening, int(offsets[number - 1]))
-    if chunk.flow_in is not None:
-        arrives = opening & (chunk.flow_in[rows] >= 0)
-        packets.fixed64s(48, chunk.flow_in[rows][arrives], arrives.astype(np.int64))
-    if chunk.flow_out is not None:
-        counts, ids = chunk.flow_out
-        first_flow = np.concatenate([[0], np.cumsum(counts)])
-        leaving = np.where(opening, counts[rows], 0)
-        picked = np.repeat(first_flow[rows], leaving) + (
-            np.arange(int(leaving.sum())) - np.repeat(np.cumsum(leaving) - leaving, leaving)
-        )
-        packets.fixed64s(47, ids[picked], leaving)
-
-
-def _shared_fields(
-    packets: Rows, chunk: Slices, rows: np.ndarray, opening: np.ndarray, shared: list[int], offsets: np.ndarray
-) -> None:
-    packets.varint(10, chunk.name.codes[rows] + 1, opening)
-    packets.varint(3, chunk.category.codes[rows] + 1, opening)
-    for number in shared:
-        _annotation(packets, chunk.args[number - 1], number, rows, opening, int(offsets[number - 1]))
-
-
-def _annotation(packets: Rows, arg: Arg, number: int, rows: np.ndarray, opening: np.ndarray, offset: int) -> None:
-    """A DebugAnnotation: the argument's interned name ``number`` and its value (a text: its interned id,
-    past ``offset``, the ids of the arguments' texts before it)."""
-    present = opening if arg.present is None else opening & arg.present[rows]
-    values = arg.values
-    with packets.message(4, present):
-        packets.varint(1, np.full(len(rows), number))
-        if isinstance(values, Labels):
-            packets.varint(17, values.codes[rows] + 1 + offset)
-        elif isinstance(values, tuple):
-            for part in values:
-                with packets.message(12):
-                    packets.varint(4, part[rows])
-        elif arg.decimals:
-            packets.doubles(5, values[rows] / 10.0**arg.decimals)
-        else:
-            packets.varint(4, values[rows])
-
-
-def _shared_columns(chunk: Slices, rows: np.ndarray, opening: np.ndarray, shared: list[int]) -> list[np.ndarray]:
-    """The columns that decide what ``_shared_fields`` writes in each row."""
-    columns = [opening, chunk.name.codes[rows], chunk.category.codes[rows]]
-    for number in shared:
-        arg = chunk.args[number - 1]
-        if arg.present is not None:
-            columns.append(arg.present[rows])
-        values = arg.values
-        if isinstance(values, Labels):
-            columns.append(values.codes[rows])
-        elif isinstance(values, tuple):
-            columns += [part[rows] for part in values]
-        else:
-            columns.append(values[rows])
-    return columns
-
-
-def _distinct(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray] | None:
-    """Each row's combination of ``columns``' values as a code, and each code's first row; None when the
-    combinations are too many to be worth sharing (over a fifth of the rows). Combinations are told apart
-    by a hash of the values, then checked value by value (a collision: None, and rows are written one by one)."""
-    count = len(columns[0])
-    key = np.zeros(count, dtype=np.uint64)
-    for column in columns:
-        key = key * _MIX + np.asarray(column).astype(np.uint64)
-    codes, uniques = pd.factorize(key)
-    if len(uniques) > count // 5 + 1:
-        return None
-    first = np.empty(len(uniques), dtype=np.int64)
-    first[codes[::-1]] = np.arange(count - 1, -1, -1)
-    if not all(np.array_equal(np.asarray(column)[first][codes], column) for column in columns):
-        return None
-    return codes, first
-
-
-_MIX = np.uint64(0x9E3779B97F4A7C15)  # an odd 64-bit multiplier (Fibonacci hashing): a key's bits all mix
 
 
 def _interned(chunk: Slices, rows: np.ndarray, names: list[str]) -> bytes:
