@@ -234,8 +234,9 @@ def test_a_snapshot_is_a_memory_counter_on_the_trace_clock(export, tmp_path):
     snapshot.segment(0x0, 64 * MIB, [])
     path = snapshot.dump(tmp_path / "memory.pickle")
     events = events_of(tracekit.timeline(export, tmp_path / "t.json", memory=path))
-    counters = [(e["ts"], e["args"]["allocated"], e["args"]["reserved"]) for e in events if e["ph"] == "C"]
-    assert {e["pid"] for e in events if e["ph"] == "C"} == {GPU_BASE}
+    memory = [e for e in events if e["ph"] == "C" and e["name"] == "memory (MiB)"]
+    counters = [(e["ts"], e["args"]["allocated"], e["args"]["reserved"]) for e in memory]
+    assert {e["pid"] for e in memory} == {GPU_BASE}
     assert counters[0] == (1000.0, 0.0, 64.0) and (1005.0, 3.0, 64.0) in counters and counters[-1][:2] == (1020.0, 0.0)
     late = SnapshotBuilder()
     late.alloc(0x1000, MIB, EPOCH_US + 10**9, stack("model.py:3 forward"))  # 1,000 s later: another run's

@@ -28,7 +28,7 @@ def timeline(
 ) -> Path:
     """Write ``traces`` as one Chrome trace-event file (``.json``/``.json.gz``) for Perfetto UI, chrome://tracing
     and TensorBoard: GPU ops per stream, idle gaps by cause, ranges and API calls per thread, launch arrows,
-    steps; ranks each a process group. A window: ``start_ms``/``end_ms`` from the first event, the
+    steps, counters of each stream's launch queue and each GPU's copy bandwidth; ranks each a process group. A window: ``start_ms``/``end_ms`` from the first event, the
     ``step``-th step (from 1), or instance ``instance`` (from 0) of ``range``. ``memory``: a snapshot drawn
     as allocated and reserved MiB. ``sequences``: a track per GPU for each of that many kernel sequences seen
     most often (``sequences``'s windows of 3 kernels). Returns the file written, whole or not at all.

@@ -52,7 +52,8 @@ def timeline(traces, output, start_ms, end_ms, step, range, instance, memory, se
     """Write TRACES as one timeline file that Perfetto UI (ui.perfetto.dev), chrome://tracing and
     TensorBoard open: each GPU a process with a track per stream and a track of its idle gaps coloured
     by cause, each host thread its NVTX or record_function ranges and CUDA API calls, an arrow from each
-    launch to its GPU op, the training steps, and the GPU's memory when there is a snapshot. Several
+    launch to its GPU op, the training steps, counters of each stream's launch queue and each GPU's copy
+    bandwidth (HolisticTraceAnalysis's), and the GPU's memory when there is a snapshot. Several
     traces (ranks): one file, a process group per rank, on one clock (each trace's wall-clock start;
     one that has none is aligned on its first step). torch.profiler readers read the JSON back (its
     GPU ops carry their device, stream and correlation).

@@ -15,4 +15,5 @@ trace-event JSON that chrome://tracing and TensorBoard open too, written as a st
 ``window``  which stretch of a trace to write: ms from its start, a step, an instance of a range
 ``sequence_track``  the kernel sequences a trace repeats as tracks, an occurrence a slice
 ``collective_track``  collectives per process group as tracks: each one's wait for the last peer, then its transfer
+``counter_tracks``  counters per GPU: each stream's launch-queue length, each direction's copy bandwidth (HTA's)
 """

@@ -33,6 +33,7 @@ from tracekit.session import in_this_context
 from tracekit.trace_events import tracks
 from tracekit.trace_events.clock import Clock
 from tracekit.trace_events.collective_track import collective_slices
+from tracekit.trace_events.counter_tracks import bandwidth_counters, queue_counters
 from tracekit.trace_events.events import Arg, Counters, Metadata, Slices
 from tracekit.trace_events.json_format import header_fields
 from tracekit.trace_events.sequence_track import sequence_events, sequence_slices, sequence_track_names
@@ -300,6 +301,8 @@ def _events(
             collectives.drop(columns=["track"]), place.gpu_pid, "tracekit_collective", place.offset
         )
     )
+    yield from (("queue counters", events) for events in queue_counters(trace, window, place))
+    yield from (("bandwidth counters", events) for events in bandwidth_counters(trace, window, place))
     if snapshot is not None:
         counters = memory_on_trace(snapshot, trace)
         if isinstance(counters, str):
