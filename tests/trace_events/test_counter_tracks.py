@@ -213,3 +213,17 @@ def test_the_counters_equal_htas(path, tmp_path, monkeypatch):
             continue
         tolerance = 0 if key[1] == "Queue Length" else 5e-4 + 1e-9  # GB/s written to three decimals
         assert all(abs(mine[1] - hta[1]) <= tolerance for mine, hta in zip(got, expected)), key
+
+
+def test_a_counter_written_in_several_chunks_is_one_track(tmp_path, monkeypatch):
+    """A stream's queue of 6 changes, 2 rows a chunk: one Perfetto counter track, not one per chunk."""
+    from tracekit.trace_events import tracks
+
+    monkeypatch.setattr(tracks, "ROWS", 2)
+    path = tracekit.timeline(queued(tmp_path / "q.sqlite"), tmp_path / "t.pftrace")
+    pb = pytest.importorskip("perfetto.protos.perfetto.trace.perfetto_trace_pb2")
+    trace = pb.Trace()
+    trace.ParseFromString(path.read_bytes())
+    names = [p.track_descriptor.name for p in trace.packet if p.HasField("track_descriptor")]
+    assert names.count("stream 7 Queue Length") == 1
+    assert len(counters_of(from_protobuf(path), "stream 7 Queue Length")) == 6

@@ -134,12 +134,7 @@ def test_the_events_are_compressed_packets(tmp_path):
         (write_timeline([two_steps(tmp_path / "steps.sqlite")], tmp_path / "t.pftrace")).path.read_bytes()
     )
     kinds = [packet.WhichOneof("data") for packet in trace.packet]
-    assert {"track_descriptor", "compressed_packets"} <= set(kinds)
-    assert all(
-        kind in ("track_descriptor", "compressed_packets")
-        or (packet.sequence_flags & 1 and not packet.HasField("track_event"))
-        for packet, kind in zip(trace.packet, kinds)
-    )
+    assert set(kinds) == {"track_descriptor", "compressed_packets"}
     compressed = [packet for packet, kind in zip(trace.packet, kinds) if kind == "compressed_packets"]
     inner = pb.Trace()
     inner.ParseFromString(zlib.decompress(compressed[0].compressed_packets))

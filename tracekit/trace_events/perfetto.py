@@ -49,6 +49,7 @@ class PerfettoSink:
         self.uuids: dict[tuple[int, int | None], int] = {}
         self.sequences = 0
         self.pool: ThreadPoolExecutor | None = None
+        self.counters: dict[tuple[int, str], int] = {}  # (pid, track name) -> a counter track's uuid
 
     def header(self, fields: dict) -> None:
         pass  # torch.profiler's header fields have no place in the protobuf format
@@ -169,16 +170,17 @@ class PerfettoSink:
             return []
         pieces: list[Encoded] = []
         scale = 10.0**counters.decimals
+        order = np.argsort(counters.times, kind="stable")
+        times = counters.times[order]
         for name, values in counters.series.items():
-            process = self._track(Track(counters.pid, None, "", 0))
-            uuid = len(self.uuids) + 1
-            self.uuids[(counters.pid, -uuid)] = uuid  # a counter track is no (pid, tid) track
-            descriptor = (
-                field(1, uuid) + field(5, self.uuids[(counters.pid, None)]) + field(2, f"{counters.name} {name}")
-            )
-            pieces.append(process + packet(field(60, descriptor + field(8, b""))))
-            order = np.argsort(counters.times, kind="stable")
-            times = counters.times[order]
+            key = (counters.pid, f"{counters.name} {name}")
+            uuid = self.counters.get(key)  # a counter's later chunks go on on its track
+            if uuid is None:
+                process = self._track(Track(counters.pid, None, "", 0))
+                uuid = self.counters[key] = len(self.uuids) + 1
+                self.uuids[(counters.pid, -uuid)] = uuid  # a counter track is no (pid, tid) track
+                descriptor = field(1, uuid) + field(5, self.uuids[(counters.pid, None)]) + field(2, key[1])
+                pieces.append(process + packet(field(60, descriptor + field(8, b""))))
             ids, head = self._sequence(uuid, int(times[0]), b"")
             packets = Rows(len(times))
             with packets.message(1):
@@ -187,7 +189,9 @@ class PerfettoSink:
                 with packets.message(11):
                     packets.varint(9, np.full(len(times), COUNTER))
                     packets.doubles(44, values[order] / scale)
-            pieces += [head, (packets.encode(), np.cumsum(packets.lengths))]
+            # the sequence's first packet compressed with its events
+            body = np.concatenate([np.frombuffer(head, dtype=np.uint8), packets.encode()])
+            pieces.append((body, np.cumsum(np.concatenate([[len(head)], packets.lengths]))))
         return pieces
 
 
