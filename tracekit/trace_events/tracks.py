@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from tracekit.analysis.waits.idle import gap_devices
+from tracekit.model.trace import Trace
 from tracekit.trace_events.events import Arg, Counters, JsonValues, Labels, Metadata, Slices, Track
 
 ROWS = 200_000  # rows encoded at a time: ~60 MB of JSON text for GPU ops
@@ -88,14 +89,17 @@ def gpu_op_events(
     flow_in: np.ndarray,
     place: Place,
     extra: Sequence[Arg] = (),
+    tids: np.ndarray | None = None,
 ) -> Iterator[Slices]:
-    """Kernels, copies and sets on their GPU's stream track, with the torch.profiler args: a kernel's grid,
+    """Kernels, copies and sets on their GPU's stream track (``tids``: each op's track, where not its stream:
+    ``stream_lanes``), with the torch.profiler args: a kernel's grid,
     block, registers and shared memory, a copy's or set's bytes (a correlation, registers or shared memory
     not recorded, -1, is left out: torch.profiler readers read an absent one as -1);
     ``flow_in``: the arrow reaching each op (-1: none); ``extra``: arguments some ops have (occupancy,
     bandwidth)."""
-    kind_codes, kinds = pd.factorize(ops["kind"].astype(str))
-    is_kernel = np.asarray(kinds == "kernel")[kind_codes] if len(kinds) else np.zeros(0, dtype=bool)
+    kind_codes, kinds = pd.factorize(ops["kind"])  # (a categorical's codes: no million strings)
+    kinds = [str(value) for value in kinds]
+    is_kernel = np.asarray([value == "kernel" for value in kinds])[kind_codes] if kinds else np.zeros(0, dtype=bool)
     kind = Labels.of_codes(kind_codes, [GPU_CATEGORY.get(str(value), "kernel") for value in kinds])
     names, category = Labels.of(ops["name"]), Labels.of(categories)
     device, stream = ops["device"].to_numpy(), ops["stream"].to_numpy()
@@ -114,17 +118,37 @@ def gpu_op_events(
         Arg("category", category),
     )
     pid, start, duration = place.gpu_pid(device), place.time(ops["start"].to_numpy()), ops["duration"].to_numpy()
+    track = stream if tids is None else tids
     for rows in slices(len(ops)):
         yield Slices(
             kind[rows],
             names[rows],
             pid[rows],
-            stream[rows],
+            track[rows],
             start[rows],
             duration[rows],
             tuple(arg[rows] for arg in args),
             flow_in=flow_in[rows],
         )
+
+
+def op_args(trace: Trace, op_rows: np.ndarray) -> list[Arg]:
+    """The arguments only some GPU ops have, as torch.profiler names them: a kernel's estimated occupancy,
+    a copy's bandwidth (thousandths, written with three decimals)."""
+    args = []
+    for table, column, name in (
+        ("occupancy_estimates", "percent", "est. achieved occupancy %"),
+        ("copy_rates", "bandwidth", "memory bandwidth (GB/s)"),
+    ):
+        frame = trace.optional(table)
+        if frame is None or frame.empty:
+            continue
+        values = np.zeros(len(trace.gpu_ops), dtype=np.int64)
+        present = np.zeros(len(trace.gpu_ops), dtype=bool)
+        values[frame["op"].to_numpy()] = np.round(frame[column].to_numpy(np.float64) * 1000).astype(np.int64)
+        present[frame["op"].to_numpy()] = True
+        args.append(Arg(name, values[op_rows], present[op_rows], decimals=3, per_row=table == "copy_rates"))
+    return args
 
 
 def launch_events(

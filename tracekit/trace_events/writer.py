@@ -34,9 +34,10 @@ from tracekit.trace_events import tracks
 from tracekit.trace_events.clock import Clock
 from tracekit.trace_events.collective_track import collective_slices
 from tracekit.trace_events.counter_tracks import bandwidth_counters, queue_counters
-from tracekit.trace_events.events import Arg, Counters, Metadata, Slices
+from tracekit.trace_events.events import Counters, Metadata, Slices
 from tracekit.trace_events.json_format import header_fields
 from tracekit.trace_events.sequence_track import sequence_events, sequence_slices, sequence_track_names
+from tracekit.trace_events.stream_lanes import op_tracks
 from tracekit.trace_events.window import Window, WindowOptions, window_of
 
 JSON_SUFFIXES = (".json", ".json.gz")
@@ -252,9 +253,11 @@ def _events(
     devices = set(streams["device"].tolist())  # a GPU with idle gaps has ops
     slices = sequence_slices(trace, sequences, window)
     collectives = collective_slices(trace, window)
+    op_tids, lanes = op_tracks(kept_ops)  # ops that overlap on a stream: lanes beside it
     named_tracks = [
         (int(place.gpu_pid(np.array([device]))[0]), tid, name)
         for device, tid, name in [
+            *lanes,
             *sequence_track_names(slices),
             *sequence_track_names(collectives.drop(columns=["name"]).rename(columns={"track": "name"})),
         ]
@@ -276,7 +279,13 @@ def _events(
     yield from (
         ("gpu ops", events)
         for events in tracks.gpu_op_events(
-            kept_ops, categories[op_rows], correlation[op_rows], flow_id[op_rows], place, _op_args(trace, op_rows)
+            kept_ops,
+            categories[op_rows],
+            correlation[op_rows],
+            flow_id[op_rows],
+            place,
+            tracks.op_args(trace, op_rows),
+            op_tids,
         )
     )
     by_call = arrows[np.argsort(launched.row[arrows], kind="stable")]
@@ -315,25 +324,6 @@ def _events(
                 ("memory counters", events)
                 for events in tracks.memory_events(times[keep], allocated[keep], reserved[keep], device, place)
             )
-
-
-def _op_args(trace: Trace, op_rows: np.ndarray) -> list[Arg]:
-    """The arguments only some GPU ops have, as torch.profiler names them: a kernel's estimated occupancy,
-    a copy's bandwidth (thousandths, written with three decimals)."""
-    args = []
-    for table, column, name in (
-        ("occupancy_estimates", "percent", "est. achieved occupancy %"),
-        ("copy_rates", "bandwidth", "memory bandwidth (GB/s)"),
-    ):
-        frame = trace.optional(table)
-        if frame is None or frame.empty:
-            continue
-        values = np.zeros(len(trace.gpu_ops), dtype=np.int64)
-        present = np.zeros(len(trace.gpu_ops), dtype=bool)
-        values[frame["op"].to_numpy()] = np.round(frame[column].to_numpy(np.float64) * 1000).astype(np.int64)
-        present[frame["op"].to_numpy()] = True
-        args.append(Arg(name, values[op_rows], present[op_rows], decimals=3, per_row=table == "copy_rates"))
-    return args
 
 
 def ahead(items: Iterator, depth: int = 2) -> Iterator:
