@@ -1,4 +1,5 @@
-"""``timeline``: traces written as one Chrome trace-event file (Perfetto UI, chrome://tracing, TensorBoard).
+"""``timeline``: traces written as one Perfetto protobuf or Chrome trace-event file (Perfetto UI, chrome://tracing,
+TensorBoard).
 
 Nothing heavy is imported until it runs.
 """
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
 
 def timeline(
     traces: Sources,
-    output: str | os.PathLike,
+    output: str | os.PathLike | None = None,
     *,
     start_ms: float | None = None,
     end_ms: float | None = None,
@@ -26,8 +27,10 @@ def timeline(
     memory: str | os.PathLike | None = None,
     sequences: int = 0,
 ) -> Path:
-    """Write ``traces`` as one Chrome trace-event file (``.json``/``.json.gz``) for Perfetto UI, chrome://tracing
-    and TensorBoard: GPU ops per stream, idle gaps by cause, ranges and API calls per thread, launch arrows,
+    """Write ``traces`` as one Perfetto protobuf file (``.pftrace``) or Chrome trace-event file
+    (``.json``/``.json.gz``), as ``output``'s suffix says, for Perfetto UI, chrome://tracing and TensorBoard
+    (None: the first trace's name in the current folder, ``.pftrace`` above 100,000 GPU ops, else
+    ``.json.gz``; never over an existing file): GPU ops per stream, idle gaps by cause, ranges and API calls per thread, launch arrows,
     steps, counters of each stream's launch queue and each GPU's copy bandwidth; ranks each a process group. A window: ``start_ms``/``end_ms`` from the first event, the
     ``step``-th step (from 1), or instance ``instance`` (from 0) of ``range``. ``memory``: a snapshot drawn
     as allocated and reserved MiB. ``sequences``: a track per GPU for each of that many kernel sequences seen

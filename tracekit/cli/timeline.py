@@ -13,12 +13,14 @@ from tracekit.cli.common import nsys_option
 @click.option(
     "-o",
     "--output",
-    required=True,
+    default=None,
     type=click.Path(dir_okay=False),
     help="the file to write; its suffix picks the format: .pftrace or .perfetto-trace (Perfetto's protobuf "
-    "format, compressed: ~40x smaller than JSON; pick it above ~100,000 GPU ops, where the JSON passes ~60 MB "
-    "and Perfetto UI and chrome://tracing slow down), .json or .json.gz (Chrome trace-event JSON, gzip: for "
-    "chrome://tracing, TensorBoard and tools that read only JSON)",
+    "format, compressed: ~40x smaller than JSON), .json or .json.gz (Chrome trace-event JSON, gzip: for "
+    "chrome://tracing, TensorBoard and tools that read only JSON). Without it: the first trace's name in the "
+    "current folder, .pftrace above 100,000 GPU ops (the first trace's, times the traces: where the JSON "
+    "passes ~60 MB and Perfetto UI and chrome://tracing slow down), else .json.gz; an existing file is not "
+    "written over",
 )
 @click.option("--start", "start_ms", type=float, default=None, help="window start, ms from the trace's first event")
 @click.option("--end", "end_ms", type=float, default=None, help="window end, ms from the trace's first event")

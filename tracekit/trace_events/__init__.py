@@ -2,6 +2,7 @@
 trace-event JSON that chrome://tracing and TensorBoard open too, written as a stream in bounded memory.
 
 ``writer``  the file: header, then every input's tracks, into a temporary file renamed into place
+``output_names``  the file's name: its suffix picks the format; the default name when none is given
 ``tracks``  the events of one input, track by track: GPU ops per stream, API calls, ranges (an operator's
             recorded inputs as args), Python calls, flow arrows, steps, idle gaps by cause, and the names
             of processes and tracks

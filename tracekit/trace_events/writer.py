@@ -36,13 +36,11 @@ from tracekit.trace_events.collective_track import collective_slices
 from tracekit.trace_events.counter_tracks import bandwidth_counters, queue_counters
 from tracekit.trace_events.events import Counters, Metadata, Slices
 from tracekit.trace_events.json_format import header_fields
+from tracekit.trace_events.output_names import PERFETTO_SUFFIXES, check_output, default_output
 from tracekit.trace_events.sequence_track import sequence_events, sequence_slices, sequence_track_names
 from tracekit.trace_events.stream_lanes import op_tracks
 from tracekit.trace_events.window import Window, WindowOptions, window_of
 
-JSON_SUFFIXES = (".json", ".json.gz")
-PERFETTO_SUFFIXES = (".pftrace", ".perfetto-trace")
-SUFFIXES = PERFETTO_SUFFIXES + JSON_SUFFIXES
 GZIP_LEVEL = 3  # gzip's default (6) takes twice as long for a few per cent less
 
 
@@ -67,20 +65,6 @@ def _size_text(size: int) -> str:
     return f"{size / 2**10:,.1f} KiB" if size < 2**20 else f"{size / 2**20:,.1f} MiB"
 
 
-def check_output(path: str | os.PathLike) -> Path:
-    if not isinstance(path, (str, os.PathLike)) or not os.fspath(path).strip():
-        raise UsageError(f"the timeline's output is a file name ending in {_SAID}, not {path!r}")
-    target = Path(path)
-    if not target.name.endswith(SUFFIXES):
-        raise UsageError(
-            f"{target} must end in {_SAID} (Perfetto's protobuf format, or the Chrome trace-event JSON it opens)"
-        )
-    return target
-
-
-_SAID = ", ".join(SUFFIXES[:-1]) + " or " + SUFFIXES[-1]
-
-
 def sink_for(target: Path) -> Callable[[IO[bytes]], Any]:
     """The encoder of ``target``'s format, by its name."""
     if target.name.endswith(PERFETTO_SUFFIXES):
@@ -94,14 +78,14 @@ def sink_for(target: Path) -> Callable[[IO[bytes]], Any]:
 
 def timeline(
     inputs: Sequence[str | os.PathLike | Trace],
-    path: str | os.PathLike,
+    path: str | os.PathLike | None,
     options: WindowOptions | None = None,
     memory: str | os.PathLike | None = None,
 ) -> Written:
-    """The timeline of ``inputs`` (paths, globs, folders of traces, or open traces) written to ``path``.
-    Several inputs are read one after another, each released once written; each is named by its rank
-    (the trace's, else one in its file name) or its name. ``memory``: a snapshot whose allocated and
-    reserved memory becomes a counter track (a run folder's own is used without it)."""
+    """The timeline of ``inputs`` (paths, globs, folders of traces, or open traces) written to ``path`` (None:
+    ``default_output``). Several inputs are read one after another, each released once written; each is
+    named by its rank (the trace's, else one in its file name) or its name. ``memory``: a snapshot whose
+    allocated and reserved memory becomes a counter track (a run folder's own is used without it)."""
     from tracekit.sources import open_trace
     from tracekit.sources.distinct import distinct_inputs
     from tracekit.sources.input_paths import expand_inputs, input_labels, protect_inputs, rank_in_name
@@ -115,7 +99,7 @@ def timeline(
         raise UsageError(f"timeline: {strange[0]!r} is neither a path nor a trace")
     if memory is not None and not isinstance(memory, (str, os.PathLike)):
         raise UsageError(f"timeline: memory is a snapshot's path, not {memory!r}")
-    target = check_output(path)
+    target = check_output(path) if path is not None else None
     options = options or WindowOptions()
     opened, said = distinct_inputs([item for item in inputs if not isinstance(item, (str, os.PathLike))])
     named = [os.fspath(item) for item in inputs if isinstance(item, (str, os.PathLike))]
@@ -138,6 +122,10 @@ def timeline(
             return f"rank {in_name}" if in_name is not None else label
         return f"{label} (rank {trace.meta.rank})"  # unrelated traces may all be a "rank 0"
 
+    if target is None:
+        first = loaders[0][1]()  # read once: its writing reads the same trace
+        loaders[0] = (loaders[0][0], lambda: first, loaders[0][2])
+        target = default_output(loaders[0][0], len(first.gpu_ops) * len(loaders))
     written = write_timeline(loaders, target, options, name)
     written.notes[:0] = said  # inputs given twice, entries of a folder left out
     return written
