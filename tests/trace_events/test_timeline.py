@@ -288,7 +288,7 @@ def test_a_timeline_in_a_folder_of_traces_is_not_read_as_one(cli, tmp_path):
         ({"instance": 1}, "give range too"),
         ({"start_ms": True}, "start_ms is a time in ms"),
         ({"step": 1.5}, "step counts steps from 1"),
-        ({"output": None}, "output is a file name"),
+        ({"output": 3}, "output is a file name"),
         ({"memory": 3}, "memory is a snapshot's path"),
     ],
 )
