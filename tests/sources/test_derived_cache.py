@@ -117,3 +117,39 @@ def test_a_windowed_trace_computes_its_own(export, monkeypatch):
     window = trace_window(trace, 0, 2_000)
     assert window.kept_values is None
     assert len(_derived(window)[0]) < len(whole)
+
+
+@pytest.mark.parametrize("forged", ["a file elsewhere", "a frame of no columns", "a 2-D array", "notes not texts"])
+def test_a_foreign_layout_is_computed_again(export, tmp_path, forged, monkeypatch):
+    """A layout.json another program wrote (or a damaged one that still parses) never makes a value of another
+    shape, nor reads a file outside its folder (a pipe or a device would hang the command): the value is
+    computed again."""
+    import json
+
+    from tracekit.sources.cache import checksum
+
+    gaps, _, codes, notes = _derived(open_trace(export))
+    kept = export.with_name(export.name + SUFFIX) / "derived"
+    folders = {path.name.rsplit("-", 1)[0]: path for path in kept.iterdir()}
+    name = "cached_gaps" if forged in ("a frame of no columns", "notes not texts") else "op_categories"
+    layout_file = folders[name] / "layout.json"
+    layout = json.loads(layout_file.read_text())
+    if forged == "a file elsewhere":
+        elsewhere = np.zeros(len(codes), dtype=codes.dtype)
+        np.save(tmp_path / "elsewhere.npy", elsewhere, allow_pickle=False)
+        layout["arrays"]["value"].update(file=str(tmp_path / "elsewhere.npy"), checksum=checksum(elsewhere))
+    elif forged == "a frame of no columns":
+        layout["arrays"] = {}
+    elif forged == "a 2-D array":
+        square = np.zeros((2, 2), dtype=codes.dtype)
+        np.save(folders[name] / "0.npy", square, allow_pickle=False)
+        layout["arrays"]["value"]["checksum"] = checksum(square)
+    else:
+        layout["notes"] = "one text"
+    layout_file.write_text(json.dumps(layout))
+    computed = _computed(monkeypatch)
+    again_gaps, _, again_codes, again_notes = _derived(open_trace(export))
+    assert computed == ["_cached_gaps" if name == "cached_gaps" else name]
+    pd.testing.assert_frame_equal(again_gaps, gaps)
+    np.testing.assert_array_equal(again_codes, codes)
+    assert again_notes == notes

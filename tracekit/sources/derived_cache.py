@@ -71,10 +71,12 @@ class DerivedCache:
         try:
             layout = json.loads((folder / "layout.json").read_text())
             arrays = {}
-            for name, stored in layout["arrays"].items():
-                values = np.load(folder / stored["file"], allow_pickle=False)
-                if self.checksum(values) != stored["checksum"]:
-                    raise ValueError(f"{name}: its checksum does not match")
+            for index, (name, stored) in enumerate(layout["arrays"].items()):
+                # the file this writer names by position, never a path the layout names (a foreign layout
+                # could name a pipe, a device or a file elsewhere)
+                values = np.load(folder / f"{index}.npy", allow_pickle=False)
+                if values.ndim != 1 or not _plain(values) or self.checksum(values) != stored["checksum"]:
+                    raise ValueError(f"{name}: not the column written (its shape, type or checksum)")
                 categories = stored.get("categories")
                 arrays[name] = (
                     values
@@ -82,7 +84,10 @@ class DerivedCache:
                     else pd.Categorical.from_codes(values, categories=pd.Index(categories, dtype=stored["texts"]))
                 )
             value = _value(layout["kind"], arrays, layout, PERSISTED[key[0]])
-            return frozen(value), [str(note) for note in layout["notes"]]
+            notes = layout["notes"]
+            if not isinstance(notes, list) or not all(isinstance(note, str) for note in notes):
+                raise ValueError("the notes are not texts")
+            return frozen(value), notes
         except FileNotFoundError:
             return None
         except Exception:  # a damaged or foreign file: only a slower start, as in the table cache
@@ -143,16 +148,23 @@ def _plain(values: np.ndarray) -> bool:
 
 
 def _value(kind: str, arrays: dict, layout: dict, compute: Callable) -> Any:
+    """The value ``arrays`` make, of the kind the accessor ``compute`` declares it returns (never one a
+    layout claims: a foreign one could make a value of another shape)."""
+    made = typing.get_type_hints(compute)["return"]
+    declared = "array" if made is np.ndarray else "frame" if made is pd.DataFrame else "dataclass"
+    if kind != declared:
+        raise ValueError(f"a {kind}, where {compute.__qualname__} makes a {declared}")
     if kind == "array":
         return arrays["value"]
     if kind == "frame":
-        if any(len(values) != layout["rows"] for values in arrays.values()):
-            raise ValueError("a column's length differs from the frame's")
+        if not arrays or any(len(values) != layout["rows"] for values in arrays.values()):
+            raise ValueError("no columns, or a column's length differs from the frame's")
         frame = pd.DataFrame(arrays, index=pd.RangeIndex(layout["rows"]), copy=False)
         frame.attrs.update(layout.get("attrs", {}))
         return frame
     if kind == "dataclass":
-        made = typing.get_type_hints(compute)["return"]  # the accessor's own declared type, never a stored name
+        if not dataclasses.is_dataclass(made) or set(arrays) != {item.name for item in dataclasses.fields(made)}:
+            raise ValueError(f"not the fields of {made.__name__}")
         return made(**arrays)
     raise ValueError(f"unknown kind {kind!r}")
 
