@@ -56,7 +56,7 @@ def _derived(trace) -> tuple[pd.DataFrame, object, np.ndarray, list[str]]:
 def test_a_second_process_reads_what_the_first_computed(export, monkeypatch):
     gaps, launches, codes, notes = _derived(open_trace(export))
     kept = export.with_name(export.name + SUFFIX) / "derived"
-    assert sorted(path.name.rsplit("-", 1)[0] for path in kept.iterdir()) == [
+    assert sorted(path.name.split("-", 1)[0] for path in kept.iterdir()) == [
         "cached_gaps",
         "join_launches",
         "op_categories",
@@ -130,7 +130,7 @@ def test_a_foreign_layout_is_computed_again(export, tmp_path, forged, monkeypatc
 
     gaps, _, codes, notes = _derived(open_trace(export))
     kept = export.with_name(export.name + SUFFIX) / "derived"
-    folders = {path.name.rsplit("-", 1)[0]: path for path in kept.iterdir()}
+    folders = {path.name.split("-", 1)[0]: path for path in kept.iterdir()}
     name = "cached_gaps" if forged in ("a frame of no columns", "notes not texts") else "op_categories"
     layout_file = folders[name] / "layout.json"
     layout = json.loads(layout_file.read_text())
@@ -153,3 +153,34 @@ def test_a_foreign_layout_is_computed_again(export, tmp_path, forged, monkeypatc
     pd.testing.assert_frame_equal(again_gaps, gaps)
     np.testing.assert_array_equal(again_codes, codes)
     assert again_notes == notes
+
+
+def test_the_values_of_each_choice_of_options_are_kept_side_by_side(export, monkeypatch):
+    """Keeping the gaps per stream does not remove the gaps per device (``timeline`` and ``idle --per-stream``
+    in turn would compute them every time): only an older code's or export's values are removed."""
+    trace = open_trace(export)
+    per_device, per_stream = idle_gaps(trace), idle_gaps(trace, per_stream=True)
+    computed = _computed(monkeypatch)
+    again = open_trace(export)
+    pd.testing.assert_frame_equal(idle_gaps(again), per_device)
+    pd.testing.assert_frame_equal(idle_gaps(again, per_stream=True), per_stream)
+    assert computed == []
+
+
+def test_a_value_written_for_the_export_as_it_was_is_not_read_for_the_new_one(export, monkeypatch, tmp_path):
+    """A process still writing a value when the export is replaced and its cache rebuilt (by another process)
+    writes it into the new cache: its name holds the old export's identity, so it is never read."""
+    import shutil
+
+    _derived(open_trace(export))
+    kept = export.with_name(export.name + SUFFIX) / "derived"
+    shutil.copytree(kept, tmp_path / "late")  # what the first process writes late
+    b = ExportBuilder("2026.2")
+    build_step(b, 0)  # one step now
+    b.write(export)
+    new = open_trace(export)
+    assert len(new.gpu_ops)  # read: the table cache rebuilt for the new export
+    shutil.copytree(tmp_path / "late", kept, dirs_exist_ok=True)
+    computed = _computed(monkeypatch)
+    gaps = idle_gaps(new)
+    assert "_cached_gaps" in computed and gaps["Start (ns)"].max() < 2_000_000
