@@ -56,7 +56,7 @@ def _derived(trace) -> tuple[pd.DataFrame, object, np.ndarray, list[str]]:
 def test_a_second_process_reads_what_the_first_computed(export, monkeypatch):
     gaps, launches, codes, notes = _derived(open_trace(export))
     kept = export.with_name(export.name + SUFFIX) / "derived"
-    assert sorted(path.name.rsplit("-", 1)[0] for path in kept.iterdir()) == [
+    assert sorted(path.name.split("-", 1)[0] for path in kept.iterdir()) == [
         "cached_gaps",
         "join_launches",
         "op_categories",
@@ -117,3 +117,70 @@ def test_a_windowed_trace_computes_its_own(export, monkeypatch):
     window = trace_window(trace, 0, 2_000)
     assert window.kept_values is None
     assert len(_derived(window)[0]) < len(whole)
+
+
+@pytest.mark.parametrize("forged", ["a file elsewhere", "a frame of no columns", "a 2-D array", "notes not texts"])
+def test_a_foreign_layout_is_computed_again(export, tmp_path, forged, monkeypatch):
+    """A layout.json another program wrote (or a damaged one that still parses) never makes a value of another
+    shape, nor reads a file outside its folder (a pipe or a device would hang the command): the value is
+    computed again."""
+    import json
+
+    from tracekit.sources.cache import checksum
+
+    gaps, _, codes, notes = _derived(open_trace(export))
+    kept = export.with_name(export.name + SUFFIX) / "derived"
+    folders = {path.name.split("-", 1)[0]: path for path in kept.iterdir()}
+    name = "cached_gaps" if forged in ("a frame of no columns", "notes not texts") else "op_categories"
+    layout_file = folders[name] / "layout.json"
+    layout = json.loads(layout_file.read_text())
+    if forged == "a file elsewhere":
+        elsewhere = np.zeros(len(codes), dtype=codes.dtype)
+        np.save(tmp_path / "elsewhere.npy", elsewhere, allow_pickle=False)
+        layout["arrays"]["value"].update(file=str(tmp_path / "elsewhere.npy"), checksum=checksum(elsewhere))
+    elif forged == "a frame of no columns":
+        layout["arrays"] = {}
+    elif forged == "a 2-D array":
+        square = np.zeros((2, 2), dtype=codes.dtype)
+        np.save(folders[name] / "0.npy", square, allow_pickle=False)
+        layout["arrays"]["value"]["checksum"] = checksum(square)
+    else:
+        layout["notes"] = "one text"
+    layout_file.write_text(json.dumps(layout))
+    computed = _computed(monkeypatch)
+    again_gaps, _, again_codes, again_notes = _derived(open_trace(export))
+    assert computed == ["_cached_gaps" if name == "cached_gaps" else name]
+    pd.testing.assert_frame_equal(again_gaps, gaps)
+    np.testing.assert_array_equal(again_codes, codes)
+    assert again_notes == notes
+
+
+def test_the_values_of_each_choice_of_options_are_kept_side_by_side(export, monkeypatch):
+    """Keeping the gaps per stream does not remove the gaps per device (``timeline`` and ``idle --per-stream``
+    in turn would compute them every time): only an older code's or export's values are removed."""
+    trace = open_trace(export)
+    per_device, per_stream = idle_gaps(trace), idle_gaps(trace, per_stream=True)
+    computed = _computed(monkeypatch)
+    again = open_trace(export)
+    pd.testing.assert_frame_equal(idle_gaps(again), per_device)
+    pd.testing.assert_frame_equal(idle_gaps(again, per_stream=True), per_stream)
+    assert computed == []
+
+
+def test_a_value_written_for_the_export_as_it_was_is_not_read_for_the_new_one(export, monkeypatch, tmp_path):
+    """A process still writing a value when the export is replaced and its cache rebuilt (by another process)
+    writes it into the new cache: its name holds the old export's identity, so it is never read."""
+    import shutil
+
+    _derived(open_trace(export))
+    kept = export.with_name(export.name + SUFFIX) / "derived"
+    shutil.copytree(kept, tmp_path / "late")  # what the first process writes late
+    b = ExportBuilder("2026.2")
+    build_step(b, 0)  # one step now
+    b.write(export)
+    new = open_trace(export)
+    assert len(new.gpu_ops)  # read: the table cache rebuilt for the new export
+    shutil.copytree(tmp_path / "late", kept, dirs_exist_ok=True)
+    computed = _computed(monkeypatch)
+    gaps = idle_gaps(new)
+    assert "_cached_gaps" in computed and gaps["Start (ns)"].max() < 2_000_000

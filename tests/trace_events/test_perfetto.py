@@ -163,3 +163,33 @@ def test_every_real_trace_decodes_to_the_json_timeline(path, tmp_path):
     assert from_protobuf(tracekit.timeline(source, tmp_path / "t.pftrace")) == from_json(
         tracekit.timeline(source, tmp_path / "t.json.gz")
     )
+
+
+@pytest.mark.parametrize("where", ["making events", "writing packets"])
+def test_a_failed_write_leaves_no_packet_threads_and_no_file(tmp_path, monkeypatch, where):
+    """The threads that make and compress packets (the pool, the encoder running ahead) end when the writing
+    fails (an error, Ctrl-C), not only when it completes: none is left behind in the process, and no file,
+    whole or partial."""
+    import threading
+
+    from tracekit.errors import TracekitError
+    from tracekit.trace_events import tracks
+    from tracekit.trace_events.perfetto import PerfettoSink
+
+    export = two_steps(tmp_path / "steps.sqlite")
+
+    def failing(*args, **kwargs):
+        raise TracekitError("the events could not be made")
+
+    if where == "making events":  # after the GPU ops' packets were handed to the pool
+        monkeypatch.setattr(tracks, "gap_events", failing)
+    else:  # on the writing thread, while the next chunks are being made
+        put = PerfettoSink.put
+        monkeypatch.setattr(
+            PerfettoSink, "put", lambda self, encoded: failing() if self.sequences else put(self, encoded)
+        )
+    with pytest.raises(TracekitError, match="could not be made"):
+        tracekit.timeline(export, tmp_path / "t.pftrace")
+    running = [thread.name for thread in threading.enumerate()]
+    assert [name for name in running if name.startswith(("tracekit-packets", "tracekit-trace-events"))] == []
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["steps.sqlite"]

@@ -295,7 +295,7 @@ def cached_trace(trace: Trace, export: Path) -> Trace:
             loaders[table] = noting(cache.wrap(table, trace.loaders[table]))
     from tracekit.sources.derived_cache import DerivedCache
 
-    cached.kept_values = DerivedCache(cache.folder, lambda: cache._ours() and cache._valid(), checksum)
+    cached.kept_values = DerivedCache(cache.folder, lambda: cache._ours() and cache._valid(), checksum, cache.key)
     if "ranges_named" in trace.loaders:
         loaders["ranges_named"] = noting(
             lambda patterns: _cached_selection(cache, trace.loaders["ranges_named"], patterns)

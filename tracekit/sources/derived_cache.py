@@ -2,14 +2,14 @@
 so that the next command skips the work: the GPU-op-to-launch join, the ops' categories, the idle gaps (the
 first ~1.3 s of every ``timeline``, ``idle``, ``advise`` and ``report`` on a million kernels; ~50 ms to read).
 
-Which values: the accessors declared ``per_trace(persist=True)`` (``model.derived``), whose inputs are plain
-values (flags, numbers). A value is kept under the accessor's name, its inputs and a digest of tracekit's own
-source code, numpy's and pandas' versions (``code_digest``): a change to any code that computes it is a new
-key, never a stale answer; the table cache's key (the export's identity) covers the tables. Each value is
+Which values: the accessors declared ``kept_per_trace`` (``model.derived``), whose inputs are plain
+values (flags, numbers). A value is kept under the accessor's name, its inputs, a digest of tracekit's own
+source code, numpy's and pandas' versions (``code_digest``) and the table cache's key (the export's
+identity): a change to any code that computes it, or to the export, is a new key, never a stale answer. Each value is
 written whole (a partial folder renamed into place), on the session's write-behind thread, with the notes
 its computing found (told again when it is read). A kept value that cannot be read is computed again.
 
-Format: ``<cache>/derived/<accessor>-<digest>/``: a ``.npy`` per array (categoricals as codes), and
+Format: ``<cache>/derived/<accessor>-<inputs digest>-<code and export digest>/``: a ``.npy`` per array (categoricals as codes), and
 ``layout.json`` (kind: array, frame or dataclass; columns, categories, rows, checksums, notes).
 """
 
@@ -53,13 +53,20 @@ class DerivedCache:
     """The kept values of one export, in its table cache's ``folder`` while ``usable()`` (the folder is the
     cache's own, its key the export's now); ``checksum``: the table cache's checksum of an array's bytes."""
 
-    def __init__(self, folder: Path, usable: Callable[[], bool], checksum: Callable[[np.ndarray], str]):
+    def __init__(self, folder: Path, usable: Callable[[], bool], checksum: Callable[[np.ndarray], str], identity: dict):
         self.folder, self.usable, self.checksum = folder, usable, checksum
+        # the export's identity (the table cache's key) is part of every value's name: a value a process
+        # writes after the export changed and the cache was rebuilt for it is never read for the new export
+        self.identity = json.dumps(identity, sort_keys=True)
 
     def _folder(self, key: tuple) -> Path:
+        """``<accessor>-<its inputs' digest>-<the code's and export's digest>``: the values of other inputs
+        are other folders, kept beside it; those of older code or another export, stale, share the first
+        two parts."""
         name, *inputs = key
-        digest = hashlib.sha256(repr((name, tuple(inputs), code_digest())).encode()).hexdigest()[:20]
-        return self.folder / FOLDER / f"{name.rsplit('.', 1)[-1].lstrip('_')}-{digest}"
+        given = hashlib.sha256(repr((name, tuple(inputs))).encode()).hexdigest()[:12]
+        made = hashlib.sha256(f"{code_digest()} {self.identity}".encode()).hexdigest()[:20]
+        return self.folder / FOLDER / f"{name.rsplit('.', 1)[-1].lstrip('_')}-{given}-{made}"
 
     def load(self, key: Hashable) -> tuple[Any, list[str]] | None:
         """(value, notes) kept under ``key``, or None (none kept, or not readable: computed again)."""
@@ -71,10 +78,12 @@ class DerivedCache:
         try:
             layout = json.loads((folder / "layout.json").read_text())
             arrays = {}
-            for name, stored in layout["arrays"].items():
-                values = np.load(folder / stored["file"], allow_pickle=False)
-                if self.checksum(values) != stored["checksum"]:
-                    raise ValueError(f"{name}: its checksum does not match")
+            for index, (name, stored) in enumerate(layout["arrays"].items()):
+                # the file this writer names by position, never a path the layout names (a foreign layout
+                # could name a pipe, a device or a file elsewhere)
+                values = np.load(folder / f"{index}.npy", allow_pickle=False)
+                if values.ndim != 1 or not _plain(values) or self.checksum(values) != stored["checksum"]:
+                    raise ValueError(f"{name}: not the column written (its shape, type or checksum)")
                 categories = stored.get("categories")
                 arrays[name] = (
                     values
@@ -82,7 +91,10 @@ class DerivedCache:
                     else pd.Categorical.from_codes(values, categories=pd.Index(categories, dtype=stored["texts"]))
                 )
             value = _value(layout["kind"], arrays, layout, PERSISTED[key[0]])
-            return frozen(value), [str(note) for note in layout["notes"]]
+            notes = layout["notes"]
+            if not isinstance(notes, list) or not all(isinstance(note, str) for note in notes):
+                raise ValueError("the notes are not texts")
+            return frozen(value), notes
         except FileNotFoundError:
             return None
         except Exception:  # a damaged or foreign file: only a slower start, as in the table cache
@@ -143,16 +155,23 @@ def _plain(values: np.ndarray) -> bool:
 
 
 def _value(kind: str, arrays: dict, layout: dict, compute: Callable) -> Any:
+    """The value ``arrays`` make, of the kind the accessor ``compute`` declares it returns (never one a
+    layout claims: a foreign one could make a value of another shape)."""
+    made = typing.get_type_hints(compute)["return"]
+    declared = "array" if made is np.ndarray else "frame" if made is pd.DataFrame else "dataclass"
+    if kind != declared:
+        raise ValueError(f"a {kind}, where {compute.__qualname__} makes a {declared}")
     if kind == "array":
         return arrays["value"]
     if kind == "frame":
-        if any(len(values) != layout["rows"] for values in arrays.values()):
-            raise ValueError("a column's length differs from the frame's")
+        if not arrays or any(len(values) != layout["rows"] for values in arrays.values()):
+            raise ValueError("no columns, or a column's length differs from the frame's")
         frame = pd.DataFrame(arrays, index=pd.RangeIndex(layout["rows"]), copy=False)
         frame.attrs.update(layout.get("attrs", {}))
         return frame
     if kind == "dataclass":
-        made = typing.get_type_hints(compute)["return"]  # the accessor's own declared type, never a stored name
+        if not dataclasses.is_dataclass(made) or set(arrays) != {item.name for item in dataclasses.fields(made)}:
+            raise ValueError(f"not the fields of {made.__name__}")
         return made(**arrays)
     raise ValueError(f"unknown kind {kind!r}")
 
@@ -176,7 +195,7 @@ def _write(
             }
         layout = {"kind": kind, "arrays": stored, "notes": list(notes), **extra}
         (partial / "layout.json").write_text(json.dumps(layout))
-        for stale in folder.parent.glob(f"{folder.name.rsplit('-', 1)[0]}-*"):  # older code's values
+        for stale in folder.parent.glob(f"{folder.name.rsplit('-', 1)[0]}-*"):  # older code's or export's
             if stale.is_dir() and not stale.is_symlink():
                 shutil.rmtree(stale, ignore_errors=True)
         os.replace(partial, folder)

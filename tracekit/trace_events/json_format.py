@@ -191,3 +191,6 @@ class JsonSink:
 
     def close(self) -> int:
         return self.size + self.handle.write(b"\n]}\n")
+
+    def release(self) -> None:
+        pass  # (no threads: the text is made by the writer's own)

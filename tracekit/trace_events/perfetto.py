@@ -80,9 +80,14 @@ class PerfettoSink:
         return self.pool
 
     def close(self) -> int:
-        if self.pool is not None:
-            self.pool.shutdown()
+        self.release()
         return self.size
+
+    def release(self) -> None:
+        """End the pool's threads, whether the file was completed or not (an error, Ctrl-C: what is queued
+        is dropped, what runs ends before this returns)."""
+        if self.pool is not None:
+            self.pool.shutdown(cancel_futures=True)
 
     def _track(self, track: Track) -> bytes:
         """The descriptor of a process or of one of its tracks (its process described first)."""

@@ -14,8 +14,9 @@ import gzip
 import os
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from queue import Full, Queue
@@ -159,31 +160,40 @@ def write_timeline(
     def write_to(temporary: Path) -> None:
         with _open(temporary, target) as handle:
             sink = sink_for(target)(handle)
-            sink.header(header_fields(single))
-            failed = []
-            clock = Clock(len(loaders))
-            for index, (label, load, load_snapshot) in enumerate(loaders):
-                try:
-                    trace = single if single is not None else load()
-                except TracekitError as error:  # one input of many: said, and the others go on
-                    failed.append(f"{label}: {error}")
-                    continue
-                label = name(label, trace) if single is None else ""
-                offset = clock.offset(trace, label, written.notes)
-                place = tracks.Place(index, label, offset)
-                window = window_of(trace, options)
-                _write_input(sink, trace, place, window, load_snapshot(), written, options.sequences)
-                written.notes += [f"{place.label}: {note}" if place.label else note for note in trace.warnings]
-                del trace  # the next input is read once this one is released
-            if failed and len(failed) == len(loaders):
-                raise TracekitError(f"none of the {len(loaders)} inputs could be read ({'; '.join(failed[:3])})")
-            written.notes += [f"left out: {reason}" for reason in failed]
-            written.size = sink.close()
+            try:
+                _write_inputs(sink, loaders, single, options, name, written)
+                written.size = sink.close()
+            finally:
+                sink.release()  # its threads end when the writing fails too (an error, Ctrl-C)
 
     write_whole(target, write_to)
     if target.name.endswith(".gz"):
         written.size = target.stat().st_size
     return written
+
+
+def _write_inputs(
+    sink, loaders: list[Loader], single: Trace | None, options: WindowOptions, name: Callable, written: Written
+) -> None:
+    sink.header(header_fields(single))
+    failed = []
+    clock = Clock(len(loaders))
+    for index, (label, load, load_snapshot) in enumerate(loaders):
+        try:
+            trace = single if single is not None else load()
+        except TracekitError as error:  # one input of many: said, and the others go on
+            failed.append(f"{label}: {error}")
+            continue
+        label = name(label, trace) if single is None else ""
+        offset = clock.offset(trace, label, written.notes)
+        place = tracks.Place(index, label, offset)
+        window = window_of(trace, options)
+        _write_input(sink, trace, place, window, load_snapshot(), written, options.sequences)
+        written.notes += [f"{place.label}: {note}" if place.label else note for note in trace.warnings]
+        del trace  # the next input is read once this one is released
+    if failed and len(failed) == len(loaders):
+        raise TracekitError(f"none of the {len(loaders)} inputs could be read ({'; '.join(failed[:3])})")
+    written.notes += [f"left out: {reason}" for reason in failed]
 
 
 def _open(temporary: Path, target: Path) -> IO[bytes]:
@@ -197,11 +207,13 @@ def _write_input(
 ) -> None:
     """Write one input's events, encoded on another thread while the previous chunk is written."""
     items = _events(trace, place, window, snapshot, written.notes, sequences)
-    for kind, item, encoded in ahead((kind, item, sink.encode(item)) for kind, item in items):
-        sink.put(encoded)
-        written.events[kind] += len(item)
-        if isinstance(item, Slices):
-            written.events["flows"] += item.flows
+    # closed here when writing fails: its thread ends now, not when the error's traceback is let go
+    with closing(ahead((kind, item, sink.encode(item)) for kind, item in items)) as encoded_items:
+        for kind, item, encoded in encoded_items:
+            sink.put(encoded)
+            written.events[kind] += len(item)
+            if isinstance(item, Slices):
+                written.events["flows"] += item.flows
 
 
 def _events(
@@ -314,7 +326,7 @@ def _events(
             )
 
 
-def ahead(items: Iterator, depth: int = 2) -> Iterator:
+def ahead(items: Iterator, depth: int = 2) -> Generator:
     """``items``, made on another thread up to ``depth`` ahead: the next slice of events becomes text
     (Arrow's kernels run without the GIL) while this one is written."""
     queue: Queue = Queue(maxsize=depth)
