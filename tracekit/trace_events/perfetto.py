@@ -18,6 +18,7 @@ of a million kernels shrink ~10x.
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import IO
 
@@ -49,6 +50,7 @@ class PerfettoSink:
         self.uuids: dict[tuple[int, int | None], int] = {}
         self.sequences = 0
         self.pool: ThreadPoolExecutor | None = None
+        self.making_pool = threading.Lock()
         self.counters: dict[tuple[int, str], int] = {}  # (pid, track name) -> a counter track's uuid
 
     def header(self, fields: dict) -> None:
@@ -75,9 +77,10 @@ class PerfettoSink:
     def _pool(self) -> ThreadPoolExecutor:
         """Threads (as many as the cores, up to 4) that make and compress packets while the next chunk is
         read and numbered."""
-        if self.pool is None:
-            self.pool = ThreadPoolExecutor(min(4, os.cpu_count() or 1), thread_name_prefix="tracekit-packets")
-        return self.pool
+        with self.making_pool:  # the encoding thread and the writing thread both ask for it
+            if self.pool is None:
+                self.pool = ThreadPoolExecutor(min(4, os.cpu_count() or 1), thread_name_prefix="tracekit-packets")
+            return self.pool
 
     def close(self) -> int:
         self.release()
