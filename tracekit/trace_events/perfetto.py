@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, fields
 from typing import IO
 
 import numpy as np
@@ -142,22 +143,22 @@ class PerfettoSink:
             return []
         self.pending = b""
         track = self._uuids(chunk.pid, chunk.tid)
-        rows, kind, delta, after, closes, time = _in_order(chunk, track)
-        tracks = track[rows]
+        events = _in_order(chunk, track)
+        tracks = track[events.rows]
         starts = np.flatnonzero(np.diff(tracks, prepend=-1))  # each track's first event
-        bounds = np.append(starts, len(rows))
-        delta[starts] = 0
+        bounds = np.append(starts, len(events.rows))
+        events.delta[starts] = 0
         heads, ids = [], np.zeros(len(starts), dtype=np.int64)
         names = [arg.name for arg in chunk.args]
         for index, first in enumerate(starts):
-            interned = _interned(chunk, rows[first : bounds[index + 1]], names)
-            ids[index], head = self._sequence(int(tracks[first]), int(time[first]), interned)
+            interned = _interned(chunk, events.rows[first : bounds[index + 1]], names)
+            ids[index], head = self._sequence(int(tracks[first]), int(events.time[first]), interned)
             heads.append(head)
-        sequence = np.repeat(ids, np.diff(bounds))
+        events.sequence[:] = np.repeat(ids, np.diff(bounds))
         descriptors = self.pending
 
         def assemble() -> tuple[np.ndarray, np.ndarray]:
-            body, lengths = _events(chunk, rows, kind, delta, sequence, after, closes)
+            body, lengths = _events(chunk, events)
             offsets = np.concatenate([[0], np.cumsum(lengths)])
             pieces = [np.frombuffer(descriptors, dtype=np.uint8)]
             sizes = [np.array([len(descriptors)], dtype=np.int64)]  # (descriptors: one piece, never cut)
@@ -203,17 +204,38 @@ class PerfettoSink:
         return pieces
 
 
-def _in_order(chunk: Slices, track: np.ndarray) -> tuple[np.ndarray, ...]:
-    """The chunk's events in time order on each track, a row of the byte matrix each: (rows, kind, delta:
-    ns since the previous event on the track, after: ns to the slice's end where ``closes``, closes: its
-    end is the next event on the track, written in the same row, time). Every slice is a begin and an end
-    (an instant when it lasts 0 ns); at one time ends come before begins, the longer slice begun first, the
-    later begun ended first."""
+@dataclass(frozen=True)
+class EventRows:
+    """A chunk's events in time order on each track, a row of the byte matrix each: ``rows`` (the slice),
+    ``kind`` (begin, end or instant), ``delta`` (ns since the previous event on the track), ``after`` (ns to
+    the slice's end where ``closes``: its end is the next event on its track, written in the same row),
+    ``time`` (ns) and ``sequence`` (the packet sequence of its track, filled in by the sink)."""
+
+    rows: np.ndarray
+    kind: np.ndarray
+    delta: np.ndarray
+    after: np.ndarray
+    closes: np.ndarray
+    time: np.ndarray
+    sequence: np.ndarray
+
+    @classmethod
+    def of(cls, rows, kind, delta, after, closes, time) -> EventRows:
+        return cls(rows, kind, delta, after, closes, time, np.zeros(len(rows), dtype=np.int64))
+
+    def __getitem__(self, mine: np.ndarray) -> EventRows:
+        return EventRows(*(getattr(self, name.name)[mine] for name in fields(self)))
+
+
+def _in_order(chunk: Slices, track: np.ndarray) -> EventRows:
+    """The chunk's events (``EventRows``). Every slice is a begin and an end (an instant when it lasts 0 ns);
+    at one time ends come before begins, the longer slice begun first, the later begun ended first."""
     flat = _flat_order(chunk, track)
     if flat is not None:  # each track's slices follow one another (a stream's ops, idle gaps): a row a slice
         time, duration = chunk.start[flat], chunk.duration[flat]
         previous_end = np.concatenate([time[:1], (time + duration)[:-1]])
-        return flat, np.where(duration > 0, BEGIN, INSTANT), time - previous_end, duration, duration > 0, time
+        kind = np.where(duration > 0, BEGIN, INSTANT)
+        return EventRows.of(flat, kind, time - previous_end, duration, duration > 0, time)
     has_end = chunk.duration > 0
     rows = np.concatenate([np.arange(len(chunk)), np.flatnonzero(has_end)])
     kind = np.concatenate([np.where(has_end, BEGIN, INSTANT), np.full(int(has_end.sum()), END)])
@@ -231,7 +253,7 @@ def _in_order(chunk: Slices, track: np.ndarray) -> tuple[np.ndarray, ...]:
     leads[1:] = ~closes[:-1]
     lead = np.flatnonzero(leads)
     after = np.append(delta[1:], 0)
-    return rows[lead], kind[lead], delta[lead], after[lead], closes[lead], time[lead]
+    return EventRows.of(rows[lead], kind[lead], delta[lead], after[lead], closes[lead], time[lead])
 
 
 def _flat_order(chunk: Slices, track: np.ndarray) -> np.ndarray | None:
@@ -249,31 +271,19 @@ def _flat_order(chunk: Slices, track: np.ndarray) -> np.ndarray | None:
     return order
 
 
-def _events(
-    chunk: Slices,
-    rows: np.ndarray,
-    kind: np.ndarray,
-    delta: np.ndarray,
-    sequence: np.ndarray,
-    after: np.ndarray,
-    closes: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """The packets of events ``rows`` of ``chunk`` (a begin, end or instant each, ``kind``; ``closes``: the
-    slice's end follows, ``after`` ns later), and each one's length. A slice leaving many arrows (a graph
-    launch's call) widens every row of its byte matrix: such rows are laid out apart, grouped by their
-    number of arrows to within 2x, and put back in order."""
-    leaving = np.zeros(len(rows), dtype=np.int64)
+def _events(chunk: Slices, events: EventRows) -> tuple[np.ndarray, np.ndarray]:
+    """The packets of ``events`` and each one's length. A slice leaving many arrows (a graph launch's call)
+    widens every row of its byte matrix: such rows are laid out apart, grouped by their number of arrows
+    to within 2x, and put back in order."""
+    leaving = np.zeros(len(events.rows), dtype=np.int64)
     if chunk.flow_out is not None:
-        leaving = np.where(kind != END, chunk.flow_out[0][rows], 0)
+        leaving = np.where(events.kind != END, chunk.flow_out[0][events.rows], 0)
     group = np.where(leaving > FEW_ARROWS, np.ceil(np.log2(np.maximum(leaving, 1))), 0).astype(np.int64)
     if not group.any():
-        return _packets(chunk, rows, kind, delta, sequence, after, closes)
+        return _packets(chunk, events)
     parts = [np.flatnonzero(group == value) for value in np.unique(group)]
-    encoded = [
-        _packets(chunk, rows[mine], kind[mine], delta[mine], sequence[mine], after[mine], closes[mine])
-        for mine in parts
-    ]
-    lengths = np.zeros(len(rows), dtype=np.int64)
+    encoded = [_packets(chunk, events[mine]) for mine in parts]
+    lengths = np.zeros(len(events.rows), dtype=np.int64)
     for mine, (_, part_lengths) in zip(parts, encoded):
         lengths[mine] = part_lengths
     starts = np.cumsum(lengths) - lengths
@@ -284,27 +294,19 @@ def _events(
     return body, lengths
 
 
-def _packets(
-    chunk: Slices,
-    rows: np.ndarray,
-    kind: np.ndarray,
-    delta: np.ndarray,
-    sequence: np.ndarray,
-    after: np.ndarray,
-    closes: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    packets = Rows(len(rows))
+def _packets(chunk: Slices, events: EventRows) -> tuple[np.ndarray, np.ndarray]:
+    packets = Rows(len(events.rows))
     with packets.message(1):  # Trace.packet
-        packets.varint(8, delta)
-        packets.varint(10, sequence)
+        packets.varint(8, events.delta)
+        packets.varint(10, events.sequence)
         with packets.message(11):  # its TrackEvent
-            packets.varint(9, kind)
-            opening_fields(packets, chunk, rows, kind != END)
-    with packets.message(1, closes):  # the slice's end
-        packets.varint(8, after)
-        packets.varint(10, sequence)
+            packets.varint(9, events.kind)
+            opening_fields(packets, chunk, events.rows, events.kind != END)
+    with packets.message(1, events.closes):  # the slice's end
+        packets.varint(8, events.after)
+        packets.varint(10, events.sequence)
         with packets.message(11):
-            packets.varint(9, np.full(len(rows), END))
+            packets.varint(9, np.full(len(events.rows), END))
     return packets.encode(), packets.lengths
 
 
