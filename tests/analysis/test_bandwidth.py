@@ -42,16 +42,7 @@ def test_bandwidth_per_direction_by_hand(tmp_path):
     b = KinetoBuilder()
     b.launch("cudaMemcpyAsync", 0, 1, correlation=1).memcpy(10, 1, correlation=1, size=1_000)
     b.launch("cudaMemcpyAsync", 1, 1, correlation=2).memcpy("10.5", 1, correlation=2, size=3_000)
-    b.event(
-        "X",
-        "gpu_memcpy",
-        "Memcpy DtoH (Device -> Pinned)",
-        0,
-        7,
-        20,
-        1,
-        {"device": 0, "stream": 7, "correlation": 3, "bytes": 500, "memory bandwidth (GB/s)": 0.625},
-    )
+    b.memcpy(20, 1, correlation=3, size=500, name="Memcpy DtoH (Device -> Pinned)", bandwidth=0.625)
     b.launch("cudaMemcpyAsync", 2, 1, correlation=3)
     table = tracekit.bandwidth(b.write(tmp_path / "bw.json"), series=True)
     rows = table["bandwidth"].set_index("Direction")

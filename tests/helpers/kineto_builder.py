@@ -142,17 +142,13 @@ class KinetoBuilder:
         device: int = 0,
         stream: int = 7,
         name: str = "Memcpy HtoD (Pageable -> Device)",
+        bandwidth: float | None = None,
     ) -> KinetoBuilder:
-        return self.event(
-            "X",
-            "gpu_memcpy",
-            name,
-            device,
-            stream,
-            ts,
-            dur,
-            {"device": device, "stream": stream, "correlation": correlation, "bytes": size},
-        )
+        """A copy; ``bandwidth``: the GB/s the profiler recorded from its exact duration, if any."""
+        args: dict[str, int | float] = {"device": device, "stream": stream, "correlation": correlation, "bytes": size}
+        if bandwidth is not None:
+            args["memory bandwidth (GB/s)"] = bandwidth
+        return self.event("X", "gpu_memcpy", name, device, stream, ts, dur, args)
 
     def collective_kernel(
         self,

@@ -105,16 +105,7 @@ def test_a_profiler_recorded_bandwidth_is_the_counters(tmp_path):
     µs the trace writes; the copy's async call makes a queue of one."""
     b = KinetoBuilder()
     b.launch("cudaMemcpyAsync", 18, 1, correlation=3)
-    b.event(
-        "X",
-        "gpu_memcpy",
-        "Memcpy DtoH (Device -> Pinned)",
-        0,
-        7,
-        20,
-        1,
-        {"device": 0, "stream": 7, "correlation": 3, "bytes": 500, "memory bandwidth (GB/s)": 0.625},
-    )
+    b.memcpy(20, 1, correlation=3, size=500, name="Memcpy DtoH (Device -> Pinned)", bandwidth=0.625)
     decoded = both(b.write(tmp_path / "t.pt.trace.json"), tmp_path)
     assert counters_of(decoded, "Memcpy DtoH Memcpy BW") == [(20_000, 0.625), (21_000, 0.0)]
     assert counters_of(decoded, "stream 7 Queue Length") == [(18_000, 1), (20_000, 0)]
