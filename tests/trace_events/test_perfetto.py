@@ -143,6 +143,24 @@ def test_the_events_are_compressed_packets(tmp_path):
     )
 
 
+def test_zlib_deflates_the_same_packets_where_isal_is_missing(tmp_path, monkeypatch):
+    """ISA-L compresses where its wheel exists; zlib (the fallback) writes a file that decodes alike."""
+    from tracekit.trace_events import protobuf
+
+    export = two_steps(tmp_path / "steps.sqlite")
+    faster = from_protobuf(tracekit.timeline(export, tmp_path / "isal.pftrace"))
+    used: list[int] = []
+
+    def zlib_compress(data, level):
+        used.append(level)
+        return zlib.compress(data, level)
+
+    monkeypatch.setattr(protobuf, "compress", zlib_compress)
+    monkeypatch.setattr(protobuf, "DEFLATE_LEVEL", 1)
+    assert from_protobuf(tracekit.timeline(export, tmp_path / "zlib.pftrace")) == faster
+    assert used and set(used) == {1}
+
+
 def test_the_protobuf_file_is_a_fraction_of_the_json(tmp_path):
     b = ExportBuilder("2026.2")
     name = "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl<AddFunctor<float>>>()"
