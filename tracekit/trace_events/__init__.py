@@ -15,7 +15,9 @@ trace-event JSON that chrome://tracing and TensorBoard open too, written as a st
 ``text``    event text a column at a time (Arrow string kernels), exact decimal microseconds
 ``window``  which stretch of a trace to write: ms from its start, a step, an instance of a range
 ``sequence_track``  the kernel sequences a trace repeats as tracks, an occurrence a slice
-``stream_lanes``  ops that overlap on one stream, on lanes beside it (every track's slices nest)
+``stream_lanes``  ops that overlap on one stream, on lanes beside it (ops of a stream cannot run at once)
+``track_lanes``  slices that cross on a track (a thread's ranges and calls, an annotation and its kernels), on
+            lanes beside it: every track's slices nest
 ``collective_track``  collectives per process group as tracks: each one's wait for the last peer, then its transfer
 ``counter_tracks``  counters per GPU: each stream's launch-queue length, each direction's copy bandwidth (HTA's)
 """

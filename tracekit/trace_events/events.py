@@ -158,13 +158,15 @@ class Counters:
 @dataclass(frozen=True)
 class Track:
     """A process (``tid`` None) or one of its tracks, its name and place among its siblings; ``thread``: a
-    host thread (a real tid), not a track tracekit made (a GPU stream, the idle gaps, a sequence)."""
+    host thread (a real tid, or a lane of one), not a track tracekit made (a GPU stream, the idle gaps, a
+    sequence); ``lane_of``: the thread or stream a lane is beside (``track_lanes``), which readers read back."""
 
     pid: int
     tid: int | None
     name: str
     order: int
     thread: bool = False
+    lane_of: int | None = None
 
 
 @dataclass

@@ -17,6 +17,7 @@ import pyarrow.compute as pc  # pyright: ignore[reportMissingModuleSource]
 
 from tracekit.model.schema import TORCH_DEVICE_FIELDS, compute_capability
 from tracekit.model.trace import Trace
+from tracekit.sources.kineto.ours import LANE_OF
 from tracekit.trace_events.events import Arg, Counters, Labels, Metadata, Slices
 from tracekit.trace_events.text import SEPARATOR, integers, join, microseconds, write_array
 
@@ -124,7 +125,9 @@ def metadata_events(metadata: Metadata) -> list[str]:
     for track in metadata.tracks:
         what = "process" if track.tid is None else "thread"
         where = {"pid": track.pid} if track.tid is None else {"pid": track.pid, "tid": track.tid}
-        events.append({"ph": "M", "name": f"{what}_name", **where, "args": {"name": track.name}})
+        # a lane says whose it is ("lane of": the tid or stream beside it): tracekit reads its slices back there
+        lane = {} if track.lane_of is None else {LANE_OF: track.lane_of}
+        events.append({"ph": "M", "name": f"{what}_name", **where, "args": {"name": track.name, **lane}})
         events.append({"ph": "M", "name": f"{what}_sort_index", **where, "args": {"sort_index": track.order}})
     return [json.dumps(event, ensure_ascii=False) for event in events]
 

@@ -30,21 +30,6 @@ def stream_lanes(device: np.ndarray, stream: np.ndarray, start: np.ndarray, end:
     return lane
 
 
-def op_tracks(ops: pd.DataFrame) -> tuple[np.ndarray, list[tuple[int, int, str]]]:
-    """Each GPU op's track id (its stream, or its lane's), and (device, track id, name) of every lane made."""
-    device, stream = ops["device"].to_numpy(), ops["stream"].to_numpy()
-    lane = stream_lanes(device, stream, ops["start"].to_numpy(), ops["end"].to_numpy())
-    tid = np.asarray(stream, dtype=np.int64) + lane * LANE_STRIDE
-    moved = lane > 0
-    made = pd.DataFrame({"device": device[moved], "tid": tid[moved], "stream": stream[moved], "lane": lane[moved]})
-    made = made.drop_duplicates(["device", "tid"]).sort_values(["device", "stream", "lane"])
-    names = [
-        (int(gpu), int(track), f"stream {number} · overlapping {order}")
-        for gpu, track, number, order in made.itertuples(index=False)
-    ]
-    return tid, names
-
-
 def _overlaps_earlier(device: np.ndarray, stream: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
     """Whether each op starts before an op of its stream that started earlier (or at once, before it in the
     table) has ended."""

@@ -22,6 +22,7 @@ import pandas as pd
 from tracekit.analysis.waits.idle import gap_devices
 from tracekit.model.trace import Trace
 from tracekit.trace_events.events import Arg, Counters, JsonValues, Labels, Metadata, Slices, Track
+from tracekit.trace_events.track_lanes import TrackLanes
 
 ROWS = 200_000  # rows encoded at a time: ~60 MB of JSON text for GPU ops
 HOST_STRIDE = 1 << 23  # host process ids of input i: pid + i * HOST_STRIDE (Linux pids stay below 2^22)
@@ -152,13 +153,19 @@ def op_args(trace: Trace, op_rows: np.ndarray) -> list[Arg]:
 
 
 def launch_events(
-    calls: pd.DataFrame, correlation: np.ndarray, flow_counts: np.ndarray, flow_ids: np.ndarray, place: Place
+    calls: pd.DataFrame,
+    correlation: np.ndarray,
+    flow_counts: np.ndarray,
+    flow_ids: np.ndarray,
+    place: Place,
+    tids: np.ndarray | None = None,
 ) -> Iterator[Slices]:
     """CUDA API calls on their host thread (torch.profiler's cuda_runtime); ``flow_counts``: arrows leaving
-    each call, ``flow_ids`` their ids in call order."""
+    each call, ``flow_ids`` their ids in call order; ``tids``: each call's track where not its thread's
+    (``track_lanes``)."""
     names = Labels.of(calls["name"])
     category = Labels.constant("cuda_runtime", len(calls))
-    pid, tid = place.host_pid(calls["pid"].to_numpy()), calls["tid"].to_numpy()
+    pid, tid = place.host_pid(calls["pid"].to_numpy()), calls["tid"].to_numpy() if tids is None else tids
     start, duration = place.time(calls["start"].to_numpy()), calls["duration"].to_numpy()
     first_flow = np.concatenate([[0], np.cumsum(flow_counts)])
     for rows in slices(len(calls)):
@@ -174,11 +181,18 @@ def launch_events(
         )
 
 
-def range_events(ranges: pd.DataFrame, torch_source: bool, place: Place, args: Sequence[Arg] = ()) -> Iterator[Slices]:
+def range_events(
+    ranges: pd.DataFrame,
+    torch_source: bool,
+    place: Place,
+    args: Sequence[Arg] = (),
+    tids: np.ndarray | None = None,
+) -> Iterator[Slices]:
     """NVTX / record_function ranges on their thread's track. From a torch.profiler trace the domains
     map back to its categories (the name without its "domain:" prefix); NVTX ranges of any domain are
     annotations named as tracekit shows them ("NCCL:allreduce"). ``args``: what some ranges carry (an
-    operator's inputs, ``input_args``)."""
+    operator's inputs, ``input_args``); ``tids``: each range's track where not its thread's or stream's
+    (``track_lanes``)."""
     domain = ranges["domain"].astype(str).to_numpy(dtype=object)
     category = np.full(len(ranges), "user_annotation", dtype=object)
     name = ranges["name"].array
@@ -193,8 +207,8 @@ def range_events(ranges: pd.DataFrame, torch_source: bool, place: Place, args: S
     categories = Labels.of(category)
     on_gpu = category == "gpu_user_annotation"  # a GPU-side span: its pid/tid are the device and stream
     pid = np.where(on_gpu, place.gpu_pid(ranges["pid"].to_numpy()), place.host_pid(ranges["pid"].to_numpy()))
-    tid, start = ranges["tid"].to_numpy(), place.time(ranges["start"].to_numpy())
-    duration = ranges["duration"].to_numpy()
+    tid = ranges["tid"].to_numpy() if tids is None else tids
+    start, duration = place.time(ranges["start"].to_numpy()), ranges["duration"].to_numpy()
     for rows in slices(len(ranges)):
         chunk_args = tuple(arg[rows] for arg in args)
         yield Slices(categories[rows], labels[rows], pid[rows], tid[rows], start[rows], duration[rows], chunk_args)
@@ -229,12 +243,12 @@ def input_args(ranges: pd.DataFrame, shapes: pd.DataFrame | None) -> list[Arg]:
     return args
 
 
-def python_events(calls: pd.DataFrame, place: Place) -> Iterator[Slices]:
+def python_events(calls: pd.DataFrame, place: Place, tids: np.ndarray | None = None) -> Iterator[Slices]:
     """with_stack's Python calls (``python_calls``) on their thread's track as torch.profiler writes them:
     category python_function, with the call's "Python id", its caller's "Python parent id" and its
-    nn.Module's "Python module id" where recorded."""
+    nn.Module's "Python module id" where recorded; ``tids``: each call's track where not its thread's."""
     names, category = Labels.of(calls["name"]), Labels.constant("python_function", len(calls))
-    pid, tid = place.host_pid(calls["pid"].to_numpy()), calls["tid"].to_numpy()
+    pid, tid = place.host_pid(calls["pid"].to_numpy()), calls["tid"].to_numpy() if tids is None else tids
     start, duration = place.time(calls["start"].to_numpy()), calls["duration"].to_numpy()
     ids = {name: calls[column].to_numpy() for column, name in PYTHON_ARGS.items()}
     # each call's ids its own (the module id repeats, but rides along: a few per trace)
@@ -281,11 +295,12 @@ def metadata_events(
     gpu_names: dict[int, str],
     named_tracks: Sequence[tuple[int, int, str]] = (),
     host_names: pd.DataFrame | None = None,
+    lanes: TrackLanes | None = None,
 ) -> Metadata:
     """Names and order of the processes and tracks (few: one per GPU, stream, process and thread;
     ``named_tracks``: (pid, tid, name) of other tracks, below a GPU's streams; ``host_names``: the trace's
     ``thread_names``, the names its source recorded of host processes and threads, else "process N" and
-    "thread N")."""
+    "thread N"; ``lanes``: the lanes of slices that cross on a stream or thread, each named after it)."""
     tracks: list[Track] = []
     base = place.index * 1000
     if has_steps:
@@ -300,6 +315,9 @@ def metadata_events(
     for device, stream in streams.itertuples(index=False):
         pid = int(place.gpu_pid(np.array([device]))[0])
         tracks.append(Track(pid, int(stream), f"stream {stream}", int(stream)))
+    for order, (device, tid, stream, lane) in enumerate(lanes.gpu_lanes if lanes else []):
+        pid = int(place.gpu_pid(np.array([device]))[0])
+        tracks.append(Track(pid, tid, f"stream {stream} · overlapping {lane}", 2**29 + order, lane_of=stream))
     for order, (pid, tid, name) in enumerate(named_tracks):
         tracks.append(Track(pid, tid, name, 2**30 + order))  # below the GPU's streams
     recorded = _recorded_names(host_names)
@@ -309,6 +327,9 @@ def metadata_events(
     for pid, tid in threads.itertuples(index=False):
         name = recorded.get((pid, tid), f"thread {tid}")
         tracks.append(Track(int(place.host_pid(np.array([pid]))[0]), int(tid), name, 0, thread=True))
+    for pid, tid, thread, lane in lanes.host_lanes if lanes else []:
+        name = f"{recorded.get((pid, thread), f'thread {thread}')} · overlapping {lane}"
+        tracks.append(Track(int(place.host_pid(np.array([pid]))[0]), tid, name, lane, thread=True, lane_of=thread))
     return Metadata(tracks)
 
 

@@ -39,7 +39,7 @@ from tracekit.trace_events.events import Counters, Metadata, Slices
 from tracekit.trace_events.json_format import header_fields
 from tracekit.trace_events.output_names import PERFETTO_SUFFIXES, check_output, default_output
 from tracekit.trace_events.sequence_track import sequence_events, sequence_slices, sequence_track_names
-from tracekit.trace_events.stream_lanes import op_tracks
+from tracekit.trace_events.track_lanes import track_lanes
 from tracekit.trace_events.window import Window, WindowOptions, window_of
 
 GZIP_LEVEL = 3  # gzip's default (6) takes twice as long for a few per cent less
@@ -253,11 +253,14 @@ def _events(
     devices = set(streams["device"].tolist())  # a GPU with idle gaps has ops
     slices = sequence_slices(trace, sequences, window)
     collectives = collective_slices(trace, window)
-    op_tids, lanes = op_tracks(kept_ops)  # ops that overlap on a stream: lanes beside it
+    torch_source = trace.meta.tool == TORCH_PROFILER
+    on_gpu = torch_source & (kept_ranges["domain"].astype(str).to_numpy() == "gpu")  # GPU-side annotations
+    # slices that cross on a track (ops of a stream, an annotation and its kernels, a thread's ranges and
+    # calls): lanes beside it
+    lanes = track_lanes(kept_ops, kept_ranges, calls.iloc[call_rows], python_calls, on_gpu)
     named_tracks = [
         (int(place.gpu_pid(np.array([device]))[0]), tid, name)
         for device, tid, name in [
-            *lanes,
             *sequence_track_names(slices),
             *sequence_track_names(collectives.drop(columns=["name"]).rename(columns={"track": "name"})),
         ]
@@ -265,7 +268,9 @@ def _events(
     host_names = trace.optional("thread_names")
     yield (
         "metadata",
-        tracks.metadata_events(place, devices, streams, threads, len(steps) > 0, gpu_names, named_tracks, host_names),
+        tracks.metadata_events(
+            place, devices, streams, threads, len(steps) > 0, gpu_names, named_tracks, host_names, lanes
+        ),
     )
     yield from (("steps", events) for events in tracks.step_events(steps, place))
     # an arrow for each op whose launching call is in the file too, numbered by the op's row (a graph
@@ -285,7 +290,7 @@ def _events(
             flow_id[op_rows],
             place,
             tracks.op_args(trace, op_rows),
-            op_tids,
+            lanes.op_tids,
         )
     )
     by_call = arrows[np.argsort(launched.row[arrows], kind="stable")]
@@ -293,15 +298,14 @@ def _events(
     yield from (
         ("api calls", events)
         for events in tracks.launch_events(
-            calls.iloc[call_rows], call_ids[call_rows], flow_counts, flow_id[by_call], place
+            calls.iloc[call_rows], call_ids[call_rows], flow_counts, flow_id[by_call], place, lanes.call_tids
         )
     )
     inputs = tracks.input_args(kept_ranges, trace.optional("op_shapes"))
     yield from (
-        ("ranges", events)
-        for events in tracks.range_events(kept_ranges, trace.meta.tool == TORCH_PROFILER, place, inputs)
+        ("ranges", events) for events in tracks.range_events(kept_ranges, torch_source, place, inputs, lanes.range_tids)
     )
-    yield from (("python calls", events) for events in tracks.python_events(python_calls, place))
+    yield from (("python calls", events) for events in tracks.python_events(python_calls, place, lanes.python_tids))
     yield from (("idle gaps", events) for events in tracks.gap_events(gaps.result(), place))
     yield from (("kernel sequences", events) for events in sequence_events(slices, place.gpu_pid, offset=place.offset))
     yield from (

@@ -21,6 +21,7 @@ import pandas as pd
 from tracekit.sources.kineto.comms import SPARSE, SPARSE_COLUMNS, TEXT_COLUMNS, add_comms
 from tracekit.sources.kineto.decimal_text import microseconds_to_ns
 from tracekit.sources.kineto.json_stream import event_spans
+from tracekit.sources.kineto.ours import LANE_OF
 
 ABSENT = msgspec.Raw()
 GPU_KINDS = {"kernel": 0, "Kernel": 0, "gpu_memcpy": 1, "Memcpy": 1, "gpu_memset": 2, "Memset": 2}
@@ -96,8 +97,9 @@ class Args(msgspec.Struct, gc=False):
     python_id: Number = msgspec.field(default=-1, name="Python id")
     python_parent: Number = msgspec.field(default=-1, name="Python parent id")
     python_module: Number = msgspec.field(default=-1, name="Python module id")
-    # a process_name or thread_name metadata event's name
+    # a process_name or thread_name metadata event's name, and a lane's thread or stream (tracekit's timelines)
     name: Any = None
+    lane_of: Number = msgspec.field(default=None, name=LANE_OF)
 
 
 NO_ARGS = Args()
@@ -134,6 +136,7 @@ class EventColumns:
         self.malformed = 0  # events that do not decode as an event object at all
         self.old_operators = False  # torch 1.8's "Operator" category: annotations and operators alike
         self.names_recorded: list[tuple[int, int, str]] = []  # (pid, tid, name) of process_name/thread_name
+        self.lanes_recorded: list[tuple[int, int, int]] = []  # (pid, tid, the tid beside it) of tracekit's lanes
 
     def decode(self, chunk: bytes) -> bool | None:
         """Add a chunk ("[" + events + "]"); None when it is not well-formed JSON (the caller cuts again).
@@ -247,6 +250,9 @@ class EventColumns:
         if isinstance(name, str) and name:
             tid = -1 if event.name == "process_name" else _id(event.tid)
             self.names_recorded.append((_id(event.pid), tid, name))
+            lane_of = event.args.lane_of if event.args is not None else None
+            if tid != -1 and type(lane_of) is int and -(2**31) <= lane_of < 2**31:
+                self.lanes_recorded.append((_id(event.pid), tid, lane_of))
 
     def _add_shapes(self, out: dict, args: list[Args]) -> None:
         """The recorded inputs of CPU operators, as codes of their JSON text (``shapes`` names): a trace
@@ -283,11 +289,22 @@ class EventColumns:
         self.malformed += part.malformed
         self.old_operators = self.old_operators or part.old_operators
         self.names_recorded += part.names_recorded
+        self.lanes_recorded += part.lanes_recorded
 
     def gathered(self, role: str) -> dict[str, np.ndarray]:
         """The role's columns, every chunk joined (empty arrays when no event had the role); the collectives'
-        sparse columns apart (``sparse``)."""
-        return {name: np.concatenate(parts) for name, parts in self.columns[role].items() if name not in SPARSE_COLUMNS}
+        sparse columns apart (``sparse``). Events on a lane tracekit's timeline made are back on the thread
+        (or stream) it is beside."""
+        out = {name: np.concatenate(parts) for name, parts in self.columns[role].items() if name not in SPARSE_COLUMNS}
+        if self.lanes_recorded and "tid" in out and "pid" in out:
+            lanes = np.asarray(self.lanes_recorded, dtype=np.int64)
+            keys = (lanes[:, 0] << 32) ^ (lanes[:, 1] & 0xFFFFFFFF)
+            order = np.argsort(keys)
+            found = (out["pid"].astype(np.int64) << 32) ^ (out["tid"].astype(np.int64) & 0xFFFFFFFF)
+            at = np.minimum(np.searchsorted(keys[order], found), len(keys) - 1)
+            on_lane = keys[order][at] == found
+            out["tid"] = np.where(on_lane, lanes[order, 2][at], out["tid"])
+        return out
 
     def sparse(self, role: str) -> dict[str, np.ndarray]:
         """The role's collectives (``comms``): their positions among all the role's rows (each chunk's shifted by

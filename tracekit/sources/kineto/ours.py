@@ -7,6 +7,10 @@ import gzip
 import re
 from pathlib import Path
 
+# the thread_name arg of a lane tracekit's timeline made beside a thread or stream, for slices that cross on
+# it (trace_events.track_lanes): the tid (or stream) the lane is beside, where the reader puts its slices back
+LANE_OF = "lane of"
+
 
 def written_by_timeline(path: Path) -> bool:
     """Whether ``path`` is a file ``tracekit timeline`` wrote (its header says so): in a folder of traces
