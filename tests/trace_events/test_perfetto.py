@@ -17,6 +17,7 @@ from tracekit.trace_events.tracks import GPU_BASE, IDLE_TID
 from tracekit.trace_events.writer import timeline as write_timeline
 
 from .test_timeline import ADD, EPOCH_US, GEMM, MIB, REAL, two_steps
+from .test_track_lanes import crossings
 
 pytest.importorskip("perfetto.protos.perfetto.trace.perfetto_trace_pb2", reason="pip install -e '.[test]'")
 
@@ -178,9 +179,9 @@ def test_every_real_trace_decodes_to_the_json_timeline(path, tmp_path):
     if not path.exists():
         pytest.skip(f"{path} is absent")
     source = tracekit.open_trace(path)
-    assert from_protobuf(tracekit.timeline(source, tmp_path / "t.pftrace")) == from_json(
-        tracekit.timeline(source, tmp_path / "t.json.gz")
-    )
+    protobuf = from_protobuf(tracekit.timeline(source, tmp_path / "t.pftrace"))
+    assert protobuf == from_json(tracekit.timeline(source, tmp_path / "t.json.gz"))
+    assert not crossings(protobuf["slices"])  # every track's slices nest, as a viewer stacks them
 
 
 @pytest.mark.parametrize("where", ["making events", "writing packets"])
