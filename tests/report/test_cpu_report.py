@@ -188,7 +188,8 @@ def test_the_page_draws_phases_and_names_only_what_it_has(browser, tmp_path):
     page.close()
     gpu = write_report([gpu_trace(tmp_path / "gpu.sqlite")], tmp_path / "gpu", html=True).parent / "report.html"
     page = open_report(browser, gpu, 1200)
-    assert page.locator(".timeline .help").inner_text().endswith("hover: a phase, a range, an op or a gap")
+    help_text = page.locator(".timeline .help").inner_text()
+    assert help_text.endswith("hover: a phase, a range, a CUDA API call, an op or a gap")
     page.close()
 
 

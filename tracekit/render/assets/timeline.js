@@ -86,7 +86,12 @@ function Timeline(holder, data) {
   if (this.steps.start.length) hints.push("click a step: zoom to it");
   if (this.host.count) hints.push("click a thread's name: one lane per depth");
   if (this.ranges.count) hover.push("a phase");
-  if (this.host.count) hover.push("a range");
+  if (this.host.count) { // what the host lanes hold: ranges and CPU ops, CUDA API calls
+    var held = {};
+    for (var k = 0; k < this.host.count; k++) held[data.host_kinds[this.host.category[k]]] = true;
+    if (held["range"] || held["CPU op"]) hover.push("a range");
+    if (held["CUDA API"]) hover.push("a CUDA API call");
+  }
   if (this.ops.count) hover.push("an op", "a gap");
   if (hover.length) hints.push("hover: " + hover.join(", ").replace(/, ([^,]*)$/, " or $1"));
   this.hints = hints.join(" · "); // only what this trace has to zoom to or hover
