@@ -247,6 +247,11 @@ def _stop_pool(pool: ProcessPoolExecutor) -> None:
         if process.is_alive():
             process.kill()
             process.join(timeout=5)
+    # the pool's manager thread notices its workers gone and closes its wake-up pipe; ended here, it cannot
+    # do so while the interpreter's exit wakes it (Python 3.11 has no lock there: "Bad file descriptor")
+    manager = getattr(pool, "_executor_manager_thread", None)
+    if manager is not None:
+        manager.join(timeout=2)
 
 
 def _on_dask(
