@@ -30,8 +30,10 @@ from tracekit.trace_events.stream_lanes import LANE_STRIDE, MAX_LANES, stream_la
 
 ROUNDS = 8  # passes over one lane (each moves every loser it finds; crossings left after them stay)
 HOST_LANE_BASE = 2**31 - 2**24  # lane j of the host threads: tid HOST_LANE_BASE + j (above any OS's thread ids)
-# ranks: which of two crossing slices keeps its track (the higher)
-OP_RANK, RANGE_RANK, CALL_RANK, PYTHON_RANK = 3, 2, 1, 0
+# ranks: which of two crossing slices keeps its track (the higher). On a stream: an op, then a GPU-side
+# annotation; on a host thread: a range (NVTX, record_function, a CPU operator), a CUDA API call, a Python call
+OP_RANK, GPU_ANNOTATION_RANK = 1, 0
+RANGE_RANK, CALL_RANK, PYTHON_RANK = 2, 1, 0
 
 
 def nesting_lanes(
@@ -148,64 +150,57 @@ def track_lanes(
 ) -> TrackLanes:
     """The lanes of one input's slices: GPU ops (``stream_lanes`` first: ops of a stream cannot run at once)
     with the GPU-side ranges (``on_gpu``), and each host thread's ranges, CUDA API calls and Python calls."""
-    device, stream = ops["device"].to_numpy(np.int64), ops["stream"].to_numpy(np.int64)
-    op_start, op_end = ops["start"].to_numpy(np.int64), ops["end"].to_numpy(np.int64)
-    range_start = ranges["start"].to_numpy(np.int64)
-    range_end = range_start + ranges["duration"].to_numpy(np.int64)
-    range_pid, range_tid = ranges["pid"].to_numpy(np.int64), ranges["tid"].to_numpy(np.int64)
-    range_tids = range_tid.copy()
+    range_tids = ranges["tid"].to_numpy(np.int64).copy()
+    times = ranges.loc[:, ["pid", "tid", "start", "duration"]]  # (the columns used, not every range's name)
+    op_tids, range_tids[on_gpu], gpu_lanes = _gpu_lanes(ops, times.loc[on_gpu])
+    host_tids, host_lanes = _host_lanes(
+        [(times.loc[~on_gpu], RANGE_RANK), (calls, CALL_RANK), (python_calls, PYTHON_RANK)]
+    )
+    range_tids[~on_gpu] = host_tids[0]
+    return TrackLanes(op_tids, range_tids, host_tids[1], host_tids[2], gpu_lanes, host_lanes)
 
-    gpu = np.flatnonzero(on_gpu)
-    op_lane = stream_lanes(device, stream, op_start, op_end)
-    # ops of one lane cannot cross each other (none overlaps another): only the streams with GPU-side ranges
-    annotated = (range_pid[gpu] << 32) ^ range_tid[gpu]
-    checked = np.flatnonzero(np.isin((device << 32) ^ stream, annotated))
-    gpu_device = np.concatenate([device[checked], range_pid[gpu]])
-    gpu_stream = np.concatenate([stream[checked], range_tid[gpu]])
-    movable = (gpu_stream >= 0) & (gpu_stream < LANE_STRIDE)  # (a track id past the stride: left alone)
+
+def _gpu_lanes(ops: pd.DataFrame, annotations: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, list]:
+    """Each op's and each GPU-side annotation's track (its stream + lane * ``LANE_STRIDE``), and the lanes
+    made (device, track, stream, lane); an annotation's pid is its device, its tid its stream."""
+    device, stream = ops["device"].to_numpy(np.int64), ops["stream"].to_numpy(np.int64)
+    start, end = ops["start"].to_numpy(np.int64), ops["end"].to_numpy(np.int64)
+    op_lane = stream_lanes(device, stream, start, end)
+    at_device, at_stream = annotations["pid"].to_numpy(np.int64), annotations["tid"].to_numpy(np.int64)
+    at_start = annotations["start"].to_numpy(np.int64)
+    at_end = at_start + annotations["duration"].to_numpy(np.int64)
+    # ops of one lane cannot cross each other (none overlaps another): only the streams with annotations
+    checked = np.flatnonzero(np.isin((device << 32) ^ stream, (at_device << 32) ^ at_stream))
+    both_device = np.concatenate([device[checked], at_device])
+    both_stream = np.concatenate([stream[checked], at_stream])
+    movable = (both_stream >= 0) & (both_stream < LANE_STRIDE)  # (a track id past the stride: left alone)
     lane = nesting_lanes(
-        np.where(movable, (gpu_device << 32) ^ gpu_stream, -1 - np.arange(len(gpu_stream))),
-        np.concatenate([op_start[checked], range_start[gpu]]),
-        np.concatenate([op_end[checked], range_end[gpu]]),
-        np.repeat([OP_RANK, RANGE_RANK - 1], [len(checked), len(gpu)]),
-        np.concatenate([op_lane[checked], np.zeros(len(gpu), dtype=np.int64)]),
+        np.where(movable, (both_device << 32) ^ both_stream, -1 - np.arange(len(both_stream))),
+        np.concatenate([start[checked], at_start]),
+        np.concatenate([end[checked], at_end]),
+        np.repeat([OP_RANK, GPU_ANNOTATION_RANK], [len(checked), len(annotations)]),
+        np.concatenate([op_lane[checked], np.zeros(len(annotations), dtype=np.int64)]),
     )
     op_lane[checked] = lane[: len(checked)]
-    range_tids[gpu] = gpu_stream[len(checked) :] + lane[len(checked) :] * LANE_STRIDE
-    op_tids = stream + op_lane * LANE_STRIDE
-    gpu_lanes = sorted(
-        set(zip(device[op_lane > 0].tolist(), stream[op_lane > 0].tolist(), op_lane[op_lane > 0].tolist()))
-        | set(zip(range_pid[gpu].tolist(), range_tid[gpu].tolist(), lane[len(checked) :].tolist()))
-    )
-    gpu_lanes = [(gpu_id, number + made * LANE_STRIDE, number, made) for gpu_id, number, made in gpu_lanes if made]
+    at_lane = lane[len(checked) :]
+    made = set(zip(device[op_lane > 0].tolist(), stream[op_lane > 0].tolist(), op_lane[op_lane > 0].tolist()))
+    made |= set(zip(at_device[at_lane > 0].tolist(), at_stream[at_lane > 0].tolist(), at_lane[at_lane > 0].tolist()))
+    lanes = [(gpu, number + k * LANE_STRIDE, number, k) for gpu, number, k in sorted(made)]
+    return stream + op_lane * LANE_STRIDE, at_stream + at_lane * LANE_STRIDE, lanes
 
-    host = np.flatnonzero(~on_gpu)
-    parts = [
-        (range_pid[host], range_tid[host], range_start[host], range_end[host], RANGE_RANK),
-        *(
-            (
-                frame["pid"].to_numpy(np.int64),
-                frame["tid"].to_numpy(np.int64),
-                frame["start"].to_numpy(np.int64),
-                frame["start"].to_numpy(np.int64) + frame["duration"].to_numpy(np.int64),
-                rank,
-            )
-            for frame, rank in ((calls, CALL_RANK), (python_calls, PYTHON_RANK))
-        ),
-    ]
-    pid, tid, start, end = (np.concatenate([part[column] for part in parts]) for column in range(4))
-    sizes = [len(part[0]) for part in parts]
-    thread = (pid << 32) ^ (tid & 0xFFFFFFFF)
-    lane = nesting_lanes(thread, start, end, np.repeat([part[4] for part in parts], sizes))
+
+def _host_lanes(parts: list[tuple[pd.DataFrame, int]]) -> tuple[list[np.ndarray], list]:
+    """Each slice's track in every (frame, rank) of ``parts`` (its tid, or a lane's: ``HOST_LANE_BASE`` + j),
+    and the lanes made (pid, tid, the thread's tid, lane), together: slices of all of them share threads."""
+    column = lambda name: np.concatenate([frame[name].to_numpy(np.int64) for frame, _ in parts])
+    pid, tid, start = column("pid"), column("tid"), column("start")
+    end = start + column("duration")
+    sizes = [len(frame) for frame, _ in parts]
+    lane = nesting_lanes((pid << 32) ^ (tid & 0xFFFFFFFF), start, end, np.repeat([rank for _, rank in parts], sizes))
     moved = np.flatnonzero(lane > 0)
-    tids, host_lanes = tid.copy(), []
+    tids, lanes = tid.copy(), []
     if len(moved):
         made, kinds = pd.factorize(pd.MultiIndex.from_arrays([pid[moved], tid[moved], lane[moved]]), sort=True)
         tids[moved] = HOST_LANE_BASE + made
-        host_lanes = [
-            (int(made_pid), HOST_LANE_BASE + index, int(made_tid), int(made_lane))
-            for index, (made_pid, made_tid, made_lane) in enumerate(kinds)
-        ]
-    ends = np.cumsum(sizes)
-    range_tids[host] = tids[: ends[0]]
-    return TrackLanes(op_tids, range_tids, tids[ends[0] : ends[1]], tids[ends[1] :], gpu_lanes, host_lanes)
+        lanes = [(int(p), HOST_LANE_BASE + j, int(t), int(k)) for j, (p, t, k) in enumerate(kinds)]
+    return np.split(tids, np.cumsum(sizes)[:-1]), lanes
