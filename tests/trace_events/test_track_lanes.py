@@ -259,3 +259,22 @@ def test_a_with_stack_trace_nests_on_every_track(tmp_path):
     assert sorted((row[2], row[3]) for row in text["slices"] if row[4] == "python_function") == sorted(
         zip(calls["start"].tolist(), calls["duration"].tolist())
     )
+
+
+def test_a_lane_of_any_other_shape_is_no_lane_and_its_event_is_read(tmp_path):
+    """Another file's "lane of" arg (a list, an object, a number no int64 holds) names no lane: the events
+    carrying it are read as they are, the thread keeps its name and its slices their tid."""
+    b = KinetoBuilder()
+    b.raw(
+        '{"name": "thread_name", "ph": "M", "ts": 1, "pid": 100, "tid": 200, "args": {"name": "loader", "lane of": [100]}}'
+    )
+    b.event("X", "user_annotation", "load", 100, 200, 100, 50, {"lane of": {"thread": 100}})
+    b.raw(
+        '{"ph": "X", "cat": "user_annotation", "name": "step", "pid": 100, "tid": 100, "ts": 100, "dur": 50, '
+        '"args": {"lane of": 1e400}}'
+    )
+    trace = tracekit.open_trace(b.write(tmp_path / "other.json"))
+    assert sorted(zip(trace.ranges["name"].astype(str), trace.ranges["tid"].tolist())) == [("load", 200), ("step", 100)]
+    assert len(trace.launches) == 0 and not trace.warnings  # (no event left out as unreadable)
+    names = trace.optional("thread_names")
+    assert names is not None and names.loc[names["tid"] == 200, "name"].tolist() == ["loader"]
