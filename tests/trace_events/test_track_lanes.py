@@ -278,3 +278,21 @@ def test_a_lane_of_any_other_shape_is_no_lane_and_its_event_is_read(tmp_path):
     assert len(trace.launches) == 0 and not trace.warnings  # (no event left out as unreadable)
     names = trace.optional("thread_names")
     assert names is not None and names.loc[names["tid"] == 200, "name"].tolist() == ["loader"]
+
+
+def test_a_thread_named_twice_is_beside_its_last_names_thread(tmp_path):
+    """As a thread renamed keeps its last name, a lane named twice is beside the thread its last name says;
+    the lane mapping touches only the (pid, tid) named: the same tid in another process stays."""
+    b = KinetoBuilder()
+    for pid, tid, lane_of in [(100, 200, 100), (100, 200, 300), (100, 300, 300)]:
+        b.raw(
+            f'{{"name": "thread_name", "ph": "M", "ts": 1, "pid": {pid}, "tid": {tid}, '
+            f'"args": {{"name": "lane", "lane of": {lane_of}}}}}'
+        )
+    b.annotation("on the lane", 100, 50, pid=100, tid=200)
+    b.annotation("another process", 100, 50, pid=101, tid=200)
+    trace = tracekit.open_trace(b.write(tmp_path / "renamed.json"))
+    assert sorted(zip(trace.ranges["name"].astype(str), trace.ranges["pid"], trace.ranges["tid"])) == [
+        ("another process", 101, 200),
+        ("on the lane", 100, 300),
+    ]

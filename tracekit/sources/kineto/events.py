@@ -301,9 +301,9 @@ class EventColumns:
         if self.lanes_recorded and "tid" in out and "pid" in out:
             lanes = np.asarray(self.lanes_recorded, dtype=np.int64)
             keys = (lanes[:, 0] << 32) ^ (lanes[:, 1] & 0xFFFFFFFF)
-            order = np.argsort(keys)
+            order = np.argsort(keys, kind="stable")  # a thread named twice: its last name's lane, as its name
             found = (out["pid"].astype(np.int64) << 32) ^ (out["tid"].astype(np.int64) & 0xFFFFFFFF)
-            at = np.minimum(np.searchsorted(keys[order], found), len(keys) - 1)
+            at = np.maximum(np.searchsorted(keys[order], found, side="right") - 1, 0)
             on_lane = keys[order][at] == found
             out["tid"] = np.where(on_lane, lanes[order, 2][at], out["tid"])
         return out
