@@ -4,8 +4,12 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
 import pickle
 import sys
+import threading
+import time
+from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 import pandas as pd
@@ -18,7 +22,7 @@ from tracekit.analysis import stats
 from tracekit.analysis.kernels.kernels_command import KernelsOptions
 from tracekit.analysis.many import merge_stats
 from tracekit.analysis.many.inputs import Part
-from tracekit.analysis.many.pool import read_part
+from tracekit.analysis.many.pool import _stop_pool, read_part
 from tracekit.commands import COMMANDS
 from tracekit.session import Settings
 
@@ -325,3 +329,18 @@ def test_ranks_of_one_input_say_what_they_compared(cli, tmp_path):
     said = "\n".join(result.notes)
     assert "one input holding 2 GPUs: compared GPU by GPU" in said and "slowest GPU by step time" in said
     assert "(ranks compared over 1 input)" in cli("ranks", tmp_path / "job.sqlite").output
+
+
+def test_a_stopped_pool_has_its_manager_thread_joined():
+    """The pool's manager thread ends before ``_stop_pool`` returns: left running, the interpreter's exit can
+    wake it while it closes its pipe (Python 3.11: a "Bad file descriptor" traceback after SIGTERM). The
+    thread is taken before ``shutdown``, which forgets it."""
+    pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+    pool.submit(time.sleep, 60)
+    manager = getattr(pool, "_executor_manager_thread", None)
+    assert isinstance(manager, threading.Thread)
+    joined = []
+    join = manager.join
+    manager.join = lambda timeout=None: (joined.append(timeout), join(timeout))[1]
+    _stop_pool(pool)
+    assert joined and not manager.is_alive()

@@ -61,11 +61,44 @@ def test_nested_touching_identical_and_instant_slices_stay():
     assert lanes.tolist() == [0] * len(start)
 
 
-def test_a_staircase_fills_the_lanes_and_the_last_keeps_the_rest():
-    # twelve slices, each beginning inside the one before and ending after it
+def test_a_chain_of_crossing_slices_takes_two_lanes():
+    # twelve slices, each beginning inside the one before and ending after it (NVTX ranges of a pipeline):
+    # the second loses to the first and moves, so the third crosses nothing left on the track, and so on
     start = np.arange(12) * 10
     lanes = nesting_lanes(np.zeros(12, dtype=np.int64), start, start + 15, np.zeros(12))
+    assert lanes.tolist() == [0, 1] * 6
+
+
+def test_slices_all_crossing_each_other_fill_the_lanes_and_the_last_keeps_the_rest():
+    start = np.arange(12) * 10
+    lanes = nesting_lanes(np.zeros(12, dtype=np.int64), start, start + 1000, np.zeros(12))
     assert lanes.tolist() == [*range(MAX_LANES), *[MAX_LANES - 1] * (12 - MAX_LANES)]
+
+
+def test_a_slice_crossed_only_by_one_that_moves_stays():
+    # a step range [0, 100) holding a range [20, 80); a Python call [50, 110) begins inside the inner one and
+    # ends after both: it alone moves (the inner range nests in the step once it is gone)
+    start, end = np.array([0, 20, 50]), np.array([100, 80, 110])
+    rank = np.array([track_lanes.RANGE_RANK, track_lanes.RANGE_RANK, track_lanes.PYTHON_RANK])
+    assert nesting_lanes(np.zeros(3, dtype=np.int64), start, end, rank).tolist() == [0, 0, 1]
+
+
+def test_a_track_still_crossing_after_the_rounds_keeps_the_slices_that_overlap_no_other(monkeypatch):
+    # three slices that cross one another take two rounds to part; with one round allowed, the track keeps
+    # [0, 4) and [5, 14), which overlap nothing, and the two others move on (every lane but the last nests)
+    monkeypatch.setattr(track_lanes, "ROUNDS", 1)
+    track = np.zeros(4, dtype=np.int64)
+    start, end = np.array([0, 5, 11, 7]), np.array([4, 14, 17, 16])
+    lanes = nesting_lanes(track, start, end, np.zeros(4))
+    assert lanes.tolist() == [0, 0, 2, 1]
+
+
+def test_slices_that_nest_stay_where_times_are_too_far_apart_for_one_sort():
+    # two tracks 2^62 ns apart: every track is checked pair by pair, and nested slices stay
+    track = np.array([0, 0, 1, 1])
+    start = np.array([0, 10, 2**62, 2**62 + 10])
+    lanes = nesting_lanes(track, start, start + np.array([100, 20, 100, 20]), np.zeros(4))
+    assert lanes.tolist() == [0, 0, 0, 0]
 
 
 def test_lanes_chosen_before_are_kept_or_moved_further():
@@ -88,8 +121,7 @@ def test_every_lane_nests_and_a_slice_crossing_nothing_stays(rows):
     track, start, length, rank = (np.array(column, dtype=np.int64) for column in zip(*rows))
     lanes = nesting_lanes(track, start, start + length, rank)
     as_slices = [(int(t), int(lane), int(s), int(d)) for t, lane, s, d in zip(track, lanes, start, length)]
-    if lanes.max() < MAX_LANES - 1:  # (the last lane keeps what is left)
-        assert not crossings(as_slices)
+    assert not crossings([row for row in as_slices if row[1] < MAX_LANES - 1])  # (the last keeps the rest)
     # a slice that crosses no other of its track (one begins strictly inside the other, ends strictly after)
     for t, lane, s, d in as_slices:
         crosses = any(
@@ -190,6 +222,22 @@ def test_nvtx_start_end_ranges_that_cross_on_a_thread(tmp_path):
     }
 
 
+def test_nvtx_ranges_of_a_pipeline_take_one_lane(tmp_path):
+    """Twelve start/end ranges, each begun before the last ends: every other one on the thread's lane, and
+    every track nests in both formats."""
+    b = ExportBuilder("2026.2")
+    b.kernel(100_000, 101_000, "ampere_sgemm_128x64_nn", launch_at=99_000)
+    for batch in range(12):
+        b.start_end(1_000 + batch * 1_000, 2_500 + batch * 1_000, f"batch {batch}")
+    export = b.write(tmp_path / "pipeline.sqlite")
+    text = from_json(write_timeline([export], tmp_path / "t.json").path)
+    assert from_protobuf(write_timeline([export], tmp_path / "t.pftrace").path) == text
+    assert not crossings(text["slices"])
+    ranges = sorted((row[2], row[1]) for row in text["slices"] if row[4] == "user_annotation")
+    assert [tid for _, tid in ranges] == [100, HOST_LANE_BASE] * 6
+    assert [time for time, _ in ranges] == [1_000 + batch * 1_000 for batch in range(12)]
+
+
 QWEN = SHARED / "kineto" / "h100_qwen0.5b_inference.json.gz"
 
 
@@ -211,3 +259,40 @@ def test_a_with_stack_trace_nests_on_every_track(tmp_path):
     assert sorted((row[2], row[3]) for row in text["slices"] if row[4] == "python_function") == sorted(
         zip(calls["start"].tolist(), calls["duration"].tolist())
     )
+
+
+def test_a_lane_of_any_other_shape_is_no_lane_and_its_event_is_read(tmp_path):
+    """Another file's "lane of" arg (a list, an object, a number no int64 holds) names no lane: the events
+    carrying it are read as they are, the thread keeps its name and its slices their tid."""
+    b = KinetoBuilder()
+    b.raw(
+        '{"name": "thread_name", "ph": "M", "ts": 1, "pid": 100, "tid": 200, "args": {"name": "loader", "lane of": [100]}}'
+    )
+    b.event("X", "user_annotation", "load", 100, 200, 100, 50, {"lane of": {"thread": 100}})
+    b.raw(
+        '{"ph": "X", "cat": "user_annotation", "name": "step", "pid": 100, "tid": 100, "ts": 100, "dur": 50, '
+        '"args": {"lane of": 1e400}}'
+    )
+    trace = tracekit.open_trace(b.write(tmp_path / "other.json"))
+    assert sorted(zip(trace.ranges["name"].astype(str), trace.ranges["tid"].tolist())) == [("load", 200), ("step", 100)]
+    assert len(trace.launches) == 0 and not trace.warnings  # (no event left out as unreadable)
+    names = trace.optional("thread_names")
+    assert names is not None and names.loc[names["tid"] == 200, "name"].tolist() == ["loader"]
+
+
+def test_a_thread_named_twice_is_beside_its_last_names_thread(tmp_path):
+    """As a thread renamed keeps its last name, a lane named twice is beside the thread its last name says;
+    the lane mapping touches only the (pid, tid) named: the same tid in another process stays."""
+    b = KinetoBuilder()
+    for pid, tid, lane_of in [(100, 200, 100), (100, 200, 300), (100, 300, 300)]:
+        b.raw(
+            f'{{"name": "thread_name", "ph": "M", "ts": 1, "pid": {pid}, "tid": {tid}, '
+            f'"args": {{"name": "lane", "lane of": {lane_of}}}}}'
+        )
+    b.annotation("on the lane", 100, 50, pid=100, tid=200)
+    b.annotation("another process", 100, 50, pid=101, tid=200)
+    trace = tracekit.open_trace(b.write(tmp_path / "renamed.json"))
+    assert sorted(zip(trace.ranges["name"].astype(str), trace.ranges["pid"], trace.ranges["tid"])) == [
+        ("another process", 101, 200),
+        ("on the lane", 100, 300),
+    ]

@@ -22,7 +22,7 @@ def stream_lanes(device: np.ndarray, stream: np.ndarray, start: np.ndarray, end:
     lane = np.zeros(len(start), dtype=np.int64)
     rows = np.flatnonzero((stream >= 0) & (stream < LANE_STRIDE))  # (a track id past the stride: left alone)
     for number in range(1, MAX_LANES):
-        overlapping = _overlaps_earlier(device[rows], stream[rows], start[rows], end[rows])
+        overlapping = overlaps_earlier(device[rows], stream[rows], start[rows], end[rows])
         if not overlapping.any():
             break
         rows = rows[overlapping]
@@ -30,7 +30,7 @@ def stream_lanes(device: np.ndarray, stream: np.ndarray, start: np.ndarray, end:
     return lane
 
 
-def _overlaps_earlier(device: np.ndarray, stream: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+def overlaps_earlier(device: np.ndarray, stream: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
     """Whether each op starts before an op of its stream that started earlier (or at once, before it in the
     table) has ended."""
     if len(start) < 2:

@@ -10,8 +10,11 @@ GPU-side annotations are rounded to the microsecond while the kernels they span 
 
 The rule, on every track: of two slices that cross, the one of the lower rank moves one lane over (a GPU op
 stays, an annotation moves; on a host thread a range stays, a CUDA API call moves before it, a Python call
-first), of equal ranks the later begun; the same on that lane, up to ``MAX_LANES``. Lane 0 is the track
-itself. A slice of 0 ns is an instant and nests anywhere.
+first), of equal ranks the later begun, unless the one it lost to moves itself (of a chain of ranges each
+begun before the last ends, every other one moves: two lanes hold them all); the same on that lane, up to
+``MAX_LANES``. Lane 0 is the track itself. A slice of 0 ns is an instant and nests anywhere. A track still
+crossing after ``ROUNDS`` passes (hundreds of slices crossing at once) keeps only its slices that overlap
+no other: every lane but the last nests.
 
 Whether a track's slices nest is found with columns only: its begins and ends in the order a viewer reads
 them (by time, ends before begins, the longer slice begun first, the later begun ended first) take a stack
@@ -26,9 +29,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from tracekit.trace_events.stream_lanes import LANE_STRIDE, MAX_LANES, stream_lanes
+from tracekit.trace_events.stream_lanes import LANE_STRIDE, MAX_LANES, overlaps_earlier, stream_lanes
 
-ROUNDS = 8  # passes over one lane (each moves every loser it finds; crossings left after them stay)
+ROUNDS = 8  # passes over one lane (each moves losers it finds); then a track still crossing keeps only
+# the slices that overlap no other
 HOST_LANE_BASE = 2**31 - 2**24  # lane j of the host threads: tid HOST_LANE_BASE + j (above any OS's thread ids)
 # ranks: which of two crossing slices keeps its track (the higher). On a stream: an op, then a GPU-side
 # annotation; on a host thread: a range (NVTX, record_function, a CPU operator), a CUDA API call, a Python call
@@ -39,8 +43,9 @@ RANGE_RANK, CALL_RANK, PYTHON_RANK = 2, 1, 0
 def nesting_lanes(
     track: np.ndarray, start: np.ndarray, end: np.ndarray, rank: np.ndarray, lane: np.ndarray | None = None
 ) -> np.ndarray:
-    """Each slice's lane on its ``track`` (int64 keys) such that on every (track, lane) the slices nest;
-    ``lane``: lanes already chosen (ops that overlap on a stream), kept or moved further; times in ns."""
+    """Each slice's lane on its ``track`` (int64 keys) such that on every (track, lane) but the last the
+    slices nest; ``lane``: lanes already chosen (ops that overlap on a stream), kept or moved further;
+    ``rank``: which of two crossing slices stays (the higher); times in ns."""
     lane = np.zeros(len(start), dtype=np.int64) if lane is None else np.asarray(lane, dtype=np.int64).copy()
     opens = end > start
     track = pd.factorize(track)[0]
@@ -48,14 +53,19 @@ def nesting_lanes(
         rows = np.flatnonzero(opens & (lane == number))
         if not len(rows) and not (lane > number).any():
             break
-        for _ in range(ROUNDS):
+        for round_number in range(ROUNDS + 1):
             # the tracks where something crosses (few, usually none), then who moves on them
             rows = rows[_on_crossing_tracks(track[rows], start[rows], end[rows])]
             if not len(rows):
                 break
-            losers = _losers(track[rows], start[rows], end[rows], rank[rows])
-            lane[rows[losers]] = number + 1
-            rows = rows[~losers]
+            if round_number < ROUNDS:
+                moves = _losers(track[rows], start[rows], end[rows], rank[rows])
+            else:  # crossings left after every round: each such track keeps only slices that overlap no other
+                moves = overlaps_earlier(np.zeros(len(rows), dtype=np.int64), track[rows], start[rows], end[rows])
+            if not moves.any():  # (none crosses: the keys did not fit, every track was named)
+                break
+            lane[rows[moves]] = number + 1
+            rows = rows[~moves]
     return lane
 
 
@@ -105,7 +115,9 @@ def _order_ties(order: np.ndarray, keys: np.ndarray, slice_of: np.ndarray, start
 
 
 def _losers(track: np.ndarray, start: np.ndarray, end: np.ndarray, rank: np.ndarray) -> np.ndarray:
-    """Of each two slices that cross on a track, the one that moves (the lower rank, else the later begun)."""
+    """Of each two slices that cross on a track, the one that moves (the lower rank, else the later begun),
+    where the one it loses to stays: a chain of slices each crossing the one before (NVTX ranges of a
+    pipeline, each begun before the last ends) moves every other one, not all but the first."""
     count = len(start)
     if count < 2:
         return np.zeros(count, dtype=bool)
@@ -123,13 +135,28 @@ def _losers(track: np.ndarray, start: np.ndarray, end: np.ndarray, rank: np.ndar
     by_level = order[np.lexsort((np.arange(len(order)), level, track[slice_of[order]]))]
     closes = np.flatnonzero(is_end[by_level])  # every end follows the begin it closes, at its level
     closed, closing = slice_of[by_level[closes - 1]], slice_of[by_level[closes]]
-    crossed = closed != closing
-    first, second_slice = closed[crossed], closing[crossed]
-    later = (start[second_slice] > start[first]) | ((start[second_slice] == start[first]) & (second_slice > first))
-    loses_second = (rank[second_slice] < rank[first]) | ((rank[second_slice] == rank[first]) & later)
-    losers = np.zeros(count, dtype=bool)
-    losers[np.where(loses_second, second_slice, first)] = True
-    return losers
+    # the end closes a slice begun inside its own that ends after it: the two cross. (Past the first such
+    # end on a track, an end may close one it does not cross, which decides nothing: the next round sees.)
+    crossed = (start[closed] > start[closing]) & (start[closed] < end[closing]) & (end[closed] > end[closing])
+    first, second_slice = closing[crossed], closed[crossed]  # the earlier begun, the later
+    loses_second = rank[second_slice] <= rank[first]
+    loser = np.where(loses_second, second_slice, first)
+    # each loser below the one it lost to: it moves where that one stays, the root of a chain staying
+    above = row.copy()
+    above[loser] = np.where(loses_second, first, second_slice)
+    return _odd_depth(above)
+
+
+def _odd_depth(above: np.ndarray) -> np.ndarray:
+    """Whether each node of a forest (``above``: its parent, a root its own) lies an odd number of steps
+    below its root, by pointer jumping: log2 of the longest chain passes over the columns."""
+    odd = above != np.arange(len(above))
+    while True:
+        higher = above[above]
+        if (higher == above).all():
+            return odd
+        odd ^= odd[above]
+        above = higher
 
 
 @dataclass(frozen=True)

@@ -239,6 +239,8 @@ def _main_kept_from_workers() -> Generator[None, None, None]:
 def _stop_pool(pool: ProcessPoolExecutor) -> None:
     """Cancel what is queued and end the workers now (a worker in the middle of a file is killed)."""
     processes = list((getattr(pool, "_processes", None) or {}).values())
+    # (taken before shutdown, which forgets both)
+    manager = getattr(pool, "_executor_manager_thread", None)
     pool.shutdown(wait=False, cancel_futures=True)
     for process in processes:
         process.terminate()
@@ -249,7 +251,6 @@ def _stop_pool(pool: ProcessPoolExecutor) -> None:
             process.join(timeout=5)
     # the pool's manager thread notices its workers gone and closes its wake-up pipe; ended here, it cannot
     # do so while the interpreter's exit wakes it (Python 3.11 has no lock there: "Bad file descriptor")
-    manager = getattr(pool, "_executor_manager_thread", None)
     if manager is not None:
         manager.join(timeout=2)
 

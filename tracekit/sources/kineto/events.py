@@ -97,9 +97,10 @@ class Args(msgspec.Struct, gc=False):
     python_id: Number = msgspec.field(default=-1, name="Python id")
     python_parent: Number = msgspec.field(default=-1, name="Python parent id")
     python_module: Number = msgspec.field(default=-1, name="Python module id")
-    # a process_name or thread_name metadata event's name, and a lane's thread or stream (tracekit's timelines)
+    # a process_name or thread_name metadata event's name, and a lane's thread or stream (tracekit's timelines;
+    # its JSON text: in another file the arg may hold anything, even 1e400, which names no lane and drops nothing)
     name: Any = None
-    lane_of: Number = msgspec.field(default=None, name=LANE_OF)
+    lane_of: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name=LANE_OF)
 
 
 NO_ARGS = Args()
@@ -121,6 +122,7 @@ class Event(msgspec.Struct, gc=False):
 
 EVENTS = msgspec.json.Decoder(list[Event])
 RAW_EVENTS = msgspec.json.Decoder(list[msgspec.Raw])
+LANE_DECODER = msgspec.json.Decoder(int)  # (strict: no bool, float or text)
 ONE_EVENT = msgspec.json.Decoder(Event)
 
 
@@ -250,8 +252,8 @@ class EventColumns:
         if isinstance(name, str) and name:
             tid = -1 if event.name == "process_name" else _id(event.tid)
             self.names_recorded.append((_id(event.pid), tid, name))
-            lane_of = event.args.lane_of if event.args is not None else None
-            if tid != -1 and type(lane_of) is int and -(2**31) <= lane_of < 2**31:
+            lane_of = _lane_of(event.args.lane_of) if event.args is not None and tid != -1 else None
+            if lane_of is not None:
                 self.lanes_recorded.append((_id(event.pid), tid, lane_of))
 
     def _add_shapes(self, out: dict, args: list[Args]) -> None:
@@ -299,9 +301,9 @@ class EventColumns:
         if self.lanes_recorded and "tid" in out and "pid" in out:
             lanes = np.asarray(self.lanes_recorded, dtype=np.int64)
             keys = (lanes[:, 0] << 32) ^ (lanes[:, 1] & 0xFFFFFFFF)
-            order = np.argsort(keys)
+            order = np.argsort(keys, kind="stable")  # a thread named twice: its last name's lane, as its name
             found = (out["pid"].astype(np.int64) << 32) ^ (out["tid"].astype(np.int64) & 0xFFFFFFFF)
-            at = np.minimum(np.searchsorted(keys[order], found), len(keys) - 1)
+            at = np.maximum(np.searchsorted(keys[order], found, side="right") - 1, 0)
             on_lane = keys[order][at] == found
             out["tid"] = np.where(on_lane, lanes[order, 2][at], out["tid"])
         return out
@@ -328,6 +330,15 @@ def _dims(value) -> list:
     if isinstance(value, list) and len(value) == 3 and not any(isinstance(item, (list, dict)) for item in value):
         return value
     return NO_DIMS
+
+
+def _lane_of(text: msgspec.Raw) -> int | None:
+    """The thread or stream a lane of tracekit's timeline is beside (its "lane of" arg): an int32, else None."""
+    try:
+        value = LANE_DECODER.decode(text) if len(text) else None
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return None
+    return value if value is not None and -(2**31) <= value < 2**31 else None
 
 
 def _id(value) -> int:
