@@ -63,7 +63,11 @@ def _key(args: dict) -> tuple:
     return tuple(sorted((key, tuple(value) if isinstance(value, list) else value) for key, value in args.items()))
 
 
-def from_protobuf(path) -> dict:
+def from_protobuf(path, sorted_by_time: bool = True) -> dict:
+    """The slices, arrows, counters and track names of a .pftrace. Each end closes the latest open slice of
+    its track, the events taken as Perfetto's trace processor takes them: every track event of the file by
+    timestamp, ties in file order (its sorter's key is the timestamp, then where the event was read); in
+    file order alone without ``sorted_by_time``."""
     pb = pytest.importorskip(
         "perfetto.protos.perfetto.trace.perfetto_trace_pb2", reason="the perfetto package is not installed"
     )
@@ -74,6 +78,7 @@ def from_protobuf(path) -> dict:
     state: dict[int, dict] = {}
     open_slices: dict[int, list] = defaultdict(list)
     slices, counters, flow_from, flow_to = [], [], {}, {}
+    read: list[tuple] = []  # (time, track, (the begun slice, whether an instant), or None for an end)
     for packet in _packets(trace, pb):
         if packet.HasField("track_descriptor"):
             descriptor = packet.track_descriptor
@@ -113,8 +118,7 @@ def from_protobuf(path) -> dict:
             counters.append((*counter_tracks[track], time, event.double_counter_value))
             continue
         if event.type == event.TYPE_SLICE_END:
-            begun = open_slices[track].pop()
-            slices.append((*begun[:2], begun[2], time - begun[2], *begun[3:]))
+            read.append((time, track, None))
             continue
         args = {mine["args"][annotation.name_iid]: _value(annotation, mine) for annotation in event.debug_annotations}
         category = "".join(mine["categories"][iid] for iid in event.category_iids)
@@ -123,10 +127,15 @@ def from_protobuf(path) -> dict:
             flow_from.setdefault(flow, []).append(begun[:3])
         for flow in event.terminating_flow_ids:
             flow_to[flow] = begun[:3]
-        if event.type == event.TYPE_INSTANT:
-            slices.append((*begun[:3], 0, *begun[3:]))
+        read.append((time, track, (begun, event.type == event.TYPE_INSTANT)))
+    for time, track, begin in sorted(read, key=lambda item: item[0]) if sorted_by_time else read:
+        if begin is None:
+            begun = open_slices[track].pop()
+            slices.append((*begun[:2], begun[2], time - begun[2], *begun[3:]))
+        elif begin[1]:
+            slices.append((*begin[0][:3], 0, *begin[0][3:]))
         else:
-            open_slices[track].append(begun)
+            open_slices[track].append(begin[0])
     assert not any(open_slices.values()), "a slice began and never ended"
     flows = sorted((source, flow_to[key]) for key, sources in flow_from.items() for source in sources)
     return {"slices": sorted(slices), "flows": flows, "counters": sorted(counters), "names": names}

@@ -8,6 +8,7 @@ import sqlite3
 import zlib
 
 import pytest
+from helpers.kineto_builder import KinetoBuilder
 from helpers.nsys_builder import ExportBuilder
 from helpers.perfetto_decode import from_json, from_protobuf
 from helpers.snapshot_builder import SnapshotBuilder, stack
@@ -179,9 +180,24 @@ def test_every_real_trace_decodes_to_the_json_timeline(path, tmp_path):
     if not path.exists():
         pytest.skip(f"{path} is absent")
     source = tracekit.open_trace(path)
-    protobuf = from_protobuf(tracekit.timeline(source, tmp_path / "t.pftrace"))
+    written = tracekit.timeline(source, tmp_path / "t.pftrace")
+    protobuf = from_protobuf(written)
     assert protobuf == from_json(tracekit.timeline(source, tmp_path / "t.json.gz"))
     assert not crossings(protobuf["slices"])  # every track's slices nest, as a viewer stacks them
+
+
+@pytest.mark.xfail(strict=True, reason="kinds of one thread are separate packet sequences: a known limit")
+def test_slices_of_two_kinds_touching_at_one_ns_keep_their_durations_as_perfetto_sorts(tmp_path):
+    """Perfetto's trace processor takes every event of a file by timestamp, ties in file order. A thread's
+    CUDA API calls are written before its ranges and its Python calls after them (a packet sequence each),
+    so an operator ending at the very ns a call begins is ended after the call begins: the end closes the
+    call (Perfetto ends the latest open slice), and the operator takes the call's end."""
+    b = KinetoBuilder()
+    b.operator("aten::mm", 100, 100, dims=[[2, 2]], types=["float"])
+    b.launch("cudaLaunchKernel", 200, 10, correlation=1)
+    b.kernel("ampere_sgemm_128x64_nn", 300, 5, correlation=1)
+    written = tracekit.timeline(b.write(tmp_path / "touching.pt.trace.json"), tmp_path / "t.pftrace")
+    assert from_protobuf(written) == from_protobuf(written, sorted_by_time=False)
 
 
 @pytest.mark.parametrize("where", ["making events", "writing packets"])
