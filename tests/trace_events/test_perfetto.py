@@ -186,18 +186,30 @@ def test_every_real_trace_decodes_to_the_json_timeline(path, tmp_path):
     assert not crossings(protobuf["slices"])  # every track's slices nest, as a viewer stacks them
 
 
-@pytest.mark.xfail(strict=True, reason="kinds of one thread are separate packet sequences: a known limit")
-def test_slices_of_two_kinds_touching_at_one_ns_keep_their_durations_as_perfetto_sorts(tmp_path):
-    """Perfetto's trace processor takes every event of a file by timestamp, ties in file order. A thread's
-    CUDA API calls are written before its ranges and its Python calls after them (a packet sequence each),
-    so an operator ending at the very ns a call begins is ended after the call begins: the end closes the
-    call (Perfetto ends the latest open slice), and the operator takes the call's end."""
+def test_slices_of_kinds_touching_at_one_ns_keep_their_durations_as_perfetto_sorts(tmp_path):
+    """Perfetto's trace processor takes every event of a file by timestamp, ties in file order. Written a
+    kind at a time (calls, then ranges, then Python calls: a packet sequence each), an operator ending at
+    the very ns a call begins was ended after the call began: the end closed the call, the operator took
+    the call's end. In one stream by start, each touching slice keeps its own; on a stream too (a kernel
+    beginning as the GPU-side annotation before it ends)."""
     b = KinetoBuilder()
     b.operator("aten::mm", 100, 100, dims=[[2, 2]], types=["float"])
     b.launch("cudaLaunchKernel", 200, 10, correlation=1)
+    b.python_call("model.py(1): forward", 210, 40, python_id=1, parent=None)
+    b.annotation("ProfilerStep#1", 250, 50)
     b.kernel("ampere_sgemm_128x64_nn", 300, 5, correlation=1)
+    b.annotation("ProfilerStep#1", 290, 10, pid=0, tid=7, cat="gpu_user_annotation")
     written = tracekit.timeline(b.write(tmp_path / "touching.pt.trace.json"), tmp_path / "t.pftrace")
-    assert from_protobuf(written) == from_protobuf(written, sorted_by_time=False)
+    decoded = from_protobuf(written)  # (as Perfetto sorts)
+    assert decoded == from_protobuf(written, sorted_by_time=False)
+    assert decoded == from_json(tracekit.timeline(tmp_path / "touching.pt.trace.json", tmp_path / "t.json"))
+    durations = {(row[4], row[5]): (row[2], row[3]) for row in decoded["slices"]}
+    assert durations[("cpu_op", "aten::mm")] == (100_000, 100_000)
+    assert durations[("cuda_runtime", "cudaLaunchKernel")] == (200_000, 10_000)
+    assert durations[("python_function", "model.py(1): forward")] == (210_000, 40_000)
+    assert durations[("user_annotation", "ProfilerStep#1")] == (250_000, 50_000)
+    assert durations[("gpu_user_annotation", "ProfilerStep#1")] == (290_000, 10_000)
+    assert durations[("kernel", "ampere_sgemm_128x64_nn")] == (300_000, 5_000)
 
 
 @pytest.mark.parametrize("where", ["making events", "writing packets"])

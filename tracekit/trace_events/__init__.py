@@ -16,6 +16,7 @@ trace-event JSON that chrome://tracing and TensorBoard open too, written as a st
 ``window``  which stretch of a trace to write: ms from its start, a step, an instance of a range
 ``sequence_track``  the kernel sequences a trace repeats as tracks, an occurrence a slice
 ``stream_lanes``  ops that overlap on one stream, on lanes beside it (ops of a stream cannot run at once)
+``merged_slices``  kinds that share tracks (a thread's ranges, calls, Python calls) as one stream by start
 ``track_lanes``  slices that cross on a track (a thread's ranges and calls, an annotation and its kernels), on
             lanes beside it: every track's slices nest
 ``collective_track``  collectives per process group as tracks: each one's wait for the last peer, then its transfer

@@ -37,6 +37,7 @@ from tracekit.trace_events.collective_track import collective_slices
 from tracekit.trace_events.counter_tracks import bandwidth_counters, queue_counters
 from tracekit.trace_events.events import Counters, Metadata, Slices
 from tracekit.trace_events.json_format import header_fields
+from tracekit.trace_events.merged_slices import merged_by_start
 from tracekit.trace_events.output_names import PERFETTO_SUFFIXES, check_output, default_output
 from tracekit.trace_events.sequence_track import sequence_events, sequence_slices, sequence_track_names
 from tracekit.trace_events.track_lanes import track_lanes
@@ -211,14 +212,17 @@ def _write_input(
     with closing(ahead((kind, item, sink.encode(item)) for kind, item in items)) as encoded_items:
         for kind, item, encoded in encoded_items:
             sink.put(encoded)
-            written.events[kind] += len(item)
+            if isinstance(kind, Counter):  # slices of several kinds in one chunk
+                written.events.update(kind)
+            else:
+                written.events[kind] += len(item)
             if isinstance(item, Slices):
                 written.events["flows"] += item.flows
 
 
 def _events(
     trace: Trace, place: tracks.Place, window: Window, snapshot, notes: list[str], sequences: int = 0
-) -> Iterator[tuple[str, Slices | Counters | Metadata]]:
+) -> Iterator[tuple[str | Counter, Slices | Counters | Metadata]]:
     """(kind, events) of one input: its metadata first, then every track (``sequences``: tracks of the most
     frequent kernel sequences too)."""
     from tracekit.analysis.primitives.categories import CATEGORIES, op_categories
@@ -281,31 +285,35 @@ def _events(
     arrows = found_rows[call_kept[launched.row[found_rows]]]
     flow_id = np.full(len(ops), -1, dtype=np.int64)
     flow_id[arrows] = arrows + first_id
-    yield from (
-        ("gpu ops", events)
-        for events in tracks.gpu_op_events(
-            kept_ops,
-            categories[op_rows],
-            correlation[op_rows],
-            flow_id[op_rows],
-            place,
-            tracks.op_args(trace, op_rows),
-            lanes.op_tids,
-        )
+    op_events = tracks.gpu_op_events(
+        kept_ops,
+        categories[op_rows],
+        correlation[op_rows],
+        flow_id[op_rows],
+        place,
+        tracks.op_args(trace, op_rows),
+        lanes.op_tids,
     )
     by_call = arrows[np.argsort(launched.row[arrows], kind="stable")]
     flow_counts = np.bincount(launched.row[arrows], minlength=len(calls))[call_rows]
-    yield from (
-        ("api calls", events)
-        for events in tracks.launch_events(
-            calls.iloc[call_rows], call_ids[call_rows], flow_counts, flow_id[by_call], place, lanes.call_tids
-        )
-    )
     inputs = tracks.input_args(kept_ranges, trace.optional("op_shapes"))
-    yield from (
-        ("ranges", events) for events in tracks.range_events(kept_ranges, torch_source, place, inputs, lanes.range_tids)
-    )
-    yield from (("python calls", events) for events in tracks.python_events(python_calls, place, lanes.python_tids))
+    # the kinds that share tracks in one stream by start (``merged_slices``: Perfetto meets a track's events
+    # of one timestamp in file order); ops with them only where GPU-side annotations share their streams
+    shared = [
+        (
+            "api calls",
+            tracks.launch_events(
+                calls.iloc[call_rows], call_ids[call_rows], flow_counts, flow_id[by_call], place, lanes.call_tids
+            ),
+        ),
+        ("ranges", tracks.range_events(kept_ranges, torch_source, place, inputs, lanes.range_tids)),
+        ("python calls", tracks.python_events(python_calls, place, lanes.python_tids)),
+    ]
+    if on_gpu.any():
+        shared.insert(0, ("gpu ops", op_events))
+    else:
+        yield from (("gpu ops", events) for events in op_events)
+    yield from merged_by_start(shared)
     yield from (("idle gaps", events) for events in tracks.gap_events(gaps.result(), place))
     yield from (("kernel sequences", events) for events in sequence_events(slices, place.gpu_pid, offset=place.offset))
     yield from (
