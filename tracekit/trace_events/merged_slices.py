@@ -18,8 +18,8 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from tracekit.trace_events.events import Arg, Labels, Slices, Texts
-
-ROWS = 200_000  # rows a chunk (as ``tracks.ROWS``)
+from tracekit.trace_events.track_lanes import stable_order
+from tracekit.trace_events.tracks import slices
 
 
 def merged_by_start(parts: Sequence[tuple[str, Iterator[Slices]]]) -> Iterator[tuple[str | Counter, Slices]]:
@@ -34,26 +34,14 @@ def merged_by_start(parts: Sequence[tuple[str, Iterator[Slices]]]) -> Iterator[t
         return
     whole = _concatenated(chunks)
     kind_of = np.repeat(np.arange(len(chunks)), [len(chunk) for chunk in chunks])
-    order = _by_start(whole.start, whole.duration)
-    for first in range(0, len(order), ROWS):
-        rows = order[first : first + ROWS]
+    order = stable_order(whole.start, lambda rows: -whole.duration[rows])  # the longer first at one start
+    for chunk in slices(len(order)):
+        rows = order[chunk]
         counts = np.bincount(kind_of[rows], minlength=len(chunks))
         counted = Counter()
         for index, count in enumerate(counts.tolist()):
             counted[kinds[index]] += count
         yield counted, _taken(whole, rows)
-
-
-def _by_start(start: np.ndarray, duration: np.ndarray) -> np.ndarray:
-    """Rows by start, the longer first at one start (a stable sort: each kind's rows come by start mostly),
-    then the rows of one start put in order among themselves."""
-    order = np.argsort(start, kind="stable")
-    ordered = start[order]
-    tied = np.flatnonzero(ordered[1:] == ordered[:-1])
-    if len(tied):
-        members = np.unique(np.concatenate([tied, tied + 1]))
-        order[members] = order[members][np.lexsort((-duration[order[members]], ordered[members]))]
-    return order
 
 
 def _concatenated(chunks: list[Slices]) -> Slices:

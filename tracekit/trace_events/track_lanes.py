@@ -24,6 +24,7 @@ the events at that depth. Where that is another slice's begin, the two cross.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -87,8 +88,9 @@ def _on_crossing_tracks(track: np.ndarray, start: np.ndarray, end: np.ndarray) -
     slice_of = np.concatenate([row, row[::-1]])
     base = track.astype(np.int64) * span - low
     key = np.concatenate([(base + start) * 2 + 1, ((base + end) * 2)[::-1]])
-    order = np.argsort(key, kind="stable")  # (runs: a table's rows come by start, mostly)
-    _order_ties(order, key[order], slice_of, start, end, count)
+    # at one time on one track: begins the longer first, ends the later begun first
+    tiebreak = lambda events: np.where(events >= count, -start[slice_of[events]], -end[slice_of[events]])
+    order = stable_order(key, tiebreak)
     del key
     ending = order >= count
     depth = np.cumsum(np.where(ending, np.int8(-1), np.int8(1)), dtype=np.int32)
@@ -101,17 +103,17 @@ def _on_crossing_tracks(track: np.ndarray, start: np.ndarray, end: np.ndarray) -
     return crossing[track]
 
 
-def _order_ties(order: np.ndarray, keys: np.ndarray, slice_of: np.ndarray, start, end, count: int) -> None:
-    """Events at one time on one track (sorted ``keys`` equal) in viewer order, in place: begins the longer
-    first, ends the later begun first (identical slices keep the order their events were laid out in)."""
-    tied = np.flatnonzero(keys[1:] == keys[:-1])
-    if not len(tied):
-        return
-    members = np.unique(np.concatenate([tied, tied + 1]))
-    events = order[members]
-    rows = slice_of[events]
-    tiebreak = np.where(events >= count, -start[rows], -end[rows])
-    order[members] = events[np.lexsort((tiebreak, keys[members]))]
+def stable_order(keys: np.ndarray, tiebreak: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """The positions of ``keys`` in order (a stable sort: fast on runs, as a table's rows by start), those of
+    equal keys then ordered among themselves by ``tiebreak`` (given their positions, it gives each a second
+    key; equal ones keep their order): one sort of all, another of the tied alone."""
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    tied = np.flatnonzero(ordered[1:] == ordered[:-1])
+    if len(tied):
+        members = np.unique(np.concatenate([tied, tied + 1]))
+        order[members] = order[members][np.lexsort((tiebreak(order[members]), ordered[members]))]
+    return order
 
 
 def _losers(track: np.ndarray, start: np.ndarray, end: np.ndarray, rank: np.ndarray) -> np.ndarray:
