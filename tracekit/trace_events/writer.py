@@ -244,10 +244,11 @@ def _events(
     kept_ranges = window.cut(ranges)
     python_calls = trace.optional("python_calls")
     python_calls = PYTHON_CALLS.empty() if python_calls is None else window.cut(python_calls)
+    gpu_domain = (kept_ranges["domain"] == "gpu").to_numpy()  # (the categorical's codes: no text per range)
     threads = pd.concat(
         [
             calls.iloc[call_rows][["pid", "tid"]],
-            kept_ranges.loc[kept_ranges["domain"].astype(str) != "gpu", ["pid", "tid"]],
+            kept_ranges.loc[~gpu_domain, ["pid", "tid"]],
             python_calls.loc[:, ["pid", "tid"]],
         ]
     ).drop_duplicates()
@@ -258,7 +259,7 @@ def _events(
     slices = sequence_slices(trace, sequences, window)
     collectives = collective_slices(trace, window)
     torch_source = trace.meta.tool == TORCH_PROFILER
-    on_gpu = torch_source & (kept_ranges["domain"].astype(str).to_numpy() == "gpu")  # GPU-side annotations
+    on_gpu = torch_source & gpu_domain  # GPU-side annotations
     # slices that cross on a track (ops of a stream, an annotation and its kernels, a thread's ranges and
     # calls): lanes beside it
     lanes = track_lanes(kept_ops, kept_ranges, calls.iloc[call_rows], python_calls, on_gpu)
