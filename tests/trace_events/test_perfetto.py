@@ -199,9 +199,13 @@ def test_slices_of_kinds_touching_at_one_ns_keep_their_durations_as_perfetto_sor
     b.annotation("ProfilerStep#1", 250, 50)
     b.kernel("ampere_sgemm_128x64_nn", 300, 5, correlation=1)
     b.annotation("ProfilerStep#1", 290, 10, pid=0, tid=7, cat="gpu_user_annotation")
-    written = tracekit.timeline(b.write(tmp_path / "touching.pt.trace.json"), tmp_path / "t.pftrace")
+    summary = write_timeline([b.write(tmp_path / "touching.pt.trace.json")], tmp_path / "t.pftrace")
+    written = summary.path
     decoded = from_protobuf(written)  # (as Perfetto sorts)
     assert decoded == from_protobuf(written, sorted_by_time=False)
+    # written in one stream, each kind still counted as itself
+    kinds = {kind: summary.events[kind] for kind in ("gpu ops", "api calls", "ranges", "python calls", "flows")}
+    assert kinds == {"gpu ops": 1, "api calls": 1, "ranges": 3, "python calls": 1, "flows": 2}
     assert decoded == from_json(tracekit.timeline(tmp_path / "touching.pt.trace.json", tmp_path / "t.json"))
     durations = {(row[4], row[5]): (row[2], row[3]) for row in decoded["slices"]}
     assert durations[("cpu_op", "aten::mm")] == (100_000, 100_000)
