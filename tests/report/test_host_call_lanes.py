@@ -113,10 +113,12 @@ def test_the_arrow_starts_at_the_launching_call(browser, tmp_path):
     trace = launching_threads(tmp_path / "threads.sqlite")
     page_path = (write_report([trace], tmp_path / "report", html=True).parent / "report.html").resolve()
     page, seen = open_page(browser, page_path)
-    box = page.locator(".timeline canvas").first.bounding_box()
-    assert box is not None
-
     timeline = "tracekit.timelines[0]"
+
+    def canvas_box() -> dict:  # where the canvas is now (measured at each move: the page may lay out again)
+        box = page.locator(".timeline canvas").first.bounding_box()
+        assert box is not None
+        return dict(box)
 
     def at_row(row: int) -> float:  # the middle of the row'th lane shown, in the canvas's pixels
         return 22 + 18 + row * 18 + 9
@@ -130,6 +132,7 @@ def test_the_arrow_starts_at_the_launching_call(browser, tmp_path):
     def hover_op(index: int, start: int, end: int) -> dict:
         """The pointer on op ``index`` (``start``-``end`` ns) on its stream's lane: the arrow drawn."""
         row = labels().index("GPU 0 · stream 7")
+        box = canvas_box()
         page.mouse.move(box["x"] + (x_at(start) + x_at(end)) / 2, box["y"] + at_row(row))
         assert page.evaluate(f"{timeline}.hovered.index") == index
         arrow = page.evaluate(f"{timeline}.arrow")
@@ -148,6 +151,7 @@ def test_the_arrow_starts_at_the_launching_call(browser, tmp_path):
     page.evaluate(f"{timeline}.toggle({timeline}.order[{folded}])")
     assert labels()[folded : folded + 3] == ["▾ tid 100 · ranges", "  depth 1", "  CUDA API"]
     assert hover_op(0, 1_000, 2_000)["from"] == pytest.approx([x_at(200), at_row(folded + 2)])
+    box = canvas_box()
     page.mouse.move(box["x"] + x_at(2_500), box["y"] + at_row(folded + 2))  # the synchronization
     tip = page.locator(".timeline .tip").first.text_content() or ""
     assert tip == f"{SYNC}\n800 ns at 1.1 us\nCUDA API · tid 100 · ranges\ninside: step › forward"
